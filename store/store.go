@@ -1,0 +1,227 @@
+package store
+
+import "context"
+
+// Store is a table with DynamoDB's single-item and transactional
+// semantics. Implementations are safe for concurrent use.
+//
+// Every method reports the capacity it consumed in its output, and does so
+// on failure too: a write whose condition fails is billed like one that
+// succeeds, and its output carries that capacity beside the error.
+//
+// Writes never apply partially. A method that returns an error other than an
+// [*UnavailableError] with OutcomeUnknown set changed nothing.
+type Store interface {
+	// Get reads one item. A missing item is not an error: the output's Item
+	// is nil.
+	Get(ctx context.Context, in GetInput) (GetOutput, error)
+	// BatchGet reads up to 100 distinct items. Implementations retry any
+	// part the database left unprocessed; the output has one entry per key.
+	BatchGet(ctx context.Context, in BatchGetInput) (BatchGetOutput, error)
+	// Put writes a whole item, replacing any item with the same key, if the
+	// condition (when given) holds.
+	Put(ctx context.Context, in PutInput) (WriteOutput, error)
+	// Update applies an update expression to one item, creating it when
+	// absent (an upsert), if the condition (when given) holds.
+	Update(ctx context.Context, in UpdateInput) (WriteOutput, error)
+	// Delete removes one item if the condition (when given) holds. Deleting
+	// a missing item succeeds.
+	Delete(ctx context.Context, in DeleteInput) (WriteOutput, error)
+	// TransactWrite applies up to 100 actions on distinct items, all or
+	// none.
+	TransactWrite(ctx context.Context, in TransactWriteInput) (TransactWriteOutput, error)
+	// Query returns the items of one partition of the table or of an
+	// index, in sort-key order, optionally only those whose sort key begins
+	// with a prefix. Implementations follow pagination to the end (or to
+	// Limit).
+	Query(ctx context.Context, in QueryInput) (QueryOutput, error)
+	// WriteConcurrently issues independent single-item writes at the same
+	// time and returns their results in order. The writes are not a
+	// transaction: each may succeed or fail alone. It exists so that a
+	// caller that needs several writes in one round trip (a cascade to a
+	// parent entity) says so, and a scheduler can see every write.
+	WriteConcurrently(ctx context.Context, writes []Write) []WriteResult
+}
+
+// ReturnValue selects what a successful write returns in
+// [WriteOutput.Attributes].
+type ReturnValue uint8
+
+// Return values, as DynamoDB defines them. Put and Delete accept only
+// ReturnNone and ReturnAllOld.
+const (
+	ReturnNone       ReturnValue = iota // nothing
+	ReturnAllOld                        // the whole item before the write (nothing if there was none)
+	ReturnUpdatedOld                    // the updated attributes, before the write
+	ReturnAllNew                        // the whole item after the write
+	ReturnUpdatedNew                    // the updated attributes, after the write
+)
+
+var returnValueNames = [...]string{"NONE", "ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW"}
+
+// String returns DynamoDB's name of r.
+func (r ReturnValue) String() string {
+	if int(r) < len(returnValueNames) {
+		return returnValueNames[r]
+	}
+	return "INVALID"
+}
+
+// GetInput reads the item at Key.
+type GetInput struct {
+	Key Key
+	// ConsistentRead asks for a strongly consistent read (1 RCU per 4 KB
+	// instead of 0.5).
+	ConsistentRead bool
+}
+
+// GetOutput is the result of [Store.Get].
+type GetOutput struct {
+	Item     Item // nil when there is no item
+	Consumed Capacity
+}
+
+// BatchGetInput reads up to 100 distinct keys.
+type BatchGetInput struct {
+	Keys           []Key
+	ConsistentRead bool
+}
+
+// BatchGetOutput is the result of [Store.BatchGet].
+type BatchGetOutput struct {
+	// Items[i] is the item at Keys[i], or nil when there is none.
+	Items    []Item
+	Consumed Capacity
+}
+
+// PutInput writes Item (which must hold the key attributes) if
+// Expr.Condition holds. Expr.Update must be empty.
+type PutInput struct {
+	Item Item
+	Expr Expr
+	// Return is ReturnNone or ReturnAllOld.
+	Return ReturnValue
+	// ReturnOldOnConditionFailure puts the item as it stood into the
+	// [*ConditionFailedError] when the condition fails (DynamoDB's
+	// ReturnValuesOnConditionCheckFailure=ALL_OLD; free of charge).
+	ReturnOldOnConditionFailure bool
+}
+
+// UpdateInput applies Expr.Update to the item at Key if Expr.Condition
+// holds.
+type UpdateInput struct {
+	Key                         Key
+	Expr                        Expr
+	Return                      ReturnValue
+	ReturnOldOnConditionFailure bool
+}
+
+// DeleteInput deletes the item at Key if Expr.Condition holds. Expr.Update
+// must be empty.
+type DeleteInput struct {
+	Key  Key
+	Expr Expr
+	// Return is ReturnNone or ReturnAllOld.
+	Return                      ReturnValue
+	ReturnOldOnConditionFailure bool
+}
+
+// CheckInput is a transaction action that writes nothing: the transaction
+// proceeds only if Expr.Condition holds for the item at Key.
+type CheckInput struct {
+	Key                         Key
+	Expr                        Expr
+	ReturnOldOnConditionFailure bool
+}
+
+// WriteOutput is the result of a single-item write.
+type WriteOutput struct {
+	// Attributes holds what the input's Return asked for; nil for
+	// ReturnNone.
+	Attributes Item
+	Consumed   Capacity
+}
+
+// TransactAction is one action of a transaction: exactly one field is set.
+// The Return fields of the inputs are ignored in a transaction.
+type TransactAction struct {
+	Put    *PutInput
+	Update *UpdateInput
+	Delete *DeleteInput
+	Check  *CheckInput
+}
+
+// TransactWriteInput is an all-or-nothing group of up to 100 actions on
+// distinct items.
+type TransactWriteInput struct {
+	Actions []TransactAction
+	// ClientToken, when set, makes the call idempotent for 10 minutes: a
+	// repeat with the same token and the same actions succeeds without
+	// applying again; with other actions it fails with a ValidationError
+	// (DynamoDB's IdempotentParameterMismatch).
+	ClientToken string
+}
+
+// TransactWriteOutput is the result of [Store.TransactWrite].
+type TransactWriteOutput struct {
+	Consumed Capacity
+}
+
+// QueryInput selects the items of one partition.
+type QueryInput struct {
+	// Index is the name of a secondary index, or "" for the table.
+	Index string
+	// PartitionKey is the value of the (table or index) partition key.
+	PartitionKey string
+	// SortKeyPrefix, when not empty, keeps only items whose sort key begins
+	// with it.
+	SortKeyPrefix string
+	// ConsistentRead is allowed on the table only, as in DynamoDB.
+	ConsistentRead bool
+	// Limit caps the number of items returned; 0 means no cap.
+	Limit int
+}
+
+// QueryOutput is the result of [Store.Query].
+type QueryOutput struct {
+	// Items in ascending sort-key order. Items of a keys-only index carry
+	// only the table and index key attributes.
+	Items    []Item
+	Consumed Capacity
+}
+
+// Write is one single-item write of [Store.WriteConcurrently]: exactly one
+// field is set.
+type Write struct {
+	Put    *PutInput
+	Update *UpdateInput
+	Delete *DeleteInput
+}
+
+// WriteResult is the outcome of one [Write].
+type WriteResult struct {
+	Output WriteOutput
+	Err    error
+}
+
+// Capacity is the capacity a call consumed, in DynamoDB's units: read
+// capacity units (4 KB strongly consistent reads; half for eventually
+// consistent, double for transactional) and write capacity units (1 KB
+// writes; double for transactional).
+type Capacity struct {
+	ReadUnits float64
+	// WriteUnits includes IndexWriteUnits.
+	WriteUnits float64
+	// IndexWriteUnits is the part of WriteUnits spent writing secondary
+	// index entries.
+	IndexWriteUnits float64
+}
+
+// Add returns the sum of c and o.
+func (c Capacity) Add(o Capacity) Capacity {
+	return Capacity{
+		ReadUnits:       c.ReadUnits + o.ReadUnits,
+		WriteUnits:      c.WriteUnits + o.WriteUnits,
+		IndexWriteUnits: c.IndexWriteUnits + o.IndexWriteUnits,
+	}
+}
