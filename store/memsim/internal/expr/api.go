@@ -11,15 +11,79 @@
 //	newItem, touched, err := b.Apply(old, key)
 //
 // Every error is a *store.ValidationError carrying DynamoDB's message.
+//
+// # Fidelity
+//
+// The grammar, the checks and their order follow DynamoDB Local (whose
+// expression code is AWS's: its ANTLR grammar, its tree translation, its
+// validator, its executor), confirmed where possible by tests that run
+// against DynamoDB itself; see messages.go for the sources. Consequences
+// worth knowing:
+//
+//   - A syntax error names the first token no valid expression can contain,
+//     with its neighbours: Syntax error; token: "1", near: "+ 1".
+//   - The actions of an update are validated last first, so of two faulty
+//     actions the later one is reported (as DynamoDB does).
+//   - "path two" of an overlap, and which of several failing actions Apply
+//     reports, follow the iteration order of DynamoDB's java.util.HashMap;
+//     this package reproduces that order.
+//   - size() of a string counts UTF-16 code units (Java's String.length()),
+//     so "é" is 1 and "😀" is 2.
+//   - An update of a missing item that only removes attributes creates
+//     nothing (Apply returns a nil item).
+//
+// Deliberate differences, all in what is reported when a request has
+// several faults or in cases memsim's types cannot reach:
+//
+//   - Numbers are int64, not 38-digit decimals (the store contract allows
+//     only int64). Arithmetic that leaves int64 fails with DynamoDB's
+//     "Number overflow" message, where DynamoDB would still succeed up to
+//     38 digits.
+//   - DynamoDB validates the ExpressionAttributeNames/Values maps before it
+//     parses the expressions, and validates the update expression against
+//     them before it parses the condition. Parse reports syntax faults of
+//     both expressions first, so a request with a syntax fault and a map or
+//     placeholder fault gets the syntax message.
+//   - Several keys at fault in a map (invalid, unused) are reported in
+//     sorted order; DynamoDB's order is that of a Java hash set.
+//   - Updating a key attribute is rejected by Bind, before the condition is
+//     evaluated; DynamoDB Local checks it after the condition.
+//   - A value placeholder used as a path element (a.:v) is rejected with
+//     "The document path cannot contain attribute value parameters";
+//     DynamoDB Local accepts it as an undocumented dictionary access and
+//     DynamoDB answers it with an internal error.
+//   - Secondary-index key attributes accessed with a nested path are not
+//     rejected ("Key attributes must be scalars ... IndexKey: x"): Bind only
+//     knows the table's key attributes.
+//   - With neither expression, Bind rejects Names and Values with UpdateItem's
+//     messages; PutItem and DeleteItem say "...: ConditionExpression is null".
+//   - Single-item writes on DynamoDB prefix validation messages with
+//     "1 validation error detected: " (TransactWriteItems does not); that
+//     envelope belongs to the operation, not to this package.
 package expr
 
-import "github.com/shardlimit/limiter/store"
+import (
+	"sync/atomic"
+
+	"github.com/shardlimit/limiter/store"
+)
 
 // Parsed is a syntactically valid pair of update and condition expressions,
-// with placeholders not yet resolved. It is immutable and safe to share
-// between goroutines (memsim caches it by expression text).
+// with placeholders not yet resolved. It is immutable (but for an internal
+// cache) and safe to share between goroutines (memsim caches it by
+// expression text).
 type Parsed struct {
-	// implementation-defined
+	hasUpdate bool
+	actions   []*action // the update's actions in text order
+	heads     []headRef // per action: where its top-level name comes from
+	cond      *condNode
+	names     []string // name placeholders, by index
+	values    []string // value placeholders, by index
+
+	flatLHS bool // every update path is a single top-level element
+	nested  bool // some path, anywhere, has more than one element
+
+	touched atomic.Pointer[touchedCache] // the last sorted top-level names, by resolved names
 }
 
 // Parse parses an update expression and a condition expression; either may
@@ -27,19 +91,25 @@ type Parsed struct {
 // value, unknown functions and the like are *store.ValidationError with
 // DynamoDB's message.
 func Parse(update, condition string) (*Parsed, error) {
-	return nil, store.Validationf("expr: not implemented")
+	return parse(update, condition)
 }
 
 // HasUpdate reports whether p has an update expression.
-func (p *Parsed) HasUpdate() bool { return false }
+func (p *Parsed) HasUpdate() bool { return p.hasUpdate }
 
 // HasCondition reports whether p has a condition expression.
-func (p *Parsed) HasCondition() bool { return false }
+func (p *Parsed) HasCondition() bool { return p.cond != nil }
 
 // Bound is a Parsed expression with its placeholders resolved against one
 // request's Names and Values.
 type Bound struct {
-	// implementation-defined
+	p       *Parsed
+	names   []string      // resolved name placeholders, by index
+	values  []store.Value // resolved value placeholders, by index
+	touched []string      // sorted distinct top-level names the update writes
+
+	nameBuf  [16]string
+	valueBuf [20]store.Value
 }
 
 // Bind resolves placeholders and checks what depends on them, as DynamoDB
@@ -48,13 +118,16 @@ type Bound struct {
 // document paths, and an update of a key attribute (isKey reports the table's
 // key attribute names).
 func (p *Parsed) Bind(names map[string]string, values map[string]store.Value, isKey func(string) bool) (*Bound, error) {
-	return nil, store.Validationf("expr: not implemented")
+	return p.bind(names, values, isKey)
 }
 
 // Check evaluates the condition against item (nil when the item does not
 // exist). With no condition it returns true.
 func (b *Bound) Check(item store.Item) (bool, error) {
-	return false, store.Validationf("expr: not implemented")
+	if b.p.cond == nil {
+		return true, nil
+	}
+	return b.evalCond(b.p.cond, item), nil
 }
 
 // Apply evaluates the update against old (nil when the item does not exist,
@@ -63,8 +136,12 @@ func (b *Bound) Check(item store.Item) (bool, error) {
 // never modified) and the names of the attributes the update touched, in
 // sorted order, for ReturnValues UPDATED_OLD and UPDATED_NEW.
 // keyAttrs are the key attribute names and values to put into a created item.
+//
+// An update of a missing item that only removes attributes creates nothing,
+// as in DynamoDB: Apply then returns a nil item (and no touched names).
+// The touched slice may be shared with other calls; it must not be modified.
 func (b *Bound) Apply(old store.Item, keyAttrs [2]KeyAttr) (store.Item, []string, error) {
-	return nil, nil, store.Validationf("expr: not implemented")
+	return b.apply(old, keyAttrs)
 }
 
 // KeyAttr is one key attribute of the item being updated.

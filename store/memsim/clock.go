@@ -1,0 +1,46 @@
+package memsim
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Clock is memsim's only source of time: partition refill, stream record
+// times, client-token expiry and the times handed to injectors all come
+// from it. github.com/benbjohnson/clock's Clock satisfies it, as does
+// [*ManualClock].
+type Clock interface {
+	Now() time.Time
+}
+
+// Epoch returns the instant a default [Store]'s clock starts at:
+// 2026-01-01T00:00:00Z. Fault plans print their windows as offsets from it
+// (see [During]).
+func Epoch() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+
+// ManualClock is a [Clock] that moves only when told to. It never sleeps
+// and never reads the wall clock. It is safe for concurrent use. Times are
+// kept with nanosecond precision, in UTC.
+type ManualClock struct {
+	ns atomic.Int64 // Unix nanoseconds
+}
+
+// NewManualClock returns a clock standing at t.
+func NewManualClock(t time.Time) *ManualClock {
+	c := &ManualClock{}
+	c.ns.Store(t.UnixNano())
+	return c
+}
+
+// Now returns the clock's current time.
+func (c *ManualClock) Now() time.Time { return time.Unix(0, c.ns.Load()).UTC() }
+
+// Set moves the clock to t (backwards too; memsim's partitions then simply
+// refill nothing until the clock passes the latest time they saw).
+func (c *ManualClock) Set(t time.Time) { c.ns.Store(t.UnixNano()) }
+
+// Add moves the clock forward by d (backward for a negative d) and returns
+// the new time.
+func (c *ManualClock) Add(d time.Duration) time.Time {
+	return time.Unix(0, c.ns.Add(int64(d))).UTC()
+}

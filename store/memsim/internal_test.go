@@ -1,0 +1,67 @@
+package memsim
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/shardlimit/limiter/store"
+)
+
+// checkSizes verifies the cached item sizes (kept up to date incrementally
+// from the attributes an update touched) and the query indexes.
+func checkSizes(t *testing.T, s *Store) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k, e := range s.items {
+		if got := ItemSize(e.item); got != e.size {
+			t.Fatalf("item %v: cached size %d, actual %d", k, e.size, got)
+		}
+		if _, ok := s.byPK[k.PK][k.SK]; !ok {
+			t.Fatalf("item %v missing from its partition", k)
+		}
+		for _, st := range s.indexes {
+			pk, _, in := indexKey(e.item, st.ix)
+			if _, ok := st.members[pk][k]; in != ok {
+				t.Fatalf("item %v: in index %s = %v, membership %v", k, st.ix.Name, in, ok)
+			}
+		}
+	}
+	for _, sks := range s.byPK {
+		n += len(sks)
+	}
+	if n != len(s.items) {
+		t.Fatalf("%d items, %d in partitions", len(s.items), n)
+	}
+}
+
+func TestCachedSizes(t *testing.T) {
+	s := New(WithPartitionLimits(0, 0))
+	ctx := context.Background()
+	for i := range 300 {
+		k := store.Key{PK: fmt.Sprintf("p%d", i%3), SK: fmt.Sprintf("s%d", i%4)}
+		u := store.Update{}.Add(fmt.Sprintf("n%d", i%5), store.Int(int64(i*i-1000))).
+			Set(fmt.Sprintf("s%d", i%7), store.Str(fmt.Sprint(i)))
+		if i%3 == 0 {
+			u = u.Remove(fmt.Sprintf("s%d", (i+1)%7))
+		}
+		if i%11 == 0 {
+			u = u.Set(store.AttrGSI2PK, store.Str("g")).Set(store.AttrGSI2SK, store.Str(fmt.Sprint(i%2)))
+		} else if i%13 == 0 {
+			u = u.Remove(store.AttrGSI2SK)
+		}
+		e, err := store.Build(u, store.Condition{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Update(ctx, store.UpdateInput{Key: k, Expr: e}); err != nil {
+			t.Fatal(err)
+		}
+		if i%17 == 0 {
+			s.Delete(ctx, store.DeleteInput{Key: k})
+		}
+		checkSizes(t, s)
+	}
+}

@@ -1,0 +1,567 @@
+package memsim
+
+import (
+	"context"
+
+	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/memsim/internal/expr"
+)
+
+// writeKind is what a single-item write (or transaction action) does.
+type writeKind uint8
+
+const (
+	wPut writeKind = iota
+	wUpdate
+	wDelete
+	wCheck
+)
+
+// writeReq is a validated single-item write.
+type writeReq struct {
+	kind    writeKind
+	key     store.Key
+	item    store.Item // wPut: the item to store, already copied
+	size    int        // wPut: its size
+	bound   *expr.Bound
+	ret     store.ReturnValue
+	retOld  bool // ReturnOldOnConditionFailure
+	txn     bool // an action of a transaction: units double
+	hasCond bool
+	hasUpd  bool // wUpdate: there is an update expression
+}
+
+// evaluation is what a write would do to the table, computed under s.mu
+// without changing anything.
+type evaluation struct {
+	old     store.Item
+	oldSize int
+	exists  bool
+	new     store.Item // nil when the write deletes or only checks
+	newSize int
+	touched []string
+	// failed is set when the condition was false; err when the write is
+	// invalid for this item (a *store.ValidationError).
+	failed  bool
+	err     error
+	changed bool // the item changes (a stream record, index maintenance)
+	// keysMoved is false when the write provably left every index key
+	// attribute as it was (an update that touched none of them).
+	keysMoved bool
+	remove    bool // the item is deleted
+	// units are the table write units (not doubled for transactions yet)
+	// and index the index writes, both only for an applied write.
+	units float64
+	index indexWrites
+}
+
+type indexWrite struct {
+	ix    int // position in s.indexes
+	pk    string
+	units float64
+}
+
+// indexWrites holds up to two entries per index without allocating for the
+// default schema.
+type indexWrites struct {
+	n    int
+	buf  [4]indexWrite
+	more []indexWrite
+}
+
+func (w *indexWrites) add(x indexWrite) {
+	if w.n < len(w.buf) {
+		w.buf[w.n] = x
+	} else {
+		w.more = append(w.more, x)
+	}
+	w.n++
+}
+
+func (w *indexWrites) at(i int) indexWrite {
+	if i < len(w.buf) {
+		return w.buf[i]
+	}
+	return w.more[i-len(w.buf)]
+}
+
+func (w *indexWrites) units() float64 {
+	u := 0.0
+	for i := range w.n {
+		u += w.at(i).units
+	}
+	return u
+}
+
+// prepare validates a single-item write (or transaction action) before any
+// item is looked at.
+func (s *Store) preparePut(in *store.PutInput, txn bool) (writeReq, error) {
+	if !txn && in.Return != store.ReturnNone && in.Return != store.ReturnAllOld {
+		if in.Return > store.ReturnUpdatedNew {
+			return writeReq{}, verr(msgBadReturn(in.Return))
+		}
+		return writeReq{}, verr(msgPutReturnValues)
+	}
+	key, err := s.checkPutItem(in.Item)
+	if err != nil {
+		return writeReq{}, err
+	}
+	size := ItemSize(in.Item)
+	if size > MaxItemSize {
+		return writeReq{}, verr(msgItemTooLarge)
+	}
+	b, err := s.bind(in.Expr, false)
+	if err != nil {
+		return writeReq{}, err
+	}
+	return writeReq{kind: wPut, key: key, item: clone(in.Item), size: size, bound: b, ret: in.Return,
+		retOld: in.ReturnOldOnConditionFailure, txn: txn, hasCond: b != nil}, nil
+}
+
+func (s *Store) prepareUpdate(in *store.UpdateInput, txn bool) (writeReq, error) {
+	if !txn && in.Return > store.ReturnUpdatedNew {
+		return writeReq{}, verr(msgBadReturn(in.Return))
+	}
+	if err := s.checkKey(in.Key); err != nil {
+		return writeReq{}, err
+	}
+	b, err := s.bind(in.Expr, true)
+	if err != nil {
+		return writeReq{}, err
+	}
+	return writeReq{kind: wUpdate, key: in.Key, bound: b, ret: in.Return,
+		retOld: in.ReturnOldOnConditionFailure, txn: txn, hasCond: in.Expr.Condition != "", hasUpd: in.Expr.Update != ""}, nil
+}
+
+func (s *Store) prepareDelete(in *store.DeleteInput, txn bool) (writeReq, error) {
+	if !txn && in.Return != store.ReturnNone && in.Return != store.ReturnAllOld {
+		if in.Return > store.ReturnUpdatedNew {
+			return writeReq{}, verr(msgBadReturn(in.Return))
+		}
+		return writeReq{}, verr(msgPutReturnValues)
+	}
+	if err := s.checkKey(in.Key); err != nil {
+		return writeReq{}, err
+	}
+	b, err := s.bind(in.Expr, false)
+	if err != nil {
+		return writeReq{}, err
+	}
+	return writeReq{kind: wDelete, key: in.Key, bound: b, ret: in.Return,
+		retOld: in.ReturnOldOnConditionFailure, txn: txn, hasCond: b != nil}, nil
+}
+
+func (s *Store) prepareCheck(in *store.CheckInput) (writeReq, error) {
+	if err := s.checkKey(in.Key); err != nil {
+		return writeReq{}, err
+	}
+	if in.Expr.Condition == "" {
+		if in.Expr.Update != "" {
+			return writeReq{}, verr(msgUpdateInPut)
+		}
+		return writeReq{}, verr(msgCheckNeedsCondition)
+	}
+	b, err := s.bind(in.Expr, false)
+	if err != nil {
+		return writeReq{}, err
+	}
+	return writeReq{kind: wCheck, key: in.Key, bound: b, retOld: in.ReturnOldOnConditionFailure, txn: true, hasCond: true}, nil
+}
+
+// evaluate computes what w would do. Call with s.mu held.
+func (s *Store) evaluate(w *writeReq) evaluation {
+	ev := evaluation{keysMoved: true}
+	if e, ok := s.items[w.key]; ok {
+		ev.old, ev.oldSize, ev.exists = e.item, e.size, true
+	}
+	if w.hasCond {
+		ok, err := w.bound.Check(ev.old)
+		if err != nil {
+			ev.err = err
+			return ev
+		}
+		if !ok {
+			ev.failed = true
+			ev.units = WriteUnits(ev.oldSize) // 1 when absent
+			return ev
+		}
+	}
+	switch w.kind {
+	case wCheck:
+		ev.units = WriteUnits(ev.oldSize)
+		return ev
+	case wDelete:
+		ev.units = WriteUnits(ev.oldSize)
+		ev.remove = true
+		ev.changed = ev.exists
+	case wPut:
+		ev.new, ev.newSize = w.item, w.size
+		ev.changed = !ev.exists || !itemsEqual(ev.old, ev.new)
+		ev.units = WriteUnits(max(ev.oldSize, ev.newSize))
+	case wUpdate:
+		if w.hasUpd {
+			keys := [2]expr.KeyAttr{
+				{Name: s.schema.PartitionKey, Value: store.Str(w.key.PK)},
+				{Name: s.schema.SortKey, Value: store.Str(w.key.SK)},
+			}
+			n, touched, err := w.bound.Apply(ev.old, keys)
+			if err != nil {
+				ev.err = err
+				return ev
+			}
+			if n == nil {
+				// A REMOVE-only update of a missing item creates nothing.
+				ev.units = WriteUnits(0)
+				return ev
+			}
+			ev.new, ev.touched = n, touched
+		} else if ev.exists {
+			ev.new = ev.old
+		} else {
+			ev.new = store.Item{s.schema.PartitionKey: store.Str(w.key.PK), s.schema.SortKey: store.Str(w.key.SK)}
+		}
+		if ev.exists && w.hasUpd {
+			// Only the touched attributes can differ from the old item.
+			ev.newSize, ev.changed, ev.keysMoved = ev.oldSize, false, false
+			for _, name := range ev.touched {
+				if !ev.keysMoved && s.isIndexKey(name) {
+					ev.keysMoved = true
+				}
+				ov, had := ev.old[name]
+				nv, has := ev.new[name]
+				if had {
+					ev.newSize -= len(name) + ValueSize(ov)
+				}
+				if has {
+					ev.newSize += len(name) + ValueSize(nv)
+				}
+				if had != has || ov != nv {
+					ev.changed = true
+				}
+			}
+		} else {
+			ev.newSize = ItemSize(ev.new)
+			ev.changed = !ev.exists
+		}
+		if ev.keysMoved {
+			if err := s.checkIndexKeys(ev.new); err != nil {
+				ev.err = err
+				return ev
+			}
+		}
+		if ev.newSize > MaxItemSize {
+			ev.err = verr(msgUpdateTooLarge)
+			return ev
+		}
+		ev.units = WriteUnits(max(ev.oldSize, ev.newSize))
+	}
+	s.indexCost(&ev)
+	return ev
+}
+
+// indexCost fills ev.index: an index entry is written when the item gains
+// or loses the index's key attributes (one write), changes them (a delete
+// and a put: two writes), or, for a ProjectAll index, changes any other
+// attribute (one write). Each write costs the entry's size in 1 KB units.
+func (s *Store) indexCost(ev *evaluation) {
+	if !ev.changed {
+		return
+	}
+	for i := range s.indexes {
+		ix := s.indexes[i].ix
+		if !ev.keysMoved {
+			// Same keys: only a ProjectAll entry is rewritten.
+			if ix.Projection == store.ProjectAll {
+				if pk, _, in := indexKey(ev.new, ix); in {
+					ev.index.add(indexWrite{i, pk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
+				}
+			}
+			continue
+		}
+		opk, osk, oin := indexKey(ev.old, ix)
+		var npk, nsk string
+		var nin bool
+		if !ev.remove {
+			npk, nsk, nin = indexKey(ev.new, ix)
+		}
+		switch {
+		case oin && nin && opk == npk && osk == nsk:
+			if ix.Projection == store.ProjectAll {
+				ev.index.add(indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
+			}
+		default:
+			if oin {
+				ev.index.add(indexWrite{i, opk, WriteUnits(s.indexEntrySize(ev.old, ev.oldSize, ix))})
+			}
+			if nin {
+				ev.index.add(indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
+			}
+		}
+	}
+}
+
+// isIndexKey reports whether name is a key attribute of some index.
+func (s *Store) isIndexKey(name string) bool {
+	for _, ix := range s.schema.Indexes {
+		if name == ix.PartitionKey || name == ix.SortKey {
+			return true
+		}
+	}
+	return false
+}
+
+// indexKey returns the index key of it in ix, and whether it is in the
+// index (it has both key attributes, as strings).
+func indexKey(it store.Item, ix store.Index) (pk, sk string, ok bool) {
+	if it == nil {
+		return "", "", false
+	}
+	pk, ok1 := it.Str(ix.PartitionKey)
+	sk, ok2 := it.Str(ix.SortKey)
+	return pk, sk, ok1 && ok2
+}
+
+func itemsEqual(a, b store.Item) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// charges adds what an applied (or condition-failed) evaluation consumes.
+func (s *Store) charges(cl chargeList, w *writeReq, ev *evaluation) chargeList {
+	units := ev.units
+	if w.txn {
+		units *= 2
+	}
+	cl = cl.add(charge{part: partKey{pk: w.key.PK}, write: true, milli: milli(units)})
+	for i := range ev.index.n {
+		x := ev.index.at(i)
+		cl = cl.add(charge{part: partKey{index: s.indexes[x.ix].ix.Name, pk: x.pk}, write: true, milli: milli(x.units)})
+	}
+	return cl
+}
+
+// capacityOf returns the capacity an evaluation consumes.
+func capacityOf(w *writeReq, ev *evaluation) store.Capacity {
+	units := ev.units
+	if w.txn {
+		units *= 2
+	}
+	iu := ev.index.units()
+	return store.Capacity{WriteUnits: units + iu, IndexWriteUnits: iu}
+}
+
+// commit applies an evaluation. Call with s.mu held.
+func (s *Store) commit(w *writeReq, ev *evaluation, now int64) {
+	if !ev.changed {
+		return
+	}
+	key := w.key
+	if ev.remove {
+		delete(s.items, key)
+		if sks := s.byPK[key.PK]; sks != nil {
+			delete(sks, key.SK)
+			if len(sks) == 0 {
+				delete(s.byPK, key.PK)
+			}
+		}
+	} else {
+		s.items[key] = entry{item: ev.new, size: ev.newSize}
+		if !ev.exists {
+			sks := s.byPK[key.PK]
+			if sks == nil {
+				sks = make(map[string]struct{})
+				s.byPK[key.PK] = sks
+			}
+			sks[key.SK] = struct{}{}
+		}
+	}
+	for i := range s.indexes {
+		if !ev.keysMoved {
+			break
+		}
+		st := &s.indexes[i]
+		opk, osk, oin := indexKey(ev.old, st.ix)
+		var npk, nsk string
+		var nin bool
+		if !ev.remove {
+			npk, nsk, nin = indexKey(ev.new, st.ix)
+		}
+		if oin && nin && opk == npk && osk == nsk {
+			continue
+		}
+		if oin {
+			if m := st.members[opk]; m != nil {
+				delete(m, key)
+				if len(m) == 0 {
+					delete(st.members, opk)
+				}
+			}
+		}
+		if nin {
+			m := st.members[npk]
+			if m == nil {
+				m = make(map[store.Key]struct{})
+				st.members[npk] = m
+			}
+			m[key] = struct{}{}
+		}
+	}
+	if s.stream {
+		s.emit(key, ev, now)
+	}
+}
+
+// result hands a stored item to a caller: a copy, unless the store shares
+// its immutable items ([WithSharedResults]).
+func (s *Store) result(it store.Item) store.Item {
+	if s.shared {
+		return it
+	}
+	return clone(it)
+}
+
+// returned builds a successful write's Attributes.
+func (s *Store) returned(r store.ReturnValue, ev *evaluation) store.Item {
+	switch r {
+	case store.ReturnAllOld:
+		if ev.exists {
+			return s.result(ev.old)
+		}
+	case store.ReturnAllNew:
+		return s.result(ev.new)
+	case store.ReturnUpdatedOld:
+		return pick(ev.old, ev.touched)
+	case store.ReturnUpdatedNew:
+		return pick(ev.new, ev.touched)
+	}
+	return nil
+}
+
+func pick(it store.Item, names []string) store.Item {
+	var out store.Item
+	for _, n := range names {
+		if v, ok := it[n]; ok {
+			if out == nil {
+				out = make(store.Item, len(names))
+			}
+			out[n] = v
+		}
+	}
+	return out
+}
+
+// write serves Put, Update and Delete.
+func (s *Store) write(ctx context.Context, kind OpKind, w writeReq, prepErr error) (store.WriteOutput, error) {
+	if prepErr != nil {
+		s.countLocked(kind, outValidation, store.Capacity{})
+		return store.WriteOutput{}, prepErr
+	}
+	var d Decision
+	if s.intercept {
+		var err error
+		d, err = s.begin(ctx, kind, "", func() []store.Key { return []store.Key{w.key} })
+		if err != nil {
+			return store.WriteOutput{}, err
+		}
+		if err := s.early(kind, d, w.key); err != nil {
+			return store.WriteOutput{}, err
+		}
+	}
+	now := s.clock.Now().UnixNano()
+	var (
+		out store.WriteOutput
+		err error
+		buf [6]charge
+	)
+	s.mu.Lock()
+	ev := s.evaluate(&w)
+	switch {
+	case ev.err != nil:
+		s.count(kind, outValidation, store.Capacity{})
+		err = ev.err
+	default:
+		if p, ok := s.admit(now, s.charges(buf[:0], &w, &ev)); !ok {
+			s.count(kind, outThrottle, store.Capacity{})
+			reason := tableReason(true)
+			if p.index != "" {
+				reason = indexReason(true)
+			}
+			err = &store.ThrottledError{Code: s.throttleCode, Reason: reason, Key: w.key}
+			break
+		}
+		out.Consumed = capacityOf(&w, &ev)
+		if ev.failed {
+			s.count(kind, outCondition, out.Consumed)
+			cf := &store.ConditionFailedError{}
+			if w.retOld && ev.exists {
+				cf.Item = s.result(ev.old)
+			}
+			err = cf
+			break
+		}
+		s.commit(&w, &ev, now)
+		s.count(kind, outOK, out.Consumed)
+		out.Attributes = s.returned(w.ret, &ev)
+	}
+	s.mu.Unlock()
+	if lerr := s.late(kind, d); lerr != nil {
+		return store.WriteOutput{}, lerr
+	}
+	return out, err
+}
+
+// Put implements [store.Store.Put].
+func (s *Store) Put(ctx context.Context, in store.PutInput) (store.WriteOutput, error) {
+	if err := ctx.Err(); err != nil {
+		return store.WriteOutput{}, s.canceled(OpPut, err)
+	}
+	w, err := s.preparePut(&in, false)
+	return s.write(ctx, OpPut, w, err)
+}
+
+// Update implements [store.Store.Update].
+func (s *Store) Update(ctx context.Context, in store.UpdateInput) (store.WriteOutput, error) {
+	if err := ctx.Err(); err != nil {
+		return store.WriteOutput{}, s.canceled(OpUpdate, err)
+	}
+	w, err := s.prepareUpdate(&in, false)
+	return s.write(ctx, OpUpdate, w, err)
+}
+
+// Delete implements [store.Store.Delete].
+func (s *Store) Delete(ctx context.Context, in store.DeleteInput) (store.WriteOutput, error) {
+	if err := ctx.Err(); err != nil {
+		return store.WriteOutput{}, s.canceled(OpDelete, err)
+	}
+	w, err := s.prepareDelete(&in, false)
+	return s.write(ctx, OpDelete, w, err)
+}
+
+// WriteConcurrently implements [store.Store.WriteConcurrently]. memsim runs
+// the writes one after another, in order, each as a request of its own
+// (with its own hook call and fault decision); a simulator that wants them
+// interleaved with other clients schedules them itself.
+func (s *Store) WriteConcurrently(ctx context.Context, writes []store.Write) []store.WriteResult {
+	out := make([]store.WriteResult, len(writes))
+	for i, w := range writes {
+		r := &out[i]
+		switch {
+		case w.Put != nil && w.Update == nil && w.Delete == nil:
+			r.Output, r.Err = s.Put(ctx, *w.Put)
+		case w.Update != nil && w.Put == nil && w.Delete == nil:
+			r.Output, r.Err = s.Update(ctx, *w.Update)
+		case w.Delete != nil && w.Put == nil && w.Update == nil:
+			r.Output, r.Err = s.Delete(ctx, *w.Delete)
+		default:
+			r.Err = verr(msgOneWrite)
+		}
+	}
+	return out
+}

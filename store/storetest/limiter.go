@@ -1,0 +1,235 @@
+package storetest
+
+import (
+	"github.com/shardlimit/limiter/store"
+)
+
+// The limiter's own request shapes, exactly as it sends them.
+
+var limiterCases = []testCase{
+	{"SpeculativeConsume/Granted", testSpeculativeGranted},
+	{"SpeculativeConsume/GrantedAtBoundary", testSpeculativeBoundary},
+	{"SpeculativeConsume/DeniedByTokens", testSpeculativeDeniedTokens},
+	{"SpeculativeConsume/DeniedByWCU", testSpeculativeDeniedWCU},
+	{"SpeculativeConsume/MissingBucket", testSpeculativeMissing},
+	{"NormalConsume/Granted", testNormalGranted},
+	{"NormalConsume/StaleRefill", testNormalStale},
+	{"AttributeNames", testAttributeNames},
+}
+
+const (
+	wcuCost = 1000          // millitokens of the wcu limit one acquire consumes
+	rfStart = 1700000000000 // the bucket's refill time, Unix ms
+)
+
+// bucketItem is a composite bucket with an rpm and a wcu limit.
+func bucketItem(k store.Key, rpmTokens, wcuTokens int64) store.Item {
+	return item(k,
+		"b_rpm_tk", rpmTokens,
+		"b_rpm_cp", 100000,
+		"b_rpm_bx", 100000,
+		"b_rpm_ra", 100000,
+		"b_rpm_rp", 60000,
+		"b_rpm_tc", 0,
+		"b_wcu_tk", wcuTokens,
+		"b_wcu_cp", 5000,
+		"b_wcu_bx", 5000,
+		"b_wcu_ra", 5000,
+		"b_wcu_rp", 1000,
+		"b_wcu_tc", 0,
+		"rf", int64(rfStart),
+	)
+}
+
+// speculative is the limiter's speculative consume of c millitokens:
+//
+//	ADD b_rpm_tk :-c, b_rpm_tc :c, b_wcu_tk :-1000, b_wcu_tc :1000
+//	condition attribute_exists(PK) AND b_rpm_tk >= :c AND b_wcu_tk >= :1000
+func speculative(c int64) (store.Update, store.Condition) {
+	u := store.Update{}.
+		Add("b_rpm_tk", store.Int(-c)).
+		Add("b_rpm_tc", store.Int(c)).
+		Add("b_wcu_tk", store.Int(-wcuCost)).
+		Add("b_wcu_tc", store.Int(wcuCost))
+	cond := store.And(
+		store.Name(store.AttrPK).Exists(),
+		store.Name("b_rpm_tk").GreaterThanEqual(store.Int(c)),
+		store.Name("b_wcu_tk").GreaterThanEqual(store.Int(wcuCost)),
+	)
+	return u, cond
+}
+
+// normal is the limiter's normal consume: it claims the refill since
+// expectedRF (refill millitokens) and moves rf to now.
+//
+//	ADD b_rpm_tk :refill-c, b_rpm_tc :c, b_wcu_tk :-1000, b_wcu_tc :1000 SET rf = :now
+//	condition rf = :expected AND b_rpm_tk >= :c-refill AND b_wcu_tk >= :1000
+func normal(c, refill, expectedRF, now int64) (store.Update, store.Condition) {
+	u := store.Update{}.
+		Add("b_rpm_tk", store.Int(refill-c)).
+		Add("b_rpm_tc", store.Int(c)).
+		Add("b_wcu_tk", store.Int(-wcuCost)).
+		Add("b_wcu_tc", store.Int(wcuCost)).
+		Set("rf", store.Int(now))
+	cond := store.And(
+		store.Name("rf").Equal(store.Int(expectedRF)),
+		store.Name("b_rpm_tk").GreaterThanEqual(store.Int(c-refill)),
+		store.Name("b_wcu_tk").GreaterThanEqual(store.Int(wcuCost)),
+	)
+	return u, cond
+}
+
+func (f *fixture) consume(k store.Key, u store.Update, c store.Condition) (store.WriteOutput, error) {
+	f.t.Helper()
+	return f.s.Update(f.ctx, store.UpdateInput{
+		Key:                         k,
+		Expr:                        f.expr(u, c),
+		Return:                      store.ReturnAllNew,
+		ReturnOldOnConditionFailure: true,
+	})
+}
+
+// testSpeculativeGranted: 50000 tokens cover 9999 (numerically; lexically
+// "50000" < "9999").
+func testSpeculativeGranted(f *fixture) {
+	k := store.Key{PK: "NS#default#ENT#user-1", SK: "#BUCKET#gpt-4"}
+	f.put(bucketItem(k, 50000, 5000))
+	u, c := speculative(9999)
+	out, err := f.consume(k, u, c)
+	if err != nil {
+		f.t.Fatalf("speculative consume: %v", err)
+	}
+	want := with(bucketItem(k, 50000-9999, 5000-wcuCost), "b_rpm_tc", 9999, "b_wcu_tc", wcuCost)
+	expectAttrs(f.t, "ALL_NEW", want, out.Attributes)
+	expectWriteUnits(f.t, "speculative consume", out.Consumed)
+	f.expect(k, want)
+}
+
+// testSpeculativeBoundary: exactly enough tokens is enough (>=), leaving 0.
+func testSpeculativeBoundary(f *fixture) {
+	k := key("bucket-boundary")
+	f.put(bucketItem(k, 3000, wcuCost))
+	u, c := speculative(3000)
+	out, err := f.consume(k, u, c)
+	if err != nil {
+		f.t.Fatalf("speculative consume of exactly the balance: %v", err)
+	}
+	want := with(bucketItem(k, 0, 0), "b_rpm_tc", 3000, "b_wcu_tc", wcuCost)
+	expectAttrs(f.t, "ALL_NEW", want, out.Attributes)
+	f.expect(k, want)
+}
+
+// testSpeculativeDeniedTokens: too few rpm tokens; the limiter gets the
+// item (to compute a retry-after) and nothing changes.
+func testSpeculativeDeniedTokens(f *fixture) {
+	k := key("bucket-denied")
+	base := bucketItem(k, 9999, 5000)
+	f.put(base)
+	u, c := speculative(50000)
+	_, err := f.consume(k, u, c)
+	expectConditionFailed(f.t, err, base)
+	f.expect(k, base)
+}
+
+// testSpeculativeDeniedWCU: the rpm limit has room, the wcu limit not.
+func testSpeculativeDeniedWCU(f *fixture) {
+	k := key("bucket-denied-wcu")
+	base := bucketItem(k, 50000, wcuCost-1)
+	f.put(base)
+	u, c := speculative(1)
+	_, err := f.consume(k, u, c)
+	expectConditionFailed(f.t, err, base)
+	f.expect(k, base)
+}
+
+// testSpeculativeMissing: attribute_exists(PK) keeps the ADDs from
+// creating a bucket: the condition fails with no item and nothing is
+// created.
+func testSpeculativeMissing(f *fixture) {
+	k := key("bucket-missing")
+	u, c := speculative(1)
+	_, err := f.consume(k, u, c)
+	expectConditionFailed(f.t, err, nil)
+	f.expect(k, nil)
+}
+
+// testNormalGranted: the refill is claimed and rf moves forward.
+func testNormalGranted(f *fixture) {
+	k := key("bucket-normal")
+	f.put(bucketItem(k, 1000, 5000))
+	const now = rfStart + 30000
+	u, c := normal(20000, 50000, rfStart, now)
+	out, err := f.consume(k, u, c)
+	if err != nil {
+		f.t.Fatalf("normal consume: %v", err)
+	}
+	want := with(bucketItem(k, 1000+50000-20000, 5000-wcuCost),
+		"b_rpm_tc", 20000, "b_wcu_tc", wcuCost, "rf", int64(now))
+	expectAttrs(f.t, "ALL_NEW", want, out.Attributes)
+	f.expect(k, want)
+}
+
+// testNormalStale: another writer moved rf; the condition rf = :expected
+// fails and the current item comes back.
+func testNormalStale(f *fixture) {
+	k := key("bucket-stale")
+	base := bucketItem(k, 100000, 5000)
+	f.put(base)
+	u, c := normal(1, 10, rfStart-1000, rfStart+1000)
+	_, err := f.consume(k, u, c)
+	expectConditionFailed(f.t, err, base)
+	f.expect(k, base)
+}
+
+// testAttributeNames: limit names with '-', '.', '_' and the reserved word
+// ttl work as attribute names in updates and conditions (the builders send
+// them as placeholders).
+func testAttributeNames(f *fixture) {
+	k := key("names")
+	base := item(k,
+		"b_gpt-3.5_tk", 10,
+		"b_rate-limit_tk", 10,
+		"b_a_b_tk", 10,
+		"a_b", "x",
+		"ttl", int64(1700000000),
+	)
+	out, err := f.s.Put(f.ctx, store.PutInput{
+		Item: base,
+		Expr: f.expr(store.Update{}, store.And(store.Name(store.AttrPK).NotExists(), store.Name("ttl").NotExists())),
+	})
+	if err != nil {
+		f.t.Fatalf("Put with a condition on ttl: %v", err)
+	}
+	expectWriteUnits(f.t, "Put", out.Consumed)
+
+	u := store.Update{}.
+		Add("b_gpt-3.5_tk", store.Int(-1)).
+		Add("b_rate-limit_tk", store.Int(-2)).
+		Add("b_a_b_tk", store.Int(-3)).
+		Set("a_b", store.Str("y")).
+		Set("ttl", store.Int(1700000600))
+	cond := store.And(
+		store.Name("b_gpt-3.5_tk").GreaterThanEqual(store.Int(1)),
+		store.Name("b_rate-limit_tk").GreaterThanEqual(store.Int(2)),
+		store.Name("b_a_b_tk").GreaterThanEqual(store.Int(3)),
+		store.Name("a_b").Equal(store.Str("x")),
+		store.Name("ttl").Exists(),
+		store.Name("ttl").LessThan(store.Int(1700000600)),
+	)
+	res, err := f.s.Update(f.ctx, store.UpdateInput{Key: k, Expr: f.expr(u, cond), Return: store.ReturnUpdatedNew})
+	if err != nil {
+		f.t.Fatalf("Update: %v", err)
+	}
+	expectAttrs(f.t, "UPDATED_NEW", attrs(
+		"b_gpt-3.5_tk", 9, "b_rate-limit_tk", 8, "b_a_b_tk", 7, "a_b", "y", "ttl", int64(1700000600),
+	), res.Attributes)
+	after := item(k, "b_gpt-3.5_tk", 9, "b_rate-limit_tk", 8, "b_a_b_tk", 7, "a_b", "y", "ttl", int64(1700000600))
+	f.expect(k, after)
+
+	// The same condition is now false (a_b is "y").
+	_, err = f.s.Update(f.ctx, store.UpdateInput{Key: k, Expr: f.expr(u, cond), ReturnOldOnConditionFailure: true})
+	expectConditionFailed(f.t, err, after)
+
+	f.update(k, store.Update{}.Remove("ttl").Remove("b_gpt-3.5_tk"), store.Name("ttl").Exists(), store.ReturnNone)
+	f.expect(k, without(after, "ttl", "b_gpt-3.5_tk"))
+}
