@@ -1,0 +1,278 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+)
+
+// trace accumulates what one call cost, for the observer.
+type trace struct {
+	ev Event
+}
+
+func (t *trace) add(c store.Capacity, err error) {
+	t.ev.RoundTrips++
+	t.ev.ReadUnits += c.ReadUnits
+	t.ev.WriteUnits += c.WriteUnits
+	if errors.Is(err, store.ErrThrottled) {
+		t.ev.Throttled++
+	}
+}
+
+// outcome of charging one shard.
+type shardResult uint8
+
+const (
+	charged   shardResult = iota // tokens taken
+	exhausted                    // an application limit lacks tokens (rl set)
+	hot                          // the wcu limit lacks tokens even after refill
+	failed                       // a store error (err set)
+)
+
+type shardOutcome struct {
+	res shardResult
+	n   int64             // the shard count learned
+	rl  *RateLimitedError // for exhausted
+	err error             // for failed
+	img *image            // the item after a successful write
+}
+
+// maxSlowAttempts bounds the writes after the first one fails. Each
+// failure returns the fresh item, and each means another writer
+// succeeded, so the loop only runs long under extreme contention.
+const maxSlowAttempts = 6
+
+// chargeShard runs the write paths against one shard until the charge is
+// made, refused, or the store fails.
+func (l *Limiter) chargeShard(ctx context.Context, tr *trace, p *plan, ref keys.Bucket, n int64) shardOutcome {
+	key := ref.Key()
+	now := l.nowMs()
+	var ex store.Expr
+	var err error
+	if c := l.cachedImage(ref); c != nil && c.matches(p, n) && c.fullAt(p, n, now) {
+		tr.ev.Path = PathFull
+		ex, err = p.full(n, now)
+	} else {
+		tr.ev.Path = PathSpeculative
+		ex, err = p.speculative(n, now)
+	}
+	if err != nil {
+		return shardOutcome{res: failed, err: err}
+	}
+	out, err := l.update(ctx, tr, key, ex)
+	if err == nil {
+		return l.success(ref, out, n)
+	}
+	im, err := l.conditionImage(err)
+	if err != nil {
+		return shardOutcome{res: failed, err: err}
+	}
+	for attempt := 0; attempt < maxSlowAttempts; attempt++ {
+		now = l.nowMs()
+		if im == nil {
+			tr.ev.Path = PathCreate
+			put := p.create(ref, n, now)
+			out, err := l.st.Put(ctx, put)
+			tr.add(out.Consumed, err)
+			if err == nil {
+				img, _ := decodeImage(put.Item)
+				l.remember(ref, img, n)
+				if ref.Shard != 0 {
+					// A new shard starts empty: this request is served elsewhere.
+					return shardOutcome{res: exhausted, n: n, rl: p.rateLimited(img, n, now)}
+				}
+				return shardOutcome{res: charged, n: n, img: img}
+			}
+			if im, err = l.conditionImage(err); err != nil {
+				return shardOutcome{res: failed, err: err}
+			}
+			continue
+		}
+		if ref.Shard == 0 || im.shardCount > n {
+			n = im.shardCount // shard 0 is the authority; others only lag
+		}
+		switch short := p.shortfall(im, n, now); {
+		case short == shortApp:
+			l.remember(ref, im, n)
+			tr.ev.Path = PathReject
+			return shardOutcome{res: exhausted, n: n, rl: p.rateLimited(im, n, now)}
+		case short == shortWCU:
+			l.remember(ref, im, n)
+			return shardOutcome{res: hot, n: n}
+		}
+		if p.retryable(im, n, now) {
+			tr.ev.Path = PathRetry
+			ex, err = p.speculative(n, now)
+		} else {
+			tr.ev.Path = PathNormal
+			ex, err = p.normal(im, n, now, true)
+		}
+		if err != nil {
+			return shardOutcome{res: failed, err: err}
+		}
+		out, err := l.update(ctx, tr, key, ex)
+		if err == nil {
+			return l.success(ref, out, n)
+		}
+		if im, err = l.conditionImage(err); err != nil {
+			return shardOutcome{res: failed, err: err}
+		}
+	}
+	// Lost every race: report the latest state as a rejection.
+	tr.ev.Path = PathReject
+	rl := p.rateLimited(im, n, l.nowMs())
+	if rl.RetryAfter <= 0 {
+		rl.RetryAfter = time.Millisecond
+	}
+	return shardOutcome{res: exhausted, n: n, rl: rl}
+}
+
+func (l *Limiter) update(ctx context.Context, tr *trace, key store.Key, ex store.Expr) (store.WriteOutput, error) {
+	out, err := l.st.Update(ctx, store.UpdateInput{
+		Key: key, Expr: ex, Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true,
+	})
+	tr.add(out.Consumed, err)
+	return out, err
+}
+
+func (l *Limiter) success(ref keys.Bucket, out store.WriteOutput, n int64) shardOutcome {
+	img, err := decodeImage(out.Attributes)
+	if err != nil {
+		return shardOutcome{res: failed, err: err}
+	}
+	if img != nil && (ref.Shard == 0 || img.shardCount > n) {
+		n = img.shardCount
+	}
+	l.remember(ref, img, n)
+	return shardOutcome{res: charged, n: n, img: img}
+}
+
+// conditionImage turns a condition failure into the item it returned (nil
+// when there was none); any other error is returned as is.
+func (l *Limiter) conditionImage(err error) (*image, error) {
+	var cf *store.ConditionFailedError
+	if !errors.As(err, &cf) {
+		return nil, err
+	}
+	return decodeImage(cf.Item)
+}
+
+type shortKind uint8
+
+const (
+	shortNone shortKind = iota
+	shortApp
+	shortWCU
+)
+
+// projected returns what limit s holds at now under this plan (new limits
+// start full), per shard.
+func (im *image) projected(s *spec, n, now int64) (st bucket.State, rf int64) {
+	l := s.perShard(n)
+	old, _, _, ok := im.state(s)
+	if !ok {
+		return bucket.State{Limit: l, Tokens: l.Burst}, now
+	}
+	eff := min(old.Effective(im.rf, now), l.Burst)
+	return bucket.State{Limit: l, Tokens: eff}, now
+}
+
+// shortfall says whether the image lacks tokens for the plan even after
+// refill: an application limit first (a real rejection), else wcu (a hot
+// partition).
+func (p *plan) shortfall(im *image, n, now int64) shortKind {
+	kind := shortNone
+	for i := range p.specs {
+		s := &p.specs[i]
+		st, _ := im.projected(s, n, now)
+		if st.Tokens >= s.amount {
+			continue
+		}
+		if !s.hidden {
+			return shortApp
+		}
+		kind = shortWCU
+	}
+	return kind
+}
+
+// refillDue reports whether materializing the refill would credit anything.
+func (p *plan) refillDue(im *image, n, now int64) bool {
+	for i := range p.specs {
+		old, _, _, ok := im.state(&p.specs[i])
+		if !ok || old.RefillDelta(im.rf, now) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// retryable reports whether the consumption-only write (the speculative
+// expression) can succeed on this image: same limits and shard count,
+// nothing left to refill, and every charged bucket below its burst (the
+// fl guard). Otherwise the normal write, which materializes, is the one.
+func (p *plan) retryable(im *image, n, now int64) bool {
+	if !im.matches(p, n) || p.refillDue(im, n, now) {
+		return false
+	}
+	for i := range p.specs {
+		s := &p.specs[i]
+		if s.amount == 0 || s.hidden {
+			continue
+		}
+		if _, fl, _, ok := im.state(s); !ok || fl <= now {
+			return false
+		}
+	}
+	return true
+}
+
+// fullAt reports whether, judging by this (possibly stale) image, every
+// limit is full at now: the blind full path is then likely to succeed.
+func (im *image) fullAt(p *plan, n, now int64) bool {
+	for i := range p.specs {
+		_, _, fh, ok := im.state(&p.specs[i])
+		if !ok || fh > now {
+			return false
+		}
+	}
+	return im.rf <= now
+}
+
+// rateLimited builds the rejection for the image.
+func (p *plan) rateLimited(im *image, n, now int64) *RateLimitedError {
+	e := &RateLimitedError{Entity: p.ref.Entity, Resource: p.ref.Resource}
+	for i := range p.specs {
+		s := &p.specs[i]
+		if s.hidden {
+			continue
+		}
+		st, rf := im.projected(s, n, now)
+		ls := LimitStatus{Limit: s.limit, Requested: s.amount / bucket.MilliPerToken,
+			Available: floorDiv(st.Tokens, bucket.MilliPerToken)}
+		if st.Tokens < s.amount {
+			ls.Exceeded = true
+			if w, ok := st.RetryAfter(rf, now, s.amount); ok {
+				ls.RetryAfter = time.Duration(w) * time.Millisecond
+			} else {
+				ls.RetryAfter = s.limit.Period
+			}
+			e.RetryAfter = max(e.RetryAfter, ls.RetryAfter)
+		}
+		e.Limits = append(e.Limits, ls)
+	}
+	return e
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}

@@ -1,0 +1,114 @@
+package limiter
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Sentinel errors. Test with errors.Is; the typed errors carry details.
+var (
+	// ErrRateLimited: a limit had too few tokens; *RateLimitedError says which and for how long.
+	ErrRateLimited = errors.New("limiter: rate limited")
+	// ErrInvalid: a request or configuration broke a rule; *ValidationError names the field.
+	ErrInvalid = errors.New("limiter: invalid input")
+	// ErrUnavailable: the store failed and the policy is fail-closed; *UnavailableError wraps the cause.
+	ErrUnavailable = errors.New("limiter: store unavailable")
+	// ErrLeaseEnded: a lease was used after Commit or Rollback.
+	ErrLeaseEnded = errors.New("limiter: lease already ended")
+	// ErrSchemaVersion: the table was written by a limiter with a layout this one does not know.
+	ErrSchemaVersion = errors.New("limiter: unknown table schema version")
+)
+
+// LimitStatus is the state of one limit as an acquire saw it.
+type LimitStatus struct {
+	Limit Limit
+	// Requested is what the acquire asked for, in tokens.
+	Requested int64
+	// Available is what the limit held, in tokens (rounded down; negative
+	// when the bucket is in debt).
+	Available int64
+	// RetryAfter is how long until Requested tokens are available, if
+	// nothing else consumes meanwhile; 0 when they are now.
+	RetryAfter time.Duration
+	// Exceeded is true when this limit refused the request.
+	Exceeded bool
+}
+
+// RateLimitedError is returned by Acquire when a limit lacks the tokens
+// asked for. Nothing was charged.
+type RateLimitedError struct {
+	Entity   string
+	Resource string
+	// RetryAfter is the largest RetryAfter of the exceeded limits: waiting
+	// that long and retrying succeeds if no one else consumes meanwhile.
+	RetryAfter time.Duration
+	// Limits has one entry per limit of the request, in name order.
+	Limits []LimitStatus
+	// Parent is true when the limits are the cascade parent's.
+	Parent bool
+}
+
+func (e *RateLimitedError) Error() string {
+	var b strings.Builder
+	who := e.Entity
+	if e.Parent {
+		who = "parent " + who
+	}
+	fmt.Fprintf(&b, "limiter: rate limited: %s on %s, retry after %v (", who, e.Resource, e.RetryAfter)
+	first := true
+	for _, s := range e.Limits {
+		if !s.Exceeded {
+			continue
+		}
+		if !first {
+			b.WriteString("; ")
+		}
+		first = false
+		fmt.Fprintf(&b, "%s: requested %d, available %d", s.Limit.Name, s.Requested, s.Available)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrRateLimited) true.
+func (e *RateLimitedError) Is(target error) bool { return target == ErrRateLimited }
+
+// ValidationError is returned, before any store call, for input that breaks
+// a rule. Nothing was changed.
+type ValidationError struct {
+	// Field names the input, such as "Request.Entity" or "Limit[rpm].Refill".
+	Field string
+	// Rule says what the field must be.
+	Rule string
+}
+
+func (e *ValidationError) Error() string { return "limiter: invalid " + e.Field + ": " + e.Rule }
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+func invalid(field, format string, args ...any) *ValidationError {
+	return &ValidationError{Field: field, Rule: fmt.Sprintf(format, args...)}
+}
+
+// UnavailableError is returned when the store failed (throttled past its
+// retries, a server error, a timeout) and the policy is fail-closed.
+type UnavailableError struct {
+	// Op is what the limiter was doing, such as "acquire" or "adjust".
+	Op string
+	// Err is the store's error; store.OutcomeUnknown(Err) tells whether a
+	// write may have applied.
+	Err error
+}
+
+func (e *UnavailableError) Error() string {
+	return "limiter: store unavailable during " + e.Op + ": " + e.Err.Error()
+}
+
+// Unwrap returns the store's error.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrUnavailable) true.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }

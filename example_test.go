@@ -1,0 +1,116 @@
+package limiter_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/store/memsim"
+)
+
+// A limiter over an in-memory store; in production use
+// dynamo.New(client, "rate-limits") instead of memsim.New.
+func newLimiter() (*limiter.Limiter, *memsim.ManualClock) {
+	clock := memsim.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	st := memsim.New(memsim.WithClock(clock))
+	lim, err := limiter.New(st, limiter.WithNamespace("tenant-a"), limiter.WithClock(clock))
+	if err != nil {
+		panic(err)
+	}
+	return lim, clock
+}
+
+// Two limits on one bucket, charged together: 100 requests and 10,000 LLM
+// tokens a minute per API key and model.
+func Example() {
+	lim, _ := newLimiter()
+	ctx := context.Background()
+	limits := []limiter.Limit{limiter.PerMinute("rpm", 100), limiter.PerMinute("tpm", 10_000)}
+
+	for i := 0; i < 3; i++ {
+		_, err := lim.Acquire(ctx, limiter.Request{
+			Entity:   "api-key-123",
+			Resource: "gpt-4",
+			Limits:   limits,
+			Consume:  map[string]int64{"rpm": 1, "tpm": 4_000},
+		})
+		var rl *limiter.RateLimitedError
+		switch {
+		case errors.As(err, &rl):
+			fmt.Printf("request %d: rate limited, retry after %v\n", i+1, rl.RetryAfter)
+		case err != nil:
+			fmt.Println("error:", err)
+		default:
+			fmt.Printf("request %d: admitted\n", i+1)
+		}
+	}
+	// Output:
+	// request 1: admitted
+	// request 2: admitted
+	// request 3: rate limited, retry after 12s
+}
+
+// LLM token reconciliation: charge an estimate before the call, then
+// correct it with the real count. The bucket may go into debt, which later
+// requests wait out.
+func ExampleLease_Adjust() {
+	lim, _ := newLimiter()
+	ctx := context.Background()
+	limits := []limiter.Limit{limiter.PerMinute("rpm", 100), limiter.PerMinute("tpm", 10_000)}
+	const estimate = 500
+
+	lease, err := lim.Acquire(ctx, limiter.Request{Entity: "api-key-123", Resource: "gpt-4", Limits: limits,
+		Consume: map[string]int64{"rpm": 1, "tpm": estimate}})
+	if err != nil {
+		panic(err)
+	}
+	actual := int64(1_250) // what the model reported
+	if err := lease.Adjust(ctx, map[string]int64{"tpm": actual - estimate}); err != nil {
+		panic(err)
+	}
+	if err := lease.Commit(); err != nil {
+		panic(err)
+	}
+	av, _ := lim.Available(ctx, "api-key-123", "gpt-4", limits)
+	for _, a := range av {
+		fmt.Printf("%s: %d left\n", a.Limit.Name, a.Tokens)
+	}
+	// Output:
+	// rpm: 99 left
+	// tpm: 8750 left
+}
+
+// Cascade: every acquire of a key also charges its project, all or
+// nothing. The project has a smaller limit stored for it.
+func ExampleLimiter_PutEntity() {
+	lim, _ := newLimiter()
+	ctx := context.Background()
+	must := func(err error) {
+		if err != nil {
+			panic(err)
+		}
+	}
+	must(lim.PutEntity(ctx, limiter.Entity{ID: "project-1"}))
+	must(lim.PutEntity(ctx, limiter.Entity{ID: "key-1", Parent: "project-1", Cascade: true}))
+	must(lim.PutLimits(ctx, limiter.Scope{Entity: "project-1"}, []limiter.Limit{limiter.PerMinute("rpm", 2)}))
+
+	for i := 0; i < 3; i++ {
+		_, err := lim.Acquire(ctx, limiter.Request{Entity: "key-1", Resource: "gpt-4",
+			Limits: []limiter.Limit{limiter.PerMinute("rpm", 100)}, Consume: map[string]int64{"rpm": 1}})
+		var rl *limiter.RateLimitedError
+		if errors.As(err, &rl) {
+			fmt.Printf("request %d: limited by %s (parent: %v)\n", i+1, rl.Entity, rl.Parent)
+			continue
+		}
+		fmt.Printf("request %d: admitted\n", i+1)
+	}
+	av, _ := lim.Available(ctx, "key-1", "gpt-4", []limiter.Limit{limiter.PerMinute("rpm", 100)})
+	fmt.Println("key-1 rpm left:", av[0].Tokens)
+	// Output:
+	// request 1: admitted
+	// request 2: admitted
+	// request 3: limited by project-1 (parent: true)
+	// key-1 rpm left: 98
+}

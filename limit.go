@@ -1,0 +1,84 @@
+package limiter
+
+import (
+	"time"
+
+	"github.com/shardlimit/limiter/bucket"
+)
+
+// Limit is one named token bucket: it holds up to Burst tokens and gains
+// Refill tokens every Period, credited continuously. A new bucket starts
+// full.
+//
+// Amounts are whole tokens; inside, the limiter keeps millitokens (1/1000 of
+// a token) so that refill at any rate is exact to the millitoken. The zero
+// Limit is not valid: build limits with [PerSecond], [PerMinute], [PerHour],
+// [PerDay] or by hand.
+type Limit struct {
+	// Name identifies the limit within a request, such as "rpm" or "tpm":
+	// a letter, then up to 63 letters, digits, '_', '.' or '-'. "wcu" is
+	// reserved.
+	Name string
+	// Capacity is the nominal size of the bucket, in tokens (at least 1).
+	Capacity int64
+	// Burst is the most tokens the bucket ever holds; 0 means Capacity.
+	// It may not be below Capacity.
+	Burst int64
+	// Refill is the number of tokens credited per Period (at least 1).
+	Refill int64
+	// Period is the refill period: a whole number of milliseconds, at least
+	// 1 ms and at most 366 days.
+	Period time.Duration
+}
+
+// PerSecond returns a limit of n tokens a second, starting full.
+func PerSecond(name string, n int64) Limit { return per(name, n, time.Second) }
+
+// PerMinute returns a limit of n tokens a minute, starting full.
+func PerMinute(name string, n int64) Limit { return per(name, n, time.Minute) }
+
+// PerHour returns a limit of n tokens an hour, starting full.
+func PerHour(name string, n int64) Limit { return per(name, n, time.Hour) }
+
+// PerDay returns a limit of n tokens a day, starting full.
+func PerDay(name string, n int64) Limit { return per(name, n, 24*time.Hour) }
+
+func per(name string, n int64, d time.Duration) Limit {
+	return Limit{Name: name, Capacity: n, Burst: n, Refill: n, Period: d}
+}
+
+// WithBurst returns l with its burst set to b tokens: the bucket may hold
+// up to b tokens although it refills at l's rate.
+func (l Limit) WithBurst(b int64) Limit {
+	l.Burst = b
+	return l
+}
+
+// burst returns the effective burst in tokens.
+func (l Limit) burst() int64 {
+	if l.Burst == 0 {
+		return l.Capacity
+	}
+	return l.Burst
+}
+
+// MaxTokens is the largest amount, in tokens, of any limit field or charge:
+// 10^12 tokens. Beyond it the millitoken arithmetic could overflow.
+const MaxTokens = bucket.MaxTokens / bucket.MilliPerToken
+
+// bucketLimit converts l to millitokens. l must be valid.
+func (l Limit) bucketLimit() bucket.Limit {
+	return bucket.Limit{
+		Capacity:     l.Capacity * bucket.MilliPerToken,
+		Burst:        l.burst() * bucket.MilliPerToken,
+		RefillAmount: l.Refill * bucket.MilliPerToken,
+		RefillPeriod: l.Period.Milliseconds(),
+	}
+}
+
+// wcuLimit is the hidden per-shard limit on write units: 1000 writes a
+// second, the write ceiling of one DynamoDB partition. It is charged 1 token
+// per write and never divided among shards.
+const wcuName = "wcu"
+
+var wcuLimit = Limit{Name: wcuName, Capacity: 1000, Burst: 1000, Refill: 1000, Period: time.Second}

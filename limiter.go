@@ -1,0 +1,231 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+)
+
+// Limiter enforces token-bucket limits whose state lives in a store. It is
+// safe for concurrent use; create one per process (per namespace) and share
+// it: its caches (shard counts, entity configuration, stored limits) save
+// round trips.
+type Limiter struct {
+	st  store.Store
+	cfg config
+
+	mu      sync.Mutex
+	rng     *rand.Rand
+	buckets map[bucketID]*bucketInfo
+
+	meta metaCache
+}
+
+type bucketID struct{ entity, resource string }
+
+// bucketInfo is what this limiter remembers of one bucket: its shard count
+// and the last item it saw of each shard (to predict the full path).
+type bucketInfo struct {
+	n      int64
+	images map[int]*image
+}
+
+// New returns a limiter over st. It does no I/O: the table's schema
+// version is checked on the first call that reads entity configuration.
+func New(st store.Store, opts ...Option) (*Limiter, error) {
+	cfg := config{namespace: "default", clock: systemClock{}, cacheTTL: 60 * time.Second, policy: FailClosed}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if st == nil {
+		return nil, invalid("store", "must not be nil")
+	}
+	if err := checkNamespace(cfg.namespace); err != nil {
+		return nil, err
+	}
+	if cfg.clock == nil {
+		return nil, invalid("WithClock", "clock must not be nil")
+	}
+	if cfg.cacheTTL < 0 {
+		return nil, invalid("WithCacheTTL", "%v must not be negative", cfg.cacheTTL)
+	}
+	if cfg.policy != FailClosed && cfg.policy != FailOpen {
+		return nil, invalid("WithPolicy", "must be FailClosed or FailOpen")
+	}
+	if cfg.rand == nil {
+		cfg.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.Default()
+	}
+	l := &Limiter{st: st, cfg: cfg, rng: cfg.rand, buckets: make(map[bucketID]*bucketInfo)}
+	l.meta.init(cfg.cacheTTL)
+	return l, nil
+}
+
+func (l *Limiter) nowMs() int64 { return l.cfg.clock.Now().UnixMilli() }
+
+// shardCount returns the cached shard count of a bucket (1 when unknown).
+func (l *Limiter) shardCount(ref keys.Bucket) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b := l.buckets[bucketID{ref.Entity, ref.Resource}]; b != nil {
+		return b.n
+	}
+	return 1
+}
+
+func (l *Limiter) cachedImage(ref keys.Bucket) *image {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b := l.buckets[bucketID{ref.Entity, ref.Resource}]; b != nil {
+		return b.images[ref.Shard]
+	}
+	return nil
+}
+
+// remember records the shard count learned and the item last seen.
+func (l *Limiter) remember(ref keys.Bucket, img *image, n int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	id := bucketID{ref.Entity, ref.Resource}
+	b := l.buckets[id]
+	if b == nil {
+		b = &bucketInfo{n: 1, images: make(map[int]*image, 1)}
+		l.buckets[id] = b
+	}
+	if ref.Shard == 0 || n > b.n {
+		b.n = n
+	}
+	if img != nil {
+		b.images[ref.Shard] = img
+	}
+}
+
+// pickShard returns a uniformly random shard in [0, n) not in tried.
+func (l *Limiter) pickShard(n int64, tried []int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	free := int(n) - len(tried)
+	if free <= 0 {
+		return -1
+	}
+	k := l.rng.IntN(free)
+	sort.Ints(tried)
+	for _, t := range tried { // the k-th shard not tried
+		if t <= k {
+			k++
+		}
+	}
+	return k
+}
+
+// maxShards bounds doubling. 256 partitions absorb 256,000 writes a second.
+const maxShards = 256
+
+// chargeBucket charges one bucket, choosing its shard: a random one; on
+// exhaustion up to two others; on a hot partition, after doubling the shard
+// count, one of the new shards.
+func (l *Limiter) chargeBucket(ctx context.Context, tr *trace, p *plan) (shard int, n int64, err error) {
+	n = l.shardCount(p.ref)
+	var tried []int
+	var lastRL *RateLimitedError
+	for step := 0; step < 8; step++ {
+		shard = l.pickShard(n, tried)
+		if shard < 0 {
+			break
+		}
+		tried = append(tried, shard)
+		o := l.chargeShard(ctx, tr, p, p.ref.WithShard(shard), n)
+		switch o.res {
+		case charged:
+			return shard, o.n, nil
+		case failed:
+			if errors.Is(o.err, store.ErrThrottled) && n > 1 && len(tried) < 3 {
+				continue // another shard is another partition
+			}
+			return 0, 0, o.err
+		case exhausted:
+			lastRL = o.rl
+			if o.n > n {
+				n = o.n // learned of a doubling: the new shards may have tokens
+				continue
+			}
+			if len(tried) >= 3 {
+				return 0, 0, lastRL
+			}
+		case hot:
+			if o.n > n {
+				n = o.n
+				tried = tried[:0]
+				continue
+			}
+			m, err := l.double(ctx, tr, p, n)
+			if err != nil {
+				return 0, 0, err
+			}
+			if m == n { // cannot shard further: the partition is simply full
+				return 0, 0, &store.ThrottledError{Code: store.ThrottleProvisionedThroughputExceeded,
+					Reason: "limiter: bucket at its shard limit", Key: p.ref.WithShard(shard).Key()}
+			}
+			n, tried = m, tried[:0]
+		}
+	}
+	if lastRL != nil {
+		return 0, 0, lastRL
+	}
+	return 0, 0, &RateLimitedError{Entity: p.ref.Entity, Resource: p.ref.Resource, RetryAfter: time.Millisecond}
+}
+
+// double raises the shard count of a bucket from n to 2n with one
+// conditional write on shard 0. Racing clients produce exactly one doubling
+// per level: the write is conditional on the count being n. It returns the
+// count now in force.
+func (l *Limiter) double(ctx context.Context, tr *trace, p *plan, n int64) (int64, error) {
+	if 2*n > maxShards || !p.divisible(2*n) {
+		return n, nil
+	}
+	ex, err := store.Build(store.Update{}.Set(attrShardCount, store.Int(2*n)),
+		store.Name(attrShardCount).Equal(store.Int(n)))
+	if err != nil {
+		return n, err
+	}
+	out, err := l.st.Update(ctx, store.UpdateInput{Key: p.ref.WithShard(0).Key(), Expr: ex,
+		Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true})
+	tr.add(out.Consumed, err)
+	if err == nil {
+		tr.ev.ShardDoublings++
+		l.remember(p.ref.WithShard(0), nil, 2*n)
+		l.cfg.logger.Info("limiter: doubled shard count", "entity", p.ref.Entity, "resource", p.ref.Resource, "shards", 2*n)
+		return 2 * n, nil
+	}
+	var cf *store.ConditionFailedError
+	if !errors.As(err, &cf) {
+		return n, err
+	}
+	if m, ok := cf.Item.Int(attrShardCount); ok && m > n {
+		l.remember(p.ref.WithShard(0), nil, m)
+		return m, nil // someone else doubled first
+	}
+	return n, nil // shard 0 is missing or odd: let the next acquire create it
+}
+
+// divisible reports whether every limit still serves its request when
+// split n ways.
+func (p *plan) divisible(n int64) bool {
+	for i := range p.specs {
+		s := &p.specs[i]
+		if !s.hidden && s.perShard(n).Burst < max(s.amount, bucket.MilliPerToken) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,151 @@
+package limiter
+
+import (
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// Clock is where the limiter reads time. benbjohnson/clock's Clock
+// satisfies it; the simulator passes its own virtual clock.
+type Clock interface {
+	Now() time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Policy says what Acquire does when the store fails (throttled past its
+// retries, a server error, a timeout).
+type Policy uint8
+
+const (
+	// PolicyDefault, in a Request, means "the limiter's policy".
+	PolicyDefault Policy = iota
+	// FailClosed returns an *UnavailableError. It is the limiter's default.
+	FailClosed
+	// FailOpen admits the request with a no-op lease (Lease.FailedOpen
+	// reports true) and tells the observer. Rate-limit and validation errors
+	// are never turned into a fail-open admission.
+	FailOpen
+)
+
+// Option configures a Limiter.
+type Option func(*config)
+
+type config struct {
+	namespace string
+	clock     Clock
+	rand      *rand.Rand
+	cacheTTL  time.Duration
+	policy    Policy
+	observer  Observer
+	logger    *slog.Logger
+}
+
+// WithNamespace sets the namespace every key is prefixed with (default
+// "default"): a letter or digit, then up to 63 letters, digits, '_', '.' or
+// '-'. Limiters in different namespaces share nothing.
+func WithNamespace(ns string) Option { return func(c *config) { c.namespace = ns } }
+
+// WithClock sets the clock (default: the system clock).
+func WithClock(c Clock) Option { return func(cfg *config) { cfg.clock = c } }
+
+// WithRand sets the random source used to pick shards (default: a source
+// seeded from the runtime). Simulations pass a seeded one.
+func WithRand(r *rand.Rand) Option { return func(c *config) { c.rand = r } }
+
+// WithCacheTTL sets how long entity configuration and stored limits are
+// cached (default 60 s; 0 disables the cache).
+func WithCacheTTL(d time.Duration) Option { return func(c *config) { c.cacheTTL = d } }
+
+// WithPolicy sets the unavailability policy (default FailClosed).
+func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
+
+// WithObserver sets the observer told of every acquire (default: none).
+func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
+
+// WithLogger sets the logger (default: slog.Default()). The limiter logs
+// at Debug per request path and at Warn for store failures.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// Path names the write path an acquire took.
+type Path uint8
+
+// Write paths, in the order an acquire may try them.
+const (
+	PathNone        Path = iota
+	PathSpeculative      // one conditional ADD, no read: the hot path
+	PathFull             // one blind write that resets a full bucket
+	PathCreate           // the bucket did not exist
+	PathNormal           // refill and consume under the rf lock
+	PathRetry            // consume only, after losing the rf race
+	PathReject           // refused from the returned item, no further I/O
+	PathFailOpen         // the store failed and the policy admitted anyway
+)
+
+var pathNames = [...]string{"none", "speculative", "full", "create", "normal", "retry", "reject", "fail-open"}
+
+// String returns the path's name.
+func (p Path) String() string {
+	if int(p) < len(pathNames) {
+		return pathNames[p]
+	}
+	return "unknown"
+}
+
+// Outcome is what an acquire ended with.
+type Outcome uint8
+
+// Outcomes of an acquire.
+const (
+	Admitted Outcome = iota + 1
+	Rejected
+	Unavailable
+	Invalid
+)
+
+var outcomeNames = [...]string{"", "admitted", "rejected", "unavailable", "invalid"}
+
+// String returns the outcome's name.
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// Event describes one finished acquire, adjust or rollback for an
+// [Observer].
+type Event struct {
+	// Op is "acquire", "adjust" or "rollback".
+	Op       string
+	Entity   string
+	Resource string
+	Outcome  Outcome
+	// Path is the last write path taken.
+	Path Path
+	// RoundTrips counts store calls; concurrent writes count once.
+	RoundTrips int
+	// Throttled counts store calls answered with a throttling error.
+	Throttled int
+	// ReadUnits and WriteUnits are the capacity consumed.
+	ReadUnits, WriteUnits float64
+	// ShardDoublings counts shard-count doublings this call performed.
+	ShardDoublings int
+	// Err is the error returned, if any.
+	Err error
+}
+
+// Observer is told of every finished call. It must be fast and safe for
+// concurrent use; it is called on the caller's goroutine.
+type Observer interface {
+	Observe(Event)
+}
+
+// ObserverFunc adapts a function to an Observer.
+type ObserverFunc func(Event)
+
+// Observe calls f(e).
+func (f ObserverFunc) Observe(e Event) { f(e) }

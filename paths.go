@@ -1,0 +1,205 @@
+package limiter
+
+import (
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+)
+
+// The write paths. docs/write-paths.md explains each expression, its cost
+// and why it is correct; the comments here say what each condition guards.
+//
+// Every write keeps two invariants per limit:
+//
+//   - fl <= fullAt <= fh, where fullAt is the exact instant the bucket is
+//     full again (see fullAt). Writes ADD to fl and fh rather than SET
+//     them, so concurrent writers never lose each other's increments.
+//   - tokens are taken only from a bucket that is not full at the writer's
+//     now (fl > now), or after materializing the refill under the rf lock.
+//     Taking from a full bucket without moving rf would let a later refill
+//     credit the time it sat full a second time.
+
+// speculative is the hot path: consume from the stored balance without
+// reading. Valid only while every charged bucket is below its burst, the
+// item was written for the same limits and shard count, and no limit's
+// balance would drop below zero.
+func (p *plan) speculative(n, now int64) (store.Expr, error) {
+	return p.build(pathSpeculative, func(k sink) { p.emitSpeculative(k, n, now) })
+}
+
+func (p *plan) emitSpeculative(k sink, n, now int64) {
+	k.cond(condEq, attrLimitsHash, p.hash)
+	k.cond(condEq, attrShardCount, n)
+	for i := range p.specs {
+		s := &p.specs[i]
+		k.cond(condGe, s.tk, s.amount)
+		if s.amount == 0 {
+			continue
+		}
+		lo, hi := timeFor(s.perShard(n), s.amount)
+		k.add(s.tk, -s.amount)
+		k.add(s.tc, s.amount)
+		k.add(s.fl, lo)
+		k.add(s.fh, hi)
+		if !s.hidden { // wcu only detects hot partitions; it need not be exact
+			k.cond(condGt, s.fl, now)
+		}
+	}
+}
+
+// full resets a bucket that is full at now: every limit (wcu included) to
+// its burst minus the charge, rf to now. Blind, like speculative, and the
+// cheap path for lightly used buckets, which are nearly always full.
+func (p *plan) full(n, now int64) (store.Expr, error) {
+	return p.build(pathFull, func(k sink) { p.emitFull(k, n, now) })
+}
+
+func (p *plan) emitFull(k sink, n, now int64) {
+	k.set(attrRefill, now)
+	k.set(store.AttrTTL, p.ttl(n, now, now))
+	k.cond(condEq, attrLimitsHash, p.hash)
+	k.cond(condEq, attrShardCount, n)
+	k.cond(condLe, attrRefill, now) // rf never moves backwards
+	for i := range p.specs {
+		s := &p.specs[i]
+		l := s.perShard(n)
+		tk := l.Burst - s.amount
+		fa := fullAt(l, tk, now)
+		k.set(s.tk, tk)
+		k.set(s.fl, fa)
+		k.set(s.fh, fa)
+		if s.amount > 0 {
+			k.add(s.tc, s.amount)
+		}
+		k.cond(condLe, s.fh, now)
+	}
+}
+
+// create is the Put of a bucket that does not exist. Shard 0 (the first
+// shard of a bucket) starts full, minus this charge. Every other shard
+// starts empty and charges nothing: a shard born from a doubling must not
+// bring tokens of its own, or doubling would raise the admission bound.
+func (p *plan) create(ref keys.Bucket, n, now int64) store.PutInput {
+	it := make(store.Item, 16+8*len(p.specs))
+	it[store.AttrPK] = store.Str(ref.PK())
+	it[store.AttrSK] = store.Str(keys.SKBucket)
+	it[attrEntity] = store.Str(ref.Entity)
+	it[attrResource] = store.Str(ref.Resource)
+	it[attrShard] = store.Int(int64(ref.Shard))
+	it[attrShardCount] = store.Int(n)
+	it[attrLimitsHash] = store.Int(p.hash)
+	it[attrRefill] = store.Int(now)
+	it[store.AttrTTL] = store.Int(p.ttl(n, now, now))
+	for _, ix := range ref.IndexAttrs() {
+		it[ix.Name] = store.Str(ix.Value)
+	}
+	for i := range p.specs {
+		s := &p.specs[i]
+		l := s.perShard(n)
+		tk, charged := l.Burst-s.amount, s.amount
+		if ref.Shard != 0 && !s.hidden {
+			tk, charged = 0, 0
+		}
+		fa := fullAt(l, tk, now)
+		it[s.tk], it[s.tc] = store.Int(tk), store.Int(charged)
+		it[s.cp], it[s.bx] = store.Int(s.orig.Capacity), store.Int(s.orig.Burst)
+		it[s.ra], it[s.rp] = store.Int(s.orig.RefillAmount), store.Int(s.orig.RefillPeriod)
+		it[s.fl], it[s.fh] = store.Int(fa), store.Int(fa)
+	}
+	return store.PutInput{
+		Item:                        it,
+		Expr:                        store.MustBuild(store.Update{}, store.Name(store.AttrPK).NotExists()),
+		ReturnOldOnConditionFailure: true,
+	}
+}
+
+// normal materializes the refill since the image's rf and charges, under
+// the rf lock: the write succeeds only if no other writer moved rf since
+// the image was taken, so each stretch of refill is credited once. It also
+// brings the item to this plan's limits and shard count: new limits appear
+// full (if_not_exists, so two writers cannot both create them), removed
+// ones are REMOVEd, changed ones are rewritten. With floors (acquire), no
+// balance may end below zero; without (adjust), debt is allowed.
+func (p *plan) normal(im *image, n, now int64, floors bool) (store.Expr, error) {
+	rf1 := max(im.rf, now)
+	u := store.Update{}.Set(attrRefill, store.Int(rf1)).
+		Set(attrLimitsHash, store.Int(p.hash)).Set(store.AttrTTL, store.Int(p.ttl(n, now, rf1)))
+	conds := []store.Condition{store.Name(attrRefill).Equal(store.Int(im.rf))}
+	if n != im.shardCount {
+		// Only ever raise it, and only from the value we saw: a doubling
+		// that lands meanwhile must not be undone.
+		u = u.Set(attrShardCount, store.Int(n))
+		conds = append(conds, store.Name(attrShardCount).Equal(store.Int(im.shardCount)))
+	}
+	for i := range p.specs {
+		s := &p.specs[i]
+		l := s.perShard(n)
+		old, fl0, fh0, ok := im.state(s)
+		if !ok { // a limit new to this item: starts full, as a new bucket
+			lo, hi := timeFor(l, s.amount)
+			u = u.SetIfNotExistsPlus(s.tk, store.Int(l.Burst), store.Int(-s.amount)).
+				SetIfNotExistsPlus(s.fl, store.Int(rf1), store.Int(lo)).
+				SetIfNotExistsPlus(s.fh, store.Int(rf1), store.Int(hi))
+			if s.amount > 0 {
+				u = u.Add(s.tc, store.Int(s.amount))
+			}
+			u = setConfig(u, s)
+			continue
+		}
+		// Refill under the stored (old) limit, then cap at the new burst:
+		// the old rate applied while the old limit was in force.
+		eff := min(old.Effective(im.rf, rf1), l.Burst)
+		tk1 := eff - s.amount
+		delta := tk1 - old.Tokens
+		fa := fullAt(l, tk1, rf1)
+		u = u.Add(s.tk, store.Int(delta)).Add(s.fl, store.Int(satAdd(fa, -fl0))).Add(s.fh, store.Int(satAdd(fa, -fh0)))
+		if s.amount != 0 {
+			u = u.Add(s.tc, store.Int(s.amount))
+		}
+		if im.hash != p.hash {
+			u = setConfig(u, s)
+		}
+		if floors {
+			conds = append(conds, store.Name(s.tk).GreaterThanEqual(store.Int(-delta)))
+		}
+	}
+	for _, nl := range im.comp.Limits {
+		if !p.has(nl.Name) {
+			for _, a := range removedAttrs(nl.Name) {
+				u = u.Remove(a)
+			}
+		}
+	}
+	return store.Build(u, store.And(conds...))
+}
+
+func setConfig(u store.Update, s *spec) store.Update {
+	return u.Set(s.cp, store.Int(s.orig.Capacity)).Set(s.bx, store.Int(s.orig.Burst)).
+		Set(s.ra, store.Int(s.orig.RefillAmount)).Set(s.rp, store.Int(s.orig.RefillPeriod))
+}
+
+func removedAttrs(name string) []string {
+	s := newSpec(Limit{Name: name}, 0)
+	return []string{s.tk, s.cp, s.bx, s.ra, s.rp, s.tc, s.fl, s.fh}
+}
+
+func (p *plan) has(name string) bool {
+	for i := range p.specs {
+		if p.specs[i].limit.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ttl returns the bucket's expiry (Unix seconds): an hour after the moment
+// it would be full again even if every limit were emptied now. A bucket
+// that expires is full by then, so recreating it full loses nothing.
+func (p *plan) ttl(n, now, rf int64) int64 {
+	longest := int64(0)
+	for i := range p.specs {
+		s := &p.specs[i]
+		_, hi := timeFor(s.perShard(n), s.perShard(n).Burst)
+		longest = max(longest, hi)
+	}
+	return (max(now, rf)+2*longest)/1000 + 3600
+}

@@ -1,0 +1,156 @@
+package limiter
+
+import (
+	"sync"
+
+	"github.com/shardlimit/limiter/store"
+)
+
+// The hot paths (speculative, full) build the same expression shape on
+// every call; only the values change. Each is written once, against a sink:
+// the first call for a shape records it through shapeSink and compiles a
+// template (expression strings, names, the placeholder of each value); later
+// calls run the same code through valueSink, which only collects values.
+// TestTemplatesMatchFreshBuilds holds the two to the same bytes.
+
+type condKind uint8
+
+const (
+	condEq condKind = iota
+	condGe
+	condGt
+	condLe
+)
+
+// sink receives the actions and conditions of an expression, values as
+// int64 (the hot paths write numbers only).
+type sink interface {
+	add(name string, v int64)
+	set(name string, v int64)
+	cond(k condKind, name string, v int64)
+}
+
+type shapeSink struct {
+	u     store.Update
+	conds []store.Condition
+	n     int64
+}
+
+func (s *shapeSink) next() store.Value        { v := store.Int(s.n); s.n++; return v }
+func (s *shapeSink) add(name string, _ int64) { s.u = s.u.Add(name, s.next()) }
+func (s *shapeSink) set(name string, _ int64) { s.u = s.u.Set(name, s.next()) }
+func (s *shapeSink) cond(k condKind, name string, _ int64) {
+	n, v := store.Name(name), s.next()
+	var c store.Condition
+	switch k {
+	case condEq:
+		c = n.Equal(v)
+	case condGe:
+		c = n.GreaterThanEqual(v)
+	case condGt:
+		c = n.GreaterThan(v)
+	case condLe:
+		c = n.LessThanEqual(v)
+	}
+	s.conds = append(s.conds, c)
+}
+
+type valueSink struct{ vals []int64 }
+
+func (s *valueSink) add(_ string, v int64)              { s.vals = append(s.vals, v) }
+func (s *valueSink) set(_ string, v int64)              { s.vals = append(s.vals, v) }
+func (s *valueSink) cond(_ condKind, _ string, v int64) { s.vals = append(s.vals, v) }
+
+// template is a compiled expression shape.
+type template struct {
+	update, condition string
+	names             map[string]string
+	slots             []string // slots[i] is the placeholder of the i-th value emitted
+}
+
+func compile(emit func(sink)) (*template, error) {
+	var sh shapeSink
+	emit(&sh)
+	ex, err := store.Build(sh.u, store.And(sh.conds...))
+	if err != nil {
+		return nil, err
+	}
+	t := &template{update: ex.Update, condition: ex.Condition, names: ex.Names, slots: make([]string, sh.n)}
+	for ph, v := range ex.Values {
+		i, _ := v.AsInt()
+		t.slots[i] = ph
+	}
+	return t, nil
+}
+
+// expr fills the template with values. The Names map is shared by every
+// Expr of the template; backends only read it.
+func (t *template) expr(vals []int64) store.Expr {
+	m := make(map[string]store.Value, len(vals))
+	for i, v := range vals {
+		m[t.slots[i]] = store.Int(v)
+	}
+	return store.Expr{Update: t.update, Condition: t.condition, Names: t.names, Values: m}
+}
+
+type pathKind uint8
+
+const (
+	pathSpeculative pathKind = iota
+	pathFull
+)
+
+// shapeKey identifies a shape within a plan template: the path and which
+// limits this call charges.
+type shapeKey struct {
+	path    pathKind
+	charged uint64
+}
+
+var valuesPool = sync.Pool{New: func() any { return &valueSink{vals: make([]int64, 0, 64)} }}
+
+// build returns the expression emit describes, from the template cache.
+func (p *plan) build(path pathKind, emit func(sink)) (store.Expr, error) {
+	pt := p.pt
+	if pt == nil {
+		t, err := compile(emit)
+		if err != nil {
+			return store.Expr{}, err
+		}
+		var vs valueSink
+		emit(&vs)
+		return t.expr(vs.vals), nil
+	}
+	k := shapeKey{path: path, charged: p.chargedMask()}
+	pt.mu.Lock()
+	t := pt.shapes[k]
+	pt.mu.Unlock()
+	if t == nil {
+		var err error
+		if t, err = compile(emit); err != nil {
+			return store.Expr{}, err
+		}
+		pt.mu.Lock()
+		if pt.shapes == nil {
+			pt.shapes = make(map[shapeKey]*template)
+		}
+		pt.shapes[k] = t
+		pt.mu.Unlock()
+	}
+	vs := valuesPool.Get().(*valueSink)
+	vs.vals = vs.vals[:0]
+	emit(vs)
+	ex := t.expr(vs.vals)
+	valuesPool.Put(vs)
+	return ex, nil
+}
+
+func (p *plan) chargedMask() uint64 {
+	var m uint64
+	for i := range p.specs {
+		if p.specs[i].amount != 0 {
+			m |= 1 << uint(i)
+		}
+	}
+	return m
+}

@@ -1,0 +1,69 @@
+package limiter
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+	"pgregory.net/rapid"
+)
+
+// directSink builds an expression with its real values, the slow way.
+type directSink struct{ shapeSink }
+
+func (d *directSink) add(name string, v int64) { d.u = d.u.Add(name, store.Int(v)) }
+func (d *directSink) set(name string, v int64) { d.u = d.u.Set(name, store.Int(v)) }
+func (d *directSink) cond(k condKind, name string, v int64) {
+	d.shapeSink.cond(k, name, 0)
+	d.conds[len(d.conds)-1] = map[condKind]func(store.Operand) store.Condition{
+		condEq: store.Name(name).Equal, condGe: store.Name(name).GreaterThanEqual,
+		condGt: store.Name(name).GreaterThan, condLe: store.Name(name).LessThanEqual,
+	}[k](store.Int(v))
+}
+
+// The template path and a fresh build give the same Expr, byte for byte,
+// for any limits, charges, shard count and time.
+func TestTemplatesMatchFreshBuilds(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		names := rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"rpm", "tpm", "a_b", "gpt-3.5", "ttl", "x"}), 1, 4, rapid.ID).Draw(t, "names")
+		var limits []Limit
+		consume := map[string]int64{}
+		for _, n := range names {
+			c := rapid.Int64Range(1, 1e6).Draw(t, "cap")
+			limits = append(limits, Limit{Name: n, Capacity: c, Refill: rapid.Int64Range(1, 1e6).Draw(t, "refill"),
+				Period: time.Duration(rapid.Int64Range(1, 1e7).Draw(t, "period")) * time.Millisecond})
+			if rapid.Bool().Draw(t, "charged") {
+				consume[n] = rapid.Int64Range(1, c).Draw(t, "amount")
+			}
+		}
+		p := newPlan(keys.Bucket{Namespace: "ns", Entity: "e", Resource: "r"}, limits, consume)
+		n := int64(1) << rapid.IntRange(0, 5).Draw(t, "shards")
+		now := rapid.Int64Range(0, 1<<45).Draw(t, "now")
+		for _, c := range []struct {
+			name string
+			tmpl func() (store.Expr, error)
+			emit func(sink)
+		}{
+			{"speculative", func() (store.Expr, error) { return p.speculative(n, now) }, func(k sink) { p.emitSpeculative(k, n, now) }},
+			{"full", func() (store.Expr, error) { return p.full(n, now) }, func(k sink) { p.emitFull(k, n, now) }},
+		} {
+			for round := 0; round < 2; round++ { // the first compiles, the second reuses
+				got, err := c.tmpl()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var d directSink
+				c.emit(&d)
+				want, err := store.Build(d.u, store.And(d.conds...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(want, got, cmp.Comparer(store.Value.Equal)); diff != "" {
+					t.Fatalf("%s round %d: template differs from a fresh build:\n%s", c.name, round, diff)
+				}
+			}
+		}
+	})
+}

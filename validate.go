@@ -1,0 +1,117 @@
+package limiter
+
+import (
+	"time"
+
+	"github.com/shardlimit/limiter/bucket"
+)
+
+// The identifier rules. Checked by hand (not regexp) because they run on
+// every acquire.
+//
+//	entity id   ^[a-zA-Z0-9][a-zA-Z0-9_.\-:@]{0,255}$
+//	resource    ^[a-zA-Z0-9][a-zA-Z0-9_.\-:@/]{0,255}$
+//	namespace   ^[a-zA-Z0-9][a-zA-Z0-9_.\-]{0,63}$
+//	limit name  ^[a-zA-Z][a-zA-Z0-9_.\-]{0,63}$, not "wcu"
+const (
+	ruleEntity    = `must match ^[a-zA-Z0-9][a-zA-Z0-9_.\-:@]{0,255}$`
+	ruleResource  = `must match ^[a-zA-Z0-9][a-zA-Z0-9_.\-:@/]{0,255}$`
+	ruleNamespace = `must match ^[a-zA-Z0-9][a-zA-Z0-9_.\-]{0,63}$`
+	ruleLimitName = `must match ^[a-zA-Z][a-zA-Z0-9_.\-]{0,63}$`
+)
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func validIdent(s string, max int, firstLetterOnly bool, extra string) bool {
+	if len(s) == 0 || len(s) > max {
+		return false
+	}
+	if !isAlnum(s[0]) || firstLetterOnly && s[0] <= '9' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if isAlnum(c) || c == '_' || c == '.' || c == '-' {
+			continue
+		}
+		ok := false
+		for j := 0; j < len(extra); j++ {
+			if c == extra[j] {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func checkEntity(field, id string) error {
+	if !validIdent(id, 256, false, ":@") {
+		return invalid(field, "%q %s", id, ruleEntity)
+	}
+	return nil
+}
+
+func checkResource(field, r string) error {
+	if !validIdent(r, 256, false, ":@/") {
+		return invalid(field, "%q %s", r, ruleResource)
+	}
+	return nil
+}
+
+func checkNamespace(ns string) error {
+	if !validIdent(ns, 64, false, "") {
+		return invalid("Namespace", "%q %s", ns, ruleNamespace)
+	}
+	return nil
+}
+
+// Validate reports whether l is a valid limit, naming the first field that
+// breaks a rule.
+func (l Limit) Validate() error {
+	f := func(name string) string { return "Limit[" + l.Name + "]." + name }
+	switch {
+	case !validIdent(l.Name, 64, true, ""):
+		return invalid("Limit.Name", "%q %s", l.Name, ruleLimitName)
+	case l.Name == wcuName:
+		return invalid("Limit.Name", `"wcu" is reserved for the limiter's own per-partition write limit`)
+	case l.Capacity < 1 || l.Capacity > MaxTokens:
+		return invalid(f("Capacity"), "%d must be between 1 and %d tokens", l.Capacity, MaxTokens)
+	case l.Burst != 0 && (l.Burst < l.Capacity || l.Burst > MaxTokens):
+		return invalid(f("Burst"), "%d must be 0 (= Capacity) or between Capacity (%d) and %d tokens", l.Burst, l.Capacity, MaxTokens)
+	case l.Refill < 1 || l.Refill > MaxTokens:
+		return invalid(f("Refill"), "%d must be between 1 and %d tokens", l.Refill, MaxTokens)
+	case l.Period < time.Millisecond || l.Period > time.Duration(bucket.MaxRefillPeriod)*time.Millisecond:
+		return invalid(f("Period"), "%v must be between 1ms and 366 days", l.Period)
+	case l.Period%time.Millisecond != 0:
+		return invalid(f("Period"), "%v must be a whole number of milliseconds", l.Period)
+	}
+	return nil
+}
+
+// maxLimits bounds the limits of one request: each adds eight attributes
+// and a few expression terms to the bucket item, which must stay well
+// under DynamoDB's 4 KB expression and 1 KB-per-WCU item sizes.
+const maxLimits = 16
+
+func checkLimits(field string, ls []Limit) error {
+	if len(ls) > maxLimits {
+		return invalid(field, "%d limits; at most %d", len(ls), maxLimits)
+	}
+	for i, l := range ls {
+		if err := l.Validate(); err != nil {
+			return err
+		}
+		for _, m := range ls[:i] {
+			if m.Name == l.Name {
+				return invalid(field, "limit %q appears twice", l.Name)
+			}
+		}
+	}
+	return nil
+}
