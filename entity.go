@@ -306,6 +306,9 @@ func (l *Limiter) resolve(ctx context.Context, tr *trace, entity, resource strin
 		r.expires = now.Add(c.ttl)
 		c.mu.Lock()
 		if c.ttl > 0 && c.gen == gen {
+			if len(c.items) >= maxCachedBuckets {
+				clear(c.items) // bounded: the next reads refill it
+			}
 			c.items[ck] = r
 		}
 		c.mu.Unlock()

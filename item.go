@@ -13,16 +13,14 @@ import (
 
 // Bucket item attributes besides the per-limit b_{limit}_{field} ones.
 const (
-	attrEntity     = "entity_id"
-	attrResource   = "resource"
-	attrShard      = "shard"
-	attrShardCount = "shard_count"
-	attrLimitsHash = "lh"
-	attrRefill     = "rf"
-	// Per-limit guard fields, beside bucket's six: lower and upper bounds
-	// of the instant (Unix ms) the bucket is full again. See docs/write-paths.md.
-	fieldFullLo = "fl"
-	fieldFullHi = "fh"
+	attrEntity     = keys.AttrEntity
+	attrResource   = keys.AttrResource
+	attrShard      = keys.AttrShard
+	attrShardCount = keys.AttrShardCount
+	attrLimitsHash = keys.AttrLimitsHash
+	attrRefill     = bucket.AttrRefill
+	fieldFullLo    = keys.FieldFullLo
+	fieldFullHi    = keys.FieldFullHi
 )
 
 // spec is one limit of one bucket write: its attribute names, its original

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/keys"
 )
 
 // Limit is one named token bucket: it holds up to Burst tokens and gains
@@ -79,6 +80,6 @@ func (l Limit) bucketLimit() bucket.Limit {
 // wcuLimit is the hidden per-shard limit on write units: 1000 writes a
 // second, the write ceiling of one DynamoDB partition. It is charged 1 token
 // per write and never divided among shards.
-const wcuName = "wcu"
+const wcuName = keys.HiddenLimit
 
 var wcuLimit = Limit{Name: wcuName, Capacity: 1000, Burst: 1000, Refill: 1000, Period: time.Second}

@@ -99,6 +99,12 @@ func (l *Limiter) remember(ref keys.Bucket, img *image, n int64) {
 	id := bucketID{ref.Entity, ref.Resource}
 	b := l.buckets[id]
 	if b == nil {
+		if len(l.buckets) >= maxCachedBuckets {
+			// Start over rather than grow without bound: a forgotten bucket
+			// costs one blind write that fails, or a full path that
+			// becomes speculative, never a wrong answer.
+			clear(l.buckets)
+		}
 		b = &bucketInfo{n: 1, images: make(map[int]*image, 1)}
 		l.buckets[id] = b
 	}
@@ -127,6 +133,9 @@ func (l *Limiter) pickShard(n int64, tried []int) int {
 	}
 	return k
 }
+
+// maxCachedBuckets bounds the per-bucket cache (shard counts, last item).
+const maxCachedBuckets = 1 << 16
 
 // maxShards bounds doubling. 256 partitions absorb 256,000 writes a second.
 const maxShards = 256
@@ -193,13 +202,7 @@ func (l *Limiter) double(ctx context.Context, tr *trace, p *plan, n int64) (int6
 	if 2*n > maxShards || !p.divisible(2*n) {
 		return n, nil
 	}
-	ex, err := store.Build(store.Update{}.Set(attrShardCount, store.Int(2*n)),
-		store.Name(attrShardCount).Equal(store.Int(n)))
-	if err != nil {
-		return n, err
-	}
-	out, err := l.st.Update(ctx, store.UpdateInput{Key: p.ref.WithShard(0).Key(), Expr: ex,
-		Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true})
+	out, err := l.st.Update(ctx, keys.DoubleShards(p.ref, n))
 	tr.add(out.Consumed, err)
 	if err == nil {
 		tr.ev.ShardDoublings++
