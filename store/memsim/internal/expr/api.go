@@ -83,7 +83,12 @@ type Parsed struct {
 	flatLHS bool // every update path is a single top-level element
 	nested  bool // some path, anywhere, has more than one element
 
-	touched atomic.Pointer[touchedCache] // the last sorted top-level names, by resolved names
+	sensitive []int32 // value placeholders whose contents (not only types) Bind checks
+
+	// memo remembers the last resolution that passed the expression checks,
+	// with its sorted top-level names: memsim sees the same expression with
+	// the same names and value types over and over.
+	memo atomic.Pointer[bindMemo]
 }
 
 // Parse parses an update expression and a condition expression; either may

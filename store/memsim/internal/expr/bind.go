@@ -112,17 +112,24 @@ func (p *Parsed) bind(names map[string]string, values map[string]store.Value, is
 	// From here every used placeholder that is defined resolves to a valid
 	// name or value, so "" and the zero Value mark undefined ones.
 
-	// 5, 6.
-	if p.hasUpdate {
-		if msg := b.validateUpdate(); msg != "" {
-			return nil, verr(prefixUpdate + msg)
+	// 5, 6. Their outcome depends only on the resolved names, the types of
+	// the values and the contents of the few values checked by content, so a
+	// memo of the last success spares the walk.
+	memo := p.memo.Load()
+	if memo == nil || !memo.matches(b) {
+		if p.hasUpdate {
+			if msg := b.validateUpdate(); msg != "" {
+				return nil, verr(prefixUpdate + msg)
+			}
 		}
-	}
-	if p.cond != nil {
-		counter := 0
-		if msg := b.validateCond(p.cond, &counter); msg != "" {
-			return nil, verr(prefixCondition + msg)
+		if p.cond != nil {
+			counter := 0
+			if msg := b.validateCond(p.cond, &counter); msg != "" {
+				return nil, verr(prefixCondition + msg)
+			}
 		}
+		memo = newMemo(b)
+		p.memo.Store(memo)
 	}
 	// 7. Every used placeholder is now known to be defined.
 	if len(names) > len(p.names) {
@@ -153,7 +160,7 @@ func (p *Parsed) bind(names map[string]string, values map[string]store.Value, is
 				}
 			}
 		}
-		b.touched = b.sortedHeads()
+		b.touched = memo.touched
 	}
 	return b, nil
 }
@@ -375,33 +382,58 @@ func (b *Bound) flatOverlap(h string, i int) string {
 		h + "], path two: [" + b.head(first) + "]"
 }
 
-// touchedCache remembers the sorted heads for one resolution of the name
-// placeholders: memsim sees the same expression with the same names over
-// and over, so sorting is rarely needed.
-type touchedCache struct {
-	names  []string
-	sorted []string
+// bindMemo is a resolution that passed the expression checks.
+type bindMemo struct {
+	names     []string
+	kinds     []store.Kind
+	sensitive []store.Value // by Parsed.sensitive
+	touched   []string      // sorted distinct heads
 }
 
-// sortedHeads returns the distinct heads in sorted order.
-func (b *Bound) sortedHeads() []string {
-	if c := b.p.touched.Load(); c != nil && equalStrings(c.names, b.names) {
-		return c.sorted
+func (m *bindMemo) matches(b *Bound) bool {
+	if !equalStrings(m.names, b.names) || len(m.kinds) != len(b.values) {
+		return false
 	}
-	n := len(b.p.actions)
-	hs := make([]string, n)
-	for i := range hs {
-		hs[i] = b.head(i)
-	}
-	sort.Strings(hs)
-	t := hs[:0]
-	for i, h := range hs {
-		if i == 0 || h != hs[i-1] { // nested paths share their head
-			t = append(t, h)
+	for i, v := range b.values {
+		if m.kinds[i] != v.Kind() {
+			return false
 		}
 	}
-	b.p.touched.Store(&touchedCache{names: append([]string(nil), b.names...), sorted: t})
-	return t
+	for i, ph := range b.p.sensitive {
+		if m.sensitive[i] != b.values[ph] {
+			return false
+		}
+	}
+	return true
+}
+
+func newMemo(b *Bound) *bindMemo {
+	m := &bindMemo{
+		names:     append([]string(nil), b.names...),
+		kinds:     make([]store.Kind, len(b.values)),
+		sensitive: make([]store.Value, len(b.p.sensitive)),
+	}
+	for i, v := range b.values {
+		m.kinds[i] = v.Kind()
+	}
+	for i, ph := range b.p.sensitive {
+		m.sensitive[i] = b.values[ph]
+	}
+	if b.p.hasUpdate {
+		hs := make([]string, len(b.p.actions))
+		for i := range hs {
+			hs[i] = b.head(i)
+		}
+		sort.Strings(hs)
+		t := hs[:0]
+		for i, h := range hs {
+			if i == 0 || h != hs[i-1] { // nested paths share their head
+				t = append(t, h)
+			}
+		}
+		m.touched = t
+	}
+	return m
 }
 
 func equalStrings(a, b []string) bool {

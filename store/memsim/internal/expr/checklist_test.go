@@ -139,6 +139,8 @@ func TestChecklist07_RepeatedClause(t *testing.T) {
 		{"REMOVE #d set a = b remove e", "REMOVE"},        // dynalite
 		{"delete #d :e set a = b delete #e :f", "DELETE"}, // dynalite
 		{"set a = :v Set b = :v", "SET"},
+		{"REMOVE #ulist[0] SET current_user = :current_user REMOVE some_param", "REMOVE"}, // moto aws_verified
+		{"SET current_user = :current_user SET some_param = :current_user", "SET"},        // moto aws_verified
 	} {
 		_, err := Parse(c.expr, "")
 		wantMessage(t, err, `Invalid UpdateExpression: The "`+c.word+`" section can only be used once in an update expression;`)

@@ -71,6 +71,13 @@ func FuzzParse(f *testing.F) {
 				delete(vals, ":v")
 			}
 			b, err := p.Bind(names, vals, isKey)
+			// The memo of an earlier success must not change the outcome:
+			// a fresh Parsed has none.
+			fresh, _ := Parse(update, cond)
+			_, err2 := fresh.Bind(names, vals, isKey)
+			if (err == nil) != (err2 == nil) || err != nil && err.Error() != err2.Error() {
+				t.Fatalf("memoized Bind: %v; fresh Bind: %v", err, err2)
+			}
 			if err != nil {
 				checkValidation(t, err)
 				continue

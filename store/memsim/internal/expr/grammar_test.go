@@ -489,3 +489,41 @@ func TestTouchedSortedAndStable(t *testing.T) {
 		t.Fatalf("touched %v %v", touched, err)
 	}
 }
+
+// Bind remembers the last resolution that passed; a request that differs in
+// names, value types or checked value contents is validated afresh.
+func TestBindMemoDoesNotHideFaults(t *testing.T) {
+	p := mustParse(t, "ADD #n :d", "attribute_type(#n, :t) AND #n BETWEEN :lo AND :hi")
+	ok := values{":d": N(1), ":t": S("N"), ":lo": N(1), ":hi": N(2)}
+	for i := 0; i < 2; i++ {
+		if _, err := p.Bind(names{"#n": "a"}, ok, isKey); err != nil {
+			t.Fatal(err)
+		}
+	}
+	with := func(k string, v store.Value) values {
+		c := values{}
+		for kk, vv := range ok {
+			c[kk] = vv
+		}
+		c[k] = v
+		return c
+	}
+	_, err := p.Bind(names{"#n": "a"}, with(":d", S("x")), isKey)
+	wantMessage(t, err, "Invalid UpdateExpression: Incorrect operand type for operator or function; operator: ADD, operand type: STRING, typeSet: ALLOWED_FOR_ADD_OPERAND")
+	_, err = p.Bind(names{"#n": "a"}, with(":t", S("DOG")), isKey)
+	wantMessage(t, err, "Invalid ConditionExpression: Invalid attribute type name found; type: DOG, valid types: {N,BS,L,B,NULL,M,S,SS,NS,BOOL}")
+	_, err = p.Bind(names{"#n": "a"}, with(":lo", N(3)), isKey)
+	wantMessage(t, err, "Invalid ConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: {N:3}, upper bound operand: AttributeValue: {N:2}")
+	_, err = p.Bind(names{"#n": "PK"}, ok, isKey)
+	wantMessage(t, err, "One or more parameter values were invalid: Cannot update attribute PK. This attribute is part of the key")
+	p2 := mustParse(t, "SET #a = :v, #b = :v", "")
+	if _, err := p2.Bind(names{"#a": "x", "#b": "y"}, values{":v": N(1)}, isKey); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p2.Bind(names{"#a": "x", "#b": "x"}, values{":v": N(1)}, isKey)
+	wantMessage(t, err, "Invalid UpdateExpression: Two document paths overlap with each other; must remove or rewrite one of these paths; path one: [x], path two: [x]")
+	b, err := p2.Bind(names{"#a": "y", "#b": "x"}, values{":v": N(1)}, isKey)
+	if err != nil || strings.Join(b.touched, ",") != "x,y" {
+		t.Fatalf("%v %v", b, err)
+	}
+}

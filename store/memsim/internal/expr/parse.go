@@ -53,7 +53,49 @@ func parse(update, condition string) (*Parsed, error) {
 		}
 	}
 	p.nested = p.nested || !p.flatLHS || p.cond != nil && nestedCond(p.cond)
+	if p.cond != nil {
+		p.sensitive = sensitiveValues(p.cond, p.sensitive)
+	}
 	return p, nil
+}
+
+// sensitiveValues lists the value placeholders whose contents Bind checks:
+// BETWEEN bounds and attribute_type's type name.
+func sensitiveValues(c *condNode, out []int32) []int32 {
+	add := func(o *operandNode) {
+		if o.kind == oValue {
+			out = append(out, o.ph)
+		}
+	}
+	var walkOp func(o *operandNode)
+	walkOp = func(o *operandNode) {
+		if o.kind == oFunc {
+			if o.fn.name == "attribute_type" && len(o.fn.args) == 2 {
+				add(o.fn.args[1])
+			}
+			for _, a := range o.fn.args {
+				walkOp(a)
+			}
+		}
+	}
+	switch c.kind {
+	case cAnd, cOr:
+		out = sensitiveValues(c.l, out)
+		return sensitiveValues(c.r, out)
+	case cNot:
+		return sensitiveValues(c.l, out)
+	case cFunc:
+		walkOp(&operandNode{kind: oFunc, fn: c.fn})
+	case cBetween:
+		add(c.ops[1])
+		add(c.ops[2])
+		fallthrough
+	default:
+		for _, o := range c.ops {
+			walkOp(o)
+		}
+	}
+	return out
 }
 
 // headRef locates the top-level name of an update path: a raw identifier,
