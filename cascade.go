@@ -32,13 +32,7 @@ func (l *Limiter) cascade(ctx context.Context, tr *trace, child, parent *plan) (
 	writes := make([]store.Write, 2)
 	for i, s := range sides {
 		ref := s.p.ref.WithShard(s.shard)
-		var ex store.Expr
-		var err error
-		if c := l.cachedImage(ref); c != nil && c.matches(s.p, s.n) && c.fullAt(s.p, s.n, now) {
-			ex, err = s.p.full(s.n, now)
-		} else {
-			ex, err = s.p.speculative(s.n, now)
-		}
+		ex, _, err := s.p.blind(l.cachedImage(ref), s.n, now)
 		if err != nil {
 			return nil, err
 		}
@@ -161,13 +155,7 @@ func (l *Limiter) cascadeSlow(ctx context.Context, tr *trace, sides [2]*cascadeS
 				s.n, s.shard, s.known, restart = m, l.pickShard(m, nil), false, true
 				continue
 			}
-			var ex store.Expr
-			var err error
-			if s.p.retryable(s.img, s.n, now) {
-				ex, err = s.p.speculative(s.n, now)
-			} else {
-				ex, err = s.p.normal(s.img, s.n, now, true)
-			}
+			ex, _, err := s.p.informed(s.img, s.n, now)
 			if err != nil {
 				return nil, err
 			}

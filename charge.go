@@ -54,13 +54,7 @@ func (l *Limiter) chargeShard(ctx context.Context, tr *trace, p *plan, ref keys.
 	now := l.nowMs()
 	var ex store.Expr
 	var err error
-	if c := l.cachedImage(ref); c != nil && c.matches(p, n) && c.fullAt(p, n, now) {
-		tr.ev.Path = PathFull
-		ex, err = p.full(n, now)
-	} else {
-		tr.ev.Path = PathSpeculative
-		ex, err = p.speculative(n, now)
-	}
+	ex, tr.ev.Path, err = p.blind(l.cachedImage(ref), n, now)
 	if err != nil {
 		return shardOutcome{res: failed, err: err}
 	}
@@ -105,14 +99,7 @@ func (l *Limiter) chargeShard(ctx context.Context, tr *trace, p *plan, ref keys.
 			l.remember(ref, im, n)
 			return shardOutcome{res: hot, n: n}
 		}
-		if p.retryable(im, n, now) {
-			tr.ev.Path = PathRetry
-			ex, err = p.speculative(n, now)
-		} else {
-			tr.ev.Path = PathNormal
-			ex, err = p.normal(im, n, now, true)
-		}
-		if err != nil {
+		if ex, tr.ev.Path, err = p.informed(im, n, now); err != nil {
 			return shardOutcome{res: failed, err: err}
 		}
 		out, err := l.update(ctx, tr, key, ex)
@@ -210,6 +197,31 @@ func (p *plan) refillDue(im *image, n, now int64) bool {
 		}
 	}
 	return false
+}
+
+// blind returns the first write of an acquire, made without reading: the
+// full reset when this client's last view of the item says the bucket is
+// full by now, else the speculative charge.
+func (p *plan) blind(seen *image, n, now int64) (store.Expr, Path, error) {
+	if seen != nil && seen.matches(p, n) && seen.fullAt(p, n, now) {
+		ex, err := p.full(n, now)
+		return ex, PathFull, err
+	}
+	ex, err := p.speculative(n, now)
+	return ex, PathSpeculative, err
+}
+
+// informed returns the write to make knowing the item as it stands (the
+// image a failed write returned): consumption only when nothing is left to
+// refill, else refill and consume under the rf lock. The caller has checked
+// that the tokens suffice.
+func (p *plan) informed(im *image, n, now int64) (store.Expr, Path, error) {
+	if p.retryable(im, n, now) {
+		ex, err := p.speculative(n, now)
+		return ex, PathRetry, err
+	}
+	ex, err := p.normal(im, n, now, true)
+	return ex, PathNormal, err
 }
 
 // retryable reports whether the consumption-only write (the speculative
