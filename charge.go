@@ -45,7 +45,7 @@ type shardOutcome struct {
 // maxSlowAttempts bounds the writes after the first one fails. Each
 // failure returns the fresh item, and each means another writer
 // succeeded, so the loop only runs long under extreme contention.
-const maxSlowAttempts = 6
+const maxSlowAttempts = 10
 
 // chargeShard runs the write paths against one shard until the charge is
 // made, refused, or the store fails.
@@ -66,8 +66,13 @@ func (l *Limiter) chargeShard(ctx context.Context, tr *trace, p *plan, ref keys.
 	if err != nil {
 		return shardOutcome{res: failed, err: err}
 	}
+	wcu := &p.specs[len(p.specs)-1]
+	defer func(amount int64) { wcu.amount = amount }(wcu.amount)
 	for attempt := 0; attempt < maxSlowAttempts; attempt++ {
 		now = l.nowMs()
+		// DynamoDB bills a failed conditional write like a successful one:
+		// the next write charges the partition's hidden limit for both.
+		wcu.amount += bucket.MilliPerToken
 		if im == nil {
 			tr.ev.Path = PathCreate
 			put := p.create(ref, n, now)
@@ -165,8 +170,11 @@ func (im *image) projected(s *spec, n, now int64) (st bucket.State, rf int64) {
 	if !ok {
 		return bucket.State{Limit: l, Tokens: l.Burst}, now
 	}
+	// A writer with a faster clock may have moved rf past our now: nothing
+	// refills before rf, so waits count from max(rf, now).
+	at := max(im.rf, now)
 	eff := min(old.Effective(im.rf, now), l.Burst)
-	return bucket.State{Limit: l, Tokens: eff}, now
+	return bucket.State{Limit: l, Tokens: eff}, at
 }
 
 // shortfall says whether the image lacks tokens for the plan even after
@@ -212,10 +220,16 @@ func (p *plan) blind(seen *image, n, now int64) (store.Expr, Path, error) {
 }
 
 // informed returns the write to make knowing the item as it stands (the
-// image a failed write returned): consumption only when nothing is left to
-// refill, else refill and consume under the rf lock. The caller has checked
-// that the tokens suffice.
+// image a failed write returned), cheapest contention first: the full
+// reset when every limit is full (it needs no lock: its conditions hold
+// for exactly one writer per refill); consumption only when the stored
+// tokens suffice; else refill and consume under the rf lock. The caller
+// has checked that the tokens suffice.
 func (p *plan) informed(im *image, n, now int64) (store.Expr, Path, error) {
+	if im.matches(p, n) && im.fullAt(p, n, now) {
+		ex, err := p.full(n, now)
+		return ex, PathFull, err
+	}
 	if p.retryable(im, n, now) {
 		ex, err := p.speculative(n, now)
 		return ex, PathRetry, err
@@ -225,19 +239,22 @@ func (p *plan) informed(im *image, n, now int64) (store.Expr, Path, error) {
 }
 
 // retryable reports whether the consumption-only write (the speculative
-// expression) can succeed on this image: same limits and shard count,
-// nothing left to refill, and every charged bucket below its burst (the
-// fl guard). Otherwise the normal write, which materializes, is the one.
+// expression) can succeed on this image: same limits and shard count, the
+// stored tokens suffice without any refill, and every charged bucket is
+// below its burst (the fl guard). It is preferred even when a refill is
+// due: it does not contend for the rf lock, so under contention one writer
+// refills and the others consume. Otherwise the normal write is the one.
 func (p *plan) retryable(im *image, n, now int64) bool {
-	if !im.matches(p, n) || p.refillDue(im, n, now) {
+	if !im.matches(p, n) {
 		return false
 	}
 	for i := range p.specs {
 		s := &p.specs[i]
-		if s.amount == 0 || s.hidden {
-			continue
+		st, fl, _, ok := im.state(s)
+		if !ok || st.Tokens < s.amount {
+			return false
 		}
-		if _, fl, _, ok := im.state(s); !ok || fl <= now {
+		if s.amount != 0 && !s.hidden && fl <= now {
 			return false
 		}
 	}
@@ -253,7 +270,7 @@ func (im *image) fullAt(p *plan, n, now int64) bool {
 			return false
 		}
 	}
-	return im.rf <= now
+	return im.rf < now
 }
 
 // rateLimited builds the rejection for the image.

@@ -34,8 +34,15 @@ type bucketID struct{ entity, resource string }
 // bucketInfo is what this limiter remembers of one bucket: its shard count
 // and the last item it saw of each shard (to predict the full path).
 type bucketInfo struct {
-	n      int64
-	images map[int]*image
+	n         int64
+	images    map[int]*image
+	throttles map[int]throttleWindow
+}
+
+type throttleWindow struct {
+	start int64 // ms
+	count int
+	n     int64 // the shard count the throttles were seen at
 }
 
 // New returns a limiter over st. It does no I/O: the table's schema
@@ -158,7 +165,18 @@ func (l *Limiter) chargeBucket(ctx context.Context, tr *trace, p *plan) (shard i
 		case charged:
 			return shard, o.n, nil
 		case failed:
-			if errors.Is(o.err, store.ErrThrottled) && n > 1 && len(tried) < 3 {
+			if !errors.Is(o.err, store.ErrThrottled) {
+				return 0, 0, o.err
+			}
+			if l.throttledOften(p.ref.WithShard(shard), n) {
+				// The partition keeps refusing writes: it is hot, not
+				// merely unlucky once.
+				if m, err := l.double(ctx, tr, p, n); err == nil && m > n {
+					n, tried = m, tried[:0]
+					continue
+				}
+			}
+			if n > 1 && len(tried) < 3 {
 				continue // another shard is another partition
 			}
 			return 0, 0, o.err
@@ -219,6 +237,41 @@ func (l *Limiter) double(ctx context.Context, tr *trace, p *plan, n int64) (int6
 		return m, nil // someone else doubled first
 	}
 	return n, nil // shard 0 is missing or odd: let the next acquire create it
+}
+
+// hotThrottles is how many throttled writes to one shard within
+// hotWindow mark its partition as hot. DynamoDB bills failed conditional
+// writes, so a saturated partition throttles before the hidden wcu limit,
+// which counts this limiter's writes, can run dry; the throttles are the
+// signal then. One throttle in a storm is not.
+const (
+	hotThrottles = 3
+	hotWindow    = int64(1000) // ms
+)
+
+// throttledOften records a throttled write to a shard and reports whether
+// it is the hotThrottles-th within hotWindow at the current shard count n:
+// throttles seen before a doubling say nothing about the doubled bucket.
+func (l *Limiter) throttledOften(ref keys.Bucket, n int64) bool {
+	now := l.nowMs()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	id := bucketID{ref.Entity, ref.Resource}
+	b := l.buckets[id]
+	if b == nil {
+		b = &bucketInfo{n: 1, images: make(map[int]*image, 1)}
+		l.buckets[id] = b
+	}
+	if b.throttles == nil {
+		b.throttles = make(map[int]throttleWindow)
+	}
+	w := b.throttles[ref.Shard]
+	if now-w.start > hotWindow || w.n != n {
+		w = throttleWindow{start: now, n: n}
+	}
+	w.count++
+	b.throttles[ref.Shard] = w
+	return w.count >= hotThrottles
 }
 
 // divisible reports whether every limit still serves its request when

@@ -47,7 +47,7 @@ func (p *plan) emitSpeculative(k sink, n, now int64) {
 }
 
 // full resets a bucket that is full at now: every limit (wcu included) to
-// its burst minus the charge, rf to now. Blind, like speculative, and the
+// its burst minus the charge, rf to now (strictly later than before). Blind, like speculative, and the
 // cheap path for lightly used buckets, which are nearly always full.
 func (p *plan) full(n, now int64) (store.Expr, error) {
 	return p.build(pathFull, func(k sink) { p.emitFull(k, n, now) })
@@ -120,15 +120,22 @@ func (p *plan) create(ref keys.Bucket, n, now int64) store.PutInput {
 // ones are REMOVEd, changed ones are rewritten. With floors (acquire), no
 // balance may end below zero; without (adjust), debt is allowed.
 func (p *plan) normal(im *image, n, now int64, floors bool) (store.Expr, error) {
-	rf1 := max(im.rf, now)
+	// rf moves on every normal write, at least by 1 ms: the lock "rf =
+	// :seen" then fails for every other holder of the image, also when our
+	// clock is at or behind rf. The millisecond credited early is credited
+	// once, like any other.
+	rf1 := max(im.rf+1, now)
 	u := store.Update{}.Set(attrRefill, store.Int(rf1)).
 		Set(attrLimitsHash, store.Int(p.hash)).Set(store.AttrTTL, store.Int(p.ttl(n, now, rf1)))
-	conds := []store.Condition{store.Name(attrRefill).Equal(store.Int(im.rf))}
-	if n != im.shardCount {
-		// Only ever raise it, and only from the value we saw: a doubling
+	conds := []store.Condition{
+		store.Name(attrRefill).Equal(store.Int(im.rf)),
+		// The configuration and shard count we computed from: a doubling
 		// that lands meanwhile must not be undone.
+		store.Name(attrLimitsHash).Equal(store.Int(im.hash)),
+		store.Name(attrShardCount).Equal(store.Int(im.shardCount)),
+	}
+	if n != im.shardCount {
 		u = u.Set(attrShardCount, store.Int(n))
-		conds = append(conds, store.Name(attrShardCount).Equal(store.Int(im.shardCount)))
 	}
 	for i := range p.specs {
 		s := &p.specs[i]

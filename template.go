@@ -20,6 +20,7 @@ const (
 	condGe
 	condGt
 	condLe
+	condLt
 )
 
 // sink receives the actions and conditions of an expression, values as
@@ -51,6 +52,8 @@ func (s *shapeSink) cond(k condKind, name string, _ int64) {
 		c = n.GreaterThan(v)
 	case condLe:
 		c = n.LessThanEqual(v)
+	case condLt:
+		c = n.LessThan(v)
 	}
 	s.conds = append(s.conds, c)
 }

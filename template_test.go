@@ -19,7 +19,7 @@ func (d *directSink) cond(k condKind, name string, v int64) {
 	d.shapeSink.cond(k, name, 0)
 	d.conds[len(d.conds)-1] = map[condKind]func(store.Operand) store.Condition{
 		condEq: store.Name(name).Equal, condGe: store.Name(name).GreaterThanEqual,
-		condGt: store.Name(name).GreaterThan, condLe: store.Name(name).LessThanEqual,
+		condGt: store.Name(name).GreaterThan, condLe: store.Name(name).LessThanEqual, condLt: store.Name(name).LessThan,
 	}[k](store.Int(v))
 }
 
