@@ -144,8 +144,8 @@ func (l *Limiter) pickShard(n int64, tried []int) int {
 // maxCachedBuckets bounds the per-bucket cache (shard counts, last item).
 const maxCachedBuckets = 1 << 16
 
-// maxShards bounds doubling. 256 partitions absorb 256,000 writes a second.
-const maxShards = 256
+// maxShards bounds doubling (shared with the aggregator).
+const maxShards = keys.MaxShards
 
 // chargeBucket charges one bucket, choosing its shard: a random one; on
 // exhaustion up to two others; on a hot partition, after doubling the shard

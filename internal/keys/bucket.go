@@ -37,3 +37,7 @@ func DoubleShards(b Bucket, from int64) store.UpdateInput {
 		ReturnOldOnConditionFailure: true,
 	}
 }
+
+// MaxShards bounds doubling, for the clients and the aggregator alike: 256
+// partitions absorb 256,000 writes a second.
+const MaxShards = 256

@@ -1,0 +1,400 @@
+package aggregator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+)
+
+// Defaults of [Options].
+const (
+	// DefaultHotPercent: shard 0 counts as hot when its wcu balance,
+	// refilled to the record's time, is below 20 % of its capacity.
+	DefaultHotPercent = 20
+	// DefaultMaxShards is the limiter's own ceiling on a bucket's shard
+	// count (256 partitions absorb 256,000 writes a second).
+	DefaultMaxShards = keys.MaxShards
+	// DefaultShardCooldown is how long, after a bucket's shard count
+	// grew, the aggregator waits before it doubles it again: shard 0's wcu
+	// balance needs that long to show the halved traffic.
+	DefaultShardCooldown = 5 * time.Second
+)
+
+// MinRetention is the shortest snapshot retention allowed: longer than
+// DynamoDB Streams keeps a record (24 hours), so that no record can be
+// redelivered after the snapshot that absorbed it has expired.
+const MinRetention = 25 * time.Hour
+
+// Options configures a [Processor]. The zero Options is the default
+// configuration.
+type Options struct {
+	// Windows are the snapshot windows to write (default DefaultWindows:
+	// hourly and daily).
+	Windows []Window
+	// Retention says how long snapshots of a window live after the window
+	// ends (their ttl attribute). A window missing from the map gets
+	// DefaultRetention; zero or negative means the snapshots never expire;
+	// anything else must be at least MinRetention.
+	Retention map[Window]time.Duration
+	// Namespaces, when not empty, restricts the processor to the buckets
+	// of these namespaces; records of others are ignored.
+	Namespaces []string
+	// HotPercent is the wcu threshold of proactive sharding, in percent of
+	// the wcu capacity (default DefaultHotPercent; negative disables
+	// proactive sharding).
+	HotPercent int
+	// MaxShards caps the shard count the processor doubles to (default
+	// DefaultMaxShards).
+	MaxShards int64
+	// ShardCooldown is the minimum time, by record times, between a
+	// bucket's shard count growing and the processor doubling it again
+	// (default DefaultShardCooldown; negative: none). Without it, shard 0
+	// still looks hot for a moment after a doubling, and every record of
+	// that moment would double again.
+	ShardCooldown time.Duration
+	// ReportMalformed makes HandleLambda report malformed records as
+	// failures, which Lambda retries until they expire (blocking their
+	// stream shard), instead of logging and skipping them.
+	ReportMalformed bool
+	// Logger receives doublings and propagations (Info) and skipped or
+	// failed records (Warn, Error). Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Processor applies batches of change stream records to a store: usage
+// snapshots, proactive sharding and shard-count propagation. Create one per
+// consumer with [New] and feed it every batch; it remembers, per bucket,
+// the last shard count it saw (bounded), to pace proactive doublings.
+//
+// Process may be called from several goroutines, but a Processor starts
+// none and holds no lock during a store call.
+type Processor struct {
+	st              store.Store
+	windows         []Window
+	retention       [4]time.Duration
+	namespaces      map[string]bool
+	hotPercent      int64
+	maxShards       int64
+	cooldown        time.Duration
+	reportMalformed bool
+	log             *slog.Logger
+
+	mu    sync.Mutex
+	known map[string]shardState
+}
+
+// shardState is what a Processor remembers of one bucket: the highest
+// shard count seen, when (by record time) it was seen to grow, and the
+// newest record that showed it.
+type shardState struct {
+	count int64
+	since time.Time
+	seq   string // the newest record the state reflects (EncodeSeq form)
+}
+
+// maxKnown bounds the per-bucket memory of a Processor.
+const maxKnown = 1 << 14
+
+// New returns a Processor writing to st.
+func New(st store.Store, opts Options) (*Processor, error) {
+	if st == nil {
+		return nil, errors.New("aggregator: store must not be nil")
+	}
+	p := &Processor{st: st, reportMalformed: opts.ReportMalformed, log: opts.Logger, known: make(map[string]shardState)}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	p.windows = opts.Windows
+	if len(p.windows) == 0 {
+		p.windows = DefaultWindows
+	}
+	p.windows = append([]Window(nil), p.windows...)
+	for i, w := range p.windows {
+		if !w.valid() {
+			return nil, fmt.Errorf("aggregator: invalid window %v", w)
+		}
+		for _, v := range p.windows[:i] {
+			if v == w {
+				return nil, fmt.Errorf("aggregator: window %v given twice", w)
+			}
+		}
+		p.retention[w] = DefaultRetention(w)
+		if d, ok := opts.Retention[w]; ok {
+			if d > 0 && d < MinRetention {
+				// A snapshot gone before the stream's records are would be
+				// recreated by a redelivery, without its high-water mark.
+				return nil, fmt.Errorf("aggregator: retention of %v snapshots is %v; want 0 (never expire) or at least %v", w, d, MinRetention)
+			}
+			p.retention[w] = d
+		}
+	}
+	sort.Slice(p.windows, func(i, j int) bool { return p.windows[i] < p.windows[j] })
+	for _, ns := range opts.Namespaces {
+		if ns == "" {
+			return nil, errors.New("aggregator: empty namespace in Namespaces")
+		}
+		if p.namespaces == nil {
+			p.namespaces = make(map[string]bool)
+		}
+		p.namespaces[ns] = true
+	}
+	switch {
+	case opts.HotPercent > 100:
+		return nil, fmt.Errorf("aggregator: HotPercent %d is above 100", opts.HotPercent)
+	case opts.HotPercent == 0:
+		p.hotPercent = DefaultHotPercent
+	case opts.HotPercent > 0:
+		p.hotPercent = int64(opts.HotPercent)
+	}
+	switch {
+	case opts.MaxShards < 0:
+		return nil, fmt.Errorf("aggregator: MaxShards %d is negative", opts.MaxShards)
+	case opts.MaxShards == 0:
+		p.maxShards = DefaultMaxShards
+	default:
+		p.maxShards = opts.MaxShards
+	}
+	switch {
+	case opts.ShardCooldown == 0:
+		p.cooldown = DefaultShardCooldown
+	case opts.ShardCooldown > 0:
+		p.cooldown = opts.ShardCooldown
+	}
+	return p, nil
+}
+
+// Result is the outcome of one batch.
+type Result struct {
+	// Failures lists the records that were not fully applied, in batch
+	// order. Redeliver them (with everything after them, as Lambda does,
+	// or alone): every write is idempotent per record.
+	Failures []Failure
+	// Stats counts what the batch did.
+	Stats Stats
+}
+
+// Failure is one record that was not fully applied.
+type Failure struct {
+	// Index is the record's position in the batch.
+	Index int
+	// SequenceNumber and EventID are the record's (Lambda's partial-batch
+	// response identifies a DynamoDB Streams record by its sequence
+	// number).
+	SequenceNumber string
+	EventID        string // for logs
+	// Err is why: a *MalformedError (retrying cannot help) or the store's
+	// error.
+	Err error
+}
+
+// Malformed reports whether the record failed because it cannot be
+// interpreted, rather than because a write failed.
+func (f Failure) Malformed() bool { return errors.Is(f.Err, ErrMalformed) }
+
+// Stats counts what one batch did.
+type Stats struct {
+	// Records is the number of records in the batch.
+	Records int
+	// Ignored counts records of other items (or other namespaces).
+	Ignored int
+	// Duplicates counts records that appeared more than once in the batch
+	// (same item, same sequence number); only the first is processed.
+	Duplicates int
+	// Deltas counts the consumption deltas extracted.
+	Deltas int
+	// SnapshotWrites counts snapshot updates that applied.
+	SnapshotWrites int
+	// AlreadyApplied counts (record, snapshot) pairs skipped because the
+	// snapshot's high-water mark showed the record applied already: the
+	// redeliveries caught.
+	AlreadyApplied int
+	// Doublings counts shard counts this processor doubled; DoublingsLost
+	// the doublings another writer made first.
+	Doublings, DoublingsLost int
+	// Propagated counts shard items whose shard_count was raised.
+	Propagated int
+	// Consumed is the capacity the batch's store calls consumed.
+	Consumed store.Capacity
+}
+
+// entry is one bucket record of a batch.
+type entry struct {
+	idx    int
+	r      *Record
+	b      keys.Bucket
+	pk     string
+	seq    string // EncodeSeq form
+	at     time.Time
+	deltas []Delta
+	dupOf  int   // batch index of the first occurrence, or -1
+	latest int64 // shard 0: the highest shard count any record of the batch shows
+}
+
+// Process applies a batch of records: it extracts the consumption deltas
+// and adds them to the usage snapshots, doubles hot buckets and
+// propagates shard counts, and reports the records it could not apply.
+//
+// Delivery contract (what Lambda does): when a record is processed, every
+// earlier record of the same item has been processed without failure, or is
+// in the same batch (within a batch, records are put in sequence-number
+// order per item). Records of different items may come in any order, and a
+// record processed without failure may come again at any time: it is not
+// counted twice. A failed record must be delivered again before any later
+// record of its item; if it comes after a later record was applied to the
+// same snapshot, its consumption is skipped (under-counted, never
+// double-counted).
+//
+// Writes are issued in an order fixed by the batch's content: items by
+// key, each item's records by sequence number.
+func (p *Processor) Process(ctx context.Context, recs []Record) Result {
+	res := Result{Stats: Stats{Records: len(recs)}}
+	errs := make([]error, len(recs))
+	var es []*entry
+	for i := range recs {
+		e, err := p.parse(i, &recs[i])
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if e == nil {
+			res.Stats.Ignored++
+			continue
+		}
+		res.Stats.Deltas += len(e.deltas)
+		es = append(es, e)
+	}
+	sort.SliceStable(es, func(i, j int) bool {
+		if es[i].pk != es[j].pk {
+			return es[i].pk < es[j].pk
+		}
+		return keys.CompareEncodedSeq(es[i].seq, es[j].seq) < 0
+	})
+	for i, e := range es {
+		if i > 0 && es[i-1].pk == e.pk && es[i-1].seq == e.seq {
+			e.dupOf = es[i-1].idx
+			if es[i-1].dupOf >= 0 {
+				e.dupOf = es[i-1].dupOf
+			}
+			res.Stats.Duplicates++
+			res.Stats.Deltas -= len(e.deltas)
+		}
+	}
+	fail := func(idx int, err error) {
+		if errs[idx] == nil {
+			errs[idx] = err
+		}
+	}
+
+	// Usage snapshots: one conditional ADD per (shard item, window) touched.
+	for _, g := range p.groups(es) {
+		failed, err := p.writeSnapshot(ctx, g, &res.Stats)
+		for _, e := range failed {
+			fail(e.idx, err)
+		}
+	}
+	// Shard 0: propagation and proactive sharding, record by record. A
+	// record whose shard count a later record of the batch already exceeds
+	// is stale: it must not double.
+	latest := make(map[string]int64)
+	for _, e := range es {
+		if e.b.Shard == 0 && e.r.New != nil {
+			latest[e.pk] = max(latest[e.pk], shardCount(e.r.New))
+		}
+	}
+	for _, e := range es {
+		e.latest = latest[e.pk]
+		if e.dupOf >= 0 || e.b.Shard != 0 || e.r.EventName == EventRemove {
+			continue
+		}
+		if err := p.shardZero(ctx, e, &res.Stats); err != nil {
+			fail(e.idx, err)
+		}
+	}
+	for _, e := range es {
+		if e.dupOf >= 0 {
+			errs[e.idx] = errs[e.dupOf]
+		}
+	}
+	for i, err := range errs {
+		if err != nil {
+			res.Failures = append(res.Failures, Failure{Index: i, SequenceNumber: recs[i].SequenceNumber,
+				EventID: recs[i].EventID, Err: err})
+		}
+	}
+	return res
+}
+
+// parse validates one record; it returns nil and no error for a record the
+// processor ignores.
+func (p *Processor) parse(i int, r *Record) (*entry, error) {
+	b, ok, err := checkRecord(*r)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || p.namespaces != nil && !p.namespaces[b.Namespace] {
+		return nil, nil
+	}
+	seq, err := keys.EncodeSeq(r.SequenceNumber)
+	if err != nil {
+		return nil, malformed("SequenceNumber", strconv.Quote(r.SequenceNumber)+": "+err.Error())
+	}
+	e := &entry{idx: i, r: r, b: b, pk: r.Keys.PK, seq: seq, dupOf: -1}
+	if r.EventName == EventRemove {
+		return e, nil
+	}
+	if e.at, err = recordTime(*r); err != nil {
+		return nil, err
+	}
+	if e.deltas, err = extractDeltas(*r, b, e.at); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// learn records that a bucket's shard 0 showed count in the record with
+// (encoded) sequence number seq, at time at. Records older than what is
+// known teach nothing. reset (shard 0 was created, for instance again
+// after it expired) forgets what was known before; grew says the count
+// just grew, which starts the cooldown.
+func (p *Processor) learn(pk, seq string, count int64, at time.Time, reset, grew bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k, ok := p.known[pk]
+	if ok {
+		if c := keys.CompareEncodedSeq(seq, k.seq); c < 0 || c == 0 && reset {
+			return
+		}
+	}
+	switch {
+	case !ok || reset:
+		if !ok && len(p.known) >= maxKnown {
+			clear(p.known) // start over rather than grow without bound
+		}
+		k = shardState{count: count}
+		if grew {
+			k.since = at
+		}
+	case count > k.count:
+		// It grew since we last looked, at some time before this record.
+		k.count, k.since = count, at
+	case count == k.count && grew && at.After(k.since):
+		k.since = at
+	}
+	k.seq = seq
+	p.known[pk] = k
+}
+
+func (p *Processor) knownState(pk string) (shardState, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k, ok := p.known[pk]
+	return k, ok
+}

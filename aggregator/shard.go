@@ -1,0 +1,160 @@
+package aggregator
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+
+	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+)
+
+// shardZero handles a record of a bucket's shard 0: it propagates a grown
+// shard count to the other shards and doubles the count when shard 0 is
+// hot.
+func (p *Processor) shardZero(ctx context.Context, e *entry, st *Stats) error {
+	r := e.r
+	n := shardCount(r.New)
+	// A new shard 0 (the first, or one recreated after it expired) may
+	// come with a count above the other shards': propagate it too, but it
+	// is no doubling, so no cooldown.
+	insert := r.EventName == EventInsert
+	grew := !insert && n > shardCount(r.Old)
+	p.learn(e.pk, e.seq, n, e.at, insert, grew)
+	var first error
+	if grew || insert && n > 1 {
+		first = p.propagate(ctx, e.b, n, st)
+	}
+	if err := p.maybeDouble(ctx, e, n, st); err != nil && first == nil {
+		first = err
+	}
+	return first
+}
+
+// shardCount returns an image's shard_count, 1 when absent or invalid (as
+// the limiter reads it).
+func shardCount(it store.Item) int64 {
+	if n, ok := it.Int(keys.AttrShardCount); ok && n >= 1 {
+		return n
+	}
+	return 1
+}
+
+// maybeDouble doubles the bucket's shard count from n when shard 0's wcu
+// balance, refilled to the record's time, is below the threshold, unless
+// the count already moved past n, grew too recently, is at its ceiling, or
+// doubling would leave a limit with less than one token per shard.
+func (p *Processor) maybeDouble(ctx context.Context, e *entry, n int64, st *Stats) error {
+	if p.hotPercent == 0 {
+		return nil
+	}
+	comp, err := bucket.Decode(e.r.New.Numbers())
+	if err != nil {
+		var de *bucket.DecodeError
+		if errors.As(err, &de) {
+			return malformed("NewImage."+de.Attr, de.Error())
+		}
+		return malformed("NewImage", err.Error())
+	}
+	wcu, ok := comp.Get(keys.HiddenLimit)
+	if !ok {
+		return nil
+	}
+	// The record's time has whole seconds in Lambda; rf is never later
+	// than the write. The later of the two is the better estimate of now.
+	now := max(e.at.UnixMilli(), comp.Refill)
+	if wcu.Effective(comp.Refill, now) >= wcu.Capacity*p.hotPercent/100 {
+		return nil
+	}
+	if 2*n > p.maxShards {
+		return nil
+	}
+	for _, l := range comp.Limits {
+		if l.Name != keys.HiddenLimit && l.Limit.PerShard(2*n).Burst < bucket.MilliPerToken {
+			return nil // splitting further would leave a shard unable to serve one token
+		}
+	}
+	if e.latest > n {
+		return nil // a later record of this batch shows the count past n
+	}
+	if k, ok := p.knownState(e.pk); ok {
+		if k.count > n {
+			return nil // a stale record: the count has moved on
+		}
+		if k.count == n && p.cooldown > 0 && !k.since.IsZero() && e.at.Before(k.since.Add(p.cooldown)) {
+			return nil // it just grew: shard 0 has not seen the relief yet
+		}
+	}
+	out, err := p.st.Update(ctx, keys.DoubleShards(e.b, n))
+	st.Consumed = st.Consumed.Add(out.Consumed)
+	if err == nil {
+		st.Doublings++
+		p.learn(e.pk, e.seq, 2*n, e.at, false, true)
+		p.log.Info("aggregator: doubled shard count", "namespace", e.b.Namespace, "entity", e.b.Entity,
+			"resource", e.b.Resource, "shards", 2*n, "wcu_millitokens", wcu.Effective(comp.Refill, now))
+		return nil
+	}
+	var cf *store.ConditionFailedError
+	if !errors.As(err, &cf) {
+		return err
+	}
+	st.DoublingsLost++
+	if m, ok := cf.Item.Int(keys.AttrShardCount); ok && m > n {
+		p.learn(e.pk, e.seq, m, e.at, false, true)
+	}
+	return nil
+}
+
+// propagate sets shard_count = n on every other existing shard of b whose
+// count is lower, found with a Query on GSI3 (keys only: the bucket
+// items' keys).
+func (p *Processor) propagate(ctx context.Context, b keys.Bucket, n int64, st *Stats) error {
+	// GSI3 sort keys are BUCKET#{resource}#{shard}; keep the shard off.
+	sk := b.WithShard(0).IndexAttrs()[3]
+	prefix := strings.TrimSuffix(sk.Value, "0")
+	out, err := p.st.Query(ctx, store.QueryInput{Index: store.IndexGSI3, PartitionKey: keys.EntityPK(b.Namespace, b.Entity),
+		SortKeyPrefix: prefix})
+	st.Consumed = st.Consumed.Add(out.Consumed)
+	if err != nil {
+		return err
+	}
+	var shards []int
+	for _, it := range out.Items {
+		pk, _ := it.Str(store.AttrPK)
+		sk, _ := it.Str(store.AttrSK)
+		s, ok := keys.ParseBucketPK(pk)
+		if !ok || sk != keys.SKBucket || s.Namespace != b.Namespace || s.Entity != b.Entity || s.Resource != b.Resource ||
+			s.Shard == 0 {
+			continue
+		}
+		shards = append(shards, s.Shard)
+	}
+	sort.Ints(shards)
+	expr := store.MustBuild(store.Update{}.Set(keys.AttrShardCount, store.Int(n)),
+		store.And(store.Name(store.AttrPK).Exists(), store.Name(keys.AttrShardCount).LessThan(store.Int(n))))
+	var first error
+	raised := 0
+	for i, s := range shards {
+		if i > 0 && shards[i-1] == s {
+			continue
+		}
+		out, err := p.st.Update(ctx, store.UpdateInput{Key: b.WithShard(s).Key(), Expr: expr})
+		st.Consumed = st.Consumed.Add(out.Consumed)
+		switch {
+		case err == nil:
+			st.Propagated++
+			raised++
+		case errors.Is(err, store.ErrConditionFailed):
+			// Already there (or past it), or the shard expired meanwhile.
+		case first == nil:
+			first = err
+		}
+	}
+	if raised > 0 {
+		p.log.Info("aggregator: propagated shard count", "namespace", b.Namespace, "entity", b.Entity,
+			"resource", b.Resource, "shards", n, "items", raised)
+	}
+	return first
+}

@@ -1,0 +1,66 @@
+package aggregator
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shardlimit/limiter/internal/keys"
+)
+
+// Window is the span of a usage snapshot, aligned on UTC.
+type Window uint8
+
+// The snapshot windows.
+const (
+	Hourly  = Window(keys.WindowHour)
+	Daily   = Window(keys.WindowDay)
+	Monthly = Window(keys.WindowMonth)
+)
+
+// DefaultWindows are the windows a Processor writes unless told otherwise.
+var DefaultWindows = []Window{Hourly, Daily}
+
+// DefaultRetention returns how long snapshots of window w live after the
+// window ends, unless told otherwise: 31 days for hourly, 400 days for
+// daily and 5 years (of 366 days) for monthly snapshots.
+func DefaultRetention(w Window) time.Duration {
+	switch w {
+	case Hourly:
+		return 31 * 24 * time.Hour
+	case Daily:
+		return 400 * 24 * time.Hour
+	case Monthly:
+		return 5 * 366 * 24 * time.Hour
+	}
+	return 0
+}
+
+// String returns "hourly", "daily" or "monthly".
+func (w Window) String() string {
+	switch w {
+	case Hourly:
+		return "hourly"
+	case Daily:
+		return "daily"
+	case Monthly:
+		return "monthly"
+	}
+	return fmt.Sprintf("Window(%d)", uint8(w))
+}
+
+// ParseWindow parses "hourly", "daily" or "monthly" (or "hour", "day",
+// "month"), in any case.
+func ParseWindow(s string) (Window, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "hourly", "hour":
+		return Hourly, nil
+	case "daily", "day":
+		return Daily, nil
+	case "monthly", "month":
+		return Monthly, nil
+	}
+	return 0, fmt.Errorf("aggregator: unknown window %q (want hourly, daily or monthly)", s)
+}
+
+func (w Window) valid() bool { return keys.UsageWindow(w).Valid() }

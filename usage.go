@@ -1,0 +1,183 @@
+package limiter
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+)
+
+// UsageWindow is the span of a usage snapshot, aligned on UTC.
+type UsageWindow uint8
+
+// Usage windows. The aggregator writes hourly and daily snapshots by
+// default, monthly ones when configured to (see docs/aggregator.md).
+const (
+	UsageHourly  = UsageWindow(keys.WindowHour)
+	UsageDaily   = UsageWindow(keys.WindowDay)
+	UsageMonthly = UsageWindow(keys.WindowMonth)
+)
+
+// String returns "hourly", "daily" or "monthly".
+func (w UsageWindow) String() string {
+	switch w {
+	case UsageHourly:
+		return "hourly"
+	case UsageDaily:
+		return "daily"
+	case UsageMonthly:
+		return "monthly"
+	}
+	return "invalid"
+}
+
+// UsageQuery selects usage snapshots of one (entity, resource).
+type UsageQuery struct {
+	// Entity and Resource identify the bucket, as in Request.
+	Entity   string
+	Resource string
+	// Limit selects one limit by name; "" selects every limit.
+	Limit string
+	// Window is the snapshot span to read.
+	Window UsageWindow
+	// From and To bound the time range: the query returns the windows
+	// that overlap [From, To), the first one possibly starting before From.
+	From, To time.Time
+}
+
+// UsageSnapshot is the consumption of one limit in one window, summed over
+// the bucket's shards.
+type UsageSnapshot struct {
+	// Entity, Resource and Window are the query's; Limit is the limit's
+	// name.
+	Entity   string
+	Resource string
+	Limit    string
+	Window   UsageWindow
+	// Start and End (exclusive) delimit the window, in UTC.
+	Start, End time.Time
+	// Tokens is Millitokens in whole tokens, rounded down.
+	Tokens int64
+	// Millitokens is what was consumed in the window: charges minus
+	// refunds (Adjust down, Rollback), so it can be negative in a window
+	// that only saw refunds of earlier charges.
+	Millitokens int64
+	// Events counts the writes that changed the limit's consumption in the
+	// window (acquires, adjusts, rollbacks).
+	Events int64
+}
+
+// maxUsageQueries bounds the store queries of one Usage call: one per day
+// for hourly windows, per month for daily ones, per year for monthly ones.
+const maxUsageQueries = 100
+
+// Usage returns the recorded consumption of an (entity, resource) per
+// window overlapping [q.From, q.To), in order of window start, then limit
+// name. Windows without consumption are left out.
+//
+// The numbers come from the usage snapshots the aggregator
+// (cmd/aggregator) writes from the table's change stream: without it
+// running there are none, and they lag the acquires by the stream's delay
+// (typically a second or less). Usage issues one eventually consistent
+// Query per day (hourly windows), month (daily) or year (monthly) of the
+// range, at most 100; a longer range is a *ValidationError.
+func (l *Limiter) Usage(ctx context.Context, q UsageQuery) ([]UsageSnapshot, error) {
+	if err := checkUsageQuery(q); err != nil {
+		return nil, err
+	}
+	w := keys.UsageWindow(q.Window)
+	first := w.Start(q.From)
+	pk := keys.UsagePK(l.cfg.namespace, q.Entity)
+	type key struct {
+		start time.Time
+		limit string
+	}
+	sums := make(map[key]*UsageSnapshot)
+	for p := first; p.Before(q.To); {
+		prefix, next := w.Period(p)
+		out, err := l.st.Query(ctx, store.QueryInput{PartitionKey: pk, SortKeyPrefix: keys.UsageSKPrefix(w, q.Resource, prefix)})
+		if err != nil {
+			return nil, l.storeErr("usage", err)
+		}
+		for _, it := range out.Items {
+			sk, _ := it.Str(store.AttrSK)
+			iw, res, start, _, ok := keys.ParseUsageSK(sk)
+			if !ok || iw != w || res != q.Resource || start.Before(first) || !start.Before(q.To) {
+				continue
+			}
+			for name, v := range it {
+				limit, events, ok := keys.ParseUsageAttr(name)
+				n, isNum := v.AsInt()
+				if !ok || !isNum || q.Limit != "" && limit != q.Limit || limit == wcuName {
+					continue
+				}
+				s := sums[key{start, limit}]
+				if s == nil {
+					s = &UsageSnapshot{Entity: q.Entity, Resource: q.Resource, Limit: limit, Window: q.Window,
+						Start: start, End: w.End(start)}
+					sums[key{start, limit}] = s
+				}
+				if events {
+					s.Events = satAdd(s.Events, n)
+				} else {
+					s.Millitokens = satAdd(s.Millitokens, n)
+				}
+			}
+		}
+		p = next
+	}
+	res := make([]UsageSnapshot, 0, len(sums))
+	for _, s := range sums {
+		s.Tokens = floorDiv(s.Millitokens, bucket.MilliPerToken)
+		res = append(res, *s)
+	}
+	sort.Slice(res, func(i, j int) bool {
+		if !res[i].Start.Equal(res[j].Start) {
+			return res[i].Start.Before(res[j].Start)
+		}
+		return res[i].Limit < res[j].Limit
+	})
+	return res, nil
+}
+
+func checkUsageQuery(q UsageQuery) error {
+	if err := checkEntity("UsageQuery.Entity", q.Entity); err != nil {
+		return err
+	}
+	if err := checkResource("UsageQuery.Resource", q.Resource); err != nil {
+		return err
+	}
+	if q.Limit != "" {
+		if !validIdent(q.Limit, 64, true, "") {
+			return invalid("UsageQuery.Limit", "%q must be empty (every limit) or match ^[a-zA-Z][a-zA-Z0-9_.\\-]{0,63}$", q.Limit)
+		}
+		if q.Limit == wcuName {
+			return invalid("UsageQuery.Limit", `"wcu" is the limiter's own write limit; it has no usage`)
+		}
+	}
+	if !keys.UsageWindow(q.Window).Valid() {
+		return invalid("UsageQuery.Window", "%d must be UsageHourly, UsageDaily or UsageMonthly", q.Window)
+	}
+	if q.From.IsZero() || !keys.UsageTimeOK(q.From) {
+		return invalid("UsageQuery.From", "%v must be set, between 1970 and 9999", q.From)
+	}
+	if q.To.IsZero() || !keys.UsageTimeOK(q.To) && !q.To.Equal(keys.MaxUsageTime) {
+		return invalid("UsageQuery.To", "%v must be set, between 1970 and 10000", q.To)
+	}
+	if !q.To.After(q.From) {
+		return invalid("UsageQuery.To", "%v must be after From (%v)", q.To, q.From)
+	}
+	w := keys.UsageWindow(q.Window)
+	n := 0
+	for p := w.Start(q.From); p.Before(q.To); _, p = w.Period(p) {
+		if n++; n > maxUsageQueries {
+			unit := map[keys.UsageWindow]string{keys.WindowHour: "days", keys.WindowDay: "months", keys.WindowMonth: "years"}[w]
+			return invalid("UsageQuery.To", "the range spans more than %d %s; a %v query covers at most %d",
+				maxUsageQueries, unit, q.Window, maxUsageQueries)
+		}
+	}
+	return nil
+}
