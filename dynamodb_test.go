@@ -1,0 +1,107 @@
+package limiter_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/internal/dynamolocal"
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/dynamo"
+	"github.com/shardlimit/limiter/store/memsim"
+)
+
+func TestMain(m *testing.M) { dynamolocal.Main(m) }
+
+// The limiter's stories against AWS's DynamoDB Local: the same write paths,
+// costs and answers as on memsim, on a real server.
+func TestOnDynamoDBLocal(t *testing.T) {
+	srv := dynamolocal.Start(t)
+	st := dynamo.New(srv.Client, srv.NewTable(t))
+	ctx := context.Background()
+	clock := memsim.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var last limiter.Event
+	lim, err := limiter.New(st, limiter.WithNamespace("it"), limiter.WithClock(clock),
+		limiter.WithObserver(limiter.ObserverFunc(func(e limiter.Event) { last = e })))
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := []limiter.Limit{limiter.PerMinute("rpm", 3), limiter.PerMinute("gpt-3.5", 1000)}
+	r := limiter.Request{Entity: "key-1", Resource: "models/gpt-4", Limits: limits,
+		Consume: map[string]int64{"rpm": 1, "gpt-3.5": 100}}
+	tokens := func(entity, limit string) int64 {
+		out, err := st.Get(ctx, store.GetInput{ConsistentRead: true,
+			Key: keys.Bucket{Namespace: "it", Entity: entity, Resource: "models/gpt-4"}.Key()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := out.Item.Int("b_" + limit + "_tk")
+		return v
+	}
+
+	if _, err := lim.Acquire(ctx, r); err != nil || last.Path != limiter.PathCreate {
+		t.Fatalf("create: %v, path %v", err, last.Path)
+	}
+	if _, err := lim.Acquire(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if last.Path != limiter.PathSpeculative || last.RoundTrips != 1 || last.WriteUnits != 1 || last.ReadUnits != 0 {
+		t.Fatalf("hot path on DynamoDB: %+v", last)
+	}
+	lease, err := lim.Acquire(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = lim.Acquire(ctx, r)
+	var rl *limiter.RateLimitedError
+	if !errors.As(err, &rl) || rl.RetryAfter != 20*time.Second {
+		t.Fatalf("fourth request: %v, want a rate limit with retry after 20s", err)
+	}
+	if err := lease.Adjust(ctx, map[string]int64{"gpt-3.5": 400}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tokens("key-1", "gpt-3.5"); got != 300_000 {
+		t.Fatalf("after adjust tk = %d, want 300000", got)
+	}
+	if err := lease.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := tokens("key-1", "gpt-3.5"); got != 800_000 {
+		t.Fatalf("after rollback tk = %d, want 800000", got)
+	}
+	clock.Add(rl.RetryAfter)
+	if _, err := lim.Acquire(ctx, r); err != nil {
+		t.Fatalf("after waiting RetryAfter: %v", err)
+	}
+
+	// Cascade: concurrent writes on the fast path, a transaction when the
+	// parent needs a refill, all or nothing.
+	for _, e := range []limiter.Entity{{ID: "project"}, {ID: "key-2", Parent: "project", Cascade: true}} {
+		if err := lim.PutEntity(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := lim.PutLimits(ctx, limiter.Scope{Entity: "project"}, []limiter.Limit{limiter.PerMinute("rpm", 2), limiter.PerMinute("gpt-3.5", 1000)}); err != nil {
+		t.Fatal(err)
+	}
+	r.Entity = "key-2"
+	for i := 0; i < 2; i++ {
+		if _, err := lim.Acquire(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := tokens("key-2", "rpm")
+	if _, err := lim.Acquire(ctx, r); !errors.As(err, &rl) || !rl.Parent {
+		t.Fatalf("third cascading request: %v, want the parent's rate limit", err)
+	}
+	if got := tokens("key-2", "rpm"); got != before {
+		t.Fatalf("child charged by a rejected cascade: %d -> %d", before, got)
+	}
+	clock.Add(30 * time.Second) // the project refills one
+	if _, err := lim.Acquire(ctx, r); err != nil {
+		t.Fatalf("cascade slow path (transaction): %v", err)
+	}
+}

@@ -1,0 +1,238 @@
+package dynamo_test
+
+// The cost of the store/dynamo layer over the raw SDK, on the limiter's hot
+// path (the speculative consume), at 32 concurrent goroutines against
+// DynamoDB Local:
+//
+//	go test -run '^$' -bench 'RawUpdateItem|StoreUpdate' -benchtime 5s ./store/dynamo/
+//	go test -run '^$' -bench StoreVsRaw -benchtime 20x ./store/dynamo/
+//
+// Both send the same request bytes (same expression, placeholders,
+// ReturnValues, ReturnConsumedCapacity and
+// ReturnValuesOnConditionCheckFailure); each goroutine updates its own
+// bucket item. The server dominates; compare ns/op of the two.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardlimit/limiter/internal/dynamolocal"
+	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/dynamo"
+)
+
+const benchGoroutines = 32
+
+// speculativeConsume is the limiter's hot-path update of one bucket.
+func speculativeConsume(b *testing.B) store.Expr {
+	e, err := store.Build(
+		store.Update{}.
+			Add("b_rpm_tk", store.Int(-1000)).Add("b_rpm_tc", store.Int(1000)).
+			Add("b_wcu_tk", store.Int(-1000)).Add("b_wcu_tc", store.Int(1000)),
+		store.And(store.Name("PK").Exists(),
+			store.Name("b_rpm_tk").GreaterThanEqual(store.Int(1000)),
+			store.Name("b_wcu_tk").GreaterThanEqual(store.Int(1000))))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
+// benchSetup creates a table with one bucket per goroutine, and warms the
+// server up.
+func benchSetup(b *testing.B) (*dynamolocal.Server, *dynamo.Store, []store.Key) {
+	srv := dynamolocal.Start(b)
+	st := dynamo.New(srv.Client, srv.NewTable(b))
+	keys := make([]store.Key, benchGoroutines)
+	ctx := context.Background()
+	for i := range keys {
+		keys[i] = store.Key{PK: fmt.Sprintf("bench/BUCKET#e%d#gpt#0", i), SK: "#STATE"}
+		it := store.Item{"PK": store.Str(keys[i].PK), "SK": store.Str(keys[i].SK), "rf": store.Int(1_700_000_000_000)}
+		for _, a := range []string{"b_rpm_tk", "b_wcu_tk"} {
+			it[a] = store.Int(1 << 60)
+		}
+		for _, a := range []string{"b_rpm_tc", "b_wcu_tc"} {
+			it[a] = store.Int(0)
+		}
+		if _, err := st.Put(ctx, store.PutInput{Item: it}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Warm-up: the same work for both benchmarks, so that neither pays for
+	// the JIT compilation of a fresh server (its first thousands of
+	// updates are up to 3 times slower).
+	e := speculativeConsume(b)
+	var wg sync.WaitGroup
+	for g := range benchGoroutines {
+		wg.Go(func() {
+			for range 150 {
+				if _, err := st.Update(ctx, store.UpdateInput{Key: keys[g], Expr: e, Return: store.ReturnAllNew}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return srv, st, keys
+}
+
+// reportLockRetries reports the requests the harness resent because
+// DynamoDB Local timed out on its internal lock (see
+// dynamolocal.LockTimeoutRetries); call the result when the loop is done.
+func reportLockRetries(b *testing.B) func() {
+	before := dynamolocal.LockTimeoutRetries()
+	return func() {
+		b.ReportMetric(float64(dynamolocal.LockTimeoutRetries()-before)/float64(b.N), "lockretries/op")
+	}
+}
+
+func parallelism() int { return (benchGoroutines + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0) }
+
+// rawInputs returns, per bucket, the UpdateItemInput store/dynamo sends
+// for the speculative consume, built once.
+func rawInputs(b *testing.B, table string, keys []store.Key) []*dynamodb.UpdateItemInput {
+	e := speculativeConsume(b)
+	values := make(map[string]types.AttributeValue, len(e.Values))
+	for k, v := range e.Values {
+		n, _ := v.AsInt()
+		values[k] = &types.AttributeValueMemberN{Value: fmt.Sprint(n)}
+	}
+	ins := make([]*dynamodb.UpdateItemInput, len(keys))
+	for i, k := range keys {
+		ins[i] = &dynamodb.UpdateItemInput{
+			TableName: aws.String(table),
+			Key: map[string]types.AttributeValue{
+				"PK": &types.AttributeValueMemberS{Value: k.PK},
+				"SK": &types.AttributeValueMemberS{Value: k.SK},
+			},
+			UpdateExpression:                    aws.String(e.Update),
+			ConditionExpression:                 aws.String(e.Condition),
+			ExpressionAttributeNames:            e.Names,
+			ExpressionAttributeValues:           values,
+			ReturnValues:                        types.ReturnValueAllNew,
+			ReturnConsumedCapacity:              types.ReturnConsumedCapacityIndexes,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}
+	}
+	return ins
+}
+
+func rawUpdate(ctx context.Context, c *dynamodb.Client, in *dynamodb.UpdateItemInput) error {
+	out, err := c.UpdateItem(ctx, in)
+	if err == nil && len(out.Attributes) == 0 {
+		err = errors.New("no attributes")
+	}
+	return err
+}
+
+func storeUpdate(ctx context.Context, st *dynamo.Store, in store.UpdateInput) error {
+	out, err := st.Update(ctx, in)
+	if err == nil && len(out.Attributes) == 0 {
+		err = errors.New("no attributes")
+	}
+	return err
+}
+
+// BenchmarkRawUpdateItem is the speculative consume through the bare SDK.
+func BenchmarkRawUpdateItem(b *testing.B) {
+	srv, st, keys := benchSetup(b)
+	ins := rawInputs(b, st.Table(), keys)
+	var next atomic.Int64
+	b.SetParallelism(parallelism())
+	defer reportLockRetries(b)()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		in := ins[int(next.Add(1)-1)%len(ins)]
+		ctx := context.Background()
+		for pb.Next() {
+			if err := rawUpdate(ctx, srv.Client, in); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkStoreUpdate is the same update through store/dynamo.
+func BenchmarkStoreUpdate(b *testing.B) {
+	_, st, keys := benchSetup(b)
+	e := speculativeConsume(b)
+	var next atomic.Int64
+	b.SetParallelism(parallelism())
+	defer reportLockRetries(b)()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		in := store.UpdateInput{Key: keys[int(next.Add(1)-1)%len(keys)], Expr: e, Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}
+		ctx := context.Background()
+		for pb.Next() {
+			if err := storeUpdate(ctx, st, in); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkStoreVsRaw measures the ratio directly, on a machine shared with
+// other work: on one warm server, b.N rounds each run the raw loop and the
+// store loop for 500 ms apiece at 32 goroutines (alternating which goes
+// first), and it reports the store's throughput over the raw SDK's as
+// "store/raw" (1.0: no overhead). Run it with a fixed round count:
+//
+//	go test -run '^$' -bench StoreVsRaw -benchtime 20x ./store/dynamo/
+func BenchmarkStoreVsRaw(b *testing.B) {
+	srv, st, keys := benchSetup(b)
+	ins := rawInputs(b, st.Table(), keys)
+	e := speculativeConsume(b)
+	ctx := context.Background()
+	ops := [2]func(g int) error{
+		func(g int) error { return rawUpdate(ctx, srv.Client, ins[g]) },
+		func(g int) error {
+			return storeUpdate(ctx, st, store.UpdateInput{Key: keys[g], Expr: e, Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true})
+		},
+	}
+	const phase = 500 * time.Millisecond
+	var done [2]int64
+	var spent [2]time.Duration
+	defer reportLockRetries(b)()
+	b.ResetTimer()
+	for round := range b.N {
+		for j := range 2 {
+			which := (round + j) % 2
+			start := time.Now()
+			deadline := start.Add(phase)
+			var n atomic.Int64
+			var wg sync.WaitGroup
+			for g := range benchGoroutines {
+				wg.Go(func() {
+					for time.Now().Before(deadline) {
+						if err := ops[which](g); err != nil {
+							b.Error(err)
+							return
+						}
+						n.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			done[which] += n.Load()
+			spent[which] += time.Since(start)
+		}
+	}
+	raw := float64(done[0]) / spent[0].Seconds()
+	str := float64(done[1]) / spent[1].Seconds()
+	b.ReportMetric(raw, "raw-ops/s")
+	b.ReportMetric(str, "store-ops/s")
+	b.ReportMetric(str/raw, "store/raw")
+}
