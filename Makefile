@@ -4,7 +4,7 @@ DDB_LOCAL := testdata/dynamodb-local
 # Packages with concurrency of their own run under the race detector; the
 # rest (pure math, the single-threaded simulator, commands) run without it.
 RACE_PKGS  := . ./store/... ./internal/... ./aggregator/...
-OTHER_PKGS  = $$($(GO) list ./... | grep -v -e '/store' -e '/internal/' -e '/aggregator' -e 'limiter$$')
+OTHER_PKGS  = $$($(GO) list ./... | grep -v -e '/store' -e '/internal/' -e 'limiter/aggregator' -e 'limiter$$')
 
 .PHONY: test deps vet lint bench cover clean
 
