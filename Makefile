@@ -6,7 +6,7 @@ DDB_LOCAL := testdata/dynamodb-local
 RACE_PKGS  := . ./store/... ./internal/... ./aggregator/...
 OTHER_PKGS  = $$($(GO) list ./... | grep -v -e '/store' -e '/internal/' -e 'limiter/aggregator' -e 'limiter$$')
 
-.PHONY: test deps vet lint bench cover clean
+.PHONY: test deps vet lint bench cover clean sim sim-acceptance
 
 ## test: install what the tests need, vet, and run every test (race detector on concurrent packages).
 test: deps vet
@@ -36,6 +36,17 @@ bench:
 cover: deps
 	$(GO) test -coverprofile=cover.out ./...
 	$(GO) tool cover -func=cover.out | tail -1
+
+## sim: a long simulation campaign: every scenario on several seeds, then
+## the rapid property test at 1000 generated configurations.
+sim:
+	for s in steady contention cascade skew faults hot-entity idle-year; do \
+		for seed in 1 2 3; do $(GO) run ./cmd/simulate -scenario $$s -seed $$seed >/dev/null || exit 1; done; done
+	LIMITER_PROPERTY_LONG=1 $(GO) test -run TestProperty -rapid.checks=1000 -timeout 6h .
+
+## sim-acceptance: the sharding acceptance runs (hot-entity at 10,000 req/s for 120 s).
+sim-acceptance:
+	SIM_ACCEPTANCE=1 $(GO) test -run Acceptance -v -timeout 1h ./sim
 
 clean:
 	rm -rf cover.out bench.txt $(DDB_LOCAL)/node_modules

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shardlimit/limiter/sim"
+)
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestBadFlagsExit2NamingTheFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"-writers", "-3"}, "-writers"},
+		{[]string{"-rate", "-1"}, "-rate"},
+		{[]string{"-duration", "-5s"}, "-duration"},
+		{[]string{"-duration", "10"}, "-duration"}, // no unit
+		{[]string{"-scenario", "nope"}, "-scenario"},
+		{[]string{"-seed", "x"}, "-seed"},
+		{[]string{"-bogus"}, "-bogus"},
+		{[]string{"extra"}, "extra"},
+	} {
+		code, _, stderr := runCLI(tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.flag) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 naming %s", tc.args, code, stderr, tc.flag)
+		}
+	}
+}
+
+func TestList(t *testing.T) {
+	code, out, _ := runCLI("-list")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, name := range []string{"steady", "contention", "cascade", "skew", "faults", "hot-entity", "idle-year"} {
+		if !strings.Contains(out, name) {
+			t.Errorf("-list does not show %s:\n%s", name, out)
+		}
+	}
+}
+
+func TestJSONReportAndPlot(t *testing.T) {
+	plot := filepath.Join(t.TempDir(), "run.svg")
+	code, out, stderr := runCLI("-duration", "2s", "-writers", "100", "-rate", "500", "-seed", "3", "-json", "-quiet", "-plot", plot)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	for _, k := range []string{"scenario", "seed", "writers", "sim_duration_ms", "wall_ms", "acquires", "admitted", "rejected",
+		"throttled", "unavailable", "round_trips", "wcu", "rcu", "shard_count_final", "shard_doublings", "violations",
+		"trace_hash", "timeline"} {
+		if _, ok := rep[k]; !ok {
+			t.Errorf("report lacks %q", k)
+		}
+	}
+	tl := rep["timeline"].([]any)
+	if len(tl) == 0 {
+		t.Fatal("empty timeline")
+	}
+	for _, k := range []string{"t_ms", "attempts", "admitted", "rejected", "throttled", "shard_count"} {
+		if _, ok := tl[0].(map[string]any)[k]; !ok {
+			t.Errorf("timeline entry lacks %q", k)
+		}
+	}
+	svg, err := os.ReadFile(plot)
+	if err != nil || !bytes.HasPrefix(svg, []byte("<svg")) || !bytes.Contains(svg, []byte("</svg>")) {
+		t.Fatalf("plot: %v %.80q", err, svg)
+	}
+}
+
+func TestTable(t *testing.T) {
+	code, out, _ := runCLI("-duration", "2s", "-quiet")
+	if code != 0 || !strings.Contains(out, "invariants: all hold") || !strings.Contains(out, "trace hash:") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestViolationExits1(t *testing.T) {
+	rep := &sim.Report{Scenario: "x", Violations: []sim.Violation{{Invariant: sim.InvOverAdmit, Detail: "crafted"}}}
+	var out, errb bytes.Buffer
+	if code := finish(rep, options{}, &out, &errb); code != 1 || !strings.Contains(out.String(), "crafted") {
+		t.Fatalf("exit %d:\n%s", code, out.String())
+	}
+	out.Reset()
+	if code := finish(&sim.Report{Scenario: "x"}, options{json: true}, &out, &errb); code != 0 {
+		t.Fatalf("clean report: exit %d", code)
+	}
+}

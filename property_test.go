@@ -1,0 +1,146 @@
+package limiter_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/sim"
+)
+
+// TestProperty generates simulation configurations (100 to 256 writers,
+// one to four limits, cascade on or off, sharding pressure, faults, clock
+// skew, seeds) and checks every invariant of the design on each run of the
+// deterministic simulator (package sim).
+//
+// It runs 20 cases by default and shrinks a failure for at most 60 s (a
+// few minutes in all). A failure is shrunk to a small configuration and
+// saved in a fail file under
+// testdata/rapid/TestProperty/; replay it exactly with
+//
+//	go test -run TestProperty -rapid.failfile=testdata/rapid/TestProperty/<file>.fail .
+//
+// A long campaign: more cases with -rapid.checks=N (or RAPID_CHECKS=N) and
+// longer simulations per case with LIMITER_PROPERTY_LONG=1, e.g.
+//
+//	LIMITER_PROPERTY_LONG=1 go test -run TestProperty -rapid.checks=1000 -timeout 6h .
+func TestProperty(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulations are not short")
+	}
+	defaultFlag("rapid.checks", "RAPID_CHECKS", "20")
+	defaultFlag("rapid.shrinktime", "RAPID_SHRINKTIME", "60s")
+	long := os.Getenv("LIMITER_PROPERTY_LONG") != ""
+	rapid.Check(t, func(rt *rapid.T) {
+		cfg := genConfig(rt, long)
+		rep, err := sim.Run(cfg)
+		if err != nil {
+			rt.Fatalf("the generated configuration does not run: %v", err)
+		}
+		rt.Logf("trace %s: %d acquires (%d admitted, %d rejected, %d unavailable), %d throttled requests, shards %d",
+			rep.TraceHash, rep.Acquires, rep.Admitted, rep.Rejected, rep.Unavailable, rep.Throttled, rep.ShardCountFinal)
+		if !rep.OK() {
+			var b strings.Builder
+			for _, v := range rep.Violations {
+				fmt.Fprintf(&b, "\n  %s: %s", v.Invariant, v.Detail)
+			}
+			rt.Fatalf("%d invariant violation(s):%s", len(rep.Violations), b.String())
+		}
+	})
+}
+
+// defaultFlag sets one of rapid's flags unless the command line or the
+// environment chose a value.
+func defaultFlag(name, env, value string) {
+	set := os.Getenv(env) != ""
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	if !set {
+		_ = flag.Set(name, value)
+	}
+}
+
+var limitNames = []string{"rpm", "tpm", "img_per.min", "rps-2"}
+
+func genConfig(t *rapid.T, long bool) sim.Config {
+	wl := &sim.Workload{
+		Writers: rapid.IntRange(100, 256).Draw(t, "writers"),
+	}
+	pressure := rapid.Float64Range(0, 1).Draw(t, "sharding_pressure") < 0.2
+	nl := rapid.IntRange(1, 4).Draw(t, "limits")
+	scale := int64(1)
+	if pressure {
+		scale = 1000 // limits far above the load: only the partition ceiling binds
+	}
+	for i := 0; i < nl; i++ {
+		period := rapid.SampledFrom([]time.Duration{time.Second, time.Minute}).Draw(t, "period")
+		perSec := int64(rapid.IntRange(5, 1000).Draw(t, "refill_per_second")) * scale
+		capacity := perSec * int64(period/time.Second)
+		burst := capacity + capacity*int64(rapid.IntRange(0, 2).Draw(t, "extra_burst_halves"))/2
+		hi := rapid.Int64Range(1, min(capacity, 40)).Draw(t, "max_charge")
+		lo := rapid.Int64Range(1, hi).Draw(t, "min_charge")
+		wl.Limits = append(wl.Limits, limiter.Limit{Name: limitNames[i], Capacity: capacity, Burst: burst, Refill: capacity, Period: period})
+		wl.Consume = append(wl.Consume, sim.Range{Min: lo, Max: hi, Adjust: rapid.Bool().Draw(t, "adjust")})
+	}
+	entities, resources := 1, 1
+	cascade := false
+	if !pressure {
+		entities = rapid.IntRange(1, 12).Draw(t, "entities")
+		resources = rapid.IntRange(1, 2).Draw(t, "resources")
+		cascade = rapid.Bool().Draw(t, "cascade")
+	}
+	wl.Resources = []string{"gpt-4o", "models/claude-3.5"}[:resources]
+	if cascade {
+		projects := rapid.IntRange(1, 3).Draw(t, "projects")
+		factor := int64(rapid.IntRange(1, 8).Draw(t, "parent_limit_factor"))
+		for p := 0; p < projects; p++ {
+			var ls []limiter.Limit
+			for _, l := range wl.Limits {
+				l.Capacity, l.Burst, l.Refill = l.Capacity*factor, l.Burst*factor, l.Refill*factor
+				ls = append(ls, l)
+			}
+			wl.Entities = append(wl.Entities, sim.Entity{ID: fmt.Sprintf("project-%d", p), NoTraffic: true, Limits: ls})
+		}
+		for e := 0; e < entities; e++ {
+			wl.Entities = append(wl.Entities, sim.Entity{ID: fmt.Sprintf("key-%d", e), Parent: fmt.Sprintf("project-%d", e%projects), Cascade: true})
+		}
+	} else {
+		for e := 0; e < entities; e++ {
+			wl.Entities = append(wl.Entities, sim.Entity{ID: fmt.Sprintf("key-%d", e)})
+		}
+	}
+	if pressure {
+		wl.Rate = rapid.Float64Range(1200, 2500).Draw(t, "rate")
+	} else {
+		wl.Rate = rapid.Float64Range(100, 1500).Draw(t, "rate")
+		wl.AdjustProb = rapid.Float64Range(0, 0.9).Draw(t, "adjust_prob")
+		wl.AdjustSpread = 0.4
+		wl.RollbackProb = rapid.Float64Range(0, 0.2).Draw(t, "rollback_prob")
+		wl.CallTime = sim.Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second}
+		wl.RetryProb = rapid.Float64Range(0, 1).Draw(t, "retry_prob")
+		wl.Probe = true
+	}
+	wl.Skew = rapid.SampledFrom([]time.Duration{0, 0, 20 * time.Millisecond, 250 * time.Millisecond, time.Second}).Draw(t, "skew")
+	if rapid.Bool().Draw(t, "faults") {
+		wl.Faults = true
+		p := func(label string) float64 { return rapid.Float64Range(0, 0.03).Draw(t, label) }
+		wl.FaultPlan = &sim.FaultPlan{
+			Start:      500 * time.Millisecond,
+			StormEvery: 3 * time.Second, StormLength: time.Second, StormP: p("storm_p") * 20,
+			P5xxBefore: p("p_5xx_before"), P5xxAfter: p("p_5xx_after"), PLost: p("p_lost"), PConflict: p("p_conflict"),
+			PSpike: p("p_spike"), Spike: sim.Latency{Median: 200 * time.Millisecond, P99: 1500 * time.Millisecond},
+		}
+	}
+	wl.Duration = 3 * time.Second
+	tail := 3 * time.Second
+	if long {
+		wl.Duration = time.Duration(rapid.IntRange(10, 60).Draw(t, "seconds")) * time.Second
+		tail = 10 * time.Second
+	}
+	return sim.Config{Workload: wl, Seed: rapid.Uint64().Draw(t, "seed"), Tail: tail}
+}

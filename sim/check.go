@@ -1,0 +1,825 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/memsim"
+)
+
+// Invariant names, as violations report them (BRIEF section 6).
+const (
+	InvHarness      = "0-harness" // the simulation itself went wrong (a workload bug, a store validation error)
+	InvLostUpdate   = "1-no-lost-update"
+	InvDoubleRefill = "2-no-double-refill"
+	InvOverAdmit    = "3-never-over-admit"
+	InvNegative     = "4-acquire-never-negative"
+	InvAllOrNothing = "5-all-or-nothing"
+	InvDoubling     = "6-shard-doubling"
+	InvLiveness     = "7-liveness"
+	InvDeterminism  = "8-determinism"
+)
+
+// Violation is one broken invariant.
+type Violation struct {
+	Invariant string `json:"invariant"`
+	Detail    string `json:"detail"`
+}
+
+// maxDetails bounds the violations kept per invariant; the rest are
+// counted in one summary entry.
+const maxDetails = 20
+
+// wcuName is the limiter's hidden per-shard write-unit limit.
+const wcuName = "wcu"
+
+// Checker verifies the invariants of BRIEF section 6 from what it is fed:
+// the change stream's records with the operation that caused each
+// ([Checker.Record]), the finished operations of the client history
+// ([Checker.OpDone]), and the store's final items ([Checker.Finish]). It
+// works online, in memory proportional to the buckets (plus one small
+// entry per admission for the window check), so that a long simulation
+// need not keep its stream. It never looks at the limiter's own
+// bookkeeping.
+//
+// Invariant 8 (determinism) compares two runs: see [CheckDeterminism].
+type Checker struct {
+	m     *Model
+	base  int64 // Unix ns of virtual time 0
+	names [MaxLimits]limNames
+	nlim  int
+
+	buckets []bstate
+	byName  map[[2]string]int32
+	itemOf  map[string]int32 // bucket PK -> item index; -1: not a bucket of the model
+	items   []istate
+
+	violations []Violation
+	perInv     map[string]int
+
+	// Doublings counts shard-count doublings seen on shard 0 items.
+	Doublings int
+	// LivenessChecks counts retries judged by invariant 7, and
+	// LivenessInconclusive those whose retry met a store failure.
+	LivenessChecks, LivenessInconclusive int
+	finished                             bool
+	maxShardsSeen                        int64
+	latency                              int64
+
+	// PartitionAvailable, when set, returns the write units a table
+	// partition holds now (memsim's partition model): a doubling is
+	// justified when one of the bucket's partitions is nearly out of them.
+	PartitionAvailable func(pk string) float64
+}
+
+// PartitionThrottled tells the checker that a write to partition pk was
+// refused at virtual time at because the partition was over its ceiling
+// (not an injected throttle).
+func (c *Checker) PartitionThrottled(pk string, at int64) {
+	if ii := c.item(pk); ii >= 0 {
+		c.items[ii].throttledAt, c.items[ii].throttled = at, true
+	}
+}
+
+// SetLatencyBound tells the checker the longest time (ns) between a
+// client sending a write and the store applying it. The limiter computes
+// refill on its clock when it sends; admissions are timed when they apply;
+// a window of apply times may therefore use refill of up to that much
+// earlier (invariant 3's slack).
+func (c *Checker) SetLatencyBound(ns int64) { c.latency = max(c.latency, ns) }
+
+type limNames struct{ tk, tc, ra, rp string }
+
+func namesOf(limit string) limNames {
+	return limNames{
+		tk: bucket.AttrName(limit, bucket.FieldTokens), tc: bucket.AttrName(limit, bucket.FieldTotalConsumed),
+		ra: bucket.AttrName(limit, bucket.FieldRefillAmount), rp: bucket.AttrName(limit, bucket.FieldRefillPeriod),
+	}
+}
+
+var wcuNames = namesOf(wcuName)
+
+type limInfo struct {
+	ok            bool
+	burst, ra, rp int64 // millitokens, ms (the original, undivided limit)
+}
+
+type bstate struct {
+	lim     [MaxLimits]limInfo
+	items   []int32 // item indexes of the bucket's shards
+	shards  int64   // shard_count of shard 0 (0 before it exists)
+	changes uint64  // stream records on any shard
+	// invariant 1: tc must end in [exact+lo, exact+hi] (millitokens)
+	exact, lo, hi [MaxLimits]int64
+	// itemUncertain: some contribution's shard is unknown, so only the
+	// bucket-wide sum is checked.
+	itemUncertain bool
+	// invariant 3: admissions (+) and refunds (-), millitokens
+	events [MaxLimits][]admEvent
+}
+
+type admEvent struct {
+	at  int64
+	amt int64
+}
+
+type istate struct {
+	pk            string
+	bucket, shard int32
+	exact         [MaxLimits]int64
+	// an ideal wcu bucket (tokens) fed by the item's records, for the
+	// doubling-cause check
+	wcuLevel float64
+	wcuAt    int64
+	wcuInit  bool
+	// the last write refused because the partition was over its ceiling
+	throttledAt int64
+	throttled   bool
+}
+
+// NewChecker returns a checker for a model; base is the Unix time (ns) of
+// virtual time 0, which the stream's record times are measured from.
+func NewChecker(m *Model, base int64) *Checker {
+	c := &Checker{m: m, base: base, byName: make(map[[2]string]int32, len(m.Buckets)),
+		itemOf: make(map[string]int32), perInv: make(map[string]int)}
+	c.nlim = len(m.LimitNames)
+	for i, n := range m.LimitNames {
+		c.names[i] = namesOf(n)
+	}
+	c.buckets = make([]bstate, len(m.Buckets))
+	for bi, bm := range m.Buckets {
+		c.byName[[2]string{bm.Entity, bm.Resource}] = int32(bi)
+		b := &c.buckets[bi]
+		for i, n := range m.LimitNames {
+			for _, l := range bm.Limits {
+				if l.Name == n {
+					burst := l.Burst
+					if burst == 0 {
+						burst = l.Capacity
+					}
+					b.lim[i] = limInfo{ok: true, burst: burst * bucket.MilliPerToken,
+						ra: l.Refill * bucket.MilliPerToken, rp: l.Period.Milliseconds()}
+				}
+			}
+		}
+	}
+	return c
+}
+
+func (c *Checker) flag(inv, format string, args ...any) {
+	c.perInv[inv]++
+	if c.perInv[inv] <= maxDetails {
+		c.violations = append(c.violations, Violation{Invariant: inv, Detail: fmt.Sprintf(format, args...)})
+	}
+}
+
+// Violations returns what was found, in the order found, at most 20 per
+// invariant followed by a count of the rest.
+func (c *Checker) Violations() []Violation {
+	out := slices.Clone(c.violations)
+	invs := make([]string, 0, len(c.perInv))
+	for inv := range c.perInv {
+		invs = append(invs, inv)
+	}
+	slices.Sort(invs)
+	for _, inv := range invs {
+		if n := c.perInv[inv]; n > maxDetails {
+			out = append(out, Violation{Invariant: inv, Detail: fmt.Sprintf("... and %d more", n-maxDetails)})
+		}
+	}
+	return out
+}
+
+// Harness records a failure of the simulation itself.
+func (c *Checker) Harness(format string, args ...any) { c.flag(InvHarness, format, args...) }
+
+// ShardCount returns the shard count of a bucket as its shard 0 item shows
+// it (0 before the item exists).
+func (c *Checker) ShardCount(b int32) int64 { return c.buckets[b].shards }
+
+// maxShards returns the largest shard count any bucket reached (1 when no
+// bucket exists yet).
+func (c *Checker) maxShards() int64 { return max(c.maxShardsSeen, 1) }
+
+// Snapshot returns the change counters of a bucket and of its cascade
+// parent, for a later liveness judgement.
+func (c *Checker) Snapshot(b int32) (s [2]uint64) {
+	s[0] = c.buckets[b].changes
+	if p := c.m.Buckets[b].Parent; p >= 0 {
+		s[1] = c.buckets[p].changes
+	}
+	return s
+}
+
+func (c *Checker) item(pk string) int32 {
+	if ii, ok := c.itemOf[pk]; ok {
+		return ii
+	}
+	ii := int32(-1)
+	if ref, ok := keys.ParseBucketPK(pk); ok && ref.Namespace == c.m.Namespace {
+		if bi, ok := c.byName[[2]string{ref.Entity, ref.Resource}]; ok {
+			ii = int32(len(c.items))
+			c.items = append(c.items, istate{pk: pk, bucket: bi, shard: int32(ref.Shard)})
+			c.buckets[bi].items = append(c.buckets[bi].items, ii)
+		}
+	}
+	c.itemOf[pk] = ii
+	return ii
+}
+
+// img is the part of a bucket item the checkers read.
+type img struct {
+	ok           bool
+	rf, n        int64
+	has          [MaxLimits]bool
+	tk, tc       [MaxLimits]int64
+	ra, rp       [MaxLimits]int64
+	whas         bool
+	wtk, wtc     int64
+	wra, wrp     int64
+	hasShardAttr bool
+}
+
+func (c *Checker) decode(it store.Item, o *img) {
+	if it == nil {
+		return
+	}
+	o.ok = true
+	o.rf, _ = it.Int("rf")
+	o.n = 1
+	if n, ok := it.Int("shard_count"); ok && n >= 1 {
+		o.n, o.hasShardAttr = n, true
+	}
+	for i := 0; i < c.nlim; i++ {
+		nm := &c.names[i]
+		tk, ok := it.Int(nm.tk)
+		if !ok {
+			continue
+		}
+		o.has[i] = true
+		o.tk[i] = tk
+		o.tc[i], _ = it.Int(nm.tc)
+		o.ra[i], _ = it.Int(nm.ra)
+		o.rp[i], _ = it.Int(nm.rp)
+	}
+	if tk, ok := it.Int(wcuNames.tk); ok {
+		o.whas, o.wtk = true, tk
+		o.wtc, _ = it.Int(wcuNames.tc)
+		o.wra, _ = it.Int(wcuNames.ra)
+		o.wrp, _ = it.Int(wcuNames.rp)
+	}
+}
+
+// refillBound returns floor(dt * ra / rp) for dt >= 0 ms, saturated.
+func refillBound(dt, ra, rp int64) int64 {
+	if dt <= 0 || ra <= 0 || rp <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(dt), uint64(ra))
+	if hi >= uint64(rp) {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, uint64(rp))
+	if q > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(q)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func (c *Checker) role(causeBucket, itemBucket int32) int {
+	if causeBucket < 0 || int(causeBucket) >= len(c.m.Buckets) {
+		return -1
+	}
+	if causeBucket == itemBucket {
+		return 0
+	}
+	if c.m.Buckets[causeBucket].Parent == itemBucket {
+		return 1
+	}
+	return -1
+}
+
+func (c *Checker) fmtT(at int64) string { return time.Duration(at).String() }
+
+// Record feeds one change stream record and the operation whose request
+// produced it (nil when no simulated client caused it: setup writes).
+func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
+	ii := c.item(rec.Keys.PK)
+	if ii < 0 {
+		return
+	}
+	is := &c.items[ii]
+	bi := is.bucket
+	b := &c.buckets[bi]
+	at := rec.At.UnixNano() - c.base
+	var o, n img
+	c.decode(rec.Old, &o)
+	c.decode(rec.New, &n)
+	b.changes++
+	pk := rec.Keys.PK
+
+	// Invariant 6: shard 0's shard_count runs 1, 2, 4, ...
+	if is.shard == 0 && n.ok {
+		switch {
+		case !o.ok:
+			if n.n != 1 {
+				c.flag(InvDoubling, "%s created with shard_count %d, want 1 (seq %d at %s)", pk, n.n, rec.Seq, c.fmtT(at))
+			}
+		case n.n == o.n:
+		case n.n == 2*o.n:
+			c.Doublings++
+			if c.m.CheckDoublingCause {
+				c.checkDoublingCause(bi, o.n, at, rec.Seq)
+			}
+		default:
+			c.flag(InvDoubling, "%s shard_count went from %d to %d (seq %d at %s)", pk, o.n, n.n, rec.Seq, c.fmtT(at))
+		}
+		b.shards = n.n
+		c.maxShardsSeen = max(c.maxShardsSeen, n.n)
+	}
+
+	// Invariant 2: rf never decreases, refill credited <= rate x rf advance.
+	if o.ok && n.ok {
+		if n.rf < o.rf {
+			c.flag(InvDoubleRefill, "%s rf went backwards from %d to %d (seq %d at %s)", pk, o.rf, n.rf, rec.Seq, c.fmtT(at))
+		} else {
+			dt := n.rf - o.rf
+			for i := 0; i < c.nlim; i++ {
+				if !o.has[i] || !n.has[i] {
+					continue
+				}
+				credited := (n.tk[i] + n.tc[i]) - (o.tk[i] + o.tc[i])
+				ra := floorDiv(o.ra[i], max(o.n, 1))
+				if allowed := refillBound(dt, ra, o.rp[i]); credited > allowed+1 {
+					c.flag(InvDoubleRefill, "%s limit %s credited %d millitokens of refill while rf advanced %d ms (at most %d at %d/%d ms per shard; seq %d at %s)",
+						pk, c.m.LimitNames[i], credited, dt, allowed, ra, o.rp[i], rec.Seq, c.fmtT(at))
+				}
+			}
+			if o.whas && n.whas {
+				credited := (n.wtk + n.wtc) - (o.wtk + o.wtc)
+				if allowed := refillBound(dt, o.wra, o.wrp); credited > allowed+1 {
+					c.flag(InvDoubleRefill, "%s limit wcu credited %d millitokens of refill while rf advanced %d ms (at most %d; seq %d at %s)",
+						pk, credited, dt, allowed, rec.Seq, c.fmtT(at))
+				}
+			}
+		}
+	}
+
+	// The ideal wcu bucket of this item.
+	if n.whas {
+		if dw := n.wtc - o.wtc; dw > 0 {
+			c.wcuCharge(is, at, float64(dw)/float64(bucket.MilliPerToken))
+		}
+	}
+
+	if cause == nil {
+		return
+	}
+	role := c.role(cause.Bucket, bi)
+	if role < 0 {
+		c.flag(InvHarness, "op #%d (%s of bucket %d) wrote %s, which is neither its bucket nor its parent's", cause.Op, cause.Kind, cause.Bucket, pk)
+		return
+	}
+	var dtc [MaxLimits]int64
+	for i := 0; i < c.nlim; i++ {
+		if n.ok && n.has[i] {
+			dtc[i] = n.tc[i] - o.tc[i] // a missing old image or limit counts from 0
+		} else if o.ok && o.has[i] {
+			dtc[i] = -o.tc[i]
+		}
+	}
+
+	if cause.Kind == OpAcquire && n.ok {
+		// Invariant 4: a charge by an acquire leaves the balance >= 0.
+		for i := 0; i < c.nlim; i++ {
+			if dtc[i] > 0 && n.tk[i] < 0 {
+				c.flag(InvNegative, "op #%d (acquire by client %d) charged %s limit %s %d millitokens and left tk = %d (seq %d at %s)",
+					cause.Op, cause.Client, pk, c.m.LimitNames[i], dtc[i], n.tk[i], rec.Seq, c.fmtT(at))
+			}
+		}
+		// Invariant 5: one write charges every limit of the acquire, or
+		// none (or refunds every one: a cascade compensation).
+		sign, uneven := 0, false
+		first := true
+		for i := 0; i < c.nlim; i++ {
+			a := int64(0)
+			if b.lim[i].ok {
+				a = cause.Amount[i] * bucket.MilliPerToken
+			}
+			d := dtc[i]
+			s := 0
+			switch {
+			case a == 0:
+				if d != 0 {
+					uneven = true
+				}
+				continue
+			case d == 0:
+				s = 0
+			case d == a:
+				s = 1
+			case d == -a:
+				s = -1
+			default:
+				uneven = true
+			}
+			if first {
+				sign, first = s, false
+			} else if s != sign {
+				uneven = true
+			}
+		}
+		if uneven {
+			c.flag(InvAllOrNothing, "op #%d (acquire by client %d of %v) changed the tc counters of %s unevenly: %v (seq %d at %s)",
+				cause.Op, cause.Client, cause.Amount[:c.nlim], pk, dtc[:c.nlim], rec.Seq, c.fmtT(at))
+		}
+	}
+
+	if e := cause.Effects; e != nil {
+		for i := 0; i < c.nlim; i++ {
+			e.Net[role][i] += dtc[i]
+		}
+		e.LastApply[role] = at
+		e.Changes[role]++
+	}
+
+	// Invariant 3: refunds (negative adjusts, rollbacks) return tokens at
+	// the time they apply.
+	if cause.Kind == OpAdjust || cause.Kind == OpRollback {
+		for i := 0; i < c.nlim; i++ {
+			if dtc[i] < 0 && b.lim[i].ok {
+				b.events[i] = append(b.events[i], admEvent{at: at, amt: dtc[i]})
+			}
+		}
+	}
+}
+
+// wcuLow is how many write units a shard may still hold for a doubling
+// to count as caused by it: the limiter decides from an image that is a
+// round trip old, so a few dozen ms of refill is normal.
+const wcuLow = 100
+
+// hotRecent is how long ago a partition's last real throttle may be for a
+// doubling to count as caused by it.
+const hotRecent = int64(2 * time.Second)
+
+func (c *Checker) wcuRefill(is *istate, at int64) {
+	if !is.wcuInit {
+		is.wcuInit, is.wcuLevel, is.wcuAt = true, 1000, at
+		return
+	}
+	if at > is.wcuAt {
+		is.wcuLevel = math.Min(1000, is.wcuLevel+float64(at-is.wcuAt)/1e6)
+		is.wcuAt = at
+	}
+}
+
+func (c *Checker) wcuCharge(is *istate, at int64, tokens float64) {
+	c.wcuRefill(is, at)
+	is.wcuLevel -= tokens
+}
+
+// checkDoublingCause accepts a doubling when one of the bucket's shards
+// was really at its write ceiling: its own writes exhausted an ideal wcu
+// bucket (1000 a second), its partition was refused a write for being over
+// its ceiling within hotRecent, or its partition is nearly out of write
+// units now (failed conditional writes are billed too). Throttles injected
+// by a fault plan do not count: they say nothing about the write rate.
+func (c *Checker) checkDoublingCause(bi int32, from, at int64, seq uint64) {
+	lowest := math.Inf(1)
+	for _, ii := range c.buckets[bi].items {
+		is := &c.items[ii]
+		c.wcuRefill(is, at)
+		lowest = math.Min(lowest, is.wcuLevel)
+		if is.throttled && at-is.throttledAt <= hotRecent {
+			return
+		}
+	}
+	if lowest <= wcuLow {
+		return
+	}
+	avail := math.Inf(1)
+	if c.PartitionAvailable != nil {
+		for _, ii := range c.buckets[bi].items {
+			avail = math.Min(avail, c.PartitionAvailable(c.items[ii].pk))
+		}
+		if avail <= wcuLow {
+			return
+		}
+	}
+	bm := &c.m.Buckets[bi]
+	part := ""
+	if !math.IsInf(avail, 1) {
+		part = fmt.Sprintf(", its partitions held at least %.0f write units", avail)
+	}
+	c.flag(InvDoubling, "bucket %s/%s doubled %d -> %d at %s (seq %d) although no shard was at its write ceiling (the busiest shard's own writes left %.0f of 1000 write units%s, none was refused a write for its ceiling in the last %v)",
+		bm.Entity, bm.Resource, from, 2*from, c.fmtT(at), seq, lowest, part, time.Duration(hotRecent))
+}
+
+// OpDone feeds a finished operation and the effects the stream showed for
+// it (nil when none were accumulated).
+func (c *Checker) OpDone(op *Op, eff *Effects) {
+	if eff == nil {
+		eff = &Effects{}
+	}
+	if op.Bucket < 0 || int(op.Bucket) >= len(c.buckets) {
+		c.flag(InvHarness, "op #%d names bucket %d, not in the model", op.ID, op.Bucket)
+		return
+	}
+	if op.Outcome == Invalid {
+		c.flag(InvHarness, "op #%d (%s by client %d) was refused as invalid: the workload is wrong", op.ID, op.Kind, op.Client)
+	}
+	roles := [2]int32{op.Bucket, c.m.Buckets[op.Bucket].Parent}
+	for r, bi := range roles {
+		if bi < 0 {
+			continue
+		}
+		c.account(op, r, bi)
+	}
+	if op.Kind == OpAcquire {
+		c.allOrNothing(op, eff, roles)
+	}
+	if op.Retry != nil {
+		c.liveness(op, eff, roles)
+	}
+}
+
+// account adds an operation to invariant 1's expectations and to
+// invariant 3's admissions.
+func (c *Checker) account(op *Op, r int, bi int32) {
+	b := &c.buckets[bi]
+	known := r == 0 && op.Shard >= 0
+	var it *istate
+	if known {
+		for _, ii := range b.items {
+			if c.items[ii].shard == op.Shard {
+				it = &c.items[ii]
+			}
+		}
+		if it == nil { // an admitted op's shard always exists; be safe
+			known = false
+		}
+	}
+	for i := 0; i < c.nlim; i++ {
+		if !b.lim[i].ok {
+			continue
+		}
+		a := op.Amount[i] * bucket.MilliPerToken
+		up, un := op.UnkPos[i]*bucket.MilliPerToken, op.UnkNeg[i]*bucket.MilliPerToken
+		if a == 0 && up == 0 && un == 0 {
+			continue
+		}
+		ok := op.Outcome == Admitted
+		switch op.Kind {
+		case OpAcquire:
+			switch op.Outcome {
+			case Admitted:
+				b.exact[i] += a
+			case Rejected:
+				continue
+			default:
+				b.hi[i] += a
+				ok = false
+			}
+		case OpAdjust:
+			if ok {
+				b.exact[i] += a
+			} else {
+				b.lo[i] += min(0, a)
+				b.hi[i] += max(0, a)
+			}
+		case OpRollback:
+			if ok {
+				b.exact[i] -= a
+				b.lo[i] -= up
+				b.hi[i] -= un
+				ok = up == 0 && un == 0
+				if !ok {
+					b.itemUncertain = true
+					it = nil
+				}
+			} else {
+				b.lo[i] -= max(0, a+up)
+				b.hi[i] -= min(0, a+un)
+			}
+		}
+		if ok && known && it != nil {
+			switch op.Kind {
+			case OpRollback:
+				it.exact[i] -= a
+			default:
+				it.exact[i] += a
+			}
+		} else {
+			b.itemUncertain = true
+		}
+	}
+}
+
+func (c *Checker) allOrNothing(op *Op, eff *Effects, roles [2]int32) {
+	for r, bi := range roles {
+		if bi < 0 {
+			continue
+		}
+		b := &c.buckets[bi]
+		switch op.Outcome {
+		case Admitted:
+			if eff.Changes[r] == 0 {
+				c.flag(InvAllOrNothing, "op #%d (acquire by client %d) was admitted but wrote nothing to bucket %s/%s",
+					op.ID, op.Client, c.m.Buckets[bi].Entity, c.m.Buckets[bi].Resource)
+				continue
+			}
+			for i := 0; i < c.nlim; i++ {
+				if !b.lim[i].ok {
+					continue
+				}
+				want := op.Amount[i] * bucket.MilliPerToken
+				if eff.Net[r][i] != want {
+					c.flag(InvAllOrNothing, "op #%d (acquire by client %d) was admitted but changed %s/%s limit %s by %d millitokens, want %d",
+						op.ID, op.Client, c.m.Buckets[bi].Entity, c.m.Buckets[bi].Resource, c.m.LimitNames[i], eff.Net[r][i], want)
+				}
+				if want > 0 {
+					b.events[i] = append(b.events[i], admEvent{at: eff.LastApply[r], amt: want})
+				}
+			}
+		case Rejected:
+			for i := 0; i < c.nlim; i++ {
+				if eff.Net[r][i] != 0 {
+					c.flag(InvAllOrNothing, "op #%d (acquire by client %d) was rejected but changed %s/%s limit %s by %d millitokens",
+						op.ID, op.Client, c.m.Buckets[bi].Entity, c.m.Buckets[bi].Resource, c.m.LimitNames[i], eff.Net[r][i])
+				}
+			}
+		}
+	}
+}
+
+func (c *Checker) liveness(op *Op, eff *Effects, roles [2]int32) {
+	rt := op.Retry
+	if rt.Start < c.m.TailStart+c.m.TailSettle || op.Start < rt.End+rt.RetryAfter {
+		return
+	}
+	var other int64
+	for r, bi := range roles {
+		if bi < 0 {
+			continue
+		}
+		if c.buckets[bi].shards > 1 {
+			return // a retry may land on another shard than the one that refused
+		}
+		other += int64(c.buckets[bi].changes - rt.Snapshot[r] - rt.Own[r] - eff.Changes[r])
+	}
+	if other != 0 {
+		return // someone else wrote the bucket meanwhile
+	}
+	switch op.Outcome {
+	case Admitted:
+		c.LivenessChecks++
+	case Rejected:
+		c.LivenessChecks++
+		bm := &c.m.Buckets[op.Bucket]
+		by := func(parent bool) string {
+			if parent {
+				return " by the cascade parent"
+			}
+			return ""
+		}
+		c.flag(InvLiveness, "client %d waited the retry-after %v of rejection #%d%s on %s/%s and was rejected again%s at %s (retry-after now %v) although no one else wrote the bucket",
+			op.Client, time.Duration(rt.RetryAfter), rt.Rejection, by(rt.ByParent), bm.Entity, bm.Resource, by(op.ByParent), c.fmtT(op.Start), time.Duration(op.RetryAfter))
+	default:
+		c.LivenessInconclusive++
+	}
+}
+
+// Finish checks what needs the final state: invariant 1 against the
+// store's items, and invariant 3's windows.
+func (c *Checker) Finish(items []store.Item) {
+	if c.finished {
+		return
+	}
+	c.finished = true
+	var sums = make([][MaxLimits]int64, len(c.buckets))
+	for _, it := range items {
+		pk, ok := it.Str(store.AttrPK)
+		if !ok {
+			continue
+		}
+		ii := c.item(pk)
+		if ii < 0 {
+			continue
+		}
+		is := &c.items[ii]
+		b := &c.buckets[is.bucket]
+		var im img
+		c.decode(it, &im)
+		for i := 0; i < c.nlim; i++ {
+			if !im.has[i] {
+				continue
+			}
+			sums[is.bucket][i] += im.tc[i]
+			if !b.itemUncertain && len(b.items) > 1 && b.lim[i].ok && im.tc[i] != is.exact[i] {
+				c.flag(InvLostUpdate, "%s limit %s ends with tc = %d millitokens, but the operations on this shard add up to %d",
+					pk, c.m.LimitNames[i], im.tc[i], is.exact[i])
+			}
+		}
+	}
+	for bi := range c.buckets {
+		b := &c.buckets[bi]
+		bm := &c.m.Buckets[bi]
+		for i := 0; i < c.nlim; i++ {
+			if !b.lim[i].ok {
+				continue
+			}
+			lo, hi := b.exact[i]+b.lo[i], b.exact[i]+b.hi[i]
+			if got := sums[bi][i]; got < lo || got > hi {
+				if lo == hi {
+					c.flag(InvLostUpdate, "bucket %s/%s limit %s ends with tc = %d millitokens over its shards, but the history adds up to %d",
+						bm.Entity, bm.Resource, c.m.LimitNames[i], got, lo)
+				} else {
+					c.flag(InvLostUpdate, "bucket %s/%s limit %s ends with tc = %d millitokens over its shards, outside [%d, %d] that the history allows",
+						bm.Entity, bm.Resource, c.m.LimitNames[i], got, lo, hi)
+				}
+			}
+			c.windows(bi, i)
+		}
+	}
+}
+
+// windows checks invariant 3 for one bucket and limit: for every window
+// [t1, t2] of apply times, admitted - refunded <= burst + rate x (t2 - t1)
+// + rate x (skew spread + latency bound) + 2 millitokens of rounding.
+// Admissions count at the apply time of their charging write, refunds
+// (negative adjusts, rollbacks: only what the stream shows they returned)
+// at the apply time of theirs; positive adjusts are left out (they may take
+// a bucket into debt, which only lowers what is admitted later). One
+// violation per bucket and limit reports the worst window.
+func (c *Checker) windows(bi int, i int) {
+	b := &c.buckets[bi]
+	ev := b.events[i]
+	if len(ev) == 0 {
+		return
+	}
+	slices.SortStableFunc(ev, func(x, y admEvent) int {
+		switch {
+		case x.at < y.at:
+			return -1
+		case x.at > y.at:
+			return 1
+		}
+		return 0
+	})
+	l := b.lim[i]
+	rate := float64(l.ra) / float64(l.rp) / 1e6 // millitokens per ns
+	burst := float64(l.burst)
+	slack := rate*float64(c.m.SkewSpread+c.latency) + 2
+	var p float64
+	m, mAt := math.Inf(-1), int64(0)
+	worst, wFrom, wTo, wNet := 0.0, int64(0), int64(0), 0.0
+	for j := 0; j < len(ev); {
+		at := ev[j].at
+		if v := rate*float64(at) - p; v > m {
+			m, mAt = v, at
+		}
+		for ; j < len(ev) && ev[j].at == at; j++ {
+			p += float64(ev[j].amt)
+		}
+		if ex := p - rate*float64(at) + m - burst; ex > slack && ex > worst {
+			worst, wFrom, wTo = ex, mAt, at
+			wNet = ex + burst + rate*float64(at-mAt)
+		}
+	}
+	if worst > 0 {
+		bm := &c.m.Buckets[bi]
+		c.flag(InvOverAdmit, "bucket %s/%s limit %s admitted %s tokens net of refunds in [%s, %s], more than burst %s + rate x %s allows (by %s)",
+			bm.Entity, bm.Resource, c.m.LimitNames[i], tokens(wNet), c.fmtT(wFrom), c.fmtT(wTo),
+			tokens(burst), time.Duration(wTo-wFrom), tokens(worst))
+	}
+	b.events[i] = nil
+}
+
+func tokens(milli float64) string {
+	return strconv.FormatFloat(milli/float64(bucket.MilliPerToken), 'f', 3, 64)
+}
+
+// CheckDeterminism is invariant 8: two runs of the same configuration and
+// seed must give the same trace hash.
+func CheckDeterminism(first, second string) []Violation {
+	if first == second {
+		return nil
+	}
+	return []Violation{{Invariant: InvDeterminism, Detail: "the same seed gave trace " + first + " and then " + second}}
+}

@@ -1,0 +1,609 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/memsim"
+)
+
+// callKind is what a client coroutine yields to the scheduler.
+type callKind uint8
+
+const (
+	callSleep      callKind = iota + 1 // wake me at until
+	callStore                          // one store request (op says which)
+	callConcurrent                     // WriteConcurrently: one request per write
+)
+
+// call is a client's pending request to the scheduler, reused for every
+// call of the client (no allocation per call).
+type call struct {
+	kind    callKind
+	op      memsim.OpKind
+	until   int64
+	req     request
+	writes  []store.Write
+	resp    response
+	results []store.WriteResult
+}
+
+// client is one simulated process: a coroutine running ordinary limiter
+// code (or an actor) over its own store handle, with its own limiter,
+// clock, random source and caches.
+type client struct {
+	s       *Sim
+	id      int32
+	kind    clientKind
+	actor   Actor
+	rng     *rand.Rand
+	clock   clientClock
+	lim     *limiter.Limiter
+	startAt int64
+
+	yield   func(*call) bool
+	next    func() (*call, bool)
+	stop    func()
+	stopped bool
+	call    call
+	pending int
+
+	cur     opState
+	arrival int64 // a writer's next arrival not yet taken
+	consume map[string]int64
+	adjust  map[string]int64
+	leases  []pendingLease
+}
+
+type clientKind uint8
+
+const (
+	kindWriter clientKind = iota
+	kindProbe
+	kindActor
+)
+
+// opState is the client's operation in progress.
+type opState struct {
+	active bool
+	op     Op
+	eff    Effects
+	cause  Cause
+	snap   [2]uint64
+}
+
+// pendingLease is an admitted lease waiting for its model call to end.
+type pendingLease struct {
+	due      int64
+	lease    *limiter.Lease
+	bucket   int32
+	shard    int32
+	action   uint8 // settleCommit, settleAdjust, settleRollback, settleAdjustRollback
+	estimate [MaxLimits]int64
+	base     [MaxLimits]int64 // what the lease holds, as far as the client knows
+	unkPos   [MaxLimits]int64
+	unkNeg   [MaxLimits]int64
+}
+
+const (
+	settleAdjust uint8 = iota + 1
+	settleRollback
+	settleAdjustRollback
+)
+
+// start creates the client's coroutine.
+func (c *client) start(body func()) {
+	c.next, c.stop = iter.Pull(func(yield func(*call) bool) {
+		c.yield = yield
+		body()
+	})
+}
+
+// suspend hands the pending call to the scheduler and waits for it to
+// resume this client. False means the simulation is over.
+func (c *client) suspend() bool { return c.yield(&c.call) }
+
+// sleepUntil waits until virtual time t; false when the simulation ended.
+func (c *client) sleepUntil(t int64) bool {
+	c.call.kind, c.call.until = callSleep, t
+	return c.suspend()
+}
+
+// handle is a client's store.Store: every call is a scheduling point.
+type handle struct{ c *client }
+
+var _ store.Store = handle{}
+
+func stoppedErr(op memsim.OpKind) error {
+	return &store.UnavailableError{Op: op.String(), OutcomeUnknown: op.IsWrite(), Err: ErrStopped}
+}
+
+// do yields one store request and returns its response.
+func (h handle) do(ctx context.Context, op memsim.OpKind, fill func(*request)) response {
+	c := h.c
+	if err := ctx.Err(); err != nil {
+		return response{err: &store.UnavailableError{Op: op.String(), Err: err}}
+	}
+	if c.s.stopping {
+		return response{err: stoppedErr(op)}
+	}
+	c.call.kind, c.call.op = callStore, op
+	fill(&c.call.req)
+	if !c.suspend() {
+		c.call = call{}
+		return response{err: stoppedErr(op)}
+	}
+	r := c.call.resp
+	c.call = call{}
+	return r
+}
+
+// Get implements store.Store.
+func (h handle) Get(ctx context.Context, in store.GetInput) (store.GetOutput, error) {
+	r := h.do(ctx, memsim.OpGet, func(q *request) { q.get = in })
+	return r.get, r.err
+}
+
+// BatchGet implements store.Store.
+func (h handle) BatchGet(ctx context.Context, in store.BatchGetInput) (store.BatchGetOutput, error) {
+	r := h.do(ctx, memsim.OpBatchGet, func(q *request) { q.batch = in })
+	return r.batch, r.err
+}
+
+// Put implements store.Store.
+func (h handle) Put(ctx context.Context, in store.PutInput) (store.WriteOutput, error) {
+	r := h.do(ctx, memsim.OpPut, func(q *request) { q.put = in })
+	return r.write, r.err
+}
+
+// Update implements store.Store.
+func (h handle) Update(ctx context.Context, in store.UpdateInput) (store.WriteOutput, error) {
+	r := h.do(ctx, memsim.OpUpdate, func(q *request) { q.upd = in })
+	return r.write, r.err
+}
+
+// Delete implements store.Store.
+func (h handle) Delete(ctx context.Context, in store.DeleteInput) (store.WriteOutput, error) {
+	r := h.do(ctx, memsim.OpDelete, func(q *request) { q.del = in })
+	return r.write, r.err
+}
+
+// TransactWrite implements store.Store.
+func (h handle) TransactWrite(ctx context.Context, in store.TransactWriteInput) (store.TransactWriteOutput, error) {
+	r := h.do(ctx, memsim.OpTransactWrite, func(q *request) { q.tx = in })
+	return r.tx, r.err
+}
+
+// Query implements store.Store.
+func (h handle) Query(ctx context.Context, in store.QueryInput) (store.QueryOutput, error) {
+	r := h.do(ctx, memsim.OpQuery, func(q *request) { q.query = in })
+	return r.query, r.err
+}
+
+// WriteConcurrently implements store.Store: each write is a request of its
+// own, with its own latency, applied when it arrives; the call returns
+// when every answer is in.
+func (h handle) WriteConcurrently(ctx context.Context, writes []store.Write) []store.WriteResult {
+	c := h.c
+	fail := func(err error) []store.WriteResult {
+		out := make([]store.WriteResult, len(writes))
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(&store.UnavailableError{Op: "WriteConcurrently", Err: err})
+	}
+	if c.s.stopping {
+		return fail(stoppedErr(memsim.OpUpdate))
+	}
+	c.call.kind, c.call.writes = callConcurrent, writes
+	if !c.suspend() {
+		c.call = call{}
+		return fail(stoppedErr(memsim.OpUpdate))
+	}
+	res := c.call.results
+	c.call = call{}
+	return res
+}
+
+// begin starts recording an operation.
+func (c *client) begin(kind OpKind, bucket int32, amount [MaxLimits]int64) *Op {
+	s := c.s
+	s.nextOp++
+	c.cur = opState{active: true}
+	c.cur.op = Op{ID: s.nextOp, Client: c.id, Kind: kind, Bucket: bucket, Start: s.now, Amount: amount, Shard: -1}
+	c.cur.cause = Cause{Op: s.nextOp, Client: c.id, Kind: kind, Bucket: bucket, Amount: amount}
+	if s.chk != nil {
+		c.cur.snap = s.chk.Snapshot(bucket)
+	}
+	if kind == OpAcquire {
+		s.second(s.now).Attempts++
+	}
+	return &c.cur.op
+}
+
+// end finishes the operation in progress with the outcome err implies.
+func (c *client) end(err error) Outcome {
+	s := c.s
+	op := &c.cur.op
+	op.End = s.now
+	o := classify(err)
+	if s.stopping {
+		o = Cut
+	}
+	op.Outcome = o
+	var rl *limiter.RateLimitedError
+	if o == Rejected && errors.As(err, &rl) {
+		op.RetryAfter, op.ByParent = int64(rl.RetryAfter), rl.Parent
+		exceeded := false
+		for _, ls := range rl.Limits {
+			exceeded = exceeded || ls.Exceeded
+		}
+		if !exceeded {
+			s.stats.falseRejections++
+		}
+	}
+	if op.Kind == OpAcquire {
+		sec := s.second(s.now)
+		switch o {
+		case Admitted:
+			s.stats.acquires++
+			s.stats.admitted++
+			sec.Admitted++
+		case Rejected:
+			s.stats.acquires++
+			s.stats.rejected++
+			sec.Rejected++
+		case Unavailable:
+			s.stats.acquires++
+			s.stats.unavailable++
+			sec.Unavailable++
+		case Invalid:
+			s.stats.acquires++
+			s.stats.invalid++
+		case Cut:
+			s.stats.cut++
+		}
+	} else if o != Cut {
+		if op.Kind == OpAdjust {
+			s.stats.adjusts++
+		} else {
+			s.stats.rollbacks++
+		}
+		if o != Admitted {
+			s.stats.settleFailures++
+		}
+	}
+	s.mix(uint64(s.now))
+	s.mix(uint64(op.Client)<<16 | uint64(op.Kind)<<8 | uint64(o))
+	if s.chk != nil {
+		s.chk.OpDone(op, &c.cur.eff)
+	}
+	c.cur.active = false
+	return o
+}
+
+func classify(err error) Outcome {
+	switch {
+	case err == nil:
+		return Admitted
+	case errors.Is(err, limiter.ErrRateLimited):
+		return Rejected
+	case errors.Is(err, limiter.ErrInvalid), errors.Is(err, store.ErrValidation):
+		return Invalid
+	}
+	return Unavailable
+}
+
+// acquire runs one recorded Acquire.
+func (c *client) acquire(bi int32, amount [MaxLimits]int64, limits []limiter.Limit, retry *RetryInfo) (*limiter.Lease, Outcome, *Op) {
+	s := c.s
+	bm := &s.model.Buckets[bi]
+	clear(c.consume)
+	for i, n := range s.model.LimitNames {
+		if amount[i] > 0 {
+			c.consume[n] = amount[i]
+		}
+	}
+	op := c.begin(OpAcquire, bi, amount)
+	op.Retry = retry
+	lease, err := c.lim.Acquire(bgctx, limiter.Request{Entity: bm.Entity, Resource: bm.Resource, Limits: limits, Consume: c.consume})
+	if err == nil && !s.stopping {
+		op.Shard = int32(lease.Shard())
+	}
+	o := c.end(err)
+	return lease, o, op
+}
+
+// retryInfo describes the operation that just ended (a rejection) for a
+// retry.
+func (c *client) retryInfo(op *Op) *RetryInfo {
+	return &RetryInfo{Rejection: op.ID, Start: op.Start, End: op.End, RetryAfter: op.RetryAfter, ByParent: op.ByParent,
+		Snapshot: c.cur.snap, Own: c.cur.eff.Changes}
+}
+
+// runWriter is the body of a workload client: open-loop arrivals at the
+// workload's rate, LLM-style settlement of admitted leases after the call,
+// and retries after the returned retry-after.
+func (c *client) runWriter() {
+	s := c.s
+	wl := s.wl
+	mean := wl.meanArrival()
+	next := s.now
+	c.arrival = next
+	var zipf *rand.Zipf
+	if wl.Zipf > 1 && len(s.model.traffic) > 1 {
+		zipf = rand.NewZipf(c.rng, wl.Zipf, max(wl.ZipfV, 1), uint64(len(s.model.traffic)-1))
+	}
+	for {
+		due, settle := next, false
+		if len(c.leases) > 0 && c.leases[0].due <= due {
+			due, settle = c.leases[0].due, true
+		}
+		if due > s.now && !c.sleepUntil(due) {
+			return
+		}
+		if s.stopping {
+			return
+		}
+		if settle {
+			pl := c.leases[0]
+			c.leases = c.leases[1:]
+			c.settle(&pl)
+			continue
+		}
+		arrival := next
+		next = wl.nextArrival(next+int64(c.rng.ExpFloat64()*mean), c.rng)
+		c.arrival = next
+		s.stats.offered++
+		s.second(arrival).Offered++
+		bi := wl.pick(s.model, c.rng, zipf)
+		amount := wl.amounts(c.rng)
+		lease, o, op := c.acquire(bi, amount, wl.Limits, nil)
+		switch o {
+		case Admitted:
+			c.schedule(lease, op, amount)
+		case Rejected:
+			if wl.RetryProb > 0 && c.rng.Float64() < wl.RetryProb && op.RetryAfter <= int64(wl.maxRetryWait()) {
+				ri := c.retryInfo(op)
+				if !c.sleepUntil(s.now+op.RetryAfter) || s.stopping {
+					return
+				}
+				lease, o, op = c.acquire(bi, amount, wl.Limits, ri)
+				if o == Admitted {
+					c.schedule(lease, op, amount)
+				}
+			}
+		}
+	}
+}
+
+// countBacklog counts, after the run, the arrivals a writer had not taken
+// yet (it fell behind): they were offered all the same.
+func (c *client) countBacklog() uint64 {
+	s, wl := c.s, c.s.wl
+	var n uint64
+	for t := c.arrival; t < s.end; t = wl.nextArrival(t+int64(c.rng.ExpFloat64()*wl.meanArrival()), c.rng) {
+		s.second(t).Offered++
+		n++
+	}
+	return n
+}
+
+// schedule decides how an admitted lease ends and queues it.
+func (c *client) schedule(lease *limiter.Lease, op *Op, amount [MaxLimits]int64) {
+	wl := c.s.wl
+	var action uint8
+	x := c.rng.Float64()
+	switch {
+	case x < wl.RollbackProb:
+		action = settleRollback
+	case x < wl.RollbackProb+wl.AdjustProb:
+		action = settleAdjust
+		if c.rng.Float64() < 0.05 {
+			action = settleAdjustRollback
+		}
+	default:
+		_ = lease.Commit()
+		return
+	}
+	pl := pendingLease{due: c.s.now + wl.callTime.draw(c.rng), lease: lease, bucket: op.Bucket, shard: op.Shard,
+		action: action, estimate: amount, base: amount}
+	i := len(c.leases)
+	c.leases = append(c.leases, pl)
+	for ; i > 0 && c.leases[i-1].due > pl.due; i-- {
+		c.leases[i] = c.leases[i-1]
+	}
+	c.leases[i] = pl
+}
+
+// settle adjusts and/or rolls back a lease whose model call ended.
+func (c *client) settle(pl *pendingLease) {
+	s := c.s
+	wl := s.wl
+	if pl.action == settleAdjust || pl.action == settleAdjustRollback {
+		clear(c.adjust)
+		var delta [MaxLimits]int64
+		any := false
+		for i, n := range s.model.LimitNames {
+			r := wl.Consume[i]
+			if !r.Adjust || pl.estimate[i] == 0 {
+				continue
+			}
+			actual := int64(math.Round(float64(pl.estimate[i]) * math.Exp(wl.AdjustSpread*c.rng.NormFloat64())))
+			actual = max(actual, 0)
+			if d := actual - pl.estimate[i]; d != 0 {
+				delta[i], c.adjust[n], any = d, d, true
+			}
+		}
+		if any {
+			op := c.begin(OpAdjust, pl.bucket, delta)
+			op.Shard = pl.shard
+			err := pl.lease.Adjust(bgctx, c.adjust)
+			if c.end(err) == Admitted {
+				for i := range delta {
+					pl.base[i] += delta[i]
+				}
+			} else {
+				for i := range delta {
+					pl.unkPos[i] += max(0, delta[i])
+					pl.unkNeg[i] += min(0, delta[i])
+				}
+			}
+			if s.stopping {
+				return
+			}
+		}
+		if pl.action == settleAdjust {
+			_ = pl.lease.Commit()
+			return
+		}
+	}
+	op := c.begin(OpRollback, pl.bucket, pl.base)
+	op.Shard, op.UnkPos, op.UnkNeg = pl.shard, pl.unkPos, pl.unkNeg
+	c.end(pl.lease.Rollback(bgctx))
+}
+
+// runProbe is the liveness probe: from the start of the fault-free tail it
+// drains its private bucket until refused, waits exactly the retry-after it
+// was given and retries, which must succeed (invariant 7).
+func (c *client) runProbe() {
+	s := c.s
+	wl := s.wl
+	if !c.sleepUntil(s.model.TailStart + s.model.TailSettle) {
+		return
+	}
+	bi := s.model.probeBucket
+	var amount [MaxLimits]int64
+	for !s.stopping {
+		for i := range s.model.LimitNames {
+			amount[i] = 1 + c.rng.Int64N(2)
+		}
+		lease, o, op := c.acquire(bi, amount, wl.probeLimits, nil)
+		if s.stopping {
+			return
+		}
+		switch o {
+		case Admitted:
+			_ = lease.Commit()
+			if !c.sleepUntil(s.now + int64(c.rng.IntN(50))*int64(time.Millisecond)) {
+				return
+			}
+		case Rejected:
+			ri := c.retryInfo(op)
+			if !c.sleepUntil(s.now + op.RetryAfter) {
+				return
+			}
+			if lease, o, _ = c.acquire(bi, amount, wl.probeLimits, ri); o == Admitted {
+				_ = lease.Commit()
+			}
+		default:
+			if !c.sleepUntil(s.now + int64(100*time.Millisecond)) {
+				return
+			}
+		}
+	}
+}
+
+// Actor is a hook for simulated processes other than the limiter's
+// clients, such as the aggregator (a later scenario): Run is the actor's
+// body, a coroutine scheduled like a client, whose store calls through
+// Env.Store are scheduling points with simulated latency; Records is told
+// of every change stream record as the store emits it, in order, before
+// the stream is trimmed. The checkers do not attribute an actor's writes
+// to any client operation.
+type Actor interface {
+	Name() string
+	Run(env *Env)
+	Records(recs []memsim.Record)
+}
+
+// Env is what an Actor may use.
+type Env struct{ c *client }
+
+// Store returns the actor's store handle.
+func (e *Env) Store() store.Store { return handle{e.c} }
+
+// Now returns virtual time (the actor's clock has no skew).
+func (e *Env) Now() time.Time { return e.c.clock.Now() }
+
+// Sleep waits d of virtual time; false means the simulation ended and Run
+// must return.
+func (e *Env) Sleep(d time.Duration) bool {
+	return e.c.sleepUntil(e.c.s.now+int64(d)) && !e.c.s.stopping
+}
+
+// Rand returns the actor's seeded random source.
+func (e *Env) Rand() *rand.Rand { return e.c.rng }
+
+// makeClients creates the writers, the probe and the actors.
+func (s *Sim) makeClients() {
+	wl := s.wl
+	n := wl.Writers
+	skews := make([]int64, n)
+	skewRand, startRand := s.derive(streamSkew, 0), s.derive(streamStart, 0)
+	for i := range skews {
+		if wl.Skew > 0 {
+			skews[i] = skewRand.Int64N(2*int64(wl.Skew)+1) - int64(wl.Skew)
+		}
+	}
+	lo, hi := int64(0), int64(0)
+	for _, k := range skews {
+		lo, hi = min(lo, k), max(hi, k)
+	}
+	s.model.SkewSpread = hi - lo
+	spread := int64(wl.StartSpread)
+	if spread <= 0 {
+		spread = int64(time.Second)
+	}
+	mk := func(kind clientKind, skew int64) *client {
+		id := uint64(len(s.clients))
+		c := &client{s: s, id: int32(id), kind: kind, clock: clientClock{s, skew},
+			rng:     s.derive(streamClient, id),
+			consume: make(map[string]int64, MaxLimits), adjust: make(map[string]int64, MaxLimits)}
+		s.clients = append(s.clients, c)
+		if kind != kindActor {
+			lim, err := limiter.New(handle{c}, limiter.WithClock(c.clock), limiter.WithNamespace(s.model.Namespace),
+				limiter.WithRand(s.derive(streamLimiter, id)), limiter.WithPolicy(limiter.FailClosed),
+				limiter.WithCacheTTL(wl.cacheTTL()), limiter.WithLogger(s.logger()), limiter.WithObserver(observer{s}))
+			if err != nil {
+				panic("sim: " + err.Error()) // options are fixed: cannot happen
+			}
+			c.lim = lim
+		}
+		return c
+	}
+	for i := 0; i < n; i++ {
+		c := mk(kindWriter, skews[i])
+		c.startAt = startRand.Int64N(spread)
+		c.start(c.runWriter)
+	}
+	if wl.Probe && s.model.probeBucket >= 0 {
+		c := mk(kindProbe, 0)
+		c.start(c.runProbe)
+	}
+	for _, a := range s.cfg.Actors {
+		c := mk(kindActor, 0)
+		c.actor = a
+		env := &Env{c}
+		c.start(func() { a.Run(env) })
+	}
+}
+
+// observer counts the limiter's write paths.
+type observer struct{ s *Sim }
+
+func (o observer) Observe(ev limiter.Event) {
+	if ev.Op == "acquire" && int(ev.Path) < len(o.s.stats.paths) {
+		o.s.stats.paths[ev.Path]++
+	}
+	o.s.stats.doublingsSeen += ev.ShardDoublings
+}

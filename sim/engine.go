@@ -1,0 +1,813 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/bits"
+	"math/rand/v2"
+	"time"
+
+	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/memsim"
+)
+
+// Config says what to simulate. The zero values of the optional fields
+// take the scenario's defaults.
+type Config struct {
+	// Scenario names a registered scenario (see Scenarios); "" is
+	// "steady". Ignored when Workload is set.
+	Scenario string
+	// Workload, when set, is simulated instead of a named scenario.
+	Workload *Workload
+	// Seed drives every random choice of the run.
+	Seed uint64
+	// Writers, Rate (offered acquires per second, all writers together)
+	// and Duration (simulated time before the fault-free tail) override
+	// the workload's when positive.
+	Writers  int
+	Rate     float64
+	Duration time.Duration
+	// Tail is the fault-free liveness phase after Duration: 0 means 10 s
+	// (capped at Duration), a negative value none.
+	Tail time.Duration
+	// Faults adds the workload's fault plan (the default plan when the
+	// workload has none) during [1 s, Duration).
+	Faults bool
+	// Skew overrides the workload's largest clock skew when positive;
+	// a negative value removes skew.
+	Skew time.Duration
+	// Latency overrides the store latency model (DynamoDBLatency).
+	Latency *LatencyModel
+	// CallTimeout is how long a client waits for a store answer, in
+	// simulated time, before it gives up with a timeout (default 1 s).
+	CallTimeout time.Duration
+	// NoChecks turns the checkers and the change stream off (benchmarks).
+	NoChecks bool
+	// Progress, when set, is called at every timeline step; it must not
+	// change anything the simulation reads.
+	Progress func(Progress)
+	// Actors are extra simulated processes (see Actor).
+	Actors []Actor
+}
+
+// Progress reports how far a run has come.
+type Progress struct {
+	Sim, Total time.Duration
+	Acquires   uint64
+}
+
+// ErrStopped is the cause of the *store.UnavailableError a store call
+// returns when the simulation ends while the call is in flight.
+var ErrStopped = errors.New("sim: simulation ended")
+
+// Sim is one simulation run: a discrete-event scheduler on virtual time
+// that owns all concurrency. Build one with New, run it with Run.
+type Sim struct {
+	cfg   Config
+	wl    *Workload
+	model *Model
+	rng   *rand.Rand
+
+	base     int64 // Unix ns of virtual time 0
+	now      int64 // virtual ns
+	end      int64 // Duration + Tail
+	faultEnd int64
+	timeout  int64
+	lat      [memsim.NumOpKinds]dist
+
+	seq    uint64
+	events eventHeap
+	st     backend
+	maxReq int64
+	// partThrottles: per partition, the real (ceiling) throttles seen so far
+	partThrottles map[string]uint64
+	stream        bool
+	lastSeq       uint64
+	chk           *Checker
+
+	clients []*client
+	flights []inflight
+	free    []int32
+
+	nextOp   uint64
+	stopping bool
+	ran      bool
+	hash     uint64
+
+	step     int64 // timeline step, ns
+	tl       []Second
+	tlClosed int
+	stats    stats
+	setupCap store.Capacity
+}
+
+// backend is what the scheduler needs of the store: memsim.Store, or a
+// stub in the scheduler's own benchmark.
+type backend interface {
+	store.Store
+	StreamLen() uint64
+	Stream(afterSeq uint64) []memsim.Record
+	TrimStream(throughSeq uint64)
+	Items() []store.Item
+	Totals() memsim.Totals
+	Partition(pk string) memsim.PartitionStats
+}
+
+type stats struct {
+	offered, acquires, admitted, rejected, unavailable, invalid, cut uint64
+	adjusts, rollbacks, settleFailures, falseRejections              uint64
+	throttled, roundTrips, storeCalls, validation, backlog           uint64
+	paths                                                            [16]uint64
+	doublingsSeen                                                    int
+}
+
+// Random streams. Every random source of a run is derived from its seed,
+// one stream per purpose and client (splitmix64 of the seed, the purpose
+// and the index seeds a PCG), so that adding a client or an actor does not
+// change what the others draw. The scheduler's own stream (latency) is
+// drawn in event order, which the scheduler fixes.
+const (
+	streamLatency uint64 = iota + 1
+	streamFaults
+	streamSetup
+	streamSkew
+	streamStart
+	streamClient
+	streamLimiter
+)
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// derive returns the random stream of a purpose and index.
+func (s *Sim) derive(purpose, index uint64) *rand.Rand {
+	a := splitmix(s.cfg.Seed ^ splitmix(purpose<<32|index))
+	return rand.New(rand.NewPCG(a, splitmix(a)))
+}
+
+// trueClock is memsim's clock: the simulation's virtual time.
+type trueClock struct{ s *Sim }
+
+func (c trueClock) Now() time.Time { return time.Unix(0, c.s.base+c.s.now).UTC() }
+
+// clientClock is a client's clock: virtual time plus the client's skew.
+// Skew is a fault: in the fault-free tail the clocks come back to true
+// time as the workload's TailClock says.
+type clientClock struct {
+	s    *Sim
+	skew int64
+}
+
+func (c clientClock) Now() time.Time {
+	s := c.s
+	off := c.skew
+	if s.now >= s.faultEnd && off != 0 {
+		switch s.wl.TailClock {
+		case TailKeep:
+		case TailStep:
+			off = 0
+		default: // slew over twice the largest skew
+			l := 2 * int64(s.wl.Skew)
+			if d := s.now - s.faultEnd; d >= l {
+				off = 0
+			} else {
+				off = int64(float64(off) * float64(l-d) / float64(l))
+			}
+		}
+	}
+	return time.Unix(0, s.base+s.now+off).UTC()
+}
+
+// New prepares a run: it resolves the workload, creates the store, runs
+// the setup writes (entities, stored limits) at virtual time 0 and creates
+// the clients. It returns an error for a configuration that cannot run.
+func New(cfg Config) (*Sim, error) {
+	wl, err := resolve(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sim{cfg: cfg, wl: wl}
+	s.rng = s.derive(streamLatency, 0)
+	s.base = memsim.Epoch().UnixNano()
+	dur := int64(wl.Duration)
+	tail := cfg.Tail
+	switch {
+	case tail == 0:
+		tail = min(10*time.Second, wl.Duration)
+	case tail < 0:
+		tail = 0
+	}
+	s.faultEnd = dur
+	s.end = dur + int64(tail)
+	s.timeout = int64(cfg.CallTimeout)
+	if s.timeout <= 0 {
+		s.timeout = int64(time.Second)
+	}
+	lm := DynamoDBLatency()
+	if cfg.Latency != nil {
+		lm = *cfg.Latency
+	}
+	s.lat = lm.compile()
+	s.step = timelineStep(s.end)
+
+	s.model = wl.model(s)
+	s.stream = !cfg.NoChecks || len(cfg.Actors) > 0
+	if !cfg.NoChecks {
+		s.chk = NewChecker(s.model, s.base)
+		s.chk.PartitionAvailable = func(pk string) float64 { return s.st.Partition(pk).WriteAvailable }
+		s.partThrottles = make(map[string]uint64)
+	}
+	opts := []memsim.Option{
+		memsim.WithClock(trueClock{s}),
+		memsim.WithStream(s.stream),
+		memsim.WithSleeper(s.sleeper),
+	}
+	if wl.PartitionWCU > 0 {
+		opts = append(opts, memsim.WithPartitionLimits(wl.PartitionWCU, 3*wl.PartitionWCU))
+	}
+	if wl.Faults {
+		fp := DefaultFaults()
+		if wl.FaultPlan != nil {
+			fp = *wl.FaultPlan
+		}
+		if plan := fp.injector(s.derive(streamFaults, 0), s.base, s.faultEnd); plan != nil {
+			opts = append(opts, memsim.WithFaults(plan))
+			wl.faultDesc = plan.String()
+		}
+	}
+	s.st = memsim.New(opts...)
+	if err := s.setup(); err != nil {
+		return nil, err
+	}
+	s.makeClients()
+	return s, nil
+}
+
+// timelineStep is one second, or longer for runs over an hour so that
+// the timeline keeps at most about 3600 entries.
+func timelineStep(end int64) int64 {
+	step := int64(time.Second)
+	if n := end / int64(time.Hour); n >= 1 {
+		step = (end/3600 + int64(time.Second) - 1) / int64(time.Second) * int64(time.Second)
+	}
+	return step
+}
+
+var discard = slog.New(slog.DiscardHandler)
+
+// setup writes the workload's entities and stored limits at virtual time
+// 0, directly (no client, no latency, before any fault window).
+func (s *Sim) setup() error {
+	lim, err := limiter.New(s.st, limiter.WithClock(trueClock{s}), limiter.WithNamespace(s.model.Namespace),
+		limiter.WithLogger(discard), limiter.WithRand(s.derive(streamSetup, 0)))
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	// Parents first: PutEntity walks the parent chain.
+	for pass := 0; pass < 2; pass++ {
+		for _, e := range s.wl.Entities {
+			if (e.Parent == "") != (pass == 0) {
+				continue
+			}
+			if e.Parent == "" && !s.wl.isParent(e.ID) {
+				continue
+			}
+			if err := lim.PutEntity(ctx, limiter.Entity{ID: e.ID, Parent: e.Parent, Cascade: e.Cascade}); err != nil {
+				return fmt.Errorf("sim: setup: put entity %s: %w", e.ID, err)
+			}
+		}
+	}
+	for _, e := range s.wl.Entities {
+		if e.Limits != nil {
+			if err := lim.PutLimits(ctx, limiter.Scope{Entity: e.ID}, e.Limits); err != nil {
+				return fmt.Errorf("sim: setup: put limits of %s: %w", e.ID, err)
+			}
+		}
+	}
+	s.drain(nil)
+	s.setupCap = s.st.Totals().Consumed
+	return nil
+}
+
+// push schedules an event.
+func (s *Sim) push(at int64, kind evKind, who, slot int32) {
+	s.seq++
+	s.events.push(event{at: at, seq: s.seq, kind: kind, who: who, slot: slot})
+}
+
+// mix folds x into the trace hash.
+func (s *Sim) mix(x uint64) {
+	s.hash = bits.RotateLeft64((s.hash^x)*0x100000001b3, 29) + 0x9e3779b97f4a7c15
+}
+
+func (s *Sim) mixString(str string) {
+	h := uint64(0xcbf29ce484222325)
+	for i := 0; i < len(str); i++ {
+		h = (h ^ uint64(str[i])) * 0x100000001b3
+	}
+	s.mix(h)
+}
+
+// Run simulates until the end of the tail, stops every client, runs the
+// final checks and returns the report. A Sim runs once.
+func (s *Sim) Run() *Report {
+	if s.ran {
+		panic("sim: a Sim runs once")
+	}
+	s.ran = true
+	for _, c := range s.clients {
+		s.push(c.startAt, evWake, c.id, -1)
+	}
+	for len(s.events) > 0 {
+		ev := s.events.pop()
+		if ev.at > s.end {
+			break
+		}
+		if ev.at >= s.stepEnd() {
+			s.closeSteps(ev.at)
+		}
+		s.now = ev.at
+		switch ev.kind {
+		case evWake:
+			s.resume(s.clients[ev.who])
+		case evApply:
+			s.apply(ev.slot)
+		case evDeliver:
+			s.deliver(ev.slot)
+		}
+	}
+	s.now = s.end
+	s.closeSteps(s.end)
+	s.stopping = true
+	for _, c := range s.clients {
+		if c.stop != nil {
+			c.stop()
+		}
+	}
+	for _, c := range s.clients {
+		if c.kind == kindWriter && c.startAt < s.end {
+			n := c.countBacklog()
+			s.stats.backlog += n
+			s.stats.offered += n
+		}
+	}
+	items := s.st.Items()
+	if s.chk != nil {
+		s.drain(nil)
+		s.chk.SetLatencyBound(s.maxReq)
+		s.chk.Finish(items)
+	}
+	return s.report(items)
+}
+
+// Run builds and runs a simulation.
+func Run(cfg Config) (*Report, error) {
+	s, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return s.Run(), nil
+}
+
+func (s *Sim) stepEnd() int64 { return int64(s.tlClosed+1) * s.step }
+
+// closeSteps finishes the timeline steps that end at or before t.
+func (s *Sim) closeSteps(t int64) {
+	for int64(s.tlClosed+1)*s.step <= t && int64(s.tlClosed)*s.step < s.end {
+		sec := s.second(int64(s.tlClosed) * s.step)
+		sec.ShardCount = s.shardCount()
+		s.tlClosed++
+		if s.cfg.Progress != nil {
+			s.cfg.Progress(Progress{Sim: time.Duration(int64(s.tlClosed) * s.step), Total: time.Duration(s.end), Acquires: s.stats.acquires})
+		}
+	}
+}
+
+func (s *Sim) shardCount() int64 {
+	if s.chk != nil {
+		return s.chk.maxShards()
+	}
+	return 0
+}
+
+// second returns the timeline entry of virtual time t (the last one for
+// the instant the run ends).
+func (s *Sim) second(t int64) *Second {
+	if t >= s.end {
+		t = s.end - 1
+	}
+	i := int(t / s.step)
+	for len(s.tl) <= i {
+		s.tl = append(s.tl, Second{TMs: int64(len(s.tl)) * s.step / int64(time.Millisecond)})
+	}
+	return &s.tl[i]
+}
+
+// resume runs a client until it yields its next request.
+func (s *Sim) resume(c *client) {
+	if c.stopped {
+		return
+	}
+	cl, ok := c.next()
+	if !ok {
+		c.stopped = true
+		return
+	}
+	s.dispatch(c, cl)
+}
+
+// dispatch turns what a client yielded into events.
+func (s *Sim) dispatch(c *client, cl *call) {
+	switch cl.kind {
+	case callSleep:
+		s.push(max(cl.until, s.now), evWake, c.id, -1)
+		return
+	case callConcurrent:
+		n := len(cl.writes)
+		cl.results = make([]store.WriteResult, n)
+		s.stats.roundTrips++
+		if n == 0 {
+			s.push(s.now, evWake, c.id, -1)
+			return
+		}
+		c.pending = n
+		for i := range cl.writes {
+			w := &cl.writes[i]
+			slot := s.newFlight(c, int32(i))
+			f := &s.flights[slot]
+			switch {
+			case w.Put != nil:
+				f.kind, f.req.put = memsim.OpPut, *w.Put
+			case w.Update != nil:
+				f.kind, f.req.upd = memsim.OpUpdate, *w.Update
+			case w.Delete != nil:
+				f.kind, f.req.del = memsim.OpDelete, *w.Delete
+			default:
+				f.kind = memsim.OpUpdate
+				f.bad = true
+			}
+			s.send(slot)
+		}
+		return
+	}
+	s.stats.roundTrips++
+	c.pending = 1
+	slot := s.newFlight(c, -1)
+	f := &s.flights[slot]
+	f.kind = cl.op
+	f.req = cl.req
+	s.send(slot)
+}
+
+// inflight is one store request between its client and the store.
+type inflight struct {
+	client   int32
+	sub      int32 // position in a WriteConcurrently batch, -1 for a single call
+	kind     memsim.OpKind
+	bad      bool // an empty Write: answered with a validation error
+	refs     int8
+	timedOut bool // the client is (or was) told "timeout" at the deadline
+	orphan   bool // the request arrives after its deadline: nobody waits for its answer
+	send     int64
+	deadline int64
+	resp     int64 // response latency
+	extra    int64 // delay injected by the fault plan
+	cause    Cause
+	hasCause bool
+	ctx      callCtx
+	req      request
+	out      response
+}
+
+// callCtx is the context of one store request as the store sees it: its
+// deadline is the client's timeout on the virtual clock. Wall time never
+// cancels it; the scheduler enforces the deadline (a request that would
+// answer later is answered with a timeout at the deadline).
+type callCtx struct {
+	s        *Sim
+	slot     int32
+	deadline int64
+}
+
+var _ context.Context = (*callCtx)(nil)
+
+// Deadline returns the virtual deadline.
+func (c *callCtx) Deadline() (time.Time, bool) { return time.Unix(0, c.s.base+c.deadline).UTC(), true }
+
+// Done returns nil: a request is never cancelled while the store serves it.
+func (c *callCtx) Done() <-chan struct{} { return nil }
+
+// Err returns nil for the same reason.
+func (c *callCtx) Err() error { return nil }
+
+// Value returns nil.
+func (c *callCtx) Value(any) any { return nil }
+
+// request holds the input of any store call.
+type request struct {
+	get   store.GetInput
+	batch store.BatchGetInput
+	put   store.PutInput
+	upd   store.UpdateInput
+	del   store.DeleteInput
+	tx    store.TransactWriteInput
+	query store.QueryInput
+}
+
+// response holds the output of any store call.
+type response struct {
+	get   store.GetOutput
+	batch store.BatchGetOutput
+	write store.WriteOutput
+	tx    store.TransactWriteOutput
+	query store.QueryOutput
+	err   error
+}
+
+func (s *Sim) newFlight(c *client, sub int32) int32 {
+	var slot int32
+	if n := len(s.free); n > 0 {
+		slot = s.free[n-1]
+		s.free = s.free[:n-1]
+	} else {
+		s.flights = append(s.flights, inflight{})
+		slot = int32(len(s.flights) - 1)
+	}
+	f := &s.flights[slot]
+	f.client, f.sub, f.send, f.deadline = c.id, sub, s.now, s.now+s.timeout
+	if c.cur.active {
+		f.cause, f.hasCause = c.cur.cause, true
+	}
+	return slot
+}
+
+func (s *Sim) release(slot int32) {
+	f := &s.flights[slot]
+	f.refs--
+	if f.refs <= 0 {
+		*f = inflight{}
+		s.free = append(s.free, slot)
+	}
+}
+
+// send draws the request's latency and schedules its application (and,
+// when the request alone outlasts the client's timeout, the timeout).
+func (s *Sim) send(slot int32) {
+	f := &s.flights[slot]
+	s.stats.storeCalls++
+	rt := s.lat[f.kind].draw(s.rng)
+	req := int64(float64(rt) * (0.3 + 0.4*s.rng.Float64()))
+	f.resp = rt - req
+	if req >= s.timeout {
+		f.timedOut, f.orphan, f.refs = true, true, 2
+		s.push(f.deadline, evDeliver, f.client, slot)
+	} else {
+		f.refs = 1
+		s.maxReq = max(s.maxReq, req)
+	}
+	s.push(s.now+req, evApply, f.client, slot)
+}
+
+// sleeper receives the delay memsim's fault plan injects into the request
+// being applied (ctx is the request's callCtx). A delay that pushes the
+// answer past the client's deadline fails the request unapplied, as a
+// client-side timeout would.
+func (s *Sim) sleeper(ctx context.Context, d time.Duration) error {
+	c, ok := ctx.(*callCtx)
+	if !ok {
+		return nil
+	}
+	if s.now+int64(d) >= c.deadline {
+		return context.DeadlineExceeded
+	}
+	s.flights[c.slot].extra += int64(d)
+	return nil
+}
+
+var bgctx = context.Background()
+
+// apply hands a request to the store at its arrival time.
+func (s *Sim) apply(slot int32) {
+	f := &s.flights[slot]
+	f.ctx = callCtx{s: s, slot: slot, deadline: f.deadline}
+	ctx := context.Context(&f.ctx) // valid during the call: s.flights does not grow meanwhile
+	var err error
+	var pk string
+	if f.bad {
+		err = &store.ValidationError{Message: "sim: a Write with no operation"}
+	} else {
+		switch f.kind {
+		case memsim.OpGet:
+			f.out.get, err = s.st.Get(ctx, f.req.get)
+			pk = f.req.get.Key.PK
+		case memsim.OpBatchGet:
+			f.out.batch, err = s.st.BatchGet(ctx, f.req.batch)
+			if len(f.req.batch.Keys) > 0 {
+				pk = f.req.batch.Keys[0].PK
+			}
+		case memsim.OpPut:
+			f.out.write, err = s.st.Put(ctx, f.req.put)
+			pk, _ = f.req.put.Item.Str(store.AttrPK)
+		case memsim.OpUpdate:
+			f.out.write, err = s.st.Update(ctx, f.req.upd)
+			pk = f.req.upd.Key.PK
+		case memsim.OpDelete:
+			f.out.write, err = s.st.Delete(ctx, f.req.del)
+			pk = f.req.del.Key.PK
+		case memsim.OpTransactWrite:
+			f.out.tx, err = s.st.TransactWrite(ctx, f.req.tx)
+			if len(f.req.tx.Actions) > 0 {
+				pk = actionPK(&f.req.tx.Actions[0])
+			}
+		case memsim.OpQuery:
+			f.out.query, err = s.st.Query(ctx, f.req.query)
+			pk = f.req.query.PartitionKey
+		}
+	}
+	f.out.err = err
+	code := errCode(err)
+	if code == codeThrottled {
+		s.stats.throttled++
+		s.second(s.now).Throttled++
+		if s.chk != nil && f.kind.IsWrite() {
+			s.realThrottles(f)
+		}
+	} else if code == codeValidation && s.chk != nil {
+		s.chk.Harness("client %d: the store refused a %s on %s: %v", f.client, f.kind, pk, err)
+	}
+	if code == codeValidation {
+		s.stats.validation++
+	}
+	s.mix(uint64(s.now))
+	s.mix(uint64(f.client)<<32 | uint64(f.kind)<<8 | uint64(code))
+	s.mixString(pk)
+
+	if s.stream {
+		var cause *Cause
+		if f.hasCause {
+			cause = &f.cause
+			cause.Effects = nil
+			if c := s.clients[f.client]; c.cur.active && c.cur.op.ID == f.cause.Op {
+				cause.Effects = &c.cur.eff
+			}
+		}
+		s.drain(cause)
+	}
+
+	if f.orphan { // the client gave up before the request arrived
+		s.release(slot)
+		return
+	}
+	at := s.now + f.resp + f.extra
+	if errors.Is(err, context.DeadlineExceeded) || at > f.deadline {
+		at, f.timedOut = f.deadline, true
+	}
+	s.push(at, evDeliver, f.client, slot)
+}
+
+// realThrottles tells the checker which partitions of a throttled write
+// were really over their ceiling (memsim counts those per partition, and
+// not the throttles its fault plan injects).
+func (s *Sim) realThrottles(f *inflight) {
+	check := func(pk string) {
+		n := s.st.Partition(pk).Throttles
+		if n > s.partThrottles[pk] {
+			s.partThrottles[pk] = n
+			s.chk.PartitionThrottled(pk, s.now)
+		}
+	}
+	switch f.kind {
+	case memsim.OpPut:
+		pk, _ := f.req.put.Item.Str(store.AttrPK)
+		check(pk)
+	case memsim.OpUpdate:
+		check(f.req.upd.Key.PK)
+	case memsim.OpDelete:
+		check(f.req.del.Key.PK)
+	case memsim.OpTransactWrite:
+		for i := range f.req.tx.Actions {
+			check(actionPK(&f.req.tx.Actions[i]))
+		}
+	}
+}
+
+func actionPK(a *store.TransactAction) string {
+	switch {
+	case a.Put != nil:
+		pk, _ := a.Put.Item.Str(store.AttrPK)
+		return pk
+	case a.Update != nil:
+		return a.Update.Key.PK
+	case a.Delete != nil:
+		return a.Delete.Key.PK
+	case a.Check != nil:
+		return a.Check.Key.PK
+	}
+	return ""
+}
+
+// drain feeds the new change stream records to the checker and the
+// actors, then trims the stream.
+func (s *Sim) drain(cause *Cause) {
+	if !s.stream {
+		return
+	}
+	n := s.st.StreamLen()
+	if n == s.lastSeq {
+		return
+	}
+	recs := s.st.Stream(s.lastSeq)
+	if s.chk != nil {
+		for i := range recs {
+			s.chk.Record(&recs[i], cause)
+		}
+	}
+	for _, a := range s.cfg.Actors {
+		a.Records(recs)
+	}
+	s.st.TrimStream(n)
+	s.lastSeq = n
+}
+
+// deliver hands an answer to its client and resumes the client when it
+// has every answer it waits for.
+func (s *Sim) deliver(slot int32) {
+	f := &s.flights[slot]
+	c := s.clients[f.client]
+	out := f.out
+	if f.timedOut && !errors.Is(out.err, context.DeadlineExceeded) {
+		out = response{err: &store.UnavailableError{Op: f.kind.String(), OutcomeUnknown: f.kind.IsWrite(), Err: context.DeadlineExceeded}}
+	}
+	sub := f.sub
+	s.release(slot)
+	if c.stopped {
+		return
+	}
+	if sub >= 0 {
+		c.call.results[sub] = store.WriteResult{Output: out.write, Err: out.err}
+	} else {
+		c.call.resp = out
+	}
+	c.pending--
+	if c.pending == 0 {
+		s.resume(c)
+	}
+}
+
+type errClass uint8
+
+const (
+	codeOK errClass = iota
+	codeCondition
+	codeThrottled
+	codeCanceled
+	codeConflict
+	codeUnavailable
+	codeValidation
+	codeOther
+)
+
+func errCode(err error) errClass {
+	switch {
+	case err == nil:
+		return codeOK
+	case errors.Is(err, store.ErrConditionFailed):
+		return codeCondition
+	case errors.Is(err, store.ErrThrottled):
+		return codeThrottled
+	case errors.Is(err, store.ErrTransactionCanceled):
+		var tc *store.TransactionCanceledError
+		if errors.As(err, &tc) {
+			for _, r := range tc.Reasons {
+				if r.Code == store.ReasonThrottlingError || r.Code == store.ReasonProvisionedThroughputExceeded {
+					return codeThrottled
+				}
+			}
+		}
+		return codeCanceled
+	case errors.Is(err, store.ErrTransactionConflict):
+		return codeConflict
+	case errors.Is(err, store.ErrUnavailable):
+		return codeUnavailable
+	case errors.Is(err, store.ErrValidation):
+		return codeValidation
+	}
+	return codeOther
+}
+
+// logger returns the logger simulated limiters use: nothing, unless the
+// workload asks for one (debugging).
+func (s *Sim) logger() *slog.Logger {
+	if s.wl.Log != nil {
+		return slog.New(slog.NewTextHandler(s.wl.Log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return discard
+}

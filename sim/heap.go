@@ -1,0 +1,70 @@
+package sim
+
+// evKind is what a scheduled event does.
+type evKind uint8
+
+const (
+	evWake    evKind = iota + 1 // resume a client that slept
+	evApply                     // apply an in-flight request to the store
+	evDeliver                   // hand an in-flight request's answer to its client
+)
+
+// event is one entry of the scheduler's queue. Events are values: pushing
+// one never allocates once the heap has grown to its working size.
+type event struct {
+	at   int64  // virtual time, ns since the simulation's epoch
+	seq  uint64 // insertion order: ties on at are broken by it, so order never depends on the heap's layout
+	who  int32  // client index
+	slot int32  // in-flight request index (evApply, evDeliver)
+	kind evKind
+}
+
+// eventHeap is a binary min-heap of events ordered by (at, seq).
+type eventHeap []event
+
+func (h eventHeap) less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+
+func (h *eventHeap) push(e event) {
+	*h = append(*h, e)
+	s := *h
+	i := len(s) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *eventHeap) pop() event {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	s = s[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && s.less(r, l) {
+			m = r
+		}
+		if !s.less(m, i) {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
+}

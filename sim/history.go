@@ -1,0 +1,167 @@
+package sim
+
+import (
+	"github.com/shardlimit/limiter"
+)
+
+// MaxLimits is the most limits a workload may configure per bucket.
+const MaxLimits = 4
+
+// OpKind is the kind of a recorded client operation.
+type OpKind uint8
+
+// Recorded operations: the three calls of the limiter that change buckets.
+const (
+	OpAcquire OpKind = iota + 1
+	OpAdjust
+	OpRollback
+)
+
+var opKindNames = [...]string{"", "acquire", "adjust", "rollback"}
+
+// String returns the operation's name.
+func (k OpKind) String() string {
+	if int(k) < len(opKindNames) {
+		return opKindNames[k]
+	}
+	return "op?"
+}
+
+// Outcome is how a recorded operation ended, as its client saw it.
+type Outcome uint8
+
+// Outcomes. Cut marks an operation still running when the simulation
+// ended: like Unavailable, its writes may or may not have applied.
+const (
+	Admitted    Outcome = iota + 1 // acquire admitted; adjust or rollback succeeded
+	Rejected                       // *limiter.RateLimitedError
+	Unavailable                    // *limiter.UnavailableError (or any other store failure)
+	Invalid                        // *limiter.ValidationError: a workload bug
+	Cut                            // the simulation ended first
+)
+
+var outcomeNames = [...]string{"", "admitted", "rejected", "unavailable", "invalid", "cut"}
+
+// String returns the outcome's name.
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "outcome?"
+}
+
+// Op is one finished client operation of the history, as the client saw
+// it. Times are virtual nanoseconds since the simulation's epoch (true
+// time, not the client's skewed clock). Amounts are whole tokens, indexed
+// like [Model.LimitNames].
+type Op struct {
+	ID      uint64
+	Client  int32
+	Kind    OpKind
+	Outcome Outcome
+	// Bucket is the (entity, resource) bucket the operation addressed, an
+	// index into Model.Buckets; a cascade also touches that bucket's Parent.
+	Bucket     int32
+	Start, End int64
+	// Amount is, for an acquire, the tokens asked for; for an adjust, the
+	// delta; for a rollback, the refund the client expects (what the
+	// acquire charged plus the adjusts that succeeded).
+	Amount [MaxLimits]int64
+	// UnkPos and UnkNeg bound what failed adjusts of the lease may have
+	// added (UnkPos >= 0) or removed (UnkNeg <= 0): a rollback refunds them
+	// too if they applied, and the client cannot know whether they did.
+	UnkPos, UnkNeg [MaxLimits]int64
+	// RetryAfter is the RateLimitedError's RetryAfter (ns) of a rejection,
+	// and ByParent its Parent flag (the cascade parent's limits refused).
+	RetryAfter int64
+	ByParent   bool
+	// Shard is the shard of Bucket that the lease charged (an admitted
+	// acquire and the adjusts and rollback of its lease), or -1.
+	Shard int32
+	// Retry describes the rejection this acquire retries after waiting its
+	// RetryAfter, for the liveness check; nil for a first attempt.
+	Retry *RetryInfo
+}
+
+// RetryInfo links a retry to the rejection it follows.
+type RetryInfo struct {
+	Rejection  uint64 // the rejected op's ID
+	Start, End int64  // the rejection's start and end
+	RetryAfter int64  // what it told the client to wait (ns)
+	ByParent   bool   // the cascade parent refused
+	// Snapshot holds the change counters of the op's bucket and its parent
+	// when the rejection started, and Own the changes the rejection itself
+	// made (a cascade may charge and compensate): any other change before
+	// the retry means someone else consumed.
+	Snapshot, Own [2]uint64
+}
+
+// Effects is what the change stream shows one operation did, accumulated
+// by the scheduler, which applies requests one at a time and so knows
+// which operation caused each stream record. Role 0 is the operation's
+// bucket, role 1 its cascade parent.
+type Effects struct {
+	// Net is the change of each limit's tc counter (millitokens), summed
+	// over the bucket's shards.
+	Net [2][MaxLimits]int64
+	// LastApply is the virtual time of the last record on the bucket (0
+	// when there was none).
+	LastApply [2]int64
+	// Changes counts the records on the bucket.
+	Changes [2]uint64
+}
+
+// Cause identifies the client operation whose request produced stream
+// records.
+type Cause struct {
+	Op     uint64
+	Client int32
+	Kind   OpKind
+	Bucket int32
+	// Amount is the operation's Amount (for an acquire, the charge per
+	// limit, which lets a checker tell a charge from a compensation).
+	Amount [MaxLimits]int64
+	// Effects accumulates the operation's effects while it runs; nil once
+	// it has ended (a request applied after its client gave up on it).
+	Effects *Effects
+}
+
+// Model is what the checkers know of a workload: the buckets, their
+// configured limits and cascade parents, and the clock skew, all taken from
+// the workload's definition and never from the limiter.
+type Model struct {
+	Namespace string
+	// LimitNames are the workload's limit names; Op amounts are indexed
+	// like them.
+	LimitNames []string
+	Buckets    []BucketModel
+	// SkewSpread is the largest difference between two clients' clocks
+	// (ns): refill computed on a fast clock may credit that much early.
+	SkewSpread int64
+	// TailStart is the virtual time (ns) from which no fault is injected
+	// and the clocks agree; liveness is judged only for rejections that
+	// start at least TailSettle later.
+	TailStart, TailSettle int64
+	// CheckDoublingCause makes invariant 6 also require that a doubling
+	// happened while one of the bucket's shards was really at its write
+	// ceiling (see Checker.checkDoublingCause).
+	CheckDoublingCause bool
+
+	// for the simulator: the bucket of each (entity, resource), the
+	// entities with traffic, the probe's bucket
+	index       []int32
+	nres        int
+	traffic     []int
+	probeBucket int32
+}
+
+// BucketModel is one (entity, resource) bucket of a workload.
+type BucketModel struct {
+	Entity, Resource string
+	// Limits are the limits in force for the bucket (stored limits when
+	// the workload stores some for the entity, else the request's).
+	Limits []limiter.Limit
+	// Parent is the index of the cascade parent's bucket for the same
+	// resource, or -1.
+	Parent int32
+}

@@ -1,0 +1,234 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+)
+
+// Report is the outcome of one run. Its JSON form is documented in
+// docs/simulation.md. Every field is a function of the configuration and
+// the seed, except WallMs, which the caller fills in (the simulator never
+// reads the wall clock).
+type Report struct {
+	Scenario string  `json:"scenario"`
+	Seed     uint64  `json:"seed"`
+	Writers  int     `json:"writers"`
+	Rate     float64 `json:"rate"`
+	// SimDurationMs is the simulated time, fault-free tail included;
+	// TailMs the tail alone.
+	SimDurationMs int64 `json:"sim_duration_ms"`
+	TailMs        int64 `json:"tail_ms"`
+	WallMs        int64 `json:"wall_ms"`
+
+	Offered uint64 `json:"offered"`
+	// Backlog is the part of Offered the writers never started: they fell
+	// behind (every acquire of a writer waits for the previous one).
+	Backlog     uint64 `json:"backlog"`
+	Acquires    uint64 `json:"acquires"`
+	Admitted    uint64 `json:"admitted"`
+	Rejected    uint64 `json:"rejected"`
+	Throttled   uint64 `json:"throttled"`
+	Unavailable uint64 `json:"unavailable"`
+	// FalseRejections counts rejections whose RateLimitedError shows no
+	// exceeded limit (the limiter gave up after losing races).
+	FalseRejections uint64 `json:"false_rejections"`
+	Adjusts         uint64 `json:"adjusts"`
+	Rollbacks       uint64 `json:"rollbacks"`
+
+	RoundTrips    uint64  `json:"round_trips"`
+	StoreRequests uint64  `json:"store_requests"`
+	WCU           float64 `json:"wcu"`
+	RCU           float64 `json:"rcu"`
+
+	ShardCountFinal int64             `json:"shard_count_final"`
+	ShardDoublings  int               `json:"shard_doublings"`
+	Paths           map[string]uint64 `json:"paths"`
+	LivenessChecks  int               `json:"liveness_checks"`
+	SkewMs          int64             `json:"skew_ms"`
+	Faults          string            `json:"faults"`
+	LimitRate       float64           `json:"limit_rate"`
+	AfterWarmUp     Window            `json:"after_warmup"`
+
+	Violations     []Violation `json:"violations"`
+	TraceHash      string      `json:"trace_hash"`
+	TimelineStepMs int64       `json:"timeline_step_ms"`
+	Timeline       []Second    `json:"timeline"`
+}
+
+// Second is one timeline entry: what happened during one step (a
+// simulated second, or longer for runs over an hour) starting at TMs.
+type Second struct {
+	TMs         int64  `json:"t_ms"`
+	Offered     uint64 `json:"offered"`
+	Attempts    uint64 `json:"attempts"`
+	Admitted    uint64 `json:"admitted"`
+	Rejected    uint64 `json:"rejected"`
+	Throttled   uint64 `json:"throttled"`
+	Unavailable uint64 `json:"unavailable"`
+	ShardCount  int64  `json:"shard_count"`
+}
+
+// Window sums the timeline from FromMs (the end of the warm-up) to the end
+// of the run.
+type Window struct {
+	FromMs      int64   `json:"from_ms"`
+	Offered     uint64  `json:"offered"`
+	Attempts    uint64  `json:"attempts"`
+	Admitted    uint64  `json:"admitted"`
+	Rejected    uint64  `json:"rejected"`
+	Throttled   uint64  `json:"throttled"`
+	Unavailable uint64  `json:"unavailable"`
+	ThrottledPc float64 `json:"throttled_pct_of_attempts"`
+	AdmittedPc  float64 `json:"admitted_pct_of_offered"`
+}
+
+// OK reports whether no invariant was violated.
+func (r *Report) OK() bool { return len(r.Violations) == 0 }
+
+func (s *Sim) report(items []store.Item) *Report {
+	wl := s.wl
+	tot := s.st.Totals().Consumed
+	r := &Report{
+		Scenario: wl.name, Seed: s.cfg.Seed, Writers: wl.Writers, Rate: wl.Rate,
+		SimDurationMs: s.end / int64(time.Millisecond), TailMs: (s.end - s.faultEnd) / int64(time.Millisecond),
+		Offered: s.stats.offered, Backlog: s.stats.backlog, Acquires: s.stats.acquires, Admitted: s.stats.admitted, Rejected: s.stats.rejected,
+		Throttled: s.stats.throttled, Unavailable: s.stats.unavailable, FalseRejections: s.stats.falseRejections, Adjusts: s.stats.adjusts, Rollbacks: s.stats.rollbacks,
+		RoundTrips: s.stats.roundTrips, StoreRequests: s.stats.storeCalls,
+		WCU: tot.WriteUnits - s.setupCap.WriteUnits, RCU: tot.ReadUnits - s.setupCap.ReadUnits,
+		Paths: map[string]uint64{}, SkewMs: int64(wl.Skew / time.Millisecond), Faults: wl.faultDesc, LimitRate: wl.LimitRate,
+		TraceHash: fmt.Sprintf("%016x", s.hash), TimelineStepMs: s.step / int64(time.Millisecond),
+		Violations: []Violation{},
+	}
+	if r.Faults == "" {
+		r.Faults = "none"
+	}
+	for p, n := range s.stats.paths {
+		if n > 0 {
+			r.Paths[limiter.Path(p).String()] = n
+		}
+	}
+	r.ShardCountFinal = 1
+	for _, it := range items {
+		pk, _ := it.Str(store.AttrPK)
+		if ref, ok := keys.ParseBucketPK(pk); ok && ref.Shard == 0 {
+			if n, ok := it.Int("shard_count"); ok && n > r.ShardCountFinal {
+				r.ShardCountFinal = n
+			}
+		}
+	}
+	r.ShardDoublings = s.stats.doublingsSeen
+	if s.chk != nil {
+		r.ShardDoublings = s.chk.Doublings
+		r.LivenessChecks = s.chk.LivenessChecks
+		r.Violations = append(r.Violations, s.chk.Violations()...)
+		if wl.Probe && s.chk.LivenessChecks == 0 && s.end-s.faultEnd-s.model.TailSettle >= int64(3*time.Second) {
+			r.Violations = append(r.Violations, Violation{Invariant: InvLiveness,
+				Detail: "the probe made no liveness check in the fault-free tail"})
+		}
+	}
+	for int64(len(s.tl))*s.step < s.end {
+		s.second(int64(len(s.tl)) * s.step)
+	}
+	r.Timeline = s.tl
+	w := Window{FromMs: int64(wl.warmUp() / time.Millisecond)}
+	for _, sec := range r.Timeline {
+		if sec.TMs < w.FromMs {
+			continue
+		}
+		w.Offered += sec.Offered
+		w.Attempts += sec.Attempts
+		w.Admitted += sec.Admitted
+		w.Rejected += sec.Rejected
+		w.Throttled += sec.Throttled
+		w.Unavailable += sec.Unavailable
+	}
+	if w.Attempts > 0 {
+		w.ThrottledPc = 100 * float64(w.Throttled) / float64(w.Attempts)
+	}
+	if w.Offered > 0 {
+		w.AdmittedPc = 100 * float64(w.Admitted) / float64(w.Offered)
+	}
+	r.AfterWarmUp = w
+	return r
+}
+
+// WithoutWall returns a copy of r with WallMs zeroed: what two runs of the
+// same configuration and seed must agree on.
+func (r *Report) WithoutWall() Report {
+	c := *r
+	c.WallMs = 0
+	return c
+}
+
+func pct(n, of uint64) string {
+	if of == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f%%", 100*float64(n)/float64(of))
+}
+
+func per(x float64, n uint64) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", x/float64(n))
+}
+
+// WriteTable writes a readable summary of r.
+func (r *Report) WriteTable(out io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "scenario %s   seed %d   writers %d   offered rate %g/s   simulated %v (tail %v)",
+		r.Scenario, r.Seed, r.Writers, r.Rate, time.Duration(r.SimDurationMs)*time.Millisecond, time.Duration(r.TailMs)*time.Millisecond)
+	if r.WallMs > 0 {
+		fmt.Fprintf(&b, "   wall %v", time.Duration(r.WallMs)*time.Millisecond)
+	}
+	fmt.Fprintf(&b, "\nfaults: %s   clock skew: ±%dms\n\n", r.Faults, r.SkewMs)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := r.AfterWarmUp
+	fmt.Fprintf(tw, "\twhole run\t\tafter warm-up (from %v)\t\t\n", time.Duration(w.FromMs)*time.Millisecond)
+	row := func(name string, all, allOf, win, winOf uint64) {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t\n", name, all, pct(all, allOf), win, pct(win, winOf))
+	}
+	fmt.Fprintf(tw, "offered\t%d\t\t%d\t\t\n", r.Offered, w.Offered)
+	fmt.Fprintf(tw, "acquires\t%d\t%s\t%d\t%s\t\n", r.Acquires, pct(r.Acquires, r.Offered), w.Attempts, pct(w.Attempts, w.Offered))
+	row("admitted", r.Admitted, r.Offered, w.Admitted, w.Offered)
+	row("rejected", r.Rejected, r.Acquires, w.Rejected, w.Attempts)
+	row("unavailable", r.Unavailable, r.Acquires, w.Unavailable, w.Attempts)
+	row("throttled requests", r.Throttled, r.Acquires, w.Throttled, w.Attempts)
+	tw.Flush()
+	ops := r.Acquires + r.Adjusts + r.Rollbacks
+	if r.Backlog > 0 {
+		fmt.Fprintf(&b, "\nbacklog: %d offered acquires never started: the writers fell behind (an acquire waits for the previous one)", r.Backlog)
+	}
+	fmt.Fprintf(&b, "\nfalse rejections (no limit exceeded): %d; adjusts %d, rollbacks %d\n", r.FalseRejections, r.Adjusts, r.Rollbacks)
+	fmt.Fprintf(&b, "store: %d round trips (%s per call), %d requests, %.0f WCU (%s per call), %.0f RCU\n",
+		r.RoundTrips, per(float64(r.RoundTrips), ops), r.StoreRequests, r.WCU, per(r.WCU, ops), r.RCU)
+	fmt.Fprintf(&b, "shards: final %d, doublings %d\n", r.ShardCountFinal, r.ShardDoublings)
+	var paths []string
+	for _, p := range []limiter.Path{limiter.PathSpeculative, limiter.PathFull, limiter.PathCreate, limiter.PathNormal,
+		limiter.PathRetry, limiter.PathReject, limiter.PathFailOpen, limiter.PathNone} {
+		if n := r.Paths[p.String()]; n > 0 {
+			paths = append(paths, fmt.Sprintf("%s %d", p, n))
+		}
+	}
+	fmt.Fprintf(&b, "acquire paths (last path taken): %s\n", strings.Join(paths, ", "))
+	fmt.Fprintf(&b, "liveness checks: %d\n", r.LivenessChecks)
+	if r.OK() {
+		fmt.Fprintf(&b, "invariants: all hold\n")
+	} else {
+		fmt.Fprintf(&b, "invariants: %d VIOLATION(S)\n", len(r.Violations))
+		for _, v := range r.Violations {
+			fmt.Fprintf(&b, "  %s: %s\n", v.Invariant, v.Detail)
+		}
+	}
+	fmt.Fprintf(&b, "trace hash: %s\n", r.TraceHash)
+	_, err := io.WriteString(out, b.String())
+	return err
+}

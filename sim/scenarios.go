@@ -1,0 +1,208 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/shardlimit/limiter"
+)
+
+// Scenario is a named workload.
+type Scenario struct {
+	Name    string
+	Summary string
+	// Build returns the scenario's workload; cfg's overrides (writers,
+	// rate, duration, faults, skew) are applied to it afterwards.
+	Build func(cfg Config) *Workload
+}
+
+// DefaultScenario is what an empty Config.Scenario runs.
+const DefaultScenario = "steady"
+
+var registry = []Scenario{
+	{Name: "steady", Summary: "many API keys (Zipf-popular) on two models, rpm+tpm limits, LLM-style token adjust after the call (default)", Build: steady},
+	{Name: "contention", Summary: "128+ writers on one bucket, demand well above its limit", Build: contention},
+	{Name: "cascade", Summary: "API keys under projects, every acquire also charges the project (cascade on)", Build: cascade},
+	{Name: "skew", Summary: "client clocks up to ±1 s apart on a few busy buckets", Build: skewed},
+	{Name: "faults", Summary: "throttle storms, 5xx before/after apply, lost answers, conflicts, latency spikes, skew; then a fault-free tail", Build: faulty},
+	{Name: "hot-entity", Summary: "one entity and resource at 10,000 req/s with limits far above: only the 1000 WCU/s partition ceiling binds, so shards double", Build: hotEntity},
+	{Name: "idle-year", Summary: "one bucket at 10 req/s for a simulated year (one busy minute a day, idle in between): must never double", Build: idleYear},
+	// "aggregator" will join when package aggregator exists: it runs as an
+	// Actor (Config.Actors) fed by the change stream.
+}
+
+// Scenarios returns the registered scenarios in display order.
+func Scenarios() []Scenario { return append([]Scenario(nil), registry...) }
+
+// Lookup returns the scenario called name ("" is the default).
+func Lookup(name string) (Scenario, bool) {
+	if name == "" {
+		name = DefaultScenario
+	}
+	for _, s := range registry {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}
+
+func keysEntities(n int, prefix string) []Entity {
+	es := make([]Entity, n)
+	for i := range es {
+		es[i] = Entity{ID: fmt.Sprintf("%s-%04d", prefix, i)}
+	}
+	return es
+}
+
+func llmConsume() []Range {
+	return []Range{{Min: 1, Max: 1}, {Min: 100, Max: 1500, Adjust: true}}
+}
+
+func steady(Config) *Workload {
+	return &Workload{
+		Limits:       []limiter.Limit{limiter.PerMinute("rpm", 160), limiter.PerMinute("tpm", 100_000)},
+		Entities:     keysEntities(200, "key"),
+		Resources:    []string{"gpt-4o", "claude-3.5"},
+		Zipf:         1.1,
+		ZipfV:        50,
+		Consume:      llmConsume(),
+		AdjustProb:   0.8,
+		AdjustSpread: 0.4,
+		RollbackProb: 0.03,
+		CallTime:     Latency{Median: 800 * time.Millisecond, P99: 5 * time.Second},
+		RetryProb:    0.5,
+		Writers:      100,
+		Rate:         1000,
+		Duration:     30 * time.Second,
+		Probe:        true,
+		LimitRate:    200 * 2 * 160 / 60.0,
+	}
+}
+
+func contention(Config) *Workload {
+	return &Workload{
+		Limits:       []limiter.Limit{limiter.PerSecond("rps", 300), limiter.PerMinute("tpm", 12_000_000)},
+		Entities:     []Entity{{ID: "tenant-1"}},
+		Resources:    []string{"gpt-4o"},
+		Consume:      []Range{{Min: 1, Max: 1}, {Min: 50, Max: 500, Adjust: true}},
+		AdjustProb:   0.5,
+		AdjustSpread: 0.3,
+		RollbackProb: 0.05,
+		CallTime:     Latency{Median: 300 * time.Millisecond, P99: 2 * time.Second},
+		RetryProb:    0.5,
+		Writers:      128,
+		Rate:         400,
+		Duration:     60 * time.Second,
+		Probe:        true,
+		LimitRate:    300,
+	}
+}
+
+func cascade(Config) *Workload {
+	const projects, perProject = 8, 40
+	var es []Entity
+	for p := 0; p < projects; p++ {
+		pid := fmt.Sprintf("project-%02d", p)
+		es = append(es, Entity{ID: pid, NoTraffic: true,
+			Limits: []limiter.Limit{limiter.PerMinute("rpm", 3000), limiter.PerMinute("tpm", 1_500_000)}})
+		for k := 0; k < perProject; k++ {
+			es = append(es, Entity{ID: fmt.Sprintf("%s.key-%02d", pid, k), Parent: pid, Cascade: true})
+		}
+	}
+	return &Workload{
+		Limits:       []limiter.Limit{limiter.PerMinute("rpm", 120), limiter.PerMinute("tpm", 100_000)},
+		Entities:     es,
+		Resources:    []string{"gpt-4o", "claude-3.5"},
+		Consume:      llmConsume(),
+		AdjustProb:   0.7,
+		AdjustSpread: 0.4,
+		RollbackProb: 0.05,
+		CallTime:     Latency{Median: 800 * time.Millisecond, P99: 5 * time.Second},
+		RetryProb:    0.5,
+		Writers:      160,
+		Rate:         1600,
+		Duration:     60 * time.Second,
+		Probe:        true,
+		LimitRate:    projects * 2 * 3000 / 60.0,
+	}
+}
+
+func skewed(Config) *Workload {
+	return &Workload{
+		Limits:       []limiter.Limit{limiter.PerMinute("rpm", 1200), limiter.PerMinute("tpm", 1_000_000)},
+		Entities:     keysEntities(40, "key"),
+		Resources:    []string{"gpt-4o"},
+		Consume:      llmConsume(),
+		AdjustProb:   0.6,
+		AdjustSpread: 0.4,
+		RollbackProb: 0.05,
+		CallTime:     Latency{Median: 500 * time.Millisecond, P99: 3 * time.Second},
+		RetryProb:    0.5,
+		Writers:      128,
+		Rate:         1000,
+		Duration:     60 * time.Second,
+		Skew:         time.Second,
+		Probe:        true,
+		LimitRate:    40 * 1200 / 60.0,
+	}
+}
+
+func faulty(Config) *Workload {
+	var es []Entity
+	for p := 0; p < 4; p++ {
+		pid := fmt.Sprintf("project-%d", p)
+		es = append(es, Entity{ID: pid, NoTraffic: true,
+			Limits: []limiter.Limit{limiter.PerMinute("rpm", 2400), limiter.PerMinute("tpm", 1_000_000)}})
+		for k := 0; k < 20; k++ {
+			es = append(es, Entity{ID: fmt.Sprintf("%s.key-%02d", pid, k), Parent: pid, Cascade: true})
+		}
+	}
+	es = append(es, keysEntities(80, "key")...)
+	return &Workload{
+		Limits:       []limiter.Limit{limiter.PerMinute("rpm", 240), limiter.PerMinute("tpm", 150_000)},
+		Entities:     es,
+		Resources:    []string{"gpt-4o", "claude-3.5"},
+		Consume:      llmConsume(),
+		AdjustProb:   0.7,
+		AdjustSpread: 0.4,
+		RollbackProb: 0.05,
+		CallTime:     Latency{Median: 800 * time.Millisecond, P99: 5 * time.Second},
+		RetryProb:    0.5,
+		Writers:      160,
+		Rate:         1200,
+		Duration:     60 * time.Second,
+		Skew:         250 * time.Millisecond,
+		Faults:       true,
+		Probe:        true,
+	}
+}
+
+func hotEntity(Config) *Workload {
+	return &Workload{
+		Limits:    []limiter.Limit{limiter.PerSecond("rps", 1_000_000)},
+		Entities:  []Entity{{ID: "hot-tenant"}},
+		Resources: []string{"gpt-4o"},
+		Consume:   []Range{{Min: 1, Max: 1}},
+		Writers:   128,
+		Rate:      10_000,
+		Duration:  120 * time.Second,
+		LimitRate: 0,
+	}
+}
+
+func idleYear(Config) *Workload {
+	return &Workload{
+		Limits:     []limiter.Limit{limiter.PerSecond("rps", 20), limiter.PerDay("rpd", 2_000_000)},
+		Entities:   []Entity{{ID: "quiet-tenant"}},
+		Resources:  []string{"gpt-4o"},
+		Consume:    []Range{{Min: 1, Max: 1}, {Min: 1, Max: 1}},
+		Writers:    2,
+		Rate:       10,
+		Duration:   365 * 24 * time.Hour,
+		DutyPeriod: 24 * time.Hour,
+		DutyOn:     time.Minute,
+		LimitRate:  20,
+		WarmUp:     24 * time.Hour,
+	}
+}

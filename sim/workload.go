@@ -1,0 +1,427 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/shardlimit/limiter"
+)
+
+// Workload is the traffic of a simulation: who asks for what, how often,
+// and what happens around it. Scenarios build one; property tests generate
+// them.
+type Workload struct {
+	// Namespace of every key (default "sim").
+	Namespace string
+	// Limits are the limits every request carries (1 to MaxLimits, names
+	// distinct); their order fixes the index of amounts in the history.
+	Limits []limiter.Limit
+	// Entities are the rate-limited principals. Entities with traffic
+	// (NoTraffic false) are picked uniformly, or, when Zipf (> 1) is set,
+	// the k-th with probability proportional to (ZipfV + k)^-Zipf
+	// (math/rand/v2's Zipf; ZipfV >= 1, larger flattens the head): the first
+	// entities are the hot ones. Resources are picked uniformly.
+	Entities  []Entity
+	Resources []string
+	Zipf      float64
+	ZipfV     float64
+	// Consume says how many tokens of each limit (same index as Limits)
+	// one acquire asks for; a Range with Max 0 takes nothing of it.
+	Consume []Range
+	// AdjustProb is the probability that an admitted lease is adjusted
+	// after its call (LLM style: the real token count is known afterwards),
+	// by a factor drawn log-normally with sigma AdjustSpread around the
+	// estimate, on the limits whose Range has Adjust set. RollbackProb is the
+	// probability that the call fails and the lease is rolled back instead.
+	AdjustProb, AdjustSpread, RollbackProb float64
+	// CallTime is the time between an admission and its adjust or rollback.
+	CallTime Latency
+	// RetryProb is the probability that a client refused with a
+	// retry-after of at most MaxRetryWait (default 2 s) waits exactly
+	// that long and retries once.
+	RetryProb    float64
+	MaxRetryWait time.Duration
+	// Writers is the number of simulated clients, Rate the offered
+	// acquires per second of all of them together (open loop: arrivals
+	// do not wait for answers, a busy client catches up), Duration the
+	// simulated time before the fault-free tail.
+	Writers  int
+	Rate     float64
+	Duration time.Duration
+	// StartSpread spreads the clients' first arrivals (default 1 s).
+	StartSpread time.Duration
+	// DutyPeriod and DutyOn, when set, make arrivals happen only during
+	// the first DutyOn of every DutyPeriod (a long, mostly idle run).
+	DutyPeriod, DutyOn time.Duration
+	// Skew is the largest clock skew of a client, either way. Skew is a
+	// fault: TailClock says how the clocks come back together when the
+	// fault-free tail starts.
+	Skew      time.Duration
+	TailClock TailClock
+	// Faults turns the fault plan on; FaultPlan (nil: DefaultFaults) is
+	// what it injects.
+	Faults    bool
+	FaultPlan *FaultPlan
+	// CacheTTL is the limiters' configuration cache TTL (default 60 s).
+	CacheTTL time.Duration
+	// PartitionWCU overrides memsim's per-partition write ceiling (0: the
+	// default 1000 units per second).
+	PartitionWCU float64
+	// Probe adds the liveness probe client (a private bucket, active in
+	// the tail).
+	Probe bool
+	// LimitRate is the acquire rate the limits admit at most, all buckets
+	// together, drawn in plots (0: not drawn).
+	LimitRate float64
+	// WarmUp is the time excluded from the report's after-warm-up figures
+	// (default: 30 s, at most a quarter of Duration).
+	WarmUp time.Duration
+	// Log, when set, receives the simulated limiters' debug logs.
+	Log io.Writer
+
+	// derived
+	name        string
+	entityIdx   map[string]int
+	probeLimits []limiter.Limit
+	faultDesc   string
+	callTime    dist
+}
+
+// TailClock says what skewed clocks do when the fault-free tail starts.
+type TailClock uint8
+
+// Tail clock behaviours.
+const (
+	// TailSlew brings every clock to true time over twice the largest
+	// skew, each running at between half and one and a half times the
+	// true rate: no clock goes backwards (as NTP slews).
+	TailSlew TailClock = iota
+	// TailStep sets every clock to true time at once (an NTP step: fast
+	// clocks jump back).
+	TailStep
+	// TailKeep leaves the clocks skewed: invariant 7 is then judged with
+	// skewed clocks too.
+	TailKeep
+)
+
+// Entity is one principal of a workload.
+type Entity struct {
+	ID string
+	// Parent and Cascade make the entity's acquires also charge the
+	// parent's bucket for the same resource.
+	Parent  string
+	Cascade bool
+	// Limits, when set, are stored for the entity (all resources) and
+	// override the requests' limits.
+	Limits []limiter.Limit
+	// NoTraffic marks an entity that is never picked (a cascade parent).
+	NoTraffic bool
+}
+
+// Range is an inclusive range of token amounts.
+type Range struct {
+	Min, Max int64
+	// Adjust makes this limit's charge corrected after the call.
+	Adjust bool
+}
+
+func (w *Workload) maxRetryWait() time.Duration {
+	if w.MaxRetryWait > 0 {
+		return w.MaxRetryWait
+	}
+	return 2 * time.Second
+}
+
+func (w *Workload) cacheTTL() time.Duration {
+	if w.CacheTTL > 0 {
+		return w.CacheTTL
+	}
+	return 60 * time.Second
+}
+
+func (w *Workload) warmUp() time.Duration {
+	if w.WarmUp > 0 {
+		return w.WarmUp
+	}
+	return min(30*time.Second, w.Duration/4)
+}
+
+func (w *Workload) isParent(id string) bool {
+	for _, e := range w.Entities {
+		if e.Parent == id {
+			return true
+		}
+	}
+	return false
+}
+
+// limitsOf returns the limits in force for an entity's buckets.
+func (w *Workload) limitsOf(e *Entity) []limiter.Limit {
+	if e.Limits != nil {
+		return e.Limits
+	}
+	return w.Limits
+}
+
+// resolve returns the workload a configuration runs, with the overrides
+// applied and validated.
+func resolve(cfg *Config) (*Workload, error) {
+	var w Workload
+	name := ""
+	if cfg.Workload != nil {
+		w = *cfg.Workload
+		name = "custom"
+	} else {
+		sc, ok := Lookup(cfg.Scenario)
+		if !ok {
+			return nil, fmt.Errorf("sim: unknown scenario %q (see -list)", cfg.Scenario)
+		}
+		w = *sc.Build(*cfg)
+		name = sc.Name
+	}
+	w.name = name
+	if cfg.Writers > 0 {
+		w.Writers = cfg.Writers
+	}
+	if cfg.Rate > 0 {
+		w.Rate = cfg.Rate
+	}
+	if cfg.Duration > 0 {
+		w.Duration = cfg.Duration
+	}
+	if cfg.Faults {
+		w.Faults = true
+	}
+	switch {
+	case cfg.Skew > 0:
+		w.Skew = cfg.Skew
+	case cfg.Skew < 0:
+		w.Skew = 0
+	}
+	if w.Namespace == "" {
+		w.Namespace = "sim"
+	}
+	if err := w.validate(); err != nil {
+		return nil, err
+	}
+	w.callTime = w.CallTime.compile()
+	return &w, nil
+}
+
+func (w *Workload) validate() error {
+	switch {
+	case w.Writers < 1:
+		return errors.New("sim: writers must be at least 1")
+	case w.Writers > 1_000_000:
+		return errors.New("sim: writers must be at most 1000000")
+	case !(w.Rate > 0) || w.Rate > 1e8:
+		return errors.New("sim: rate must be positive (and at most 1e8 per second)")
+	case w.Duration <= 0:
+		return errors.New("sim: duration must be positive")
+	case len(w.Limits) < 1 || len(w.Limits) > MaxLimits:
+		return fmt.Errorf("sim: a workload needs 1 to %d limits, not %d", MaxLimits, len(w.Limits))
+	case len(w.Consume) != len(w.Limits):
+		return errors.New("sim: Consume needs one Range per limit")
+	case len(w.Resources) == 0:
+		return errors.New("sim: a workload needs at least one resource")
+	case w.Skew < 0 || w.Skew > time.Hour:
+		return errors.New("sim: skew must be between 0 and 1h")
+	case w.TailClock > TailKeep:
+		return errors.New("sim: unknown TailClock")
+	case w.Zipf != 0 && !(w.Zipf > 1):
+		return errors.New("sim: Zipf must be above 1 (or 0 for uniform)")
+	case w.Zipf != 0 && w.ZipfV != 0 && !(w.ZipfV >= 1):
+		return errors.New("sim: ZipfV must be at least 1")
+	case w.DutyPeriod < 0 || w.DutyOn < 0 || (w.DutyPeriod > 0 && (w.DutyOn <= 0 || w.DutyOn > w.DutyPeriod)):
+		return errors.New("sim: DutyOn must be in (0, DutyPeriod]")
+	}
+	for i, l := range w.Limits {
+		if err := l.Validate(); err != nil {
+			return fmt.Errorf("sim: limit %d: %w", i, err)
+		}
+		for _, m := range w.Limits[:i] {
+			if m.Name == l.Name {
+				return fmt.Errorf("sim: limit %q twice", l.Name)
+			}
+		}
+	}
+	consumed := false
+	for i, r := range w.Consume {
+		if r.Min < 0 || r.Max < r.Min || (r.Max > 0 && r.Min < 1) {
+			return fmt.Errorf("sim: Consume[%d] = %+v is not a range of positive amounts", i, r)
+		}
+		consumed = consumed || r.Max > 0
+	}
+	if !consumed {
+		return errors.New("sim: Consume takes nothing from any limit")
+	}
+	w.entityIdx = make(map[string]int, len(w.Entities))
+	traffic := false
+	for i, e := range w.Entities {
+		if _, dup := w.entityIdx[e.ID]; dup {
+			return fmt.Errorf("sim: entity %q twice", e.ID)
+		}
+		w.entityIdx[e.ID] = i
+		traffic = traffic || !e.NoTraffic
+	}
+	if !traffic {
+		return errors.New("sim: no entity has traffic")
+	}
+	for i := range w.Entities {
+		e := &w.Entities[i]
+		if e.Cascade && e.Parent == "" {
+			return fmt.Errorf("sim: entity %q cascades without a parent", e.ID)
+		}
+		if e.Parent != "" {
+			p, ok := w.entityIdx[e.Parent]
+			if !ok {
+				return fmt.Errorf("sim: entity %q has unknown parent %q", e.ID, e.Parent)
+			}
+			if w.Entities[p].Parent != "" {
+				return fmt.Errorf("sim: entity %q: parents of parents are not simulated", e.ID)
+			}
+		}
+		if e.NoTraffic {
+			continue
+		}
+		if err := w.fits(w.limitsOf(e), e.ID); err != nil {
+			return err
+		}
+		if e.Cascade {
+			if err := w.fits(w.limitsOf(&w.Entities[w.entityIdx[e.Parent]]), e.Parent); err != nil {
+				return err
+			}
+		}
+	}
+	if w.Probe {
+		w.probeLimits = make([]limiter.Limit, len(w.Limits))
+		for i, l := range w.Limits {
+			w.probeLimits[i] = limiter.PerSecond(l.Name, 4)
+		}
+	}
+	return nil
+}
+
+// fits checks that every limit named by the request exists in ls with a
+// burst that can serve the largest amount.
+func (w *Workload) fits(ls []limiter.Limit, who string) error {
+	for i, r := range w.Consume {
+		if r.Max == 0 {
+			continue
+		}
+		found := false
+		for _, l := range ls {
+			if l.Name == w.Limits[i].Name {
+				found = true
+				b := l.Burst
+				if b == 0 {
+					b = l.Capacity
+				}
+				if r.Max > b {
+					return fmt.Errorf("sim: entity %q: limit %s has burst %d, below the largest charge %d", who, l.Name, b, r.Max)
+				}
+			}
+		}
+		if !found && who != "" {
+			return fmt.Errorf("sim: entity %q has no limit %s", who, w.Limits[i].Name)
+		}
+	}
+	return nil
+}
+
+// model builds what the checkers know of the workload.
+func (w *Workload) model(s *Sim) *Model {
+	m := &Model{Namespace: w.Namespace, probeBucket: -1}
+	for _, l := range w.Limits {
+		m.LimitNames = append(m.LimitNames, l.Name)
+	}
+	nr := len(w.Resources)
+	m.index = make([]int32, len(w.Entities)*nr)
+	for i := range m.index {
+		m.index[i] = -1
+	}
+	add := func(e, r int) int32 {
+		k := e*nr + r
+		if m.index[k] < 0 {
+			m.index[k] = int32(len(m.Buckets))
+			m.Buckets = append(m.Buckets, BucketModel{Entity: w.Entities[e].ID, Resource: w.Resources[r],
+				Limits: w.limitsOf(&w.Entities[e]), Parent: -1})
+		}
+		return m.index[k]
+	}
+	for e := range w.Entities {
+		ent := &w.Entities[e]
+		if ent.NoTraffic {
+			continue
+		}
+		m.traffic = append(m.traffic, e)
+		for r := range w.Resources {
+			b := add(e, r)
+			if ent.Cascade {
+				p := add(w.entityIdx[ent.Parent], r)
+				m.Buckets[b].Parent = p
+			}
+		}
+	}
+	if w.Probe {
+		m.probeBucket = int32(len(m.Buckets))
+		m.Buckets = append(m.Buckets, BucketModel{Entity: "sim-probe", Resource: "probe", Limits: w.probeLimits, Parent: -1})
+	}
+	m.nres = nr
+	m.TailStart = int64(w.Duration)
+	// After the tail starts: in-flight requests end within a timeout, and
+	// the clocks have slewed back (twice the skew), so no refill timestamp is
+	// in the future.
+	m.TailSettle = s.timeout + max(int64(time.Second), 2*int64(w.Skew))
+	m.CheckDoublingCause = true
+	return m
+}
+
+// pick chooses the bucket of the next request (z: the client's Zipf
+// generator, or nil).
+func (w *Workload) pick(m *Model, r *rand.Rand, z *rand.Zipf) int32 {
+	var e int
+	if z != nil {
+		e = m.traffic[z.Uint64()]
+	} else {
+		e = m.traffic[r.IntN(len(m.traffic))]
+	}
+	res := 0
+	if m.nres > 1 {
+		res = r.IntN(m.nres)
+	}
+	return m.index[e*m.nres+res]
+}
+
+// amounts draws the tokens of one acquire.
+func (w *Workload) amounts(r *rand.Rand) (a [MaxLimits]int64) {
+	for i, c := range w.Consume {
+		switch {
+		case c.Max == 0:
+		case c.Max == c.Min:
+			a[i] = c.Min
+		default:
+			a[i] = c.Min + r.Int64N(c.Max-c.Min+1)
+		}
+	}
+	return a
+}
+
+// meanArrival is the mean time (ns) between one writer's arrivals.
+func (w *Workload) meanArrival() float64 { return float64(w.Writers) / w.Rate * 1e9 }
+
+// nextArrival moves an arrival time into the next active window of the
+// duty cycle, if it falls outside one.
+func (w *Workload) nextArrival(t int64, r *rand.Rand) int64 {
+	if w.DutyPeriod <= 0 {
+		return t
+	}
+	p, on := int64(w.DutyPeriod), int64(w.DutyOn)
+	if pos := t % p; pos >= on {
+		t += p - pos + r.Int64N(max(on/100, 1))
+	}
+	return t
+}
