@@ -38,8 +38,7 @@ type Request struct {
 func (l *Limiter) Acquire(ctx context.Context, req Request) (*Lease, error) {
 	tr := &trace{ev: Event{Op: "acquire", Entity: req.Entity, Resource: req.Resource}}
 	lease, err := l.acquire(ctx, tr, req)
-	if err != nil && !errors.Is(err, ErrRateLimited) && !errors.Is(err, ErrInvalid) &&
-		!errors.Is(err, ErrSchemaVersion) && !errors.Is(err, store.ErrValidation) {
+	if err != nil && storeDown(err) {
 		policy := req.Policy
 		if policy == PolicyDefault {
 			policy = l.cfg.policy
@@ -54,6 +53,15 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Lease, error) {
 	}
 	l.observe(tr, err, Admitted)
 	return lease, err
+}
+
+// storeDown reports whether err means the store could not answer
+// (unavailable, or throttled past its retries): only then does the
+// unavailability policy apply. Anything else (a rate limit, bad input, a
+// missing table or permission, an unknown schema, a cancelled context) is
+// returned as it is and never failed open.
+func storeDown(err error) bool {
+	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrThrottled)
 }
 
 func (l *Limiter) observe(tr *trace, err error, ok Outcome) {

@@ -383,7 +383,7 @@ func (l *Limiter) storeErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, store.ErrValidation) || errors.Is(err, ErrInvalid) {
+	if !storeDown(err) {
 		return err
 	}
 	return &UnavailableError{Op: op, Err: err}

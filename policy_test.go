@@ -1,6 +1,7 @@
 package limiter
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -45,4 +46,29 @@ func TestRateLimitIsNeverFailedOpen(t *testing.T) {
 	if _, err := l.Acquire(e.ctx, req("k1", rpm(1), map[string]int64{"nope": 1})); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("validation under fail-open: %v", err)
 	}
+}
+
+// Only a store that cannot answer is failed open: an error that says the
+// configuration is wrong (a missing table, a denied permission) must
+// surface, or a fail-open limiter would silently admit everything.
+func TestConfigurationErrorsAreNeverFailedOpen(t *testing.T) {
+	e := newEnv(t)
+	denied := errors.New("AccessDeniedException: not authorized to perform dynamodb:BatchGetItem")
+	l, err := New(deniedStore{e.st, denied}, WithNamespace("ns"), WithClock(e.clock), WithPolicy(FailOpen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	le, err := l.Acquire(e.ctx, req("k1", rpm(10), one))
+	if !errors.Is(err, denied) || le != nil || errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Acquire with a denied permission = %v, %v; want the error itself", le, err)
+	}
+}
+
+type deniedStore struct {
+	*memsim.Store
+	err error
+}
+
+func (d deniedStore) BatchGet(context.Context, store.BatchGetInput) (store.BatchGetOutput, error) {
+	return store.BatchGetOutput{}, d.err
 }

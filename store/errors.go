@@ -44,6 +44,10 @@ const (
 )
 
 // ThrottledError is returned when a request exceeded a capacity ceiling.
+// A backend that retries throttles itself (store/dynamo, through the SDK)
+// returns, once it gives up, an *UnavailableError wrapping the
+// *ThrottledError: match with errors.Is(err, ErrThrottled), which holds
+// either way.
 type ThrottledError struct {
 	// Code is DynamoDB's exception name, one of the Throttle* constants.
 	Code string
