@@ -6,7 +6,7 @@ DDB_LOCAL := testdata/dynamodb-local
 RACE_PKGS  := . ./store/... ./internal/... ./aggregator/...
 OTHER_PKGS  = $$($(GO) list ./... | grep -v -e '/store' -e '/internal/' -e 'limiter/aggregator' -e 'limiter$$')
 
-.PHONY: test deps vet lint bench cover clean sim sim-acceptance
+.PHONY: test deps vet lint bench cover clean sim sim-acceptance differential
 
 ## test: install what the tests need, vet, and run every test (race detector on concurrent packages).
 test: deps vet
@@ -43,6 +43,10 @@ sim:
 	for s in steady contention cascade skew faults hot-entity idle-year; do \
 		for seed in 1 2 3; do $(GO) run ./cmd/simulate -scenario $$s -seed $$seed >/dev/null || exit 1; done; done
 	LIMITER_PROPERTY_LONG=1 $(GO) test -run TestProperty -rapid.checks=1000 -timeout 6h .
+
+## differential: memsim against DynamoDB Local on 5,000 generated operation sequences (CI runs 200).
+differential: deps
+	DIFF_SEQUENCES=5000 $(GO) test -run TestDifferential -timeout 1h ./store/dynamo/
 
 ## sim-acceptance: the sharding acceptance runs (hot-entity at 10,000 req/s for 120 s).
 sim-acceptance:

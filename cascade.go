@@ -139,8 +139,18 @@ func (l *Limiter) cascadeSlow(ctx context.Context, tr *trace, sides [2]*cascadeS
 			}
 			switch s.p.shortfall(s.img, s.n, now) {
 			case shortApp:
+				// Refused; but the caller must wait for both sides, so look
+				// at the other one before answering.
 				rl := s.p.rateLimited(s.img, s.n, now)
 				rl.Parent = i == 1
+				if other := sides[1-i]; other.known && other.img != nil &&
+					other.p.shortfall(other.img, other.n, now) == shortApp {
+					orl := other.p.rateLimited(other.img, other.n, now)
+					orl.Parent = i != 1
+					if orl.RetryAfter > rl.RetryAfter {
+						rl = orl
+					}
+				}
 				tr.ev.Path = PathReject
 				return nil, rl
 			case shortWCU:

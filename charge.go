@@ -184,7 +184,14 @@ func (p *plan) shortfall(im *image, n, now int64) shortKind {
 	kind := shortNone
 	for i := range p.specs {
 		s := &p.specs[i]
-		st, _ := im.projected(s, n, now)
+		at := now
+		if s.hidden {
+			// wcu is a heuristic, not an admission bound: judge it at the
+			// latest time anyone has written (true time is at least rf), so
+			// a client whose clock lags does not see a busy partition.
+			at = max(now, im.rf)
+		}
+		st, _ := im.projected(s, n, at)
 		if st.Tokens >= s.amount {
 			continue
 		}

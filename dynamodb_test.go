@@ -22,7 +22,9 @@ func TestOnDynamoDBLocal(t *testing.T) {
 	srv := dynamolocal.Start(t)
 	st := dynamo.New(srv.Client, srv.NewTable(t))
 	ctx := context.Background()
-	clock := memsim.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	// Start at the real time: DynamoDB Local's TTL sweeper deletes items
+	// whose ttl (derived from this clock) is in the real past.
+	clock := memsim.NewManualClock(time.Now().UTC().Truncate(time.Second))
 	var last limiter.Event
 	lim, err := limiter.New(st, limiter.WithNamespace("it"), limiter.WithClock(clock),
 		limiter.WithObserver(limiter.ObserverFunc(func(e limiter.Event) { last = e })))

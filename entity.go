@@ -329,7 +329,9 @@ func (l *Limiter) load(ctx context.Context, tr *trace, entity, resource string) 
 		keys.EntityLimits(ns, entity, keys.AnyResource),
 		keys.ResourceLimits(ns, resource),
 	}
-	out, err := l.st.BatchGet(ctx, store.BatchGetInput{Keys: ks})
+	// Consistent: limits stored a moment ago must apply at once. It is
+	// read once per cache TTL per key, so the extra half RCU is nothing.
+	out, err := l.st.BatchGet(ctx, store.BatchGetInput{Keys: ks, ConsistentRead: true})
 	tr.add(out.Consumed, err)
 	if err != nil {
 		return resolved{}, err

@@ -88,16 +88,20 @@ func (le *Lease) Rollback(ctx context.Context) error {
 	if le.failedOpen {
 		return nil
 	}
-	back := make(map[string]int64)
-	for i := range le.parts[0].p.specs {
-		s := &le.parts[0].p.specs[i]
-		if !s.hidden {
-			if v := -(s.amount + le.parts[0].net[s.limit.Name]); v != 0 {
-				back[s.limit.Name] = v
+	// Each part returns what it was charged: the acquire's amounts plus the
+	// adjustments that reached it (an adjust may have failed on one part).
+	return le.applyEach(ctx, "rollback", func(part *leasePart) map[string]int64 {
+		back := make(map[string]int64)
+		for i := range part.p.specs {
+			s := &part.p.specs[i]
+			if !s.hidden {
+				if v := -(s.amount + part.net[s.limit.Name]); v != 0 {
+					back[s.limit.Name] = v
+				}
 			}
 		}
-	}
-	return le.apply(ctx, "rollback", back)
+		return back
+	})
 }
 
 // Commit ends the lease, keeping what it charged. It does no I/O.
@@ -112,14 +116,21 @@ func (le *Lease) Commit() error {
 }
 
 func (le *Lease) apply(ctx context.Context, op string, milli map[string]int64) error {
-	if len(milli) == 0 {
-		return nil
-	}
+	return le.applyEach(ctx, op, func(*leasePart) map[string]int64 { return milli })
+}
+
+// applyEach charges each part of the lease what amounts(part) says, in
+// millitokens, and records what reached it.
+func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePart) map[string]int64) error {
 	l := le.l
 	tr := &trace{ev: Event{Op: op, Entity: le.parts[0].p.ref.Entity, Resource: le.parts[0].p.ref.Resource}}
 	var err error
 	for i := range le.parts {
 		part := &le.parts[i]
+		milli := amounts(part)
+		if len(milli) == 0 {
+			continue
+		}
 		if e := l.adjustShard(ctx, tr, part.p, part.p.ref.WithShard(part.shard), part.n, milli); e != nil {
 			err = errors.Join(err, e)
 			continue
@@ -128,7 +139,9 @@ func (le *Lease) apply(ctx context.Context, op string, milli map[string]int64) e
 			part.net = make(map[string]int64)
 		}
 		for name, d := range milli {
-			part.net[name] += d
+			if part.p.has(name) {
+				part.net[name] += d
+			}
 		}
 	}
 	if err != nil {

@@ -35,6 +35,7 @@ type bucketID struct{ entity, resource string }
 // and the last item it saw of each shard (to predict the full path).
 type bucketInfo struct {
 	n         int64
+	grewAt    int64 // ms, when n last grew in this cache
 	images    map[int]*image
 	throttles map[int]throttleWindow
 }
@@ -105,7 +106,8 @@ func (l *Limiter) remember(ref keys.Bucket, img *image, n int64) {
 	defer l.mu.Unlock()
 	id := bucketID{ref.Entity, ref.Resource}
 	b := l.buckets[id]
-	if b == nil {
+	fresh := b == nil
+	if fresh {
 		if len(l.buckets) >= maxCachedBuckets {
 			// Start over rather than grow without bound: a forgotten bucket
 			// costs one blind write that fails, or a full path that
@@ -114,6 +116,9 @@ func (l *Limiter) remember(ref keys.Bucket, img *image, n int64) {
 		}
 		b = &bucketInfo{n: 1, images: make(map[int]*image, 1)}
 		l.buckets[id] = b
+	}
+	if n > b.n && !fresh { // a count we knew grew: a doubling just happened
+		b.grewAt = l.nowMs()
 	}
 	if ref.Shard == 0 || n > b.n {
 		b.n = n
@@ -168,7 +173,7 @@ func (l *Limiter) chargeBucket(ctx context.Context, tr *trace, p *plan) (shard i
 			if !errors.Is(o.err, store.ErrThrottled) {
 				return 0, 0, o.err
 			}
-			if l.throttledOften(p.ref.WithShard(shard), n) {
+			if l.throttledOften(p.ref.WithShard(shard), n) && !l.grewRecently(p.ref) {
 				// The partition keeps refusing writes: it is hot, not
 				// merely unlucky once.
 				if m, err := l.double(ctx, tr, p, n); err == nil && m > n {
@@ -194,6 +199,15 @@ func (l *Limiter) chargeBucket(ctx context.Context, tr *trace, p *plan) (shard i
 				n = o.n
 				tried = tried[:0]
 				continue
+			}
+			if l.grewRecently(p.ref) {
+				// The new shards have not had time to take load off this
+				// one: spread to another shard rather than double again.
+				if len(tried) < 3 && int64(len(tried)) < n {
+					continue
+				}
+				return 0, 0, &store.ThrottledError{Code: store.ThrottleProvisionedThroughputExceeded,
+					Reason: "limiter: bucket shards are busy", Key: p.ref.WithShard(shard).Key()}
 			}
 			m, err := l.double(ctx, tr, p, n)
 			if err != nil {
@@ -237,6 +251,21 @@ func (l *Limiter) double(ctx context.Context, tr *trace, p *plan, n int64) (int6
 		return m, nil // someone else doubled first
 	}
 	return n, nil // shard 0 is missing or odd: let the next acquire create it
+}
+
+// growthCooldown is how long after learning of a doubling a client waits
+// before doubling the same bucket again: the new shards need a moment to
+// take load, and a partition that looked hot a moment ago still does.
+const growthCooldown = int64(1000) // ms
+
+// grewRecently reports whether this client learned of a doubling of the
+// bucket within growthCooldown.
+func (l *Limiter) grewRecently(ref keys.Bucket) bool {
+	now := l.nowMs()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[bucketID{ref.Entity, ref.Resource}]
+	return b != nil && b.grewAt != 0 && now-b.grewAt < growthCooldown
 }
 
 // hotThrottles is how many throttled writes to one shard within

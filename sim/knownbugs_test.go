@@ -1,11 +1,14 @@
 package sim
 
 import (
+	"context"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/memsim"
 )
 
 // Scenarios for open limiter bugs the simulator found. They fail until the
@@ -87,4 +90,46 @@ func TestKnownBugClockStepDoublesShards(t *testing.T) {
 		Consume: []Range{{Min: 2, Max: 4}}, Entities: []Entity{{ID: "key-0"}}, Resources: []string{"gpt-4o"},
 		Rate: 1200, Skew: time.Second, TailClock: TailStep, Duration: 3 * time.Second}
 	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 0, Tail: 3 * time.Second}))
+}
+
+// Lease.Rollback refunds every part (the entity's bucket and the cascade
+// parent's) what the first part holds (parts[0].net): when an Adjust
+// applied to the child but definitely not to the parent (throttled), the
+// rollback refunds the parent the adjustment it never got. Here the
+// parent's tc ends at -5 tokens (invariant 1; the simulator's interval
+// accounting tolerates it because the client saw the adjust fail).
+func TestKnownBugRollbackRefundsParentTheChildsAdjust(t *testing.T) {
+	knownBug(t, "Rollback uses the first lease part's adjustments for every part")
+	clk := memsim.NewManualClock(memsim.Epoch())
+	parentPK := "ns/BUCKET#p#r#0"
+	st := memsim.New(memsim.WithClock(clk), memsim.WithFaults(memsim.OnKey(parentPK,
+		memsim.OnOps([]memsim.OpKind{memsim.OpUpdate}, memsim.Nth(2, memsim.FaultThrottle))))) // the parent's adjust
+	ctx := context.Background()
+	l, err := limiter.New(st, limiter.WithClock(clk), limiter.WithNamespace("ns"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.PutEntity(ctx, limiter.Entity{ID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.PutEntity(ctx, limiter.Entity{ID: "c", Parent: "p", Cascade: true}); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := l.Acquire(ctx, limiter.Request{Entity: "c", Resource: "r",
+		Limits: []limiter.Limit{limiter.PerMinute("tpm", 1000)}, Consume: map[string]int64{"tpm": 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Adjust(ctx, map[string]int64{"tpm": 5}); err == nil {
+		t.Fatal("the parent's adjust was meant to be throttled")
+	}
+	if err := lease.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, pk := range []string{"ns/BUCKET#c#r#0", parentPK} {
+		tc, _ := st.Peek(store.Key{PK: pk, SK: "#STATE"}).Int("b_tpm_tc")
+		if tc != 0 {
+			t.Errorf("%s: tc = %d millitokens after the rollback, want 0", pk, tc)
+		}
+	}
 }

@@ -45,12 +45,9 @@ func (r *Report) WriteSVG(out io.Writer) error {
 		maxShard = max(maxShard, r.Timeline[i].ShardCount)
 	}
 	ymax = niceCeil(ymax * 1.08)
-	smax := float64(1)
-	for smax < float64(maxShard) {
+	smax := float64(2) // a power of two above the largest count: its line stays off the border
+	for smax <= float64(maxShard) {
 		smax *= 2
-	}
-	if smax < 2 {
-		smax = 2
 	}
 	x := func(t float64) float64 { return float64(left) + pw*t/math.Max(tEnd, 1e-9) }
 	y := func(v float64) float64 { return float64(top) + ph*(1-v/ymax) }
@@ -158,7 +155,7 @@ func nextShardTick(s, smax float64) float64 {
 		return s + 1
 	}
 	if s == 0 {
-		return 1
+		return smax / 8
 	}
 	return s * 2
 }

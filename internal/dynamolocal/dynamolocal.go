@@ -54,6 +54,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
 )
 
@@ -158,7 +159,8 @@ var tableSeq atomic.Int64
 var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 
 // NewTable creates a fresh, uniquely named table with the limiter's layout
-// ([dynamo.CreateTable] with opts) and returns its name. The table is
+// ([dynamo.CreateTable] with opts; without opts, the default schema with
+// time to live off, see below) and returns its name. The table is
 // deleted when t ends.
 func (s *Server) NewTable(t testing.TB, opts ...dynamo.Option) string {
 	t.Helper()
@@ -170,6 +172,15 @@ func (s *Server) NewTable(t testing.TB, opts ...dynamo.Option) string {
 	name = prefix + name
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if len(opts) == 0 {
+		// The limiter's table, but without time to live: DynamoDB Local
+		// expires items by the wall clock, so a test writing ttl values of
+		// its own (fake clocks, fixtures) would lose items at random.
+		// Tests of provisioning call dynamo.CreateTable themselves.
+		sc := store.DefaultSchema()
+		sc.TTLAttribute = ""
+		opts = []dynamo.Option{dynamo.WithSchema(sc)}
+	}
 	if err := dynamo.CreateTable(ctx, s.Client, name, opts...); err != nil {
 		t.Fatalf("create table %s: %v", name, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -48,13 +49,36 @@ func speculativeConsume(b *testing.B) store.Expr {
 	return e
 }
 
-// benchSetup creates a table with one bucket per goroutine, and warms the
-// server up.
+// benchFixture is the table, buckets and store every benchmark of the
+// process shares: go test calls a benchmark function several times (for
+// growing b.N), and each call must meet the same server state.
+var benchFixture struct {
+	once sync.Once
+	st   *dynamo.Store
+	keys []store.Key
+	err  error
+}
+
+// benchSetup returns the shared table with one bucket per goroutine,
+// creating it and warming the server up on the first call.
 func benchSetup(b *testing.B) (*dynamolocal.Server, *dynamo.Store, []store.Key) {
 	srv := dynamolocal.Start(b)
-	st := dynamo.New(srv.Client, srv.NewTable(b))
-	keys := make([]store.Key, benchGoroutines)
+	f := &benchFixture
+	f.once.Do(func() { f.st, f.keys, f.err = newBenchTable(srv, speculativeConsume(b)) })
+	if f.err != nil {
+		b.Fatal(f.err)
+	}
+	return srv, f.st, f.keys
+}
+
+func newBenchTable(srv *dynamolocal.Server, e store.Expr) (*dynamo.Store, []store.Key, error) {
 	ctx := context.Background()
+	table := "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := dynamo.CreateTable(ctx, srv.Client, table); err != nil {
+		return nil, nil, err
+	}
+	st := dynamo.New(srv.Client, table)
+	keys := make([]store.Key, benchGoroutines)
 	for i := range keys {
 		keys[i] = store.Key{PK: fmt.Sprintf("bench/BUCKET#e%d#gpt#0", i), SK: "#STATE"}
 		it := store.Item{"PK": store.Str(keys[i].PK), "SK": store.Str(keys[i].SK), "rf": store.Int(1_700_000_000_000)}
@@ -65,26 +89,26 @@ func benchSetup(b *testing.B) (*dynamolocal.Server, *dynamo.Store, []store.Key) 
 			it[a] = store.Int(0)
 		}
 		if _, err := st.Put(ctx, store.PutInput{Item: it}); err != nil {
-			b.Fatal(err)
+			return nil, nil, err
 		}
 	}
-	// Warm-up: the same work for both benchmarks, so that neither pays for
-	// the JIT compilation of a fresh server (its first thousands of
-	// updates are up to 3 times slower).
-	e := speculativeConsume(b)
+	// Warm-up, once per process: a fresh server is up to 3 times slower for
+	// its first thousands of requests (JIT compilation).
+	errs := make(chan error, benchGoroutines)
 	var wg sync.WaitGroup
 	for g := range benchGoroutines {
 		wg.Go(func() {
-			for range 150 {
+			for range 60 {
 				if _, err := st.Update(ctx, store.UpdateInput{Key: keys[g], Expr: e, Return: store.ReturnAllNew}); err != nil {
-					b.Error(err)
+					errs <- err
 					return
 				}
 			}
 		})
 	}
 	wg.Wait()
-	return srv, st, keys
+	close(errs)
+	return st, keys, <-errs
 }
 
 // reportLockRetries reports the requests the harness resent because

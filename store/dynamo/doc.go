@@ -11,8 +11,9 @@
 // # Values
 //
 // Store values are strings (DynamoDB type S) and int64 numbers (type N).
-// Numbers travel as decimal strings converted with strconv; no float64 is
-// involved anywhere, so every int64 round-trips exactly. Reading an item that
+// Numbers travel as decimal strings converted with strconv (and math/big
+// when DynamoDB sends an integer in another notation, such as "1E+3"); no
+// float64 is involved anywhere, so every int64 round-trips exactly. Reading an item that
 // holds a number that is not an integer or does not fit in an int64, or an
 // attribute of any other DynamoDB type (BOOL, NULL, B, L, M, SS, NS, BS), is
 // an error of type [*DecodeError] naming the attribute: such an item was not
