@@ -27,6 +27,7 @@ var registry = []Scenario{
 	{Name: "faults", Summary: "throttle storms, 5xx before/after apply, lost answers, conflicts, latency spikes, skew; then a fault-free tail", Build: faulty},
 	{Name: "hot-entity", Summary: "one entity and resource at 10,000 req/s with limits far above: only the 1000 WCU/s partition ceiling binds, so shards double", Build: hotEntity},
 	{Name: "idle-year", Summary: "one bucket at 10 req/s for a simulated year (one busy minute a day, idle in between): must never double", Build: idleYear},
+	{Name: "aggregator", Summary: "hot-entity for 10 s (128 writers, 10,000 req/s) for the aggregator actor: pass Config.Actors = []Actor{NewAggregatorActor()} (cmd/simulate cannot attach it yet)", Build: aggregatorWorkload},
 	// "aggregator" will join when package aggregator exists: it runs as an
 	// Actor (Config.Actors) fed by the change stream.
 }
