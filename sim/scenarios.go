@@ -14,6 +14,9 @@ type Scenario struct {
 	// Build returns the scenario's workload; cfg's overrides (writers,
 	// rate, duration, faults, skew) are applied to it afterwards.
 	Build func(cfg Config) *Workload
+	// Actors, when set, returns the extra processes the scenario runs
+	// (used when Config.Actors is empty), so the CLI can run it as is.
+	Actors func(cfg Config) []Actor
 }
 
 // DefaultScenario is what an empty Config.Scenario runs.
@@ -27,9 +30,8 @@ var registry = []Scenario{
 	{Name: "faults", Summary: "throttle storms, 5xx before/after apply, lost answers, conflicts, latency spikes, skew; then a fault-free tail", Build: faulty},
 	{Name: "hot-entity", Summary: "one entity and resource at 10,000 req/s with limits far above: only the 1000 WCU/s partition ceiling binds, so shards double", Build: hotEntity},
 	{Name: "idle-year", Summary: "one bucket at 10 req/s for a simulated year (one busy minute a day, idle in between): must never double", Build: idleYear},
-	{Name: "aggregator", Summary: "hot-entity for 10 s (128 writers, 10,000 req/s) for the aggregator actor: pass Config.Actors = []Actor{NewAggregatorActor()} (cmd/simulate cannot attach it yet)", Build: aggregatorWorkload},
-	// "aggregator" will join when package aggregator exists: it runs as an
-	// Actor (Config.Actors) fed by the change stream.
+	{Name: "aggregator", Summary: "hot-entity for 10 s (128 writers, 10,000 req/s) with the aggregator actor consuming the change stream (duplicates included); usage totals checked against the stream",
+		Build: aggregatorWorkload, Actors: func(Config) []Actor { return []Actor{NewAggregatorActor()} }},
 }
 
 // Scenarios returns the registered scenarios in display order.

@@ -181,6 +181,9 @@ func resolve(cfg *Config) (*Workload, error) {
 		}
 		w = *sc.Build(*cfg)
 		name = sc.Name
+		if sc.Actors != nil && len(cfg.Actors) == 0 {
+			cfg.Actors = sc.Actors(*cfg)
+		}
 	}
 	w.name = name
 	if cfg.Writers > 0 {
