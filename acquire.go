@@ -125,8 +125,12 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 	if limits == nil {
 		limits = req.Limits
 	}
-	if err := checkConsume(limits, req.Consume); err != nil {
-		return nil, err
+	if r.limits != nil || len(req.Limits) == 0 {
+		// Stored limits replace the caller's (checked above), or there are
+		// none at all: check the request against what applies.
+		if err := checkConsume(limits, req.Consume); err != nil {
+			return nil, err
+		}
 	}
 	child := newPlan(keys.Bucket{Namespace: l.cfg.namespace, Entity: req.Entity, Resource: req.Resource}, limits, req.Consume)
 	if !r.entity.Cascade {

@@ -203,22 +203,11 @@ func (p *plan) shortfall(im *image, n, now int64) shortKind {
 	return kind
 }
 
-// refillDue reports whether materializing the refill would credit anything.
-func (p *plan) refillDue(im *image, n, now int64) bool {
-	for i := range p.specs {
-		old, _, _, ok := im.state(&p.specs[i])
-		if !ok || old.RefillDelta(im.rf, now) != 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // blind returns the first write of an acquire, made without reading: the
 // full reset when this client's last view of the item says the bucket is
 // full by now, else the speculative charge.
 func (p *plan) blind(seen *image, n, now int64) (store.Expr, Path, error) {
-	if seen != nil && seen.matches(p, n) && seen.fullAt(p, n, now) {
+	if seen != nil && seen.matches(p, n) && seen.fullBy(p, n, now) {
 		ex, err := p.full(n, now)
 		return ex, PathFull, err
 	}
@@ -233,7 +222,7 @@ func (p *plan) blind(seen *image, n, now int64) (store.Expr, Path, error) {
 // tokens suffice; else refill and consume under the rf lock. The caller
 // has checked that the tokens suffice.
 func (p *plan) informed(im *image, n, now int64) (store.Expr, Path, error) {
-	if im.matches(p, n) && im.fullAt(p, n, now) {
+	if im.matches(p, n) && im.fullBy(p, n, now) {
 		ex, err := p.full(n, now)
 		return ex, PathFull, err
 	}
@@ -268,9 +257,9 @@ func (p *plan) retryable(im *image, n, now int64) bool {
 	return true
 }
 
-// fullAt reports whether, judging by this (possibly stale) image, every
+// fullBy reports whether, judging by this (possibly stale) image, every
 // limit is full at now: the blind full path is then likely to succeed.
-func (im *image) fullAt(p *plan, n, now int64) bool {
+func (im *image) fullBy(p *plan, n, now int64) bool {
 	for i := range p.specs {
 		_, _, fh, ok := im.state(&p.specs[i])
 		if !ok || fh > now {
@@ -290,7 +279,7 @@ func (p *plan) rateLimited(im *image, n, now int64) *RateLimitedError {
 		}
 		st, rf := im.projected(s, n, now)
 		ls := LimitStatus{Limit: s.limit, Requested: s.amount / bucket.MilliPerToken,
-			Available: floorDiv(st.Tokens, bucket.MilliPerToken)}
+			Available: bucket.WholeTokens(st.Tokens)}
 		if st.Tokens < s.amount {
 			ls.Exceeded = true
 			if w, ok := st.RetryAfter(rf, now, s.amount); ok {
@@ -303,12 +292,4 @@ func (p *plan) rateLimited(im *image, n, now int64) *RateLimitedError {
 		e.Limits = append(e.Limits, ls)
 	}
 	return e
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
 }

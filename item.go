@@ -2,8 +2,6 @@ package limiter
 
 import (
 	"math"
-	"math/bits"
-	"strconv"
 	"sync"
 
 	"github.com/shardlimit/limiter/bucket"
@@ -219,40 +217,7 @@ func (im *image) matches(p *plan, n int64) bool {
 	return im.hash == p.hash && im.shardCount == n && len(im.comp.Limits) == len(p.specs)
 }
 
-// fullAt returns the first instant (Unix ms) at which a bucket with balance
-// tk at rf is full: rf + ceil((burst - tk) * period / amount).
-func fullAt(l bucket.Limit, tk, rf int64) int64 {
-	if tk >= l.Burst {
-		return rf
-	}
-	_, hi := timeFor(l, l.Burst-tk)
-	return satAdd(rf, hi)
-}
-
-// timeFor returns floor and ceil of amount * period / refill: how long, in
-// ms, refill takes to produce amount millitokens (amount >= 0).
-func timeFor(l bucket.Limit, amount int64) (lo, hi int64) {
-	if amount <= 0 {
-		return 0, 0
-	}
-	if l.RefillAmount <= 0 {
-		return math.MaxInt64 / 4, math.MaxInt64 / 4
-	}
-	h, lw := bits.Mul64(uint64(amount), uint64(l.RefillPeriod))
-	if h >= uint64(l.RefillAmount) {
-		return math.MaxInt64 / 4, math.MaxInt64 / 4
-	}
-	q, r := bits.Div64(h, lw, uint64(l.RefillAmount))
-	if q > math.MaxInt64/4 {
-		return math.MaxInt64 / 4, math.MaxInt64 / 4
-	}
-	lo, hi = int64(q), int64(q)
-	if r != 0 {
-		hi++
-	}
-	return lo, hi
-}
-
+// satAdd is a + b, saturating at the int64 limits.
 func satAdd(a, b int64) int64 {
 	s := a + b
 	if b > 0 && s < a {
@@ -263,5 +228,3 @@ func satAdd(a, b int64) int64 {
 	}
 	return s
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -165,7 +165,7 @@ func (l *Limiter) adjustShard(ctx context.Context, tr *trace, p *plan, ref keys.
 		if s.amount == 0 {
 			continue
 		}
-		lo, hi := timeFor(s.perShard(n), abs(s.amount))
+		lo, hi := s.perShard(n).RefillTime(abs(s.amount))
 		if s.amount < 0 {
 			lo, hi = -hi, -lo
 		}

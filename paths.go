@@ -1,6 +1,7 @@
 package limiter
 
 import (
+	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
@@ -11,7 +12,7 @@ import (
 // Every write keeps two invariants per limit:
 //
 //   - fl <= fullAt <= fh, where fullAt is the exact instant the bucket is
-//     full again (see fullAt). Writes ADD to fl and fh rather than SET
+//     full again (bucket.State.FullAt). Writes ADD to fl and fh rather than SET
 //     them, so concurrent writers never lose each other's increments.
 //   - tokens are taken only from a bucket that is not full at the writer's
 //     now (fl > now), or after materializing the refill under the rf lock.
@@ -35,7 +36,7 @@ func (p *plan) emitSpeculative(k sink, n, now int64) {
 		if s.amount == 0 {
 			continue
 		}
-		lo, hi := timeFor(s.perShard(n), s.amount)
+		lo, hi := s.perShard(n).RefillTime(s.amount)
 		k.add(s.tk, -s.amount)
 		k.add(s.tc, s.amount)
 		k.add(s.fl, lo)
@@ -63,7 +64,7 @@ func (p *plan) emitFull(k sink, n, now int64) {
 		s := &p.specs[i]
 		l := s.perShard(n)
 		tk := l.Burst - s.amount
-		fa := fullAt(l, tk, now)
+		fa := bucket.State{Limit: l, Tokens: tk}.FullAt(now)
 		k.set(s.tk, tk)
 		k.set(s.fl, fa)
 		k.set(s.fh, fa)
@@ -99,7 +100,7 @@ func (p *plan) create(ref keys.Bucket, n, now int64) store.PutInput {
 		if ref.Shard != 0 && !s.hidden {
 			tk, charged = 0, 0
 		}
-		fa := fullAt(l, tk, now)
+		fa := bucket.State{Limit: l, Tokens: tk}.FullAt(now)
 		it[s.tk], it[s.tc] = store.Int(tk), store.Int(charged)
 		it[s.cp], it[s.bx] = store.Int(s.orig.Capacity), store.Int(s.orig.Burst)
 		it[s.ra], it[s.rp] = store.Int(s.orig.RefillAmount), store.Int(s.orig.RefillPeriod)
@@ -142,7 +143,7 @@ func (p *plan) normal(im *image, n, now int64, floors bool) (store.Expr, error) 
 		l := s.perShard(n)
 		old, fl0, fh0, ok := im.state(s)
 		if !ok { // a limit new to this item: starts full, as a new bucket
-			lo, hi := timeFor(l, s.amount)
+			lo, hi := l.RefillTime(s.amount)
 			u = u.SetIfNotExistsPlus(s.tk, store.Int(l.Burst), store.Int(-s.amount)).
 				SetIfNotExistsPlus(s.fl, store.Int(rf1), store.Int(lo)).
 				SetIfNotExistsPlus(s.fh, store.Int(rf1), store.Int(hi))
@@ -157,7 +158,7 @@ func (p *plan) normal(im *image, n, now int64, floors bool) (store.Expr, error) 
 		eff := min(old.Effective(im.rf, rf1), l.Burst)
 		tk1 := eff - s.amount
 		delta := tk1 - old.Tokens
-		fa := fullAt(l, tk1, rf1)
+		fa := bucket.State{Limit: l, Tokens: tk1}.FullAt(rf1)
 		u = u.Add(s.tk, store.Int(delta)).Add(s.fl, store.Int(satAdd(fa, -fl0))).Add(s.fh, store.Int(satAdd(fa, -fh0)))
 		if s.amount != 0 {
 			u = u.Add(s.tc, store.Int(s.amount))
@@ -205,7 +206,7 @@ func (p *plan) ttl(n, now, rf int64) int64 {
 	longest := int64(0)
 	for i := range p.specs {
 		s := &p.specs[i]
-		_, hi := timeFor(s.perShard(n), s.perShard(n).Burst)
+		_, hi := s.perShard(n).RefillTime(s.perShard(n).Burst)
 		longest = max(longest, hi)
 	}
 	return (max(now, rf)+2*longest)/1000 + 3600

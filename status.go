@@ -87,7 +87,7 @@ func (l *Limiter) Available(ctx context.Context, entity, resource string, limits
 			st, _ := im.projected(s, max(n, im.shardCount), now)
 			sum += st.Tokens
 		}
-		res = append(res, Available{Limit: s.limit, Tokens: floorDiv(sum, bucket.MilliPerToken)})
+		res = append(res, Available{Limit: s.limit, Tokens: bucket.WholeTokens(sum)})
 	}
 	return res, nil
 }

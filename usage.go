@@ -131,7 +131,7 @@ func (l *Limiter) Usage(ctx context.Context, q UsageQuery) ([]UsageSnapshot, err
 	}
 	res := make([]UsageSnapshot, 0, len(sums))
 	for _, s := range sums {
-		s.Tokens = floorDiv(s.Millitokens, bucket.MilliPerToken)
+		s.Tokens = bucket.WholeTokens(s.Millitokens)
 		res = append(res, *s)
 	}
 	sort.Slice(res, func(i, j int) bool {

@@ -3,6 +3,8 @@ package bucket
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 )
 
 // Units and bounds.
@@ -130,3 +132,40 @@ func floorDiv(a, b int64) int64 {
 	}
 	return q
 }
+
+// MaxRefillTime caps the durations RefillTime and FullAt compute, in ms:
+// a quarter of the int64 range, so that a caller can still add such a
+// duration to a timestamp, and add several of them together, without
+// overflowing. Only absurd debts or zero refill reach it.
+const MaxRefillTime int64 = math.MaxInt64 / 4
+
+// RefillTime returns how long, in ms, the refill takes to produce amount
+// millitokens: lo = floor(amount * RefillPeriod / RefillAmount) and hi the
+// ceiling. Both are 0 for amount <= 0; they saturate at MaxRefillTime (also
+// when RefillAmount < 1, as a PerShard limit may have). The product is
+// formed in 128 bits.
+func (l Limit) RefillTime(amount int64) (lo, hi int64) {
+	if amount <= 0 {
+		return 0, 0
+	}
+	if l.RefillAmount < 1 {
+		return MaxRefillTime, MaxRefillTime
+	}
+	h, lw := bits.Mul64(uint64(amount), uint64(l.RefillPeriod))
+	if h >= uint64(l.RefillAmount) {
+		return MaxRefillTime, MaxRefillTime
+	}
+	q, r := bits.Div64(h, lw, uint64(l.RefillAmount))
+	if q >= uint64(MaxRefillTime) {
+		return MaxRefillTime, MaxRefillTime
+	}
+	lo, hi = int64(q), int64(q)
+	if r != 0 {
+		hi++
+	}
+	return lo, hi
+}
+
+// WholeTokens returns millitokens in whole tokens, rounded down (towards
+// negative infinity for a debt).
+func WholeTokens(milli int64) int64 { return floorDiv(milli, MilliPerToken) }

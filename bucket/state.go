@@ -200,3 +200,18 @@ func subSat(a, b int64) int64 {
 	}
 	return c
 }
+
+// FullAt returns the first instant (Unix ms) at which the bucket, holding
+// Tokens at rf and charged nothing more, is full:
+// rf + ceil((Burst - Tokens) * RefillPeriod / RefillAmount), or rf when it is
+// full already. The wait saturates at MaxRefillTime.
+func (s State) FullAt(rf int64) int64 {
+	if s.Tokens >= s.Burst {
+		return rf
+	}
+	w, ok := s.RetryAfter(rf, rf, s.Burst)
+	if !ok || w > MaxRefillTime {
+		w = MaxRefillTime
+	}
+	return addSat(rf, w)
+}
