@@ -62,10 +62,11 @@ func (l *Limiter) cascade(ctx context.Context, tr *trace, child, parent *plan) (
 	for i, r := range res {
 		if r.Err == nil {
 			// Undo: return this side's charge (a refund needs no guard).
+			// Not the wcu charge: the write happened and was billed.
 			s := sides[i]
 			back := make(map[string]int64)
 			for j := range s.p.specs {
-				if a := s.p.specs[j].amount; a != 0 {
+				if a := s.p.specs[j].amount; a != 0 && !s.p.specs[j].hidden {
 					back[s.p.specs[j].limit.Name] = -a
 				}
 			}

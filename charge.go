@@ -261,8 +261,9 @@ func (p *plan) retryable(im *image, n, now int64) bool {
 // limit is full at now: the blind full path is then likely to succeed.
 func (im *image) fullBy(p *plan, n, now int64) bool {
 	for i := range p.specs {
-		_, _, fh, ok := im.state(&p.specs[i])
-		if !ok || fh > now {
+		s := &p.specs[i]
+		_, _, fh, ok := im.state(s)
+		if !ok || (fh > now && !s.hidden) {
 			return false
 		}
 	}

@@ -71,7 +71,9 @@ func (p *plan) emitFull(k sink, n, now int64) {
 		if s.amount > 0 {
 			k.add(s.tc, s.amount)
 		}
-		k.cond(condLe, s.fh, now)
+		if !s.hidden {
+			k.cond(condLe, s.fh, now)
+		}
 	}
 }
 
@@ -138,6 +140,7 @@ func (p *plan) normal(im *image, n, now int64, floors bool) (store.Expr, error) 
 	if n != im.shardCount {
 		u = u.Set(attrShardCount, store.Int(n))
 	}
+	rescaled := n != im.shardCount || im.hash != p.hash
 	for i := range p.specs {
 		s := &p.specs[i]
 		l := s.perShard(n)
@@ -166,7 +169,16 @@ func (p *plan) normal(im *image, n, now int64, floors bool) (store.Expr, error) 
 		if im.hash != p.hash {
 			u = setConfig(u, s)
 		}
-		if floors {
+		switch {
+		case rescaled:
+			// The per-shard rate changes with this write. A concurrent
+			// consumption-only write (no rf move) that lands first moved
+			// fl and fh by refill times at the old rate, which the ADDs
+			// above would carry over unscaled: fh would no longer bound
+			// the moment the bucket is full. So the tokens must be exactly
+			// as seen; rescaling is rare (a doubling, a new configuration).
+			conds = append(conds, store.Name(s.tk).Equal(store.Int(old.Tokens)))
+		case floors:
 			conds = append(conds, store.Name(s.tk).GreaterThanEqual(store.Int(-delta)))
 		}
 	}

@@ -40,6 +40,9 @@ const maxDetails = 20
 // wcuName is the limiter's hidden per-shard write-unit limit.
 const wcuName = "wcu"
 
+// wcuBurst is the hidden limit's burst in millitokens: 1000 write units.
+const wcuBurst = 1000 * 1000
+
 // Checker verifies the invariants of BRIEF section 6 from what it is fed:
 // the change stream's records with the operation that caused each
 // ([Checker.Record]), the finished operations of the client history
@@ -370,12 +373,15 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 						pk, c.m.LimitNames[i], credited, dt, allowed, ra, o.rp[i], rec.Seq, c.fmtT(at))
 				}
 			}
-			if o.whas && n.whas {
-				credited := (n.wtk + n.wtc) - (o.wtk + o.wtc)
-				if allowed := refillBound(dt, o.wra, o.wrp); credited > allowed+1 {
-					c.flag(InvDoubleRefill, "%s limit wcu credited %d millitokens of refill while rf advanced %d ms (at most %d; seq %d at %s)",
-						pk, credited, dt, allowed, rec.Seq, c.fmtT(at))
-				}
+			// The hidden wcu limit is a load gauge, not a promise: a full
+			// write (every application limit full) resets it to its burst
+			// minus the write, forgiving the few ms of refill it still
+			// lacked (docs/write-paths.md). It may never hold more than its
+			// burst; whether doublings were justified is invariant 6's
+			// business, judged against an ideal wcu bucket below.
+			if n.whas && n.wtk > wcuBurst {
+				c.flag(InvDoubleRefill, "%s limit wcu holds %d millitokens, above its burst %d (seq %d at %s)",
+					pk, n.wtk, int64(wcuBurst), rec.Seq, c.fmtT(at))
 			}
 		}
 	}
