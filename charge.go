@@ -31,6 +31,7 @@ const (
 	charged   shardResult = iota // tokens taken
 	exhausted                    // an application limit lacks tokens (rl set)
 	hot                          // the wcu limit lacks tokens even after refill
+	moved                        // the shard count grew: choose again (n set)
 	failed                       // a store error (err set)
 )
 
@@ -92,8 +93,16 @@ func (l *Limiter) chargeShard(ctx context.Context, tr *trace, p *plan, ref keys.
 			}
 			continue
 		}
-		if ref.Shard == 0 || im.shardCount > n {
-			n = im.shardCount // shard 0 is the authority; others only lag
+		if im.shardCount > n {
+			// The bucket doubled since we last looked: the other writers
+			// that have not learned it yet crowd the old shards (all of
+			// them shard 0, for a client that knew one shard). Spread out
+			// at the new count rather than join them here.
+			l.remember(ref, im, im.shardCount)
+			return shardOutcome{res: moved, n: im.shardCount}
+		}
+		if ref.Shard == 0 {
+			n = im.shardCount // shard 0 is the authority
 		}
 		switch short := p.shortfall(im, n, now); {
 		case short == shortApp:

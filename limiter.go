@@ -185,6 +185,9 @@ func (l *Limiter) chargeBucket(ctx context.Context, tr *trace, p *plan) (shard i
 				continue // another shard is another partition
 			}
 			return 0, 0, o.err
+		case moved:
+			n = o.n
+			continue
 		case exhausted:
 			lastRL = o.rl
 			if o.n > n {

@@ -9,9 +9,9 @@
 //     shard and window (hourly and daily by default, monthly on request,
 //     UTC) into usage snapshot items, which the limiter's Usage query reads.
 //     The hidden wcu limit never appears.
-//   - Proactive sharding: when shard 0's wcu balance, refilled to the
-//     record's time, is below a fraction of its capacity (20 % by default),
-//     the aggregator doubles the bucket's shard count with the limiter's own
+//   - Proactive sharding: when shard 0 consumed more than a fraction (80 %
+//     by default) of what its wcu limit refills over the last MeterWindow,
+//     measured from the records' wcu tc counters, the aggregator doubles the bucket's shard count with the limiter's own
 //     conditional write (keys.DoubleShards), so racing doublers produce one
 //     doubling per level.
 //   - Propagation: when shard 0's shard_count grows, the aggregator sets it

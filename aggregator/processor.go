@@ -23,9 +23,10 @@ const (
 	// count (256 partitions absorb 256,000 writes a second).
 	DefaultMaxShards = keys.MaxShards
 	// DefaultShardCooldown is how long, after a bucket's shard count
-	// grew, the aggregator waits before it doubles it again: shard 0's wcu
-	// balance needs that long to show the halved traffic.
-	DefaultShardCooldown = 5 * time.Second
+	// grew, the aggregator waits before it doubles it again: one
+	// MeterWindow, so that the rate it judges was measured at the new
+	// count.
+	DefaultShardCooldown = MeterWindow
 )
 
 // MinRetention is the shortest snapshot retention allowed: longer than
@@ -47,18 +48,21 @@ type Options struct {
 	// Namespaces, when not empty, restricts the processor to the buckets
 	// of these namespaces; records of others are ignored.
 	Namespaces []string
-	// HotPercent is the wcu threshold of proactive sharding, in percent of
-	// the wcu capacity (default DefaultHotPercent; negative disables
-	// proactive sharding).
+	// HotPercent is the threshold of proactive sharding: shard 0 is hot
+	// when, over the last MeterWindow, it consumed more than
+	// 100 - HotPercent percent of what its wcu limit refills in that time
+	// (its wcu balance would then be below HotPercent percent of
+	// capacity). Default DefaultHotPercent; negative disables proactive
+	// sharding.
 	HotPercent int
 	// MaxShards caps the shard count the processor doubles to (default
 	// DefaultMaxShards).
 	MaxShards int64
 	// ShardCooldown is the minimum time, by record times, between a
 	// bucket's shard count growing and the processor doubling it again
-	// (default DefaultShardCooldown; negative: none). Without it, shard 0
-	// still looks hot for a moment after a doubling, and every record of
-	// that moment would double again.
+	// (default DefaultShardCooldown; negative: none). Without it, the
+	// meter, still full of writes from before the doubling, would double
+	// again at once.
 	ShardCooldown time.Duration
 	// ReportMalformed makes HandleLambda report malformed records as
 	// failures, which Lambda retries until they expire (blocking their
@@ -98,7 +102,23 @@ type shardState struct {
 	count int64
 	since time.Time
 	seq   string // the newest record the state reflects (EncodeSeq form)
+
+	// The write meter of shard 0 (see meter): write units (millitokens)
+	// used per slot of slotMs, for the slots numbered slot[i], and the
+	// newest record charged to it.
+	used     [meterSlots]int64
+	slot     [meterSlots]int64
+	meterSeq string
 }
+
+// The meter's window: meterSlots slots of slotMs each.
+const (
+	meterSlots = 2
+	slotMs     = 250
+	// MeterWindow is the window over which the aggregator measures shard
+	// 0's write rate.
+	MeterWindow = meterSlots * slotMs * time.Millisecond
+)
 
 // maxKnown bounds the per-bucket memory of a Processor.
 const maxKnown = 1 << 14
@@ -219,8 +239,10 @@ type Stats struct {
 	// Doublings counts shard counts this processor doubled; DoublingsLost
 	// the doublings another writer made first.
 	Doublings, DoublingsLost int
-	// Propagated counts shard items whose shard_count was raised.
-	Propagated int
+	// Propagated counts shard items whose shard_count was raised;
+	// PropagationsThrottled the raises skipped because the shard's
+	// partition throttled them (its clients learn the count anyway).
+	Propagated, PropagationsThrottled int
 	// Consumed is the capacity the batch's store calls consumed.
 	Consumed store.Capacity
 }
@@ -390,6 +412,35 @@ func (p *Processor) learn(pk, seq string, count int64, at time.Time, reset, grew
 	}
 	k.seq = seq
 	p.known[pk] = k
+}
+
+// meter adds the write units one record shows consumed (its wcu tc
+// delta, millitokens) to shard 0's meter at atMs, and returns the units
+// used within the last MeterWindow. The item's own wcu balance cannot
+// serve: full writes forgive it (docs/write-paths.md); its tc counter
+// counts every write unit exactly. A record already charged (a
+// redelivery) changes nothing.
+func (p *Processor) meter(pk, seq string, used, atMs int64) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := p.known[pk]
+	now := atMs / slotMs
+	if k.meterSeq == "" || keys.CompareEncodedSeq(seq, k.meterSeq) > 0 {
+		i := now % meterSlots
+		if k.slot[i] != now {
+			k.slot[i], k.used[i] = now, 0
+		}
+		k.used[i] += used
+		k.meterSeq = seq
+		p.known[pk] = k
+	}
+	sum := int64(0)
+	for i := range k.used {
+		if k.slot[i] > now-meterSlots && k.slot[i] <= now {
+			sum += k.used[i]
+		}
+	}
+	return sum
 }
 
 func (p *Processor) knownState(pk string) (shardState, bool) {

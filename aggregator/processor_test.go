@@ -391,13 +391,23 @@ func TestProcessIsDeterministic(t *testing.T) {
 	}
 }
 
-// hotBucket creates shard 0 of a bucket at t and then leaves its wcu
-// balance at wcuTk millitokens with rf at rf, as a run of writes would.
-func hotBucket(t *testing.T, st *memsim.Store, b keys.Bucket, count int64, at time.Time, wcuTk, rf int64,
+// hotBucket creates a bucket item, then writes it as a run of writes that
+// consumed used write units (millitokens) would: wcu tc up by used, rf at
+// rf. The stored wcu balance is left near full, as full writes leave it:
+// the aggregator must judge from the consumption, not from the balance.
+func hotBucket(t *testing.T, st *memsim.Store, b keys.Bucket, count int64, at time.Time, used, rf int64,
 	limits map[string]bucket.Limit) {
 	t.Helper()
 	putBucket(t, st, bucketItem(b, count, at, limits, nil))
-	set(t, st, b.Key(), map[string]int64{"b_wcu_tk": wcuTk, bucket.AttrRefill: rf})
+	consume(t, st, b, used, rf)
+}
+
+// consume adds used write units (millitokens) to a bucket item's wcu tc
+// and sets its rf, in one write.
+func consume(t *testing.T, st *memsim.Store, b keys.Bucket, used, rf int64) {
+	t.Helper()
+	tc, _ := st.Peek(b.Key()).Int(bucket.AttrName(keys.HiddenLimit, bucket.FieldTotalConsumed))
+	set(t, st, b.Key(), map[string]int64{"b_wcu_tk": 999_000, "b_wcu_tc": tc + used, bucket.AttrRefill: rf})
 }
 
 var rpmOnly = map[string]bucket.Limit{"rpm": perMinute(6000)}
@@ -413,7 +423,7 @@ func TestProactiveDoublingHappensOnce(t *testing.T) {
 
 	// The same record twice, to one processor and to two.
 	st, _ := newStore(t0)
-	hotBucket(t, st, b, 1, t0, 100_000, t0.UnixMilli(), rpmOnly) // wcu at 10 %
+	hotBucket(t, st, b, 1, t0, 900_000, t0.UnixMilli(), rpmOnly) // 900 units at once: hot
 	recs := fromMemsim(st.Stream(0))
 	p1, p2 := newProcessor(t, st, Options{Logger: quiet}), newProcessor(t, st, Options{Logger: quiet})
 	r1 := p1.Process(ctx, recs)
@@ -429,8 +439,8 @@ func TestProactiveDoublingHappensOnce(t *testing.T) {
 		t.Fatal("failures")
 	}
 
-	// The doubling's own record still shows a low wcu balance: within the
-	// cooldown it changes nothing, for this processor or a fresh one.
+	// The doubling's own record charges nothing more: within the cooldown
+	// it changes nothing, for this processor or a fresh one.
 	dbl := fromMemsim(st.Stream(uint64(len(recs))))
 	if len(dbl) != 1 || dbl[0].EventName != EventModify {
 		t.Fatalf("doubling record %+v", dbl)
@@ -450,14 +460,14 @@ func TestProactiveDoublingHappensOnce(t *testing.T) {
 	later := t0.Add(DefaultShardCooldown + time.Second)
 	n := st.StreamLen()
 	st.Clock().(*memsim.ManualClock).Set(later)
-	set(t, st, b.Key(), map[string]int64{"b_wcu_tk": 50_000, bucket.AttrRefill: later.UnixMilli()})
+	consume(t, st, b, 950_000, later.UnixMilli())
 	if res := p1.Process(ctx, fromMemsim(st.Stream(n))); res.Stats.Doublings != 1 || count(st, 0) != 4 {
 		t.Fatalf("after the cooldown: %+v, count %d", res.Stats, count(st, 0))
 	}
 
 	// Two processors racing on the same record: one doubling.
 	st, _ = newStore(t0)
-	hotBucket(t, st, b, 1, t0, 0, t0.UnixMilli(), rpmOnly)
+	hotBucket(t, st, b, 1, t0, 1_000_000, t0.UnixMilli(), rpmOnly)
 	recs = fromMemsim(st.Stream(0))
 	q1, q2 := newProcessor(t, st, Options{Logger: quiet}), newProcessor(t, st, Options{Logger: quiet})
 	a, c := q1.Process(ctx, recs), q2.Process(ctx, recs)
@@ -470,28 +480,25 @@ func TestProactiveDoublingThreshold(t *testing.T) {
 	t0 := time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
 	ms := t0.UnixMilli()
 	for _, tc := range []struct {
-		name      string
-		count     int64
-		shard     int
-		wcuTk, rf int64
-		at        time.Time // the record's time; zero: none
-		limits    map[string]bucket.Limit
-		opts      Options
-		want      int64
+		name     string
+		count    int64
+		shard    int
+		used, rf int64
+		at       time.Time // the records' time; zero: none
+		limits   map[string]bucket.Limit
+		opts     Options
+		want     int64
 	}{
-		{name: "below 20%", count: 1, wcuTk: 199_999, rf: ms, at: t0, want: 2},
-		{name: "at 20%", count: 1, wcuTk: 200_000, rf: ms, at: t0, want: 1},
-		{name: "low but refilled by the record's time", count: 1, wcuTk: 0, rf: ms - 300, at: t0, want: 1},
-		{name: "low, refill not yet due", count: 1, wcuTk: 0, rf: ms - 150, at: t0, want: 2},
-		{name: "no record time: rf stands in", count: 2, wcuTk: 10_000, rf: ms, want: 4},
-		{name: "Lambda's whole second before rf", count: 1, wcuTk: 10_000, rf: ms + 900, at: t0, want: 2},
-		{name: "custom threshold", count: 1, wcuTk: 400_000, rf: ms, at: t0, opts: Options{HotPercent: 50}, want: 2},
-		{name: "disabled", count: 1, wcuTk: 0, rf: ms, at: t0, opts: Options{HotPercent: -1}, want: 1},
-		{name: "at the shard ceiling", count: 256, wcuTk: 0, rf: ms, at: t0, want: 256},
-		{name: "custom ceiling", count: 8, wcuTk: 0, rf: ms, at: t0, opts: Options{MaxShards: 8}, want: 8},
-		{name: "a limit too small to split", count: 2, wcuTk: 0, rf: ms, at: t0,
+		{name: "over 80% of the window's capacity", count: 1, used: 400_001, rf: ms, at: t0, want: 2},
+		{name: "at 80%", count: 1, used: 400_000, rf: ms, at: t0, want: 1},
+		{name: "no record time: rf stands in", count: 2, used: 990_000, rf: ms, want: 4},
+		{name: "custom threshold", count: 1, used: 250_001, rf: ms, at: t0, opts: Options{HotPercent: 50}, want: 2},
+		{name: "disabled", count: 1, used: 1_000_000, rf: ms, at: t0, opts: Options{HotPercent: -1}, want: 1},
+		{name: "at the shard ceiling", count: 256, used: 1_000_000, rf: ms, at: t0, want: 256},
+		{name: "custom ceiling", count: 8, used: 1_000_000, rf: ms, at: t0, opts: Options{MaxShards: 8}, want: 8},
+		{name: "a limit too small to split", count: 2, used: 1_000_000, rf: ms, at: t0,
 			limits: map[string]bucket.Limit{"rpm": perMinute(3), "big": perMinute(1000)}, want: 2},
-		{name: "not shard 0", count: 2, shard: 1, wcuTk: 0, rf: ms, at: t0, want: 2},
+		{name: "not shard 0", count: 2, shard: 1, used: 1_000_000, rf: ms, at: t0, want: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, _ := newStore(t0)
@@ -503,7 +510,7 @@ func TestProactiveDoublingThreshold(t *testing.T) {
 			if tc.shard != 0 {
 				putBucket(t, st, bucketItem(b, tc.count, t0, limits, nil))
 			}
-			hotBucket(t, st, b.WithShard(tc.shard), tc.count, t0, tc.wcuTk, tc.rf, limits)
+			hotBucket(t, st, b.WithShard(tc.shard), tc.count, t0, tc.used, tc.rf, limits)
 			recs := fromMemsim(st.Stream(0))
 			for i := range recs {
 				recs[i].At = tc.at
@@ -517,6 +524,49 @@ func TestProactiveDoublingThreshold(t *testing.T) {
 				t.Errorf("shard count %d, want %d", n, tc.want)
 			}
 		})
+	}
+}
+
+// The meter sums the write units of the last MeterWindow by record time
+// (rf when later): hot above 80 % of what wcu refills in that window (400
+// units in 500 ms). A redelivered record is not counted twice.
+func TestProactiveDoublingMeter(t *testing.T) {
+	t0 := time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
+	b := keys.Bucket{Namespace: "ns", Entity: "e", Resource: "r"}
+	run := func(gap time.Duration, redeliver bool) int64 {
+		st, _ := newStore(t0)
+		putBucket(t, st, bucketItem(b, 1, t0, rpmOnly, nil))
+		consume(t, st, b, 300_000, t0.UnixMilli())
+		p := newProcessor(t, st, Options{Logger: quiet})
+		first := fromMemsim(st.Stream(0))
+		p.Process(context.Background(), first)
+		if redeliver {
+			p.Process(context.Background(), first)
+		}
+		if c, _ := st.Peek(b.Key()).Int(keys.AttrShardCount); c != 1 {
+			t.Fatalf("300 units in a window doubled (count %d)", c)
+		}
+		n := st.StreamLen()
+		later := t0.Add(gap)
+		consume(t, st, b, 200_000, later.UnixMilli())
+		recs := fromMemsim(st.Stream(n))
+		for i := range recs {
+			recs[i].At = later
+		}
+		if res := p.Process(context.Background(), recs); len(res.Failures) != 0 {
+			t.Fatal(res.Failures)
+		}
+		c, _ := st.Peek(b.Key()).Int(keys.AttrShardCount)
+		return c
+	}
+	if c := run(100*time.Millisecond, false); c != 2 {
+		t.Errorf("500 units within 100 ms: count %d, want 2", c)
+	}
+	if c := run(600*time.Millisecond, false); c != 1 {
+		t.Errorf("300 units, then 200 units 600 ms later: count %d, want 1", c)
+	}
+	if c := run(600*time.Millisecond, true); c != 1 {
+		t.Errorf("redelivered record counted twice: count %d, want 1", c)
 	}
 }
 
@@ -579,10 +629,10 @@ func TestPropagationFailureIsReported(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
 	b := keys.Bucket{Namespace: "ns", Entity: "e", Resource: "r"}
-	fail := true
+	fail, fault := true, memsim.Fault5xxBeforeApply
 	st, _ := newStore(t0, memsim.WithFaults(memsim.Func("shard-1", func(op memsim.Op) memsim.Decision {
 		if fail && op.Kind == memsim.OpUpdate && op.Keys[0] == b.WithShard(1).Key() {
-			return memsim.Decision{Fault: memsim.FaultThrottle}
+			return memsim.Decision{Fault: fault}
 		}
 		return memsim.Decision{}
 	})))
@@ -601,6 +651,17 @@ func TestPropagationFailureIsReported(t *testing.T) {
 	fail = false
 	if res := p.Process(ctx, recs); len(res.Failures) != 0 || res.Stats.Propagated != 1 {
 		t.Fatalf("retry: %+v %+v", res.Failures, res.Stats)
+	}
+
+	// A throttled propagation is skipped, not failed: the shard is hot, and
+	// failing the record would hold back shard 0's later records.
+	fail, fault = true, memsim.FaultThrottle
+	n = st.StreamLen()
+	if _, err := st.Update(ctx, keys.DoubleShards(b, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if res := p.Process(ctx, fromMemsim(st.Stream(n))); len(res.Failures) != 0 || res.Stats.PropagationsThrottled != 1 {
+		t.Fatalf("throttled propagation: %+v %+v", res.Failures, res.Stats)
 	}
 }
 

@@ -23,12 +23,13 @@ func (p *Processor) shardZero(ctx context.Context, e *entry, st *Stats) error {
 	insert := r.EventName == EventInsert
 	grew := !insert && n > shardCount(r.Old)
 	p.learn(e.pk, e.seq, n, e.at, insert, grew)
-	var first error
+	// Doubling first: it is the time-critical half, and the propagation
+	// writes go to shards that may be too hot to take them.
+	first := p.maybeDouble(ctx, e, n, st)
 	if grew || insert && n > 1 {
-		first = p.propagate(ctx, e.b, n, st)
-	}
-	if err := p.maybeDouble(ctx, e, n, st); err != nil && first == nil {
-		first = err
+		if err := p.propagate(ctx, e.b, n, st); err != nil && first == nil {
+			first = err
+		}
 	}
 	return first
 }
@@ -62,10 +63,22 @@ func (p *Processor) maybeDouble(ctx context.Context, e *entry, n int64, st *Stat
 	if !ok {
 		return nil
 	}
+	used := wcu.TotalConsumed
+	if e.r.Old != nil {
+		if old, ok := e.r.Old.Int(bucket.AttrName(keys.HiddenLimit, bucket.FieldTotalConsumed)); ok && old <= used {
+			used -= old
+		}
+	}
 	// The record's time has whole seconds in Lambda; rf is never later
 	// than the write. The later of the two is the better estimate of now.
 	now := max(e.at.UnixMilli(), comp.Refill)
-	if wcu.Effective(comp.Refill, now) >= wcu.Capacity*p.hotPercent/100 {
+	// Hot: within the last MeterWindow, shard 0 used more than
+	// (100 - HotPercent) % of what wcu refills in that time, as a wcu
+	// bucket that starts the window full would then hold less than
+	// HotPercent % of its capacity.
+	win := MeterWindow.Milliseconds()
+	recent := p.meter(e.pk, e.seq, used, now)
+	if recent*100 <= wcu.RefillAmount*win/wcu.RefillPeriod*(100-p.hotPercent) {
 		return nil
 	}
 	if 2*n > p.maxShards {
@@ -93,7 +106,7 @@ func (p *Processor) maybeDouble(ctx context.Context, e *entry, n int64, st *Stat
 		st.Doublings++
 		p.learn(e.pk, e.seq, 2*n, e.at, false, true)
 		p.log.Info("aggregator: doubled shard count", "namespace", e.b.Namespace, "entity", e.b.Entity,
-			"resource", e.b.Resource, "shards", 2*n, "wcu_millitokens", wcu.Effective(comp.Refill, now))
+			"resource", e.b.Resource, "shards", 2*n, "wcu_used_millitokens", recent, "window", MeterWindow)
 		return nil
 	}
 	var cf *store.ConditionFailedError
@@ -148,6 +161,13 @@ func (p *Processor) propagate(ctx context.Context, b keys.Bucket, n int64, st *S
 			raised++
 		case errors.Is(err, store.ErrConditionFailed):
 			// Already there (or past it), or the shard expired meanwhile.
+		case errors.Is(err, store.ErrThrottled):
+			// The shard is too hot to take the write. Propagation only
+			// saves its clients a round trip (a write conditional on the
+			// old count fails and returns the new one), so it is not worth
+			// failing the record for: that would hold back every later
+			// record of shard 0, and the next doubling with them.
+			st.PropagationsThrottled++
 		case first == nil:
 			first = err
 		}

@@ -80,7 +80,22 @@ type Checker struct {
 	// partition holds now (memsim's partition model): a doubling is
 	// justified when one of the bucket's partitions is nearly out of them.
 	PartitionAvailable func(pk string) float64
+	// PartitionConsumed, when set, returns the write units a table
+	// partition has consumed so far (failed conditional writes included):
+	// a doubling is also justified when one of the bucket's partitions ran
+	// at ProactiveRate of its ceiling or more over the last RateWindow,
+	// the aggregator's proactive threshold.
+	PartitionConsumed func(pk string) float64
 }
+
+// The proactive doubling rule the checker accepts (issue #7: the aggregator
+// doubles at 80 % of a partition's 1000 write units a second).
+const (
+	ProactiveRate = 800.0 // write units per second
+	RateWindow    = int64(400 * time.Millisecond)
+	rateSampleGap = int64(50 * time.Millisecond)
+	minRateWindow = int64(100 * time.Millisecond)
+)
 
 // PartitionThrottled tells the checker that a write to partition pk was
 // refused at virtual time at because the partition was over its ceiling
@@ -145,6 +160,59 @@ type istate struct {
 	// the last write refused because the partition was over its ceiling
 	throttledAt int64
 	throttled   bool
+	// samples of the partition's consumed write units, a ring, at least
+	// rateSampleGap apart (for the proactive rate)
+	cons     [16]consSample
+	consNext int
+}
+
+type consSample struct {
+	at    int64
+	units float64
+}
+
+// sampleConsumption records the partition's consumption now and then.
+func (c *Checker) sampleConsumption(is *istate, at int64) {
+	if c.PartitionConsumed == nil {
+		return
+	}
+	last := &is.cons[(is.consNext+len(is.cons)-1)%len(is.cons)]
+	if last.at != 0 && at-last.at < rateSampleGap {
+		return
+	}
+	is.cons[is.consNext] = consSample{at: at, units: c.PartitionConsumed(is.pk)}
+	is.consNext = (is.consNext + 1) % len(is.cons)
+}
+
+// recentRate returns the partition's write units per second over the
+// shortest sample window of at least RateWindow ending at at; over the
+// item's whole life when it is younger than that (at least minRateWindow,
+// else 0).
+func (c *Checker) recentRate(is *istate, at int64) float64 {
+	if c.PartitionConsumed == nil {
+		return 0
+	}
+	now := c.PartitionConsumed(is.pk)
+	best, oldest := -1, -1
+	for i, s := range is.cons {
+		if s.at == 0 {
+			continue
+		}
+		if oldest < 0 || s.at < is.cons[oldest].at {
+			oldest = i
+		}
+		if at-s.at >= RateWindow && (best < 0 || s.at > is.cons[best].at) {
+			best = i
+		}
+	}
+	if best < 0 {
+		best = oldest
+	}
+	if best < 0 || at-is.cons[best].at < minRateWindow {
+		return 0
+	}
+	s := is.cons[best]
+	return (now - s.units) / (float64(at-s.at) / 1e9)
 }
 
 // NewChecker returns a checker for a model; base is the Unix time (ns) of
@@ -335,6 +403,7 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 	c.decode(rec.New, &n)
 	b.changes++
 	pk := rec.Keys.PK
+	c.sampleConsumption(is, at)
 
 	// Invariant 6: shard 0's shard_count runs 1, 2, 4, ...
 	if is.shard == 0 && n.ok {
@@ -519,6 +588,13 @@ func (c *Checker) checkDoublingCause(bi int32, from, at int64, seq uint64) {
 	if lowest <= wcuLow {
 		return
 	}
+	fastest := 0.0
+	for _, ii := range c.buckets[bi].items {
+		fastest = math.Max(fastest, c.recentRate(&c.items[ii], at))
+	}
+	if fastest >= ProactiveRate {
+		return
+	}
 	avail := math.Inf(1)
 	if c.PartitionAvailable != nil {
 		for _, ii := range c.buckets[bi].items {
@@ -532,6 +608,9 @@ func (c *Checker) checkDoublingCause(bi int32, from, at int64, seq uint64) {
 	part := ""
 	if !math.IsInf(avail, 1) {
 		part = fmt.Sprintf(", its partitions held at least %.0f write units", avail)
+	}
+	if c.PartitionConsumed != nil {
+		part += fmt.Sprintf(", the busiest ran at %.0f write units a second over the last %v", fastest, time.Duration(RateWindow))
 	}
 	c.flag(InvDoubling, "bucket %s/%s doubled %d -> %d at %s (seq %d) although no shard was at its write ceiling (the busiest shard's own writes left %.0f of 1000 write units%s, none was refused a write for its ceiling in the last %v)",
 		bm.Entity, bm.Resource, from, 2*from, c.fmtT(at), seq, lowest, part, time.Duration(hotRecent))

@@ -222,6 +222,7 @@ func New(cfg Config) (*Sim, error) {
 	if !cfg.NoChecks {
 		s.chk = NewChecker(s.model, s.base)
 		s.chk.PartitionAvailable = func(pk string) float64 { return s.st.Partition(pk).WriteAvailable }
+		s.chk.PartitionConsumed = func(pk string) float64 { return s.st.Partition(pk).Consumed.WriteUnits }
 		s.partThrottles = make(map[string]uint64)
 	}
 	opts := []memsim.Option{
