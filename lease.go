@@ -158,27 +158,10 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 func (l *Limiter) adjustShard(ctx context.Context, tr *trace, p *plan, ref keys.Bucket, n int64, milli map[string]int64) error {
 	ap := p.withAmounts(milli)
 	now := l.nowMs()
-	u := store.Update{}
-	var conds []store.Condition
-	for i := range ap.specs {
-		s := &ap.specs[i]
-		if s.amount == 0 {
-			continue
-		}
-		lo, hi := s.perShard(n).RefillTime(abs(s.amount))
-		if s.amount < 0 {
-			lo, hi = -hi, -lo
-		}
-		u = u.Add(s.tk, store.Int(-s.amount)).Add(s.tc, store.Int(s.amount)).Add(s.fl, store.Int(lo)).Add(s.fh, store.Int(hi))
-		conds = append(conds, store.Name(s.tk).Exists()) // never resurrect a removed limit or an expired bucket
-		if s.amount > 0 {
-			conds = append(conds, store.Name(s.fl).GreaterThan(store.Int(now)))
-		}
-	}
-	if u.Len() == 0 {
+	if charged, _ := ap.chargedMask(); charged == 0 {
 		return nil
 	}
-	ex, err := store.Build(u, store.And(conds...))
+	ex, err := ap.build(pathAdjust, func(k sink) { ap.emitAdjust(k, n, now) })
 	if err != nil {
 		return err
 	}
@@ -206,6 +189,29 @@ func (l *Limiter) adjustShard(ctx context.Context, tr *trace, p *plan, ref keys.
 		_, err = l.update(ctx, tr, ref.Key(), ex)
 	}
 	return err
+}
+
+// emitAdjust charges (amount > 0) or refunds (amount < 0) each limit,
+// without a floor.
+func (p *plan) emitAdjust(k sink, n, now int64) {
+	for i := range p.specs {
+		s := &p.specs[i]
+		if s.amount == 0 {
+			continue
+		}
+		lo, hi := s.perShard(n).RefillTime(abs(s.amount))
+		if s.amount < 0 {
+			lo, hi = -hi, -lo
+		}
+		k.add(s.tk, -s.amount)
+		k.add(s.tc, s.amount)
+		k.add(s.fl, lo)
+		k.add(s.fh, hi)
+		k.exists(s.tk) // never resurrect a removed limit or an expired bucket
+		if s.amount > 0 {
+			k.cond(condGt, s.fl, now)
+		}
+	}
 }
 
 func (l *Limiter) adjustLoose(ctx context.Context, tr *trace, ap *plan, ref keys.Bucket, im *image) error {

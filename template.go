@@ -29,6 +29,7 @@ type sink interface {
 	add(name string, v int64)
 	set(name string, v int64)
 	cond(k condKind, name string, v int64)
+	exists(name string) // attribute_exists(name): no value
 }
 
 type shapeSink struct {
@@ -40,6 +41,7 @@ type shapeSink struct {
 func (s *shapeSink) next() store.Value        { v := store.Int(s.n); s.n++; return v }
 func (s *shapeSink) add(name string, _ int64) { s.u = s.u.Add(name, s.next()) }
 func (s *shapeSink) set(name string, _ int64) { s.u = s.u.Set(name, s.next()) }
+func (s *shapeSink) exists(name string)       { s.conds = append(s.conds, store.Name(name).Exists()) }
 func (s *shapeSink) cond(k condKind, name string, _ int64) {
 	n, v := store.Name(name), s.next()
 	var c store.Condition
@@ -63,6 +65,7 @@ type valueSink struct{ vals []int64 }
 func (s *valueSink) add(_ string, v int64)              { s.vals = append(s.vals, v) }
 func (s *valueSink) set(_ string, v int64)              { s.vals = append(s.vals, v) }
 func (s *valueSink) cond(_ condKind, _ string, v int64) { s.vals = append(s.vals, v) }
+func (s *valueSink) exists(string)                      {}
 
 // template is a compiled expression shape.
 type template struct {
@@ -101,13 +104,14 @@ type pathKind uint8
 const (
 	pathSpeculative pathKind = iota
 	pathFull
+	pathAdjust
 )
 
-// shapeKey identifies a shape within a plan template: the path and which
-// limits this call charges.
+// shapeKey identifies a shape within a plan template: the path, which
+// limits this call charges or refunds, and which of those it charges.
 type shapeKey struct {
-	path    pathKind
-	charged uint64
+	path              pathKind
+	charged, positive uint64
 }
 
 var valuesPool = sync.Pool{New: func() any { return &valueSink{vals: make([]int64, 0, 64)} }}
@@ -124,7 +128,8 @@ func (p *plan) build(path pathKind, emit func(sink)) (store.Expr, error) {
 		emit(&vs)
 		return t.expr(vs.vals), nil
 	}
-	k := shapeKey{path: path, charged: p.chargedMask()}
+	charged, positive := p.chargedMask()
+	k := shapeKey{path: path, charged: charged, positive: positive}
 	pt.mu.Lock()
 	t := pt.shapes[k]
 	pt.mu.Unlock()
@@ -148,12 +153,16 @@ func (p *plan) build(path pathKind, emit func(sink)) (store.Expr, error) {
 	return ex, nil
 }
 
-func (p *plan) chargedMask() uint64 {
-	var m uint64
+// chargedMask returns which limits the plan charges or refunds (amount
+// not 0), and which of them it charges (amount above 0).
+func (p *plan) chargedMask() (charged, positive uint64) {
 	for i := range p.specs {
-		if p.specs[i].amount != 0 {
-			m |= 1 << uint(i)
+		if a := p.specs[i].amount; a != 0 {
+			charged |= 1 << uint(i)
+			if a > 0 {
+				positive |= 1 << uint(i)
+			}
 		}
 	}
-	return m
+	return charged, positive
 }

@@ -41,6 +41,16 @@ func TestTemplatesMatchFreshBuilds(t *testing.T) {
 		p := newPlan(keys.Bucket{Namespace: "ns", Entity: "e", Resource: "r"}, limits, consume)
 		n := int64(1) << rapid.IntRange(0, 5).Draw(t, "shards")
 		now := rapid.Int64Range(0, 1<<45).Draw(t, "now")
+		adjust := map[string]int64{} // charges and refunds, in millitokens
+		for _, n := range names {
+			if a := rapid.Int64Range(-5000, 5000).Draw(t, "adjust"); a != 0 {
+				adjust[n] = a
+			}
+		}
+		if len(adjust) == 0 {
+			adjust[names[0]] = 1000
+		}
+		ap := p.withAmounts(adjust)
 		for _, c := range []struct {
 			name string
 			tmpl func() (store.Expr, error)
@@ -48,6 +58,8 @@ func TestTemplatesMatchFreshBuilds(t *testing.T) {
 		}{
 			{"speculative", func() (store.Expr, error) { return p.speculative(n, now) }, func(k sink) { p.emitSpeculative(k, n, now) }},
 			{"full", func() (store.Expr, error) { return p.full(n, now) }, func(k sink) { p.emitFull(k, n, now) }},
+			{"adjust", func() (store.Expr, error) { return ap.build(pathAdjust, func(k sink) { ap.emitAdjust(k, n, now) }) },
+				func(k sink) { ap.emitAdjust(k, n, now) }},
 		} {
 			for round := 0; round < 2; round++ { // the first compiles, the second reuses
 				got, err := c.tmpl()

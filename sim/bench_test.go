@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"os"
+	"runtime/debug"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +19,11 @@ import (
 //
 //	go test -run '^$' -bench SimulatedAcquires -cpu 1 ./sim
 func BenchmarkSimulatedAcquires(b *testing.B) {
+	// As cmd/simulate runs (unless GOGC is set): the simulation allocates
+	// briskly and keeps little.
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
+	}
 	for _, bc := range []struct {
 		name   string
 		cfg    Config

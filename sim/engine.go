@@ -229,6 +229,10 @@ func New(cfg Config) (*Sim, error) {
 		memsim.WithClock(trueClock{s}),
 		memsim.WithStream(s.stream),
 		memsim.WithSleeper(s.sleeper),
+		// Nothing in the simulated path modifies an item a write returns
+		// (the limiter decodes them, the checkers read the stream's
+		// images), so the copy per write is saved.
+		memsim.WithSharedResults(true),
 	}
 	if wl.PartitionWCU > 0 {
 		opts = append(opts, memsim.WithPartitionLimits(wl.PartitionWCU, 3*wl.PartitionWCU))

@@ -187,7 +187,8 @@ func (r *Report) WriteTable(out io.Writer) error {
 	fmt.Fprintf(&b, "scenario %s   seed %d   writers %d   offered rate %g/s   simulated %v (tail %v)",
 		r.Scenario, r.Seed, r.Writers, r.Rate, time.Duration(r.SimDurationMs)*time.Millisecond, time.Duration(r.TailMs)*time.Millisecond)
 	if r.WallMs > 0 {
-		fmt.Fprintf(&b, "   wall %v", time.Duration(r.WallMs)*time.Millisecond)
+		fmt.Fprintf(&b, "   wall %v (%.0f acquires a second)", time.Duration(r.WallMs)*time.Millisecond,
+			float64(r.Acquires)/(float64(r.WallMs)/1000))
 	}
 	fmt.Fprintf(&b, "\nfaults: %s   clock skew: ±%dms\n\n", r.Faults, r.SkewMs)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
