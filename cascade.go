@@ -138,14 +138,14 @@ func (l *Limiter) cascadeSlow(ctx context.Context, tr *trace, sides [2]*cascadeS
 			if ref.Shard == 0 || s.img.shardCount > s.n {
 				s.n = s.img.shardCount
 			}
-			switch s.p.shortfall(s.img, s.n, now) {
+			switch s.p.shortfall(s.img, s.n, now, l.cachedImage(ref).hot()) {
 			case shortApp:
 				// Refused; but the caller must wait for both sides, so look
 				// at the other one before answering.
 				rl := s.p.rateLimited(s.img, s.n, now)
 				rl.Parent = i == 1
 				if other := sides[1-i]; other.known && other.img != nil &&
-					other.p.shortfall(other.img, other.n, now) == shortApp {
+					other.p.shortfall(other.img, other.n, now, false) == shortApp {
 					orl := other.p.rateLimited(other.img, other.n, now)
 					orl.Parent = i != 1
 					if orl.RetryAfter > rl.RetryAfter {
@@ -166,7 +166,7 @@ func (l *Limiter) cascadeSlow(ctx context.Context, tr *trace, sides [2]*cascadeS
 				s.n, s.shard, s.known, restart = m, l.pickShard(m, nil), false, true
 				continue
 			}
-			ex, _, err := s.p.informed(s.img, s.n, now)
+			ex, _, err := s.p.informed(s.img, s.n, now, false)
 			if err != nil {
 				return nil, err
 			}

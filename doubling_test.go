@@ -14,7 +14,8 @@ import (
 )
 
 // Racing doublings: 100 to 200 writers (real goroutines, each its own
-// client) hit a bucket whose hidden wcu limit is exhausted, all at once.
+// client, each having measured the shards at their ceiling) hit a bucket
+// whose hidden wcu limit is exhausted, all at once.
 // Shard 0's shard_count, read from the change stream, must run through
 // consecutive powers of two from where it started: exactly one doubling
 // per level, never a skip, never a decrease.
@@ -32,12 +33,19 @@ func TestRacingDoublingsDoubleOncePerLevel(t *testing.T) {
 		// shard's write units spent, at the current instant (no refill).
 		p := newPlan(ref, limits, map[string]int64{"rps": 1})
 		now := clock.Now().UnixMilli()
+		var images []*image
 		for s := 0; s < int(start); s++ {
 			put := p.create(ref.WithShard(s), start, now)
 			put.Item["b_wcu_tk"] = store.Int(0)
 			if _, err := st.Put(ctx, put); err != nil {
 				rt.Fatal(err)
 			}
+			im, err := decodeImage(put.Item)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			im.wpm = 1 // measured at the partition ceiling: a write a ms
+			images = append(images, im)
 		}
 		before := st.StreamLen()
 
@@ -47,7 +55,13 @@ func TestRacingDoublingsDoubleOncePerLevel(t *testing.T) {
 			if err != nil {
 				rt.Fatal(err)
 			}
-			l.remember(ref, nil, start) // every client knows the current count
+			// Every client knows the current count and has measured every
+			// shard at its ceiling.
+			l.remember(ref, nil, start)
+			for s, im := range images {
+				cp := *im
+				l.buckets[bucketID{ref.Entity, ref.Resource}].images[s] = &cp
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -175,6 +175,18 @@ type image struct {
 	hash       int64
 	shardCount int64
 	comp       bucket.Composite
+
+	// The shard's write rate as this client estimates it (writes per ms),
+	// from the wcu counters of its last two images of the shard and when
+	// it received them (at, its clock).
+	at  int64
+	wpm float64
+}
+
+// writes returns the shard's count of write units, in millitokens.
+func (im *image) writes() (int64, bool) {
+	st, ok := im.comp.Get(wcuName)
+	return st.TotalConsumed, ok
 }
 
 func decodeImage(it store.Item) (*image, error) {

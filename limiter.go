@@ -124,6 +124,15 @@ func (l *Limiter) remember(ref keys.Bucket, img *image, n int64) {
 		b.n = n
 	}
 	if img != nil {
+		img.at = l.nowMs()
+		if prev := b.images[ref.Shard]; prev != nil && prev != img {
+			img.wpm = prev.wpm
+			w0, ok0 := prev.writes()
+			w1, ok1 := img.writes()
+			if dt := img.at - prev.at; ok0 && ok1 && dt > 0 && w1 >= w0 {
+				img.wpm = float64(w1-w0) / float64(bucket.MilliPerToken) / float64(dt)
+			}
+		}
 		b.images[ref.Shard] = img
 	}
 }

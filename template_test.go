@@ -41,6 +41,7 @@ func TestTemplatesMatchFreshBuilds(t *testing.T) {
 		p := newPlan(keys.Bucket{Namespace: "ns", Entity: "e", Resource: "r"}, limits, consume)
 		n := int64(1) << rapid.IntRange(0, 5).Draw(t, "shards")
 		now := rapid.Int64Range(0, 1<<45).Draw(t, "now")
+		h := rapid.Int64Range(0, maxCushion).Draw(t, "cushion")
 		adjust := map[string]int64{} // charges and refunds, in millitokens
 		for _, n := range names {
 			if a := rapid.Int64Range(-5000, 5000).Draw(t, "adjust"); a != 0 {
@@ -57,7 +58,7 @@ func TestTemplatesMatchFreshBuilds(t *testing.T) {
 			emit func(sink)
 		}{
 			{"speculative", func() (store.Expr, error) { return p.speculative(n, now) }, func(k sink) { p.emitSpeculative(k, n, now) }},
-			{"full", func() (store.Expr, error) { return p.full(n, now) }, func(k sink) { p.emitFull(k, n, now) }},
+			{"full", func() (store.Expr, error) { return p.full(n, now, h) }, func(k sink) { p.emitFull(k, n, now, h) }},
 			{"adjust", func() (store.Expr, error) { return ap.build(pathAdjust, func(k sink) { ap.emitAdjust(k, n, now) }) },
 				func(k sink) { ap.emitAdjust(k, n, now) }},
 		} {
