@@ -41,9 +41,10 @@ type bucketInfo struct {
 }
 
 type throttleWindow struct {
-	start int64 // ms
-	count int
-	n     int64 // the shard count the throttles were seen at
+	start    int64 // ms
+	count    int   // throttled writes
+	attempts int   // all writes (throttled or not)
+	n        int64 // the shard count the writes were made at
 }
 
 // New returns a limiter over st. It does no I/O: the table's schema
@@ -175,6 +176,8 @@ func (l *Limiter) chargeBucket(ctx context.Context, tr *trace, p *plan) (shard i
 		}
 		tried = append(tried, shard)
 		o := l.chargeShard(ctx, tr, p, p.ref.WithShard(shard), n)
+		throttled := o.res == failed && errors.Is(o.err, store.ErrThrottled)
+		hotShard := l.noteWrite(p.ref.WithShard(shard), n, throttled, l.cachedImage(p.ref.WithShard(shard)).hot())
 		switch o.res {
 		case charged:
 			return shard, o.n, nil
@@ -182,7 +185,7 @@ func (l *Limiter) chargeBucket(ctx context.Context, tr *trace, p *plan) (shard i
 			if !errors.Is(o.err, store.ErrThrottled) {
 				return 0, 0, o.err
 			}
-			if l.throttledOften(p.ref.WithShard(shard), n) && !l.grewRecently(p.ref) {
+			if hotShard && !l.grewRecently(p.ref) {
 				// The partition keeps refusing writes: it is hot, not
 				// merely unlucky once.
 				if m, err := l.double(ctx, tr, p, n); err == nil && m > n {
@@ -280,39 +283,64 @@ func (l *Limiter) grewRecently(ref keys.Bucket) bool {
 	return b != nil && b.grewAt != 0 && now-b.grewAt < growthCooldown
 }
 
-// hotThrottles is how many throttled writes to one shard within
-// hotWindow mark its partition as hot. DynamoDB bills failed conditional
-// writes, so a saturated partition throttles before the hidden wcu limit,
-// which counts this limiter's writes, can run dry; the throttles are the
-// signal then. One throttle in a storm is not.
+// When throttles mark a shard's partition as hot. DynamoDB bills failed
+// conditional writes, so a saturated partition throttles before the hidden
+// wcu limit, which counts this limiter's writes, can run dry; the
+// throttles are the signal then. But a throttle storm (a fault, a
+// neighbour) throttles too, and a partition just under its ceiling
+// throttles only a little: a rate tells them apart better than a count.
+//
+//   - hotThrottles throttles within hotWindow, at least half of this
+//     client's writes to the shard there: a partition refusing most writes.
+//     A storm at 10 % for a second makes a client that writes a shard six
+//     times see five refusals about once in 20,000.
+//   - busyThrottles throttles within hotWindow on a shard this client
+//     measured at 80 % of the ceiling or more (image.hot): a partition at
+//     its ceiling that refuses only some writes.
 const (
-	hotThrottles = 3
-	hotWindow    = int64(1000) // ms
+	hotThrottles  = 5
+	busyThrottles = 3
+	hotWindow     = int64(1000) // ms
 )
 
-// throttledOften records a throttled write to a shard and reports whether
-// it is the hotThrottles-th within hotWindow at the current shard count n:
-// throttles seen before a doubling say nothing about the doubled bucket.
-func (l *Limiter) throttledOften(ref keys.Bucket, n int64) bool {
+// noteWrite records a write to a shard, throttled or not, and reports
+// whether the shard now counts as hot (see hotThrottles) at the current
+// shard count n; busy is whether this client measured the shard near its
+// ceiling. Writes seen before a doubling say nothing about the doubled
+// bucket.
+func (l *Limiter) noteWrite(ref keys.Bucket, n int64, throttled, busy bool) bool {
 	now := l.nowMs()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	id := bucketID{ref.Entity, ref.Resource}
 	b := l.buckets[id]
 	if b == nil {
+		if !throttled {
+			return false // nothing to remember yet
+		}
 		b = &bucketInfo{n: 1, images: make(map[int]*image, 1)}
 		l.buckets[id] = b
 	}
 	if b.throttles == nil {
+		if !throttled {
+			return false
+		}
 		b.throttles = make(map[int]throttleWindow)
 	}
 	w := b.throttles[ref.Shard]
 	if now-w.start > hotWindow || w.n != n {
+		if !throttled {
+			delete(b.throttles, ref.Shard)
+			return false
+		}
 		w = throttleWindow{start: now, n: n}
 	}
-	w.count++
+	w.attempts++
+	if throttled {
+		w.count++
+	}
 	b.throttles[ref.Shard] = w
-	return w.count >= hotThrottles
+	return throttled && (w.count >= hotThrottles && 2*w.count >= w.attempts || busy && w.count >= busyThrottles)
 }
 
 // divisible reports whether every limit still serves its request when

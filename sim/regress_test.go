@@ -172,3 +172,21 @@ func TestRegressionRollbackRefundsParentTheChildsAdjust(t *testing.T) {
 		}
 	}
 }
+
+// Doubling on repeated throttles (3 a second on a shard) could not tell a
+// hot partition from a throttle storm: here storms throttle 10 % of
+// requests for 1 s every 3 s on a bucket whose partitions are far from
+// their ceiling, and the shard count doubled anyway (invariant 6: a
+// doubling must come from a partition really at its write ceiling). Now
+// throttles mark a shard hot only when they are at least half of the
+// client's writes to it (a saturated partition refuses most, a storm
+// some), or when the client measured the shard near its ceiling.
+func TestRegressionThrottleStormDoublesShards(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation")
+	}
+	wl := hotEntity(Config{})
+	wl.Rate, wl.Duration, wl.Faults = 800, 10*time.Second, true
+	wl.FaultPlan = &FaultPlan{Start: time.Second, StormEvery: 3 * time.Second, StormLength: time.Second, StormP: 0.1}
+	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 1, Tail: -1}))
+}
