@@ -166,7 +166,7 @@ func (l *Limiter) cascadeSlow(ctx context.Context, tr *trace, sides [2]*cascadeS
 				s.n, s.shard, s.known, restart = m, l.pickShard(m, nil), false, true
 				continue
 			}
-			ex, _, err := s.p.informed(s.img, s.n, now, false)
+			ex, _, err := s.p.informed(s.img, s.n, now, attempt > 0)
 			if err != nil {
 				return nil, err
 			}
