@@ -16,8 +16,8 @@ import (
 
 // Defaults of [Options].
 const (
-	// DefaultHotPercent: shard 0 counts as hot when its wcu balance,
-	// refilled to the record's time, is below 20 % of its capacity.
+	// DefaultHotPercent: shard 0 counts as hot when, over the last
+	// MeterWindow, it used more than 80 % of what its wcu limit refills.
 	DefaultHotPercent = 20
 	// DefaultMaxShards is the limiter's own ceiling on a bucket's shard
 	// count (256 partitions absorb 256,000 writes a second).
@@ -322,7 +322,7 @@ func (p *Processor) Process(ctx context.Context, recs []Record) Result {
 			fail(e.idx, err)
 		}
 	}
-	// Shard 0: propagation and proactive sharding, record by record. A
+	// Shard 0: proactive sharding and propagation, record by record. A
 	// record whose shard count a later record of the batch already exceeds
 	// is stale: it must not double.
 	latest := make(map[string]int64)
