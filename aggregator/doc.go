@@ -10,10 +10,11 @@
 //     UTC) into usage snapshot items, which the limiter's Usage query reads.
 //     The hidden wcu limit never appears.
 //   - Proactive sharding: when shard 0 consumed more than a fraction (80 %
-//     by default) of what its wcu limit refills over the last MeterWindow,
-//     measured from the records' wcu tc counters, the aggregator doubles the bucket's shard count with the limiter's own
-//     conditional write (keys.DoubleShards), so racing doublers produce one
-//     doubling per level.
+//     by default) of what its wcu limit refills over the last FineWindow
+//     (MeterWindow for records with whole-second times), measured from the
+//     records' wcu tc counters, the aggregator doubles the bucket's shard
+//     count with the limiter's own conditional write (keys.DoubleShards),
+//     so racing doublers produce one doubling per level.
 //   - Propagation: when shard 0's shard_count grows, the aggregator sets it
 //     on the bucket's other existing shards (found through GSI3), so that
 //     clients with a stale count learn the new one from any shard. It never

@@ -16,17 +16,18 @@ import (
 
 // Defaults of [Options].
 const (
-	// DefaultHotPercent: shard 0 counts as hot when, over the last
-	// MeterWindow, it used more than 80 % of what its wcu limit refills.
+	// DefaultHotPercent: shard 0 counts as hot when, over the meter's
+	// window, it used more than 80 % of what its wcu limit refills.
 	DefaultHotPercent = 20
 	// DefaultMaxShards is the limiter's own ceiling on a bucket's shard
 	// count (256 partitions absorb 256,000 writes a second).
 	DefaultMaxShards = keys.MaxShards
 	// DefaultShardCooldown is how long, after a bucket's shard count
 	// grew, the aggregator waits before it doubles it again: one
-	// MeterWindow, so that the rate it judges was measured at the new
-	// count.
-	DefaultShardCooldown = MeterWindow
+	// FineWindow, so that the rate it judges was measured at the new
+	// count. (With whole-second record times, the records of the second
+	// it grew in are skipped and the next second's are judged alone.)
+	DefaultShardCooldown = FineWindow
 )
 
 // MinRetention is the shortest snapshot retention allowed: longer than
@@ -49,7 +50,8 @@ type Options struct {
 	// of these namespaces; records of others are ignored.
 	Namespaces []string
 	// HotPercent is the threshold of proactive sharding: shard 0 is hot
-	// when, over the last MeterWindow, it consumed more than
+	// when, over the meter's window (FineWindow, or MeterWindow for
+	// records with whole-second times), it consumed more than
 	// 100 - HotPercent percent of what its wcu limit refills in that time
 	// (its wcu balance would then be below HotPercent percent of
 	// capacity). Default DefaultHotPercent; negative disables proactive
@@ -111,13 +113,22 @@ type shardState struct {
 	meterSeq string
 }
 
-// The meter's window: meterSlots slots of slotMs each.
+// The meter: meterSlots slots of slotMs each. It judges the last
+// FineWindow when records carry sub-second times (memsim's stream; Kinesis
+// Data Streams for DynamoDB at millisecond precision), the last
+// MeterWindow when they carry whole seconds, as DynamoDB Streams records
+// in Lambda do: when rf does not move (consumption-only writes), a
+// second's records then land in one slot, and a shorter window would see a
+// second's writes as its own.
 const (
-	meterSlots = 2
+	meterSlots = 4
+	fineSlots  = 2
 	slotMs     = 250
 	// MeterWindow is the window over which the aggregator measures shard
-	// 0's write rate.
+	// 0's write rate from records with whole-second times.
 	MeterWindow = meterSlots * slotMs * time.Millisecond
+	// FineWindow is the window for records with sub-second times.
+	FineWindow = fineSlots * slotMs * time.Millisecond
 )
 
 // maxKnown bounds the per-bucket memory of a Processor.
@@ -416,11 +427,11 @@ func (p *Processor) learn(pk, seq string, count int64, at time.Time, reset, grew
 
 // meter adds the write units one record shows consumed (its wcu tc
 // delta, millitokens) to shard 0's meter at atMs, and returns the units
-// used within the last MeterWindow. The item's own wcu balance cannot
-// serve: full writes forgive it (docs/write-paths.md); its tc counter
-// counts every write unit exactly. A record already charged (a
+// used within the last `slots` slots (1 to meterSlots). The item's own wcu
+// balance cannot serve: full writes forgive it (docs/write-paths.md); its
+// tc counter counts every write unit exactly. A record already charged (a
 // redelivery) changes nothing.
-func (p *Processor) meter(pk, seq string, used, atMs int64) int64 {
+func (p *Processor) meter(pk, seq string, used, atMs int64, slots int64) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k := p.known[pk]
@@ -436,7 +447,7 @@ func (p *Processor) meter(pk, seq string, used, atMs int64) int64 {
 	}
 	sum := int64(0)
 	for i := range k.used {
-		if k.slot[i] > now-meterSlots && k.slot[i] <= now {
+		if k.slot[i] > now-slots && k.slot[i] <= now {
 			sum += k.used[i]
 		}
 	}

@@ -489,10 +489,10 @@ func TestProactiveDoublingThreshold(t *testing.T) {
 		opts     Options
 		want     int64
 	}{
-		{name: "over 80% of the window's capacity", count: 1, used: 400_001, rf: ms, at: t0, want: 2},
-		{name: "at 80%", count: 1, used: 400_000, rf: ms, at: t0, want: 1},
+		{name: "over 80% of the window's capacity", count: 1, used: 800_001, rf: ms, at: t0, want: 2},
+		{name: "at 80%", count: 1, used: 800_000, rf: ms, at: t0, want: 1},
 		{name: "no record time: rf stands in", count: 2, used: 990_000, rf: ms, want: 4},
-		{name: "custom threshold", count: 1, used: 250_001, rf: ms, at: t0, opts: Options{HotPercent: 50}, want: 2},
+		{name: "custom threshold", count: 1, used: 500_001, rf: ms, at: t0, opts: Options{HotPercent: 50}, want: 2},
 		{name: "disabled", count: 1, used: 1_000_000, rf: ms, at: t0, opts: Options{HotPercent: -1}, want: 1},
 		{name: "at the shard ceiling", count: 256, used: 1_000_000, rf: ms, at: t0, want: 256},
 		{name: "custom ceiling", count: 8, used: 1_000_000, rf: ms, at: t0, opts: Options{MaxShards: 8}, want: 8},
@@ -528,15 +528,15 @@ func TestProactiveDoublingThreshold(t *testing.T) {
 }
 
 // The meter sums the write units of the last MeterWindow by record time
-// (rf when later): hot above 80 % of what wcu refills in that window (400
-// units in 500 ms). A redelivered record is not counted twice.
+// (rf when later): hot above 80 % of what wcu refills in that window (800
+// units in a second). A redelivered record is not counted twice.
 func TestProactiveDoublingMeter(t *testing.T) {
 	t0 := time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
 	b := keys.Bucket{Namespace: "ns", Entity: "e", Resource: "r"}
 	run := func(gap time.Duration, redeliver bool) int64 {
 		st, _ := newStore(t0)
 		putBucket(t, st, bucketItem(b, 1, t0, rpmOnly, nil))
-		consume(t, st, b, 300_000, t0.UnixMilli())
+		consume(t, st, b, 600_000, t0.UnixMilli())
 		p := newProcessor(t, st, Options{Logger: quiet})
 		first := fromMemsim(st.Stream(0))
 		p.Process(context.Background(), first)
@@ -544,11 +544,11 @@ func TestProactiveDoublingMeter(t *testing.T) {
 			p.Process(context.Background(), first)
 		}
 		if c, _ := st.Peek(b.Key()).Int(keys.AttrShardCount); c != 1 {
-			t.Fatalf("300 units in a window doubled (count %d)", c)
+			t.Fatalf("600 units in a window doubled (count %d)", c)
 		}
 		n := st.StreamLen()
 		later := t0.Add(gap)
-		consume(t, st, b, 200_000, later.UnixMilli())
+		consume(t, st, b, 300_000, later.UnixMilli())
 		recs := fromMemsim(st.Stream(n))
 		for i := range recs {
 			recs[i].At = later
@@ -560,13 +560,45 @@ func TestProactiveDoublingMeter(t *testing.T) {
 		return c
 	}
 	if c := run(100*time.Millisecond, false); c != 2 {
-		t.Errorf("500 units within 100 ms: count %d, want 2", c)
+		t.Errorf("900 units within 100 ms: count %d, want 2", c)
 	}
-	if c := run(600*time.Millisecond, false); c != 1 {
-		t.Errorf("300 units, then 200 units 600 ms later: count %d, want 1", c)
+	if c := run(1100*time.Millisecond, false); c != 1 {
+		t.Errorf("600 units, then 300 units 1.1 s later: count %d, want 1", c)
 	}
-	if c := run(600*time.Millisecond, true); c != 1 {
+	if c := run(1100*time.Millisecond, true); c != 1 {
 		t.Errorf("redelivered record counted twice: count %d, want 1", c)
+	}
+}
+
+// Records with whole-second times (Lambda) are judged over a whole second,
+// sub-second ones over half a second: 500 write units are hot in 500 ms
+// (above 400), not in a second (800).
+func TestProactiveDoublingWindowFollowsTimePrecision(t *testing.T) {
+	t0 := time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
+	b := keys.Bucket{Namespace: "ns", Entity: "e", Resource: "r"}
+	for _, tc := range []struct {
+		name string
+		at   time.Time
+		want int64
+	}{
+		{"whole seconds", t0.Add(3 * time.Second), 1},
+		{"milliseconds", t0.Add(3*time.Second + 7*time.Millisecond), 2},
+	} {
+		st, _ := newStore(t0)
+		putBucket(t, st, bucketItem(b, 1, t0, rpmOnly, nil))
+		n := st.StreamLen()
+		consume(t, st, b, 500_000, t0.UnixMilli())
+		recs := fromMemsim(st.Stream(n))
+		for i := range recs {
+			recs[i].At = tc.at
+		}
+		p := newProcessor(t, st, Options{Logger: quiet})
+		if res := p.Process(context.Background(), recs); len(res.Failures) != 0 {
+			t.Fatal(res.Failures)
+		}
+		if c, _ := st.Peek(b.Key()).Int(keys.AttrShardCount); c != tc.want {
+			t.Errorf("%s: count %d, want %d", tc.name, c, tc.want)
+		}
 	}
 }
 

@@ -72,12 +72,16 @@ func (p *Processor) maybeDouble(ctx context.Context, e *entry, n int64, st *Stat
 	// The record's time has whole seconds in Lambda; rf is never later
 	// than the write. The later of the two is the better estimate of now.
 	now := max(e.at.UnixMilli(), comp.Refill)
-	// Hot: within the last MeterWindow, shard 0 used more than
+	// Hot: within the meter's window, shard 0 used more than
 	// (100 - HotPercent) % of what wcu refills in that time, as a wcu
 	// bucket that starts the window full would then hold less than
 	// HotPercent % of its capacity.
-	win := MeterWindow.Milliseconds()
-	recent := p.meter(e.pk, e.seq, used, now)
+	window, slots := FineWindow, int64(fineSlots)
+	if e.at.Nanosecond() == 0 { // whole seconds (or no time): see meterSlots
+		window, slots = MeterWindow, meterSlots
+	}
+	win := window.Milliseconds()
+	recent := p.meter(e.pk, e.seq, used, now, slots)
 	if recent*100 <= wcu.RefillAmount*win/wcu.RefillPeriod*(100-p.hotPercent) {
 		return nil
 	}
@@ -106,7 +110,7 @@ func (p *Processor) maybeDouble(ctx context.Context, e *entry, n int64, st *Stat
 		st.Doublings++
 		p.learn(e.pk, e.seq, 2*n, e.at, false, true)
 		p.log.Info("aggregator: doubled shard count", "namespace", e.b.Namespace, "entity", e.b.Entity,
-			"resource", e.b.Resource, "shards", 2*n, "wcu_used_millitokens", recent, "window", MeterWindow)
+			"resource", e.b.Resource, "shards", 2*n, "wcu_used_millitokens", recent, "window", window)
 		return nil
 	}
 	var cf *store.ConditionFailedError
