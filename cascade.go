@@ -97,11 +97,19 @@ func (l *Limiter) cascadeLease(sides [2]*cascadeSide) *Lease {
 	return le
 }
 
+// maxCascadeAttempts bounds cascadeSlow's transactions. A transaction
+// loses to a write on either of its two items, and a parent is shared by
+// all its children: in the cascade scenario (40 keys a project, parents
+// asked for two to four times their rate) ten attempts left 1.7 % of
+// acquires refused after losing every race, twenty leave 0.17 %, for 0.08
+// more round trips per acquire.
+const maxCascadeAttempts = 2 * maxSlowAttempts
+
 // cascadeSlow charges both buckets in one transaction, from the items the
 // failed writes returned, retrying with the fresh items a cancellation
 // returns.
 func (l *Limiter) cascadeSlow(ctx context.Context, tr *trace, sides [2]*cascadeSide) (*Lease, error) {
-	for attempt := 0; attempt < maxSlowAttempts; attempt++ {
+	for attempt := 0; attempt < maxCascadeAttempts; attempt++ {
 		now := l.nowMs()
 		actions := make([]store.TransactAction, 2)
 		restart := false

@@ -190,3 +190,23 @@ func TestRegressionThrottleStormDoublesShards(t *testing.T) {
 	wl.FaultPlan = &FaultPlan{Start: time.Second, StormEvery: 3 * time.Second, StormLength: time.Second, StormP: 0.1}
 	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 1, Tail: -1}))
 }
+
+// In cascade, parents asked for two to four times their rate are raced for
+// by forty children each: once retries piled up (from about 28 s in), 1.7 %
+// of acquires lost ten transaction races in a row and were refused with no
+// limit exceeded. The cascade's slow path now has twenty attempts.
+func TestRegressionCascadeLostRaces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation")
+	}
+	// 45 s of the scenario: 0.08 % with twenty attempts, 0.99 % with ten
+	// (1.7 % over the scenario's 60 s). BRIEF allows 1 %; the bar here is
+	// half that, so that the regression shows.
+	rep := mustRun(t, Config{Scenario: "cascade", Seed: 1, Duration: 45 * time.Second, Tail: -1})
+	requireOK(t, rep)
+	if rep.FalseRejections*200 > rep.Acquires {
+		t.Errorf("%d false rejections of %d acquires (%.2f%%)", rep.FalseRejections, rep.Acquires,
+			100*float64(rep.FalseRejections)/float64(rep.Acquires))
+	}
+	t.Logf("%d false rejections of %d acquires", rep.FalseRejections, rep.Acquires)
+}
