@@ -404,9 +404,10 @@ func (g *diffGen) update(tx bool) store.Update {
 		}
 	}
 	if onlyRemoves {
-		// Exclusion (memsim bug): an update made of REMOVE actions only
-		// creates no item in memsim when the key has none, where DynamoDB
-		// creates an item holding just the key. Such updates get one more
+		// Exclusion (DynamoDB Local): an update made of REMOVE actions
+		// only creates, on a key with no item, an item holding just the
+		// key in DynamoDB Local; DynamoDB on AWS creates nothing, and so
+		// does memsim (docs/dynamodb.md). Such updates get one more
 		// action, on a name they do not use.
 		for _, n := range diffNumAttrs {
 			if !used[n] {
