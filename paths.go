@@ -181,11 +181,16 @@ func (p *plan) create(ref keys.Bucket, n, now int64) store.PutInput {
 // ones are REMOVEd, changed ones are rewritten. With floors (acquire), no
 // balance may end below zero; without (adjust), debt is allowed.
 func (p *plan) normal(im *image, n, now int64, floors bool) (store.Expr, error) {
-	// rf moves on every normal write, at least by 1 ms: the lock "rf =
-	// :seen" then fails for every other holder of the image, also when our
-	// clock is at or behind rf. The millisecond credited early is credited
-	// once, like any other.
-	rf1 := max(im.rf+1, now)
+	if im.matches(p, n) {
+		// The common case (same limits, same shard count): one shape per
+		// set of charged limits, from the template cache.
+		path := pathNormal
+		if floors {
+			path = pathNormalFloors
+		}
+		return p.build(path, func(k sink) { p.emitNormal(k, im, n, now, floors) })
+	}
+	rf1 := normalRefill(im, now)
 	u := store.Update{}.Set(attrRefill, store.Int(rf1)).
 		Set(attrLimitsHash, store.Int(p.hash)).Set(store.AttrTTL, store.Int(p.ttl(n, now, rf1)))
 	conds := []store.Condition{
@@ -202,7 +207,7 @@ func (p *plan) normal(im *image, n, now int64, floors bool) (store.Expr, error) 
 	for i := range p.specs {
 		s := &p.specs[i]
 		l := s.perShard(n)
-		old, fl0, fh0, ok := im.state(s)
+		st, ok := p.normalStep(s, im, n, rf1)
 		if !ok { // a limit new to this item: starts full, as a new bucket
 			lo, hi := l.RefillTime(s.amount)
 			u = u.SetIfNotExistsPlus(s.tk, store.Int(l.Burst), store.Int(-s.amount)).
@@ -214,18 +219,7 @@ func (p *plan) normal(im *image, n, now int64, floors bool) (store.Expr, error) 
 			u = setConfig(u, s)
 			continue
 		}
-		// Refill under the stored (old) limit, then cap at the new burst:
-		// the old rate applied while the old limit was in force.
-		eff := min(old.Effective(im.rf, rf1), l.Burst)
-		tk1 := eff - s.amount
-		if s.hidden && tk1 < 0 {
-			// The wcu gauge need not be exact, and a shard not judged hot
-			// (shortfall) must not be refused for it: it bottoms out at 0.
-			tk1 = min(0, max(old.Tokens, tk1))
-		}
-		delta := tk1 - old.Tokens
-		fa := bucket.State{Limit: l, Tokens: tk1}.FullAt(rf1)
-		u = u.Add(s.tk, store.Int(delta)).Add(s.fl, store.Int(satAdd(fa, -fl0))).Add(s.fh, store.Int(satAdd(fa, -fh0)))
+		u = u.Add(s.tk, store.Int(st.delta)).Add(s.fl, store.Int(st.fl)).Add(s.fh, store.Int(st.fh))
 		if s.amount != 0 {
 			u = u.Add(s.tc, store.Int(s.amount))
 		}
@@ -240,9 +234,9 @@ func (p *plan) normal(im *image, n, now int64, floors bool) (store.Expr, error) 
 			// above would carry over unscaled: fh would no longer bound
 			// the moment the bucket is full. So the tokens must be exactly
 			// as seen; rescaling is rare (a doubling, a new configuration).
-			conds = append(conds, store.Name(s.tk).Equal(store.Int(old.Tokens)))
+			conds = append(conds, store.Name(s.tk).Equal(store.Int(st.old)))
 		case floors && !s.hidden:
-			conds = append(conds, store.Name(s.tk).GreaterThanEqual(store.Int(-delta)))
+			conds = append(conds, store.Name(s.tk).GreaterThanEqual(store.Int(-st.delta)))
 		}
 	}
 	for _, nl := range im.comp.Limits {
@@ -253,6 +247,63 @@ func (p *plan) normal(im *image, n, now int64, floors bool) (store.Expr, error) 
 		}
 	}
 	return store.Build(u, store.And(conds...))
+}
+
+// emitNormal is the normal write of the common case: the item has this
+// plan's limits and shard count, so nothing is added, removed, rewritten
+// or rescaled.
+func (p *plan) emitNormal(k sink, im *image, n, now int64, floors bool) {
+	rf1 := normalRefill(im, now)
+	k.set(attrRefill, rf1)
+	k.set(attrLimitsHash, p.hash)
+	k.set(store.AttrTTL, p.ttl(n, now, rf1))
+	k.cond(condEq, attrRefill, im.rf)
+	k.cond(condEq, attrLimitsHash, im.hash)
+	k.cond(condEq, attrShardCount, im.shardCount)
+	for i := range p.specs {
+		s := &p.specs[i]
+		st, _ := p.normalStep(s, im, n, rf1) // present: the hashes match
+		k.add(s.tk, st.delta)
+		k.add(s.fl, st.fl)
+		k.add(s.fh, st.fh)
+		if s.amount != 0 {
+			k.add(s.tc, s.amount)
+		}
+		if floors && !s.hidden {
+			k.cond(condGe, s.tk, -st.delta)
+		}
+	}
+}
+
+// normalRefill is the rf a normal write sets. rf moves on every normal
+// write, at least by 1 ms: the lock "rf = :seen" then fails for every
+// other holder of the image, also when our clock is at or behind rf. The
+// millisecond credited early is credited once, like any other.
+func normalRefill(im *image, now int64) int64 { return max(im.rf+1, now) }
+
+// normalDelta is what a normal write ADDs to one limit: to tk (delta), fl
+// and fh, computed from the image's stored state (old tokens).
+type normalDelta struct{ delta, fl, fh, old int64 }
+
+// normalStep computes one limit's part of a normal write: refill under
+// the stored (old) limit from the image's rf to rf1, then cap at the new
+// burst (the old rate applied while the old limit was in force), then
+// charge. ok is false for a limit the item does not have.
+func (p *plan) normalStep(s *spec, im *image, n, rf1 int64) (normalDelta, bool) {
+	l := s.perShard(n)
+	old, fl0, fh0, ok := im.state(s)
+	if !ok {
+		return normalDelta{}, false
+	}
+	eff := min(old.Effective(im.rf, rf1), l.Burst)
+	tk1 := eff - s.amount
+	if s.hidden && tk1 < 0 {
+		// The wcu gauge need not be exact, and a shard not judged hot
+		// (shortfall) must not be refused for it: it bottoms out at 0.
+		tk1 = min(0, max(old.Tokens, tk1))
+	}
+	fa := bucket.State{Limit: l, Tokens: tk1}.FullAt(rf1)
+	return normalDelta{delta: tk1 - old.Tokens, fl: satAdd(fa, -fl0), fh: satAdd(fa, -fh0), old: old.Tokens}, true
 }
 
 func setConfig(u store.Update, s *spec) store.Update {

@@ -105,6 +105,8 @@ const (
 	pathSpeculative pathKind = iota
 	pathFull
 	pathAdjust
+	pathNormal       // the common case, without floors (adjust)
+	pathNormalFloors // the common case, with floors (acquire)
 )
 
 // shapeKey identifies a shape within a plan template: the path, which

@@ -52,6 +52,12 @@ func TestTemplatesMatchFreshBuilds(t *testing.T) {
 			adjust[names[0]] = 1000
 		}
 		ap := p.withAmounts(adjust)
+		// An item as the plan would have written it, some time ago.
+		im, err := decodeImage(p.create(keys.Bucket{Namespace: "ns", Entity: "e", Resource: "r"}, n, now).Item)
+		if err != nil || !im.matches(p, n) {
+			t.Fatalf("image %v: %v", im, err)
+		}
+		elapsed := rapid.Int64Range(0, 1e7).Draw(t, "elapsed")
 		for _, c := range []struct {
 			name string
 			tmpl func() (store.Expr, error)
@@ -61,6 +67,10 @@ func TestTemplatesMatchFreshBuilds(t *testing.T) {
 			{"full", func() (store.Expr, error) { return p.full(n, now, h) }, func(k sink) { p.emitFull(k, n, now, h) }},
 			{"adjust", func() (store.Expr, error) { return ap.build(pathAdjust, func(k sink) { ap.emitAdjust(k, n, now) }) },
 				func(k sink) { ap.emitAdjust(k, n, now) }},
+			{"normal", func() (store.Expr, error) { return p.normal(im, n, now+elapsed, false) },
+				func(k sink) { p.emitNormal(k, im, n, now+elapsed, false) }},
+			{"normal with floors", func() (store.Expr, error) { return p.normal(im, n, now+elapsed, true) },
+				func(k sink) { p.emitNormal(k, im, n, now+elapsed, true) }},
 		} {
 			for round := 0; round < 2; round++ { // the first compiles, the second reuses
 				got, err := c.tmpl()
