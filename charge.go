@@ -49,13 +49,13 @@ type shardOutcome struct {
 const maxSlowAttempts = 10
 
 // chargeShard runs the write paths against one shard until the charge is
-// made, refused, or the store fails.
-func (l *Limiter) chargeShard(ctx context.Context, tr *trace, p *plan, ref keys.Bucket, n int64) shardOutcome {
+// made, refused, or the store fails. seen is this client's last view of
+// the shard (nil for none).
+func (l *Limiter) chargeShard(ctx context.Context, tr *trace, p *plan, ref keys.Bucket, n int64, seen *image) shardOutcome {
 	key := ref.Key()
 	now := l.nowMs()
 	var ex store.Expr
 	var err error
-	seen := l.cachedImage(ref)
 	ex, tr.ev.Path, err = p.blind(seen, n, now)
 	if err != nil {
 		return shardOutcome{res: failed, err: err}

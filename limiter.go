@@ -175,14 +175,16 @@ func (l *Limiter) chargeBucket(ctx context.Context, tr *trace, p *plan) (shard i
 			break
 		}
 		tried = append(tried, shard)
-		o := l.chargeShard(ctx, tr, p, p.ref.WithShard(shard), n)
+		ref := p.ref.WithShard(shard)
+		seen := l.cachedImage(ref) // this client's last view of the shard
+		o := l.chargeShard(ctx, tr, p, ref, n, seen)
 		throttled := o.res == failed && errors.Is(o.err, store.ErrThrottled)
-		hotShard := l.noteWrite(p.ref.WithShard(shard), n, throttled, l.cachedImage(p.ref.WithShard(shard)).hot())
+		hotShard := l.noteWrite(ref, n, throttled, seen.hot())
 		switch o.res {
 		case charged:
 			return shard, o.n, nil
 		case failed:
-			if !errors.Is(o.err, store.ErrThrottled) {
+			if !throttled {
 				return 0, 0, o.err
 			}
 			if hotShard && !l.grewRecently(p.ref) {

@@ -23,13 +23,8 @@ const (
 
 // String returns "hourly", "daily" or "monthly".
 func (w UsageWindow) String() string {
-	switch w {
-	case UsageHourly:
-		return "hourly"
-	case UsageDaily:
-		return "daily"
-	case UsageMonthly:
-		return "monthly"
+	if a := keys.UsageWindow(w).Adjective(); a != "" {
+		return a
 	}
 	return "invalid"
 }

@@ -38,13 +38,8 @@ func DefaultRetention(w Window) time.Duration {
 
 // String returns "hourly", "daily" or "monthly".
 func (w Window) String() string {
-	switch w {
-	case Hourly:
-		return "hourly"
-	case Daily:
-		return "daily"
-	case Monthly:
-		return "monthly"
+	if a := keys.UsageWindow(w).Adjective(); a != "" {
+		return a
 	}
 	return fmt.Sprintf("Window(%d)", uint8(w))
 }

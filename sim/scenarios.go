@@ -58,6 +58,21 @@ func keysEntities(n int, prefix string) []Entity {
 	return es
 }
 
+// projectTree returns projects parents (IDs from idFormat, with their own
+// limits and no traffic of their own), each with keys children that
+// cascade to it, named "{project}.key-NN".
+func projectTree(projects, keys int, idFormat string, limits ...limiter.Limit) []Entity {
+	var es []Entity
+	for p := 0; p < projects; p++ {
+		pid := fmt.Sprintf(idFormat, p)
+		es = append(es, Entity{ID: pid, NoTraffic: true, Limits: limits})
+		for k := 0; k < keys; k++ {
+			es = append(es, Entity{ID: fmt.Sprintf("%s.key-%02d", pid, k), Parent: pid, Cascade: true})
+		}
+	}
+	return es
+}
+
 func llmConsume() []Range {
 	return []Range{{Min: 1, Max: 1}, {Min: 100, Max: 1500, Adjust: true}}
 }
@@ -103,16 +118,8 @@ func contention(Config) *Workload {
 }
 
 func cascade(Config) *Workload {
-	const projects, perProject = 8, 40
-	var es []Entity
-	for p := 0; p < projects; p++ {
-		pid := fmt.Sprintf("project-%02d", p)
-		es = append(es, Entity{ID: pid, NoTraffic: true,
-			Limits: []limiter.Limit{limiter.PerMinute("rpm", 3000), limiter.PerMinute("tpm", 1_500_000)}})
-		for k := 0; k < perProject; k++ {
-			es = append(es, Entity{ID: fmt.Sprintf("%s.key-%02d", pid, k), Parent: pid, Cascade: true})
-		}
-	}
+	const projects = 8
+	es := projectTree(projects, 40, "project-%02d", limiter.PerMinute("rpm", 3000), limiter.PerMinute("tpm", 1_500_000))
 	return &Workload{
 		Limits:       []limiter.Limit{limiter.PerMinute("rpm", 120), limiter.PerMinute("tpm", 100_000)},
 		Entities:     es,
@@ -152,15 +159,7 @@ func skewed(Config) *Workload {
 }
 
 func faulty(Config) *Workload {
-	var es []Entity
-	for p := 0; p < 4; p++ {
-		pid := fmt.Sprintf("project-%d", p)
-		es = append(es, Entity{ID: pid, NoTraffic: true,
-			Limits: []limiter.Limit{limiter.PerMinute("rpm", 2400), limiter.PerMinute("tpm", 1_000_000)}})
-		for k := 0; k < 20; k++ {
-			es = append(es, Entity{ID: fmt.Sprintf("%s.key-%02d", pid, k), Parent: pid, Cascade: true})
-		}
-	}
+	es := projectTree(4, 20, "project-%d", limiter.PerMinute("rpm", 2400), limiter.PerMinute("tpm", 1_000_000))
 	es = append(es, keysEntities(80, "key")...)
 	return &Workload{
 		Limits:       []limiter.Limit{limiter.PerMinute("rpm", 240), limiter.PerMinute("tpm", 150_000)},

@@ -36,3 +36,11 @@ func TestIndexAttrs(t *testing.T) {
 		}
 	}
 }
+
+func TestUsageWindowAdjective(t *testing.T) {
+	for w, want := range map[UsageWindow]string{WindowHour: "hourly", WindowDay: "daily", WindowMonth: "monthly", 0: "", 9: ""} {
+		if got := w.Adjective(); got != want {
+			t.Errorf("%d: %q, want %q", w, got, want)
+		}
+	}
+}

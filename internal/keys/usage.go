@@ -106,6 +106,20 @@ func (w UsageWindow) String() string {
 	return "invalid"
 }
 
+// Adjective returns "hourly", "daily" or "monthly" ("" for an invalid
+// window): the name the limiter's and the aggregator's window types print.
+func (w UsageWindow) Adjective() string {
+	switch w {
+	case WindowHour:
+		return "hourly"
+	case WindowDay:
+		return "daily"
+	case WindowMonth:
+		return "monthly"
+	}
+	return ""
+}
+
 // Start returns the start of the window of kind w that contains t, in UTC.
 func (w UsageWindow) Start(t time.Time) time.Time {
 	t = t.UTC()
