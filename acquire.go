@@ -134,11 +134,11 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 	}
 	child := newPlan(keys.Bucket{Namespace: l.cfg.namespace, Entity: req.Entity, Resource: req.Resource}, limits, req.Consume)
 	if !r.entity.Cascade {
-		shard, n, err := l.chargeBucket(ctx, tr, child)
+		shard, n, img, err := l.chargeBucket(ctx, tr, child)
 		if err != nil {
 			return nil, err
 		}
-		return &Lease{l: l, parts: []leasePart{{p: child, shard: shard, n: n}}}, nil
+		return &Lease{l: l, parts: []leasePart{{p: child, shard: shard, n: n, states: child.statesAfter(img, n, l.nowMs(), false)}}}, nil
 	}
 	pr, err := l.resolve(ctx, tr, r.entity.Parent, req.Resource)
 	if err != nil {

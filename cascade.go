@@ -56,7 +56,7 @@ func (l *Limiter) cascade(ctx context.Context, tr *trace, child, parent *plan) (
 		}
 	}
 	if okCount == 2 {
-		return l.cascadeLease(sides), nil
+		return l.cascadeLease(sides, false), nil
 	}
 	var firstErr error
 	for i, r := range res {
@@ -89,10 +89,13 @@ func (l *Limiter) cascade(ctx context.Context, tr *trace, child, parent *plan) (
 	return l.cascadeSlow(ctx, tr, sides)
 }
 
-func (l *Limiter) cascadeLease(sides [2]*cascadeSide) *Lease {
+// cascadeLease is the lease of a cascade; charged says the sides' images
+// predate the charge (a transaction returns no item).
+func (l *Limiter) cascadeLease(sides [2]*cascadeSide, charged bool) *Lease {
 	le := &Lease{l: l}
+	now := l.nowMs()
 	for _, s := range sides {
-		le.parts = append(le.parts, leasePart{p: s.p, shard: s.shard, n: s.n})
+		le.parts = append(le.parts, leasePart{p: s.p, shard: s.shard, n: s.n, states: s.p.statesAfter(s.img, s.n, now, charged)})
 	}
 	return le
 }
@@ -190,7 +193,7 @@ func (l *Limiter) cascadeSlow(ctx context.Context, tr *trace, sides [2]*cascadeS
 			for _, s := range sides {
 				l.remember(s.p.ref.WithShard(s.shard), nil, s.n)
 			}
-			return l.cascadeLease(sides), nil
+			return l.cascadeLease(sides, true), nil
 		}
 		var tc *store.TransactionCanceledError
 		if !errors.As(err, &tc) {

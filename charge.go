@@ -324,18 +324,8 @@ func (p *plan) rateLimited(im *image, n, now int64) *RateLimitedError {
 		if s.hidden {
 			continue
 		}
-		st, rf := im.projected(s, n, now)
-		ls := LimitStatus{Limit: s.limit, Requested: s.amount / bucket.MilliPerToken,
-			Available: bucket.WholeTokens(st.Tokens)}
-		if st.Tokens < s.amount {
-			ls.Exceeded = true
-			if w, ok := st.RetryAfter(rf, now, s.amount); ok {
-				ls.RetryAfter = time.Duration(w) * time.Millisecond
-			} else {
-				ls.RetryAfter = s.limit.Period
-			}
-			e.RetryAfter = max(e.RetryAfter, ls.RetryAfter)
-		}
+		ls := limitState(s, im, n, now, s.amount, true)
+		e.RetryAfter = max(e.RetryAfter, ls.RetryAfter)
 		e.Limits = append(e.Limits, ls)
 	}
 	return e

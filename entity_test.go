@@ -24,11 +24,11 @@ func TestStoredLimitsResolutionOrder(t *testing.T) {
 	put(Scope{Entity: "k1", Resource: "gpt-4"}, 10) // k1 on gpt-4
 	available := func(entity string) int64 {
 		l := e.limiter()
-		av, err := l.Available(e.ctx, entity, "gpt-4", rpm(99))
+		av, err := l.Status(e.ctx, entity, "gpt-4", rpm(99))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return av[0].Tokens
+		return av[0].Remaining
 	}
 	if got := available("k1"); got != 10 {
 		t.Fatalf("k1 on gpt-4: %d, want 10 (entity+resource)", got)

@@ -21,21 +21,6 @@ var (
 	ErrSchemaVersion = errors.New("limiter: unknown table schema version")
 )
 
-// LimitStatus is the state of one limit as an acquire saw it.
-type LimitStatus struct {
-	Limit Limit
-	// Requested is what the acquire asked for, in tokens.
-	Requested int64
-	// Available is what the limit held, in tokens (rounded down; negative
-	// when the bucket is in debt).
-	Available int64
-	// RetryAfter is how long until Requested tokens are available, if
-	// nothing else consumes meanwhile; 0 when they are now.
-	RetryAfter time.Duration
-	// Exceeded is true when this limit refused the request.
-	Exceeded bool
-}
-
 // RateLimitedError is returned by Acquire when a limit lacks the tokens
 // asked for. Nothing was charged.
 type RateLimitedError struct {
@@ -44,8 +29,10 @@ type RateLimitedError struct {
 	// RetryAfter is the largest RetryAfter of the exceeded limits: waiting
 	// that long and retrying succeeds if no one else consumes meanwhile.
 	RetryAfter time.Duration
-	// Limits has one entry per limit of the request, in name order.
-	Limits []LimitStatus
+	// Limits has one entry per limit of the refusing bucket, in name
+	// order: what applied, what it holds, and how long until the request
+	// fits (RetryAfter) and until it is full (Reset).
+	Limits []LimitState
 	// Parent is true when the limits are the cascade parent's.
 	Parent bool
 }
@@ -66,7 +53,7 @@ func (e *RateLimitedError) Error() string {
 			b.WriteString("; ")
 		}
 		first = false
-		fmt.Fprintf(&b, "%s: requested %d, available %d", s.Limit.Name, s.Requested, s.Available)
+		fmt.Fprintf(&b, "%s: requested %d, remaining %d", s.Limit.Name, s.Requested, s.Remaining)
 	}
 	b.WriteString(")")
 	return b.String()

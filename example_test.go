@@ -73,9 +73,9 @@ func ExampleLease_Adjust() {
 	if err := lease.Commit(); err != nil {
 		panic(err)
 	}
-	av, _ := lim.Available(ctx, "api-key-123", "gpt-4", limits)
+	av, _ := lim.Status(ctx, "api-key-123", "gpt-4", limits)
 	for _, a := range av {
-		fmt.Printf("%s: %d left\n", a.Limit.Name, a.Tokens)
+		fmt.Printf("%s: %d left\n", a.Limit.Name, a.Remaining)
 	}
 	// Output:
 	// rpm: 99 left
@@ -106,8 +106,8 @@ func ExampleLimiter_PutEntity() {
 		}
 		fmt.Printf("request %d: admitted\n", i+1)
 	}
-	av, _ := lim.Available(ctx, "key-1", "gpt-4", []limiter.Limit{limiter.PerMinute("rpm", 100)})
-	fmt.Println("key-1 rpm left:", av[0].Tokens)
+	av, _ := lim.Status(ctx, "key-1", "gpt-4", []limiter.Limit{limiter.PerMinute("rpm", 100)})
+	fmt.Println("key-1 rpm left:", av[0].Remaining)
 	// Output:
 	// request 1: admitted
 	// request 2: admitted

@@ -24,16 +24,38 @@ type Lease struct {
 }
 
 type leasePart struct {
-	p     *plan
-	shard int
-	n     int64
-	net   map[string]int64 // millitokens adjusted beyond the acquire, per limit
+	p      *plan
+	shard  int
+	n      int64
+	net    map[string]int64 // millitokens adjusted beyond the acquire, per limit
+	states []LimitState     // as the acquire's write left the bucket
 }
 
 // FailedOpen reports whether the lease was granted without charging
 // because the store failed under the fail-open policy. Adjust and Rollback
 // of such a lease do nothing.
 func (le *Lease) FailedOpen() bool { return le.failedOpen }
+
+// Limits returns the state of the entity's limits as the acquire left
+// them, in name order: the limit that applied, the tokens remaining and the
+// time until full, from the item the write returned (no store call). It
+// does not change with later Adjust calls. It is nil for a lease granted
+// under fail-open, and for a nil Lease.
+func (le *Lease) Limits() []LimitState {
+	if le == nil || len(le.parts) == 0 {
+		return nil
+	}
+	return append([]LimitState(nil), le.parts[0].states...)
+}
+
+// ParentLimits returns the state of the cascade parent's limits as the
+// acquire left them (see Limits); nil without a cascade.
+func (le *Lease) ParentLimits() []LimitState {
+	if le == nil || len(le.parts) < 2 {
+		return nil
+	}
+	return append([]LimitState(nil), le.parts[1].states...)
+}
 
 // Shard returns the shard of the entity's bucket that was charged.
 func (le *Lease) Shard() int {

@@ -165,7 +165,7 @@ const maxShards = keys.MaxShards
 // chargeBucket charges one bucket, choosing its shard: a random one; on
 // exhaustion up to two others; on a hot partition, after doubling the shard
 // count, one of the new shards.
-func (l *Limiter) chargeBucket(ctx context.Context, tr *trace, p *plan) (shard int, n int64, err error) {
+func (l *Limiter) chargeBucket(ctx context.Context, tr *trace, p *plan) (shard int, n int64, img *image, err error) {
 	n = l.shardCount(p.ref)
 	var tried []int
 	var lastRL *RateLimitedError
@@ -182,10 +182,10 @@ func (l *Limiter) chargeBucket(ctx context.Context, tr *trace, p *plan) (shard i
 		hotShard := l.noteWrite(ref, n, throttled, seen.hot())
 		switch o.res {
 		case charged:
-			return shard, o.n, nil
+			return shard, o.n, o.img, nil
 		case failed:
 			if !throttled {
-				return 0, 0, o.err
+				return 0, 0, nil, o.err
 			}
 			if hotShard && !l.grewRecently(p.ref) {
 				// The partition keeps refusing writes: it is hot, not
@@ -198,7 +198,7 @@ func (l *Limiter) chargeBucket(ctx context.Context, tr *trace, p *plan) (shard i
 			if n > 1 && len(tried) < 3 {
 				continue // another shard is another partition
 			}
-			return 0, 0, o.err
+			return 0, 0, nil, o.err
 		case moved:
 			n = o.n
 			continue
@@ -209,7 +209,7 @@ func (l *Limiter) chargeBucket(ctx context.Context, tr *trace, p *plan) (shard i
 				continue
 			}
 			if len(tried) >= 3 {
-				return 0, 0, lastRL
+				return 0, 0, nil, lastRL
 			}
 		case hot:
 			if o.n > n {
@@ -223,24 +223,24 @@ func (l *Limiter) chargeBucket(ctx context.Context, tr *trace, p *plan) (shard i
 				if len(tried) < 3 && int64(len(tried)) < n {
 					continue
 				}
-				return 0, 0, &store.ThrottledError{Code: store.ThrottleProvisionedThroughputExceeded,
+				return 0, 0, nil, &store.ThrottledError{Code: store.ThrottleProvisionedThroughputExceeded,
 					Reason: "limiter: bucket shards are busy", Key: p.ref.WithShard(shard).Key()}
 			}
 			m, err := l.double(ctx, tr, p, n)
 			if err != nil {
-				return 0, 0, err
+				return 0, 0, nil, err
 			}
 			if m == n { // cannot shard further: the partition is simply full
-				return 0, 0, &store.ThrottledError{Code: store.ThrottleProvisionedThroughputExceeded,
+				return 0, 0, nil, &store.ThrottledError{Code: store.ThrottleProvisionedThroughputExceeded,
 					Reason: "limiter: bucket at its shard limit", Key: p.ref.WithShard(shard).Key()}
 			}
 			n, tried = m, tried[:0]
 		}
 	}
 	if lastRL != nil {
-		return 0, 0, lastRL
+		return 0, 0, nil, lastRL
 	}
-	return 0, 0, &RateLimitedError{Entity: p.ref.Entity, Resource: p.ref.Resource, RetryAfter: time.Millisecond}
+	return 0, 0, nil, &RateLimitedError{Entity: p.ref.Entity, Resource: p.ref.Resource, RetryAfter: time.Millisecond}
 }
 
 // double raises the shard count of a bucket from n to 2n with one

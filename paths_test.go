@@ -176,7 +176,7 @@ func TestFastRejectAndRetryAfter(t *testing.T) {
 	if len(rl.Limits) != 2 || rl.Limits[1].Limit.Name != "tpm" || !rl.Limits[1].Exceeded || rl.Limits[0].Exceeded {
 		t.Fatalf("statuses: %+v", rl.Limits)
 	}
-	if rl.Limits[1].Requested != 50 || rl.Limits[1].Available != 10 {
+	if rl.Limits[1].Requested != 50 || rl.Limits[1].Remaining != 10 {
 		t.Fatalf("tpm status: %+v", rl.Limits[1])
 	}
 	// 40 tokens at 1000/min: 2400 ms.

@@ -2,26 +2,21 @@ package limiter
 
 import (
 	"context"
+	"time"
 
 	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
 
-// Available is one limit's balance across every shard of a bucket.
-type Available struct {
-	Limit Limit
-	// Tokens is the balance now, summed over shards and rounded down; it is
-	// negative when adjustments put the bucket in debt.
-	Tokens int64
-}
-
-// Available returns, per limit in name order, the tokens an (entity,
-// resource) bucket holds now across all its shards. limits are the
-// caller's defaults, as in Request; stored limits override them. A bucket
-// never written is full. It reads shard 0 (for the shard count) and then
-// the other shards in one batch; it writes nothing.
-func (l *Limiter) Available(ctx context.Context, entity, resource string, limits []Limit) ([]Available, error) {
+// Status returns, per limit in name order, the state of an (entity,
+// resource) bucket now: Remaining is the balance summed over every shard
+// (exact, unlike the estimate a Lease carries), Reset the longest time any
+// shard needs to be full. limits are the caller's defaults, as in
+// Request; stored limits override them. A bucket never written is full. It
+// reads shard 0 (for the shard count) and then the other shards in one
+// batch; it writes nothing.
+func (l *Limiter) Status(ctx context.Context, entity, resource string, limits []Limit) ([]LimitState, error) {
 	if err := checkEntity("entity", entity); err != nil {
 		return nil, err
 	}
@@ -66,28 +61,33 @@ func (l *Limiter) Available(ctx context.Context, entity, resource string, limits
 		items = append(items, bo.Items...)
 	}
 	now := l.nowMs()
-	res := make([]Available, 0, len(limits))
+	images := make([]*image, len(items))
+	for i, it := range items {
+		if images[i], err = decodeImage(it); err != nil {
+			return nil, err
+		}
+	}
+	res := make([]LimitState, 0, len(limits))
 	for i := range p.specs {
 		s := &p.specs[i]
 		if s.hidden {
 			continue
 		}
 		var sum int64
-		for shard, it := range items {
-			im, err := decodeImage(it)
-			if err != nil {
-				return nil, err
-			}
+		var reset time.Duration
+		for shard, im := range images {
 			if im == nil {
 				if shard == 0 {
 					sum += s.orig.PerShard(n).Burst // a bucket never written is full
 				}
 				continue // a shard not created yet holds nothing
 			}
+			ls := limitState(s, im, max(n, im.shardCount), now, 0, false)
 			st, _ := im.projected(s, max(n, im.shardCount), now)
 			sum += st.Tokens
+			reset = max(reset, ls.Reset)
 		}
-		res = append(res, Available{Limit: s.limit, Tokens: bucket.WholeTokens(sum)})
+		res = append(res, LimitState{Limit: s.limit, Shards: n, Remaining: bucket.WholeTokens(sum), Reset: reset})
 	}
 	return res, nil
 }
