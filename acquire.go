@@ -3,10 +3,9 @@ package limiter
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sort"
 
-	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/engine"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
@@ -32,64 +31,53 @@ type Request struct {
 // the entity, it also charges the parent's bucket, all or none across both.
 //
 // It returns a *RateLimitedError when a limit lacks tokens (nothing is
-// charged), a *ValidationError for bad input (checked before any I/O), and
-// an *UnavailableError when the store fails and the policy is fail-closed.
-// Under fail-open, a store failure returns a lease whose FailedOpen is true.
+// charged), a *ValidationError for bad input (checked before any I/O), the
+// context's error when ctx is done (never a lease), and an
+// *UnavailableError when the store fails and the policy is fail-closed.
+// Under fail-open, a store failure returns a lease whose FailedOpen is
+// true. An UnavailableError whose outcome is unknown
+// (store.OutcomeUnknown) may have charged the bucket.
 func (l *Limiter) Acquire(ctx context.Context, req Request) (*Lease, error) {
-	tr := &trace{ev: Event{Op: "acquire", Entity: req.Entity, Resource: req.Resource}}
+	if l == nil {
+		return nil, invalid("Limiter", "is nil: create one with New")
+	}
+	tr := l.newTrace("acquire", req.Entity, req.Resource)
 	lease, err := l.acquire(ctx, tr, req)
-	if err != nil && storeDown(err) {
-		policy := req.Policy
-		if policy == PolicyDefault {
-			policy = l.cfg.policy
-		}
-		l.cfg.logger.Warn("limiter: store unavailable", "entity", req.Entity, "resource", req.Resource, "err", err)
-		if policy == FailOpen {
-			tr.ev.Path = PathFailOpen
-			lease, err = &Lease{l: l, failedOpen: true}, nil
-		} else {
-			err = &UnavailableError{Op: "acquire", Err: err}
-		}
+	switch {
+	case err == nil, errors.Is(err, ErrRateLimited):
+		// A refusal is never failed open, also when it comes with an
+		// unknown outcome (a cascade whose compensation failed).
+	case storeDown(err):
+		lease, err = l.unavailable(ctx, tr, req.Policy, err)
 	}
 	l.observe(tr, err, Admitted)
 	return lease, err
 }
 
-// storeDown reports whether err means the store could not answer
-// (unavailable, or throttled past its retries): only then does the
-// unavailability policy apply. Anything else (a rate limit, bad input, a
-// missing table or permission, an unknown schema, a cancelled context) is
-// returned as it is and never failed open.
-func storeDown(err error) bool {
-	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrThrottled)
-}
-
-func (l *Limiter) observe(tr *trace, err error, ok Outcome) {
-	if l.cfg.observer == nil && !l.cfg.logger.Enabled(context.Background(), slog.LevelDebug) {
-		return
+// unavailable applies the unavailability policy to a store failure.
+func (l *Limiter) unavailable(ctx context.Context, tr *trace, p Policy, err error) (*Lease, error) {
+	if cerr := ctx.Err(); cerr != nil {
+		// The caller gave up: its context's error, never a lease. A write
+		// in flight may have applied: the store's error says so.
+		return nil, errors.Join(cerr, err)
 	}
-	tr.ev.Err = err
-	switch {
-	case err == nil:
-		tr.ev.Outcome = ok
-	case errors.Is(err, ErrRateLimited):
-		tr.ev.Outcome = Rejected
-	case errors.Is(err, ErrInvalid):
-		tr.ev.Outcome = Invalid
-	default:
-		tr.ev.Outcome = Unavailable
+	if p == PolicyDefault {
+		p = l.cfg.policy
 	}
-	if l.cfg.logger.Enabled(context.Background(), slog.LevelDebug) {
-		l.cfg.logger.Debug("limiter: "+tr.ev.Op, "entity", tr.ev.Entity, "resource", tr.ev.Resource,
-			"outcome", tr.ev.Outcome.String(), "path", tr.ev.Path.String(), "round_trips", tr.ev.RoundTrips,
-			"wcu", tr.ev.WriteUnits, "rcu", tr.ev.ReadUnits, "err", err)
+	if !tr.ev.BreakerOpen {
+		l.cfg.logger.Warn("limiter: store unavailable", "entity", tr.ev.Entity, "resource", tr.ev.Resource, "err", err)
 	}
-	if l.cfg.observer != nil {
-		l.cfg.observer.Observe(tr.ev)
+	if p == FailOpen {
+		tr.ev.Path, tr.cause = PathFailOpen, err
+		return &Lease{l: l, failedOpen: true}, nil
 	}
+	return nil, &UnavailableError{Op: tr.ev.Op, Err: err}
 }
 
 func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if err := checkEntity("Request.Entity", req.Entity); err != nil {
 		return nil, err
 	}
@@ -117,6 +105,18 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 			return nil, err
 		}
 	}
+	if !l.cfg.noBreaker && !l.breaker.allow(l.nowMs()) {
+		tr.ev.BreakerOpen = true
+		return nil, &store.UnavailableError{Op: "acquire", Err: ErrBreakerOpen}
+	}
+	lease, err := l.acquireResolved(ctx, tr, req)
+	if !l.cfg.noBreaker {
+		l.breaker.record(err, l.nowMs(), l.rng.Float64())
+	}
+	return lease, err
+}
+
+func (l *Limiter) acquireResolved(ctx context.Context, tr *trace, req Request) (*Lease, error) {
 	r, err := l.resolve(ctx, tr, req.Entity, req.Resource)
 	if err != nil {
 		return nil, err
@@ -132,13 +132,17 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 			return nil, err
 		}
 	}
-	child := newPlan(keys.Bucket{Namespace: l.cfg.namespace, Entity: req.Entity, Resource: req.Resource}, limits, req.Consume)
+	child := l.newPlan(req.Entity, req.Resource, limits, req.Consume)
 	if !r.entity.Cascade {
-		shard, n, img, err := l.chargeBucket(ctx, tr, child)
-		if err != nil {
-			return nil, err
+		m := engine.NewCharge(l.mem, child.Plan, l.rng, l.cfg.engine)
+		step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
+		switch {
+		case step.Done:
+			return &Lease{l: l, parts: []leasePart{child.part(m, l.nowMs())}}, nil
+		case step.Refused != nil:
+			return nil, child.rateLimited(step.Refused)
 		}
-		return &Lease{l: l, parts: []leasePart{{p: child, shard: shard, n: n, states: child.statesAfter(img, n, l.nowMs(), false)}}}, nil
+		return nil, step.Err
 	}
 	pr, err := l.resolve(ctx, tr, r.entity.Parent, req.Resource)
 	if err != nil {
@@ -148,14 +152,58 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 	if plimits == nil {
 		plimits = req.Limits
 	}
-	parent := newPlan(keys.Bucket{Namespace: l.cfg.namespace, Entity: r.entity.Parent, Resource: req.Resource}, plimits, req.Consume)
-	for i := range parent.specs { // the parent cannot serve more than its burst
-		if s := &parent.specs[i]; s.amount > s.orig.Burst {
-			return nil, invalid("Request.Consume["+s.limit.Name+"]", "%d tokens exceeds the burst %d of the parent's limit",
-				s.amount/bucket.MilliPerToken, s.limit.burst())
+	for name, n := range req.Consume { // the parent cannot serve more than its burst
+		for _, x := range plimits {
+			if x.Name == name && n > x.burst() {
+				return nil, invalid("Request.Consume["+name+"]", "%d tokens exceeds the burst %d of the parent's limit", n, x.burst())
+			}
 		}
 	}
+	parent := l.newPlan(r.entity.Parent, req.Resource, plimits, req.Consume)
 	return l.cascade(ctx, tr, child, parent)
+}
+
+// drive runs a machine: it makes each call a step asks for and feeds the
+// result back, until the machine answers. This is the I/O loop; every
+// decision is the machine's.
+func (l *Limiter) drive(ctx context.Context, tr *trace, step engine.Step, feed func(engine.Result, int64) engine.Step) engine.Step {
+	for step.Call != nil {
+		tr.path(step.Path)
+		r := l.call(ctx, tr, step.Call)
+		if step.Path == engine.PathDouble && r.Err == nil {
+			l.doubled(tr, step.Call.Update.Key)
+		}
+		step = feed(r, l.nowMs())
+	}
+	tr.path(step.Path)
+	return step
+}
+
+// call makes one store call.
+func (l *Limiter) call(ctx context.Context, tr *trace, c *engine.Call) engine.Result {
+	var r engine.Result
+	switch {
+	case c.Update != nil:
+		r.Write, r.Err = l.st.Update(ctx, *c.Update)
+		tr.add(r.Write.Consumed, r.Err)
+	case c.Put != nil:
+		r.Write, r.Err = l.st.Put(ctx, *c.Put)
+		tr.add(r.Write.Consumed, r.Err)
+	case c.Query != nil:
+		r.Query, r.Err = l.st.Query(ctx, *c.Query)
+		tr.add(r.Query.Consumed, r.Err)
+	case c.BatchGet != nil:
+		r.Batch, r.Err = l.st.BatchGet(ctx, *c.BatchGet)
+		tr.add(r.Batch.Consumed, r.Err)
+	}
+	return r
+}
+
+func (l *Limiter) doubled(tr *trace, k store.Key) {
+	tr.ev.ShardDoublings++
+	if b, ok := keys.ParseBucketPK(k.PK); ok {
+		l.cfg.logger.Info("limiter: doubled shard count", "entity", b.Entity, "resource", b.Resource)
+	}
 }
 
 func checkConsume(limits []Limit, consume map[string]int64) error {

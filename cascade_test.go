@@ -55,19 +55,26 @@ func TestCascadeIsAllOrNothing(t *testing.T) {
 	e.mustAcquire(l, req("key-2", rpm(100), one))
 }
 
-// When refill is due on either side, both writes go in one transaction.
-func TestCascadeSlowPathIsOneTransaction(t *testing.T) {
+// When refill is due on one side, that side alone makes its normal write
+// while the other stays charged: no transaction, 2 round trips, 3 WCU.
+func TestCascadeSlowSideRetriesAlone(t *testing.T) {
 	e, l := cascadeEnv(t)
 	for i := 0; i < 10; i++ {
 		e.mustAcquire(l, req("key-1", rpm(100), one))
 	}
 	e.clock.Add(30_000_000_000) // 30 s: the project refilled 5
-	before := e.st.Totals().Ops[memsim.OpTransactWrite].Requests
-	e.mustAcquire(l, req("key-1", rpm(100), one))
-	if got := e.st.Totals().Ops[memsim.OpTransactWrite].Requests - before; got != 1 {
-		t.Fatalf("%d transactions, want 1", got)
+	other := e.limiter()        // no memory of either bucket: blind writes
+	e.mustAcquire(other, req("key-1", rpm(100), one))
+	if got := e.st.Totals().Ops[memsim.OpTransactWrite].Requests; got != 0 {
+		t.Fatalf("%d transactions, want none", got)
 	}
 	if p := e.tokens("project-1", "gpt-4", "rpm"); p != 4_000 {
 		t.Fatalf("parent tk = %d, want 4000", p)
+	}
+	// The client that knows both items predicts the refill: one round trip.
+	e.clock.Add(20_000_000_000)
+	e.mustAcquire(other, req("key-1", rpm(100), one))
+	if ev := e.last(); ev.RoundTrips != 1 || ev.WriteUnits != 2 {
+		t.Fatalf("informed cascade: %d round trips, %.0f WCU; want 1 and 2", ev.RoundTrips, ev.WriteUnits)
 	}
 }

@@ -35,6 +35,12 @@ type RateLimitedError struct {
 	Limits []LimitState
 	// Parent is true when the limits are the cascade parent's.
 	Parent bool
+	// Local is true when the refusal was answered without a store call,
+	// from the limiter's last item of the bucket (at most LocalRefusalAge
+	// old; see WithLocalRefusals). Its RetryAfter then assumes no one
+	// consumed since that item was read: other processes' consumption can
+	// make the real wait longer.
+	Local bool
 }
 
 func (e *RateLimitedError) Error() string {

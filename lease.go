@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/shardlimit/limiter/bucket"
-	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/internal/engine"
 	"github.com/shardlimit/limiter/store"
 )
 
@@ -24,7 +24,7 @@ type Lease struct {
 }
 
 type leasePart struct {
-	p      *plan
+	p      bucketPlan
 	shard  int
 	n      int64
 	net    map[string]int64 // millitokens adjusted beyond the acquire, per limit
@@ -33,8 +33,17 @@ type leasePart struct {
 
 // FailedOpen reports whether the lease was granted without charging
 // because the store failed under the fail-open policy. Adjust and Rollback
-// of such a lease do nothing.
-func (le *Lease) FailedOpen() bool { return le.failedOpen }
+// of such a lease do nothing. It is false for a nil Lease.
+func (le *Lease) FailedOpen() bool { return le != nil && le.failedOpen }
+
+// valid returns an error for a nil or zero Lease (one not returned by
+// Acquire).
+func (le *Lease) valid() error {
+	if le == nil || le.l == nil || (len(le.parts) == 0 && !le.failedOpen) {
+		return invalid("Lease", "is nil or zero: use the lease Acquire returned")
+	}
+	return nil
+}
 
 // Limits returns the state of the entity's limits as the acquire left
 // them, in name order: the limit that applied, the tokens remaining and the
@@ -57,9 +66,10 @@ func (le *Lease) ParentLimits() []LimitState {
 	return append([]LimitState(nil), le.parts[1].states...)
 }
 
-// Shard returns the shard of the entity's bucket that was charged.
+// Shard returns the shard of the entity's bucket that was charged (0 for
+// a nil lease or one granted under fail-open).
 func (le *Lease) Shard() int {
-	if len(le.parts) == 0 {
+	if le == nil || len(le.parts) == 0 {
 		return 0
 	}
 	return le.parts[0].shard
@@ -73,6 +83,9 @@ func (le *Lease) Shard() int {
 // Adjust is one write when the bucket is below its burst, two when it must
 // first materialize a refill; it never rejects.
 func (le *Lease) Adjust(ctx context.Context, delta map[string]int64) error {
+	if err := le.valid(); err != nil {
+		return err
+	}
 	le.mu.Lock()
 	defer le.mu.Unlock()
 	if le.ended {
@@ -85,7 +98,7 @@ func (le *Lease) Adjust(ctx context.Context, delta map[string]int64) error {
 		if d < -MaxTokens || d > MaxTokens {
 			return invalid("Adjust["+name+"]", "%d must be between -%d and %d tokens", d, MaxTokens, MaxTokens)
 		}
-		if !le.parts[0].p.has(name) || name == wcuName {
+		if !le.parts[0].p.Has(name) {
 			return invalid("Adjust["+name+"]", "the lease has no limit named %q", name)
 		}
 	}
@@ -100,34 +113,50 @@ func (le *Lease) Adjust(ctx context.Context, delta map[string]int64) error {
 
 // Rollback returns everything the lease charged, adjustments included, and
 // ends it. Use it when the work the tokens paid for did not happen.
+//
+// When the store refuses the refund in a way that proves nothing was
+// applied (a throttle), Rollback returns the error and the lease stays
+// usable: call Rollback again. When the outcome is unknown (a timeout, a
+// server error), the lease ends: a second refund might return the tokens
+// twice.
 func (le *Lease) Rollback(ctx context.Context) error {
+	if err := le.valid(); err != nil {
+		return err
+	}
 	le.mu.Lock()
 	defer le.mu.Unlock()
 	if le.ended {
 		return ErrLeaseEnded
 	}
-	le.ended = true
 	if le.failedOpen {
+		le.ended = true
 		return nil
 	}
 	// Each part returns what it was charged: the acquire's amounts plus the
-	// adjustments that reached it (an adjust may have failed on one part).
-	return le.applyEach(ctx, "rollback", func(part *leasePart) map[string]int64 {
-		back := make(map[string]int64)
-		for i := range part.p.specs {
-			s := &part.p.specs[i]
-			if !s.hidden {
-				if v := -(s.amount + part.net[s.limit.Name]); v != 0 {
-					back[s.limit.Name] = v
-				}
+	// adjustments that reached it (an adjust or an earlier rollback may
+	// have reached one part only).
+	err := le.applyEach(ctx, "rollback", func(part *leasePart) map[string]int64 {
+		back := part.p.Amounts()
+		for name, a := range back {
+			if v := -(a + part.net[name]); v != 0 {
+				back[name] = v
+			} else {
+				delete(back, name)
 			}
 		}
 		return back
 	})
+	if err == nil || store.OutcomeUnknown(err) || !storeDown(err) {
+		le.ended = true
+	}
+	return err
 }
 
 // Commit ends the lease, keeping what it charged. It does no I/O.
 func (le *Lease) Commit() error {
+	if err := le.valid(); err != nil {
+		return err
+	}
 	le.mu.Lock()
 	defer le.mu.Unlock()
 	if le.ended {
@@ -145,7 +174,7 @@ func (le *Lease) apply(ctx context.Context, op string, milli map[string]int64) e
 // millitokens, and records what reached it.
 func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePart) map[string]int64) error {
 	l := le.l
-	tr := &trace{ev: Event{Op: op, Entity: le.parts[0].p.ref.Entity, Resource: le.parts[0].p.ref.Resource}}
+	tr := l.newTrace(op, le.parts[0].p.Ref.Entity, le.parts[0].p.Ref.Resource)
 	var err error
 	for i := range le.parts {
 		part := &le.parts[i]
@@ -153,15 +182,17 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 		if len(milli) == 0 {
 			continue
 		}
-		if e := l.adjustShard(ctx, tr, part.p, part.p.ref.WithShard(part.shard), part.n, milli); e != nil {
-			err = errors.Join(err, e)
+		m := engine.NewAdjust(l.mem, part.p.WithAmounts(milli), part.shard, part.n)
+		step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
+		if step.Err != nil {
+			err = errors.Join(err, step.Err)
 			continue
 		}
 		if part.net == nil {
 			part.net = make(map[string]int64)
 		}
 		for name, d := range milli {
-			if part.p.has(name) {
+			if part.p.Has(name) {
 				part.net[name] += d
 			}
 		}
@@ -171,109 +202,4 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 	}
 	l.observe(tr, err, Admitted)
 	return err
-}
-
-// adjustShard charges (d > 0) or refunds (d < 0) millitokens on one shard,
-// without a floor: debt is allowed. A charge must not land on a bucket that
-// is full at now (see paths.go), so it is conditional on fl > now; when that
-// fails, the refill is materialized first under the rf lock.
-func (l *Limiter) adjustShard(ctx context.Context, tr *trace, p *plan, ref keys.Bucket, n int64, milli map[string]int64) error {
-	ap := p.withAmounts(milli)
-	now := l.nowMs()
-	if charged, _ := ap.chargedMask(); charged == 0 {
-		return nil
-	}
-	ex, err := ap.build(pathAdjust, func(k sink) { ap.emitAdjust(k, n, now) })
-	if err != nil {
-		return err
-	}
-	tr.ev.Path = PathSpeculative
-	_, err = l.update(ctx, tr, ref.Key(), ex)
-	for attempt := 0; err != nil && attempt < maxSlowAttempts; attempt++ {
-		im, ierr := l.conditionImage(err)
-		if ierr != nil {
-			return ierr
-		}
-		if im == nil {
-			return nil // the bucket expired: it was full, the debt is forgiven
-		}
-		now = l.nowMs()
-		n = max(n, im.shardCount)
-		if im.hash != ap.hash {
-			// Configuration changed since the acquire: charge the limits that
-			// still exist, without the guard (a rare, bounded inexactness).
-			return l.adjustLoose(ctx, tr, ap, ref, im)
-		}
-		tr.ev.Path = PathNormal
-		if ex, err = ap.normal(im, n, now, false); err != nil {
-			return err
-		}
-		_, err = l.update(ctx, tr, ref.Key(), ex)
-	}
-	return err
-}
-
-// emitAdjust charges (amount > 0) or refunds (amount < 0) each limit,
-// without a floor.
-func (p *plan) emitAdjust(k sink, n, now int64) {
-	for i := range p.specs {
-		s := &p.specs[i]
-		if s.amount == 0 {
-			continue
-		}
-		lo, hi := s.perShard(n).RefillTime(abs(s.amount))
-		if s.amount < 0 {
-			lo, hi = -hi, -lo
-		}
-		k.add(s.tk, -s.amount)
-		k.add(s.tc, s.amount)
-		k.add(s.fl, lo)
-		k.add(s.fh, hi)
-		k.exists(s.tk) // never resurrect a removed limit or an expired bucket
-		if s.amount > 0 {
-			k.cond(condGt, s.fl, now)
-		}
-	}
-}
-
-func (l *Limiter) adjustLoose(ctx context.Context, tr *trace, ap *plan, ref keys.Bucket, im *image) error {
-	u := store.Update{}
-	var conds []store.Condition
-	for i := range ap.specs {
-		s := &ap.specs[i]
-		if _, _, _, ok := im.state(s); !ok || s.amount == 0 {
-			continue
-		}
-		u = u.Add(s.tk, store.Int(-s.amount)).Add(s.tc, store.Int(s.amount))
-		conds = append(conds, store.Name(s.tk).Exists())
-	}
-	if u.Len() == 0 {
-		return nil
-	}
-	ex, err := store.Build(u, store.And(conds...))
-	if err != nil {
-		return err
-	}
-	_, err = l.update(ctx, tr, ref.Key(), ex)
-	if errors.Is(err, store.ErrConditionFailed) {
-		return nil // the limits went away meanwhile
-	}
-	return err
-}
-
-// withAmounts returns a copy of p charging the given millitokens (absent
-// names charge nothing).
-func (p *plan) withAmounts(milli map[string]int64) *plan {
-	q := &plan{ref: p.ref, hash: p.hash, pt: p.pt, specs: append([]spec(nil), p.specs...)}
-	for i := range q.specs {
-		q.specs[i].amount = milli[q.specs[i].limit.Name]
-	}
-	return q
-}
-
-func abs(x int64) int64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }

@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"time"
+
+	"github.com/shardlimit/limiter/internal/engine"
 )
 
 // Clock is where the limiter reads time. benbjohnson/clock's Clock
@@ -35,13 +37,16 @@ const (
 type Option func(*config)
 
 type config struct {
-	namespace string
-	clock     Clock
-	rand      *rand.Rand
-	cacheTTL  time.Duration
-	policy    Policy
-	observer  Observer
-	logger    *slog.Logger
+	namespace  string
+	clock      Clock
+	rand       *rand.Rand
+	cacheTTL   time.Duration
+	policy     Policy
+	observer   Observer
+	logger     *slog.Logger
+	memorySize int
+	engine     engine.Options
+	noBreaker  bool
 }
 
 // WithNamespace sets the namespace every key is prefixed with (default
@@ -66,6 +71,33 @@ func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
 // WithObserver sets the observer told of every acquire (default: none).
 func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
 
+// WithLocalRefusals turns refusals answered locally on (the default) or
+// off. On, a limiter that has just seen a bucket's item lacking the tokens
+// a request needs (a refusal, or an admission that drained it) refuses
+// the next requests that cannot fit yet without a store call, from that
+// item refilled to now, for up to a second after it saw the item. The
+// answer is the store's answer unless another process returned tokens
+// (Rollback, a negative Adjust) in that second: those are missed until
+// the item is read again. Off, every request makes its write.
+func WithLocalRefusals(on bool) Option {
+	return func(c *config) { c.engine.NoLocalRefusals = !on }
+}
+
+// WithMemorySize bounds how many buckets the limiter remembers (shard
+// counts and the last item of each shard; default 65,536). Past it, the
+// bucket least recently used is forgotten, which costs it one write that
+// may fail, never a wrong answer.
+func WithMemorySize(n int) Option { return func(c *config) { c.memorySize = n } }
+
+// WithBreaker turns the circuit breaker on (the default) or off. On,
+// after breakerFailures store failures in a row (unavailable: a server
+// error, a timeout, a refused connection; not throttling), the limiter
+// stops calling the store for about a second (jittered) and answers every
+// call as unavailable at once, without waiting out a deadline; then one
+// call probes the store again. The unavailability policy applies to those
+// answers as to any store failure: under fail-open they admit.
+func WithBreaker(on bool) Option { return func(c *config) { c.noBreaker = !on } }
+
 // WithLogger sets the logger (default: slog.Default()). The limiter logs
 // at Debug per request path and at Warn for store failures.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
@@ -83,9 +115,10 @@ const (
 	PathRetry            // consume only, after losing the rf race
 	PathReject           // refused from the returned item, no further I/O
 	PathFailOpen         // the store failed and the policy admitted anyway
+	PathLocal            // refused from the limiter's last item of the bucket, no I/O at all
 )
 
-var pathNames = [...]string{"none", "speculative", "full", "create", "normal", "retry", "reject", "fail-open"}
+var pathNames = [...]string{"none", "speculative", "full", "create", "normal", "retry", "reject", "fail-open", "local"}
 
 // String returns the path's name.
 func (p Path) String() string {
@@ -134,8 +167,16 @@ type Event struct {
 	ReadUnits, WriteUnits float64
 	// ShardDoublings counts shard-count doublings this call performed.
 	ShardDoublings int
-	// Err is the error returned, if any.
+	// Duration is how long the call took, on the limiter's clock.
+	Duration time.Duration
+	// Err is the error returned, if any. Under fail-open, when the store
+	// failed and the call was admitted anyway, it is the store's error (the
+	// cause), although the caller got no error.
 	Err error
+	// BreakerOpen is true when the call was answered as unavailable
+	// without a store call because the circuit breaker is open (see
+	// WithBreaker).
+	BreakerOpen bool
 }
 
 // Observer is told of every finished call. It must be fast and safe for

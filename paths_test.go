@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardlimit/limiter/internal/keys"
-	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
 )
 
@@ -72,55 +70,6 @@ func TestNoSecondBurstAfterIdle(t *testing.T) {
 	}
 }
 
-// Seed 001's concurrency trace: capacity 100 a minute, 90 tokens at T0; at
-// T1 = T0+1s two writers read the same item and consume 3 and 7. A wins the
-// rf lock with refill + consumption; B loses it and retries with its
-// consumption only. The refill of that second is counted once:
-// 90 + floor(1000*100000/60000)/1000 - 3 - 7 = 81.666 tokens.
-func TestSeedConcurrencyTraceCountsRefillOnce(t *testing.T) {
-	e := newEnv(t)
-	l := e.limiter()
-	e.mustAcquire(l, req("k1", rpm(100), map[string]int64{"rpm": 10})) // tk 90 at T0
-	e.clock.Add(time.Second)
-
-	p := newPlan(keys.Bucket{Namespace: "ns", Entity: "k1", Resource: "gpt-4"}, rpm(100), nil)
-	key := p.ref.Key()
-	out, err := e.st.Get(e.ctx, store.GetInput{Key: key, ConsistentRead: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen, _ := decodeImage(out.Item) // both writers read this
-	now := e.clock.Now().UnixMilli()
-	tr := &trace{}
-
-	a := p.withAmounts(map[string]int64{"rpm": 3000})
-	exA, _ := a.normal(seen, 1, now, true)
-	if _, err := l.update(e.ctx, tr, key, exA); err != nil {
-		t.Fatalf("A's normal write: %v", err)
-	}
-
-	b := p.withAmounts(map[string]int64{"rpm": 7000})
-	exB, _ := b.normal(seen, 1, now, true)
-	_, err = l.update(e.ctx, tr, key, exB)
-	fresh, err := l.conditionImage(err)
-	if err != nil || fresh == nil || fresh.rf != now {
-		t.Fatalf("B's normal write should lose the rf race and return the item: %v", err)
-	}
-	if !b.retryable(fresh, 1, now) {
-		t.Fatal("after A's write nothing is left to refill: B must take the retry path")
-	}
-	exR, _ := b.speculative(1, now) // the retry path: consumption only
-	if _, err := l.update(e.ctx, tr, key, exR); err != nil {
-		t.Fatalf("B's retry: %v", err)
-	}
-	if got := e.tokens("k1", "gpt-4", "rpm"); got != 81_666 {
-		t.Fatalf("final tk = %d, want 81666", got)
-	}
-	if got := e.consumed("k1", "gpt-4", "rpm"); got != 20_000 {
-		t.Fatalf("tc = %d, want 20000 (10 + 3 + 7 tokens)", got)
-	}
-}
-
 // The same race through Acquire: B's speculative write fails (too few
 // stored tokens), B computes a refill from the returned item, and a memsim
 // hook lets A win the rf lock just before B's normal write lands. B then
@@ -165,14 +114,22 @@ func TestRetryPathAfterLosingTheRefillRace(t *testing.T) {
 // An exhausted bucket is refused from the item the failed write returned:
 // no further I/O. The error says which limit, how much was asked and held,
 // and how long to wait; waiting exactly that long succeeds, 1 ms less does
-// not.
+// not. A client that saw the item drained refuses without a write at all.
 func TestFastRejectAndRetryAfter(t *testing.T) {
 	e := newEnv(t)
 	l := e.limiter()
 	limits := []Limit{PerMinute("rpm", 100), PerMinute("tpm", 1000)}
 	e.mustAcquire(l, req("k1", limits, map[string]int64{"rpm": 1, "tpm": 990}))
+	cold := e.limiter()
+	e.mustReject(cold, req("k1", limits, map[string]int64{"rpm": 1, "tpm": 50}))
+	if ev := e.last(); ev.Path != PathReject || ev.WriteUnits != 1 {
+		t.Fatalf("a client without the item refuses from the failed write: %+v", ev)
+	}
 	rl := e.mustReject(l, req("k1", limits, map[string]int64{"rpm": 1, "tpm": 50}))
-	e.expectCost(PathReject, 1, 0, 1)
+	e.expectCost(PathLocal, 0, 0, 0)
+	if !rl.Local {
+		t.Fatal("a refusal answered from the client's last item says so")
+	}
 	if len(rl.Limits) != 2 || rl.Limits[1].Limit.Name != "tpm" || !rl.Limits[1].Exceeded || rl.Limits[0].Exceeded {
 		t.Fatalf("statuses: %+v", rl.Limits)
 	}
@@ -192,9 +149,11 @@ func TestFastRejectAndRetryAfter(t *testing.T) {
 	}
 }
 
-// A refill due: the speculative write fails, the normal write credits the
-// refill and charges under the rf lock: 2 round trips, 0 RCU, 2 WCU.
-func TestNormalPathCostsTwoWrites(t *testing.T) {
+// A refill due: a client without the item makes the speculative write,
+// which fails, then the normal write credits the refill and charges under
+// the rf lock: 2 writes. A client that knows the item predicts it and
+// makes the normal write at once: 1 round trip, 0 RCU, 1 WCU.
+func TestNormalPathCostsTwoWritesUnlessPredicted(t *testing.T) {
 	e := newEnv(t)
 	l := e.limiter()
 	e.mustAcquire(l, req("k1", rpm(60), map[string]int64{"rpm": 60}))
@@ -209,7 +168,7 @@ func TestNormalPathCostsTwoWrites(t *testing.T) {
 	e.expectCost(PathSpeculative, 1, 0, 1)
 	e.clock.Add(3 * time.Second) // 4 left + 3 refilled: need 6
 	e.mustAcquire(other, req("k1", rpm(60), map[string]int64{"rpm": 6}))
-	e.expectCost(PathNormal, 2, 0, 2)
+	e.expectCost(PathNormal, 1, 0, 1)
 	if got := e.tokens("k1", "gpt-4", "rpm"); got != 1_000 {
 		t.Fatalf("tk = %d, want 1000", got)
 	}

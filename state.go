@@ -1,10 +1,10 @@
 package limiter
 
 import (
-	"math"
 	"time"
 
 	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/engine"
 )
 
 // LimitState is one limit of a bucket as an answer saw it: the limit that
@@ -85,66 +85,27 @@ func msDuration(ms int64) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
-// limitState describes limit s of the image at now, per shard, scaled to
-// the whole bucket of n shards. requested is in millitokens; judge says
-// whether to judge it (a refusal: RetryAfter and Exceeded are set).
-func limitState(s *spec, im *image, n, now, requested int64, judge bool) LimitState {
-	st, rf := im.projected(s, n, now)
-	return stateOf(s, st, rf, n, now, requested, judge)
-}
-
-func stateOf(s *spec, st bucket.State, rf, n, now, requested int64, judge bool) LimitState {
-	ls := LimitState{Limit: s.limit, Shards: n, Requested: requested / bucket.MilliPerToken,
-		Remaining: bucket.WholeTokens(satMul(st.Tokens, n))}
-	if full := st.FullAt(rf); full > now {
-		ls.Reset = msDuration(full - now)
-	}
-	if judge && st.Tokens < requested {
-		ls.Exceeded = true
-		if w, ok := st.RetryAfter(rf, now, requested); ok {
-			ls.RetryAfter = msDuration(w)
-		} else {
-			// Only a shard of a sharded bucket can be too small for a
-			// request (a whole bucket's burst covers any valid one): another
-			// shard, tried next time, may serve it.
-			ls.RetryAfter = s.limit.Period
-		}
+// state converts an engine view of one limit.
+func (bp bucketPlan) state(v engine.View) LimitState {
+	ls := LimitState{Limit: bp.limit(v.Name), Shards: v.Shards, Requested: v.Requested / bucket.MilliPerToken,
+		Remaining: bucket.WholeTokens(v.Remaining), Reset: msDuration(v.ResetMs), Exceeded: v.Exceeded}
+	switch {
+	case !v.Exceeded:
+	case v.RetryMs < 0:
+		// Only a shard of a sharded bucket can be too small for a request
+		// (a whole bucket's burst covers any valid one): another shard,
+		// tried next time, may serve it.
+		ls.RetryAfter = ls.Limit.Period
+	default:
+		ls.RetryAfter = msDuration(v.RetryMs)
 	}
 	return ls
 }
 
-// statesAfter returns the state of every application limit of the plan
-// as the image shows it at now. charge says the image predates this plan's
-// charge (a transaction returns no item), which is then deducted.
-func (p *plan) statesAfter(im *image, n, now int64, charge bool) []LimitState {
-	if im == nil {
-		return nil
-	}
-	out := make([]LimitState, 0, len(p.specs)-1)
-	for i := range p.specs {
-		s := &p.specs[i]
-		if s.hidden {
-			continue
-		}
-		st, rf := im.projected(s, n, now)
-		if charge {
-			st.Tokens -= s.amount
-		}
-		out = append(out, stateOf(s, st, rf, n, now, s.amount, false))
+func (bp bucketPlan) states(vs []engine.View) []LimitState {
+	out := make([]LimitState, len(vs))
+	for i, v := range vs {
+		out[i] = bp.state(v)
 	}
 	return out
-}
-
-// satMul is a*b saturating at the int64 limits (b >= 1).
-func satMul(a, b int64) int64 {
-	if b <= 1 || a == 0 {
-		return a
-	}
-	if a > 0 && a > math.MaxInt64/b {
-		return math.MaxInt64
-	}
-	if a < 0 && a < math.MinInt64/b {
-		return math.MinInt64
-	}
-	return a * b
 }

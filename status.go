@@ -2,9 +2,11 @@ package limiter
 
 import (
 	"context"
-	"time"
+	"slices"
+	"strings"
 
 	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/engine"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
@@ -37,22 +39,22 @@ func (l *Limiter) Status(ctx context.Context, entity, resource string, limits []
 	if len(limits) == 0 {
 		return nil, invalid("limits", "no limits given and none stored for this entity or resource")
 	}
-	p := newPlan(keys.Bucket{Namespace: l.cfg.namespace, Entity: entity, Resource: resource}, limits, nil)
-	out, err := l.st.Get(ctx, store.GetInput{Key: p.ref.Key(), ConsistentRead: true})
+	p := l.newPlan(entity, resource, limits, nil)
+	out, err := l.st.Get(ctx, store.GetInput{Key: p.Ref.Key(), ConsistentRead: true})
 	if err != nil {
 		return nil, l.storeErr("status", err)
 	}
 	items := []store.Item{out.Item}
 	n := int64(1)
 	if out.Item != nil {
-		if c, ok := out.Item.Int(attrShardCount); ok && c > 1 {
+		if c, ok := out.Item.Int(keys.AttrShardCount); ok && c > 1 {
 			n = c
 		}
 	}
 	for first := int64(1); first < n; first += 100 {
 		var ks []store.Key
 		for s := first; s < n && s < first+100; s++ {
-			ks = append(ks, p.ref.WithShard(int(s)).Key())
+			ks = append(ks, p.Ref.WithShard(int(s)).Key())
 		}
 		bo, err := l.st.BatchGet(ctx, store.BatchGetInput{Keys: ks, ConsistentRead: true})
 		if err != nil {
@@ -60,34 +62,24 @@ func (l *Limiter) Status(ctx context.Context, entity, resource string, limits []
 		}
 		items = append(items, bo.Items...)
 	}
-	now := l.nowMs()
-	images := make([]*image, len(items))
+	images := make([]*engine.Image, len(items))
 	for i, it := range items {
-		if images[i], err = decodeImage(it); err != nil {
+		if images[i], err = engine.Decode(it); err != nil {
 			return nil, err
 		}
 	}
+	now := l.nowMs()
 	res := make([]LimitState, 0, len(limits))
-	for i := range p.specs {
-		s := &p.specs[i]
-		if s.hidden {
-			continue
-		}
-		var sum int64
-		var reset time.Duration
-		for shard, im := range images {
-			if im == nil {
-				if shard == 0 {
-					sum += s.orig.PerShard(n).Burst // a bucket never written is full
-				}
-				continue // a shard not created yet holds nothing
-			}
-			ls := limitState(s, im, max(n, im.shardCount), now, 0, false)
-			st, _ := im.projected(s, max(n, im.shardCount), now)
-			sum += st.Tokens
-			reset = max(reset, ls.Reset)
-		}
-		res = append(res, LimitState{Limit: s.limit, Shards: n, Remaining: bucket.WholeTokens(sum), Reset: reset})
+	for _, x := range sortedLimits(limits) {
+		sum, reset, _ := p.Total(x.Name, images, n, now)
+		res = append(res, LimitState{Limit: x, Shards: n, Remaining: bucket.WholeTokens(sum), Reset: msDuration(reset)})
 	}
 	return res, nil
+}
+
+// sortedLimits returns limits in name order.
+func sortedLimits(limits []Limit) []Limit {
+	out := append([]Limit(nil), limits...)
+	slices.SortFunc(out, func(a, b Limit) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }

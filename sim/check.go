@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"github.com/shardlimit/limiter"
 	"math"
 	"math/bits"
 	"slices"
@@ -134,6 +135,11 @@ type bstate struct {
 	items   []int32 // item indexes of the bucket's shards
 	shards  int64   // shard_count of shard 0 (0 before it exists)
 	changes uint64  // stream records on any shard
+	// The latest stream record of any shard (when it applied and which
+	// client caused it, -1 for none), and the latest by another client
+	// than that one: the latest change by anyone but a given client.
+	lastAt, otherAt int64
+	lastBy, otherBy int32
 	// invariant 1: tc must end in [exact+lo, exact+hi] (millitokens)
 	exact, lo, hi [MaxLimits]int64
 	// itemUncertain: some contribution's shard is unknown, so only the
@@ -141,6 +147,16 @@ type bstate struct {
 	itemUncertain bool
 	// invariant 3: admissions (+) and refunds (-), millitokens
 	events [MaxLimits][]admEvent
+}
+
+// changedBy reports whether a client other than client changed the bucket
+// at or after since.
+func (b *bstate) changedBy(client int32, since int64) bool {
+	at := b.lastAt
+	if b.lastBy == client {
+		at = b.otherAt
+	}
+	return at >= since
 }
 
 type admEvent struct {
@@ -402,6 +418,14 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 	c.decode(rec.Old, &o)
 	c.decode(rec.New, &n)
 	b.changes++
+	by := int32(-1)
+	if cause != nil {
+		by = int32(cause.Client)
+	}
+	if by != b.lastBy || by < 0 {
+		b.otherAt, b.otherBy = b.lastAt, b.lastBy
+	}
+	b.lastAt, b.lastBy = at, by
 	pk := rec.Keys.PK
 	c.sampleConsumption(is, at)
 
@@ -765,6 +789,12 @@ func (c *Checker) liveness(op *Op, eff *Effects, roles [2]int32) {
 		}
 		if c.buckets[bi].shards > 1 {
 			return // a retry may land on another shard than the one that refused
+		}
+		if rt.Local && c.buckets[bi].changedBy(op.Client, rt.Start-int64(limiter.LocalRefusalAge)) {
+			// A refusal answered from the limiter's last item: its wait
+			// assumed no one consumed since that item, which may predate
+			// the refusal by up to LocalRefusalAge.
+			return
 		}
 		other += int64(c.buckets[bi].changes - rt.Snapshot[r] - rt.Own[r] - eff.Changes[r])
 	}

@@ -242,7 +242,7 @@ func (c *client) end(err error) Outcome {
 	op.Outcome = o
 	var rl *limiter.RateLimitedError
 	if o == Rejected && errors.As(err, &rl) {
-		op.RetryAfter, op.ByParent = int64(rl.RetryAfter), rl.Parent
+		op.RetryAfter, op.ByParent, op.Local = int64(rl.RetryAfter), rl.Parent, rl.Local
 		exceeded := false
 		for _, ls := range rl.Limits {
 			exceeded = exceeded || ls.Exceeded
@@ -295,6 +295,8 @@ func classify(err error) Outcome {
 	switch {
 	case err == nil:
 		return Admitted
+	case store.OutcomeUnknown(err):
+		return Unavailable // it may have charged, refusal or not
 	case errors.Is(err, limiter.ErrRateLimited):
 		return Rejected
 	case errors.Is(err, limiter.ErrInvalid), errors.Is(err, store.ErrValidation):
@@ -327,7 +329,7 @@ func (c *client) acquire(bi int32, amount [MaxLimits]int64, limits []limiter.Lim
 // retry.
 func (c *client) retryInfo(op *Op) *RetryInfo {
 	return &RetryInfo{Rejection: op.ID, Start: op.Start, End: op.End, RetryAfter: op.RetryAfter, ByParent: op.ByParent,
-		Snapshot: c.cur.snap, Own: c.cur.eff.Changes}
+		Local: op.Local, Snapshot: c.cur.snap, Own: c.cur.eff.Changes}
 }
 
 // runWriter is the body of a workload client: open-loop arrivals at the

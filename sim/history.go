@@ -75,6 +75,9 @@ type Op struct {
 	// and ByParent its Parent flag (the cascade parent's limits refused).
 	RetryAfter int64
 	ByParent   bool
+	// Local is the rejection's Local flag: answered from the limiter's
+	// last item of the bucket, without a store call.
+	Local bool
 	// Shard is the shard of Bucket that the lease charged (an admitted
 	// acquire and the adjusts and rollback of its lease), or -1.
 	Shard int32
@@ -89,6 +92,9 @@ type RetryInfo struct {
 	Start, End int64  // the rejection's start and end
 	RetryAfter int64  // what it told the client to wait (ns)
 	ByParent   bool   // the cascade parent refused
+	// Local: the rejection was answered from the limiter's last item of the
+	// bucket, which may be up to LocalRefusalAge older than the rejection.
+	Local bool
 	// Snapshot holds the change counters of the op's bucket and its parent
 	// when the rejection started, and Own the changes the rejection itself
 	// made (a cascade may charge and compensate): any other change before

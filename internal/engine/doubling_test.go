@@ -1,9 +1,8 @@
-package limiter
+package engine
 
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"testing"
 
@@ -26,46 +25,44 @@ func TestRacingDoublingsDoubleOncePerLevel(t *testing.T) {
 		clock := memsim.NewManualClock(t0)
 		st := memsim.New(memsim.WithClock(clock), memsim.WithPartitionLimits(0, 0))
 		ctx := context.Background()
-		limits := []Limit{PerSecond("rps", 1_000_000)}
+		limits := []Limit{perSecond("rps", 1_000_000)}
 		ref := keys.Bucket{Namespace: "ns", Entity: "hot", Resource: "r"}
 
 		// The bucket exists with shard_count start and every existing
 		// shard's write units spent, at the current instant (no refill).
-		p := newPlan(ref, limits, map[string]int64{"rps": 1})
+		p := NewPlan(ref, limits, map[string]int64{"rps": 1})
 		now := clock.Now().UnixMilli()
-		var images []*image
+		var images []*Image
 		for s := 0; s < int(start); s++ {
-			put := p.create(ref.WithShard(s), start, now)
+			put := p.create(s, start, now)
 			put.Item["b_wcu_tk"] = store.Int(0)
 			if _, err := st.Put(ctx, put); err != nil {
 				rt.Fatal(err)
 			}
-			im, err := decodeImage(put.Item)
+			im, err := Decode(put.Item)
 			if err != nil {
 				rt.Fatal(err)
 			}
-			im.wpm = 1 // measured at the partition ceiling: a write a ms
 			images = append(images, im)
 		}
 		before := st.StreamLen()
 
 		var wg sync.WaitGroup
 		for w := 0; w < writers; w++ {
-			l, err := New(st, WithNamespace("ns"), WithClock(clock), WithRand(rand.New(rand.NewPCG(uint64(w), 7))))
-			if err != nil {
-				rt.Fatal(err)
-			}
 			// Every client knows the current count and has measured every
-			// shard at its ceiling.
-			l.remember(ref, nil, start)
+			// shard at its ceiling (a write a ms).
+			m := NewMemory(0)
+			m.learn(ref, 0, nil, start, now, 0)
+			b := m.get(idOf(ref))
 			for s, im := range images {
-				cp := *im
-				l.buckets[bucketID{ref.Entity, ref.Resource}].images[s] = &cp
+				b.shards[s] = &shardInfo{img: im, at: now, rate: 1, others: 1}
 			}
+			c := NewCharge(m, p, newRand(uint64(w)), Options{})
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, _ = l.Acquire(ctx, Request{Entity: "hot", Resource: "r", Limits: limits, Consume: map[string]int64{"rps": 1}})
+				clockNow := func() int64 { return clock.Now().UnixMilli() }
+				drive(st, clockNow, c.Start(clockNow()), c.Feed)
 			}()
 		}
 		wg.Wait()

@@ -1,10 +1,10 @@
-package limiter
+package engine
 
 import (
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 	"pgregory.net/rapid"
@@ -32,13 +32,21 @@ func TestTemplatesMatchFreshBuilds(t *testing.T) {
 		consume := map[string]int64{}
 		for _, n := range names {
 			c := rapid.Int64Range(1, 1e6).Draw(t, "cap")
-			limits = append(limits, Limit{Name: n, Capacity: c, Refill: rapid.Int64Range(1, 1e6).Draw(t, "refill"),
-				Period: time.Duration(rapid.Int64Range(1, 1e7).Draw(t, "period")) * time.Millisecond})
+			limits = append(limits, Limit{Name: n, Limit: bucket.Limit{Capacity: c * 1000, Burst: c * 1000,
+				RefillAmount: rapid.Int64Range(1, 1e6).Draw(t, "refill") * 1000,
+				RefillPeriod: rapid.Int64Range(1, 1e7).Draw(t, "period")}})
 			if rapid.Bool().Draw(t, "charged") {
 				consume[n] = rapid.Int64Range(1, c).Draw(t, "amount")
 			}
 		}
-		p := newPlan(keys.Bucket{Namespace: "ns", Entity: "e", Resource: "r"}, limits, consume)
+		p := NewPlan(keys.Bucket{Namespace: "ns", Entity: "e", Resource: "r"}, limits, consume)
+		var burn []int64
+		if rapid.Bool().Draw(t, "burn") {
+			burn = make([]int64, len(p.specs))
+			for i := range burn {
+				burn[i] = rapid.Int64Range(0, 5000).Draw(t, "burn")
+			}
+		}
 		n := int64(1) << rapid.IntRange(0, 5).Draw(t, "shards")
 		now := rapid.Int64Range(0, 1<<45).Draw(t, "now")
 		h := rapid.Int64Range(0, maxCushion).Draw(t, "cushion")
@@ -51,9 +59,9 @@ func TestTemplatesMatchFreshBuilds(t *testing.T) {
 		if len(adjust) == 0 {
 			adjust[names[0]] = 1000
 		}
-		ap := p.withAmounts(adjust)
+		ap := p.WithAmounts(adjust)
 		// An item as the plan would have written it, some time ago.
-		im, err := decodeImage(p.create(keys.Bucket{Namespace: "ns", Entity: "e", Resource: "r"}, n, now).Item)
+		im, err := Decode(p.create(0, n, now).Item)
 		if err != nil || !im.matches(p, n) {
 			t.Fatalf("image %v: %v", im, err)
 		}
@@ -63,14 +71,14 @@ func TestTemplatesMatchFreshBuilds(t *testing.T) {
 			tmpl func() (store.Expr, error)
 			emit func(sink)
 		}{
-			{"speculative", func() (store.Expr, error) { return p.speculative(n, now) }, func(k sink) { p.emitSpeculative(k, n, now) }},
+			{"speculative", func() (store.Expr, error) { return p.speculative(n, now, burn) }, func(k sink) { p.emitSpeculative(k, n, now, burn) }},
 			{"full", func() (store.Expr, error) { return p.full(n, now, h) }, func(k sink) { p.emitFull(k, n, now, h) }},
 			{"adjust", func() (store.Expr, error) { return ap.build(pathAdjust, func(k sink) { ap.emitAdjust(k, n, now) }) },
 				func(k sink) { ap.emitAdjust(k, n, now) }},
-			{"normal", func() (store.Expr, error) { return p.normal(im, n, now+elapsed, false) },
-				func(k sink) { p.emitNormal(k, im, n, now+elapsed, false) }},
-			{"normal with floors", func() (store.Expr, error) { return p.normal(im, n, now+elapsed, true) },
-				func(k sink) { p.emitNormal(k, im, n, now+elapsed, true) }},
+			{"normal", func() (store.Expr, error) { return p.normal(im, n, now+elapsed, false, nil) },
+				func(k sink) { p.emitNormal(k, im, n, now+elapsed, false, nil) }},
+			{"normal with floors", func() (store.Expr, error) { return p.normal(im, n, now+elapsed, true, burn) },
+				func(k sink) { p.emitNormal(k, im, n, now+elapsed, true, burn) }},
 		} {
 			for round := 0; round < 2; round++ { // the first compiles, the second reuses
 				got, err := c.tmpl()

@@ -1,4 +1,4 @@
-package limiter
+package engine
 
 import (
 	"sync"
@@ -119,7 +119,7 @@ type shapeKey struct {
 var valuesPool = sync.Pool{New: func() any { return &valueSink{vals: make([]int64, 0, 64)} }}
 
 // build returns the expression emit describes, from the template cache.
-func (p *plan) build(path pathKind, emit func(sink)) (store.Expr, error) {
+func (p *Plan) build(path pathKind, emit func(sink)) (store.Expr, error) {
 	pt := p.pt
 	if pt == nil {
 		t, err := compile(emit)
@@ -157,7 +157,7 @@ func (p *plan) build(path pathKind, emit func(sink)) (store.Expr, error) {
 
 // chargedMask returns which limits the plan charges or refunds (amount
 // not 0), and which of them it charges (amount above 0).
-func (p *plan) chargedMask() (charged, positive uint64) {
+func (p *Plan) chargedMask() (charged, positive uint64) {
 	for i := range p.specs {
 		if a := p.specs[i].amount; a != 0 {
 			charged |= 1 << uint(i)

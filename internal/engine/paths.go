@@ -1,4 +1,4 @@
-package limiter
+package engine
 
 import (
 	"github.com/shardlimit/limiter/bucket"
@@ -6,38 +6,52 @@ import (
 	"github.com/shardlimit/limiter/store"
 )
 
-// The write paths. docs/write-paths.md explains each expression, its cost
-// and why it is correct; the comments here say what each condition guards.
+// The writes. docs/write-paths.md explains each expression, its cost and
+// why it is correct; the comments here say what each condition guards.
 //
 // Every write keeps two invariants per limit:
 //
 //   - fl <= fullAt <= fh, where fullAt is the exact instant the bucket is
-//     full again (bucket.State.FullAt). Writes ADD to fl and fh rather than SET
-//     them, so concurrent writers never lose each other's increments.
-//   - tokens are taken only from a bucket that is not full at the writer's
-//     now (fl > now), or after materializing the refill under the rf lock.
-//     Taking from a full bucket without moving rf would let a later refill
-//     credit the time it sat full a second time.
+//     full again (bucket.State.FullAt). Writes ADD to fl and fh rather
+//     than SET them, so concurrent writers never lose each other's
+//     increments.
+//   - tokens are taken only from a bucket that is not full at the
+//     writer's now (fl > now), or after materializing the refill under the
+//     rf lock. Taking from a full bucket without moving rf would let a
+//     later refill credit the time it sat full a second time.
+//
+// A write on a busy bucket near its ceiling also burns headroom (burn, in
+// millitokens per limit, nil for none): tokens taken from the bucket but
+// not counted as consumption (tc), which keep it below its burst so that
+// the writers that follow take the lock-free consumption write. See
+// Headroom in decide.go.
+
+const (
+	attrShardCount = keys.AttrShardCount
+	attrLimitsHash = keys.AttrLimitsHash
+	attrRefill     = bucket.AttrRefill
+)
 
 // speculative is the hot path: consume from the stored balance without
 // reading. Valid only while every charged bucket is below its burst, the
 // item was written for the same limits and shard count, and no limit's
 // balance would drop below zero.
-func (p *plan) speculative(n, now int64) (store.Expr, error) {
-	return p.build(pathSpeculative, func(k sink) { p.emitSpeculative(k, n, now) })
+func (p *Plan) speculative(n, now int64, burn []int64) (store.Expr, error) {
+	return p.build(pathSpeculative, func(k sink) { p.emitSpeculative(k, n, now, burn) })
 }
 
-func (p *plan) emitSpeculative(k sink, n, now int64) {
+func (p *Plan) emitSpeculative(k sink, n, now int64, burn []int64) {
 	k.cond(condEq, attrLimitsHash, p.hash)
 	k.cond(condEq, attrShardCount, n)
 	for i := range p.specs {
 		s := &p.specs[i]
-		k.cond(condGe, s.tk, s.amount)
+		take := s.amount + burnOf(burn, i)
+		k.cond(condGe, s.tk, take)
 		if s.amount == 0 {
 			continue
 		}
-		lo, hi := s.perShard(n).RefillTime(s.amount)
-		k.add(s.tk, -s.amount)
+		lo, hi := s.perShard(n).RefillTime(take)
+		k.add(s.tk, -take)
 		k.add(s.tc, s.amount)
 		k.add(s.fl, lo)
 		k.add(s.fh, hi)
@@ -47,18 +61,25 @@ func (p *plan) emitSpeculative(k sink, n, now int64) {
 	}
 }
 
+func burnOf(burn []int64, i int) int64 {
+	if burn == nil {
+		return 0
+	}
+	return burn[i]
+}
+
 // full resets a bucket that is full at now: every limit (wcu included) to
-// its burst minus the charge, rf to now (strictly later than before). Blind, like speculative, and the
-// cheap path for lightly used buckets, which are nearly always full.
-// h dates it h ms ahead of now (the cushion, see below; 0 for none).
-func (p *plan) full(n, now, h int64) (store.Expr, error) {
+// its burst minus the charge, rf to now + h. Blind, like speculative, and
+// the cheap path for lightly used buckets, which are nearly always full. h
+// dates it h ms ahead of now (the cushion, see below; 0 for none).
+func (p *Plan) full(n, now, h int64) (store.Expr, error) {
 	return p.build(pathFull, func(k sink) { p.emitFull(k, n, now, h) })
 }
 
-func (p *plan) emitFull(k sink, n, now, h int64) {
+func (p *Plan) emitFull(k sink, n, now, h int64) {
 	rf := now + h
 	k.set(attrRefill, rf)
-	k.set(store.AttrTTL, p.ttl(n, now, rf))
+	k.set(store.AttrTTL, p.ttl(nil, n, rf))
 	k.cond(condEq, attrLimitsHash, p.hash)
 	k.cond(condEq, attrShardCount, n)
 	k.cond(condLe, attrRefill, now) // rf never moves backwards
@@ -91,18 +112,15 @@ const maxCushion = 10
 // cannot pay.
 //
 // Why: a full write makes the bucket full again a charge's refill time
-// later (1/rate), and until then every other full write fails; at a
-// demand near the rate, writers queue on that window (measured: 3.3 round
-// trips per acquire and 3.5 % of acquires losing ten races in a row, 128
-// writers at 250/s on a 300/s bucket). Dated h ahead and lowered by h of
-// refill, the bucket is not full until well after h, so the writers that
-// follow charge it with the consumption-only write, which takes no lock.
-// The stored state then describes a moment h ahead with h of refill
-// missing: it never holds more than the true bucket, as with a client
-// whose clock runs h ahead (docs/write-paths.md). Only writers that lost a
-// race take it: a quiet bucket stays exact (a burst after idle admits
-// exactly the burst).
-func (p *plan) cushion(n int64) int64 {
+// later (1/rate), and until then every other full write fails. Dated h
+// ahead and lowered by h of refill, the bucket is not full until well
+// after h, so the writers that follow charge it with the consumption-only
+// write, which takes no lock. The stored state then describes a moment h
+// ahead with h of refill missing: it never holds more than the true
+// bucket, as with a client whose clock runs h ahead. Only writers that
+// lost a race take it: a quiet bucket stays exact (a burst after idle
+// admits exactly the burst).
+func (p *Plan) cushion(n int64) int64 {
 	h := int64(maxCushion)
 	for i := range p.specs {
 		if p.specs[i].hidden {
@@ -139,33 +157,51 @@ func cushionTokens(l bucket.Limit, h int64) int64 {
 // shard of a bucket) starts full, minus this charge. Every other shard
 // starts empty and charges nothing: a shard born from a doubling must not
 // bring tokens of its own, or doubling would raise the admission bound.
-func (p *plan) create(ref keys.Bucket, n, now int64) store.PutInput {
+func (p *Plan) create(shard int, n, now int64) store.PutInput {
+	return p.createWith(shard, n, now, false)
+}
+
+// createWith is create; debit says the charge applies on any shard and
+// only where positive (an adjust meeting an expired bucket, which was
+// full: the charge may put it in debt).
+func (p *Plan) createWith(shard int, n, now int64, debit bool) store.PutInput {
+	ref := p.Ref.WithShard(shard)
 	it := make(store.Item, 16+8*len(p.specs))
 	it[store.AttrPK] = store.Str(ref.PK())
 	it[store.AttrSK] = store.Str(keys.SKBucket)
-	it[attrEntity] = store.Str(ref.Entity)
-	it[attrResource] = store.Str(ref.Resource)
-	it[attrShard] = store.Int(int64(ref.Shard))
+	it[keys.AttrEntity] = store.Str(ref.Entity)
+	it[keys.AttrResource] = store.Str(ref.Resource)
+	it[keys.AttrShard] = store.Int(int64(ref.Shard))
 	it[attrShardCount] = store.Int(n)
 	it[attrLimitsHash] = store.Int(p.hash)
 	it[attrRefill] = store.Int(now)
-	it[store.AttrTTL] = store.Int(p.ttl(n, now, now))
 	for _, ix := range ref.IndexAttrs() {
 		it[ix.Name] = store.Str(ix.Value)
 	}
+	tks := make([]int64, len(p.specs))
 	for i := range p.specs {
 		s := &p.specs[i]
 		l := s.perShard(n)
-		tk, charged := l.Burst-s.amount, s.amount
+		base := l.Burst
 		if ref.Shard != 0 && !s.hidden {
-			tk, charged = 0, 0
+			base = 0
 		}
+		charged := s.amount
+		switch {
+		case debit:
+			charged = max(0, s.amount)
+		case ref.Shard != 0 && !s.hidden:
+			charged = 0
+		}
+		tk := base - charged
+		tks[i] = tk
 		fa := bucket.State{Limit: l, Tokens: tk}.FullAt(now)
 		it[s.tk], it[s.tc] = store.Int(tk), store.Int(charged)
 		it[s.cp], it[s.bx] = store.Int(s.orig.Capacity), store.Int(s.orig.Burst)
 		it[s.ra], it[s.rp] = store.Int(s.orig.RefillAmount), store.Int(s.orig.RefillPeriod)
 		it[s.fl], it[s.fh] = store.Int(fa), store.Int(fa)
 	}
+	it[store.AttrTTL] = store.Int(p.ttl(tks, n, now))
 	return store.PutInput{
 		Item:                        it,
 		Expr:                        store.MustBuild(store.Update{}, store.Name(store.AttrPK).NotExists()),
@@ -180,19 +216,19 @@ func (p *plan) create(ref keys.Bucket, n, now int64) store.PutInput {
 // full (if_not_exists, so two writers cannot both create them), removed
 // ones are REMOVEd, changed ones are rewritten. With floors (acquire), no
 // balance may end below zero; without (adjust), debt is allowed.
-func (p *plan) normal(im *image, n, now int64, floors bool) (store.Expr, error) {
-	if im.matches(p, n) {
+func (p *Plan) normal(im *Image, n, now int64, floors bool, burn []int64) (store.Expr, error) {
+	if _, hasTTL := im.raw.Int(store.AttrTTL); hasTTL && im.matches(p, n) {
 		// The common case (same limits, same shard count): one shape per
 		// set of charged limits, from the template cache.
 		path := pathNormal
 		if floors {
 			path = pathNormalFloors
 		}
-		return p.build(path, func(k sink) { p.emitNormal(k, im, n, now, floors) })
+		return p.build(path, func(k sink) { p.emitNormal(k, im, n, now, floors, burn) })
 	}
 	rf1 := normalRefill(im, now)
-	u := store.Update{}.Set(attrRefill, store.Int(rf1)).
-		Set(attrLimitsHash, store.Int(p.hash)).Set(store.AttrTTL, store.Int(p.ttl(n, now, rf1)))
+	tks := make([]int64, len(p.specs))
+	u := store.Update{}.Set(attrRefill, store.Int(rf1)).Set(attrLimitsHash, store.Int(p.hash))
 	conds := []store.Condition{
 		store.Name(attrRefill).Equal(store.Int(im.rf)),
 		// The configuration and shard count we computed from: a doubling
@@ -207,8 +243,9 @@ func (p *plan) normal(im *image, n, now int64, floors bool) (store.Expr, error) 
 	for i := range p.specs {
 		s := &p.specs[i]
 		l := s.perShard(n)
-		st, ok := p.normalStep(s, im, n, rf1)
+		st, ok := p.normalStep(s, im, n, rf1, 0)
 		if !ok { // a limit new to this item: starts full, as a new bucket
+			tks[i] = l.Burst - s.amount
 			lo, hi := l.RefillTime(s.amount)
 			u = u.SetIfNotExistsPlus(s.tk, store.Int(l.Burst), store.Int(-s.amount)).
 				SetIfNotExistsPlus(s.fl, store.Int(rf1), store.Int(lo)).
@@ -219,6 +256,7 @@ func (p *plan) normal(im *image, n, now int64, floors bool) (store.Expr, error) 
 			u = setConfig(u, s)
 			continue
 		}
+		tks[i] = st.old + st.delta
 		u = u.Add(s.tk, store.Int(st.delta)).Add(s.fl, store.Int(st.fl)).Add(s.fh, store.Int(st.fh))
 		if s.amount != 0 {
 			u = u.Add(s.tc, store.Int(s.amount))
@@ -240,11 +278,19 @@ func (p *plan) normal(im *image, n, now int64, floors bool) (store.Expr, error) 
 		}
 	}
 	for _, nl := range im.comp.Limits {
-		if !p.has(nl.Name) {
+		if !p.hasSpec(nl.Name) {
 			for _, a := range removedAttrs(nl.Name) {
 				u = u.Remove(a)
 			}
 		}
+	}
+	if seen, ok := im.raw.Int(store.AttrTTL); ok {
+		// ADD, not SET: a concurrent Adjust may have pushed the expiry
+		// for its debt (see ttl).
+		u = u.Add(store.AttrTTL, store.Int(p.ttl(tks, n, rf1)-seen))
+		conds = append(conds, store.Name(store.AttrTTL).Exists())
+	} else {
+		u = u.Set(store.AttrTTL, store.Int(p.ttl(tks, n, rf1)))
 	}
 	return store.Build(u, store.And(conds...))
 }
@@ -252,17 +298,34 @@ func (p *plan) normal(im *image, n, now int64, floors bool) (store.Expr, error) 
 // emitNormal is the normal write of the common case: the item has this
 // plan's limits and shard count, so nothing is added, removed, rewritten
 // or rescaled.
-func (p *plan) emitNormal(k sink, im *image, n, now int64, floors bool) {
+func (p *Plan) emitNormal(k sink, im *Image, n, now int64, floors bool, burn []int64) {
 	rf1 := normalRefill(im, now)
+	var tks [maxTTLSpecs]int64
+	for i := range p.specs {
+		st, _ := p.normalStep(&p.specs[i], im, n, rf1, burnOf(burn, i))
+		if i < len(tks) {
+			tks[i] = st.old + st.delta
+		}
+	}
 	k.set(attrRefill, rf1)
 	k.set(attrLimitsHash, p.hash)
-	k.set(store.AttrTTL, p.ttl(n, now, rf1))
+	var ttl int64
+	if len(p.specs) <= len(tks) {
+		ttl = p.ttl(tks[:len(p.specs)], n, rf1)
+	} else {
+		ttl = p.ttl(nil, n, rf1)
+	}
+	// ADD, not SET: a concurrent Adjust may have pushed the expiry for its
+	// debt (see ttl). The caller checked that the image has a ttl.
+	seen, _ := im.raw.Int(store.AttrTTL)
+	k.add(store.AttrTTL, ttl-seen)
+	k.exists(store.AttrTTL)
 	k.cond(condEq, attrRefill, im.rf)
 	k.cond(condEq, attrLimitsHash, im.hash)
 	k.cond(condEq, attrShardCount, im.shardCount)
 	for i := range p.specs {
 		s := &p.specs[i]
-		st, _ := p.normalStep(s, im, n, rf1) // present: the hashes match
+		st, _ := p.normalStep(s, im, n, rf1, burnOf(burn, i)) // present: the hashes match
 		k.add(s.tk, st.delta)
 		k.add(s.fl, st.fl)
 		k.add(s.fh, st.fh)
@@ -275,11 +338,15 @@ func (p *plan) emitNormal(k sink, im *image, n, now int64, floors bool) {
 	}
 }
 
+// maxTTLSpecs is how many limits' balances emitNormal keeps on the stack
+// for the TTL; plans with more (rare) fall back to the conservative TTL.
+const maxTTLSpecs = 16
+
 // normalRefill is the rf a normal write sets. rf moves on every normal
 // write, at least by 1 ms: the lock "rf = :seen" then fails for every
 // other holder of the image, also when our clock is at or behind rf. The
 // millisecond credited early is credited once, like any other.
-func normalRefill(im *image, now int64) int64 { return max(im.rf+1, now) }
+func normalRefill(im *Image, now int64) int64 { return max(im.rf+1, now) }
 
 // normalDelta is what a normal write ADDs to one limit: to tk (delta), fl
 // and fh, computed from the image's stored state (old tokens).
@@ -288,15 +355,15 @@ type normalDelta struct{ delta, fl, fh, old int64 }
 // normalStep computes one limit's part of a normal write: refill under
 // the stored (old) limit from the image's rf to rf1, then cap at the new
 // burst (the old rate applied while the old limit was in force), then
-// charge. ok is false for a limit the item does not have.
-func (p *plan) normalStep(s *spec, im *image, n, rf1 int64) (normalDelta, bool) {
+// charge (and burn). ok is false for a limit the item does not have.
+func (p *Plan) normalStep(s *spec, im *Image, n, rf1, burn int64) (normalDelta, bool) {
 	l := s.perShard(n)
 	old, fl0, fh0, ok := im.state(s)
 	if !ok {
 		return normalDelta{}, false
 	}
 	eff := min(old.Effective(im.rf, rf1), l.Burst)
-	tk1 := eff - s.amount
+	tk1 := eff - s.amount - burn
 	if s.hidden && tk1 < 0 {
 		// The wcu gauge need not be exact, and a shard not judged hot
 		// (shortfall) must not be refused for it: it bottoms out at 0.
@@ -312,28 +379,113 @@ func setConfig(u store.Update, s *spec) store.Update {
 }
 
 func removedAttrs(name string) []string {
-	s := newSpec(Limit{Name: name}, 0)
+	s := newSpec(Limit{Name: name})
 	return []string{s.tk, s.cp, s.bx, s.ra, s.rp, s.tc, s.fl, s.fh}
 }
 
-func (p *plan) has(name string) bool {
+func (p *Plan) hasSpec(name string) bool {
 	for i := range p.specs {
-		if p.specs[i].limit.Name == name {
+		if p.specs[i].name == name {
 			return true
 		}
 	}
 	return false
 }
 
-// ttl returns the bucket's expiry (Unix seconds): an hour after the moment
-// it would be full again even if every limit were emptied now. A bucket
-// that expires is full by then, so recreating it full loses nothing.
-func (p *plan) ttl(n, now, rf int64) int64 {
+// ttl returns the expiry (Unix seconds) a write sets that leaves the
+// balances tks (millitokens per spec; nil when not known) at rf: an hour
+// after twice the longest time any limit needs to be full again. A
+// balance of zero or more counts as empty (consumption-only writes may
+// drain it to zero without touching the expiry); a debt counts whole, so
+// a debt deeper than the burst is not forgiven when DynamoDB deletes the
+// item: until the expiry, the item is there. Writes that deepen a debt
+// without setting the expiry (an Adjust) push it by their own refill time
+// (adjustTTL). A bucket that DynamoDB deletes after its expiry is full by
+// then, so recreating it full loses nothing.
+func (p *Plan) ttl(tks []int64, n, rf int64) int64 {
 	longest := int64(0)
 	for i := range p.specs {
 		s := &p.specs[i]
-		_, hi := s.perShard(n).RefillTime(s.perShard(n).Burst)
-		longest = max(longest, hi)
+		low := int64(0)
+		if tks != nil && tks[i] < 0 {
+			low = tks[i]
+		}
+		longest = max(longest, bucket.State{Limit: s.perShard(n), Tokens: low}.FullAt(0))
 	}
-	return (max(now, rf)+2*longest)/1000 + 3600
+	return satAdd(rf, 2*longest)/1000 + 3600 // longest <= MaxRefillTime: no overflow
+}
+
+// adjustTTL is how many seconds a charge of this adjust pushes the
+// expiry: twice its refill time, rounded up, per the longest limit.
+func (p *Plan) adjustTTL(n int64) int64 {
+	longest := int64(0)
+	for i := range p.specs {
+		if s := &p.specs[i]; s.amount > 0 {
+			_, hi := s.perShard(n).RefillTime(s.amount)
+			longest = max(longest, hi)
+		}
+	}
+	if longest == 0 {
+		return 0
+	}
+	return (2*longest + 999) / 1000
+}
+
+// adjust charges (amount > 0) or refunds (amount < 0) each limit, without
+// a floor: debt is allowed. A charge must not land on a bucket that is
+// full at now, so it is conditional on fl > now.
+func (p *Plan) adjust(n, now int64) (store.Expr, error) {
+	return p.build(pathAdjust, func(k sink) { p.emitAdjust(k, n, now) })
+}
+
+func (p *Plan) emitAdjust(k sink, n, now int64) {
+	if push := p.adjustTTL(n); push > 0 {
+		k.add(store.AttrTTL, push) // a charge may deepen a debt: see ttl
+	}
+	for i := range p.specs {
+		s := &p.specs[i]
+		if s.amount == 0 {
+			continue
+		}
+		lo, hi := s.perShard(n).RefillTime(abs(s.amount))
+		if s.amount < 0 {
+			lo, hi = -hi, -lo
+		}
+		k.add(s.tk, -s.amount)
+		k.add(s.tc, s.amount)
+		k.add(s.fl, lo)
+		k.add(s.fh, hi)
+		k.exists(s.tk) // never resurrect a removed limit or an expired bucket
+		if s.amount > 0 {
+			k.cond(condGt, s.fl, now)
+		}
+	}
+}
+
+// adjustLoose charges the limits the image still has, without the fl
+// guard: the configuration changed since the acquire (a rare, bounded
+// inexactness).
+func (p *Plan) adjustLoose(im *Image) (store.Expr, bool, error) {
+	u := store.Update{}
+	var conds []store.Condition
+	for i := range p.specs {
+		s := &p.specs[i]
+		if _, _, _, ok := im.state(s); !ok || s.amount == 0 {
+			continue
+		}
+		u = u.Add(s.tk, store.Int(-s.amount)).Add(s.tc, store.Int(s.amount))
+		conds = append(conds, store.Name(s.tk).Exists())
+	}
+	if u.Len() == 0 {
+		return store.Expr{}, false, nil
+	}
+	ex, err := store.Build(u, store.And(conds...))
+	return ex, true, err
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

@@ -1,0 +1,68 @@
+package limiter
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/shardlimit/limiter/store"
+)
+
+// ErrBreakerOpen is the cause of an UnavailableError answered without a
+// store call because the store failed repeatedly just before (see
+// WithBreaker).
+var ErrBreakerOpen = errors.New("limiter: circuit breaker open after repeated store failures")
+
+// The circuit breaker: after breakerFailures unavailable answers in a row,
+// no store call for breakerOpenMs (jittered between half and one and a
+// half times, so that a fleet of processes does not probe in step), then
+// one call probes; its success closes the breaker, its failure opens it
+// again. Throttling does not count: it is one partition's load, not the
+// store being down, and the write engine spreads or doubles on it.
+const (
+	breakerFailures = 5
+	breakerOpenMs   = 1000
+)
+
+type breaker struct {
+	mu        sync.Mutex
+	fails     int
+	openUntil int64 // ms; 0: closed
+	probing   bool
+}
+
+// allow reports whether a call may go to the store at now.
+func (b *breaker) allow(now int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.openUntil == 0 {
+		return true
+	}
+	if now < b.openUntil || b.probing {
+		return false
+	}
+	b.probing = true // half open: this call probes
+	return true
+}
+
+// record takes the outcome of a call that went to the store; jitter is
+// uniform in [0, 1).
+func (b *breaker) record(err error, now int64, jitter float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err == nil || !errors.Is(err, store.ErrUnavailable) {
+		b.fails, b.openUntil, b.probing = 0, 0, false
+		return
+	}
+	b.fails++
+	if b.probing || b.fails >= breakerFailures {
+		b.openUntil = now + int64(float64(breakerOpenMs)*(0.5+jitter))
+		b.probing = false
+	}
+}
+
+// open reports whether the breaker answers calls at now without the store.
+func (b *breaker) open(now int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.openUntil != 0 && (now < b.openUntil || b.probing)
+}

@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"errors"
+
+	"github.com/shardlimit/limiter/store"
+)
+
+// Adjust is the machine of one correction on the shard an acquire
+// charged: positive amounts charge more (debt allowed), negative ones
+// refund. It never refuses. Create it with NewAdjust, then Start and Feed.
+type Adjust struct {
+	m     *Memory
+	p     *Plan
+	shard int
+	n     int64
+
+	attempts int
+	creating bool
+	put      *store.Item
+}
+
+// NewAdjust returns the machine that applies p's amounts (see
+// Plan.WithAmounts) to a shard of n.
+func NewAdjust(m *Memory, p *Plan, shard int, n int64) *Adjust {
+	return &Adjust{m: m, p: p, shard: shard, n: n}
+}
+
+// Start returns the first step: the guarded ADD (Done at once when the
+// plan charges nothing).
+func (a *Adjust) Start(now int64) Step {
+	if charged, _ := a.p.chargedMask(); charged == 0 {
+		return Step{Done: true}
+	}
+	ex, err := a.p.adjust(a.n, now)
+	if err != nil {
+		return Step{Err: err}
+	}
+	return a.update(ex, PathAdjust)
+}
+
+func (a *Adjust) update(ex store.Expr, path Path) Step {
+	return Step{Path: path, Call: &Call{Update: &store.UpdateInput{Key: a.p.Ref.WithShard(a.shard).Key(), Expr: ex,
+		Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}}}
+}
+
+// Feed takes the result of the last call and returns the next step.
+func (a *Adjust) Feed(r Result, now int64) Step {
+	if r.Err == nil {
+		if a.creating {
+			img, _ := Decode(*a.put)
+			a.m.learn(a.p.Ref, a.shard, img, 0, now, 0)
+		} else if img, err := Decode(r.Write.Attributes); err == nil && img != nil {
+			a.m.learn(a.p.Ref, a.shard, img, 0, now, 0)
+		}
+		return Step{Done: true}
+	}
+	im, err := conditionImage(r.Err)
+	if err != nil {
+		return Step{Err: err}
+	}
+	a.attempts++
+	if a.attempts > maxSlowAttempts {
+		return Step{Err: errors.New("limiter: adjust lost every race on " + a.p.Ref.WithShard(a.shard).PK())}
+	}
+	if im == nil {
+		return a.create(now)
+	}
+	a.creating = false
+	a.m.learn(a.p.Ref, a.shard, im, 0, now, 0)
+	a.n = max(a.n, im.shardCount)
+	if im.hash != a.p.hash {
+		// Configuration changed since the acquire: charge the limits that
+		// still exist, without the guard (a rare, bounded inexactness).
+		ex, ok, err := a.p.adjustLoose(im)
+		if err != nil || !ok {
+			return Step{Done: err == nil, Err: err}
+		}
+		return a.update(ex, PathAdjust)
+	}
+	ex, err := a.p.normal(im, a.n, now, false, nil)
+	if err != nil {
+		return Step{Err: err}
+	}
+	return a.update(ex, PathNormal)
+}
+
+// create handles a shard that no longer exists. It expired, so it was full
+// (its expiry covers any debt): a refund has nothing to return to, and a
+// charge applies to a full bucket, so the shard is made with the charge
+// taken.
+func (a *Adjust) create(now int64) Step {
+	positive := false
+	for i := range a.p.specs {
+		if a.p.specs[i].amount > 0 {
+			positive = true
+		}
+	}
+	if !positive {
+		return Step{Done: true}
+	}
+	put := a.p.createWith(a.shard, a.n, now, true)
+	a.creating, a.put = true, &put.Item
+	return Step{Path: PathCreate, Call: &Call{Put: &put}}
+}

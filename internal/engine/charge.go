@@ -1,0 +1,504 @@
+package engine
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+)
+
+// Call is one store call a step asks for: exactly one field is set.
+type Call struct {
+	Update   *store.UpdateInput
+	Put      *store.PutInput
+	Query    *store.QueryInput
+	BatchGet *store.BatchGetInput
+}
+
+// Result is what a Call returned: the output of its kind, and its error.
+type Result struct {
+	Write store.WriteOutput // Update, Put
+	Query store.QueryOutput
+	Batch store.BatchGetOutput
+	Err   error
+}
+
+// Step is what a machine asks for next: a Call to make (then Feed its
+// Result back), or an answer.
+type Step struct {
+	// Call, when set, is the store call to make next; Path names it.
+	Call *Call
+	Path Path
+	// Done: the bucket was charged (see the machine's Charged).
+	Done bool
+	// Refused: a limit lacks the tokens; nothing is charged.
+	Refused *Refusal
+	// Err: the store failed (or returned something unexpected); nothing
+	// is charged unless the error says its outcome is unknown.
+	Err error
+}
+
+// Rand is the randomness a machine draws from: shard choices and the
+// spreading of early refills. *math/rand/v2.Rand satisfies it; it must be
+// safe for the caller's concurrency (the root package locks it).
+type Rand interface {
+	IntN(n int) int
+	Float64() float64
+}
+
+// Refusal is a refusal with what it was judged from.
+type Refusal struct {
+	Plan *Plan
+	Img  *Image // nil: judged without an image (lost every race)
+	N    int64
+	Now  int64
+	// Local is true when no store call was made for it.
+	Local bool
+}
+
+// maxSlowAttempts bounds the writes after the first one fails on a shard.
+// Each failure returns the fresh item and means another writer succeeded,
+// so the loop runs long only under heavy contention; it stops earlier
+// when the item shows the tokens gone.
+const maxSlowAttempts = 32
+
+// maxShardChoices bounds how many shard choices one acquire makes.
+const maxShardChoices = 8
+
+// exhaustedShards is how many shards an acquire tries before it is
+// refused: a sharded bucket spreads its tokens, and a shard that lacks
+// them says little about the others.
+const exhaustedShards = 3
+
+type chargePhase uint8
+
+const (
+	phWrite    chargePhase = iota // a charge write (blind or informed)
+	phCreate                      // the Put of a missing shard
+	phDiscover                    // the query for a missing shard 0's siblings
+	phSiblings                    // the read of the siblings found
+	phDouble                      // the doubling write
+)
+
+// Charge is the machine of one acquire of one bucket: it picks a shard,
+// makes the write the client's knowledge calls for, and reacts to what
+// comes back. Create it with NewCharge, then call Start and Feed.
+type Charge struct {
+	m   *Memory
+	p   *Plan
+	o   Options
+	rnd Rand
+
+	n       int64 // the shard count in use
+	tried   []int
+	choices int
+	lastRL  *Refusal
+
+	// the current shard
+	shard     int
+	view      ShardView
+	attempts  int
+	contended bool
+	billed    int64 // failed writes on this shard, charged to the next write's wcu
+
+	phase chargePhase
+	path  Path
+	sent  *Call       // the charge write in flight
+	own   int64       // write units the call in flight adds to the shard
+	put   *store.Item // the item a create Put writes
+	after func() Step // what follows a doubling
+
+	// Set when Done.
+	Shard int
+	N     int64
+	Img   *Image
+}
+
+// NewCharge returns the machine of one acquire of p's bucket.
+func NewCharge(m *Memory, p *Plan, rnd Rand, o Options) *Charge {
+	return &Charge{m: m, p: p, rnd: rnd, o: o}
+}
+
+// Start returns the first step.
+func (c *Charge) Start(now int64) Step {
+	c.n = c.m.Count(c.p.Ref)
+	if from := c.m.pendingDoubling(c.p.Ref, now); from != 0 && from == c.n {
+		// A doubling this client decided on was refused by a throttle:
+		// the partition is still hot, and the doubling is what helps.
+		return c.double(now, func() Step { return c.nextShard(now) })
+	}
+	return c.nextShard(now)
+}
+
+// Feed takes the result of the last step's call and returns the next step.
+func (c *Charge) Feed(r Result, now int64) Step {
+	switch c.phase {
+	case phCreate:
+		return c.afterCreate(r, now)
+	case phDiscover:
+		return c.afterDiscover(r, now)
+	case phSiblings:
+		return c.afterSiblings(r, now)
+	case phDouble:
+		return c.afterDouble(r, now)
+	}
+	return c.afterWrite(r, now)
+}
+
+// nextShard picks a shard not tried yet and makes its first write, from
+// the client's last view of it.
+func (c *Charge) nextShard(now int64) Step {
+	for {
+		if c.choices >= maxShardChoices {
+			return c.refuse(now)
+		}
+		shard := pick(c.rnd, c.n, c.tried)
+		if shard < 0 {
+			return c.refuse(now)
+		}
+		c.choices++
+		c.tried = append(c.tried, shard)
+		c.shard, c.attempts, c.contended, c.billed = shard, 0, false, 0
+		c.view = c.m.View(c.p.Ref, shard)
+		if c.p.refusesLocally(c.view, c.n, now, c.o) {
+			c.lastRL = &Refusal{Plan: c.p, Img: c.view.Img, N: c.n, Now: now, Local: true}
+			if len(c.tried) >= exhaustedShards || int64(len(c.tried)) >= c.n {
+				return Step{Refused: c.lastRL, Path: PathLocal}
+			}
+			continue
+		}
+		ex, path, err := c.p.blind(c.view, c.n, now, c.rnd.Float64())
+		if err != nil {
+			return Step{Err: err}
+		}
+		return c.write(ex, path, c.p)
+	}
+}
+
+// write asks for a charge write on the current shard; q is the plan it
+// was built from (p, or p with the billed failures added to wcu).
+func (c *Charge) write(ex store.Expr, path Path, q *Plan) Step {
+	c.phase, c.path = phWrite, path
+	c.own = q.specs[len(q.specs)-1].amount
+	c.sent = &Call{Update: &store.UpdateInput{Key: c.p.Ref.WithShard(c.shard).Key(), Expr: ex,
+		Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}}
+	return Step{Path: path, Call: c.sent}
+}
+
+func (c *Charge) afterWrite(r Result, now int64) Step {
+	if r.Err == nil {
+		img, err := Decode(r.Write.Attributes)
+		if err != nil {
+			return Step{Err: err}
+		}
+		c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.hot(), now)
+		return c.charged(img, now)
+	}
+	if errors.Is(r.Err, store.ErrThrottled) {
+		return c.throttled(r.Err, now)
+	}
+	if errors.Is(r.Err, store.ErrTransactionConflict) && c.attempts < maxSlowAttempts {
+		// A transaction holds the item: nothing applied, the same write
+		// may be made again.
+		c.attempts++
+		return Step{Path: c.path, Call: c.sent}
+	}
+	c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.hot(), now)
+	im, err := conditionImage(r.Err)
+	if err != nil {
+		return Step{Err: err}
+	}
+	// A blind full write that failed lost a race (its view said full); a
+	// speculative write may only have found the bucket full, which says
+	// nothing unless others write the shard.
+	if c.path == PathFull || c.path == PathNormal || c.path == PathRetry || c.view.othersSince(now) >= 0.5 {
+		c.contended = true
+	}
+	return c.informed(im, now)
+}
+
+// charged ends the acquire with the image the successful write returned.
+func (c *Charge) charged(img *Image, now int64) Step {
+	n := int64(0)
+	if img != nil && (c.shard == 0 || img.shardCount > c.n) {
+		n = img.shardCount
+	}
+	c.m.learn(c.p.Ref, c.shard, img, n, now, c.own)
+	if n > 0 {
+		c.n = n
+	}
+	c.Shard, c.N, c.Img = c.shard, c.n, img
+	return Step{Done: true, Path: c.path}
+}
+
+// throttled handles a write the partition refused.
+func (c *Charge) throttled(err error, now int64) Step {
+	if c.m.noteWrite(c.p.Ref, c.shard, c.n, true, c.view.hot(), now) && !c.m.grewRecently(c.p.Ref, now) {
+		// The partition keeps refusing writes: it is hot, not merely
+		// unlucky once.
+		return c.double(now, func() Step { return c.spread(err, now) })
+	}
+	return c.spread(err, now)
+}
+
+// spread tries another shard after a throttle, or gives up with it.
+func (c *Charge) spread(err error, now int64) Step {
+	if c.n > 1 && len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n {
+		return c.nextShard(now) // another shard is another partition
+	}
+	return Step{Err: err}
+}
+
+// informed goes on from the item a failed write returned.
+func (c *Charge) informed(im *Image, now int64) Step {
+	c.attempts++
+	c.billed++ // DynamoDB bills a failed conditional write like a successful one
+	if c.attempts > maxSlowAttempts {
+		// Lost every race: refuse from the latest item.
+		c.lastRL = &Refusal{Plan: c.p, Img: im, N: c.n, Now: now}
+		return Step{Refused: c.lastRL, Path: PathReject}
+	}
+	if im == nil {
+		return c.create(now)
+	}
+	if im.shardCount > c.n {
+		// The bucket doubled since we last looked: the other writers that
+		// have not learned it yet crowd the old shards (all of them shard
+		// 0, for a client that knew one shard). Spread out at the new
+		// count rather than join them here.
+		c.m.learn(c.p.Ref, c.shard, im, im.shardCount, now, 0)
+		c.n = im.shardCount
+		return c.nextShard(now)
+	}
+	learnt := int64(0)
+	if c.shard == 0 {
+		learnt = im.shardCount // shard 0 is the authority
+		c.n = learnt
+	}
+	c.m.learn(c.p.Ref, c.shard, im, learnt, now, 0)
+	switch c.p.shortfall(im, c.n, now, c.view.hot()) {
+	case shortApp:
+		c.path = PathReject
+		return c.exhausted(&Refusal{Plan: c.p, Img: im, N: c.n, Now: now}, now)
+	case shortWCU:
+		return c.hot(now)
+	}
+	q := c.p.withBilled(c.billed)
+	ex, path, err := q.informed(im, c.view, c.n, now, c.contended)
+	if err != nil {
+		return Step{Err: err}
+	}
+	c.contended = true // the next failure, if any, lost a race
+	return c.write(ex, path, q)
+}
+
+// exhausted records a shard that lacks tokens and tries another, or
+// refuses.
+func (c *Charge) exhausted(rl *Refusal, now int64) Step {
+	c.lastRL = rl
+	if rl.Img != nil && rl.Img.shardCount > c.n {
+		c.n = rl.Img.shardCount // learned of a doubling: the new shards may have tokens
+		return c.nextShard(now)
+	}
+	if len(c.tried) >= exhaustedShards || int64(len(c.tried)) >= c.n {
+		return Step{Refused: rl, Path: PathReject}
+	}
+	return c.nextShard(now)
+}
+
+// refuse ends the acquire when no shard is left to try.
+func (c *Charge) refuse(now int64) Step {
+	if c.lastRL != nil {
+		return Step{Refused: c.lastRL, Path: PathReject}
+	}
+	return Step{Refused: &Refusal{Plan: c.p, N: c.n, Now: now}, Path: PathReject}
+}
+
+// hot handles a shard whose wcu gauge is empty on a partition the client
+// measured near its ceiling.
+func (c *Charge) hot(now int64) Step {
+	if c.m.grewRecently(c.p.Ref, now) {
+		// The new shards have not had time to take load off this one:
+		// spread to another shard rather than double again.
+		if len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n {
+			return c.nextShard(now)
+		}
+		return Step{Err: &store.ThrottledError{Code: store.ThrottleProvisionedThroughputExceeded,
+			Reason: "limiter: bucket shards are busy", Key: c.p.Ref.WithShard(c.shard).Key()}}
+	}
+	return c.double(now, func() Step {
+		return Step{Err: &store.ThrottledError{Code: store.ThrottleProvisionedThroughputExceeded,
+			Reason: "limiter: bucket at its shard limit", Key: c.p.Ref.WithShard(c.shard).Key()}}
+	})
+}
+
+// double asks for the doubling write from the current count; after says
+// what follows when the count cannot grow (at the limit, or shard 0 gone).
+// A doubling that lands (or one learned) restarts the shard choice at the
+// new count.
+func (c *Charge) double(now int64, after func() Step) Step {
+	if 2*c.n > keys.MaxShards || !c.p.Divisible(2*c.n) {
+		c.m.setPendingDoubling(c.p.Ref, 0, now)
+		return after()
+	}
+	c.phase, c.path, c.after = phDouble, PathDouble, after
+	in := keys.DoubleShards(c.p.Ref, c.n)
+	return Step{Path: PathDouble, Call: &Call{Update: &in}}
+}
+
+func (c *Charge) afterDouble(r Result, now int64) Step {
+	if r.Err == nil {
+		img, _ := Decode(r.Write.Attributes)
+		c.m.learn(c.p.Ref, 0, img, 2*c.n, now, 0)
+		c.m.setPendingDoubling(c.p.Ref, 0, now)
+		c.n, c.tried = 2*c.n, c.tried[:0]
+		return c.nextShard(now)
+	}
+	if errors.Is(r.Err, store.ErrThrottled) {
+		if c.view.hot() {
+			// Keep trying on the next acquires: a partition this client
+			// measured at its ceiling refuses every write, and the doubling
+			// is what lets it breathe again. (Throttles alone may be a
+			// storm: those doublings are not pressed.)
+			c.m.setPendingDoubling(c.p.Ref, c.n, now)
+		}
+		return Step{Err: r.Err}
+	}
+	var cf *store.ConditionFailedError
+	if !errors.As(r.Err, &cf) {
+		return Step{Err: r.Err}
+	}
+	c.m.setPendingDoubling(c.p.Ref, 0, now)
+	if m, ok := cf.Item.Int(keys.AttrShardCount); ok && m > c.n {
+		c.m.learn(c.p.Ref, 0, nil, m, now, 0) // someone else doubled first
+		c.n, c.tried = m, c.tried[:0]
+		return c.nextShard(now)
+	}
+	return c.after() // shard 0 is missing or odd: the next acquire creates it
+}
+
+// create makes the current shard, which does not exist. Shard 0 is the
+// first shard of a bucket, or the first of one whose shard 0 expired
+// while other shards live on: before making it, look for them
+// (discover).
+func (c *Charge) create(now int64) Step {
+	if c.shard == 0 {
+		c.phase, c.path = phDiscover, PathDiscover
+		q := c.p.Ref.ShardsQuery()
+		return Step{Path: PathDiscover, Call: &Call{Query: &q}}
+	}
+	return c.createAt(c.n, now)
+}
+
+func (c *Charge) createAt(n, now int64) Step {
+	q := c.p.withBilled(c.billed - 1) // the Put bills the failure before it
+	put := q.create(c.shard, n, now)
+	c.phase, c.path, c.put = phCreate, PathCreate, &put.Item
+	c.own = q.specs[len(q.specs)-1].amount
+	if c.shard != 0 {
+		c.own = 0 // a new shard other than 0 charges nothing
+	}
+	return Step{Path: PathCreate, Call: &Call{Put: &put}}
+}
+
+// afterDiscover: the shards that exist besides shard 0. None: a new
+// bucket, made at one shard. Some: shard 0 expired (DynamoDB deletes
+// expired items one by one, in no order) while they live on with their
+// tokens; making shard 0 full at one shard would add a whole burst to
+// theirs. Read them for the count they were written at.
+func (c *Charge) afterDiscover(r Result, now int64) Step {
+	if r.Err != nil {
+		return c.afterWrite(r, now) // throttles and failures as for a write
+	}
+	var ks []store.Key
+	for _, it := range r.Query.Items {
+		if s, ok := c.p.Ref.ShardOf(it); ok && s != 0 && len(ks) < 100 {
+			ks = append(ks, c.p.Ref.WithShard(s).Key())
+		}
+	}
+	if len(ks) == 0 {
+		c.n = 1
+		return c.createAt(1, now)
+	}
+	c.phase, c.path = phSiblings, PathDiscover
+	return Step{Path: PathDiscover, Call: &Call{BatchGet: &store.BatchGetInput{Keys: ks, ConsistentRead: true}}}
+}
+
+func (c *Charge) afterSiblings(r Result, now int64) Step {
+	if r.Err != nil {
+		return c.afterWrite(r, now)
+	}
+	n := int64(1)
+	for _, it := range r.Batch.Items {
+		if m, ok := it.Int(keys.AttrShardCount); ok && m > n {
+			n = m
+		}
+	}
+	c.n = n
+	return c.createAt(n, now)
+}
+
+func (c *Charge) afterCreate(r Result, now int64) Step {
+	if r.Err == nil {
+		img, err := Decode(*c.put)
+		if err != nil {
+			return Step{Err: err}
+		}
+		c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.hot(), now)
+		if c.shard != 0 {
+			// A new shard starts empty: this request is served elsewhere.
+			c.m.learn(c.p.Ref, c.shard, img, 0, now, c.own)
+			return c.exhausted(&Refusal{Plan: c.p, Img: img, N: c.n, Now: now}, now)
+		}
+		return c.charged(img, now)
+	}
+	if errors.Is(r.Err, store.ErrThrottled) {
+		return c.throttled(r.Err, now)
+	}
+	im, err := conditionImage(r.Err)
+	if err != nil {
+		return Step{Err: err}
+	}
+	c.contended = true
+	return c.informed(im, now)
+}
+
+// conditionImage turns a condition failure into the item it returned
+// (nil when there was none); any other error is returned as is.
+func conditionImage(err error) (*Image, error) {
+	var cf *store.ConditionFailedError
+	if !errors.As(err, &cf) {
+		return nil, err
+	}
+	return Decode(cf.Item)
+}
+
+// withBilled returns p charging the hidden limit for billed failed writes
+// as well as its own (p itself when there are none).
+func (p *Plan) withBilled(billed int64) *Plan {
+	if billed <= 0 {
+		return p
+	}
+	q := &Plan{Ref: p.Ref, hash: p.hash, pt: p.pt, specs: append([]spec(nil), p.specs...)}
+	q.specs[len(q.specs)-1].amount += billed * unit
+	return q
+}
+
+// pick returns a uniformly random shard in [0, n) not in tried (-1 when
+// every shard was tried).
+func pick(rnd Rand, n int64, tried []int) int {
+	free := int(n) - len(tried)
+	if free <= 0 {
+		return -1
+	}
+	k := rnd.IntN(free)
+	sorted := slices.Clone(tried)
+	slices.Sort(sorted)
+	for _, t := range sorted { // the k-th shard not tried
+		if t <= k {
+			k++
+		}
+	}
+	return k
+}

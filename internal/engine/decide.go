@@ -1,0 +1,321 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/store"
+)
+
+// The decisions: which write to make from what the client knows. Pure
+// functions of the plan, an image or a view, and now.
+
+// Path names the write a step makes (or the answer it gives without one).
+type Path uint8
+
+// Write paths.
+const (
+	PathNone        Path = iota
+	PathSpeculative      // one conditional ADD, no read: the hot path
+	PathFull             // one blind write that resets a full bucket
+	PathCreate           // the bucket did not exist
+	PathNormal           // refill and consume under the rf lock
+	PathRetry            // consume only, after losing the rf race
+	PathReject           // refused from the returned item, no further I/O
+	PathLocal            // refused from the client's last image, no I/O at all
+	PathDouble           // the doubling write
+	PathDiscover         // looking for a bucket's shards before recreating shard 0
+	PathAdjust           // an adjust or refund
+	PathUndo             // a cascade's compensation
+)
+
+var pathNames = [...]string{"none", "speculative", "full", "create", "normal", "retry", "reject", "local", "double", "discover", "adjust", "undo"}
+
+// String returns the path's name.
+func (p Path) String() string {
+	if int(p) < len(pathNames) {
+		return pathNames[p]
+	}
+	return "unknown"
+}
+
+// Options tune the decisions; the zero value is the default.
+type Options struct {
+	// NoLocalRefusals turns off refusals answered from the client's last
+	// image of a shard.
+	NoLocalRefusals bool
+}
+
+// hotRate is the write rate (write units per ms) at which a client's
+// estimate says a shard is hot: 90 % of the partition ceiling. A
+// partition at its ceiling bills about 1000 units a second, and an
+// estimate over rateWindowMs of a partition at 80 % (the aggregator's
+// early threshold) comes out above 80 % half the time.
+const hotRate = 0.9
+
+// hot reports whether the view's write rate is near the partition
+// ceiling.
+func (v ShardView) hot() bool { return v.Rate >= hotRate }
+
+// othersSince is how many writes by other clients the view's rate
+// predicts since its image.
+func (v ShardView) othersSince(now int64) float64 {
+	if v.Img == nil || now <= v.At {
+		return 0
+	}
+	return v.Others * float64(now-v.At)
+}
+
+// LocalRefusalAge is how old an image may be for a refusal answered from
+// it (ms). The image can only overstate the tokens (other clients consume
+// meanwhile), except for refunds other processes made since (Rollback, a
+// negative Adjust), which an image this young misses at most briefly.
+const LocalRefusalAge = 1000
+
+// refusesLocally reports whether the view's image, refilled to now,
+// cannot serve the plan: the acquire is refused without a store call.
+func (p *Plan) refusesLocally(v ShardView, n, now int64, o Options) bool {
+	im := v.Img
+	if o.NoLocalRefusals || im == nil || !im.matches(p, n) || now-v.At > LocalRefusalAge || now < v.At {
+		return false
+	}
+	return p.shortfall(im, n, now, false) == shortApp
+}
+
+type shortKind uint8
+
+const (
+	shortNone shortKind = iota
+	shortApp            // an application limit lacks tokens even after refill
+	shortWCU            // the hidden limit does, on a shard measured busy
+)
+
+// shortfall says whether the image lacks tokens for the plan even after
+// refill: an application limit first (a real refusal), else wcu (a hot
+// partition).
+//
+// wcu counts as short only when busy: this client's own estimate of the
+// shard's write rate says the shard is near its ceiling. A client whose
+// clock lags sees no refill since rf, and rf stands still while
+// consumption-only writes run, so its wcu view can be empty while the
+// shard is not hot.
+func (p *Plan) shortfall(im *Image, n, now int64, busy bool) shortKind {
+	kind := shortNone
+	for i := range p.specs {
+		s := &p.specs[i]
+		at := now
+		if s.hidden {
+			// wcu is a heuristic, not an admission bound: judge it at the
+			// latest time anyone has written (true time is at least rf), so
+			// a client whose clock lags does not see a busy partition.
+			at = max(now, im.rf)
+		}
+		st, _ := im.projected(s, n, at)
+		if st.Tokens >= s.amount {
+			continue
+		}
+		if !s.hidden {
+			return shortApp
+		}
+		if busy {
+			kind = shortWCU
+		}
+	}
+	return kind
+}
+
+// Headroom. A bucket used far below its limit is nearly always full, and a
+// full bucket cannot be charged by the lock-free consumption write (it
+// would be charged without moving rf, and a later refill would credit the
+// time it sat full a second time). Each writer would then need the full
+// write, which only one writer per refill window wins. So on a shard that
+// other writers share, a write that finds the bucket within headroomTarget
+// of full also burns headroom: tokens taken but not counted as
+// consumption, about the refill of one interval between the shard's
+// writes, which keep the bucket just below its burst. The writers that
+// follow take the consumption-only write, and none of them queue for a
+// lock. The burnt tokens are refill the bucket would have lost at its
+// ceiling anyway; what it costs is that a burst arriving then finds up to
+// headroomTarget of refill (at most 1 % of the burst) missing.
+
+// maxHeadroomMs bounds how far ahead of now headroom keeps a bucket's
+// full-at instant (ms).
+const maxHeadroomMs = 50
+
+// headroomGain scales the burn of one write: each write burns the refill
+// of headroomGain intervals between the shard's writes, so that the full-at
+// instant moves ahead of the clock while the bucket is near its ceiling.
+const headroomGain = 2
+
+// headroomTarget is how far ahead of now (ms) headroom keeps limit s's
+// full-at instant: maxHeadroomMs, or what refills 1 % of its burst if
+// less.
+func headroomTarget(l bucket.Limit) int64 {
+	if l.RefillAmount <= 0 {
+		return 0
+	}
+	t := int64(float64(l.Burst) / 100 * float64(l.RefillPeriod) / float64(l.RefillAmount))
+	return min(t, maxHeadroomMs)
+}
+
+// headroom returns the tokens each limit burns beside its charge on a
+// shared shard near its ceiling (nil: none). See above.
+func (p *Plan) headroom(v ShardView, n, now int64) []int64 {
+	im := v.Img
+	if im == nil || v.Others <= 0 || v.Rate <= 0 {
+		return nil // a client alone on a shard knows when it is full
+	}
+	interval := 1 / v.Rate // ms between the shard's writes
+	var burn []int64
+	for i := range p.specs {
+		s := &p.specs[i]
+		if s.hidden || s.amount <= 0 {
+			continue
+		}
+		st, fl, _, ok := im.state(s)
+		if !ok {
+			continue
+		}
+		l := s.perShard(n)
+		target := headroomTarget(l)
+		if target < 1 || fl-now >= target {
+			continue
+		}
+		rate := float64(l.RefillAmount) / float64(l.RefillPeriod) // millitokens per ms
+		b := int64(math.Min(headroomGain*interval*rate, float64(target)*rate)) - s.amount
+		// Leave the stored balance room for the writers that follow.
+		b = min(b, (st.Tokens-s.amount)/2)
+		if b <= 0 {
+			continue
+		}
+		if burn == nil {
+			burn = make([]int64, len(p.specs))
+		}
+		burn[i] = b
+	}
+	return burn
+}
+
+// refreshLevel is the share of a limit's burst below which the stored
+// balance (the tokens at rf, before the refill since) is low enough that a
+// writer materializes the refill ahead of need: a consumption-only write
+// needs the stored tokens, and only a write under the rf lock adds the
+// refill to them.
+const refreshLevel = 4 // 1/4 of the burst
+
+// refreshSpreadMs spreads the early refills of a busy shard: a writer
+// makes one with probability 1 / (1 + others' writes per refreshSpreadMs),
+// about one writer in that window, so that they seldom race for the lock.
+const refreshSpreadMs = 20
+
+// refresh says whether the blind write should be the normal write (refill
+// under the rf lock) rather than the consumption-only one: when the image's
+// stored tokens cannot pay the charge (and burn) but the refill can, and
+// no other writer has likely refilled since; or, now and then on a shard
+// others share, when a stored balance runs low. draw is a uniform number
+// in [0, 1).
+func (p *Plan) refresh(v ShardView, n, now int64, burn []int64, draw float64) bool {
+	im := v.Img
+	must, low := false, false
+	for i := range p.specs {
+		s := &p.specs[i]
+		st, _, _, ok := im.state(s)
+		if !ok {
+			return false
+		}
+		need := s.amount + burnOf(burn, i)
+		if st.Tokens < need {
+			must = true
+		}
+		if st.Tokens < need+s.perShard(n).Burst/refreshLevel {
+			low = true
+		}
+	}
+	if !low {
+		return false
+	}
+	if p.shortfall(im, n, now, false) != shortNone {
+		return false // the refill cannot pay either: let the store say so
+	}
+	if must {
+		return v.othersSince(now) < 1
+	}
+	if v.Others <= 0 {
+		return false // a client alone refills when it must, not before
+	}
+	return draw < 1/(1+v.Others*refreshSpreadMs)
+}
+
+// blind returns the first write to a shard, made from this client's last
+// view of it: the full reset when the view says every limit is full by now
+// and no other writer has likely touched it since; the normal write when
+// the stored tokens run low (refresh); else the speculative charge, with
+// headroom burnt on a shared shard near its ceiling.
+func (p *Plan) blind(v ShardView, n, now int64, draw float64) (store.Expr, Path, error) {
+	im := v.Img
+	if im == nil || !im.matches(p, n) {
+		ex, err := p.speculative(n, now, nil)
+		return ex, PathSpeculative, err
+	}
+	if im.fullBy(p, now) && v.othersSince(now) < 0.5 {
+		ex, err := p.full(n, now, 0)
+		return ex, PathFull, err
+	}
+	burn := p.headroom(v, n, now)
+	if p.refresh(v, n, now, burn, draw) {
+		ex, err := p.normal(im, n, now, true, burn)
+		return ex, PathNormal, err
+	}
+	ex, err := p.speculative(n, now, burn)
+	return ex, PathSpeculative, err
+}
+
+// informed returns the write to make knowing the item as it stands (the
+// image a failed write returned), cheapest contention first: the full
+// reset when every limit is full (its conditions hold for exactly one
+// writer per refill), with a cushion when this acquire already lost a
+// race; consumption only when the stored tokens suffice; else refill and
+// consume under the rf lock. The caller has checked that the tokens
+// suffice (shortfall). v carries the rate estimates; its image is not
+// used.
+func (p *Plan) informed(im *Image, v ShardView, n, now int64, contended bool) (store.Expr, Path, error) {
+	if im.matches(p, n) && im.fullBy(p, now) {
+		h := int64(0)
+		if contended {
+			h = p.cushion(n)
+		}
+		ex, err := p.full(n, now, h)
+		return ex, PathFull, err
+	}
+	v.Img, v.At = im, now
+	burn := p.headroom(v, n, now)
+	if p.retryable(im, n, now, burn) {
+		ex, err := p.speculative(n, now, burn)
+		return ex, PathRetry, err
+	}
+	ex, err := p.normal(im, n, now, true, burn)
+	return ex, PathNormal, err
+}
+
+// retryable reports whether the consumption-only write (the speculative
+// expression) can succeed on this image: same limits and shard count, the
+// stored tokens suffice without any refill, and every charged bucket is
+// below its burst (the fl guard). It is preferred even when a refill is
+// due: it does not contend for the rf lock, so under contention one writer
+// refills and the others consume.
+func (p *Plan) retryable(im *Image, n, now int64, burn []int64) bool {
+	if !im.matches(p, n) {
+		return false
+	}
+	for i := range p.specs {
+		s := &p.specs[i]
+		st, fl, _, ok := im.state(s)
+		if !ok || st.Tokens < s.amount+burnOf(burn, i) {
+			return false
+		}
+		if s.amount != 0 && !s.hidden && fl <= now {
+			return false
+		}
+	}
+	return true
+}

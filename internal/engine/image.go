@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+)
+
+// Image is a bucket item as decoded from the store: the item a write
+// returned (ALL_NEW), or the one a failed write returned (ALL_OLD).
+type Image struct {
+	raw        store.Item
+	rf         int64
+	hash       int64
+	shardCount int64
+	comp       bucket.Composite
+}
+
+// Decode decodes a bucket item; a nil item decodes to a nil Image.
+func Decode(it store.Item) (*Image, error) {
+	if it == nil {
+		return nil, nil
+	}
+	comp, err := bucket.Decode(it.Numbers())
+	if err != nil {
+		return nil, err
+	}
+	im := &Image{raw: it, rf: comp.Refill, comp: comp, shardCount: 1}
+	im.hash, _ = it.Int(keys.AttrLimitsHash)
+	if n, ok := it.Int(keys.AttrShardCount); ok && n >= 1 {
+		im.shardCount = n
+	}
+	return im, nil
+}
+
+// ShardCount returns the shard count the item records (1 when absent).
+func (im *Image) ShardCount() int64 { return im.shardCount }
+
+// writes returns the shard's count of write units (the hidden limit's
+// total consumed), in millitokens.
+func (im *Image) writes() (int64, bool) {
+	st, ok := im.comp.Get(keys.HiddenLimit)
+	return st.TotalConsumed, ok
+}
+
+// consumed returns a limit's total consumed, in millitokens.
+func (im *Image) consumed(s *spec) (int64, bool) {
+	st, ok := im.comp.Get(s.name)
+	return st.TotalConsumed, ok
+}
+
+// state returns the stored state of s's limit, with the stored (original)
+// limit divided for the image's shard count, and its guard fields.
+func (im *Image) state(s *spec) (st bucket.State, fl, fh int64, ok bool) {
+	st, ok = im.comp.Get(s.name)
+	if !ok {
+		return st, 0, 0, false
+	}
+	if !s.hidden {
+		st.Limit = st.Limit.PerShard(im.shardCount)
+	}
+	fl, okl := im.raw.Int(s.fl)
+	fh, okh := im.raw.Int(s.fh)
+	if !okl || !okh { // written by a layout without guards: treat as unknown
+		fl, fh = math.MinInt64, math.MaxInt64
+	}
+	return st, fl, fh, true
+}
+
+// matches reports whether the image was written for exactly this plan's
+// limits and shard count: the blind paths are valid only then.
+func (im *Image) matches(p *Plan, n int64) bool {
+	return im.hash == p.hash && im.shardCount == n && len(im.comp.Limits) == len(p.specs)
+}
+
+// projected returns what limit s holds at now under this plan (a limit new
+// to the item starts full), per shard of n, and the time refill counts
+// from: a writer with a faster clock may have moved rf past our now, and
+// nothing refills before rf.
+func (im *Image) projected(s *spec, n, now int64) (st bucket.State, rf int64) {
+	l := s.perShard(n)
+	old, _, _, ok := im.state(s)
+	if !ok {
+		return bucket.State{Limit: l, Tokens: l.Burst}, now
+	}
+	eff := min(old.Effective(im.rf, now), l.Burst)
+	return bucket.State{Limit: l, Tokens: eff}, max(im.rf, now)
+}
+
+// fullBy reports whether, judging by this (possibly stale) image, every
+// application limit is full at now: the blind full write is then likely
+// to succeed.
+func (im *Image) fullBy(p *Plan, now int64) bool {
+	for i := range p.specs {
+		s := &p.specs[i]
+		_, _, fh, ok := im.state(s)
+		if !ok || (fh > now && !s.hidden) {
+			return false
+		}
+	}
+	return im.rf <= now
+}
+
+// satAdd is a + b, saturating at the int64 limits.
+func satAdd(a, b int64) int64 {
+	s := a + b
+	if b > 0 && s < a {
+		return math.MaxInt64
+	}
+	if b < 0 && s > a {
+		return math.MinInt64
+	}
+	return s
+}

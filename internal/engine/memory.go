@@ -1,0 +1,355 @@
+package engine
+
+import (
+	"sync"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/keys"
+)
+
+// Memory is what a client knows of the buckets it has written: each
+// bucket's shard count, the last image of each shard and when it came,
+// estimates of the shard's write rate (all writers, and the others
+// without this client), recent throttles, and doublings in progress. It is
+// safe for concurrent use and bounded: past its size it forgets the
+// bucket least recently used, which costs that bucket one blind write that
+// may fail, never a wrong answer.
+//
+// Memory does no I/O and reads no clock: every method that needs the
+// time takes it (Unix ms, the client's clock).
+type Memory struct {
+	mu      sync.Mutex
+	buckets *simplelru.LRU[bucketID, *bucketInfo]
+
+	// Table-wide throttles, to tell a storm (many buckets throttled at
+	// once) from a hot partition (one bucket).
+	storm stormWindow
+}
+
+// DefaultMemorySize is how many buckets a Memory remembers by default.
+const DefaultMemorySize = 1 << 16
+
+// NewMemory returns a Memory of at most size buckets (DefaultMemorySize
+// when size < 1).
+func NewMemory(size int) *Memory {
+	if size < 1 {
+		size = DefaultMemorySize
+	}
+	lru, _ := simplelru.NewLRU[bucketID, *bucketInfo](size, nil) // size > 0: no error
+	return &Memory{buckets: lru}
+}
+
+type bucketID struct{ entity, resource string }
+
+func idOf(ref keys.Bucket) bucketID { return bucketID{ref.Entity, ref.Resource} }
+
+type bucketInfo struct {
+	n      int64
+	grewAt int64 // ms, when n last grew in this memory (0: never)
+	shards map[int]*shardInfo
+	// doubling is the count this client decided to double from while its
+	// doubling write was refused by a throttle; every acquire of the
+	// bucket tries the doubling first until it lands, someone else's
+	// doubling is learned, or doublingUntil passes.
+	doubling      int64
+	doublingUntil int64
+}
+
+type shardInfo struct {
+	img *Image
+	at  int64 // when this client received img (its clock)
+	// Write units per ms, from the hidden limit's total consumed in the
+	// client's images of the shard, over at least rateWindowMs: all
+	// writers (rate) and all but this client (others). Measured on the
+	// client's own clock, so skew cancels.
+	rate, others float64
+	// The reference image's write units and time, and what this client's
+	// own writes added since (millitokens): the next estimate counts from
+	// there.
+	refW, refAt, refOwn int64
+	hasRef              bool
+	// own is what this client's writes added to the shard's write units
+	// since img, not yet seen in an image.
+	own      int64
+	throttle throttleWindow
+}
+
+// rateWindowMs is the shortest stretch of time a write-rate estimate is
+// taken over: shorter ones are noise (three writes in two ms are not a
+// partition at its ceiling).
+const rateWindowMs = 200
+
+type throttleWindow struct {
+	start    int64 // ms
+	count    int   // throttled writes
+	attempts int   // all writes (throttled or not)
+	n        int64 // the shard count the writes were made at
+}
+
+type stormWindow struct {
+	start   int64
+	buckets [stormBuckets]bucketID
+	count   int
+}
+
+// stormBuckets distinct buckets throttled within stormWindowMs make a
+// storm: a hot partition throttles one bucket's shards, a storm (a
+// table-wide fault, a noisy neighbour) all of them.
+const (
+	stormBuckets  = 3
+	stormWindowMs = 1000
+)
+
+// ShardView is a copy of what the memory holds of one shard.
+type ShardView struct {
+	Img    *Image
+	At     int64
+	Rate   float64 // all writers, write units per ms
+	Others float64 // other writers only
+}
+
+func (m *Memory) get(id bucketID) *bucketInfo {
+	b, _ := m.buckets.Get(id)
+	return b
+}
+
+func (m *Memory) getOrAdd(id bucketID) (b *bucketInfo, fresh bool) {
+	b, ok := m.buckets.Get(id)
+	if !ok {
+		b = &bucketInfo{n: 1, shards: make(map[int]*shardInfo, 1)}
+		m.buckets.Add(id, b)
+	}
+	return b, !ok
+}
+
+// Count returns the bucket's shard count as this client knows it (1 when
+// unknown).
+func (m *Memory) Count(ref keys.Bucket) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if b := m.get(idOf(ref)); b != nil {
+		return b.n
+	}
+	return 1
+}
+
+// View returns what the memory holds of a shard (a zero view when
+// nothing).
+func (m *Memory) View(ref keys.Bucket, shard int) ShardView {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.get(idOf(ref))
+	if b == nil {
+		return ShardView{}
+	}
+	si := b.shards[shard]
+	if si == nil {
+		return ShardView{}
+	}
+	return ShardView{Img: si.img, At: si.at, Rate: si.rate, Others: si.others}
+}
+
+// learn records an image of a shard received at now, and the shard count
+// it teaches (n, when known; 0 for none). own is what the write that
+// returned the image added to the shard's write units (0 for a failed
+// write's old image, which does not include it).
+func (m *Memory) learn(ref keys.Bucket, shard int, img *Image, n, now, own int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, fresh := m.getOrAdd(idOf(ref))
+	if n > b.n && !fresh {
+		b.grewAt = now // a count we knew grew: a doubling just happened
+	}
+	if n > 0 && (shard == 0 || n > b.n) {
+		b.n = n
+	}
+	if b.doubling != 0 && b.n > b.doubling {
+		b.doubling = 0 // the doubling landed
+	}
+	if img == nil {
+		return
+	}
+	si := b.shards[shard]
+	if si == nil {
+		si = &shardInfo{}
+		b.shards[shard] = si
+	}
+	own += si.own
+	if w, ok := img.writes(); ok {
+		switch dt := now - si.refAt; {
+		case !si.hasRef || w < si.refW || dt < 0:
+			si.refW, si.refAt, si.refOwn, si.hasRef = w, now, 0, true
+		case dt >= rateWindowMs:
+			d := w - si.refW
+			own = min(own+si.refOwn, d)
+			si.rate = float64(d) / float64(bucket.MilliPerToken) / float64(dt)
+			si.others = float64(d-own) / float64(bucket.MilliPerToken) / float64(dt)
+			si.refW, si.refAt, si.refOwn = w, now, 0
+		default:
+			si.refOwn += own
+		}
+	}
+	si.img, si.at, si.own = img, now, 0
+}
+
+// noteOwn records write units this client added to a shard by a write
+// whose image it did not keep (a transaction, a refund).
+func (m *Memory) noteOwn(ref keys.Bucket, shard int, units int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if b := m.get(idOf(ref)); b != nil {
+		if si := b.shards[shard]; si != nil {
+			si.own += units
+		}
+	}
+}
+
+// grewRecently reports whether this client learned of a doubling of the
+// bucket within growthCooldown of now.
+func (m *Memory) grewRecently(ref keys.Bucket, now int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.get(idOf(ref))
+	return b != nil && b.grewAt > 0 && now-b.grewAt < growthCooldown
+}
+
+// pendingDoubling returns the shard count this client is trying to
+// double from (0 for none).
+func (m *Memory) pendingDoubling(ref keys.Bucket, now int64) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.get(idOf(ref))
+	if b == nil || b.doubling == 0 {
+		return 0
+	}
+	if now > b.doublingUntil || b.n > b.doubling {
+		b.doubling = 0
+		return 0
+	}
+	return b.doubling
+}
+
+func (m *Memory) setPendingDoubling(ref keys.Bucket, from, now int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, _ := m.getOrAdd(idOf(ref))
+	if from == 0 {
+		b.doubling = 0
+		return
+	}
+	if b.n <= from {
+		b.doubling, b.doublingUntil = from, now+doublingPersistence
+	}
+}
+
+// noteWrite records a write to a shard, throttled or not, and reports
+// whether the shard now counts as hot (see hotThrottles) at the current
+// shard count n; busy is whether this client measured the shard near its
+// ceiling. Writes seen before a doubling say nothing about the doubled
+// bucket.
+func (m *Memory) noteWrite(ref keys.Bucket, shard int, n int64, throttled, busy bool, now int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id := idOf(ref)
+	if throttled {
+		m.storm.note(id, now)
+	}
+	b := m.get(id)
+	if b == nil {
+		if !throttled {
+			return false // nothing to remember yet
+		}
+		b, _ = m.getOrAdd(id)
+	}
+	si := b.shards[shard]
+	if si == nil {
+		if !throttled {
+			return false
+		}
+		si = &shardInfo{}
+		b.shards[shard] = si
+	}
+	w := &si.throttle
+	if now-w.start > hotWindow || w.n != n {
+		if !throttled {
+			*w = throttleWindow{}
+			return false
+		}
+		*w = throttleWindow{start: now, n: n}
+	}
+	w.attempts++
+	if throttled {
+		w.count++
+	}
+	if !throttled {
+		return false
+	}
+	if !busy || m.storm.stormy(now) {
+		// Throttles on a shard this client has not measured near its
+		// ceiling are a storm (a fault, a noisy neighbour), not this
+		// partition's load, and so are throttles across many buckets at
+		// once: doubling would not help.
+		return false
+	}
+	return w.count >= busyThrottles
+}
+
+func (s *stormWindow) note(id bucketID, now int64) {
+	if now-s.start > stormWindowMs {
+		*s = stormWindow{start: now}
+	}
+	for i := 0; i < s.count; i++ {
+		if s.buckets[i] == id {
+			return
+		}
+	}
+	if s.count < stormBuckets {
+		s.buckets[s.count] = id
+		s.count++
+	}
+}
+
+func (s *stormWindow) stormy(now int64) bool {
+	return now-s.start <= stormWindowMs && s.count >= stormBuckets
+}
+
+// Forget drops everything the memory holds.
+func (m *Memory) Forget() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.buckets.Purge()
+	m.storm = stormWindow{}
+}
+
+// Len returns how many buckets the memory holds.
+func (m *Memory) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.buckets.Len()
+}
+
+// When throttles mark a shard's partition as hot. DynamoDB bills failed
+// conditional writes, so a saturated partition throttles before the hidden
+// wcu limit, which counts this limiter's writes, can run dry; the
+// throttles are the signal then. But a throttle storm (a fault, a
+// neighbour) throttles too, at any rate: only the shard's write rate tells
+// them apart. So busyThrottles throttles within hotWindow mark a shard hot
+// when this client measured its write rate, all writers together, at 90 %
+// of the ceiling or more (ShardView.hot), and throttles did not hit
+// stormBuckets buckets within a second (a storm hits them all, a hot
+// partition one).
+const (
+	busyThrottles = 3
+	hotWindow     = int64(1000) // ms
+)
+
+// growthCooldown is how long after learning of a doubling a client waits
+// before doubling the same bucket again: the new shards need a moment to
+// take load, and a partition that looked hot a moment ago still does.
+const growthCooldown = int64(1000) // ms
+
+// doublingPersistence is how long a client keeps trying a doubling that a
+// throttle refused (ms).
+const doublingPersistence = int64(2000)

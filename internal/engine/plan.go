@@ -1,0 +1,225 @@
+package engine
+
+import (
+	"sync"
+
+	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/keys"
+)
+
+// Limit is one named limit in millitokens and milliseconds, undivided by
+// shards. The hidden write-unit limit is named keys.HiddenLimit.
+type Limit struct {
+	Name string
+	bucket.Limit
+}
+
+// Hidden is the per-partition write-unit limit every plan carries last:
+// 1000 writes a second, the write ceiling of one DynamoDB partition,
+// charged one unit per write and never divided among shards.
+var Hidden = Limit{Name: keys.HiddenLimit, Limit: bucket.Limit{
+	Capacity: 1000 * bucket.MilliPerToken, Burst: 1000 * bucket.MilliPerToken,
+	RefillAmount: 1000 * bucket.MilliPerToken, RefillPeriod: 1000,
+}}
+
+// unit is one write unit of the hidden limit, in millitokens.
+const unit = bucket.MilliPerToken
+
+// spec is one limit of one bucket write: its attribute names, its original
+// (undivided) limit and the amount to charge, in millitokens.
+type spec struct {
+	name                           string
+	orig                           bucket.Limit
+	amount                         int64 // may be negative in an adjust
+	hidden                         bool
+	tk, cp, bx, ra, rp, tc, fl, fh string
+}
+
+func newSpec(l Limit) spec {
+	n := l.Name
+	return spec{
+		name: n, orig: l.Limit, hidden: n == keys.HiddenLimit,
+		tk: bucket.AttrName(n, bucket.FieldTokens), cp: bucket.AttrName(n, bucket.FieldCapacity),
+		bx: bucket.AttrName(n, bucket.FieldBurst), ra: bucket.AttrName(n, bucket.FieldRefillAmount),
+		rp: bucket.AttrName(n, bucket.FieldRefillPeriod), tc: bucket.AttrName(n, bucket.FieldTotalConsumed),
+		fl: "b_" + n + "_" + keys.FieldFullLo, fh: "b_" + n + "_" + keys.FieldFullHi,
+	}
+}
+
+// perShard returns the limit one of n shards enforces. The hidden limit
+// is a per-partition ceiling and is never divided.
+func (s *spec) perShard(n int64) bucket.Limit {
+	if s.hidden {
+		return s.orig
+	}
+	return s.orig.PerShard(n)
+}
+
+// Plan is everything needed to charge one bucket: the limits in name
+// order with the hidden limit last, the amounts, and the hash of the
+// limits that every blind write checks. A Plan is immutable once built;
+// WithAmounts derives another.
+type Plan struct {
+	// Ref is the bucket (its Shard field is ignored).
+	Ref   keys.Bucket
+	specs []spec
+	hash  int64
+	pt    *planTemplate
+}
+
+// NewPlan returns the plan to charge consume (tokens per limit name; names
+// not given are charged nothing) under limits. Every write also charges
+// the hidden limit one unit. limits must be valid and distinctly named.
+func NewPlan(ref keys.Bucket, limits []Limit, consume map[string]int64) *Plan {
+	pt := lookupPlanTemplate(limits)
+	p := &Plan{Ref: ref, hash: pt.hash, pt: pt, specs: make([]spec, len(pt.specs))}
+	copy(p.specs, pt.specs)
+	for i := range p.specs {
+		if p.specs[i].hidden {
+			p.specs[i].amount = unit
+		} else {
+			p.specs[i].amount = consume[p.specs[i].name] * bucket.MilliPerToken
+		}
+	}
+	return p
+}
+
+// WithAmounts returns a copy of p charging the given millitokens per limit
+// name (absent names, and the hidden limit, charge nothing): the plan of
+// an adjust or a refund.
+func (p *Plan) WithAmounts(milli map[string]int64) *Plan {
+	q := &Plan{Ref: p.Ref, hash: p.hash, pt: p.pt, specs: append([]spec(nil), p.specs...)}
+	for i := range q.specs {
+		q.specs[i].amount = milli[q.specs[i].name]
+	}
+	return q
+}
+
+// Has reports whether the plan has an application limit called name.
+func (p *Plan) Has(name string) bool {
+	for i := range p.specs {
+		if p.specs[i].name == name && !p.specs[i].hidden {
+			return true
+		}
+	}
+	return false
+}
+
+// Amounts returns the millitokens the plan charges per application limit
+// (zero amounts omitted).
+func (p *Plan) Amounts() map[string]int64 {
+	m := make(map[string]int64, len(p.specs))
+	for i := range p.specs {
+		if s := &p.specs[i]; !s.hidden && s.amount != 0 {
+			m[s.name] = s.amount
+		}
+	}
+	return m
+}
+
+// Divisible reports whether every limit still serves this plan's charge
+// when split n ways: doubling past that would strand the request.
+func (p *Plan) Divisible(n int64) bool {
+	for i := range p.specs {
+		s := &p.specs[i]
+		if !s.hidden && s.perShard(n).Burst < max(s.amount, bucket.MilliPerToken) {
+			return false
+		}
+	}
+	return true
+}
+
+// planTemplate is the part of a plan that depends only on the limits: it
+// is computed once per distinct set of limits and shared.
+type planTemplate struct {
+	source []Limit // the limits as given, to verify a cache hit
+	specs  []spec  // amounts zero
+	hash   int64
+
+	mu     sync.Mutex
+	shapes map[shapeKey]*template
+}
+
+var planCache struct {
+	sync.RWMutex
+	m map[uint64]*planTemplate
+}
+
+// maxPlanTemplates bounds the plan cache; past it, plans are built afresh.
+const maxPlanTemplates = 4096
+
+func lookupPlanTemplate(limits []Limit) *planTemplate {
+	h := fnv64(limits)
+	planCache.RLock()
+	pt := planCache.m[h]
+	planCache.RUnlock()
+	if pt != nil && sameLimits(pt.source, limits) {
+		return pt
+	}
+	pt = buildPlanTemplate(limits)
+	planCache.Lock()
+	if planCache.m == nil {
+		planCache.m = make(map[uint64]*planTemplate)
+	}
+	if _, taken := planCache.m[h]; !taken && len(planCache.m) < maxPlanTemplates {
+		planCache.m[h] = pt
+	}
+	planCache.Unlock()
+	return pt
+}
+
+func buildPlanTemplate(limits []Limit) *planTemplate {
+	pt := &planTemplate{source: append([]Limit(nil), limits...), specs: make([]spec, 0, len(limits)+1)}
+	for _, l := range limits {
+		pt.specs = append(pt.specs, newSpec(l))
+	}
+	sortSpecs(pt.specs)
+	pt.specs = append(pt.specs, newSpec(Hidden))
+	sorted := make([]Limit, len(pt.specs))
+	for i := range pt.specs {
+		sorted[i] = Limit{Name: pt.specs[i].name, Limit: pt.specs[i].orig}
+	}
+	pt.hash = int64(fnv64(sorted) &^ (1 << 63)) // positive: readable in the console
+	return pt
+}
+
+func sameLimits(a, b []Limit) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// fnv64 hashes limit names and parameters (in millitokens and ms) with
+// FNV-1a, without allocating. The stored hash of a bucket is this value
+// over the sorted limits and the hidden one: it must not change, or every
+// bucket would be rewritten once.
+func fnv64(ls []Limit) uint64 {
+	h := uint64(14695981039346656037)
+	mix := func(b byte) { h ^= uint64(b); h *= 1099511628211 }
+	for _, l := range ls {
+		for i := 0; i < len(l.Name); i++ {
+			mix(l.Name[i])
+		}
+		mix(0)
+		for _, v := range [...]int64{l.Capacity, l.Burst, l.RefillAmount, l.RefillPeriod} {
+			for j := 0; j < 8; j++ {
+				mix(byte(uint64(v) >> (8 * j)))
+			}
+		}
+	}
+	return h
+}
+
+func sortSpecs(s []spec) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j].name < s[j-1].name; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}

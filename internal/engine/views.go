@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/shardlimit/limiter/bucket"
+)
+
+// View is one application limit of a bucket as an answer saw it, in
+// millitokens and milliseconds: what the root package reports as a
+// LimitState.
+type View struct {
+	Name   string
+	Shards int64
+	// Requested is what the call asked of the limit.
+	Requested int64
+	// Remaining is the shard's balance times the shard count, saturating:
+	// an estimate of the whole bucket from the one shard a write sees.
+	Remaining int64
+	// ResetMs is the time until the shard is full again.
+	ResetMs int64
+	// RetryMs is the time until Requested fits, for a judged view; -1
+	// when no wait suffices on this shard (the request exceeds a shard's
+	// burst: another shard may serve it).
+	RetryMs  int64
+	Exceeded bool
+}
+
+// Views returns the state of every application limit of the plan, in
+// name order, as the image shows it at now for a bucket of n shards.
+// charge deducts the plan's charge (an image from before a write that
+// returned none); judge judges the request against it (a refusal).
+func (p *Plan) Views(im *Image, n, now int64, charge, judge bool) []View {
+	out := make([]View, 0, len(p.specs)-1)
+	for i := range p.specs {
+		s := &p.specs[i]
+		if s.hidden {
+			continue
+		}
+		v := View{Name: s.name, Shards: n, Requested: s.amount}
+		if im == nil {
+			out = append(out, v)
+			continue
+		}
+		st, rf := im.projected(s, n, now)
+		if charge {
+			st.Tokens -= s.amount
+		}
+		v.Remaining = satMul(st.Tokens, n)
+		if full := st.FullAt(rf); full > now {
+			v.ResetMs = full - now
+		}
+		if judge && st.Tokens < s.amount {
+			v.Exceeded = true
+			if w, ok := st.RetryAfter(rf, now, s.amount); ok {
+				v.RetryMs = w
+			} else {
+				v.RetryMs = -1
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// Views returns the refusal's per-limit state (judged).
+func (r *Refusal) Views() []View { return r.Plan.Views(r.Img, r.N, r.Now, false, true) }
+
+// satMul is a*b saturating at the int64 limits (b >= 1).
+func satMul(a, b int64) int64 {
+	if b <= 1 || a == 0 {
+		return a
+	}
+	if a > 0 && a > math.MaxInt64/b {
+		return math.MaxInt64
+	}
+	if a < 0 && a < math.MinInt64/b {
+		return math.MinInt64
+	}
+	return a * b
+}
+
+// Total sums one limit's balance over the images of every shard of a
+// bucket at now (a shard never written holds its burst when it is shard
+// 0, nothing otherwise), and the longest time any shard needs to be full:
+// what a status read reports.
+func (p *Plan) Total(name string, images []*Image, n, now int64) (remaining, resetMs int64, ok bool) {
+	for i := range p.specs {
+		s := &p.specs[i]
+		if s.hidden || s.name != name {
+			continue
+		}
+		var sum int64
+		for shard, im := range images {
+			if im == nil {
+				if shard == 0 {
+					sum = satAdd(sum, s.orig.PerShard(n).Burst)
+				}
+				continue
+			}
+			m := max(n, im.shardCount)
+			st, rf := im.projected(s, m, now)
+			sum = satAdd(sum, st.Tokens)
+			if full := st.FullAt(rf); full > now {
+				resetMs = max(resetMs, full-now)
+			}
+		}
+		return sum, resetMs, true
+	}
+	return 0, 0, false
+}
+
+// WholeTokens is bucket.WholeTokens, for the root package's reports.
+func WholeTokens(milli int64) int64 { return bucket.WholeTokens(milli) }

@@ -1,0 +1,78 @@
+package limiter
+
+import (
+	"math"
+	"time"
+
+	"github.com/shardlimit/limiter/internal/engine"
+	"github.com/shardlimit/limiter/internal/keys"
+)
+
+// bucketPlan is the engine's plan of one bucket write with the limits as
+// the caller knows them, for the answers (LimitState carries a Limit).
+type bucketPlan struct {
+	*engine.Plan
+	limits []Limit
+}
+
+// newPlan returns the plan to charge consume (tokens) from an (entity,
+// resource) bucket under limits, which must be valid.
+func (l *Limiter) newPlan(entity, resource string, limits []Limit, consume map[string]int64) bucketPlan {
+	el := make([]engine.Limit, len(limits))
+	for i, x := range limits {
+		el[i] = engine.Limit{Name: x.Name, Limit: x.bucketLimit()}
+	}
+	ref := keys.Bucket{Namespace: l.cfg.namespace, Entity: entity, Resource: resource}
+	return bucketPlan{Plan: engine.NewPlan(ref, el, consume), limits: limits}
+}
+
+// limit returns the limit called name.
+func (bp bucketPlan) limit(name string) Limit {
+	for _, x := range bp.limits {
+		if x.Name == name {
+			return x
+		}
+	}
+	return Limit{Name: name}
+}
+
+// rateLimited builds the refusal's error.
+func (bp bucketPlan) rateLimited(rf *engine.Refusal) *RateLimitedError {
+	e := &RateLimitedError{Entity: bp.Ref.Entity, Resource: bp.Ref.Resource, Limits: bp.states(rf.Views()), Local: rf.Local}
+	for _, ls := range e.Limits {
+		e.RetryAfter = max(e.RetryAfter, ls.RetryAfter)
+	}
+	if e.RetryAfter <= 0 {
+		// Refused after losing every race, with the tokens there when last
+		// seen: another try may well succeed.
+		e.RetryAfter = time.Millisecond
+	}
+	return e
+}
+
+// part is the lease part of a charged bucket.
+func (bp bucketPlan) part(m *engine.Charge, now int64) leasePart {
+	return leasePart{p: bp, shard: m.Shard, n: m.N, states: bp.states(bp.Views(m.Img, m.N, now, false, false))}
+}
+
+// LocalRefusalAge is the oldest item of a bucket a refusal is answered
+// from without a store call (see WithLocalRefusals).
+const LocalRefusalAge = time.Duration(engine.LocalRefusalAge) * time.Millisecond
+
+// attrEntity is the entity id attribute, on bucket and entity items.
+const attrEntity = keys.AttrEntity
+
+// maxCachedBuckets bounds the configuration cache.
+const maxCachedBuckets = 1 << 16
+
+// satAdd is a + b, saturating at the int64 limits.
+func satAdd(a, b int64) int64 {
+	s := a + b
+	if b > 0 && s < a {
+		return math.MaxInt64
+	}
+	if b < 0 && s > a {
+		return math.MinInt64
+	}
+	return s
+}
