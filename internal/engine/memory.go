@@ -161,6 +161,12 @@ func (m *Memory) learn(ref keys.Bucket, shard int, img *Image, n, now, own int64
 	b, fresh := m.getOrAdd(idOf(ref))
 	if n > b.n && !fresh {
 		b.grewAt = now // a count we knew grew: a doubling just happened
+		// Rates measured at the old count say nothing of the new one: the
+		// writers that have not learned it crowd the old shards for a
+		// moment, then spread.
+		for _, si := range b.shards {
+			si.rate, si.others, si.hasRef = 0, 0, false
+		}
 	}
 	if n > 0 && (shard == 0 || n > b.n) {
 		b.n = n
