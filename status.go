@@ -17,11 +17,15 @@ type Available struct {
 }
 
 // Available returns, per limit in name order, the tokens an (entity,
-// resource) bucket holds now across all its shards. limits are the
-// caller's defaults, as in Request; stored limits override them. A bucket
+// resource) bucket holds now across all its shards. resource "" means
+// DefaultResource. limits are the caller's, as in Request (none: the
+// limiter's default limits); stored limits override them by name. A bucket
 // never written is full. It reads shard 0 (for the shard count) and then
 // the other shards in one batch; it writes nothing.
 func (l *Limiter) Available(ctx context.Context, entity, resource string, limits []Limit) ([]Available, error) {
+	if resource == "" {
+		resource = DefaultResource
+	}
 	if err := checkEntity("entity", entity); err != nil {
 		return nil, err
 	}
@@ -32,15 +36,12 @@ func (l *Limiter) Available(ctx context.Context, entity, resource string, limits
 		return nil, err
 	}
 	tr := &trace{ev: Event{Op: "status", Entity: entity, Resource: resource}}
-	r, err := l.resolve(ctx, tr, entity, resource)
+	_, limits, err := l.limitsFor(ctx, tr, entity, resource, limits)
 	if err != nil {
 		return nil, l.storeErr("status", err)
 	}
-	if r.limits != nil {
-		limits = r.limits
-	}
 	if len(limits) == 0 {
-		return nil, invalid("limits", "no limits given and none stored for this entity or resource")
+		return nil, invalid("limits", "no limits apply: none given, no default limits (WithDefaultLimits) and none stored for the entity or resource")
 	}
 	p := newPlan(keys.Bucket{Namespace: l.cfg.namespace, Entity: entity, Resource: resource}, limits, nil)
 	out, err := l.st.Get(ctx, store.GetInput{Key: p.ref.Key(), ConsistentRead: true})
