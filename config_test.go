@@ -120,6 +120,9 @@ func TestDefaultResource(t *testing.T) {
 	if err != nil || len(av) != 1 || av[0].Tokens != 9 {
 		t.Fatalf("Available on the default resource: %+v, %v; want 9 rpm", av, err)
 	}
+	if _, err := l.Usage(e.ctx, UsageQuery{Entity: "k1", Window: UsageHourly, From: t0, To: t0.Add(time.Hour)}); err != nil {
+		t.Fatalf("Usage on the default resource: %v", err)
+	}
 	// Limits stored for the default resource apply like any others.
 	if err := l.PutLimits(e.ctx, Scope{Resource: DefaultResource}, rpm(1)); err != nil {
 		t.Fatal(err)

@@ -125,7 +125,9 @@ func TestWrongKeySchemaOnDynamoDBLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = srv.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name}) })
+	t.Cleanup(func() {
+		_, _ = srv.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name})
+	})
 	lim, err := limiter.New(dynamo.New(srv.Client, name), limiter.WithPolicy(limiter.FailOpen),
 		limiter.WithDefaultLimits(limiter.PerMinute("rpm", 10)))
 	if err != nil {

@@ -32,7 +32,9 @@ func wrongTable(t *testing.T, srv *dynamolocal.Server, name string, keys ...[2]s
 	if _, err := srv.Client.CreateTable(ctx, in); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = srv.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name}) })
+	t.Cleanup(func() {
+		_, _ = srv.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name})
+	})
 	return name
 }
 
@@ -46,12 +48,18 @@ func TestWrongKeySchemaNamesTableAndCreateTable(t *testing.T) {
 	item := store.Item{"PK": store.Str("a"), "SK": store.Str("b")}
 	add := store.MustBuild(store.Update{}.Add("n", store.Int(1)), store.Condition{})
 	ops := map[string]func(st *dynamo.Store) error{
-		"Get":      func(st *dynamo.Store) error { _, err := st.Get(ctx, store.GetInput{Key: k}); return err },
-		"BatchGet": func(st *dynamo.Store) error { _, err := st.BatchGet(ctx, store.BatchGetInput{Keys: []store.Key{k}}); return err },
-		"Put":      func(st *dynamo.Store) error { _, err := st.Put(ctx, store.PutInput{Item: item}); return err },
-		"Update":   func(st *dynamo.Store) error { _, err := st.Update(ctx, store.UpdateInput{Key: k, Expr: add}); return err },
-		"Delete":   func(st *dynamo.Store) error { _, err := st.Delete(ctx, store.DeleteInput{Key: k}); return err },
-		"Query":    func(st *dynamo.Store) error { _, err := st.Query(ctx, store.QueryInput{PartitionKey: "a"}); return err },
+		"Get": func(st *dynamo.Store) error { _, err := st.Get(ctx, store.GetInput{Key: k}); return err },
+		"BatchGet": func(st *dynamo.Store) error {
+			_, err := st.BatchGet(ctx, store.BatchGetInput{Keys: []store.Key{k}})
+			return err
+		},
+		"Put": func(st *dynamo.Store) error { _, err := st.Put(ctx, store.PutInput{Item: item}); return err },
+		"Update": func(st *dynamo.Store) error {
+			_, err := st.Update(ctx, store.UpdateInput{Key: k, Expr: add})
+			return err
+		},
+		"Delete": func(st *dynamo.Store) error { _, err := st.Delete(ctx, store.DeleteInput{Key: k}); return err },
+		"Query":  func(st *dynamo.Store) error { _, err := st.Query(ctx, store.QueryInput{PartitionKey: "a"}); return err },
 		"QueryGSI3": func(st *dynamo.Store) error {
 			_, err := st.Query(ctx, store.QueryInput{Index: store.IndexGSI3, PartitionKey: "a"})
 			return err
