@@ -26,15 +26,20 @@ type Entity struct {
 	Cascade bool
 }
 
-// Scope addresses stored limits. Resolution for an acquire of (entity,
-// resource), most specific first:
+// Scope addresses stored limits. The limits of an acquire of (entity,
+// resource) combine four scopes per limit name, most specific first:
 //
 //  1. {Entity, Resource}: this entity on this resource;
 //  2. {Entity, ""}: this entity on every resource;
 //  3. {"", Resource}: every entity on this resource;
-//  4. the limits in the Request.
+//  4. the caller's: Request.Limits, or the limiter's default limits
+//     (WithDefaultLimits) when the request has none.
 //
-// The first that exists is used whole; limits are not merged across levels.
+// For each name, the first scope that defines it wins; every name some
+// scope defines applies. So a stored override of "rpm" leaves the caller's
+// "tpm" in force, and a name stored only for the entity (say a daily cap)
+// is added to the caller's. A stored scope cannot remove a caller's limit;
+// store a larger one instead.
 type Scope struct {
 	Entity   string
 	Resource string
