@@ -187,7 +187,7 @@ func (l *Limiter) stored(ctx context.Context, tr *trace, entity, resource string
 // checked it), or waits for a read of the same key already under way.
 func (l *Limiter) storedOnce(ctx context.Context, tr *trace, entity, resource string) (entityConf, []Limit, error) {
 	c := &l.meta
-	ek, rk := entityFlightKey(entity, resource), resourceFlightKey(resource)
+	ek := entityFlightKey(entity, resource)
 	now := l.cfg.clock.Now()
 	c.mu.Lock()
 	ec, eok := c.entities.Get(ek, now)
@@ -196,31 +196,27 @@ func (l *Limiter) storedOnce(ctx context.Context, tr *trace, entity, resource st
 		c.mu.Unlock()
 		return ec, res, nil
 	}
-	var ef, rf *flight // the flights whose results this caller takes
-	var eLead, rLead bool
+	rk := resourceFlightKey(resource)
+	var ef, rf *flight       // the flights whose results this caller takes
+	var eRead, rRead *flight // those of them it reads itself
 	if !eok {
 		if ef = c.flights[ek]; ef == nil {
-			ef, eLead = c.begin(ek), true
+			ef = c.begin(ek)
+			eRead = ef
 		}
 	}
 	if !rok {
 		if rf = c.flights[rk]; rf == nil {
-			rf, rLead = c.begin(rk), true
+			rf = c.begin(rk)
+			rRead = rf
 		}
 	}
 	gen, schema := c.gen, !c.schemaOK
 	c.mu.Unlock()
 
-	if eLead || rLead {
-		lead := [2]*flight{}
-		if eLead {
-			lead[0] = ef
-		}
-		if rLead {
-			lead[1] = rf
-		}
-		l.read(ctx, tr, entity, resource, lead[0], lead[1], schema)
-		l.publish(gen, ek, lead[0], resource, lead[1])
+	if eRead != nil || rRead != nil {
+		l.read(ctx, tr, entity, resource, eRead, rRead, schema)
+		l.publish(gen, ek, eRead, resource, rRead)
 	}
 	if ef != nil {
 		if err := c.wait(ctx, ef); err != nil {

@@ -69,14 +69,6 @@ func (c *Cache[K, V]) Add(key K, val V, expires time.Time) {
 	}
 }
 
-// Remove drops key's entry, if any.
-func (c *Cache[K, V]) Remove(key K) {
-	if el, ok := c.items[key]; ok {
-		c.order.Remove(el)
-		delete(c.items, key)
-	}
-}
-
 // Purge drops every entry.
 func (c *Cache[K, V]) Purge() {
 	c.order.Init()
