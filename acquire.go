@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sort"
 
-	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
@@ -15,13 +13,17 @@ import (
 type Request struct {
 	// Entity is who is limited, such as an API key.
 	Entity string
-	// Resource is what is limited, such as a model name; it may contain '/'.
+	// Resource is what is limited, such as a model name; it may contain
+	// '/'. Empty means DefaultResource (plain per-key limiting).
 	Resource string
-	// Limits are the caller's limits. Limits stored for the entity or the
-	// resource override them (see Scope); with none stored, these apply.
+	// Limits are the caller's limits; empty means the limiter's default
+	// limits (WithDefaultLimits). Limits stored for the entity or the
+	// resource override them by name, and add the names they define (see
+	// Scope); a name nothing stored defines keeps the caller's limit.
 	Limits []Limit
 	// Consume maps limit names to the tokens to take (each at least 1).
-	// Limits not named take nothing but must not be in debt.
+	// Every name must be one of the limits that apply (the caller's or
+	// stored ones); limits not named take nothing but must not be in debt.
 	Consume map[string]int64
 	// Policy overrides the limiter's unavailability policy for this call.
 	Policy Policy
@@ -90,96 +92,18 @@ func (l *Limiter) observe(tr *trace, err error, ok Outcome) {
 }
 
 func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, error) {
-	if err := checkEntity("Request.Entity", req.Entity); err != nil {
-		return nil, err
-	}
-	if err := checkResource("Request.Resource", req.Resource); err != nil {
-		return nil, err
-	}
-	if err := checkLimits("Request.Limits", req.Limits); err != nil {
-		return nil, err
-	}
-	if req.Policy > FailOpen {
-		return nil, invalid("Request.Policy", "unknown policy %d", req.Policy)
-	}
-	if len(req.Consume) == 0 {
-		return nil, invalid("Request.Consume", "must name at least one limit")
-	}
-	for name, n := range req.Consume {
-		if n < 1 || n > MaxTokens {
-			return nil, invalid("Request.Consume["+name+"]", "%d must be between 1 and %d tokens", n, MaxTokens)
-		}
-	}
-	if len(req.Limits) > 0 {
-		// Stored limits may override these, but a request the caller's own
-		// limits cannot serve is a bug worth reporting before any I/O.
-		if err := checkConsume(req.Limits, req.Consume); err != nil {
-			return nil, err
-		}
-	}
-	r, err := l.resolve(ctx, tr, req.Entity, req.Resource)
+	s, err := l.config(ctx, tr, req)
 	if err != nil {
 		return nil, err
 	}
-	limits := r.limits
-	if limits == nil {
-		limits = req.Limits
-	}
-	if r.limits != nil || len(req.Limits) == 0 {
-		// Stored limits replace the caller's (checked above), or there are
-		// none at all: check the request against what applies.
-		if err := checkConsume(limits, req.Consume); err != nil {
-			return nil, err
-		}
-	}
-	child := newPlan(keys.Bucket{Namespace: l.cfg.namespace, Entity: req.Entity, Resource: req.Resource}, limits, req.Consume)
-	if !r.entity.Cascade {
+	child := newPlan(keys.Bucket{Namespace: l.cfg.namespace, Entity: req.Entity, Resource: s.resource}, s.limits, req.Consume)
+	if !s.entity.Cascade {
 		shard, n, img, err := l.chargeBucket(ctx, tr, child)
 		if err != nil {
 			return nil, err
 		}
 		return &Lease{l: l, parts: []leasePart{{p: child, shard: shard, n: n, states: child.statesAfter(img, n, l.nowMs(), false)}}}, nil
 	}
-	pr, err := l.resolve(ctx, tr, r.entity.Parent, req.Resource)
-	if err != nil {
-		return nil, err
-	}
-	plimits := pr.limits
-	if plimits == nil {
-		plimits = req.Limits
-	}
-	parent := newPlan(keys.Bucket{Namespace: l.cfg.namespace, Entity: r.entity.Parent, Resource: req.Resource}, plimits, req.Consume)
-	for i := range parent.specs { // the parent cannot serve more than its burst
-		if s := &parent.specs[i]; s.amount > s.orig.Burst {
-			return nil, invalid("Request.Consume["+s.limit.Name+"]", "%d tokens exceeds the burst %d of the parent's limit",
-				s.amount/bucket.MilliPerToken, s.limit.burst())
-		}
-	}
+	parent := newPlan(keys.Bucket{Namespace: l.cfg.namespace, Entity: s.entity.Parent, Resource: s.resource}, s.parent, req.Consume)
 	return l.cascade(ctx, tr, child, parent)
-}
-
-func checkConsume(limits []Limit, consume map[string]int64) error {
-	if len(limits) == 0 {
-		return invalid("Request.Limits", "no limits given and none stored for this entity or resource")
-	}
-	names := make([]string, 0, len(consume))
-	for name := range consume {
-		names = append(names, name)
-	}
-	sort.Strings(names) // report the first bad name deterministically
-	for _, name := range names {
-		found := false
-		for _, x := range limits {
-			if x.Name == name {
-				found = true
-				if consume[name] > x.burst() {
-					return invalid("Request.Consume["+name+"]", "%d tokens exceeds the burst %d: it could never be admitted", consume[name], x.burst())
-				}
-			}
-		}
-		if !found {
-			return invalid("Request.Consume["+name+"]", "no limit named %q is defined", name)
-		}
-	}
-	return nil
 }
