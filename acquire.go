@@ -3,7 +3,6 @@ package limiter
 import (
 	"context"
 	"errors"
-	"sort"
 
 	"github.com/shardlimit/limiter/internal/engine"
 	"github.com/shardlimit/limiter/internal/keys"
@@ -14,13 +13,17 @@ import (
 type Request struct {
 	// Entity is who is limited, such as an API key.
 	Entity string
-	// Resource is what is limited, such as a model name; it may contain '/'.
+	// Resource is what is limited, such as a model name; it may contain
+	// '/'. Empty means DefaultResource (plain per-key limiting).
 	Resource string
-	// Limits are the caller's limits. Limits stored for the entity or the
-	// resource override them (see Scope); with none stored, these apply.
+	// Limits are the caller's limits; empty means the limiter's default
+	// limits (WithDefaultLimits). Limits stored for the entity or the
+	// resource override them by name, and add the names they define (see
+	// Scope); a name nothing stored defines keeps the caller's limit.
 	Limits []Limit
 	// Consume maps limit names to the tokens to take (each at least 1).
-	// Limits not named take nothing but must not be in debt.
+	// Every name must be one of the limits that apply (the caller's or
+	// stored ones); limits not named take nothing but must not be in debt.
 	Consume map[string]int64
 	// Policy overrides the limiter's unavailability policy for this call.
 	Policy Policy
@@ -78,62 +81,26 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := checkEntity("Request.Entity", req.Entity); err != nil {
+	s, err := l.config(ctx, tr, req)
+	if err != nil {
 		return nil, err
-	}
-	if err := checkResource("Request.Resource", req.Resource); err != nil {
-		return nil, err
-	}
-	if err := checkLimits("Request.Limits", req.Limits); err != nil {
-		return nil, err
-	}
-	if req.Policy > FailOpen {
-		return nil, invalid("Request.Policy", "unknown policy %d", req.Policy)
-	}
-	if len(req.Consume) == 0 {
-		return nil, invalid("Request.Consume", "must name at least one limit")
-	}
-	for name, n := range req.Consume {
-		if n < 1 || n > MaxTokens {
-			return nil, invalid("Request.Consume["+name+"]", "%d must be between 1 and %d tokens", n, MaxTokens)
-		}
-	}
-	if len(req.Limits) > 0 {
-		// Stored limits may override these, but a request the caller's own
-		// limits cannot serve is a bug worth reporting before any I/O.
-		if err := checkConsume(req.Limits, req.Consume); err != nil {
-			return nil, err
-		}
 	}
 	if !l.cfg.noBreaker && !l.breaker.allow(l.nowMs()) {
 		tr.ev.BreakerOpen = true
 		return nil, &store.UnavailableError{Op: "acquire", Err: ErrBreakerOpen}
 	}
-	lease, err := l.acquireResolved(ctx, tr, req)
+	lease, err := l.charge(ctx, tr, req, s)
 	if !l.cfg.noBreaker {
 		l.breaker.record(err, l.nowMs(), l.rng.Float64())
 	}
 	return lease, err
 }
 
-func (l *Limiter) acquireResolved(ctx context.Context, tr *trace, req Request) (*Lease, error) {
-	r, err := l.resolve(ctx, tr, req.Entity, req.Resource)
-	if err != nil {
-		return nil, err
-	}
-	limits := r.limits
-	if limits == nil {
-		limits = req.Limits
-	}
-	if r.limits != nil || len(req.Limits) == 0 {
-		// Stored limits replace the caller's (checked above), or there are
-		// none at all: check the request against what applies.
-		if err := checkConsume(limits, req.Consume); err != nil {
-			return nil, err
-		}
-	}
-	child := l.newPlan(req.Entity, req.Resource, limits, req.Consume)
-	if !r.entity.Cascade {
+// charge runs the write engine for an acquire whose configuration is
+// resolved.
+func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings) (*Lease, error) {
+	child := l.newPlan(req.Entity, s.resource, s.limits, req.Consume)
+	if !s.entity.Cascade {
 		m := engine.NewCharge(l.mem, child.Plan, l.rng, l.cfg.engine)
 		step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
 		switch {
@@ -144,22 +111,7 @@ func (l *Limiter) acquireResolved(ctx context.Context, tr *trace, req Request) (
 		}
 		return nil, step.Err
 	}
-	pr, err := l.resolve(ctx, tr, r.entity.Parent, req.Resource)
-	if err != nil {
-		return nil, err
-	}
-	plimits := pr.limits
-	if plimits == nil {
-		plimits = req.Limits
-	}
-	for name, n := range req.Consume { // the parent cannot serve more than its burst
-		for _, x := range plimits {
-			if x.Name == name && n > x.burst() {
-				return nil, invalid("Request.Consume["+name+"]", "%d tokens exceeds the burst %d of the parent's limit", n, x.burst())
-			}
-		}
-	}
-	parent := l.newPlan(r.entity.Parent, req.Resource, plimits, req.Consume)
+	parent := l.newPlan(s.entity.Parent, s.resource, s.parent, req.Consume)
 	return l.cascade(ctx, tr, child, parent)
 }
 
@@ -204,30 +156,4 @@ func (l *Limiter) doubled(tr *trace, k store.Key) {
 	if b, ok := keys.ParseBucketPK(k.PK); ok {
 		l.cfg.logger.Info("limiter: doubled shard count", "entity", b.Entity, "resource", b.Resource)
 	}
-}
-
-func checkConsume(limits []Limit, consume map[string]int64) error {
-	if len(limits) == 0 {
-		return invalid("Request.Limits", "no limits given and none stored for this entity or resource")
-	}
-	names := make([]string, 0, len(consume))
-	for name := range consume {
-		names = append(names, name)
-	}
-	sort.Strings(names) // report the first bad name deterministically
-	for _, name := range names {
-		found := false
-		for _, x := range limits {
-			if x.Name == name {
-				found = true
-				if consume[name] > x.burst() {
-					return invalid("Request.Consume["+name+"]", "%d tokens exceeds the burst %d: it could never be admitted", consume[name], x.burst())
-				}
-			}
-		}
-		if !found {
-			return invalid("Request.Consume["+name+"]", "no limit named %q is defined", name)
-		}
-	}
-	return nil
 }

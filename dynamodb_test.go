@@ -3,8 +3,13 @@ package limiter_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardlimit/limiter"
 	"github.com/shardlimit/limiter/internal/dynamolocal"
@@ -106,4 +111,32 @@ func TestOnDynamoDBLocal(t *testing.T) {
 	if _, err := lim.Acquire(ctx, r); err != nil {
 		t.Fatalf("cascade slow path (transaction): %v", err)
 	}
+}
+
+// A table with the wrong key schema: the limiter's first call says which
+// table and how to provision it, and is not failed open.
+func TestWrongKeySchemaOnDynamoDBLocal(t *testing.T) {
+	srv := dynamolocal.Start(t)
+	ctx := context.Background()
+	name := "wrong-schema-" + strings.ToLower(t.Name())
+	_, err := srv.Client.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest,
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = srv.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name})
+	})
+	lim, err := limiter.New(dynamo.New(srv.Client, name), limiter.WithPolicy(limiter.FailOpen),
+		limiter.WithDefaultLimits(limiter.PerMinute("rpm", 10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := lim.Acquire(ctx, limiter.Request{Entity: "key-1", Consume: map[string]int64{"rpm": 1}})
+	if lease != nil || !errors.Is(err, dynamo.ErrSchemaMismatch) || !strings.Contains(err.Error(), `table "`+name+`"`) ||
+		!strings.Contains(err.Error(), "dynamo.CreateTable") {
+		t.Fatalf("Acquire on a table keyed by id: %v (lease %v); want an error naming the table and dynamo.CreateTable", err, lease)
+	}
+	t.Log(err)
 }

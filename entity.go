@@ -2,13 +2,8 @@ package limiter
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
-
-	"golang.org/x/sync/singleflight"
 
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
@@ -31,15 +26,20 @@ type Entity struct {
 	Cascade bool
 }
 
-// Scope addresses stored limits. Resolution for an acquire of (entity,
-// resource), most specific first:
+// Scope addresses stored limits. The limits of an acquire of (entity,
+// resource) combine four scopes per limit name, most specific first:
 //
 //  1. {Entity, Resource}: this entity on this resource;
 //  2. {Entity, ""}: this entity on every resource;
 //  3. {"", Resource}: every entity on this resource;
-//  4. the limits in the Request.
+//  4. the caller's: Request.Limits, or the limiter's default limits
+//     (WithDefaultLimits) when the request has none.
 //
-// The first that exists is used whole; limits are not merged across levels.
+// For each name, the first scope that defines it wins; every name some
+// scope defines applies. So a stored override of "rpm" leaves the caller's
+// "tpm" in force, and a name stored only for the entity (say a daily cap)
+// is added to the caller's. A stored scope cannot remove a caller's limit;
+// store a larger one instead.
 type Scope struct {
 	Entity   string
 	Resource string
@@ -142,14 +142,6 @@ func (l *Limiter) DeleteEntity(ctx context.Context, id string) error {
 	return l.storeErr("delete entity", err)
 }
 
-func decodeEntity(id string, it store.Item) Entity {
-	e := Entity{ID: id}
-	e.Parent, _ = it.Str(attrParent)
-	c, _ := it.Int(attrCascade)
-	e.Cascade = c != 0 && e.Parent != ""
-	return e
-}
-
 // PutLimits stores limits for a scope, overriding the callers' defaults.
 func (l *Limiter) PutLimits(ctx context.Context, s Scope, limits []Limit) error {
 	k, err := s.key(l.cfg.namespace)
@@ -215,169 +207,11 @@ func encodeLimits(ls []Limit) string {
 	return b.String()
 }
 
-func limitsOf(it store.Item) ([]Limit, bool, error) {
-	if it == nil {
-		return nil, false, nil
-	}
-	s, ok := it.Str(attrLimits)
-	if !ok {
-		return nil, false, errors.New("limiter: stored limits item has no limits attribute")
-	}
-	var ls []Limit
-	for _, part := range strings.Split(s, ";") {
-		name, rest, ok := strings.Cut(part, "=")
-		f := strings.Split(rest, "/")
-		if !ok || len(f) != 4 {
-			return nil, false, errors.New("limiter: malformed stored limits " + strconv.Quote(s))
-		}
-		var v [4]int64
-		for i := range f {
-			n, err := strconv.ParseInt(f[i], 10, 64)
-			if err != nil {
-				return nil, false, errors.New("limiter: malformed stored limits " + strconv.Quote(s))
-			}
-			v[i] = n
-		}
-		x := Limit{Name: name, Capacity: v[0], Burst: v[1], Refill: v[2], Period: time.Duration(v[3]) * time.Millisecond}
-		if err := x.Validate(); err != nil {
-			return nil, false, errors.New("limiter: stored limits: " + err.Error())
-		}
-		ls = append(ls, x)
-	}
-	return ls, true, nil
-}
-
 func b2i(b bool) int64 {
 	if b {
 		return 1
 	}
 	return 0
-}
-
-// resolved is the configuration an acquire of (entity, resource) runs
-// with.
-type resolved struct {
-	entity  Entity
-	limits  []Limit // stored limits, or nil for the caller's
-	expires time.Time
-}
-
-// metaCache caches resolved configuration with a TTL. At most one store
-// read per key runs at a time (singleflight); it spawns no goroutine, so a
-// simulator scheduling each client as a coroutine sees every read.
-type metaCache struct {
-	ttl   time.Duration
-	mu    sync.Mutex
-	items map[string]resolved
-	gen   uint64
-	sf    singleflight.Group
-}
-
-func (c *metaCache) init(ttl time.Duration) {
-	c.ttl = ttl
-	c.items = make(map[string]resolved)
-}
-
-func (c *metaCache) invalidate() {
-	c.mu.Lock()
-	c.items = make(map[string]resolved)
-	c.gen++
-	c.mu.Unlock()
-}
-
-// resolve returns the configuration of (entity, resource), from the cache
-// or with one batch read (which also checks the schema version, once).
-func (l *Limiter) resolve(ctx context.Context, tr *trace, entity, resource string) (resolved, error) {
-	now := l.cfg.clock.Now()
-	ck := entity + "\x00" + resource
-	c := &l.meta
-	c.mu.Lock()
-	r, ok := c.items[ck]
-	gen := c.gen
-	c.mu.Unlock()
-	if ok && now.Before(r.expires) {
-		return r, nil
-	}
-	v, err, _ := c.sf.Do(ck, func() (any, error) {
-		r, err := l.load(ctx, tr, entity, resource)
-		if err != nil {
-			return resolved{}, err
-		}
-		r.expires = now.Add(c.ttl)
-		c.mu.Lock()
-		if c.ttl > 0 && c.gen == gen {
-			if len(c.items) >= maxCachedBuckets {
-				clear(c.items) // bounded: the next reads refill it
-			}
-			c.items[ck] = r
-		}
-		c.mu.Unlock()
-		return r, nil
-	})
-	if err != nil {
-		return resolved{}, err
-	}
-	return v.(resolved), nil
-}
-
-func (l *Limiter) load(ctx context.Context, tr *trace, entity, resource string) (resolved, error) {
-	ns := l.cfg.namespace
-	ks := []store.Key{
-		keys.Schema(),
-		keys.Entity(ns, entity),
-		keys.EntityLimits(ns, entity, resource),
-		keys.EntityLimits(ns, entity, keys.AnyResource),
-		keys.ResourceLimits(ns, resource),
-	}
-	// Consistent: limits stored a moment ago must apply at once. It is
-	// read once per cache TTL per key, so the extra half RCU is nothing.
-	out, err := l.st.BatchGet(ctx, store.BatchGetInput{Keys: ks, ConsistentRead: true})
-	tr.add(out.Consumed, err)
-	if err != nil {
-		return resolved{}, err
-	}
-	if err := l.checkSchema(ctx, tr, out.Items[0]); err != nil {
-		return resolved{}, err
-	}
-	r := resolved{entity: Entity{ID: entity}}
-	if out.Items[1] != nil {
-		r.entity = decodeEntity(entity, out.Items[1])
-	}
-	for _, it := range out.Items[2:] {
-		ls, ok, err := limitsOf(it)
-		if err != nil {
-			return resolved{}, err
-		}
-		if ok {
-			r.limits = ls
-			break
-		}
-	}
-	return r, nil
-}
-
-// checkSchema verifies the table's schema version, writing it when the
-// table is new.
-func (l *Limiter) checkSchema(ctx context.Context, tr *trace, it store.Item) error {
-	if it == nil {
-		k := keys.Schema()
-		put := store.PutInput{
-			Item: store.Item{store.AttrPK: store.Str(k.PK), store.AttrSK: store.Str(k.SK), attrVersion: store.Int(SchemaVersion)},
-			Expr: store.MustBuild(store.Update{}, store.Name(store.AttrPK).NotExists()), ReturnOldOnConditionFailure: true,
-		}
-		out, err := l.st.Put(ctx, put)
-		tr.add(out.Consumed, err)
-		var cf *store.ConditionFailedError
-		if errors.As(err, &cf) {
-			return l.checkSchema(ctx, tr, cf.Item)
-		}
-		return err
-	}
-	if v, _ := it.Int(attrVersion); v != SchemaVersion {
-		return errors.Join(ErrSchemaVersion, errors.New("limiter: table has schema version "+strconv.FormatInt(v, 10)+
-			", this limiter writes version "+strconv.Itoa(SchemaVersion)+"; upgrade the library"))
-	}
-	return nil
 }
 
 // storeErr wraps a store failure for the caller.

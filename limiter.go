@@ -46,6 +46,9 @@ func New(st store.Store, opts ...Option) (*Limiter, error) {
 	if cfg.clock == nil {
 		return nil, invalid("WithClock", "clock must not be nil")
 	}
+	if err := checkLimits("WithDefaultLimits", cfg.defaults); err != nil {
+		return nil, err
+	}
 	if cfg.cacheTTL < 0 {
 		return nil, invalid("WithCacheTTL", "%v must not be negative", cfg.cacheTTL)
 	}

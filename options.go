@@ -44,6 +44,7 @@ type config struct {
 	policy     Policy
 	observer   Observer
 	logger     *slog.Logger
+	defaults   []Limit
 	memorySize int
 	engine     engine.Options
 	noBreaker  bool
@@ -64,6 +65,15 @@ func WithRand(r *rand.Rand) Option { return func(c *config) { c.rand = r } }
 // WithCacheTTL sets how long entity configuration and stored limits are
 // cached (default 60 s; 0 disables the cache).
 func WithCacheTTL(d time.Duration) Option { return func(c *config) { c.cacheTTL = d } }
+
+// WithDefaultLimits sets the limits of requests that carry none
+// (Request.Limits empty): with them, callers name only what to consume.
+// Limits stored for an entity or a resource override them by name, as they
+// do a request's. New refuses invalid limits (see Limit.Validate), a name
+// given twice, or more than 16.
+func WithDefaultLimits(limits ...Limit) Option {
+	return func(c *config) { c.defaults = append([]Limit(nil), limits...) }
+}
 
 // WithPolicy sets the unavailability policy (default FailClosed).
 func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }

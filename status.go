@@ -14,11 +14,15 @@ import (
 // Status returns, per limit in name order, the state of an (entity,
 // resource) bucket now: Remaining is the balance summed over every shard
 // (exact, unlike the estimate a Lease carries), Reset the longest time any
-// shard needs to be full. limits are the caller's defaults, as in
-// Request; stored limits override them. A bucket never written is full. It
-// reads shard 0 (for the shard count) and then the other shards in one
-// batch; it writes nothing.
+// shard needs to be full. resource "" means DefaultResource. limits are
+// the caller's, as in Request (none: the limiter's default limits); stored
+// limits override them by name. A bucket never written is full. It reads
+// shard 0 (for the shard count) and then the other shards in one batch;
+// it writes nothing.
 func (l *Limiter) Status(ctx context.Context, entity, resource string, limits []Limit) ([]LimitState, error) {
+	if resource == "" {
+		resource = DefaultResource
+	}
 	if err := checkEntity("entity", entity); err != nil {
 		return nil, err
 	}
@@ -29,15 +33,12 @@ func (l *Limiter) Status(ctx context.Context, entity, resource string, limits []
 		return nil, err
 	}
 	tr := &trace{ev: Event{Op: "status", Entity: entity, Resource: resource}}
-	r, err := l.resolve(ctx, tr, entity, resource)
+	_, limits, err := l.limitsFor(ctx, tr, entity, resource, limits)
 	if err != nil {
 		return nil, l.storeErr("status", err)
 	}
-	if r.limits != nil {
-		limits = r.limits
-	}
 	if len(limits) == 0 {
-		return nil, invalid("limits", "no limits given and none stored for this entity or resource")
+		return nil, invalid("limits", "no limits apply: none given, no default limits (WithDefaultLimits) and none stored for the entity or resource")
 	}
 	p := l.newPlan(entity, resource, limits, nil)
 	out, err := l.st.Get(ctx, store.GetInput{Key: p.Ref.Key(), ConsistentRead: true})

@@ -31,7 +31,8 @@ func (w UsageWindow) String() string {
 
 // UsageQuery selects usage snapshots of one (entity, resource).
 type UsageQuery struct {
-	// Entity and Resource identify the bucket, as in Request.
+	// Entity and Resource identify the bucket, as in Request (Resource ""
+	// is DefaultResource).
 	Entity   string
 	Resource string
 	// Limit selects one limit by name; "" selects every limit.
@@ -80,6 +81,9 @@ const maxUsageQueries = 100
 // Query per day (hourly windows), month (daily) or year (monthly) of the
 // range, at most 100; a longer range is a *ValidationError.
 func (l *Limiter) Usage(ctx context.Context, q UsageQuery) ([]UsageSnapshot, error) {
+	if q.Resource == "" {
+		q.Resource = DefaultResource
+	}
 	if err := checkUsageQuery(q); err != nil {
 		return nil, err
 	}

@@ -115,3 +115,69 @@ func checkLimits(field string, ls []Limit) error {
 	}
 	return nil
 }
+
+// checkRequest checks what can be checked of an acquire before any I/O;
+// resource is the request's or the default. Consume is checked against the
+// limits that apply once stored limits are known (checkConsume).
+func checkRequest(req Request, resource string) error {
+	if err := checkEntity("Request.Entity", req.Entity); err != nil {
+		return err
+	}
+	if err := checkResource("Request.Resource", resource); err != nil {
+		return err
+	}
+	if err := checkLimits("Request.Limits", req.Limits); err != nil {
+		return err
+	}
+	if req.Policy > FailOpen {
+		return invalid("Request.Policy", "unknown policy %d", req.Policy)
+	}
+	if len(req.Consume) == 0 {
+		return invalid("Request.Consume", "must name at least one limit")
+	}
+	bad := ""
+	for name, n := range req.Consume {
+		if (n < 1 || n > MaxTokens) && (bad == "" || name < bad) {
+			bad = name // the first in name order, so the error is the same every time
+		}
+	}
+	if bad != "" {
+		return invalid("Request.Consume["+bad+"]", "%d must be between 1 and %d tokens", req.Consume[bad], MaxTokens)
+	}
+	return nil
+}
+
+// checkConsume checks a request's Consume against the limits that apply to
+// a bucket (whose says which bucket, for a cascade parent): every name
+// must be one of them, and no amount may exceed its burst (it could never
+// be admitted).
+func checkConsume(limits []Limit, consume map[string]int64, whose string) error {
+	if len(limits) == 0 {
+		return invalid("Request.Limits", "no limits apply%s: none in the request, no default limits (WithDefaultLimits) and none stored for the entity or resource", whose)
+	}
+	bad, found := "", false
+	for name, n := range consume {
+		if name != bad && (bad == "" || name < bad) {
+			if x, ok := limitNamed(limits, name); !ok || n > x.burst() {
+				bad, found = name, ok
+			}
+		}
+	}
+	switch {
+	case bad == "":
+		return nil
+	case !found:
+		return invalid("Request.Consume["+bad+"]", "no limit named %q applies%s (not in the request's limits, the default limits or the limits stored for the entity or resource)", bad, whose)
+	}
+	x, _ := limitNamed(limits, bad)
+	return invalid("Request.Consume["+bad+"]", "%d tokens exceeds the burst %d%s: it could never be admitted", consume[bad], x.burst(), whose)
+}
+
+func limitNamed(ls []Limit, name string) (Limit, bool) {
+	for _, x := range ls {
+		if x.Name == name {
+			return x, true
+		}
+	}
+	return Limit{}, false
+}

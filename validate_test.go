@@ -11,7 +11,8 @@ import (
 
 // Bad input is refused with a ValidationError naming the field, and writes
 // nothing. All of it is caught before any store call, except "no limits":
-// whether limits are stored for the entity is known only after reading.
+// whether limits are stored for the entity is known only after reading,
+// and so are the names and bursts Consume is checked against.
 func TestBadInputIsRefusedBeforeAnyStoreCall(t *testing.T) {
 	e := newEnv(t)
 	l := e.limiter()
@@ -25,7 +26,6 @@ func TestBadInputIsRefusedBeforeAnyStoreCall(t *testing.T) {
 		"/ in entity":          {Entity: "a/b", Resource: "r", Limits: good, Consume: one},
 		"entity starts with _": {Entity: "_a", Resource: "r", Limits: good, Consume: one},
 		"# in resource":        {Entity: "a", Resource: "r#1", Limits: good, Consume: one},
-		"empty resource":       {Entity: "a", Limits: good, Consume: one},
 		"reserved wcu":         {Entity: "a", Resource: "r", Limits: []Limit{PerSecond("wcu", 1)}, Consume: map[string]int64{"wcu": 1}},
 		"limit name digit":     {Entity: "a", Resource: "r", Limits: []Limit{PerSecond("1x", 1)}, Consume: map[string]int64{"1x": 1}},
 		"zero capacity":        {Entity: "a", Resource: "r", Limits: []Limit{PerSecond("x", 0)}, Consume: map[string]int64{"x": 1}},

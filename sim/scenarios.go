@@ -30,6 +30,8 @@ var registry = []Scenario{
 	{Name: "faults", Summary: "throttle storms, 5xx before/after apply, lost answers, conflicts, latency spikes, skew; then a fault-free tail", Build: faulty},
 	{Name: "hot-entity", Summary: "one entity and resource at 10,000 req/s with limits far above: only the 1000 WCU/s partition ceiling binds, so shards double", Build: hotEntity},
 	{Name: "idle-year", Summary: "one bucket at 10 req/s for a simulated year (one busy minute a day, idle in between): must never double", Build: idleYear},
+	{Name: "cold-start", Summary: "200 processes start together with empty caches on 1,000 keys of one resource at 10 req/s each: configuration reads must not pile onto shared keys (schema, resource limits)", Build: coldStart},
+	{Name: "new-entities", Summary: "about 2,000 keys a second seen for the first time on one resource: each creates a bucket and its index entries", Build: newEntities},
 	{Name: "aggregator", Summary: "hot-entity for 10 s (128 writers, 10,000 req/s) with the aggregator actor consuming the change stream (duplicates included); usage totals checked against the stream",
 		Build: aggregatorWorkload, Actors: func(Config) []Actor { return []Actor{NewAggregatorActor()} }},
 }
@@ -206,5 +208,45 @@ func idleYear(Config) *Workload {
 		DutyOn:     time.Minute,
 		LimitRate:  20,
 		WarmUp:     24 * time.Hour,
+	}
+}
+
+// coldStart: every writer is a process with its own caches, and all start
+// within 100 ms on 1,000 keys of one resource, none cached. Each key's
+// first acquire in each process reads its configuration, about 10,000
+// reads a second for the first seconds; what those reads share (the
+// table's schema item, the resource's stored limits) must not be read by
+// each of them: one key serves 3,000 reads a second. The limits (100 a
+// second per key, 10 offered) never refuse.
+func coldStart(Config) *Workload {
+	return &Workload{
+		Limits:      []limiter.Limit{limiter.PerSecond("rps", 100)},
+		Entities:    keysEntities(1000, "key"),
+		Resources:   []string{"gpt-4o"},
+		Consume:     []Range{{Min: 1, Max: 1}},
+		Writers:     200,
+		Rate:        10_000,
+		Duration:    5 * time.Second,
+		StartSpread: 100 * time.Millisecond,
+		LimitRate:   100_000,
+		WarmUp:      time.Second,
+	}
+}
+
+// newEntities: 100,000 keys picked uniformly at 2,000 a second, so most
+// acquires meet a key never seen before (about 1,800 new buckets a second
+// over 20 s), as after a quiet hour in which every bucket expired. Each new
+// bucket writes its index entries; one resource's entries must not all
+// land on one index partition key (about 1,000 writes a second).
+func newEntities(Config) *Workload {
+	return &Workload{
+		Limits:    []limiter.Limit{limiter.PerMinute("rpm", 60)},
+		Entities:  keysEntities(100_000, "key"),
+		Resources: []string{"gpt-4o"},
+		Consume:   []Range{{Min: 1, Max: 1}},
+		Writers:   64,
+		Rate:      2000,
+		Duration:  20 * time.Second,
+		WarmUp:    time.Second,
 	}
 }

@@ -85,6 +85,7 @@ type Workload struct {
 	// derived
 	name        string
 	entityIdx   map[string]int
+	parents     map[string]bool // entities some entity names as its parent
 	probeLimits []limiter.Limit
 	faultDesc   string
 	callTime    dist
@@ -149,14 +150,7 @@ func (w *Workload) warmUp() time.Duration {
 	return min(30*time.Second, w.Duration/4)
 }
 
-func (w *Workload) isParent(id string) bool {
-	for _, e := range w.Entities {
-		if e.Parent == id {
-			return true
-		}
-	}
-	return false
-}
+func (w *Workload) isParent(id string) bool { return w.parents[id] }
 
 // limitsOf returns the limits in force for an entity's buckets.
 func (w *Workload) limitsOf(e *Entity) []limiter.Limit {
@@ -262,8 +256,12 @@ func (w *Workload) validate() error {
 		return errors.New("sim: Consume takes nothing from any limit")
 	}
 	w.entityIdx = make(map[string]int, len(w.Entities))
+	w.parents = make(map[string]bool)
 	traffic := false
 	for i, e := range w.Entities {
+		if e.Parent != "" {
+			w.parents[e.Parent] = true
+		}
 		if _, dup := w.entityIdx[e.ID]; dup {
 			return fmt.Errorf("sim: entity %q twice", e.ID)
 		}

@@ -32,6 +32,11 @@
 //	ValidationException, SerializationException,
 //	IdempotentParameterMismatchException,
 //	client-side parameter validation  *store.ValidationError (the server's message)
+//	ValidationException because the table's
+//	keys or indexes are not the schema's
+//	(for keys the store built)         an error naming the table and pointing to
+//	                                  [CreateTable], matching [ErrSchemaMismatch]
+//	                                  and store.ErrValidation
 //	ProvisionedThroughputExceededException, ThrottlingException,
 //	RequestLimitExceeded              *store.UnavailableError wrapping a *store.ThrottledError
 //	5xx, InternalServerError, timeouts, connection errors, a cancelled

@@ -213,7 +213,10 @@ func (s *Store) Put(ctx context.Context, in store.PutInput) (store.WriteOutput, 
 	if err := ctx.Err(); err != nil {
 		return out, notSent(opPut, err)
 	}
-	key, _ := s.schema.KeyOf(in.Item)
+	key, ok := s.schema.KeyOf(in.Item)
+	if !ok {
+		key = store.Key{} // the caller's item lacks its keys: a refusal is about the item, not the table
+	}
 	req, err := s.putInput(in)
 	if err != nil {
 		return out, err

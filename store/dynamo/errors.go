@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -60,7 +61,14 @@ func (s *Store) mapError(op string, kind callKind, key store.Key, err error) err
 	var api smithy.APIError
 	if errors.As(err, &api) {
 		switch api.ErrorCode() {
-		case codeValidation, codeSerialization, codeIdempotency:
+		case codeValidation:
+			verr := &store.ValidationError{Message: api.ErrorMessage()}
+			if op != opTransactWrite && !(op == opPut && key == (store.Key{})) && keySchemaRefused(verr.Message) {
+				// The store built the keys from its schema: the table's differ.
+				return s.tableSchemaError(op, verr)
+			}
+			return verr
+		case codeSerialization, codeIdempotency:
 			return &store.ValidationError{Message: api.ErrorMessage()}
 		case codeInternal, codeUnavailable, codeRequestTimeout, codeRequestTimeoutEx, codeInProgress:
 			return &store.UnavailableError{Op: op, OutcomeUnknown: bool(kind), Err: err}
@@ -80,6 +88,57 @@ func (s *Store) mapError(op string, kind callKind, key store.Key, err error) err
 	// Transport failures, timeouts, cancelled contexts, unreadable answers.
 	return &store.UnavailableError{Op: op, OutcomeUnknown: bool(kind) && !neverSent(err), Err: err}
 }
+
+// keySchemaMessages are DynamoDB's answers (on AWS and in DynamoDB Local)
+// to a request whose keys or key condition do not fit the table's key
+// schema, or that names an index the table lacks.
+var keySchemaMessages = []string{
+	"The provided key element does not match the schema",
+	"The number of conditions on the keys is invalid",
+	"One of the required keys was not given a value",
+	"Missing the key ",
+	"Type mismatch for key",
+	"Query condition missed key schema element",
+	"Condition parameter type does not match schema type",
+	"The table does not have the specified index",
+}
+
+func keySchemaRefused(msg string) bool {
+	for _, m := range keySchemaMessages {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// tableSchemaError is the error of a request the table refused because its
+// keys or indexes are not the schema's.
+func (s *Store) tableSchemaError(op string, verr *store.ValidationError) error {
+	var want strings.Builder
+	fmt.Fprintf(&want, "string keys %s and %s", s.schema.PartitionKey, s.schema.SortKey)
+	for i, ix := range s.schema.Indexes {
+		sep := ", "
+		if i == 0 {
+			sep = "; indexes "
+		}
+		fmt.Fprintf(&want, "%s%s (%s, %s)", sep, ix.Name, ix.PartitionKey, ix.SortKey)
+	}
+	return &schemaError{verr: verr, msg: fmt.Sprintf("dynamo: %s on table %q: the table's keys or indexes are not this store's "+
+		"(%s); create the table with dynamo.CreateTable, which also reports how an existing table differs. DynamoDB said: %s",
+		op, *s.table, want.String(), verr.Message)}
+}
+
+// schemaError names the table and the way out; it matches
+// [ErrSchemaMismatch] and store.ErrValidation, and errors.As finds the
+// *store.ValidationError with DynamoDB's own message.
+type schemaError struct {
+	msg  string
+	verr *store.ValidationError
+}
+
+func (e *schemaError) Error() string   { return e.msg }
+func (e *schemaError) Unwrap() []error { return []error{ErrSchemaMismatch, e.verr} }
 
 func statusCode(err error) int {
 	var re *awshttp.ResponseError

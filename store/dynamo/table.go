@@ -23,7 +23,10 @@ type ProvisionAPI interface {
 }
 
 // ErrSchemaMismatch is matched (errors.Is) by the error of [CreateTable]
-// when the table exists with other keys or indexes than the schema's.
+// when the table exists with other keys or indexes than the schema's, and
+// by the error of any Store call that the table refused because its keys
+// or indexes are not the schema's (that error names the table and points
+// to CreateTable; it also matches store.ErrValidation).
 var ErrSchemaMismatch = errors.New("dynamo: the table exists with a different schema")
 
 // CreateTable creates table for the schema (default [store.DefaultSchema];

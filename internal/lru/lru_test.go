@@ -1,0 +1,62 @@
+package lru
+
+import (
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func TestEvictsLeastRecentlyUsed(t *testing.T) {
+	c := New[string, int](2)
+	c.Add("a", 1, t0.Add(time.Hour))
+	c.Add("b", 2, t0.Add(time.Hour))
+	if _, ok := c.Get("a", t0); !ok { // a is now the most recent
+		t.Fatal("a missing")
+	}
+	c.Add("c", 3, t0.Add(time.Hour)) // evicts b
+	if _, ok := c.Get("b", t0); ok {
+		t.Fatal("b should have been evicted (least recently used)")
+	}
+	for k, want := range map[string]int{"a": 1, "c": 3} {
+		if v, ok := c.Get(k, t0); !ok || v != want {
+			t.Fatalf("%s = %d, %v; want %d", k, v, ok, want)
+		}
+	}
+	if c.Len() != 2 {
+		t.Fatalf("Len = %d, want 2", c.Len())
+	}
+}
+
+func TestExpiresByTheCallersClock(t *testing.T) {
+	c := New[string, int](10)
+	c.Add("a", 1, t0.Add(time.Minute))
+	if _, ok := c.Get("a", t0.Add(time.Minute-time.Nanosecond)); !ok {
+		t.Fatal("expired early")
+	}
+	if _, ok := c.Get("a", t0.Add(time.Minute)); ok {
+		t.Fatal("not expired at its expiry")
+	}
+	if c.Len() != 0 {
+		t.Fatal("an expired entry stays after a lookup")
+	}
+	c.Add("a", 2, t0.Add(time.Hour)) // re-added with a new expiry
+	c.Add("a", 3, t0.Add(2*time.Hour))
+	if v, ok := c.Get("a", t0.Add(90*time.Minute)); !ok || v != 3 {
+		t.Fatalf("a = %d, %v; want 3 (replaced, with the later expiry)", v, ok)
+	}
+}
+
+func TestSizeAtLeastOneAndPurge(t *testing.T) {
+	c := New[int, int](0) // capacity raised to 1
+	c.Add(1, 1, t0.Add(time.Hour))
+	c.Add(2, 2, t0.Add(time.Hour))
+	if _, ok := c.Get(1, t0); ok || c.Len() != 1 {
+		t.Fatal("capacity 0 must hold one entry")
+	}
+	c.Add(4, 4, t0.Add(time.Hour))
+	c.Purge()
+	if _, ok := c.Get(4, t0); ok || c.Len() != 0 {
+		t.Fatal("Purge left an entry")
+	}
+}

@@ -1,0 +1,93 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/memsim"
+)
+
+// runStore runs cfg and returns the report and the simulated table.
+func runStore(t *testing.T, cfg Config) (*Report, *memsim.Store) {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := s.Run()
+	requireOK(t, rep)
+	return rep, s.st.(*memsim.Store)
+}
+
+// unavailableShare returns the unavailable share of the attempts made in
+// the first d of a run.
+func unavailableShare(rep *Report, d time.Duration) (unavailable, attempts uint64) {
+	for _, s := range rep.Timeline {
+		if s.TMs < d.Milliseconds() {
+			unavailable += s.Unavailable
+			attempts += s.Attempts
+		}
+	}
+	return unavailable, attempts
+}
+
+// Every configuration read also read the table's #SCHEMA item (strongly
+// consistent) and the resource's stored limits, keys every process and
+// every entity share: 200 processes starting cold on 1,000 keys read each
+// of them about 10,000 times a second, and 58 % of the acquires of the
+// cold-start scenario's first 5 s were unavailable (a partition serves
+// 3,000 reads a second). A process now checks the schema once and reads a
+// resource's limits once per cache TTL. Target: under 0.1 %.
+func TestRegressionHotConfigurationKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation")
+	}
+	rep, st := runStore(t, Config{Scenario: "cold-start", Seed: 1})
+	u, n := unavailableShare(rep, 5*time.Second)
+	if n == 0 || float64(u) > 0.001*float64(n) {
+		t.Errorf("first 5 s: %d of %d attempts unavailable, want under 0.1 %%", u, n)
+	}
+	writers := uint64(rep.Writers)
+	ns := "sim"
+	for name, pk := range map[string]string{"schema": keys.Schema().PK, "resource limits": keys.ResourceLimits(ns, "gpt-4o").PK} {
+		p := st.Partition(pk)
+		if p.Throttles != 0 || p.Requests > 2*writers {
+			t.Errorf("%s partition: %d requests, %d throttled; want at most 2 per process, none throttled", name, p.Requests, p.Throttles)
+		}
+	}
+}
+
+// Every new bucket wrote its resource's single GSI2 key, so one resource
+// could gain only about 1,000 buckets a second before the index partition
+// throttled the writes that create them: 32 % of the new-entities
+// scenario's acquires (about 1,800 new buckets a second) were unavailable.
+// The key is now spread over keys.ResourceIndexFanOut partitions by a hash
+// of the entity.
+func TestRegressionOneIndexKeyPerResource(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation")
+	}
+	rep, st := runStore(t, Config{Scenario: "new-entities", Seed: 1, Duration: 10 * time.Second, Tail: -1})
+	if float64(rep.Unavailable) > 0.001*float64(rep.Acquires) {
+		t.Errorf("%d of %d acquires unavailable, want under 0.1 %%", rep.Unavailable, rep.Acquires)
+	}
+	pks := keys.ResourceIndexPKs("sim", "gpt-4o")
+	var writes, most float64
+	for _, pk := range pks[:keys.ResourceIndexFanOut] {
+		p := st.IndexPartition(store.IndexGSI2, pk)
+		if p.Throttles != 0 {
+			t.Errorf("index partition %s throttled %d writes", pk, p.Throttles)
+		}
+		writes += p.Consumed.IndexWriteUnits
+		most = max(most, p.Consumed.IndexWriteUnits)
+	}
+	if legacy := st.IndexPartition(store.IndexGSI2, pks[keys.ResourceIndexFanOut]); legacy.Requests != 0 {
+		t.Errorf("the unsuffixed index key got %d writes", legacy.Requests)
+	}
+	// About 1,500 buckets a second: no partition above a quarter of them.
+	if writes < 10_000 || most > writes/4 {
+		t.Errorf("index writes %.0f, the busiest partition %.0f: not spread", writes, most)
+	}
+}
