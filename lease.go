@@ -197,7 +197,13 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 			}
 		}
 	}
-	if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(err, store.ErrValidation):
+		// The store refused the numbers: a balance would overflow what it
+		// can hold. Bad input, not an unavailable store.
+		err = &ValidationError{Field: "Adjust", Rule: "the bucket's balance would leave the range a stored number holds: " + err.Error()}
+	default:
 		err = &UnavailableError{Op: op, Err: err}
 	}
 	l.observe(tr, err, Admitted)

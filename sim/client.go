@@ -605,7 +605,13 @@ type observer struct{ s *Sim }
 
 func (o observer) Observe(ev limiter.Event) {
 	if ev.Op == "acquire" && int(ev.Path) < len(o.s.stats.paths) {
-		o.s.stats.paths[ev.Path]++
+		ps := &o.s.stats.paths[ev.Path]
+		ps.n++
+		ps.roundTrips += uint64(ev.RoundTrips)
+		ps.wcu += ev.WriteUnits
+		if ev.Outcome == limiter.Admitted {
+			ps.admitted++
+		}
 	}
 	o.s.stats.doublingsSeen += ev.ShardDoublings
 }

@@ -120,7 +120,7 @@ type stats struct {
 	offered, acquires, admitted, rejected, unavailable, invalid, cut uint64
 	adjusts, rollbacks, settleFailures, falseRejections              uint64
 	throttled, roundTrips, storeCalls, validation, backlog           uint64
-	paths                                                            [16]uint64
+	paths                                                            [16]pathStat
 	doublingsSeen                                                    int
 }
 
@@ -815,4 +815,10 @@ func (s *Sim) logger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(s.wl.Log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return discard
+}
+
+// pathStat is what the acquires whose last path was one path cost.
+type pathStat struct {
+	n, roundTrips, admitted uint64
+	wcu                     float64
 }

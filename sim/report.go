@@ -50,16 +50,27 @@ type Report struct {
 	ShardCountFinal int64             `json:"shard_count_final"`
 	ShardDoublings  int               `json:"shard_doublings"`
 	Paths           map[string]uint64 `json:"paths"`
-	LivenessChecks  int               `json:"liveness_checks"`
-	SkewMs          int64             `json:"skew_ms"`
-	Faults          string            `json:"faults"`
-	LimitRate       float64           `json:"limit_rate"`
-	AfterWarmUp     Window            `json:"after_warmup"`
+	// PathCosts is, per last path taken, what those acquires cost.
+	PathCosts      map[string]PathCost `json:"path_costs"`
+	LivenessChecks int                 `json:"liveness_checks"`
+	SkewMs         int64               `json:"skew_ms"`
+	Faults         string              `json:"faults"`
+	LimitRate      float64             `json:"limit_rate"`
+	AfterWarmUp    Window              `json:"after_warmup"`
 
 	Violations     []Violation `json:"violations"`
 	TraceHash      string      `json:"trace_hash"`
 	TimelineStepMs int64       `json:"timeline_step_ms"`
 	Timeline       []Second    `json:"timeline"`
+}
+
+// PathCost is what the acquires that ended on one write path cost: how
+// many there were and were admitted, their round trips and write units.
+type PathCost struct {
+	Acquires   uint64  `json:"acquires"`
+	Admitted   uint64  `json:"admitted"`
+	RoundTrips uint64  `json:"round_trips"`
+	WCU        float64 `json:"wcu"`
 }
 
 // Second is one timeline entry: what happened during one step (a
@@ -109,9 +120,12 @@ func (s *Sim) report(items []store.Item) *Report {
 	if r.Faults == "" {
 		r.Faults = "none"
 	}
-	for p, n := range s.stats.paths {
-		if n > 0 {
-			r.Paths[limiter.Path(p).String()] = n
+	r.PathCosts = map[string]PathCost{}
+	for p, ps := range s.stats.paths {
+		if ps.n > 0 {
+			name := limiter.Path(p).String()
+			r.Paths[name] = ps.n
+			r.PathCosts[name] = PathCost{Acquires: ps.n, Admitted: ps.admitted, RoundTrips: ps.roundTrips, WCU: ps.wcu}
 		}
 	}
 	r.ShardCountFinal = 1
@@ -212,14 +226,19 @@ func (r *Report) WriteTable(out io.Writer) error {
 	fmt.Fprintf(&b, "store: %d round trips (%s per call), %d requests, %.0f WCU (%s per call), %.0f RCU\n",
 		r.RoundTrips, per(float64(r.RoundTrips), ops), r.StoreRequests, r.WCU, per(r.WCU, ops), r.RCU)
 	fmt.Fprintf(&b, "shards: final %d, doublings %d\n", r.ShardCountFinal, r.ShardDoublings)
-	var paths []string
+	fmt.Fprintf(&b, "acquires by last path:  round trips and WCU per acquire, and per admitted acquire of all paths\n")
+	var rt, wcu float64
 	for _, p := range []limiter.Path{limiter.PathSpeculative, limiter.PathFull, limiter.PathCreate, limiter.PathNormal,
-		limiter.PathRetry, limiter.PathReject, limiter.PathFailOpen, limiter.PathNone} {
-		if n := r.Paths[p.String()]; n > 0 {
-			paths = append(paths, fmt.Sprintf("%s %d", p, n))
+		limiter.PathRetry, limiter.PathReject, limiter.PathLocal, limiter.PathFailOpen, limiter.PathNone} {
+		c, ok := r.PathCosts[p.String()]
+		if !ok {
+			continue
 		}
+		rt += float64(c.RoundTrips)
+		wcu += c.WCU
+		fmt.Fprintf(&b, "  %-12s %8d  %5s RT  %5s WCU\n", p, c.Acquires, per(float64(c.RoundTrips), c.Acquires), per(c.WCU, c.Acquires))
 	}
-	fmt.Fprintf(&b, "acquire paths (last path taken): %s\n", strings.Join(paths, ", "))
+	fmt.Fprintf(&b, "  per admitted acquire: %s RT, %s WCU\n", per(rt, r.Admitted), per(wcu, r.Admitted))
 	fmt.Fprintf(&b, "liveness checks: %d\n", r.LivenessChecks)
 	if r.OK() {
 		fmt.Fprintf(&b, "invariants: all hold\n")

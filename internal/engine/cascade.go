@@ -180,7 +180,7 @@ func (c *Cascade) afterUndo(r Result, now int64) CascadeStep {
 	switch {
 	case r.Err == nil:
 		if img, err := Decode(r.Write.Attributes); err == nil && img != nil {
-			o.m.learn(o.p.Ref, o.Shard, img, 0, now, 0)
+			o.m.learn(o.p.Ref, o.Shard, img, 0, now, c.undo)
 		}
 		return *c.settled
 	case errors.Is(r.Err, store.ErrConditionFailed):

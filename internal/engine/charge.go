@@ -53,8 +53,11 @@ type Refusal struct {
 	Img  *Image // nil: judged without an image (lost every race)
 	N    int64
 	Now  int64
-	// Local is true when no store call was made for it.
+	// Local is true when no store call was made for it; View is then
+	// what it was judged from (the expected consumption since the image
+	// lengthens the wait).
 	Local bool
+	View  *ShardView
 }
 
 // maxSlowAttempts bounds the writes after the first one fails on a shard.
@@ -105,7 +108,7 @@ type Charge struct {
 	phase chargePhase
 	path  Path
 	sent  *Call       // the charge write in flight
-	own   int64       // write units the call in flight adds to the shard
+	mine  *Plan       // the plan of the charge write in flight
 	put   *store.Item // the item a create Put writes
 	after func() Step // what follows a doubling
 
@@ -162,7 +165,9 @@ func (c *Charge) nextShard(now int64) Step {
 		c.shard, c.attempts, c.contended, c.billed = shard, 0, false, 0
 		c.view = c.m.View(c.p.Ref, shard)
 		if c.p.refusesLocally(c.view, c.n, now, c.o) {
-			c.lastRL = &Refusal{Plan: c.p, Img: c.view.Img, N: c.n, Now: now, Local: true}
+			v := c.view
+			c.lastRL = &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
+			c.promise(c.lastRL)
 			if len(c.tried) >= exhaustedShards || int64(len(c.tried)) >= c.n {
 				return Step{Refused: c.lastRL, Path: PathLocal}
 			}
@@ -180,13 +185,15 @@ func (c *Charge) nextShard(now int64) Step {
 // was built from (p, or p with the billed failures added to wcu).
 func (c *Charge) write(ex store.Expr, path Path, q *Plan) Step {
 	c.phase, c.path = phWrite, path
-	c.own = q.specs[len(q.specs)-1].amount
+	c.mine = q
+	c.m.reserve(c.p.Ref, c.shard, q, 1)
 	c.sent = &Call{Update: &store.UpdateInput{Key: c.p.Ref.WithShard(c.shard).Key(), Expr: ex,
 		Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}}
 	return Step{Path: path, Call: c.sent}
 }
 
 func (c *Charge) afterWrite(r Result, now int64) Step {
+	c.m.reserve(c.p.Ref, c.shard, c.mine, -1)
 	if r.Err == nil {
 		img, err := Decode(r.Write.Attributes)
 		if err != nil {
@@ -202,6 +209,7 @@ func (c *Charge) afterWrite(r Result, now int64) Step {
 		// A transaction holds the item: nothing applied, the same write
 		// may be made again.
 		c.attempts++
+		c.m.reserve(c.p.Ref, c.shard, c.mine, 1)
 		return Step{Path: c.path, Call: c.sent}
 	}
 	c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.hot(), now)
@@ -224,7 +232,8 @@ func (c *Charge) charged(img *Image, now int64) Step {
 	if img != nil && (c.shard == 0 || img.shardCount > c.n) {
 		n = img.shardCount
 	}
-	c.m.learn(c.p.Ref, c.shard, img, n, now, c.own)
+	c.m.learn(c.p.Ref, c.shard, img, n, now, c.mine)
+	c.m.promised(c.p.Ref, c.shard, 0)
 	if n > 0 {
 		c.n = n
 	}
@@ -267,7 +276,7 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		// have not learned it yet crowd the old shards (all of them shard
 		// 0, for a client that knew one shard). Spread out at the new
 		// count rather than join them here.
-		c.m.learn(c.p.Ref, c.shard, im, im.shardCount, now, 0)
+		c.m.learn(c.p.Ref, c.shard, im, im.shardCount, now, nil)
 		c.n = im.shardCount
 		return c.nextShard(now)
 	}
@@ -276,7 +285,7 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		learnt = im.shardCount // shard 0 is the authority
 		c.n = learnt
 	}
-	c.m.learn(c.p.Ref, c.shard, im, learnt, now, 0)
+	c.m.learn(c.p.Ref, c.shard, im, learnt, now, nil)
 	switch c.p.shortfall(im, c.n, now, c.view.hot()) {
 	case shortApp:
 		c.path = PathReject
@@ -297,6 +306,7 @@ func (c *Charge) informed(im *Image, now int64) Step {
 // refuses.
 func (c *Charge) exhausted(rl *Refusal, now int64) Step {
 	c.lastRL = rl
+	c.promise(rl)
 	if rl.Img != nil && rl.Img.shardCount > c.n {
 		c.n = rl.Img.shardCount // learned of a doubling: the new shards may have tokens
 		return c.nextShard(now)
@@ -305,6 +315,15 @@ func (c *Charge) exhausted(rl *Refusal, now int64) Step {
 		return Step{Refused: rl, Path: PathReject}
 	}
 	return c.nextShard(now)
+}
+
+// promise records when the refusal says the request fits on its shard.
+func (c *Charge) promise(rl *Refusal) {
+	w := retryOf(rl)
+	if w >= 1<<62 {
+		return
+	}
+	c.m.promised(c.p.Ref, c.shard, rl.Now+max(w, 1))
 }
 
 // refuse ends the acquire when no shard is left to try.
@@ -350,7 +369,7 @@ func (c *Charge) double(now int64, after func() Step) Step {
 func (c *Charge) afterDouble(r Result, now int64) Step {
 	if r.Err == nil {
 		img, _ := Decode(r.Write.Attributes)
-		c.m.learn(c.p.Ref, 0, img, 2*c.n, now, 0)
+		c.m.learn(c.p.Ref, 0, img, 2*c.n, now, nil)
 		c.m.setPendingDoubling(c.p.Ref, 0, now)
 		c.n, c.tried = 2*c.n, c.tried[:0]
 		return c.nextShard(now)
@@ -371,7 +390,7 @@ func (c *Charge) afterDouble(r Result, now int64) Step {
 	}
 	c.m.setPendingDoubling(c.p.Ref, 0, now)
 	if m, ok := cf.Item.Int(keys.AttrShardCount); ok && m > c.n {
-		c.m.learn(c.p.Ref, 0, nil, m, now, 0) // someone else doubled first
+		c.m.learn(c.p.Ref, 0, nil, m, now, nil) // someone else doubled first
 		c.n, c.tried = m, c.tried[:0]
 		return c.nextShard(now)
 	}
@@ -395,9 +414,9 @@ func (c *Charge) createAt(n, now int64) Step {
 	q := c.p.withBilled(c.billed - 1) // the Put bills the failure before it
 	put := q.create(c.shard, n, now)
 	c.phase, c.path, c.put = phCreate, PathCreate, &put.Item
-	c.own = q.specs[len(q.specs)-1].amount
+	c.mine = q
 	if c.shard != 0 {
-		c.own = 0 // a new shard other than 0 charges nothing
+		c.mine = nil // a new shard other than 0 charges nothing
 	}
 	return Step{Path: PathCreate, Call: &Call{Put: &put}}
 }
@@ -409,7 +428,7 @@ func (c *Charge) createAt(n, now int64) Step {
 // theirs. Read them for the count they were written at.
 func (c *Charge) afterDiscover(r Result, now int64) Step {
 	if r.Err != nil {
-		return c.afterWrite(r, now) // throttles and failures as for a write
+		return c.readFailed(r.Err, now)
 	}
 	var ks []store.Key
 	for _, it := range r.Query.Items {
@@ -427,7 +446,7 @@ func (c *Charge) afterDiscover(r Result, now int64) Step {
 
 func (c *Charge) afterSiblings(r Result, now int64) Step {
 	if r.Err != nil {
-		return c.afterWrite(r, now)
+		return c.readFailed(r.Err, now)
 	}
 	n := int64(1)
 	for _, it := range r.Batch.Items {
@@ -439,6 +458,15 @@ func (c *Charge) afterSiblings(r Result, now int64) Step {
 	return c.createAt(n, now)
 }
 
+// readFailed handles a failed read of the discovery: a throttle as for a
+// write, anything else ends the acquire.
+func (c *Charge) readFailed(err error, now int64) Step {
+	if errors.Is(err, store.ErrThrottled) {
+		return c.throttled(err, now)
+	}
+	return Step{Err: err}
+}
+
 func (c *Charge) afterCreate(r Result, now int64) Step {
 	if r.Err == nil {
 		img, err := Decode(*c.put)
@@ -448,7 +476,7 @@ func (c *Charge) afterCreate(r Result, now int64) Step {
 		c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.hot(), now)
 		if c.shard != 0 {
 			// A new shard starts empty: this request is served elsewhere.
-			c.m.learn(c.p.Ref, c.shard, img, 0, now, c.own)
+			c.m.learn(c.p.Ref, c.shard, img, 0, now, nil)
 			return c.exhausted(&Refusal{Plan: c.p, Img: img, N: c.n, Now: now}, now)
 		}
 		return c.charged(img, now)

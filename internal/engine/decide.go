@@ -72,14 +72,58 @@ func (v ShardView) othersSince(now int64) float64 {
 // negative Adjust), which an image this young misses at most briefly.
 const LocalRefusalAge = 1000
 
-// refusesLocally reports whether the view's image, refilled to now,
-// cannot serve the plan: the acquire is refused without a store call.
+// refusesLocally reports whether the view's image, refilled to now, less
+// what the other writers have likely consumed since (at their recent
+// rate) and what this process's writes in flight charge, cannot serve the
+// plan: the acquire is refused without a store call.
 func (p *Plan) refusesLocally(v ShardView, n, now int64, o Options) bool {
 	im := v.Img
 	if o.NoLocalRefusals || im == nil || !im.matches(p, n) || now-v.At > LocalRefusalAge || now < v.At {
 		return false
 	}
-	return p.shortfall(im, n, now, false) == shortApp
+	if v.Promise != 0 && now >= v.Promise {
+		return false // a refusal said it would fit by now: ask the store
+	}
+	for i := range p.specs {
+		s := &p.specs[i]
+		if s.hidden {
+			continue
+		}
+		st, _ := im.projected(s, n, now)
+		if st.Tokens-v.expected(s, now) < s.amount {
+			return true
+		}
+	}
+	return false
+}
+
+// minAccrual bounds how much of a limit's refill a client expects the
+// other writers to take (1 - 1/minAccrual of it): a local refusal waits at
+// most minAccrual times the bucket's own wait.
+const minAccrual = 64
+
+// expected returns what limit s has likely lost since the view's image
+// (millitokens): this process's writes in flight, and the other writers'
+// consumption at their recent rate, which a client measured while the
+// bucket was scarce stands for their share of its refill.
+func (v ShardView) expected(s *spec, now int64) int64 {
+	e := v.Pending[s.name]
+	if d := v.drain(s); d > 0 && now > v.At {
+		e += int64(d * float64(now-v.At))
+	}
+	return e
+}
+
+// drain returns the other writers' recent consumption of limit s
+// (millitokens per ms), at most 1 - 1/minAccrual of its refill rate; 0
+// without a fresh estimate.
+func (v ShardView) drain(s *spec) float64 {
+	d, ok := v.Drain[s.name]
+	if !ok || v.RateAt == 0 || v.At-v.RateAt > estimateAge {
+		return 0
+	}
+	r := float64(s.orig.RefillAmount) / float64(s.orig.RefillPeriod)
+	return min(d, r*(1-1.0/minAccrual))
 }
 
 type shortKind uint8

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"sync"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -60,26 +61,40 @@ type bucketInfo struct {
 type shardInfo struct {
 	img *Image
 	at  int64 // when this client received img (its clock)
-	// Write units per ms, from the hidden limit's total consumed in the
-	// client's images of the shard, over at least rateWindowMs: all
-	// writers (rate) and all but this client (others). Measured on the
-	// client's own clock, so skew cancels.
+	// Estimates from the client's images of the shard, over at least
+	// rateWindowMs, measured on the client's own clock (skew cancels):
+	// write units per ms of all writers (rate) and of the others (others),
+	// from the hidden limit's total consumed; and per limit, the
+	// millitokens per ms the other writers consume (drain), from each
+	// limit's total consumed. rateAt is when they were taken.
 	rate, others float64
-	// The reference image's write units and time, and what this client's
-	// own writes added since (millitokens): the next estimate counts from
-	// there.
-	refW, refAt, refOwn int64
-	hasRef              bool
-	// own is what this client's writes added to the shard's write units
-	// since img, not yet seen in an image.
-	own      int64
+	drain        map[string]float64
+	rateAt       int64
+	// The reference image the next estimate counts from, and what this
+	// client's own writes added since: write units, and consumption per
+	// limit (millitokens).
+	ref   *Image
+	refAt int64
+	ownW  int64
+	ownTc map[string]int64
+	// pending is what this process's writes in flight charge per limit
+	// (millitokens): a write decided but not answered yet.
+	pending map[string]int64
+	// promise is when the last refusal on this shard said the request
+	// would fit (ms, 0 for none): from then on the store is asked, so that
+	// waiting a refusal's wait and trying again is never refused by a
+	// guess.
+	promise  int64
 	throttle throttleWindow
 }
 
-// rateWindowMs is the shortest stretch of time a write-rate estimate is
-// taken over: shorter ones are noise (three writes in two ms are not a
-// partition at its ceiling).
+// rateWindowMs is the shortest stretch of time an estimate is taken over:
+// shorter ones are noise (three writes in two ms are not a partition at
+// its ceiling).
 const rateWindowMs = 200
+
+// estimateAge is how long an estimate is trusted after it was taken (ms).
+const estimateAge = 1000
 
 type throttleWindow struct {
 	start    int64 // ms
@@ -108,6 +123,16 @@ type ShardView struct {
 	At     int64
 	Rate   float64 // all writers, write units per ms
 	Others float64 // other writers only
+	// RateAt is when the rates were estimated (0: never).
+	RateAt int64
+	// Drain is, per limit, what the other writers consume (millitokens per
+	// ms); Pending what this process's writes in flight charge
+	// (millitokens). Both nil when none.
+	Drain   map[string]float64
+	Pending map[string]int64
+	// Promise is when the last refusal on the shard said the request
+	// would fit (0: none).
+	Promise int64
 }
 
 func (m *Memory) get(id bucketID) *bucketInfo {
@@ -148,24 +173,31 @@ func (m *Memory) View(ref keys.Bucket, shard int) ShardView {
 	if si == nil {
 		return ShardView{}
 	}
-	return ShardView{Img: si.img, At: si.at, Rate: si.rate, Others: si.others}
+	v := ShardView{Img: si.img, At: si.at, Rate: si.rate, Others: si.others, RateAt: si.rateAt, Promise: si.promise}
+	if len(si.drain) > 0 {
+		v.Drain = maps.Clone(si.drain)
+	}
+	if len(si.pending) > 0 {
+		v.Pending = maps.Clone(si.pending)
+	}
+	return v
 }
 
 // learn records an image of a shard received at now, and the shard count
-// it teaches (n, when known; 0 for none). own is what the write that
-// returned the image added to the shard's write units (0 for a failed
-// write's old image, which does not include it).
-func (m *Memory) learn(ref keys.Bucket, shard int, img *Image, n, now, own int64) {
+// it teaches (n, when known; 0 for none). mine is the plan of this
+// client's write that the image includes (the write that returned it), or
+// nil (a failed write's old image, or a write of no consumption).
+func (m *Memory) learn(ref keys.Bucket, shard int, img *Image, n, now int64, mine *Plan) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b, fresh := m.getOrAdd(idOf(ref))
 	if n > b.n && !fresh {
 		b.grewAt = now // a count we knew grew: a doubling just happened
-		// Rates measured at the old count say nothing of the new one: the
+		// Estimates made at the old count say nothing of the new one: the
 		// writers that have not learned it crowd the old shards for a
 		// moment, then spread.
 		for _, si := range b.shards {
-			si.rate, si.others, si.hasRef = 0, 0, false
+			si.rate, si.others, si.drain, si.ref = 0, 0, nil, nil
 		}
 	}
 	if n > 0 && (shard == 0 || n > b.n) {
@@ -182,32 +214,115 @@ func (m *Memory) learn(ref keys.Bucket, shard int, img *Image, n, now, own int64
 		si = &shardInfo{}
 		b.shards[shard] = si
 	}
-	own += si.own
-	if w, ok := img.writes(); ok {
-		switch dt := now - si.refAt; {
-		case !si.hasRef || w < si.refW || dt < 0:
-			si.refW, si.refAt, si.refOwn, si.hasRef = w, now, 0, true
-		case dt >= rateWindowMs:
-			d := w - si.refW
-			own = min(own+si.refOwn, d)
-			si.rate = float64(d) / float64(bucket.MilliPerToken) / float64(dt)
-			si.others = float64(d-own) / float64(bucket.MilliPerToken) / float64(dt)
-			si.refW, si.refAt, si.refOwn = w, now, 0
-		default:
-			si.refOwn += own
+	si.own(mine)
+	w, ok := img.writes()
+	if !ok {
+		si.img, si.at = img, now
+		return
+	}
+	if si.img != nil {
+		if w0, ok0 := si.img.writes(); ok0 && w < w0 {
+			return // an answer overtaken by a newer one (concurrent writes)
 		}
 	}
-	si.img, si.at, si.own = img, now, 0
+	si.img, si.at = img, now
+	if si.ref == nil || now < si.refAt {
+		si.restart(img, now)
+		return
+	}
+	w0, _ := si.ref.writes()
+	if w < w0 {
+		si.restart(img, now)
+		return
+	}
+	if dt := now - si.refAt; dt >= rateWindowMs {
+		si.estimate(img, w-w0, dt, now)
+		si.restart(img, now)
+	}
 }
 
-// noteOwn records write units this client added to a shard by a write
-// whose image it did not keep (a transaction, a refund).
-func (m *Memory) noteOwn(ref keys.Bucket, shard int, units int64) {
+// own adds what this client's write (mine, nil for none) added to the
+// shard to the current window.
+func (si *shardInfo) own(mine *Plan) {
+	if mine == nil {
+		return
+	}
+	si.ownW += mine.specs[len(mine.specs)-1].amount
+	for i := range mine.specs {
+		if sp := &mine.specs[i]; !sp.hidden && sp.amount != 0 {
+			if si.ownTc == nil {
+				si.ownTc = make(map[string]int64, len(mine.specs))
+			}
+			si.ownTc[sp.name] += sp.amount
+		}
+	}
+}
+
+// estimate takes the rates of a window of dt ms in which the shard's
+// write units grew by d (millitokens), img closing it.
+func (si *shardInfo) estimate(img *Image, d, dt, now int64) {
+	own := min(si.ownW, d)
+	si.rate = float64(d) / float64(bucket.MilliPerToken) / float64(dt)
+	si.others = float64(d-own) / float64(bucket.MilliPerToken) / float64(dt)
+	si.rateAt = now
+	if si.drain == nil {
+		si.drain = make(map[string]float64, len(img.comp.Limits))
+	}
+	clear(si.drain)
+	for _, nl := range img.comp.Limits {
+		if nl.Name == keys.HiddenLimit {
+			continue
+		}
+		if old, ok := si.ref.comp.Get(nl.Name); ok && nl.TotalConsumed >= old.TotalConsumed {
+			if o := nl.TotalConsumed - old.TotalConsumed - si.ownTc[nl.Name]; o > 0 {
+				si.drain[nl.Name] = float64(o) / float64(dt)
+			}
+		}
+	}
+}
+
+// restart makes img the reference of the next estimate.
+func (si *shardInfo) restart(img *Image, now int64) {
+	si.ref, si.refAt, si.ownW = img, now, 0
+	clear(si.ownTc)
+}
+
+// promised records when a refusal on a shard said the request would fit
+// (0 clears it: the store answered yes).
+func (m *Memory) promised(ref keys.Bucket, shard int, at int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if b := m.get(idOf(ref)); b != nil {
-		if si := b.shards[shard]; si != nil {
-			si.own += units
+	b := m.get(idOf(ref))
+	if b == nil {
+		return
+	}
+	if si := b.shards[shard]; si != nil {
+		si.promise = at
+	}
+}
+
+// reserve records a write in flight of this process that charges p's
+// amounts on a shard (sign 1), or forgets it (sign -1).
+func (m *Memory) reserve(ref keys.Bucket, shard int, p *Plan, sign int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.get(idOf(ref))
+	if b == nil {
+		return
+	}
+	si := b.shards[shard]
+	if si == nil {
+		return
+	}
+	for i := range p.specs {
+		if sp := &p.specs[i]; !sp.hidden && sp.amount > 0 {
+			if si.pending == nil {
+				si.pending = make(map[string]int64, len(p.specs))
+			}
+			si.pending[sp.name] += sign * sp.amount
+			if si.pending[sp.name] <= 0 {
+				delete(si.pending, sp.name)
+			}
 		}
 	}
 }

@@ -63,8 +63,45 @@ func (p *Plan) Views(im *Image, n, now int64, charge, judge bool) []View {
 	return out
 }
 
-// Views returns the refusal's per-limit state (judged).
-func (r *Refusal) Views() []View { return r.Plan.Views(r.Img, r.N, r.Now, false, true) }
+// Views returns the refusal's per-limit state (judged). A local
+// refusal's counts what the other writers and this process's writes in
+// flight have likely taken since the image: its remaining tokens are
+// fewer, and its wait is until the request fits at the refill the others
+// leave.
+func (r *Refusal) Views() []View {
+	vs := r.Plan.Views(r.Img, r.N, r.Now, false, true)
+	if r.View == nil || r.Img == nil {
+		return vs
+	}
+	j := 0
+	for i := range r.Plan.specs {
+		s := &r.Plan.specs[i]
+		if s.hidden {
+			continue
+		}
+		v := &vs[j]
+		j++
+		e := r.View.expected(s, r.Now)
+		if e <= 0 {
+			continue
+		}
+		st, _ := r.Img.projected(s, r.N, r.Now)
+		tokens := st.Tokens - e
+		v.Remaining = satMul(tokens, r.N)
+		if tokens >= s.amount {
+			continue
+		}
+		v.Exceeded = true
+		l := s.perShard(r.N)
+		accrual := float64(l.RefillAmount)/float64(l.RefillPeriod) - r.View.drain(s)/float64(r.N)
+		if accrual <= 0 || s.amount > l.Burst {
+			v.RetryMs = -1
+			continue
+		}
+		v.RetryMs = max(v.RetryMs, int64(math.Ceil(float64(s.amount-tokens)/accrual)))
+	}
+	return vs
+}
 
 // satMul is a*b saturating at the int64 limits (b >= 1).
 func satMul(a, b int64) int64 {
