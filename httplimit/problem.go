@@ -1,6 +1,7 @@
 package httplimit
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -119,16 +120,16 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func writeProblem(w http.ResponseWriter, p Problem) {
-	body, err := json.Marshal(p)
-	if err != nil { // cannot happen: strings and integers only
-		body = []byte(`{"type":"about:blank","status":500}`)
-	}
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false) // a JSON body, not HTML: keep "<key>" readable
+	_ = enc.Encode(p)        // strings and integers cannot fail
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
-	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	h.Set("Content-Length", strconv.Itoa(body.Len()))
 	h.Del("Content-Encoding")
 	w.WriteHeader(p.Status)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(body.Bytes())
 }
 
 // refusalProblem describes a refusal: the exceeded limits, tightest first.
