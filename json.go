@@ -36,6 +36,16 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 	return d.UnmarshalText([]byte(s))
 }
 
+// decode unmarshals b as a J and stores conv of it in dst.
+func decode[J, T any](b []byte, dst *T, conv func(J) T) error {
+	var j J
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*dst = conv(j)
+	return nil
+}
+
 type limitJSON struct {
 	Name     string   `json:"name"`
 	Capacity int64    `json:"capacity"`
@@ -52,12 +62,9 @@ func (l Limit) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the form MarshalJSON writes.
 func (l *Limit) UnmarshalJSON(b []byte) error {
-	var j limitJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
-	}
-	*l = Limit{Name: j.Name, Capacity: j.Capacity, Burst: j.Burst, Refill: j.Refill, Period: time.Duration(j.Period)}
-	return nil
+	return decode(b, l, func(j limitJSON) Limit {
+		return Limit{Name: j.Name, Capacity: j.Capacity, Burst: j.Burst, Refill: j.Refill, Period: time.Duration(j.Period)}
+	})
 }
 
 type limitStateJSON struct {
@@ -78,13 +85,10 @@ func (s LimitState) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the form MarshalJSON writes.
 func (s *LimitState) UnmarshalJSON(b []byte) error {
-	var j limitStateJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
-	}
-	*s = LimitState{Limit: j.Limit, Shards: j.Shards, Requested: j.Requested, Remaining: j.Remaining,
-		Reset: time.Duration(j.Reset), RetryAfter: time.Duration(j.RetryAfter), Exceeded: j.Exceeded}
-	return nil
+	return decode(b, s, func(j limitStateJSON) LimitState {
+		return LimitState{Limit: j.Limit, Shards: j.Shards, Requested: j.Requested, Remaining: j.Remaining,
+			Reset: time.Duration(j.Reset), RetryAfter: time.Duration(j.RetryAfter), Exceeded: j.Exceeded}
+	})
 }
 
 type entityJSON struct {
@@ -99,12 +103,7 @@ func (e Entity) MarshalJSON() ([]byte, error) { return json.Marshal(entityJSON(e
 
 // UnmarshalJSON decodes the form MarshalJSON writes.
 func (e *Entity) UnmarshalJSON(b []byte) error {
-	var j entityJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
-	}
-	*e = Entity(j)
-	return nil
+	return decode(b, e, func(j entityJSON) Entity { return Entity(j) })
 }
 
 type scopeJSON struct {
@@ -118,12 +117,7 @@ func (s Scope) MarshalJSON() ([]byte, error) { return json.Marshal(scopeJSON(s))
 
 // UnmarshalJSON decodes the form MarshalJSON writes.
 func (s *Scope) UnmarshalJSON(b []byte) error {
-	var j scopeJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
-	}
-	*s = Scope(j)
-	return nil
+	return decode(b, s, func(j scopeJSON) Scope { return Scope(j) })
 }
 
 // MarshalText encodes w as "hourly", "daily" or "monthly"; an invalid
@@ -161,12 +155,7 @@ func (q UsageQuery) MarshalJSON() ([]byte, error) { return json.Marshal(usageQue
 
 // UnmarshalJSON decodes the form MarshalJSON writes.
 func (q *UsageQuery) UnmarshalJSON(b []byte) error {
-	var j usageQueryJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
-	}
-	*q = UsageQuery(j)
-	return nil
+	return decode(b, q, func(j usageQueryJSON) UsageQuery { return UsageQuery(j) })
 }
 
 type usageSnapshotJSON struct {
@@ -186,10 +175,5 @@ func (s UsageSnapshot) MarshalJSON() ([]byte, error) { return json.Marshal(usage
 
 // UnmarshalJSON decodes the form MarshalJSON writes.
 func (s *UsageSnapshot) UnmarshalJSON(b []byte) error {
-	var j usageSnapshotJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
-	}
-	*s = UsageSnapshot(j)
-	return nil
+	return decode(b, s, func(j usageSnapshotJSON) UsageSnapshot { return UsageSnapshot(j) })
 }
