@@ -33,14 +33,15 @@
 // (https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/):
 // structured-field lists with one item per limit, named by the limit's
 // name (a cascade parent's with [ParentPrefix]), tightest first: exceeded
-// limits, then the smallest fraction remaining.
+// limits (the longest wait first), then by the fraction of the burst
+// remaining.
 //
 //	RateLimit-Policy: "rpm";q=100;w=60, "tpm";q=10000;w=60
 //	RateLimit: "rpm";r=99;t=1, "tpm";r=9500;t=3
 //
 // In RateLimit-Policy, q is the limit's burst and w the seconds it takes
-// to refill it from empty (rounded up; for a limit that refills faster
-// than that in under a second, w is 1 and q what it refills in a second).
+// to refill it from empty, rounded up (when that is under a second, w is 1
+// and q what the limit refills in a second).
 // The limits are those that applied: stored overrides included. In
 // RateLimit, r is the tokens remaining after this request's charge (never
 // below 0) and t the seconds until the limit is full again, both from the
