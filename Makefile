@@ -3,8 +3,8 @@ GO        ?= go
 DDB_LOCAL := testdata/dynamodb-local
 # Packages with concurrency of their own run under the race detector; the
 # rest (pure math, the single-threaded simulator, commands) run without it.
-RACE_PKGS  := . ./store/... ./internal/... ./aggregator/...
-OTHER_PKGS  = $$($(GO) list ./... | grep -v -e '/store' -e '/internal/' -e 'limiter/aggregator' -e 'limiter$$')
+RACE_PKGS  := . ./store/... ./internal/... ./aggregator/... ./httplimit/ ./dynamotest/
+OTHER_PKGS  = $$($(GO) list ./... | grep -v -e '/store' -e '/internal/' -e 'limiter/aggregator' -e '/httplimit' -e '/dynamotest' -e 'limiter$$')
 
 .PHONY: test deps vet lint bench cover clean sim sim-acceptance differential
 

@@ -1,6 +1,6 @@
 module github.com/shardlimit/limiter
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/aws/aws-lambda-go v1.55.1
@@ -13,6 +13,7 @@ require (
 	github.com/benbjohnson/clock v1.3.5
 	github.com/google/go-cmp v0.7.0
 	golang.org/x/sync v0.24.0
+	golang.org/x/term v0.47.0
 	pgregory.net/rapid v1.3.0
 )
 
@@ -28,4 +29,5 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.3 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.3 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.51.8 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 )
