@@ -74,11 +74,19 @@ type StoredLimits struct {
 	Limits []Limit
 }
 
-// ListLimits returns every limit stored in the namespace: entities' (by
-// entity, each one's limits on every resource first, then per resource in
-// order), then resources' (in order).
-func (l *Limiter) ListLimits(ctx context.Context) ([]StoredLimits, error) {
-	ids, items, err := l.listConfig(ctx, keys.ConfigLimitsPrefix, 0)
+// ListLimits returns the limits stored in the namespace: with entity "",
+// every one, entities' first (by entity, each one's limits on every
+// resource first, then per resource in order), then resources' (in order);
+// otherwise only that entity's.
+func (l *Limiter) ListLimits(ctx context.Context, entity string) ([]StoredLimits, error) {
+	prefix := keys.ConfigLimitsPrefix
+	if entity != "" {
+		if err := checkEntity("entity", entity); err != nil {
+			return nil, err
+		}
+		prefix = keys.LimitsIndexSK(entity, "")
+	}
+	ids, items, err := l.listConfig(ctx, prefix, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func TestListEntitiesAndLimits(t *testing.T) {
 		t.Fatalf("after delete: %+v, %v", ents, err)
 	}
 
-	got, err := l.ListLimits(e.ctx)
+	got, err := l.ListLimits(e.ctx, "")
 	wantLimits := []StoredLimits{
 		{Scope{Entity: "key-1"}, rpm(5)},
 		{Scope{Entity: "key-1", Resource: "gpt-4"}, rpm(10)},
@@ -59,6 +59,9 @@ func TestListEntitiesAndLimits(t *testing.T) {
 		t.Fatalf("ListLimits: %v (-want +got):\n%s", err, d)
 	}
 
+	if got, err := l.ListLimits(e.ctx, "key-1"); err != nil || len(got) != 2 {
+		t.Fatalf("ListLimits(key-1): %+v, %v", got, err)
+	}
 	for _, bad := range []func() error{
 		func() error { _, err := l.ListEntities(e.ctx, "a#", 0); return err },
 		func() error { _, err := l.ListEntities(e.ctx, "", -1); return err },

@@ -93,7 +93,7 @@ func TestAuditOnDynamoDBLocal(t *testing.T) {
 	if err != nil || len(ents) != 1 || ents[0].ID != "key-1" {
 		t.Fatalf("ListEntities: %+v, %v", ents, err)
 	}
-	ls, err := lim.ListLimits(ctx)
+	ls, err := lim.ListLimits(ctx, "")
 	if err != nil || len(ls) != 1 || ls[0].Limits[0].Capacity != 3 {
 		t.Fatalf("ListLimits: %+v, %v", ls, err)
 	}
