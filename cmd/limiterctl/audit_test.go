@@ -69,6 +69,7 @@ func TestExitCodesAndHelp(t *testing.T) {
 	}
 	contains(t, c.ok("help"), "table create", "limits plan", "usage summary", "Exit codes: 0 ok, 1 failure or difference, 2 bad usage, 3 store error")
 	contains(t, c.ok("help", "limits"), "limits apply", "limits set")
+	contains(t, c.ok("help", "limits", "set"), "-entity", "-resource")
 	contains(t, c.ok("limits", "set", "-h"), "Usage: limiterctl limits set [flags] LIMIT...", "-entity")
 	c.fails(exitUsage, []string{`unknown command "frobnicate"`, "limiterctl help"}, "frobnicate")
 	c.fails(exitUsage, []string{"flag provided but not defined: -bogus"}, "entity", "list", "--bogus")

@@ -128,6 +128,7 @@ func (c *cmdCtx) help(words []string) {
 	}
 	if group != "" {
 		if cmd, _ := lookup(words[1:]); cmd != nil {
+			cmd.setup(c) // registers the command's flags
 			c.commandHelp(cmd)
 			return
 		}

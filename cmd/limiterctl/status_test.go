@@ -108,3 +108,24 @@ func TestUsage(t *testing.T) {
 	c.fails(exitUsage, []string{"--from \"yesterday\""}, "usage", "list", "key-1", "gpt-4", "--from", "yesterday")
 	c.fails(exitUsage, []string{"UsageQuery.To"}, "usage", "list", "key-1", "gpt-4", "--since", "4000h")
 }
+
+// acquire takes tokens as a request would: with the stored limits, the
+// bucket's own, or --limit.
+func TestAcquire(t *testing.T) {
+	c := newCLI(t)
+	c.fails(exitUsage, []string{"no limits"}, "acquire", "key-1", "gpt-4", "--consume", "rpm=1")
+	contains(t, c.ok("acquire", "key-1", "gpt-4", "--consume", "rpm=1", "--limit", "rpm:2/min"), "Admitted: key-1 took rpm=1 on gpt-4.")
+	c.ok("acquire", "key-1", "gpt-4", "--consume", "rpm=1") // the bucket's limits
+	out := c.fails(exitFailure, nil, "acquire", "key-1", "gpt-4", "--consume", "rpm=1")
+	contains(t, out, "Rate limited: retry after")
+	c.ok("limits", "set", "--entity", "key-2", "rpm:5/min")
+	for range 2 { // the stored 5 a minute, not the request's 1
+		var res map[string]any
+		c.json(&res, "acquire", "key-2", "gpt-4", "--consume", "rpm=1", "--limit", "rpm:1/min")
+		if res["admitted"] != true {
+			t.Fatalf("with stored limits: %v", res)
+		}
+	}
+	c.fails(exitUsage, []string{"must be name=tokens"}, "acquire", "key-1", "gpt-4", "--consume", "rpm")
+	c.fails(exitUsage, []string{"needs --consume"}, "acquire", "key-1", "gpt-4")
+}
