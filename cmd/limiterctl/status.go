@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -39,12 +38,17 @@ type limitState struct {
 }
 
 type bucketStatus struct {
-	Entity   string       `json:"entity"`
-	Resource string       `json:"resource"`
-	Exists   bool         `json:"exists"`
-	Shards   int          `json:"shards"`
-	Source   string       `json:"limits_from"`
-	Limits   []limitState `json:"limits"`
+	Entity   string `json:"entity"`
+	Resource string `json:"resource"`
+	Exists   bool   `json:"exists"`
+	Shards   int    `json:"shards"`
+	// StoredFor lists the scopes with limits stored for this bucket, most
+	// specific first; Request says which limits status passed as the
+	// request's: "--limit", "the bucket" (those it was last written with)
+	// or "" (none needed).
+	StoredFor []string     `json:"stored_for"`
+	Request   string       `json:"request_limits"`
+	Limits    []limitState `json:"limits"`
 }
 
 func status(c *cmdCtx, defaults limitFlags) error {
@@ -81,7 +85,7 @@ func status(c *cmdCtx, defaults limitFlags) error {
 	if c.json() {
 		return c.printJSON(out)
 	}
-	w := c.tabular("RESOURCE", "SHARDS", "LIMIT", "AVAILABLE", "BURST", "RATE", "FULL IN", "LIMITS FROM")
+	w := c.tabular("RESOURCE", "SHARDS", "LIMIT", "AVAILABLE", "BURST", "RATE", "FULL IN", "STORED FOR")
 	for _, b := range out {
 		shards := fmt.Sprint(b.Shards)
 		if !b.Exists {
@@ -89,32 +93,30 @@ func status(c *cmdCtx, defaults limitFlags) error {
 		}
 		for _, l := range b.Limits {
 			row(w, b.Resource, shards, l.Limit.Name, l.Available, l.Limit.Burst,
-				fmt.Sprintf("%d/%s", l.Limit.Refill, l.Limit.Period), roundDuration(l.TimeToFull), b.Source)
+				fmt.Sprintf("%d/%s", l.Limit.Refill, l.Limit.Period), roundDuration(l.TimeToFull), orDash(strings.Join(b.StoredFor, ", ")))
 		}
 	}
 	return w.Flush()
 }
 
-// bucketState reads one bucket's balance. The limits it applies are the
-// stored ones (the limiter resolves them), else --limit, else the limits the
-// bucket was last written with.
+// bucketState reads one bucket's balance. The request's limits it passes
+// are --limit, else those the bucket was last written with; the limiter
+// resolves the stored ones over them, as for an acquire.
 func bucketState(c *cmdCtx, lim *limiter.Limiter, b limiter.BucketInfo, given []limiter.Limit) (bucketStatus, error) {
 	st := bucketStatus{Entity: b.Entity, Resource: b.Resource, Exists: b.Shards > 0, Shards: b.Shards}
-	source, err := storedSource(c, lim, b.Entity, b.Resource)
-	if err != nil {
+	var err error
+	if st.StoredFor, err = storedScopes(c, lim, b.Entity, b.Resource); err != nil {
 		return st, err
 	}
 	defaults := given
 	switch {
-	case source != "":
 	case len(given) > 0:
-		source = "--limit"
+		st.Request = "--limit"
 	case len(b.Limits) > 0:
-		source, defaults = "the bucket", b.Limits
-	default:
+		st.Request, defaults = "the bucket", b.Limits
+	case len(st.StoredFor) == 0:
 		return st, usageErrorf("no limits stored for %s on %s and the bucket holds none: pass the limits your service requests with --limit", b.Entity, b.Resource)
 	}
-	st.Source = source
 	avail, err := available(c.ctx, lim, b.Entity, b.Resource, defaults)
 	if err != nil {
 		return st, err
@@ -146,30 +148,27 @@ func available(ctx context.Context, lim *limiter.Limiter, entity, resource strin
 	return out, nil
 }
 
-// storedSource names the scope whose stored limits apply to (entity,
-// resource), most specific first, or "" when none does.
-func storedSource(c *cmdCtx, lim *limiter.Limiter, entity, resource string) (string, error) {
+// storedScopes names the scopes with limits stored for (entity,
+// resource), most specific first.
+func storedScopes(c *cmdCtx, lim *limiter.Limiter, entity, resource string) ([]string, error) {
+	var names []string
 	for _, s := range []struct {
 		scope limiter.Scope
 		name  string
 	}{
-		{limiter.Scope{Entity: entity, Resource: resource}, "stored: entity on resource"},
-		{limiter.Scope{Entity: entity}, "stored: entity"},
-		{limiter.Scope{Resource: resource}, "stored: resource"},
+		{limiter.Scope{Entity: entity, Resource: resource}, "entity on resource"},
+		{limiter.Scope{Entity: entity}, "entity"},
+		{limiter.Scope{Resource: resource}, "resource"},
 	} {
 		_, ok, err := lim.GetLimits(c.ctx, s.scope)
-		var ve *limiter.ValidationError
-		if errors.As(err, &ve) {
-			return "", usageErrorf("%v", err)
-		}
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		if ok {
-			return s.name, nil
+			names = append(names, s.name)
 		}
 	}
-	return "", nil
+	return names, nil
 }
 
 // timeToFull is how long a limit at tokens takes to refill to its burst.

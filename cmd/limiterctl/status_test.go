@@ -21,7 +21,7 @@ func TestStatus(t *testing.T) {
 	}
 	var st []bucketStatus
 	c.json(&st, "status", "key-1", "gpt-4")
-	if len(st) != 1 || !st[0].Exists || st[0].Shards != 1 || st[0].Source != "the bucket" || len(st[0].Limits) != 2 {
+	if len(st) != 1 || !st[0].Exists || st[0].Shards != 1 || st[0].Request != "the bucket" || len(st[0].StoredFor) != 0 || len(st[0].Limits) != 2 {
 		t.Fatalf("status: %+v", st)
 	}
 	r, tp := st[0].Limits[0], st[0].Limits[1]
@@ -33,10 +33,10 @@ func TestStatus(t *testing.T) {
 		t.Fatalf("limits: %+v", st[0].Limits)
 	}
 
-	// Stored limits win, and status says where the limits come from.
+	// Stored limits win, and status says which scopes store limits.
 	c.ok("limits", "set", "--entity", "key-1", "rpm:1000/min")
 	c.json(&st, "status", "key-1", "gpt-4")
-	if st[0].Source != "stored: entity" || len(st[0].Limits) != 1 || st[0].Limits[0].Limit.Burst != 1000 {
+	if len(st[0].StoredFor) != 1 || st[0].StoredFor[0] != "entity" || st[0].Limits[0].Limit.Name != "rpm" || st[0].Limits[0].Limit.Burst != 1000 {
 		t.Fatalf("with stored limits: %+v", st)
 	}
 
@@ -47,7 +47,7 @@ func TestStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := c.ok("status", "key-1")
-	contains(t, out, "RESOURCE", "gpt-3.5", "gpt-4", "FULL IN", "stored: entity")
+	contains(t, out, "RESOURCE", "gpt-3.5", "gpt-4", "FULL IN", "STORED FOR", "entity")
 	c.json(&st, "status", "key-1")
 	if len(st) != 2 || st[0].Resource != "gpt-3.5" || st[0].Shards != 2 {
 		t.Fatalf("status key-1: %+v", st)
@@ -56,7 +56,7 @@ func TestStatus(t *testing.T) {
 	// A bucket never written is full; without limits anywhere, --limit.
 	c.fails(exitUsage, []string{"pass the limits your service requests with --limit"}, "status", "key-2", "gpt-4o")
 	c.json(&st, "status", "key-2", "gpt-4o", "--limit", "rpm:5/s")
-	if st[0].Exists || st[0].Source != "--limit" || st[0].Limits[0].Available != 5 || st[0].Limits[0].TimeToFullMs != 0 {
+	if st[0].Exists || st[0].Request != "--limit" || st[0].Limits[0].Available != 5 || st[0].Limits[0].TimeToFullMs != 0 {
 		t.Fatalf("never written: %+v", st)
 	}
 	contains(t, c.ok("status", "key-2", "gpt-4o", "--limit", "rpm:5/s"), "- (full)", "full")
