@@ -360,7 +360,8 @@ type AuditQuery struct {
 	Limit int
 }
 
-// Audit returns audit records, newest first (see AuditQuery). It issues
+// Audit returns audit records, newest first (records of one millisecond in
+// no particular order; see AuditQuery). It issues
 // one strongly consistent Query; with both Entity and Resource set it
 // reads the entity's records up to the retention and keeps those of the
 // resource.
