@@ -240,3 +240,37 @@ func TestAuditQueryValidation(t *testing.T) {
 		}
 	}
 }
+
+// What a configuration change costs (docs/dynamodb.md): the read of the
+// item, then the item and its record written transactionally (2 WCU each
+// per KB), plus the index entry of a new item; nothing but the read when
+// nothing changes.
+func TestConfigurationChangeCost(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter()
+	cost := func(change func() error) store.Capacity {
+		t.Helper()
+		before := e.st.Totals().Consumed
+		if err := change(); err != nil {
+			t.Fatal(err)
+		}
+		after := e.st.Totals().Consumed
+		return store.Capacity{ReadUnits: after.ReadUnits - before.ReadUnits, WriteUnits: after.WriteUnits - before.WriteUnits,
+			IndexWriteUnits: after.IndexWriteUnits - before.IndexWriteUnits}
+	}
+	put := func(n int64) func() error { return func() error { return l.PutLimits(e.ctx, Scope{Entity: "k"}, rpm(n)) } }
+	for _, c := range []struct {
+		name   string
+		change func() error
+		want   store.Capacity
+	}{
+		{"create", put(5), store.Capacity{ReadUnits: 1, WriteUnits: 5, IndexWriteUnits: 1}},
+		{"change", put(6), store.Capacity{ReadUnits: 1, WriteUnits: 4}},
+		{"same again", put(6), store.Capacity{ReadUnits: 1}},
+		{"delete", func() error { return l.DeleteLimits(e.ctx, Scope{Entity: "k"}) }, store.Capacity{ReadUnits: 1, WriteUnits: 5, IndexWriteUnits: 1}},
+	} {
+		if got := cost(c.change); got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
