@@ -258,7 +258,9 @@ func TestConfigurationChangeCost(t *testing.T) {
 		return store.Capacity{ReadUnits: after.ReadUnits - before.ReadUnits, WriteUnits: after.WriteUnits - before.WriteUnits,
 			IndexWriteUnits: after.IndexWriteUnits - before.IndexWriteUnits}
 	}
-	put := func(n int64) func() error { return func() error { return l.PutLimits(e.ctx, Scope{Entity: "k"}, rpm(n)) } }
+	put := func(n int64) func() error {
+		return func() error { return l.PutLimits(e.ctx, Scope{Entity: "k"}, rpm(n)) }
+	}
 	for _, c := range []struct {
 		name   string
 		change func() error
