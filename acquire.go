@@ -38,7 +38,7 @@ type Request struct {
 // an *UnavailableError when the store fails and the policy is fail-closed.
 // Under fail-open, a store failure returns a lease whose FailedOpen is true.
 func (l *Limiter) Acquire(ctx context.Context, req Request) (*Lease, error) {
-	tr := &trace{ev: Event{Op: "acquire", Entity: req.Entity, Resource: req.Resource}}
+	tr := &trace{ev: Event{Op: "acquire", Entity: req.Entity, Resource: req.Resource}, start: l.callStart()}
 	lease, err := l.acquire(ctx, tr, req)
 	if err != nil && storeDown(err) {
 		policy := req.Policy
@@ -87,6 +87,9 @@ func (l *Limiter) observe(tr *trace, err error, ok Outcome) {
 			"wcu", tr.ev.WriteUnits, "rcu", tr.ev.ReadUnits, "err", err)
 	}
 	if l.cfg.observer != nil {
+		if !tr.start.IsZero() {
+			tr.ev.Duration = l.cfg.clock.Now().Sub(tr.start)
+		}
 		l.cfg.observer.Observe(tr.ev)
 	}
 }

@@ -12,7 +12,8 @@ import (
 
 // trace accumulates what one call cost, for the observer.
 type trace struct {
-	ev Event
+	ev    Event
+	start time.Time // for Event.Duration: see callStart
 }
 
 func (t *trace) add(c store.Capacity, err error) {

@@ -12,8 +12,8 @@ require (
 	github.com/aws/smithy-go v1.28.8
 	github.com/benbjohnson/clock v1.3.5
 	github.com/google/go-cmp v0.7.0
-	golang.org/x/sync v0.24.0
 	golang.org/x/term v0.47.0
+	gopkg.in/yaml.v3 v3.0.1
 	pgregory.net/rapid v1.3.0
 )
 

@@ -145,7 +145,7 @@ func (le *Lease) apply(ctx context.Context, op string, milli map[string]int64) e
 // millitokens, and records what reached it.
 func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePart) map[string]int64) error {
 	l := le.l
-	tr := &trace{ev: Event{Op: op, Entity: le.parts[0].p.ref.Entity, Resource: le.parts[0].p.ref.Resource}}
+	tr := &trace{ev: Event{Op: op, Entity: le.parts[0].p.ref.Entity, Resource: le.parts[0].p.ref.Resource}, start: l.callStart()}
 	var err error
 	for i := range le.parts {
 		part := &le.parts[i]

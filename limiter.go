@@ -50,7 +50,8 @@ type throttleWindow struct {
 // New returns a limiter over st. It does no I/O: the table's schema
 // version is checked on the first call that reads entity configuration.
 func New(st store.Store, opts ...Option) (*Limiter, error) {
-	cfg := config{namespace: "default", clock: systemClock{}, cacheTTL: 60 * time.Second, policy: FailClosed}
+	cfg := config{namespace: "default", clock: systemClock{}, cacheTTL: 60 * time.Second, policy: FailClosed,
+		auditRetention: DefaultAuditRetention}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -68,6 +69,9 @@ func New(st store.Store, opts ...Option) (*Limiter, error) {
 	}
 	if cfg.cacheTTL < 0 {
 		return nil, invalid("WithCacheTTL", "%v must not be negative", cfg.cacheTTL)
+	}
+	if cfg.auditRetention < 0 {
+		return nil, invalid("WithAuditRetention", "%v must not be negative (0 keeps audit records forever)", cfg.auditRetention)
 	}
 	if cfg.policy != FailClosed && cfg.policy != FailOpen {
 		return nil, invalid("WithPolicy", "must be FailClosed or FailOpen")

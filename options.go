@@ -43,6 +43,9 @@ type config struct {
 	observer  Observer
 	logger    *slog.Logger
 	defaults  []Limit
+	// The audit trail (audit.go).
+	principal      string
+	auditRetention time.Duration
 }
 
 // WithNamespace sets the namespace every key is prefixed with (default
@@ -144,8 +147,20 @@ type Event struct {
 	ReadUnits, WriteUnits float64
 	// ShardDoublings counts shard-count doublings this call performed.
 	ShardDoublings int
+	// Duration is how long the call took, by the limiter's clock (under a
+	// simulated clock, simulated time).
+	Duration time.Duration
 	// Err is the error returned, if any.
 	Err error
+}
+
+// callStart is when a call observed by an Observer started; the zero time
+// when there is no observer, which spares a clock read per call.
+func (l *Limiter) callStart() time.Time {
+	if l.cfg.observer == nil {
+		return time.Time{}
+	}
+	return l.cfg.clock.Now()
 }
 
 // Observer is told of every finished call. It must be fast and safe for
