@@ -282,11 +282,11 @@ func (l *Limiter) auditItem(who string, action AuditAction, s Scope, before, aft
 // stateJSON is the stored form of an AuditState: JSON, so that tools
 // reading the table directly can use it too.
 type stateJSON struct {
-	Parent    string      `json:"parent,omitempty"`
-	Cascade   bool        `json:"cascade,omitempty"`
+	Parent    string            `json:"parent,omitempty"`
+	Cascade   bool              `json:"cascade,omitempty"`
 	Limits    []storedLimitJSON `json:"limits,omitempty"`
-	Shards    int         `json:"shards,omitempty"`
-	Malformed string      `json:"malformed,omitempty"`
+	Shards    int               `json:"shards,omitempty"`
+	Malformed string            `json:"malformed,omitempty"`
 }
 
 type storedLimitJSON struct {
