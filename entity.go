@@ -75,7 +75,9 @@ const (
 )
 
 // PutEntity creates or replaces an entity. An entity may not be its own
-// parent, and a parent chain may not loop back to it.
+// parent, and a parent chain may not loop back to it. The change and its
+// audit record are one transaction (see Audit); putting an entity as it
+// already is writes nothing.
 func (l *Limiter) PutEntity(ctx context.Context, e Entity) error {
 	if err := checkEntity("Entity.ID", e.ID); err != nil {
 		return err
@@ -105,15 +107,10 @@ func (l *Limiter) PutEntity(ctx context.Context, e Entity) error {
 	} else if e.Cascade {
 		return invalid("Entity.Cascade", "needs a Parent")
 	}
-	k := keys.Entity(l.cfg.namespace, e.ID)
-	it := store.Item{store.AttrPK: store.Str(k.PK), store.AttrSK: store.Str(k.SK),
-		attrEntity: store.Str(e.ID), attrCascade: store.Int(b2i(e.Cascade))}
-	if e.Parent != "" {
-		it[attrParent] = store.Str(e.Parent)
-	}
-	_, err := l.st.Put(ctx, store.PutInput{Item: it})
+	err := l.applyChange(ctx, configChange{op: "put entity", action: AuditPutEntity, scope: Scope{Entity: e.ID},
+		key: keys.Entity(l.cfg.namespace, e.ID), next: l.entityItem(e), state: entityState})
 	l.meta.invalidate()
-	return l.storeErr("put entity", err)
+	return err
 }
 
 // GetEntity reads an entity (consistently, bypassing the cache).
@@ -131,18 +128,22 @@ func (l *Limiter) GetEntity(ctx context.Context, id string) (Entity, bool, error
 	return decodeEntity(id, out.Item), true, nil
 }
 
-// DeleteEntity deletes an entity's metadata. Its buckets and stored limits
-// stay (buckets expire on their own; delete limits with DeleteLimits).
+// DeleteEntity deletes an entity's metadata, with an audit record. Its
+// buckets and stored limits stay (buckets expire on their own; delete
+// limits with DeleteLimits). Deleting a missing entity writes nothing.
 func (l *Limiter) DeleteEntity(ctx context.Context, id string) error {
 	if err := checkEntity("entity", id); err != nil {
 		return err
 	}
-	_, err := l.st.Delete(ctx, store.DeleteInput{Key: keys.Entity(l.cfg.namespace, id)})
+	err := l.applyChange(ctx, configChange{op: "delete entity", action: AuditDeleteEntity, scope: Scope{Entity: id},
+		key: keys.Entity(l.cfg.namespace, id), state: entityState})
 	l.meta.invalidate()
-	return l.storeErr("delete entity", err)
+	return err
 }
 
 // PutLimits stores limits for a scope, overriding the callers' defaults.
+// The change and its audit record are one transaction; storing the limits
+// already stored writes nothing.
 func (l *Limiter) PutLimits(ctx context.Context, s Scope, limits []Limit) error {
 	k, err := s.key(l.cfg.namespace)
 	if err != nil {
@@ -154,11 +155,10 @@ func (l *Limiter) PutLimits(ctx context.Context, s Scope, limits []Limit) error 
 	if err := checkLimits("limits", limits); err != nil {
 		return err
 	}
-	it := store.Item{store.AttrPK: store.Str(k.PK), store.AttrSK: store.Str(k.SK),
-		attrLimits: store.Str(encodeLimits(limits))}
-	_, err = l.st.Put(ctx, store.PutInput{Item: it})
+	err = l.applyChange(ctx, configChange{op: "put limits", action: AuditPutLimits, scope: s,
+		key: k, next: l.limitsItem(k, s, limits), state: limitsState})
 	l.meta.invalidate()
-	return l.storeErr("put limits", err)
+	return err
 }
 
 // GetLimits reads the limits stored for exactly this scope (consistently,
@@ -176,15 +176,17 @@ func (l *Limiter) GetLimits(ctx context.Context, s Scope) ([]Limit, bool, error)
 	return ls, ok, err
 }
 
-// DeleteLimits deletes the limits stored for a scope.
+// DeleteLimits deletes the limits stored for a scope, with an audit
+// record. Deleting limits that are not stored writes nothing.
 func (l *Limiter) DeleteLimits(ctx context.Context, s Scope) error {
 	k, err := s.key(l.cfg.namespace)
 	if err != nil {
 		return err
 	}
-	_, err = l.st.Delete(ctx, store.DeleteInput{Key: k})
+	err = l.applyChange(ctx, configChange{op: "delete limits", action: AuditDeleteLimits, scope: s,
+		key: k, state: limitsState})
 	l.meta.invalidate()
-	return l.storeErr("delete limits", err)
+	return err
 }
 
 // Invalidate drops every cached entity and stored limit, so the next

@@ -1,6 +1,6 @@
 module github.com/shardlimit/limiter
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/aws/aws-lambda-go v1.55.1
@@ -12,7 +12,8 @@ require (
 	github.com/aws/smithy-go v1.28.8
 	github.com/benbjohnson/clock v1.3.5
 	github.com/google/go-cmp v0.7.0
-	golang.org/x/sync v0.24.0
+	golang.org/x/term v0.47.0
+	gopkg.in/yaml.v3 v3.0.1
 	pgregory.net/rapid v1.3.0
 )
 
@@ -28,5 +29,5 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.3 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.3 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.51.8 // indirect
-	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 )

@@ -18,7 +18,11 @@ type trace struct {
 }
 
 func (l *Limiter) newTrace(op, entity, resource string) *trace {
-	return &trace{ev: Event{Op: op, Entity: entity, Resource: resource}, start: l.cfg.clock.Now()}
+	t := &trace{ev: Event{Op: op, Entity: entity, Resource: resource}}
+	if l.cfg.observer != nil || l.cfg.logger.Enabled(context.Background(), slog.LevelDebug) {
+		t.start = l.cfg.clock.Now() // for Event.Duration: no clock read when no one looks
+	}
+	return t
 }
 
 func (t *trace) add(c store.Capacity, err error) {
@@ -80,7 +84,9 @@ func (l *Limiter) observe(tr *trace, err error, ok Outcome) {
 	if err == nil && tr.cause != nil {
 		tr.ev.Err = tr.cause
 	}
-	tr.ev.Duration = l.cfg.clock.Now().Sub(tr.start)
+	if !tr.start.IsZero() {
+		tr.ev.Duration = l.cfg.clock.Now().Sub(tr.start)
+	}
 	switch {
 	case err == nil:
 		tr.ev.Outcome = ok

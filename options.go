@@ -48,6 +48,9 @@ type config struct {
 	memorySize int
 	engine     engine.Options
 	noBreaker  bool
+	// The audit trail (audit.go).
+	principal      string
+	auditRetention time.Duration
 }
 
 // WithNamespace sets the namespace every key is prefixed with (default
@@ -177,7 +180,8 @@ type Event struct {
 	ReadUnits, WriteUnits float64
 	// ShardDoublings counts shard-count doublings this call performed.
 	ShardDoublings int
-	// Duration is how long the call took, on the limiter's clock.
+	// Duration is how long the call took, by the limiter's clock (under a
+	// simulated clock, simulated time).
 	Duration time.Duration
 	// Err is the error returned, if any. Under fail-open, when the store
 	// failed and the call was admitted anyway, it is the store's error (the

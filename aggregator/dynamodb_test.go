@@ -76,46 +76,9 @@ func (s *streamReader) all(t *testing.T) []events.DynamoDBEventRecord {
 				empty++
 			}
 			for _, r := range recs.Records {
-				out = append(out, toLambda(r))
+				out = append(out, EventRecord(r))
 			}
 			iter = recs.NextShardIterator
-		}
-	}
-	return out
-}
-
-func toLambda(r types.Record) events.DynamoDBEventRecord {
-	d := r.Dynamodb
-	er := events.DynamoDBEventRecord{
-		AWSRegion: aws.ToString(r.AwsRegion), EventID: aws.ToString(r.EventID), EventName: string(r.EventName),
-		EventSource: aws.ToString(r.EventSource), EventVersion: aws.ToString(r.EventVersion),
-		Change: events.DynamoDBStreamRecord{
-			Keys: toLambdaImage(d.Keys), NewImage: toLambdaImage(d.NewImage), OldImage: toLambdaImage(d.OldImage),
-			SequenceNumber: aws.ToString(d.SequenceNumber), SizeBytes: aws.ToInt64(d.SizeBytes),
-			StreamViewType: string(d.StreamViewType),
-		},
-	}
-	if d.ApproximateCreationDateTime != nil {
-		er.Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: *d.ApproximateCreationDateTime}
-	}
-	return er
-}
-
-func toLambdaImage(m map[string]types.AttributeValue) map[string]events.DynamoDBAttributeValue {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]events.DynamoDBAttributeValue, len(m))
-	for k, v := range m {
-		switch v := v.(type) {
-		case *types.AttributeValueMemberS:
-			out[k] = events.NewStringAttribute(v.Value)
-		case *types.AttributeValueMemberN:
-			out[k] = events.NewNumberAttribute(v.Value)
-		case *types.AttributeValueMemberBOOL:
-			out[k] = events.NewBooleanAttribute(v.Value)
-		default:
-			out[k] = events.NewNullAttribute()
 		}
 	}
 	return out

@@ -10,8 +10,9 @@ import (
 )
 
 // WriteSVG draws r's timeline as a self-contained SVG: admitted, rejected,
-// offered and throttled requests per second against the limit's rate on the
-// left axis, and the shard count (a step line) on the right axis.
+// offered, unavailable (store failures, fail-closed) and throttled requests
+// per second against the limit's rate on the left axis, and the shard count
+// (a step line) on the right axis.
 func (r *Report) WriteSVG(out io.Writer) error {
 	const (
 		W, H                   = 960, 480
@@ -38,10 +39,12 @@ func (r *Report) WriteSVG(out io.Writer) error {
 	admitted := rate(func(s Second) uint64 { return s.Admitted })
 	rejected := rate(func(s Second) uint64 { return s.Rejected })
 	throttled := rate(func(s Second) uint64 { return s.Throttled })
+	unavailable := rate(func(s Second) uint64 { return s.Unavailable })
 	ymax := r.LimitRate
 	maxShard := int64(1)
 	for i := range r.Timeline {
 		ymax = math.Max(ymax, math.Max(math.Max(offered[i], admitted[i]), math.Max(rejected[i], throttled[i])))
+		ymax = math.Max(ymax, unavailable[i])
 		maxShard = max(maxShard, r.Timeline[i].ShardCount)
 	}
 	ymax = niceCeil(ymax * 1.08)
@@ -98,6 +101,7 @@ func (r *Report) WriteSVG(out io.Writer) error {
 	poly(offered, "#9ecae1", "")
 	poly(rejected, "#e67e22", "")
 	poly(throttled, "#d62728", "")
+	poly(unavailable, "#9467bd", "")
 	poly(admitted, "#2a9d2a", "")
 	// shard count as a step line
 	if n > 0 {
@@ -117,7 +121,7 @@ func (r *Report) WriteSVG(out io.Writer) error {
 	// legend
 	type item struct{ name, color, dash string }
 	legend := []item{{"admitted/s", "#2a9d2a", ""}, {"offered/s", "#9ecae1", ""}, {"rejected/s", "#e67e22", ""},
-		{"throttled requests/s", "#d62728", ""}, {"shard count (right)", "#1f5fa8", "2 2"}}
+		{"throttled requests/s", "#d62728", ""}, {"unavailable/s", "#9467bd", ""}, {"shard count (right)", "#1f5fa8", "2 2"}}
 	if r.LimitRate > 0 {
 		legend = append(legend, item{"limit", "#555", "6 4"})
 	}

@@ -9,6 +9,12 @@
 //
 //	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -o bootstrap ./cmd/aggregator
 //
+// With -poll it reads the table's stream itself instead of running as a
+// Lambda function (DynamoDB Local, a long-lived process; -once stops when
+// the stream has nothing new):
+//
+//	AGGREGATOR_TABLE=rate-limits AWS_ENDPOINT_URL=http://localhost:8000 go run ./cmd/aggregator -poll -once
+//
 // It is configured by environment variables (AGGREGATOR_TABLE is
 // required); docs/aggregator.md lists them with the event source mapping
 // (NEW_AND_OLD_IMAGES, ReportBatchItemFailures) as CloudFormation and
@@ -17,20 +23,28 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/shardlimit/limiter/aggregator"
 	"github.com/shardlimit/limiter/store/dynamo"
 )
 
 func main() {
+	pollMode := flag.Bool("poll", false, "read the table's stream directly instead of running as a Lambda function (DynamoDB Local, a long-lived process)")
+	once := flag.Bool("once", false, "with -poll: stop when a pass over the stream finds no new record")
+	flag.Parse()
 	cfg, err := loadConfig(os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "aggregator:", err)
@@ -43,11 +57,26 @@ func main() {
 		fmt.Fprintln(os.Stderr, "aggregator: AWS configuration:", err)
 		os.Exit(1)
 	}
-	st := dynamo.New(dynamodb.NewFromConfig(awsCfg), cfg.table)
-	proc, err := aggregator.New(st, cfg.opts)
+	ddb := dynamodb.NewFromConfig(awsCfg)
+	proc, err := aggregator.New(dynamo.New(ddb, cfg.table), cfg.opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	if *pollMode {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		arn, err := streamARN(ctx, ddb, cfg.table)
+		if err == nil {
+			p := &poller{streams: dynamodbstreams.NewFromConfig(awsCfg), arn: arn, proc: proc, log: logger,
+				idle: time.Second, iters: map[string]*string{}, ended: map[string]bool{}}
+			err = p.run(ctx, *once)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "aggregator:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	lambda.Start(handler(proc, logger))
 }

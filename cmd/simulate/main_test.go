@@ -13,7 +13,7 @@ import (
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
-	code = run(args, &out, &errb)
+	code = run(args, &out, &errb, false)
 	return code, out.String(), errb.String()
 }
 
@@ -80,6 +80,77 @@ func TestJSONReportAndPlot(t *testing.T) {
 	if err != nil || !bytes.HasPrefix(svg, []byte("<svg")) || !bytes.Contains(svg, []byte("</svg>")) {
 		t.Fatalf("plot: %v %.80q", err, svg)
 	}
+	if !bytes.Contains(svg, []byte("unavailable/s")) {
+		t.Error("the plot has no unavailable line")
+	}
+}
+
+// A bad flag is reported once, naming the flag, with where to look.
+func TestErrorPrintedOnce(t *testing.T) {
+	for _, args := range [][]string{{"-bogus"}, {"-seed", "x"}, {"-writers", "-3"}, {"-duration", "5"}} {
+		code, out, stderr := runCLI(args...)
+		if code != 2 || out != "" || strings.Count(stderr, "simulate:") != 1 || strings.Count(stderr, args[0]) != 1 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, stderr)
+		}
+	}
+}
+
+func TestDurationNeedsAUnit(t *testing.T) {
+	_, _, stderr := runCLI("-duration", "5")
+	if !strings.Contains(stderr, "5 has no unit: add one, such as 5s or 5m") {
+		t.Errorf("stderr %q", stderr)
+	}
+	_, _, stderr = runCLI("-duration", "soon")
+	if !strings.Contains(stderr, `"soon" is not a duration`) {
+		t.Errorf("stderr %q", stderr)
+	}
+}
+
+func TestHelpListsScenariosAndExitStatuses(t *testing.T) {
+	code, out, stderr := runCLI("-h")
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{"-duration", "-plot", "Scenarios:", "Exit status:", "0  every invariant holds",
+		"1  an invariant was violated", "2  a bad flag"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-h lacks %q:\n%s", want, out)
+		}
+	}
+	for _, s := range sim.Scenarios() {
+		if !strings.Contains(out, s.Name) {
+			t.Errorf("-h lacks scenario %s", s.Name)
+		}
+	}
+}
+
+// -plot is checked before the run: an unknown format or a file that
+// cannot be created ends the command at once, with no report.
+func TestPlotCheckedBeforeTheRun(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ path, want string }{
+		{filepath.Join(dir, "run.png"), "name a .svg file"},
+		{filepath.Join(dir, "run"), "name a .svg file"},
+		{filepath.Join(dir, "missing", "run.svg"), "-plot:"},
+	} {
+		code, out, stderr := runCLI("-plot", tc.path, "-duration", "8760h")
+		if code != 2 || out != "" || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", tc.path, code, out, stderr)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("files left: %v", entries)
+	}
+	if code, _, _ := runCLI("-plot", filepath.Join(dir, "RUN.SVG"), "-duration", "1s", "-writers", "2", "-rate", "10"); code != 0 {
+		t.Errorf(".SVG: exit %d", code)
+	}
+}
+
+func TestProgressOnlyOnATerminal(t *testing.T) {
+	p := &progress{}
+	if p.hook(false) != nil || p.hook(true) == nil {
+		t.Error("progress hook")
+	}
 }
 
 func TestTable(t *testing.T) {
@@ -92,11 +163,11 @@ func TestTable(t *testing.T) {
 func TestViolationExits1(t *testing.T) {
 	rep := &sim.Report{Scenario: "x", Violations: []sim.Violation{{Invariant: sim.InvOverAdmit, Detail: "crafted"}}}
 	var out, errb bytes.Buffer
-	if code := finish(rep, options{}, &out, &errb); code != 1 || !strings.Contains(out.String(), "crafted") {
+	if code := finish(rep, options{}, nil, &out, &errb); code != 1 || !strings.Contains(out.String(), "crafted") {
 		t.Fatalf("exit %d:\n%s", code, out.String())
 	}
 	out.Reset()
-	if code := finish(&sim.Report{Scenario: "x"}, options{json: true}, &out, &errb); code != 0 {
+	if code := finish(&sim.Report{Scenario: "x"}, options{json: true}, nil, &out, &errb); code != 0 {
 		t.Fatalf("clean report: exit %d", code)
 	}
 }

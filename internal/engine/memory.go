@@ -3,11 +3,11 @@ package engine
 import (
 	"maps"
 	"sync"
-
-	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"time"
 
 	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/internal/lru"
 )
 
 // Memory is what a client knows of the buckets it has written: each
@@ -22,7 +22,7 @@ import (
 // time takes it (Unix ms, the client's clock).
 type Memory struct {
 	mu      sync.Mutex
-	buckets *simplelru.LRU[bucketID, *bucketInfo]
+	buckets *lru.Cache[bucketID, *bucketInfo] // entries never expire
 
 	// Table-wide throttles, to tell a storm (many buckets throttled at
 	// once) from a hot partition (one bucket).
@@ -38,8 +38,7 @@ func NewMemory(size int) *Memory {
 	if size < 1 {
 		size = DefaultMemorySize
 	}
-	lru, _ := simplelru.NewLRU[bucketID, *bucketInfo](size, nil) // size > 0: no error
-	return &Memory{buckets: lru}
+	return &Memory{buckets: lru.New[bucketID, *bucketInfo](size)}
 }
 
 type bucketID struct{ entity, resource string }
@@ -135,16 +134,20 @@ type ShardView struct {
 	Promise int64
 }
 
+// never is the expiry of the memory's entries, and epoch the time of its
+// lookups: entries leave by use, not by age.
+var never, epoch = time.Unix(1<<40, 0), time.Time{}
+
 func (m *Memory) get(id bucketID) *bucketInfo {
-	b, _ := m.buckets.Get(id)
+	b, _ := m.buckets.Get(id, epoch)
 	return b
 }
 
 func (m *Memory) getOrAdd(id bucketID) (b *bucketInfo, fresh bool) {
-	b, ok := m.buckets.Get(id)
+	b, ok := m.buckets.Get(id, epoch)
 	if !ok {
 		b = &bucketInfo{n: 1, shards: make(map[int]*shardInfo, 1)}
-		m.buckets.Add(id, b)
+		m.buckets.Add(id, b, never)
 	}
 	return b, !ok
 }
@@ -434,6 +437,13 @@ func (s *stormWindow) note(id bucketID, now int64) {
 
 func (s *stormWindow) stormy(now int64) bool {
 	return now-s.start <= stormWindowMs && s.count >= stormBuckets
+}
+
+// ForgetBucket drops what the memory holds of one bucket.
+func (m *Memory) ForgetBucket(ref keys.Bucket) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.buckets.Remove(idOf(ref))
 }
 
 // Forget drops everything the memory holds.

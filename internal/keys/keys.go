@@ -10,6 +10,10 @@
 //	stored limits   PK {ns}/ENTITY#{entity}  SK #LIMITS#{resource}  (resource "*" for the entity's default)
 //	                PK {ns}/RESOURCE#{resource}  SK #LIMITS         (per resource, any entity)
 //	schema version  PK #SCHEMA               SK #VERSION          (one per table, outside every namespace)
+//	audit record    PK {ns}/AUDIT#ENTITY#{entity} or {ns}/AUDIT#RESOURCE#{resource}  SK {inverted ms}#{seq}
+//
+// Entity and stored-limits items carry GSI3 keys under {ns}/CONFIG so
+// that they can be listed (see admin.go).
 //
 // Bucket items also carry the keys of two keys-only indexes: GSI2
 // ({ns}/RESOURCE#{resource}#{p}, BUCKET#{entity}#{shard}) for per-resource

@@ -78,3 +78,11 @@ func (c *Cache[K, V]) Purge() {
 // Len returns the number of entries held, expired ones not yet removed
 // included.
 func (c *Cache[K, V]) Len() int { return c.order.Len() }
+
+// Remove drops key's entry, if any.
+func (c *Cache[K, V]) Remove(key K) {
+	if el, ok := c.items[key]; ok {
+		c.order.Remove(el)
+		delete(c.items, key)
+	}
+}

@@ -80,6 +80,18 @@ func CreateTable(ctx context.Context, client ProvisionAPI, table string, opts ..
 	return enableTTL(ctx, client, table, schema.TTLAttribute)
 }
 
+// CheckTable reports whether a table, as DescribeTable describes it, has
+// the schema's keys and indexes (default [store.DefaultSchema]; see
+// [WithSchema]), as [CreateTable] checks an existing table: the error
+// matches [ErrSchemaMismatch] and lists every difference. It does no I/O;
+// billing mode, stream and time to live are not part of the check.
+func CheckTable(d *types.TableDescription, opts ...Option) error {
+	if d == nil {
+		return fmt.Errorf("%w: no table description", ErrSchemaMismatch)
+	}
+	return checkSchema(deref(d.TableName), d, buildOptions(opts).schema)
+}
+
 // describe returns the table's description, or nil when there is no table.
 func describe(ctx context.Context, client ProvisionAPI, table string) (*types.TableDescription, error) {
 	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})

@@ -175,3 +175,22 @@ func TestCreateTableWaitHonorsTheContext(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// CheckTable judges a description as CreateTable judges an existing table.
+func TestCheckTable(t *testing.T) {
+	noSleep(t)
+	f := &fakeProvision{}
+	if err := CreateTable(context.Background(), f, "limits"); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckTable(f.table); err != nil {
+		t.Fatalf("the table CreateTable made: %v", err)
+	}
+	f.table.GlobalSecondaryIndexes[0].Projection = &types.Projection{ProjectionType: types.ProjectionTypeAll}
+	if err := CheckTable(f.table); !errors.Is(err, ErrSchemaMismatch) || !strings.Contains(err.Error(), "projects ALL") {
+		t.Fatalf("an index projecting ALL: %v", err)
+	}
+	if err := CheckTable(nil); !errors.Is(err, ErrSchemaMismatch) {
+		t.Fatalf("no description: %v", err)
+	}
+}

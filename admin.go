@@ -1,0 +1,287 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+)
+
+// Operator reads: what a namespace holds. The store has no Scan, so the
+// listings go through the GSI3 entries that entity and stored-limits items
+// carry (see internal/keys): one Query of the namespace's configuration
+// partition, then strongly consistent batch reads of the items. The index
+// is eventually consistent: an item created a moment ago may be missing
+// from a listing (typically for well under a second), one deleted a moment
+// ago is dropped by the batch read.
+
+// entityItem is the stored form of an entity, with its index entry.
+func (l *Limiter) entityItem(e Entity) store.Item {
+	k := keys.Entity(l.cfg.namespace, e.ID)
+	it := store.Item{store.AttrPK: store.Str(k.PK), store.AttrSK: store.Str(k.SK),
+		keys.AttrEntity: store.Str(e.ID), attrCascade: store.Int(b2i(e.Cascade)),
+		store.AttrGSI3PK: store.Str(keys.ConfigIndexPK(l.cfg.namespace)), store.AttrGSI3SK: store.Str(keys.EntityIndexSK(e.ID))}
+	if e.Parent != "" {
+		it[attrParent] = store.Str(e.Parent)
+	}
+	return it
+}
+
+// limitsItem is the stored form of the limits of a scope (key from
+// Scope.key), with its index entry.
+func (l *Limiter) limitsItem(k store.Key, s Scope, limits []Limit) store.Item {
+	res := s.Resource
+	if s.Entity != "" && res == "" {
+		res = keys.AnyResource
+	}
+	return store.Item{store.AttrPK: store.Str(k.PK), store.AttrSK: store.Str(k.SK),
+		attrLimits:       store.Str(encodeLimits(limits)),
+		store.AttrGSI3PK: store.Str(keys.ConfigIndexPK(l.cfg.namespace)), store.AttrGSI3SK: store.Str(keys.LimitsIndexSK(s.Entity, res))}
+}
+
+// ListEntities returns the entities of the namespace whose id begins with
+// prefix ("" for all), in id order, at most limit of them (0: no cap).
+// Entities are those written with PutEntity (an entity that only has
+// buckets or stored limits has no entity item).
+func (l *Limiter) ListEntities(ctx context.Context, prefix string, limit int) ([]Entity, error) {
+	if limit < 0 {
+		return nil, invalid("limit", "%d must not be negative", limit)
+	}
+	if prefix != "" && !validIdent(prefix, 256, false, ":@") {
+		return nil, invalid("prefix", "%q must be empty or the start of an entity id (%s)", prefix, ruleEntity)
+	}
+	ids, items, err := l.listConfig(ctx, keys.EntityIndexSK(prefix), limit)
+	if err != nil {
+		return nil, err
+	}
+	var res []Entity
+	for i, it := range items {
+		if it != nil {
+			res = append(res, decodeEntity(ids[i].entity, it))
+		}
+	}
+	return res, nil
+}
+
+// StoredLimits is the limits stored for one scope.
+type StoredLimits struct {
+	Scope  Scope
+	Limits []Limit
+}
+
+// ListLimits returns the limits stored in the namespace: with entity "",
+// every one, entities' first (by entity, each one's limits on every
+// resource first, then per resource in order), then resources' (in order);
+// otherwise only that entity's.
+func (l *Limiter) ListLimits(ctx context.Context, entity string) ([]StoredLimits, error) {
+	prefix := keys.ConfigLimitsPrefix
+	if entity != "" {
+		if err := checkEntity("entity", entity); err != nil {
+			return nil, err
+		}
+		prefix = keys.LimitsIndexSK(entity, "")
+	}
+	ids, items, err := l.listConfig(ctx, prefix, 0)
+	if err != nil {
+		return nil, err
+	}
+	var res []StoredLimits
+	for i, it := range items {
+		ls, ok, err := limitsOf(it)
+		if err != nil {
+			return nil, errors.Join(err, errors.New("limiter: in the limits of "+ids[i].scope.String()+
+				"; overwrite them with PutLimits or remove them with DeleteLimits"))
+		}
+		if ok {
+			res = append(res, StoredLimits{Scope: ids[i].scope, Limits: ls})
+		}
+	}
+	return res, nil
+}
+
+// String returns "entity E", "entity E on resource R" or "resource R".
+func (s Scope) String() string {
+	switch {
+	case s.Entity == "":
+		return "resource " + strconv.Quote(s.Resource)
+	case s.Resource == "":
+		return "entity " + strconv.Quote(s.Entity)
+	}
+	return "entity " + strconv.Quote(s.Entity) + " on resource " + strconv.Quote(s.Resource)
+}
+
+type configID struct {
+	entity string
+	scope  Scope
+}
+
+// listConfig queries the namespace's configuration index for sort keys
+// with prefix and reads the items (nil where one went away meanwhile).
+func (l *Limiter) listConfig(ctx context.Context, prefix string, limit int) ([]configID, []store.Item, error) {
+	out, err := l.st.Query(ctx, store.QueryInput{Index: store.IndexGSI3,
+		PartitionKey: keys.ConfigIndexPK(l.cfg.namespace), SortKeyPrefix: prefix, Limit: limit})
+	if err != nil {
+		return nil, nil, l.storeErr("list", err)
+	}
+	var ids []configID
+	var ks []store.Key
+	for _, it := range out.Items {
+		sk, _ := it.Str(store.AttrGSI3SK)
+		e, r, isLimits, ok := keys.ParseConfigIndexSK(sk)
+		k, okKey := store.DefaultSchema().KeyOf(it)
+		if !ok || !okKey {
+			continue
+		}
+		id := configID{entity: e}
+		if isLimits {
+			if r == keys.AnyResource {
+				r = ""
+			}
+			id.scope = Scope{Entity: e, Resource: r}
+		}
+		ids = append(ids, id)
+		ks = append(ks, k)
+	}
+	items, err := l.batchGet(ctx, ks)
+	return ids, items, err
+}
+
+// batchGet reads keys strongly consistently, 100 at a time.
+func (l *Limiter) batchGet(ctx context.Context, ks []store.Key) ([]store.Item, error) {
+	items := make([]store.Item, 0, len(ks))
+	for first := 0; first < len(ks); first += 100 {
+		out, err := l.st.BatchGet(ctx, store.BatchGetInput{Keys: ks[first:min(first+100, len(ks))], ConsistentRead: true})
+		if err != nil {
+			return nil, l.storeErr("read", err)
+		}
+		items = append(items, out.Items...)
+	}
+	return items, nil
+}
+
+// BucketInfo describes a stored bucket.
+type BucketInfo struct {
+	Entity, Resource string
+	// Shards is the shard count in force, from shard 0; 0 when shard 0
+	// does not exist (the bucket expired, was reset, or is being created).
+	Shards int
+	// Items is the number of shard items found in the index (eventually
+	// consistent): shards are created lazily, so it may be below Shards.
+	Items int
+	// Limits are the limits shard 0 was last written with, in name order
+	// (nil without shard 0). Stored limits, when there are any, are what
+	// the next write applies.
+	Limits []Limit
+}
+
+// Buckets returns the buckets of an entity, in resource order: every one
+// when resource is "", else at most the one of that resource. It issues one
+// Query of the entity's GSI3 partition and one strongly consistent batch
+// read of shard 0 per 100 buckets.
+func (l *Limiter) Buckets(ctx context.Context, entity, resource string) ([]BucketInfo, error) {
+	if err := checkEntity("entity", entity); err != nil {
+		return nil, err
+	}
+	if resource != "" {
+		if err := checkResource("resource", resource); err != nil {
+			return nil, err
+		}
+	}
+	ns := l.cfg.namespace
+	out, err := l.st.Query(ctx, store.QueryInput{Index: store.IndexGSI3,
+		PartitionKey: keys.EntityPK(ns, entity), SortKeyPrefix: keys.BucketIndexPrefix(resource)})
+	if err != nil {
+		return nil, l.storeErr("buckets", err)
+	}
+	count := map[string]int{}
+	for _, it := range out.Items {
+		sk, _ := it.Str(store.AttrGSI3SK)
+		if r, _, ok := keys.ParseBucketIndexSK(sk); ok {
+			count[r]++
+		}
+	}
+	if resource != "" {
+		count[resource] += 0 // shard 0 may exist before its index entry does
+	}
+	resources := make([]string, 0, len(count))
+	for r := range count {
+		resources = append(resources, r)
+	}
+	sort.Strings(resources)
+	ks := make([]store.Key, len(resources))
+	for i, r := range resources {
+		ks[i] = keys.Bucket{Namespace: ns, Entity: entity, Resource: r}.Key()
+	}
+	items, err := l.batchGet(ctx, ks)
+	if err != nil {
+		return nil, err
+	}
+	var res []BucketInfo
+	for i, r := range resources {
+		b := BucketInfo{Entity: entity, Resource: r, Items: count[r]}
+		if it := items[i]; it != nil {
+			b.Shards = 1
+			if n, ok := it.Int(keys.AttrShardCount); ok && n > 1 {
+				b.Shards = int(n)
+			}
+			if b.Limits, err = bucketLimits(it); err != nil {
+				return nil, err
+			}
+		}
+		if b.Shards > 0 || b.Items > 0 {
+			res = append(res, b)
+		}
+	}
+	return res, nil
+}
+
+// bucketLimits returns the original limits a bucket item holds, without
+// the hidden wcu limit.
+func bucketLimits(it store.Item) ([]Limit, error) {
+	comp, err := bucket.Decode(it.Numbers())
+	if err != nil {
+		return nil, err
+	}
+	var ls []Limit
+	for _, n := range comp.Limits {
+		if n.Name == wcuName {
+			continue
+		}
+		m := int64(bucket.MilliPerToken)
+		ls = append(ls, Limit{Name: n.Name, Capacity: n.Capacity / m, Burst: n.Burst / m, Refill: n.RefillAmount / m,
+			Period: time.Duration(n.RefillPeriod) * time.Millisecond})
+	}
+	return ls, nil
+}
+
+// TableSchemaVersion reads the table's schema-version item (see
+// SchemaVersion) without writing: found is false on a table no limiter has
+// used yet.
+func (l *Limiter) TableSchemaVersion(ctx context.Context) (version int64, found bool, err error) {
+	out, err := l.st.Get(ctx, store.GetInput{Key: keys.Schema(), ConsistentRead: true})
+	if err != nil {
+		return 0, false, l.storeErr("schema version", err)
+	}
+	if out.Item == nil {
+		return 0, false, nil
+	}
+	version, _ = out.Item.Int(attrVersion)
+	return version, true, nil
+}
+
+// InitTable writes the table's schema-version item when there is none, and
+// otherwise checks it: an error matching ErrSchemaVersion means the table
+// holds another layout. Limiters do the same on their first read of
+// configuration; an operator runs it once after creating the table.
+func (l *Limiter) InitTable(ctx context.Context) error {
+	out, err := l.st.Get(ctx, store.GetInput{Key: keys.Schema(), ConsistentRead: true})
+	if err != nil {
+		return l.storeErr("schema version", err)
+	}
+	return l.storeErr("schema version", l.checkSchema(ctx, &trace{}, out.Item))
+}

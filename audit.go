@@ -1,0 +1,431 @@
+package limiter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+)
+
+// The audit trail. Every configuration change made through a Limiter
+// (PutEntity, DeleteEntity, PutLimits, DeleteLimits, ResetBucket) writes
+// an audit record in the same transaction as the change: both happen or
+// neither. A call that would change nothing (the same entity or limits
+// again, deleting what does not exist) writes nothing and records nothing.
+
+// AuditAction names the kind of a configuration change.
+type AuditAction string
+
+// Audit actions.
+const (
+	AuditPutEntity    AuditAction = "entity.put"
+	AuditDeleteEntity AuditAction = "entity.delete"
+	AuditPutLimits    AuditAction = "limits.put"
+	AuditDeleteLimits AuditAction = "limits.delete"
+	AuditResetBucket  AuditAction = "bucket.reset"
+)
+
+// AuditRecord is one configuration change.
+type AuditRecord struct {
+	// At is when the change was written (the limiter's clock), to the
+	// millisecond.
+	At time.Time
+	// Principal is who made it: see ContextWithPrincipal.
+	Principal string
+	Action    AuditAction
+	// Scope is what the change addressed: the entity (entity changes), the
+	// entity and resource (bucket resets, an entity's limits on a
+	// resource), the entity alone (its limits on every resource), or the
+	// resource alone (a resource's limits for every entity).
+	Scope Scope
+	// Before and After are the state the change found and left; nil when
+	// there was nothing (a creation, a deletion).
+	Before, After *AuditState
+}
+
+// AuditState is the configuration one side of an [AuditRecord] describes.
+// Which fields are set depends on the action: Parent and Cascade for
+// entity changes, Limits for limits changes, Shards for a bucket reset.
+type AuditState struct {
+	Parent  string
+	Cascade bool
+	Limits  []Limit
+	// Shards is the shard count of a bucket that was reset.
+	Shards int
+	// Malformed is set, with the reason, when the stored item could not be
+	// read (a change may overwrite such an item).
+	Malformed string
+}
+
+// PrincipalEnv is the environment variable a Limiter takes the principal of
+// its audit records from when neither the context nor WithDefaultPrincipal
+// names one. Without it, USER is used, and then "unknown".
+const PrincipalEnv = "LIMITER_PRINCIPAL"
+
+// DefaultAuditRetention is how long audit records are kept by default: 90
+// days after the change. DynamoDB deletes them after that (time to live,
+// usually within a few days of expiry).
+const DefaultAuditRetention = 90 * 24 * time.Hour
+
+type principalKey struct{}
+
+// ContextWithPrincipal returns a context whose configuration changes are
+// recorded as made by principal (a user name, a service, a ticket): 1 to
+// 256 bytes of UTF-8 without control characters. It wins over
+// WithDefaultPrincipal and the environment.
+func ContextWithPrincipal(ctx context.Context, principal string) context.Context {
+	return context.WithValue(ctx, principalKey{}, principal)
+}
+
+// WithDefaultPrincipal sets the principal of the audit records of changes
+// whose context names none (see ContextWithPrincipal). The default is the
+// environment: $LIMITER_PRINCIPAL, else $USER, else "unknown".
+func WithDefaultPrincipal(p string) Option { return func(c *config) { c.principal = p } }
+
+// WithAuditRetention sets how long audit records are kept (default
+// DefaultAuditRetention, 90 days): their time to live is the change time
+// plus d, so the table must have time to live enabled (dynamo.CreateTable
+// does it). 0 keeps them forever; a negative d is invalid.
+func WithAuditRetention(d time.Duration) Option { return func(c *config) { c.auditRetention = d } }
+
+// principal returns who the changes made with ctx are recorded as.
+func (l *Limiter) principal(ctx context.Context) (string, error) {
+	p, _ := ctx.Value(principalKey{}).(string)
+	for _, alt := range []string{l.cfg.principal, os.Getenv(PrincipalEnv), os.Getenv("USER"), "unknown"} {
+		if p != "" {
+			break
+		}
+		p = alt
+	}
+	if len(p) > 256 || !utf8.ValidString(p) || strings.IndexFunc(p, unicode.IsControl) >= 0 {
+		return "", invalid("principal", "%q must be 1 to 256 bytes of UTF-8 without control characters", p)
+	}
+	return p, nil
+}
+
+// Audit item attributes (the keys are in internal/keys).
+const (
+	attrAuditAt        = "at"
+	attrAuditPrincipal = "principal"
+	attrAuditAction    = "action"
+	attrAuditBefore    = "before"
+	attrAuditAfter     = "after"
+)
+
+// configChange is one audited configuration write: the item at key
+// becomes next (nil deletes it).
+type configChange struct {
+	op     string // for errors: "put entity", ...
+	action AuditAction
+	scope  Scope
+	key    store.Key
+	next   store.Item
+	// state describes an item of this kind (nil: none) for the record.
+	state func(store.Item) *AuditState
+}
+
+// maxChangeAttempts bounds the optimistic retries of a configuration write
+// whose item another writer changed between the read and the write.
+const maxChangeAttempts = 8
+
+// applyChange reads the item as it stands, then writes the change and its
+// audit record in one transaction, conditional on the item being still as
+// read, so the record's Before is exact. It retries (with the item the
+// failed condition returned) when another writer got there first.
+func (l *Limiter) applyChange(ctx context.Context, c configChange) error {
+	who, err := l.principal(ctx)
+	if err != nil {
+		return err
+	}
+	out, err := l.st.Get(ctx, store.GetInput{Key: c.key, ConsistentRead: true})
+	if err != nil {
+		return l.storeErr(c.op, err)
+	}
+	old := out.Item
+	for attempt := 0; attempt < maxChangeAttempts; attempt++ {
+		if sameItem(old, c.next) {
+			return nil // nothing to change, nothing to record
+		}
+		act := store.TransactAction{}
+		cond := unchanged(old, c.next)
+		if c.next == nil {
+			act.Delete = &store.DeleteInput{Key: c.key, Expr: cond, ReturnOldOnConditionFailure: true}
+		} else {
+			act.Put = &store.PutInput{Item: c.next, Expr: cond, ReturnOldOnConditionFailure: true}
+		}
+		rec := l.auditItem(who, c.action, c.scope, c.state(old), c.state(c.next), attempt)
+		_, err := l.st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{act, rec}})
+		if err == nil {
+			return nil
+		}
+		var tc *store.TransactionCanceledError
+		if !errors.As(err, &tc) || len(tc.Reasons) != 2 || !retryable(tc) {
+			return l.storeErr(c.op, err)
+		}
+		if tc.Reasons[0].Code == store.ReasonConditionalCheckFailed {
+			old = tc.Reasons[0].Item // changed meanwhile: record against what is there now
+		}
+	}
+	return l.storeErr(c.op, fmt.Errorf("limiter: %s: the item changed under every one of %d attempts: %w",
+		c.op, maxChangeAttempts, store.ErrTransactionConflict))
+}
+
+// retryable reports whether a cancelled change may succeed when tried
+// again: a lost race (a failed condition, a conflict), nothing else.
+func retryable(tc *store.TransactionCanceledError) bool {
+	for _, r := range tc.Reasons {
+		switch r.Code {
+		case store.ReasonNone, store.ReasonConditionalCheckFailed, store.ReasonTransactionConflict:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// sameItem reports whether a and b hold the same attributes (nil: no item).
+func sameItem(a, b store.Item) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !v.Equal(w) {
+			return false
+		}
+	}
+	return true
+}
+
+// unchanged is the condition that the item is still old: absent when old
+// is nil, else every attribute of old equal and every other attribute next
+// writes absent. Names are sorted, so the expression is deterministic.
+func unchanged(old, next store.Item) store.Expr {
+	if old == nil {
+		return store.MustBuild(store.Update{}, store.Name(store.AttrPK).NotExists())
+	}
+	names := make([]string, 0, len(old)+len(next))
+	for k := range old {
+		names = append(names, k)
+	}
+	for k := range next {
+		if _, ok := old[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	conds := make([]store.Condition, 0, len(names))
+	for _, k := range names {
+		if k == store.AttrPK || k == store.AttrSK {
+			continue
+		}
+		if v, ok := old[k]; ok {
+			conds = append(conds, store.Name(k).Equal(v))
+		} else {
+			conds = append(conds, store.Name(k).NotExists())
+		}
+	}
+	if len(conds) == 0 {
+		conds = append(conds, store.Name(store.AttrPK).Exists())
+	}
+	return store.MustBuild(store.Update{}, store.And(conds...))
+}
+
+// auditItem is the Put of one audit record. Its sort key holds the time
+// and a hash of the record (attempt included), so records of one
+// millisecond do not collide; the Put is conditional on the key being
+// new all the same.
+func (l *Limiter) auditItem(who string, action AuditAction, s Scope, before, after *AuditState, attempt int) store.TransactAction {
+	now := l.cfg.clock.Now()
+	b, a := encodeState(before), encodeState(after)
+	h := fnv.New64a()
+	for _, part := range []string{who, string(action), s.Entity, s.Resource, b, a, strconv.Itoa(attempt)} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	it := store.Item{
+		store.AttrPK:       store.Str(keys.AuditPK(l.cfg.namespace, s.Entity, s.Resource)),
+		store.AttrSK:       store.Str(keys.AuditSK(now, h.Sum64())),
+		attrAuditAt:        store.Int(now.UnixMilli()),
+		attrAuditPrincipal: store.Str(who),
+		attrAuditAction:    store.Str(string(action)),
+	}
+	if s.Entity != "" {
+		it[keys.AttrEntity] = store.Str(s.Entity)
+	}
+	if s.Resource != "" {
+		it[keys.AttrResource] = store.Str(s.Resource)
+	}
+	if b != "" {
+		it[attrAuditBefore] = store.Str(b)
+	}
+	if a != "" {
+		it[attrAuditAfter] = store.Str(a)
+	}
+	if r := l.cfg.auditRetention; r > 0 {
+		it[store.AttrTTL] = store.Int(now.Add(r).Unix())
+	}
+	return store.TransactAction{Put: &store.PutInput{Item: it,
+		Expr: store.MustBuild(store.Update{}, store.Name(store.AttrPK).NotExists())}}
+}
+
+// stateJSON is the stored form of an AuditState: JSON, so that tools
+// reading the table directly can use it too.
+type stateJSON struct {
+	Parent    string            `json:"parent,omitempty"`
+	Cascade   bool              `json:"cascade,omitempty"`
+	Limits    []storedLimitJSON `json:"limits,omitempty"`
+	Shards    int               `json:"shards,omitempty"`
+	Malformed string            `json:"malformed,omitempty"`
+}
+
+type storedLimitJSON struct {
+	Name     string `json:"name"`
+	Capacity int64  `json:"capacity"`
+	Burst    int64  `json:"burst"`
+	Refill   int64  `json:"refill"`
+	PeriodMs int64  `json:"period_ms"`
+}
+
+func encodeState(s *AuditState) string {
+	if s == nil {
+		return ""
+	}
+	j := stateJSON{Parent: s.Parent, Cascade: s.Cascade, Shards: s.Shards, Malformed: s.Malformed}
+	for _, x := range s.Limits {
+		j.Limits = append(j.Limits, storedLimitJSON{x.Name, x.Capacity, x.burst(), x.Refill, x.Period.Milliseconds()})
+	}
+	b, _ := json.Marshal(j) // plain strings, numbers and bools: cannot fail
+	return string(b)
+}
+
+func decodeState(s string, ok bool) (*AuditState, error) {
+	if !ok {
+		return nil, nil
+	}
+	var j stateJSON
+	if err := json.Unmarshal([]byte(s), &j); err != nil {
+		return nil, err
+	}
+	st := &AuditState{Parent: j.Parent, Cascade: j.Cascade, Shards: j.Shards, Malformed: j.Malformed}
+	for _, x := range j.Limits {
+		st.Limits = append(st.Limits, Limit{Name: x.Name, Capacity: x.Capacity, Burst: x.Burst, Refill: x.Refill,
+			Period: time.Duration(x.PeriodMs) * time.Millisecond})
+	}
+	return st, nil
+}
+
+// entityState and limitsState describe a stored entity or limits item for
+// an audit record.
+func entityState(it store.Item) *AuditState {
+	if it == nil {
+		return nil
+	}
+	e := decodeEntity("", it)
+	return &AuditState{Parent: e.Parent, Cascade: e.Cascade}
+}
+
+func limitsState(it store.Item) *AuditState {
+	if it == nil {
+		return nil
+	}
+	ls, _, err := limitsOf(it)
+	if err != nil {
+		return &AuditState{Malformed: err.Error()}
+	}
+	return &AuditState{Limits: ls}
+}
+
+// AuditQuery selects audit records.
+type AuditQuery struct {
+	// Entity selects the records of an entity: changes to it, to its
+	// stored limits (on every resource and per resource) and resets of its
+	// buckets. With Resource also set, only those about that resource.
+	Entity string
+	// Resource, with Entity "", selects the changes to the limits stored
+	// for the resource (Scope{Resource: r}).
+	Resource string
+	// Limit caps the records returned, newest first: 0 means 100; at most
+	// 1000.
+	Limit int
+}
+
+// Audit returns audit records, newest first (records of one millisecond in
+// no particular order; see AuditQuery). It issues
+// one strongly consistent Query; with both Entity and Resource set it
+// reads the entity's records up to the retention and keeps those of the
+// resource.
+func (l *Limiter) Audit(ctx context.Context, q AuditQuery) ([]AuditRecord, error) {
+	limit := q.Limit
+	switch {
+	case limit == 0:
+		limit = 100
+	case limit < 0 || limit > 1000:
+		return nil, invalid("AuditQuery.Limit", "%d must be between 0 (100) and 1000", q.Limit)
+	}
+	if q.Entity == "" && q.Resource == "" {
+		return nil, invalid("AuditQuery", "needs an Entity, a Resource or both")
+	}
+	if q.Entity != "" {
+		if err := checkEntity("AuditQuery.Entity", q.Entity); err != nil {
+			return nil, err
+		}
+	}
+	if q.Resource != "" {
+		if err := checkResource("AuditQuery.Resource", q.Resource); err != nil {
+			return nil, err
+		}
+	}
+	in := store.QueryInput{PartitionKey: keys.AuditPK(l.cfg.namespace, q.Entity, q.Resource), ConsistentRead: true}
+	filter := q.Entity != "" && q.Resource != ""
+	if !filter {
+		in.Limit = limit
+	}
+	out, err := l.st.Query(ctx, in)
+	if err != nil {
+		return nil, l.storeErr("audit", err)
+	}
+	var recs []AuditRecord
+	for _, it := range out.Items {
+		r, err := decodeAudit(it)
+		if err != nil {
+			return nil, err
+		}
+		if filter && r.Scope.Resource != q.Resource {
+			continue
+		}
+		if recs = append(recs, r); len(recs) == limit {
+			break
+		}
+	}
+	return recs, nil
+}
+
+func decodeAudit(it store.Item) (AuditRecord, error) {
+	var r AuditRecord
+	at, _ := it.Int(attrAuditAt)
+	r.At = time.UnixMilli(at).UTC()
+	r.Principal, _ = it.Str(attrAuditPrincipal)
+	a, _ := it.Str(attrAuditAction)
+	r.Action = AuditAction(a)
+	r.Scope.Entity, _ = it.Str(keys.AttrEntity)
+	r.Scope.Resource, _ = it.Str(keys.AttrResource)
+	var err1, err2 error
+	r.Before, err1 = decodeState(it.Str(attrAuditBefore))
+	r.After, err2 = decodeState(it.Str(attrAuditAfter))
+	if err := errors.Join(err1, err2); err != nil {
+		sk, _ := it.Str(store.AttrSK)
+		return AuditRecord{}, fmt.Errorf("limiter: malformed audit record %s: %w", sk, err)
+	}
+	return r, nil
+}

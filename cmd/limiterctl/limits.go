@@ -1,0 +1,205 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/shardlimit/limiter"
+)
+
+func init() {
+	scoped := func(c *cmdCtx) func() limiter.Scope {
+		entity := c.stringFlag("entity", "", "the entity (with --resource: on that resource only)")
+		resource := c.stringFlag("resource", "", "the resource (without --entity: for every entity)")
+		return func() limiter.Scope { return limiter.Scope{Entity: *entity, Resource: *resource} }
+	}
+	register(
+		&command{path: "limits get", short: "the limits stored for a scope (--entity, --resource or both)",
+			setup: func(c *cmdCtx) func() error {
+				scope := scoped(c)
+				return func() error { return limitsGet(c, scope()) }
+			}},
+		&command{path: "limits set", args: "LIMIT...", minArgs: 1, maxArgs: -1,
+			short: "store limits for a scope: name:rate[/period][:burst], e.g. rpm:100/min:150",
+			setup: func(c *cmdCtx) func() error {
+				scope := scoped(c)
+				return func() error { return limitsSet(c, scope()) }
+			}},
+		&command{path: "limits delete", short: "delete the limits stored for a scope",
+			setup: func(c *cmdCtx) func() error {
+				scope := scoped(c)
+				return func() error { return limitsDelete(c, scope()) }
+			}},
+		&command{path: "limits list", short: "every limit stored in the namespace (or for one --entity)",
+			setup: func(c *cmdCtx) func() error {
+				entity := c.stringFlag("entity", "", "only this entity's")
+				return func() error { return limitsList(c, *entity) }
+			}},
+		&command{path: "limits export", short: "write the namespace's stored limits as a manifest (for plan, apply, diff)",
+			setup: func(c *cmdCtx) func() error {
+				file := c.stringFlag("f", "", "write to this file instead of standard output")
+				return func() error { return limitsExport(c, *file) }
+			}},
+	)
+	for _, m := range []struct {
+		name, short string
+		mode        planMode
+	}{
+		{"plan", "print what apply would change to make the namespace's stored limits the manifest's", planOnly},
+		{"apply", "make the namespace's stored limits the manifest's (idempotent)", planApply},
+		{"diff", "print the differences; exit 1 when the table differs from the manifest (for CI)", planDiff},
+	} {
+		register(&command{path: "limits " + m.name, short: m.short,
+			setup: func(c *cmdCtx) func() error {
+				file := c.stringFlag("f", "", "the manifest (YAML; - for standard input)")
+				keep := c.boolFlag("keep-unlisted", "leave stored limits the manifest does not list alone (default: they are deleted)")
+				return func() error { return limitsPlan(c, *file, *keep, m.mode) }
+			}})
+	}
+}
+
+func (c *cmdCtx) needScope(s limiter.Scope) error {
+	if s.Entity == "" && s.Resource == "" {
+		return usageErrorf("%s needs --entity, --resource or both", c.cmd.path)
+	}
+	return nil
+}
+
+// storedFor reads the limits stored for exactly s.
+func (c *cmdCtx) storedFor(s limiter.Scope) (*limiter.Limiter, []limiter.Limit, bool, error) {
+	if err := c.needScope(s); err != nil {
+		return nil, nil, false, err
+	}
+	lim, err := c.limiter()
+	if err != nil {
+		return nil, nil, false, err
+	}
+	ls, ok, err := lim.GetLimits(c.ctx, s)
+	return lim, ls, ok, err
+}
+
+func limitsGet(c *cmdCtx, s limiter.Scope) error {
+	_, ls, ok, err := c.storedFor(s)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("no limits stored for %v in namespace %q; set them with limiterctl limits set", s, c.namespace)
+	}
+	return c.printLimits(s, ls)
+}
+
+func (c *cmdCtx) printLimits(s limiter.Scope, ls []limiter.Limit) error {
+	if c.json() {
+		return c.printJSON(storedLimitsJSON{Entity: s.Entity, Resource: s.Resource, Limits: limitsJSON(ls)})
+	}
+	w := c.tabular("LIMIT", "SPEC", "CAPACITY", "BURST", "REFILL", "PERIOD")
+	for _, l := range ls {
+		row(w, l.Name, describeLimit(l), l.Capacity, burstOf(l), l.Refill, formatPeriod(l.Period))
+	}
+	return w.Flush()
+}
+
+type storedLimitsJSON struct {
+	Entity   string      `json:"entity,omitempty"`
+	Resource string      `json:"resource,omitempty"`
+	Limits   []limitJSON `json:"limits"`
+}
+
+func storedJSON(stored []limiter.StoredLimits) []storedLimitsJSON {
+	out := make([]storedLimitsJSON, len(stored))
+	for i, s := range stored {
+		out[i] = storedLimitsJSON{s.Scope.Entity, s.Scope.Resource, limitsJSON(s.Limits)}
+	}
+	return out
+}
+
+func limitsSet(c *cmdCtx, s limiter.Scope) error {
+	if err := c.needScope(s); err != nil {
+		return err
+	}
+	ls, err := parseLimits(c.args)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	lim, err := c.limiter()
+	if err != nil {
+		return err
+	}
+	if err := lim.PutLimits(c.ctx, s, ls); err != nil {
+		return err
+	}
+	if c.json() {
+		return c.printLimits(s, ls)
+	}
+	fmt.Fprintf(c.stdout, "Stored for %v: %s.\n", s, describeLimits(ls))
+	return nil
+}
+
+func limitsDelete(c *cmdCtx, s limiter.Scope) error {
+	lim, ls, ok, err := c.storedFor(s)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("no limits stored for %v in namespace %q; nothing deleted (limiterctl limits list shows what is stored)", s, c.namespace)
+	}
+	if err := lim.DeleteLimits(c.ctx, s); err != nil {
+		return err
+	}
+	if c.json() {
+		return c.printJSON(map[string]any{"deleted": storedLimitsJSON{s.Entity, s.Resource, limitsJSON(ls)}})
+	}
+	fmt.Fprintf(c.stdout, "Deleted the limits of %v (%s).\n", s, describeLimits(ls))
+	return nil
+}
+
+func limitsList(c *cmdCtx, entity string) error {
+	lim, err := c.limiter()
+	if err != nil {
+		return err
+	}
+	stored, err := lim.ListLimits(c.ctx, entity)
+	if err != nil {
+		return err
+	}
+	if c.json() {
+		return c.printJSON(storedJSON(stored))
+	}
+	w := c.tabular("ENTITY", "RESOURCE", "LIMITS")
+	for _, s := range stored {
+		row(w, orDash(s.Scope.Entity), orDash(s.Scope.Resource), describeLimits(s.Limits))
+	}
+	return w.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func limitsExport(c *cmdCtx, file string) error {
+	lim, err := c.limiter()
+	if err != nil {
+		return err
+	}
+	stored, err := lim.ListLimits(c.ctx, "")
+	if err != nil {
+		return err
+	}
+	b, err := encodeManifest(c.namespace, stored)
+	if err != nil {
+		return err
+	}
+	if file == "" || file == "-" {
+		_, err = c.stdout.Write(b)
+		return err
+	}
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stderr, "Wrote %d scope(s) of namespace %q to %s.\n", len(stored), c.namespace, file)
+	return nil
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/shardlimit/limiter"
+)
+
+func init() {
+	register(&command{path: "status", args: "ENTITY [RESOURCE]", minArgs: 1, maxArgs: 2,
+		short: "limits, tokens available (summed over shards), shard count and time to full of an entity's buckets",
+		setup: func(c *cmdCtx) func() error {
+			var defaults limitFlags
+			c.fs.Var(&defaults, "limit", "a limit your service requests (name:rate[/period][:burst]); repeat for several. "+
+				"Used when nothing is stored for the bucket; default: the limits the bucket was last written with")
+			return func() error { return status(c, defaults) }
+		}})
+}
+
+// limitFlags is a repeatable --limit flag.
+type limitFlags []string
+
+func (f *limitFlags) String() string     { return strings.Join(*f, " ") }
+func (f *limitFlags) Set(s string) error { *f = append(*f, s); return nil }
+
+// limitState is one limit of a bucket as status shows it.
+type limitState struct {
+	Limit     limitJSON `json:"limit"`
+	Available int64     `json:"available"`
+	// TimeToFull is how long until the bucket holds its burst again, if
+	// nothing is consumed meanwhile (whole tokens, rounded up).
+	TimeToFull   time.Duration `json:"-"`
+	TimeToFullMs int64         `json:"time_to_full_ms"`
+}
+
+type bucketStatus struct {
+	Entity   string `json:"entity"`
+	Resource string `json:"resource"`
+	Exists   bool   `json:"exists"`
+	Shards   int    `json:"shards"`
+	// StoredFor lists the scopes with limits stored for this bucket, most
+	// specific first; Request says which limits status passed as the
+	// request's: "--limit", "the bucket" (those it was last written with)
+	// or "" (none needed).
+	StoredFor []string     `json:"stored_for"`
+	Request   string       `json:"request_limits"`
+	Limits    []limitState `json:"limits"`
+}
+
+func status(c *cmdCtx, defaults limitFlags) error {
+	given, err := parseLimits(defaults)
+	if err != nil {
+		return usageErrorf("--limit: %v", err)
+	}
+	lim, err := c.limiter()
+	if err != nil {
+		return err
+	}
+	entity, resource := c.args[0], ""
+	if len(c.args) == 2 {
+		resource = c.args[1]
+	}
+	buckets, err := lim.Buckets(c.ctx, entity, resource)
+	if err != nil {
+		return err
+	}
+	if resource != "" && len(buckets) == 0 {
+		buckets = []limiter.BucketInfo{{Entity: entity, Resource: resource}} // never written, expired or reset: full
+	}
+	if len(buckets) == 0 {
+		return fmt.Errorf("entity %q has no buckets in namespace %q (never charged, expired or reset); name a RESOURCE to see its limits", entity, c.namespace)
+	}
+	var out []bucketStatus
+	for _, b := range buckets {
+		st, err := bucketState(c, lim, b, given)
+		if err != nil {
+			return err
+		}
+		out = append(out, st)
+	}
+	if c.json() {
+		return c.printJSON(out)
+	}
+	w := c.tabular("RESOURCE", "SHARDS", "LIMIT", "AVAILABLE", "BURST", "RATE", "FULL IN", "STORED FOR")
+	for _, b := range out {
+		shards := fmt.Sprint(b.Shards)
+		if !b.Exists {
+			shards = "- (full)"
+		}
+		for _, l := range b.Limits {
+			row(w, b.Resource, shards, l.Limit.Name, l.Available, l.Limit.Burst,
+				fmt.Sprintf("%d/%s", l.Limit.Refill, l.Limit.Period), roundDuration(l.TimeToFull), orDash(strings.Join(b.StoredFor, ", ")))
+		}
+	}
+	return w.Flush()
+}
+
+// bucketState reads one bucket's balance. The request's limits it passes
+// are --limit, else those the bucket was last written with; the limiter
+// resolves the stored ones over them, as for an acquire.
+func bucketState(c *cmdCtx, lim *limiter.Limiter, b limiter.BucketInfo, given []limiter.Limit) (bucketStatus, error) {
+	st := bucketStatus{Entity: b.Entity, Resource: b.Resource, Exists: b.Shards > 0, Shards: b.Shards}
+	var err error
+	if st.StoredFor, err = storedScopes(c, lim, b.Entity, b.Resource); err != nil {
+		return st, err
+	}
+	defaults := given
+	switch {
+	case len(given) > 0:
+		st.Request = "--limit"
+	case len(b.Limits) > 0:
+		st.Request, defaults = "the bucket", b.Limits
+	case len(st.StoredFor) == 0:
+		return st, usageErrorf("no limits stored for %s on %s and the bucket holds none: pass the limits your service requests with --limit", b.Entity, b.Resource)
+	}
+	avail, err := available(c.ctx, lim, b.Entity, b.Resource, defaults)
+	if err != nil {
+		return st, err
+	}
+	for _, a := range avail {
+		st.Limits = append(st.Limits, limitState{Limit: toJSON(a.limit), Available: a.tokens,
+			TimeToFull: timeToFull(a.limit, a.tokens), TimeToFullMs: timeToFull(a.limit, a.tokens).Milliseconds()})
+	}
+	return st, nil
+}
+
+// availability is one limit's balance summed over shards.
+type availability struct {
+	limit  limiter.Limit
+	tokens int64
+}
+
+// available is the one place limiterctl reads balances through the
+// library's status API.
+func available(ctx context.Context, lim *limiter.Limiter, entity, resource string, defaults []limiter.Limit) ([]availability, error) {
+	av, err := lim.Status(ctx, entity, resource, defaults)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]availability, len(av))
+	for i, a := range av {
+		out[i] = availability{a.Limit, a.Remaining}
+	}
+	return out, nil
+}
+
+// storedScopes names the scopes with limits stored for (entity,
+// resource), most specific first.
+func storedScopes(c *cmdCtx, lim *limiter.Limiter, entity, resource string) ([]string, error) {
+	var names []string
+	for _, s := range []struct {
+		scope limiter.Scope
+		name  string
+	}{
+		{limiter.Scope{Entity: entity, Resource: resource}, "entity on resource"},
+		{limiter.Scope{Entity: entity}, "entity"},
+		{limiter.Scope{Resource: resource}, "resource"},
+	} {
+		_, ok, err := lim.GetLimits(c.ctx, s.scope)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			names = append(names, s.name)
+		}
+	}
+	return names, nil
+}
+
+// timeToFull is how long a limit at tokens takes to refill to its burst.
+func timeToFull(l limiter.Limit, tokens int64) time.Duration {
+	deficit := burstOf(l) - tokens
+	if deficit <= 0 {
+		return 0
+	}
+	// In float: deficit × period overflows int64 for large limits; this is
+	// for display, to the millisecond.
+	ms := math.Ceil(float64(deficit) / float64(l.Refill) * float64(l.Period.Milliseconds()))
+	if ms >= float64(math.MaxInt64/int64(time.Millisecond)) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+func roundDuration(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "full"
+	case d < time.Second:
+		return d.String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}

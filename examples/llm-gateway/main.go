@@ -1,0 +1,153 @@
+// Command llm-gateway is an example service: an LLM-style completion
+// endpoint limited per API key and model, to requests and tokens a minute,
+// with its state in DynamoDB. See README.md.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"log"
+	"net/http"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/httplimit"
+	"github.com/shardlimit/limiter/store/dynamo"
+)
+
+// Every key gets these limits per model; premiumKey gets ten times as
+// much, stored in the table.
+var (
+	defaultLimits = []limiter.Limit{limiter.PerMinute("rpm", 10), limiter.PerMinute("tpm", 1_000)}
+	premiumLimits = []limiter.Limit{limiter.PerMinute("rpm", 100), limiter.PerMinute("tpm", 10_000)}
+)
+
+const premiumKey = "sk-premium"
+
+func main() {
+	addr := flag.String("addr", "localhost:8080", "address to listen on")
+	endpoint := flag.String("dynamodb", "http://localhost:8000", "DynamoDB endpoint; empty for AWS, configured from the environment")
+	table := flag.String("table", "rate-limits", "DynamoDB table, created if missing")
+	flag.Parse()
+	lim, err := setup(context.Background(), *endpoint, *table)
+	if err != nil {
+		log.Fatal(err)
+	}
+	h, err := newHandler(lim)
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("listening on http://%s", *addr)
+	log.Fatal(http.ListenAndServe(*addr, h))
+}
+
+// setup provisions the table and returns a limiter on it, with the
+// premium key's limits stored.
+func setup(ctx context.Context, endpoint, table string) (*limiter.Limiter, error) {
+	var opts []func(*config.LoadOptions) error
+	if endpoint != "" { // DynamoDB Local takes any credentials
+		opts = append(opts, config.WithRegion("us-east-1"),
+			config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	client := dynamo.NewClient(cfg, func(o *dynamodb.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+			// DynamoDB Local sends no CRC32 with its errors; the SDK would
+			// log a checksum warning for every refused write.
+			o.DisableValidateResponseChecksum = true
+		}
+	})
+	if err := dynamo.CreateTable(ctx, client, table); err != nil {
+		return nil, err
+	}
+	lim, err := limiter.New(dynamo.New(client, table), limiter.WithNamespace("llm-gateway"))
+	if err != nil {
+		return nil, err
+	}
+	return lim, lim.PutLimits(ctx, limiter.Scope{Entity: entityOf(premiumKey)}, premiumLimits)
+}
+
+func newHandler(lim *limiter.Limiter) (http.Handler, error) {
+	mw, err := httplimit.New(lim, apiKey, httplimit.WithLimits(defaultLimits...), httplimit.WithCost(estimate))
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/models/{model}/complete", mw.Handler(http.HandlerFunc(complete)))
+	return mux, nil
+}
+
+// apiKey limits a request as its bearer token on the model in the path.
+func apiKey(r *http.Request) (entity, resource string, err error) {
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || key == "" {
+		return "", "", &httplimit.RequestError{Status: http.StatusUnauthorized, Err: errors.New("send Authorization: Bearer <key>")}
+	}
+	return entityOf(key), r.PathValue("model"), nil
+}
+
+// entityOf hashes an API key into an entity id: ids must match the
+// limiter's rule, and a secret has no business in the table.
+func entityOf(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "key-" + hex.EncodeToString(sum[:16])
+}
+
+type completion struct {
+	Prompt    string `json:"prompt"`
+	MaxTokens int64  `json:"max_tokens"`
+}
+
+// estimate charges one request and the most tokens it can use: the
+// prompt plus max_tokens. The handler reports the real count.
+func estimate(r *http.Request) (map[string]int64, error) {
+	c, err := decode(r)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]int64{"rpm": 1, "tpm": tokens(c.Prompt) + c.MaxTokens}, nil
+}
+
+// decode reads the JSON body and puts it back for the handler.
+func decode(r *http.Request) (completion, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	c := completion{MaxTokens: 100}
+	if err == nil {
+		err = json.Unmarshal(body, &c)
+	}
+	if err == nil && (c.MaxTokens < 1 || c.MaxTokens > 500) {
+		err = errors.New("max_tokens must be between 1 and 500")
+	}
+	return c, err
+}
+
+// tokens counts words, this model's tokens.
+func tokens(s string) int64 { return int64(len(strings.Fields(s))) }
+
+// complete is the "model": it echoes the prompt back, at most max_tokens
+// words of it, and reports what the call really used.
+func complete(w http.ResponseWriter, r *http.Request) {
+	c, _ := decode(r) // the cost function checked it
+	words := strings.Fields(c.Prompt)
+	out := strings.Join(words[:min(int64(len(words)), c.MaxTokens)], " ")
+	used := tokens(c.Prompt) + tokens(out)
+	httplimit.ReportCost(r.Context(), map[string]int64{"tpm": used})
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"model": r.PathValue("model"), "text": out, "total_tokens": used})
+}

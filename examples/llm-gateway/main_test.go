@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/shardlimit/limiter/dynamotest"
+	"github.com/shardlimit/limiter/httplimit"
+)
+
+// The service as its README runs it, on DynamoDB Local: the table is
+// provisioned, the headers count down, the real token count is charged,
+// the premium key's stored limits apply, and the eleventh request is
+// refused.
+func TestServiceOnDynamoDBLocal(t *testing.T) {
+	srv := dynamotest.Start(t)
+	table := "llm-gateway-test"
+	t.Cleanup(func() {
+		_, _ = srv.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table})
+	})
+	lim, err := setup(context.Background(), srv.Endpoint, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := newHandler(lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	post := func(key, body string) *http.Response {
+		req, _ := http.NewRequest("POST", ts.URL+"/v1/models/echo-1/complete", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+
+	// Charged 3 + 10 tokens, used 3 + 3.
+	resp := post("sk-alice", `{"prompt":"one two three","max_tokens":10}`)
+	var out struct {
+		TotalTokens int64 `json:"total_tokens"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 || out.TotalTokens != 6 {
+		t.Fatalf("%s %+v %v", resp.Status, out, err)
+	}
+	if got := resp.Header.Get("RateLimit-Policy"); got != `"rpm";q=10;w=60, "tpm";q=1000;w=60` {
+		t.Errorf("RateLimit-Policy %q", got)
+	}
+	// What refills meanwhile (1000 tokens a minute) may add a few tokens.
+	if rpm, tpm := remaining(resp); rpm != 9 || tpm < 987 || tpm > 990 {
+		t.Errorf("RateLimit %q", resp.Header.Get("RateLimit"))
+	}
+	// 1000 - 6 - (1 + 100): the first request was adjusted to the 6 tokens
+	// it used.
+	resp = post("sk-alice", `{"prompt":"again"}`)
+	if _, tpm := remaining(resp); tpm < 893 || tpm > 900 {
+		t.Errorf("the second request's RateLimit %q, want tpm r in [893, 900]", resp.Header.Get("RateLimit"))
+	}
+	for i := 3; i <= 10; i++ {
+		post("sk-alice", `{"prompt":"x","max_tokens":1}`)
+	}
+	resp = post("sk-alice", `{"prompt":"x","max_tokens":1}`)
+	var p httplimit.Problem
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("eleventh request: %s %+v", resp.Status, p)
+	}
+
+	resp = post("sk-premium", `{"prompt":"hi"}`)
+	if got := resp.Header.Get("RateLimit-Policy"); resp.StatusCode != 200 || got != `"rpm";q=100;w=60, "tpm";q=10000;w=60` {
+		t.Errorf("premium: %s %q", resp.Status, got)
+	}
+	if resp = post("", `{}`); resp.StatusCode != 401 {
+		t.Errorf("no key: %s", resp.Status)
+	}
+	if resp = post("sk-bob", `{"max_tokens":9999}`); resp.StatusCode != 400 {
+		t.Errorf("max_tokens 9999: %s", resp.Status)
+	}
+}
+
+var remainingRE = regexp.MustCompile(`"(rpm|tpm)";r=(\d+);`)
+
+// remaining returns the r of rpm and tpm in a response's RateLimit field.
+func remaining(resp *http.Response) (rpm, tpm int) {
+	for _, m := range remainingRE.FindAllStringSubmatch(resp.Header.Get("RateLimit"), -1) {
+		n, _ := strconv.Atoi(m[2])
+		if m[1] == "rpm" {
+			rpm = n
+		} else {
+			tpm = n
+		}
+	}
+	return rpm, tpm
+}

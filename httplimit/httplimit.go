@@ -1,0 +1,264 @@
+// Package httplimit is net/http middleware over a [limiter.Limiter]: each
+// request is charged to a bucket before the handler runs, refused with 429
+// when a limit lacks tokens, and told its state in the RateLimit header
+// fields.
+//
+//	mw, err := httplimit.New(lim, apiKey,
+//		httplimit.WithLimits(limiter.PerMinute("rpm", 100), limiter.PerMinute("tpm", 10_000)),
+//		httplimit.WithCost(estimateTokens))
+//	http.Handle("/v1/chat", mw.Handler(chat))
+//
+// For each request the middleware
+//
+//  1. asks the [KeyFunc] for the entity and resource (an error answers 400,
+//     or the status of a [RequestError]; an empty entity skips limiting);
+//  2. asks the [CostFunc] for the tokens to take per limit (default: one of
+//     each limit given to [WithLimits]);
+//  3. calls Acquire: one conditional write on the hot path, whose answer
+//     carries every limit's state, so the headers cost no extra round trip;
+//  4. on admission, sets the RateLimit-Policy and RateLimit fields, runs the
+//     handler with the lease in the request's context, then settles the
+//     lease: Adjust by the difference between the cost the handler reported
+//     with [ReportCost] and the estimate, then Commit;
+//  5. on refusal, sets the fields and Retry-After and answers 429 with an
+//     application/problem+json body (RFC 9457) naming the limits exceeded.
+//
+// When the store fails, the limiter's policy decides: under fail-open the
+// handler runs (without RateLimit fields: a lease granted that way has no
+// state), under fail-closed the answer is 503 with a problem body.
+//
+// # The header fields
+//
+// They follow the IETF draft "RateLimit header fields for HTTP"
+// (https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/):
+// structured-field lists with one item per limit, named by the limit's
+// name (a cascade parent's with [ParentPrefix]), tightest first: exceeded
+// limits (the longest wait first), then by the fraction of the burst
+// remaining.
+//
+//	RateLimit-Policy: "rpm";q=100;w=60, "tpm";q=10000;w=60
+//	RateLimit: "rpm";r=99;t=1, "tpm";r=9500;t=3
+//
+// In RateLimit-Policy, q is the limit's burst and w the seconds it takes
+// to refill it from empty, rounded up (when that is under a second, w is 1
+// and q what the limit refills in a second).
+// The limits are those that applied: stored overrides included. In
+// RateLimit, r is the tokens remaining after this request's charge (never
+// below 0) and t the seconds until the limit is full again, both from the
+// item the write returned (for a sharded bucket, estimates: see
+// limiter.LimitState). A refusal caps every t at its Retry-After. The
+// optional "qu" (quota unit) and "pk" (partition key) parameters are not
+// sent. [ExposeLimits] chooses which limits appear.
+//
+// The fields describe the request's charge as acquired: an Adjust after
+// the handler (the real cost) comes after they were sent.
+package httplimit
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/shardlimit/limiter"
+)
+
+// KeyFunc returns the entity a request is limited as (an API key, hashed
+// into a valid id, a user, a tenant) and the resource it uses (a model, a
+// route). An error answers the request with its [RequestError] status, or
+// 400; its message is the problem's detail, shown to the client. An empty
+// entity and a nil error let the request through unlimited, without
+// header fields (health checks, internal callers).
+type KeyFunc func(r *http.Request) (entity, resource string, err error)
+
+// CostFunc returns the tokens a request takes per limit name
+// (limiter.Request.Consume): an estimate the handler may correct with
+// [ReportCost]. An error answers as for [KeyFunc]. A function that reads
+// the request body must put back what it read for the handler.
+type CostFunc func(r *http.Request) (map[string]int64, error)
+
+// ErrorHandler answers a request the middleware does not pass to the
+// handler. err is a *limiter.RateLimitedError (the RateLimit fields and
+// Retry-After are already set), a *[RequestError], an
+// *limiter.UnavailableError, or another error of the limiter. The default
+// is [WriteError].
+type ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
+
+// Middleware rate-limits the requests of the handlers it wraps. Create it
+// with [New]; it is safe for concurrent use.
+type Middleware struct {
+	lim           *limiter.Limiter
+	key           KeyFunc
+	cost          CostFunc
+	limits        []limiter.Limit
+	policy        limiter.Policy
+	logger        *slog.Logger
+	onError       ErrorHandler
+	keep          func(name string) bool
+	adjustTimeout time.Duration
+}
+
+// Option configures a Middleware.
+type Option func(*Middleware)
+
+// WithLimits sets the limits each request is charged against
+// (limiter.Request.Limits). Limits stored for the entity or resource
+// override them (see limiter.Scope); without any, only stored limits
+// apply.
+func WithLimits(limits ...limiter.Limit) Option {
+	return func(m *Middleware) { m.limits = append([]limiter.Limit(nil), limits...) }
+}
+
+// WithCost sets the cost function. The default takes one token of each
+// limit given to WithLimits; without WithLimits, a cost function is
+// required.
+func WithCost(f CostFunc) Option { return func(m *Middleware) { m.cost = f } }
+
+// WithPolicy overrides the limiter's unavailability policy for these
+// requests (limiter.Request.Policy); the default follows the limiter.
+func WithPolicy(p limiter.Policy) Option { return func(m *Middleware) { m.policy = p } }
+
+// WithLogger sets the logger (default slog.Default()): Error for requests
+// answered 500, Warn for a settlement (Adjust) that failed.
+func WithLogger(l *slog.Logger) Option { return func(m *Middleware) { m.logger = l } }
+
+// WithErrorHandler replaces [WriteError], for example to answer in an
+// API's own error format. It may call WriteError for the errors it does
+// not handle.
+func WithErrorHandler(h ErrorHandler) Option { return func(m *Middleware) { m.onError = h } }
+
+// ExposeLimits shows only the named limits in the RateLimit fields (a
+// cascade parent's as "parent/NAME"); with no names, the fields are not
+// sent at all. The default shows every limit. Retry-After and the 429
+// body are sent regardless.
+func ExposeLimits(names ...string) Option {
+	return func(m *Middleware) {
+		set := make(map[string]bool, len(names))
+		for _, n := range names {
+			set[n] = true
+		}
+		m.keep = func(name string) bool { return set[name] }
+	}
+}
+
+// WithAdjustTimeout bounds the Adjust that settles a lease after the
+// handler (default 2 s). It runs even when the client has gone away.
+func WithAdjustTimeout(d time.Duration) Option { return func(m *Middleware) { m.adjustTimeout = d } }
+
+// New returns middleware that limits requests with lim, keyed by key. It
+// checks the options: a nil limiter or key function, an invalid limit, or
+// no cost function without limits is an error.
+func New(lim *limiter.Limiter, key KeyFunc, opts ...Option) (*Middleware, error) {
+	m := &Middleware{lim: lim, key: key, logger: slog.Default(), onError: WriteError, adjustTimeout: 2 * time.Second}
+	for _, o := range opts {
+		o(m)
+	}
+	switch {
+	case lim == nil:
+		return nil, errors.New("httplimit: the limiter is nil")
+	case key == nil:
+		return nil, errors.New("httplimit: the key function is nil")
+	case m.cost == nil && len(m.limits) == 0:
+		return nil, errors.New("httplimit: WithCost is required without WithLimits")
+	case m.logger == nil || m.onError == nil:
+		return nil, errors.New("httplimit: WithLogger and WithErrorHandler need a non-nil argument")
+	case m.adjustTimeout <= 0:
+		return nil, errors.New("httplimit: WithAdjustTimeout needs a positive duration")
+	}
+	for _, l := range m.limits {
+		if err := l.Validate(); err != nil {
+			return nil, errors.Join(errors.New("httplimit: WithLimits"), err)
+		}
+	}
+	if m.cost == nil {
+		one := make(map[string]int64, len(m.limits))
+		for _, l := range m.limits {
+			one[l.Name] = 1
+		}
+		m.cost = func(*http.Request) (map[string]int64, error) { return one, nil }
+	}
+	return m, nil
+}
+
+// Handler returns next wrapped by the middleware.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entity, resource, err := m.key(r)
+		if err == nil && entity == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var consume map[string]int64
+		if err == nil {
+			consume, err = m.cost(r)
+		}
+		if err != nil {
+			m.onError(w, r, asRequestError(err))
+			return
+		}
+		lease, err := m.lim.Acquire(r.Context(), limiter.Request{Entity: entity, Resource: resource,
+			Limits: m.limits, Consume: consume, Policy: m.policy})
+		if err != nil {
+			m.refuse(w, r, err)
+			return
+		}
+		if m.keep == nil {
+			SetLeaseHeaders(w.Header(), lease)
+		} else {
+			setFields(w.Header(), named(lease.Limits(), lease.ParentLimits(), m.keep), 0)
+		}
+		u := &usage{lease: lease, charged: consume}
+		defer m.settle(r, u)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), usageKey{}, u)))
+	})
+}
+
+// refuse answers a request Acquire did not admit.
+func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	var rl *limiter.RateLimitedError
+	var ve *limiter.ValidationError
+	switch {
+	case errors.As(err, &rl):
+		setRefusal(w.Header(), rl, m.keep)
+	case errors.As(err, &ve) && fromRequest(ve.Field):
+		err = &RequestError{Status: http.StatusBadRequest, Err: err}
+	case r.Context().Err() != nil:
+		// The client went away: nobody reads the answer.
+		m.logger.Debug("httplimit: request ended before its acquire", "err", err)
+	case !errors.Is(err, limiter.ErrUnavailable):
+		m.logger.Error("httplimit: acquire failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	m.onError(w, r, err)
+}
+
+// fromRequest reports whether a validation error is about what the key and
+// cost functions derived from the request (a client error), rather than
+// the middleware's configuration.
+func fromRequest(field string) bool {
+	return field == "Request.Entity" || field == "Request.Resource" || strings.HasPrefix(field, "Request.Consume[")
+}
+
+func asRequestError(err error) error {
+	var re *RequestError
+	if errors.As(err, &re) {
+		return err
+	}
+	return &RequestError{Status: http.StatusBadRequest, Err: err}
+}
+
+// settle adjusts the lease by the cost the handler reported, then commits
+// it. A lease the handler ended itself is left alone.
+func (m *Middleware) settle(r *http.Request, u *usage) {
+	if delta := u.delta(); len(delta) > 0 {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), m.adjustTimeout)
+		err := u.lease.Adjust(ctx, delta)
+		cancel()
+		if err != nil && !errors.Is(err, limiter.ErrLeaseEnded) {
+			m.logger.Warn("httplimit: adjusting to the reported cost failed", "method", r.Method, "path", r.URL.Path,
+				"delta", delta, "err", err)
+		}
+	}
+	_ = u.lease.Commit() // ErrLeaseEnded: the handler ended it
+}

@@ -1,0 +1,202 @@
+// Package limiterotel records a limiter's calls as OpenTelemetry metrics:
+// a [limiter.Observer] on the go.opentelemetry.io/otel/metric API. It is a
+// module of its own (github.com/shardlimit/limiter/otel), so that the
+// limiter itself does not depend on OpenTelemetry.
+//
+//	obs, err := limiterotel.New(otel.GetMeterProvider())
+//	lim, err := limiter.New(st, limiter.WithObserver(obs))
+//
+// Instruments (meter "github.com/shardlimit/limiter/otel"):
+//
+//	limiter.calls               counter    {call}        op, outcome, path
+//	limiter.call.duration       histogram  s             op, outcome
+//	limiter.store.round_trips   counter    {round_trip}  op
+//	limiter.store.read_units    counter    {RCU}         op
+//	limiter.store.write_units   counter    {WCU}         op
+//	limiter.store.throttles     counter    {throttle}    op
+//	limiter.shard.doublings     counter    {doubling}    op
+//	limiter.fail_open           counter    {call}        op
+//
+// Attributes: limiter.op is "acquire", "adjust", "rollback" or "status";
+// limiter.outcome is "admitted", "rejected", "unavailable" or "invalid";
+// limiter.path is the last write path ("speculative", "full", "create",
+// "normal", "retry", "reject", "fail-open", or "none" when no write was
+// made). With [WithResource], every instrument also carries
+// limiter.resource. Entity ids are never attributes: there are too many.
+//
+// Through the Prometheus exporter the names become limiter_calls_total,
+// limiter_call_duration_seconds, limiter_store_round_trips_total and so on.
+package limiterotel
+
+import (
+	"context"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/shardlimit/limiter"
+)
+
+// ScopeName is the instrumentation scope (meter name) of the instruments.
+const ScopeName = "github.com/shardlimit/limiter/otel"
+
+// Attribute keys.
+const (
+	AttrOp       = attribute.Key("limiter.op")
+	AttrOutcome  = attribute.Key("limiter.outcome")
+	AttrPath     = attribute.Key("limiter.path")
+	AttrResource = attribute.Key("limiter.resource")
+)
+
+// DurationBuckets are the histogram bucket bounds of limiter.call.duration,
+// in seconds: from a fast DynamoDB round trip (a few ms) to a throttled
+// call that waited out its retries.
+var DurationBuckets = []float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5}
+
+// Option configures an Observer.
+type Option func(*options)
+
+type options struct {
+	resource bool
+	attrs    []attribute.KeyValue
+}
+
+// WithResource adds the request's resource as attribute limiter.resource.
+// Use it when resources are few (model names, API routes): each one
+// multiplies the number of series.
+func WithResource() Option { return func(o *options) { o.resource = true } }
+
+// WithAttributes adds constant attributes to every measurement, such as
+// the limiter's namespace.
+func WithAttributes(kv ...attribute.KeyValue) Option {
+	return func(o *options) { o.attrs = append(o.attrs, kv...) }
+}
+
+// Observer implements limiter.Observer with OpenTelemetry instruments. It is
+// safe for concurrent use; create it with New.
+type Observer struct {
+	opts       options
+	calls      metric.Int64Counter
+	duration   metric.Float64Histogram
+	roundTrips metric.Int64Counter
+	readUnits  metric.Float64Counter
+	writeUnits metric.Float64Counter
+	throttles  metric.Int64Counter
+	doublings  metric.Int64Counter
+	failOpen   metric.Int64Counter
+
+	// sets caches the attribute sets of each combination seen, so that a
+	// call allocates none.
+	sets sync.Map // setKey -> *attrSets
+}
+
+var _ limiter.Observer = (*Observer)(nil)
+
+type setKey struct {
+	op, resource string
+	outcome      limiter.Outcome
+	path         limiter.Path
+}
+
+type attrSets struct {
+	call    metric.MeasurementOption // op, outcome, path
+	outcome metric.MeasurementOption // op, outcome
+	op      metric.MeasurementOption // op
+}
+
+// New returns an Observer whose instruments come from mp's meter
+// ScopeName. It fails only when mp cannot create an instrument.
+func New(mp metric.MeterProvider, opts ...Option) (*Observer, error) {
+	o := &Observer{}
+	for _, f := range opts {
+		f(&o.opts)
+	}
+	m := mp.Meter(ScopeName)
+	var err error
+	i64 := func(name, unit, desc string) metric.Int64Counter {
+		if err != nil {
+			return nil
+		}
+		var c metric.Int64Counter
+		c, err = m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		return c
+	}
+	f64 := func(name, unit, desc string) metric.Float64Counter {
+		if err != nil {
+			return nil
+		}
+		var c metric.Float64Counter
+		c, err = m.Float64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		return c
+	}
+	o.calls = i64("limiter.calls", "{call}", "Limiter calls (acquire, adjust, rollback, status) by outcome and write path.")
+	o.roundTrips = i64("limiter.store.round_trips", "{round_trip}", "Store calls made by limiter calls; concurrent writes count once.")
+	o.readUnits = f64("limiter.store.read_units", "{RCU}", "DynamoDB read capacity consumed by limiter calls.")
+	o.writeUnits = f64("limiter.store.write_units", "{WCU}", "DynamoDB write capacity consumed by limiter calls, index writes included.")
+	o.throttles = i64("limiter.store.throttles", "{throttle}", "Store calls answered with a throttling error.")
+	o.doublings = i64("limiter.shard.doublings", "{doubling}", "Shard-count doublings performed by limiter calls.")
+	o.failOpen = i64("limiter.fail_open", "{call}", "Acquires admitted without the store because it failed and the policy is fail-open.")
+	if err != nil {
+		return nil, err
+	}
+	o.duration, err = m.Float64Histogram("limiter.call.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of limiter calls, by the limiter's clock."),
+		metric.WithExplicitBucketBoundaries(DurationBuckets...))
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Observe records one finished call. A nil Observer records nothing.
+func (o *Observer) Observe(e limiter.Event) {
+	if o == nil {
+		return
+	}
+	s := o.attrSets(e)
+	ctx := context.Background()
+	o.calls.Add(ctx, 1, s.call)
+	o.duration.Record(ctx, e.Duration.Seconds(), s.outcome)
+	if e.RoundTrips > 0 {
+		o.roundTrips.Add(ctx, int64(e.RoundTrips), s.op)
+	}
+	if e.ReadUnits > 0 {
+		o.readUnits.Add(ctx, e.ReadUnits, s.op)
+	}
+	if e.WriteUnits > 0 {
+		o.writeUnits.Add(ctx, e.WriteUnits, s.op)
+	}
+	if e.Throttled > 0 {
+		o.throttles.Add(ctx, int64(e.Throttled), s.op)
+	}
+	if e.ShardDoublings > 0 {
+		o.doublings.Add(ctx, int64(e.ShardDoublings), s.op)
+	}
+	if e.Path == limiter.PathFailOpen {
+		o.failOpen.Add(ctx, 1, s.op)
+	}
+}
+
+func (o *Observer) attrSets(e limiter.Event) *attrSets {
+	k := setKey{op: e.Op, outcome: e.Outcome, path: e.Path}
+	if o.opts.resource {
+		k.resource = e.Resource
+	}
+	if s, ok := o.sets.Load(k); ok {
+		return s.(*attrSets)
+	}
+	base := append([]attribute.KeyValue{AttrOp.String(e.Op)}, o.opts.attrs...)
+	if o.opts.resource {
+		base = append(base, AttrResource.String(e.Resource))
+	}
+	outcome := append(base[:len(base):len(base)], AttrOutcome.String(e.Outcome.String()))
+	call := append(outcome[:len(outcome):len(outcome)], AttrPath.String(e.Path.String()))
+	s := &attrSets{
+		call:    metric.WithAttributeSet(attribute.NewSet(call...)),
+		outcome: metric.WithAttributeSet(attribute.NewSet(outcome...)),
+		op:      metric.WithAttributeSet(attribute.NewSet(base...)),
+	}
+	actual, _ := o.sets.LoadOrStore(k, s)
+	return actual.(*attrSets)
+}
