@@ -124,7 +124,12 @@ func NewCharge(m *Memory, p *Plan, rnd Rand, o Options) *Charge {
 }
 
 // Start returns the first step.
-func (c *Charge) Start(now int64) Step {
+func (c *Charge) Start(now int64) Step { return c.final(c.start(now)) }
+
+// Feed takes the result of the last step's call and returns the next step.
+func (c *Charge) Feed(r Result, now int64) Step { return c.final(c.feed(r, now)) }
+
+func (c *Charge) start(now int64) Step {
 	c.n = c.m.Count(c.p.Ref)
 	if from := c.m.pendingDoubling(c.p.Ref, now); from != 0 && from == c.n {
 		// A doubling this client decided on was refused by a throttle:
@@ -134,8 +139,7 @@ func (c *Charge) Start(now int64) Step {
 	return c.nextShard(now)
 }
 
-// Feed takes the result of the last step's call and returns the next step.
-func (c *Charge) Feed(r Result, now int64) Step {
+func (c *Charge) feed(r Result, now int64) Step {
 	switch c.phase {
 	case phCreate:
 		return c.afterCreate(r, now)
@@ -162,7 +166,9 @@ func (c *Charge) nextShard(now int64) Step {
 		}
 		c.choices++
 		c.tried = append(c.tried, shard)
-		c.shard, c.attempts, c.contended, c.billed = shard, 0, false, 0
+		c.settleBilled()
+		c.shard, c.attempts, c.contended = shard, 0, false
+		c.billed = c.m.carry(c.p.Ref, shard, 0, true)
 		c.view = c.m.View(c.p.Ref, shard)
 		if c.p.refusesLocally(c.view, c.n, now, c.o) {
 			v := c.view
@@ -173,12 +179,32 @@ func (c *Charge) nextShard(now int64) Step {
 			}
 			continue
 		}
-		ex, path, err := c.p.blind(c.view, c.n, now, c.rnd.Float64())
+		q := c.p.withBilled(c.billed)
+		ex, path, err := q.blind(c.view, c.n, now, c.rnd.Float64())
 		if err != nil {
 			return Step{Err: err}
 		}
-		return c.write(ex, path, c.p)
+		return c.write(ex, path, q)
 	}
+}
+
+// settleBilled leaves the current shard's failed writes that no write
+// charged yet to the next write to that shard (this acquire's or a later
+// one's).
+func (c *Charge) settleBilled() {
+	if c.billed > 0 && len(c.tried) > 0 {
+		c.m.carry(c.p.Ref, c.shard, c.billed, false)
+	}
+	c.billed = 0
+}
+
+// final passes a step on; on the last one (no call), the failed writes
+// not charged yet are left for the next write to the shard.
+func (c *Charge) final(s Step) Step {
+	if s.Call == nil {
+		c.settleBilled()
+	}
+	return s
 }
 
 // write asks for a charge write on the current shard; q is the plan it
@@ -199,7 +225,7 @@ func (c *Charge) afterWrite(r Result, now int64) Step {
 		if err != nil {
 			return Step{Err: err}
 		}
-		c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.hot(), now)
+		c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.busyness(now), now)
 		return c.charged(img, now)
 	}
 	if errors.Is(r.Err, store.ErrThrottled) {
@@ -212,7 +238,7 @@ func (c *Charge) afterWrite(r Result, now int64) Step {
 		c.m.reserve(c.p.Ref, c.shard, c.mine, 1)
 		return Step{Path: c.path, Call: c.sent}
 	}
-	c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.hot(), now)
+	c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.busyness(now), now)
 	im, err := conditionImage(r.Err)
 	if err != nil {
 		return Step{Err: err}
@@ -234,6 +260,7 @@ func (c *Charge) charged(img *Image, now int64) Step {
 	}
 	c.m.learn(c.p.Ref, c.shard, img, n, now, c.mine)
 	c.m.promised(c.p.Ref, c.shard, 0)
+	c.billed = 0 // the write charged them
 	if n > 0 {
 		c.n = n
 	}
@@ -243,7 +270,7 @@ func (c *Charge) charged(img *Image, now int64) Step {
 
 // throttled handles a write the partition refused.
 func (c *Charge) throttled(err error, now int64) Step {
-	if c.m.noteWrite(c.p.Ref, c.shard, c.n, true, c.view.hot(), now) && !c.m.grewRecently(c.p.Ref, now) {
+	if c.m.noteWrite(c.p.Ref, c.shard, c.n, true, c.view.busyness(now), now) && !c.m.grewRecently(c.p.Ref, now) {
 		// The partition keeps refusing writes: it is hot, not merely
 		// unlucky once.
 		return c.double(now, func() Step { return c.spread(err, now) })
@@ -286,7 +313,7 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		c.n = learnt
 	}
 	c.m.learn(c.p.Ref, c.shard, im, learnt, now, nil)
-	switch c.p.shortfall(im, c.n, now, c.view.hot()) {
+	switch c.p.shortfall(im, c.n, now, c.view.hot(now)) {
 	case shortApp:
 		c.path = PathReject
 		return c.exhausted(&Refusal{Plan: c.p, Img: im, N: c.n, Now: now}, now)
@@ -375,7 +402,7 @@ func (c *Charge) afterDouble(r Result, now int64) Step {
 		return c.nextShard(now)
 	}
 	if errors.Is(r.Err, store.ErrThrottled) {
-		if c.view.hot() {
+		if c.view.hot(now) {
 			// Keep trying on the next acquires: a partition this client
 			// measured at its ceiling refuses every write, and the doubling
 			// is what lets it breathe again. (Throttles alone may be a
@@ -473,7 +500,7 @@ func (c *Charge) afterCreate(r Result, now int64) Step {
 		if err != nil {
 			return Step{Err: err}
 		}
-		c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.hot(), now)
+		c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.busyness(now), now)
 		if c.shard != 0 {
 			// A new shard starts empty: this request is served elsewhere.
 			c.m.learn(c.p.Ref, c.shard, img, 0, now, nil)

@@ -46,16 +46,33 @@ type Options struct {
 	NoLocalRefusals bool
 }
 
-// hotRate is the write rate (write units per ms) at which a client's
-// estimate says a shard is hot: 90 % of the partition ceiling. A
-// partition at its ceiling bills about 1000 units a second, and an
-// estimate over rateWindowMs of a partition at 80 % (the aggregator's
-// early threshold) comes out above 80 % half the time.
-const hotRate = 0.9
+// hotRate and nearRate are the write rates (write units per ms) at which
+// a client's estimate says a shard is at, or near, the partition ceiling:
+// 90 % and 80 % of its 1000 units a second. An estimate over rateWindowMs
+// of a partition at 80 % (the aggregator's early threshold) comes out above
+// 80 % half the time, so the stronger signal needs 90 %.
+const (
+	hotRate  = 0.9
+	nearRate = 0.8
+)
 
-// hot reports whether the view's write rate is near the partition
-// ceiling.
-func (v ShardView) hot() bool { return v.Rate >= hotRate }
+// hot reports whether the view's write rate is at the partition ceiling.
+func (v ShardView) hot(now int64) bool { return v.busyness(now) == busyCeiling }
+
+// busyness says how near the partition ceiling the view's estimate of the
+// shard's write rate is; an estimate older than estimateAge says nothing.
+func (v ShardView) busyness(now int64) busyness {
+	if v.RateAt == 0 || now-v.RateAt > estimateAge {
+		return busyNo
+	}
+	switch {
+	case v.Rate >= hotRate:
+		return busyCeiling
+	case v.Rate >= nearRate:
+		return busyNear
+	}
+	return busyNo
+}
 
 // othersSince is how many writes by other clients the view's rate
 // predicts since its image.

@@ -55,7 +55,7 @@ func TestRacingDoublingsDoubleOncePerLevel(t *testing.T) {
 			m.learn(ref, 0, nil, start, now, nil)
 			b := m.get(idOf(ref))
 			for s, im := range images {
-				b.shards[s] = &shardInfo{img: im, at: now, rate: 1, others: 1}
+				b.shards[s] = &shardInfo{img: im, at: now, rate: 1, others: 1, rateAt: now}
 			}
 			c := NewCharge(m, p, newRand(uint64(w)), Options{})
 			wg.Add(1)

@@ -79,6 +79,11 @@ type shardInfo struct {
 	// pending is what this process's writes in flight charge per limit
 	// (millitokens): a write decided but not answered yet.
 	pending map[string]int64
+	// unbilled counts this client's failed writes to the shard that no
+	// later write of its charged to the hidden limit yet: the next write
+	// charges them, so that the shard's write units count what the
+	// partition billed.
+	unbilled int64
 	// promise is when the last refusal on this shard said the request
 	// would fit (ms, 0 for none): from then on the store is asked, so that
 	// waiting a refusal's wait and trying again is never refused by a
@@ -90,7 +95,7 @@ type shardInfo struct {
 // rateWindowMs is the shortest stretch of time an estimate is taken over:
 // shorter ones are noise (three writes in two ms are not a partition at
 // its ceiling).
-const rateWindowMs = 200
+const rateWindowMs = 400
 
 // estimateAge is how long an estimate is trusted after it was taken (ms).
 const estimateAge = 1000
@@ -196,11 +201,11 @@ func (m *Memory) learn(ref keys.Bucket, shard int, img *Image, n, now int64, min
 	b, fresh := m.getOrAdd(idOf(ref))
 	if n > b.n && !fresh {
 		b.grewAt = now // a count we knew grew: a doubling just happened
-		// Estimates made at the old count say nothing of the new one: the
-		// writers that have not learned it crowd the old shards for a
-		// moment, then spread.
+		// A window that straddles the doubling says nothing of the new
+		// count (the writers that have not learned it crowd the old shards
+		// for a moment): the next estimates count from here.
 		for _, si := range b.shards {
-			si.rate, si.others, si.drain, si.ref = 0, 0, nil, nil
+			si.ref = nil
 		}
 	}
 	if n > 0 && (shard == 0 || n > b.n) {
@@ -290,6 +295,29 @@ func (si *shardInfo) restart(img *Image, now int64) {
 	clear(si.ownTc)
 }
 
+// maxCarried bounds the failed writes one write charges for.
+const maxCarried = 64
+
+// carry adds k failed writes to a shard's unbilled count, and returns up to
+// maxCarried of them (taken) for the next write: carry(k, true).
+func (m *Memory) carry(ref keys.Bucket, shard int, k int64, take bool) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, _ := m.getOrAdd(idOf(ref))
+	si := b.shards[shard]
+	if si == nil {
+		si = &shardInfo{}
+		b.shards[shard] = si
+	}
+	si.unbilled += k
+	if !take {
+		return 0
+	}
+	t := min(si.unbilled, maxCarried)
+	si.unbilled -= t
+	return t
+}
+
 // promised records when a refusal on a shard said the request would fit
 // (0 clears it: the store answered yes).
 func (m *Memory) promised(ref keys.Bucket, shard int, at int64) {
@@ -373,7 +401,7 @@ func (m *Memory) setPendingDoubling(ref keys.Bucket, from, now int64) {
 // shard count n; busy is whether this client measured the shard near its
 // ceiling. Writes seen before a doubling say nothing about the doubled
 // bucket.
-func (m *Memory) noteWrite(ref keys.Bucket, shard int, n int64, throttled, busy bool, now int64) bool {
+func (m *Memory) noteWrite(ref keys.Bucket, shard int, n int64, throttled bool, busy busyness, now int64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	id := idOf(ref)
@@ -410,14 +438,19 @@ func (m *Memory) noteWrite(ref keys.Bucket, shard int, n int64, throttled, busy 
 	if !throttled {
 		return false
 	}
-	if !busy || m.storm.stormy(now) {
-		// Throttles on a shard this client has not measured near its
-		// ceiling are a storm (a fault, a noisy neighbour), not this
-		// partition's load, and so are throttles across many buckets at
-		// once: doubling would not help.
+	if m.storm.stormy(now) {
+		// Throttles across many buckets at once are a storm (a fault, a
+		// noisy neighbour), not this partition's load: doubling would not
+		// help.
 		return false
 	}
-	return w.count >= busyThrottles
+	switch busy {
+	case busyCeiling:
+		return w.count >= busyThrottles
+	case busyNear:
+		return w.count >= hotThrottles && 2*w.count >= w.attempts
+	}
+	return false
 }
 
 func (s *stormWindow) note(id bucketID, now int64) {
@@ -465,15 +498,30 @@ func (m *Memory) Len() int {
 // conditional writes, so a saturated partition throttles before the hidden
 // wcu limit, which counts this limiter's writes, can run dry; the
 // throttles are the signal then. But a throttle storm (a fault, a
-// neighbour) throttles too, at any rate: only the shard's write rate tells
-// them apart. So busyThrottles throttles within hotWindow mark a shard hot
-// when this client measured its write rate, all writers together, at 90 %
-// of the ceiling or more (ShardView.hot), and throttles did not hit
-// stormBuckets buckets within a second (a storm hits them all, a hot
-// partition one).
+// neighbour) throttles too, at any rate: the shard's write rate, as this
+// client last measured it (all writers together), tells them apart.
+//
+//   - busyThrottles throttles within hotWindow on a shard measured at 90 %
+//     of the ceiling or more: a partition at its ceiling.
+//   - hotThrottles throttles within hotWindow, at least half of this
+//     client's writes to the shard, on a shard measured at 80 % or more: a
+//     partition near its ceiling that refuses most writes.
+//
+// Neither counts while throttles hit stormBuckets buckets within a second
+// (a storm hits them all, a hot partition one).
 const (
 	busyThrottles = 3
+	hotThrottles  = 5
 	hotWindow     = int64(1000) // ms
+)
+
+// How busy a client measured a shard.
+type busyness uint8
+
+const (
+	busyNo      busyness = iota
+	busyNear             // 80 % of the ceiling or more
+	busyCeiling          // 90 % or more
 )
 
 // growthCooldown is how long after learning of a doubling a client waits
