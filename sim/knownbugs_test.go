@@ -18,4 +18,3 @@ func knownBug(t *testing.T, what string) {
 		t.Skip("known limiter bug (set SIM_KNOWN_BUGS=1 to run): " + what)
 	}
 }
-
