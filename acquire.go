@@ -142,7 +142,7 @@ func (l *Limiter) drive(ctx context.Context, tr *trace, step engine.Step, feed f
 
 // call makes one store call.
 func (l *Limiter) call(ctx context.Context, tr *trace, c *engine.Call) engine.Result {
-	var r engine.Result
+	r := engine.Result{Sent: l.nowMs()}
 	switch {
 	case c.Update != nil:
 		r.Write, r.Err = l.st.Update(ctx, *c.Update)

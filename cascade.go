@@ -75,6 +75,7 @@ func (l *Limiter) calls(ctx context.Context, tr *trace, step engine.CascadeStep)
 		for i, c := range step.Calls {
 			ws[i] = store.Write{Update: c.Update, Put: c.Put}
 		}
+		sent := l.nowMs()
 		res := l.st.WriteConcurrently(ctx, ws)
 		tr.ev.RoundTrips++
 		for i, r := range res {
@@ -83,7 +84,7 @@ func (l *Limiter) calls(ctx context.Context, tr *trace, step engine.CascadeStep)
 			if storeThrottled(r.Err) {
 				tr.ev.Throttled++
 			}
-			rs[i] = engine.Result{Write: r.Output, Err: r.Err}
+			rs[i] = engine.Result{Write: r.Output, Err: r.Err, Sent: sent}
 			if step.Paths[i] == engine.PathDouble && r.Err == nil {
 				l.doubled(tr, step.Calls[i].Update.Key)
 			}

@@ -94,6 +94,7 @@ type Checker struct {
 const (
 	ProactiveRate = 800.0 // write units per second
 	RateWindow    = int64(400 * time.Millisecond)
+	RateLookback  = int64(time.Second)
 	rateSampleGap = int64(50 * time.Millisecond)
 	minRateWindow = int64(100 * time.Millisecond)
 )
@@ -178,7 +179,7 @@ type istate struct {
 	throttled   bool
 	// samples of the partition's consumed write units, a ring, at least
 	// rateSampleGap apart (for the proactive rate)
-	cons     [16]consSample
+	cons     [32]consSample
 	consNext int
 }
 
@@ -229,6 +230,27 @@ func (c *Checker) recentRate(is *istate, at int64) float64 {
 	}
 	s := is.cons[best]
 	return (now - s.units) / (float64(at-s.at) / 1e9)
+}
+
+// peakRate returns the partition's highest write units per second over
+// the sample windows of at least RateWindow that end within RateLookback
+// of at (the latest ending at at): a client decides from estimates that
+// are a few hundred ms old, so a doubling is judged against the recent
+// past, as a real throttle is (hotRecent).
+func (c *Checker) peakRate(is *istate, at int64) float64 {
+	peak := c.recentRate(is, at)
+	for _, e := range is.cons {
+		if e.at == 0 || at-e.at > RateLookback {
+			continue
+		}
+		for _, s := range is.cons {
+			if s.at == 0 || e.at-s.at < RateWindow || e.at-s.at > 2*RateWindow {
+				continue
+			}
+			peak = max(peak, (e.units-s.units)/(float64(e.at-s.at)/1e9))
+		}
+	}
+	return peak
 }
 
 // NewChecker returns a checker for a model; base is the Unix time (ns) of
@@ -614,7 +636,7 @@ func (c *Checker) checkDoublingCause(bi int32, from, at int64, seq uint64) {
 	}
 	fastest := 0.0
 	for _, ii := range c.buckets[bi].items {
-		fastest = math.Max(fastest, c.recentRate(&c.items[ii], at))
+		fastest = math.Max(fastest, c.peakRate(&c.items[ii], at))
 	}
 	if fastest >= ProactiveRate {
 		return
@@ -634,7 +656,7 @@ func (c *Checker) checkDoublingCause(bi int32, from, at int64, seq uint64) {
 		part = fmt.Sprintf(", its partitions held at least %.0f write units", avail)
 	}
 	if c.PartitionConsumed != nil {
-		part += fmt.Sprintf(", the busiest ran at %.0f write units a second over the last %v", fastest, time.Duration(RateWindow))
+		part += fmt.Sprintf(", the busiest ran at %.0f write units a second at most over %v windows of the last %v", fastest, time.Duration(RateWindow), time.Duration(RateLookback+RateWindow))
 	}
 	c.flag(InvDoubling, "bucket %s/%s doubled %d -> %d at %s (seq %d) although no shard was at its write ceiling (the busiest shard's own writes left %.0f of 1000 write units%s, none was refused a write for its ceiling in the last %v)",
 		bm.Entity, bm.Resource, from, 2*from, c.fmtT(at), seq, lowest, part, time.Duration(hotRecent))

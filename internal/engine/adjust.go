@@ -46,12 +46,13 @@ func (a *Adjust) update(ex store.Expr, path Path) Step {
 
 // Feed takes the result of the last call and returns the next step.
 func (a *Adjust) Feed(r Result, now int64) Step {
+	lat := r.latency(now)
 	if r.Err == nil {
 		if a.creating {
 			img, _ := Decode(*a.put)
-			a.m.learn(a.p.Ref, a.shard, img, 0, now, a.p)
+			a.m.learn(a.p.Ref, a.shard, img, 0, now, lat, a.p)
 		} else if img, err := Decode(r.Write.Attributes); err == nil && img != nil {
-			a.m.learn(a.p.Ref, a.shard, img, 0, now, a.p)
+			a.m.learn(a.p.Ref, a.shard, img, 0, now, lat, a.p)
 		}
 		return Step{Done: true}
 	}
@@ -67,7 +68,7 @@ func (a *Adjust) Feed(r Result, now int64) Step {
 		return a.create(now)
 	}
 	a.creating = false
-	a.m.learn(a.p.Ref, a.shard, im, 0, now, nil)
+	a.m.learn(a.p.Ref, a.shard, im, 0, now, lat, nil)
 	a.n = max(a.n, im.shardCount)
 	if im.hash != a.p.hash {
 		// Configuration changed since the acquire: charge the limits that

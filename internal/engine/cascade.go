@@ -145,6 +145,15 @@ func (c *Cascade) settle(now int64) CascadeStep {
 				}
 			}
 		}
+		// Both sides keep the answer's promise: when its wait is over,
+		// each asks the store rather than refuse from an estimate.
+		if w := retryOf(ans.Refused); w < 1<<62 {
+			for _, sd := range c.Sides {
+				if len(sd.tried) > 0 {
+					sd.m.promised(sd.p.Ref, sd.shard, now+max(w, 1))
+				}
+			}
+		}
 	}
 	charged := -1
 	for side := 0; side < 2; side++ {
@@ -180,7 +189,7 @@ func (c *Cascade) afterUndo(r Result, now int64) CascadeStep {
 	switch {
 	case r.Err == nil:
 		if img, err := Decode(r.Write.Attributes); err == nil && img != nil {
-			o.m.learn(o.p.Ref, o.Shard, img, 0, now, c.undo)
+			o.m.learn(o.p.Ref, o.Shard, img, 0, now, r.latency(now), c.undo)
 		}
 		return *c.settled
 	case errors.Is(r.Err, store.ErrConditionFailed):
@@ -218,14 +227,20 @@ func (c *Cascade) undoFailed(err error) CascadeStep {
 }
 
 // judge returns a refusal when the machine's last view of its shard
-// refuses the plan at now (nil otherwise): the other side's wait, for a
-// cascade refusal that must cover both.
+// refuses the plan at now, as a local refusal would (nil otherwise): the
+// other side's wait, for a cascade refusal that must cover both.
 func (c *Charge) judge(now int64) *Refusal {
 	v := c.view
-	if v.Img == nil || !v.Img.matches(c.p, c.n) || c.p.shortfall(v.Img, c.n, now, false) != shortApp {
+	if v.Img == nil || !v.Img.matches(c.p, c.n) {
 		return nil
 	}
-	return &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now}
+	if c.p.refusesLocally(v, c.n, now, c.o) {
+		return &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
+	}
+	if c.p.shortfall(v.Img, c.n, now, false) == shortApp {
+		return &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now}
+	}
+	return nil
 }
 
 // retryOf is the longest wait of a refusal's exceeded limits (ms; -1 for

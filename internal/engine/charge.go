@@ -22,6 +22,18 @@ type Result struct {
 	Query store.QueryOutput
 	Batch store.BatchGetOutput
 	Err   error
+	// Sent is when the call was made (Unix ms, the client's clock; 0 when
+	// not known): an answer that took long may describe the item as it
+	// was well before it came, which rate estimates must not take as now.
+	Sent int64
+}
+
+// latency returns how long the call of r took by now (0 when unknown).
+func (r *Result) latency(now int64) int64 {
+	if r.Sent == 0 || now < r.Sent {
+		return 0
+	}
+	return now - r.Sent
 }
 
 // Step is what a machine asks for next: a Call to make (then Feed its
@@ -108,6 +120,7 @@ type Charge struct {
 	phase chargePhase
 	path  Path
 	sent  *Call       // the charge write in flight
+	lat   int64       // how long the last call took (ms)
 	mine  *Plan       // the plan of the charge write in flight
 	put   *store.Item // the item a create Put writes
 	after func() Step // what follows a doubling
@@ -124,10 +137,10 @@ func NewCharge(m *Memory, p *Plan, rnd Rand, o Options) *Charge {
 }
 
 // Start returns the first step.
-func (c *Charge) Start(now int64) Step { return c.final(c.start(now)) }
+func (c *Charge) Start(now int64) Step { return c.final(c.start(now), now) }
 
 // Feed takes the result of the last step's call and returns the next step.
-func (c *Charge) Feed(r Result, now int64) Step { return c.final(c.feed(r, now)) }
+func (c *Charge) Feed(r Result, now int64) Step { return c.final(c.feed(r, now), now) }
 
 func (c *Charge) start(now int64) Step {
 	c.n = c.m.Count(c.p.Ref)
@@ -140,6 +153,7 @@ func (c *Charge) start(now int64) Step {
 }
 
 func (c *Charge) feed(r Result, now int64) Step {
+	c.lat = r.latency(now)
 	switch c.phase {
 	case phCreate:
 		return c.afterCreate(r, now)
@@ -166,9 +180,9 @@ func (c *Charge) nextShard(now int64) Step {
 		}
 		c.choices++
 		c.tried = append(c.tried, shard)
-		c.settleBilled()
+		c.settleBilled(now)
 		c.shard, c.attempts, c.contended = shard, 0, false
-		c.billed = c.m.carry(c.p.Ref, shard, 0, true)
+		c.billed = c.m.carry(c.p.Ref, shard, 0, true, now)
 		c.view = c.m.View(c.p.Ref, shard)
 		if c.p.refusesLocally(c.view, c.n, now, c.o) {
 			v := c.view
@@ -191,18 +205,18 @@ func (c *Charge) nextShard(now int64) Step {
 // settleBilled leaves the current shard's failed writes that no write
 // charged yet to the next write to that shard (this acquire's or a later
 // one's).
-func (c *Charge) settleBilled() {
+func (c *Charge) settleBilled(now int64) {
 	if c.billed > 0 && len(c.tried) > 0 {
-		c.m.carry(c.p.Ref, c.shard, c.billed, false)
+		c.m.carry(c.p.Ref, c.shard, c.billed, false, now)
 	}
 	c.billed = 0
 }
 
 // final passes a step on; on the last one (no call), the failed writes
 // not charged yet are left for the next write to the shard.
-func (c *Charge) final(s Step) Step {
+func (c *Charge) final(s Step, now int64) Step {
 	if s.Call == nil {
-		c.settleBilled()
+		c.settleBilled(now)
 	}
 	return s
 }
@@ -258,7 +272,7 @@ func (c *Charge) charged(img *Image, now int64) Step {
 	if img != nil && (c.shard == 0 || img.shardCount > c.n) {
 		n = img.shardCount
 	}
-	c.m.learn(c.p.Ref, c.shard, img, n, now, c.mine)
+	c.m.learn(c.p.Ref, c.shard, img, n, now, c.lat, c.mine)
 	c.m.promised(c.p.Ref, c.shard, 0)
 	c.billed = 0 // the write charged them
 	if n > 0 {
@@ -303,7 +317,7 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		// have not learned it yet crowd the old shards (all of them shard
 		// 0, for a client that knew one shard). Spread out at the new
 		// count rather than join them here.
-		c.m.learn(c.p.Ref, c.shard, im, im.shardCount, now, nil)
+		c.m.learn(c.p.Ref, c.shard, im, im.shardCount, now, c.lat, nil)
 		c.n = im.shardCount
 		return c.nextShard(now)
 	}
@@ -312,7 +326,7 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		learnt = im.shardCount // shard 0 is the authority
 		c.n = learnt
 	}
-	c.m.learn(c.p.Ref, c.shard, im, learnt, now, nil)
+	c.m.learn(c.p.Ref, c.shard, im, learnt, now, c.lat, nil)
 	switch c.p.shortfall(im, c.n, now, c.view.hot(now)) {
 	case shortApp:
 		c.path = PathReject
@@ -396,7 +410,7 @@ func (c *Charge) double(now int64, after func() Step) Step {
 func (c *Charge) afterDouble(r Result, now int64) Step {
 	if r.Err == nil {
 		img, _ := Decode(r.Write.Attributes)
-		c.m.learn(c.p.Ref, 0, img, 2*c.n, now, nil)
+		c.m.learn(c.p.Ref, 0, img, 2*c.n, now, c.lat, nil)
 		c.m.setPendingDoubling(c.p.Ref, 0, now)
 		c.n, c.tried = 2*c.n, c.tried[:0]
 		return c.nextShard(now)
@@ -417,7 +431,7 @@ func (c *Charge) afterDouble(r Result, now int64) Step {
 	}
 	c.m.setPendingDoubling(c.p.Ref, 0, now)
 	if m, ok := cf.Item.Int(keys.AttrShardCount); ok && m > c.n {
-		c.m.learn(c.p.Ref, 0, nil, m, now, nil) // someone else doubled first
+		c.m.learn(c.p.Ref, 0, nil, m, now, c.lat, nil) // someone else doubled first
 		c.n, c.tried = m, c.tried[:0]
 		return c.nextShard(now)
 	}
@@ -503,7 +517,7 @@ func (c *Charge) afterCreate(r Result, now int64) Step {
 		c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.busyness(now), now)
 		if c.shard != 0 {
 			// A new shard starts empty: this request is served elsewhere.
-			c.m.learn(c.p.Ref, c.shard, img, 0, now, nil)
+			c.m.learn(c.p.Ref, c.shard, img, 0, now, c.lat, nil)
 			return c.exhausted(&Refusal{Plan: c.p, Img: img, N: c.n, Now: now}, now)
 		}
 		return c.charged(img, now)

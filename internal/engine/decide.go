@@ -53,7 +53,7 @@ type Options struct {
 // 80 % half the time, so the stronger signal needs 90 %.
 const (
 	hotRate  = 0.9
-	nearRate = 0.8
+	nearRate = 0.85
 )
 
 // hot reports whether the view's write rate is at the partition ceiling.

@@ -52,7 +52,7 @@ func TestRacingDoublingsDoubleOncePerLevel(t *testing.T) {
 			// Every client knows the current count and has measured every
 			// shard at its ceiling (a write a ms).
 			m := NewMemory(0)
-			m.learn(ref, 0, nil, start, now, nil)
+			m.learn(ref, 0, nil, start, now, 0, nil)
 			b := m.get(idOf(ref))
 			for s, im := range images {
 				b.shards[s] = &shardInfo{img: im, at: now, rate: 1, others: 1, rateAt: now}

@@ -79,11 +79,11 @@ type shardInfo struct {
 	// pending is what this process's writes in flight charge per limit
 	// (millitokens): a write decided but not answered yet.
 	pending map[string]int64
-	// unbilled counts this client's failed writes to the shard that no
-	// later write of its charged to the hidden limit yet: the next write
-	// charges them, so that the shard's write units count what the
-	// partition billed.
-	unbilled int64
+	// unbilled counts this client's recent failed writes to the shard
+	// that no later write of its charged to the hidden limit yet (the last
+	// at unbilledAt): the next write charges them, so that the shard's
+	// write units count what the partition billed.
+	unbilled, unbilledAt int64
 	// promise is when the last refusal on this shard said the request
 	// would fit (ms, 0 for none): from then on the store is asked, so that
 	// waiting a refusal's wait and trying again is never refused by a
@@ -97,8 +97,11 @@ type shardInfo struct {
 // its ceiling).
 const rateWindowMs = 400
 
+// maxRateLatency is the slowest answer (ms) a rate estimate uses.
+const maxRateLatency = 50
+
 // estimateAge is how long an estimate is trusted after it was taken (ms).
-const estimateAge = 1000
+const estimateAge = 500
 
 type throttleWindow struct {
 	start    int64 // ms
@@ -191,11 +194,12 @@ func (m *Memory) View(ref keys.Bucket, shard int) ShardView {
 	return v
 }
 
-// learn records an image of a shard received at now, and the shard count
-// it teaches (n, when known; 0 for none). mine is the plan of this
-// client's write that the image includes (the write that returned it), or
-// nil (a failed write's old image, or a write of no consumption).
-func (m *Memory) learn(ref keys.Bucket, shard int, img *Image, n, now int64, mine *Plan) {
+// learn records an image of a shard received at now, lat ms after the
+// call that returned it was made, and the shard count it teaches (n, when
+// known; 0 for none). mine is the plan of this client's write that the
+// image includes (the write that returned it), or nil (a failed write's old
+// image, or a write of no consumption).
+func (m *Memory) learn(ref keys.Bucket, shard int, img *Image, n, now, lat int64, mine *Plan) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b, fresh := m.getOrAdd(idOf(ref))
@@ -234,6 +238,11 @@ func (m *Memory) learn(ref keys.Bucket, shard int, img *Image, n, now int64, min
 		}
 	}
 	si.img, si.at = img, now
+	if lat > maxRateLatency {
+		// A slow answer describes the item as it was up to lat ms ago: no
+		// rate is taken from it (what mine added stays in the window).
+		return
+	}
 	if si.ref == nil || now < si.refAt {
 		si.restart(img, now)
 		return
@@ -295,12 +304,18 @@ func (si *shardInfo) restart(img *Image, now int64) {
 	clear(si.ownTc)
 }
 
-// maxCarried bounds the failed writes one write charges for.
-const maxCarried = 64
+// maxCarried bounds the failed writes one write charges for, and
+// carriedAge how old (ms) failed writes may be to be charged: charged much
+// later, they would count in a later window of the shard's write rate
+// than the one the partition billed them in.
+const (
+	maxCarried = 8
+	carriedAge = rateWindowMs
+)
 
 // carry adds k failed writes to a shard's unbilled count, and returns up to
 // maxCarried of them (taken) for the next write: carry(k, true).
-func (m *Memory) carry(ref keys.Bucket, shard int, k int64, take bool) int64 {
+func (m *Memory) carry(ref keys.Bucket, shard int, k int64, take bool, now int64) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b, _ := m.getOrAdd(idOf(ref))
@@ -309,7 +324,13 @@ func (m *Memory) carry(ref keys.Bucket, shard int, k int64, take bool) int64 {
 		si = &shardInfo{}
 		b.shards[shard] = si
 	}
-	si.unbilled += k
+	if now-si.unbilledAt > carriedAge {
+		si.unbilled = 0
+	}
+	if k > 0 {
+		si.unbilled += k
+		si.unbilledAt = now
+	}
 	if !take {
 		return 0
 	}
