@@ -109,9 +109,22 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 // resolved.
 func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings) (*Lease, error) {
 	child := l.newPlan(req.Entity, s.resource, s.limits, req.Consume)
+	if !s.entity.Cascade && l.pools != nil && l.cfg.reserve.covers(req.Consume) {
+		if lease, err, done := l.reserved(ctx, tr, child); done {
+			return lease, err
+		}
+	}
 	if !s.entity.Cascade {
 		m := engine.NewCharge(l.mem, child.Plan, l.rng, l.cfg.engine)
 		step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
+		if l.pools != nil {
+			switch {
+			case step.Done:
+				l.pools.Granted(child.Plan, l.nowMs())
+			case step.Refused != nil:
+				l.pools.Refused(child.Ref, l.nowMs())
+			}
+		}
 		switch {
 		case step.Done:
 			return &Lease{l: l, parts: []leasePart{child.part(m, l.nowMs())}}, nil

@@ -72,6 +72,7 @@ type limitStateJSON struct {
 	Shards     int64    `json:"shards"`
 	Requested  int64    `json:"requested"`
 	Remaining  int64    `json:"remaining"`
+	Reserved   int64    `json:"reserved,omitempty"`
 	Reset      duration `json:"reset"`
 	RetryAfter duration `json:"retry_after"`
 	Exceeded   bool     `json:"exceeded"`
@@ -80,13 +81,13 @@ type limitStateJSON struct {
 // MarshalJSON encodes s with its fields in snake_case, Reset and
 // RetryAfter as duration strings.
 func (s LimitState) MarshalJSON() ([]byte, error) {
-	return json.Marshal(limitStateJSON{s.Limit, s.Shards, s.Requested, s.Remaining, duration(s.Reset), duration(s.RetryAfter), s.Exceeded})
+	return json.Marshal(limitStateJSON{s.Limit, s.Shards, s.Requested, s.Remaining, s.Reserved, duration(s.Reset), duration(s.RetryAfter), s.Exceeded})
 }
 
 // UnmarshalJSON decodes the form MarshalJSON writes.
 func (s *LimitState) UnmarshalJSON(b []byte) error {
 	return decode(b, s, func(j limitStateJSON) LimitState {
-		return LimitState{Limit: j.Limit, Shards: j.Shards, Requested: j.Requested, Remaining: j.Remaining,
+		return LimitState{Limit: j.Limit, Shards: j.Shards, Requested: j.Requested, Remaining: j.Remaining, Reserved: j.Reserved,
 			Reset: time.Duration(j.Reset), RetryAfter: time.Duration(j.RetryAfter), Exceeded: j.Exceeded}
 	})
 }

@@ -29,6 +29,7 @@ type leasePart struct {
 	n      int64
 	net    map[string]int64 // millitokens adjusted beyond the acquire, per limit
 	states []LimitState     // as the acquire's write left the bucket
+	pooled bool             // served with reservations: refunds go to the pool
 }
 
 // FailedOpen reports whether the lease was granted without charging
@@ -182,6 +183,9 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 		if len(milli) == 0 {
 			continue
 		}
+		if part.pooled && l.pools != nil && l.settleWithPool(part, milli) {
+			continue
+		}
 		m := engine.NewAdjust(l.mem, part.p.WithAmounts(milli), part.shard, part.n)
 		step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
 		if step.Err != nil {
@@ -208,4 +212,33 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 	}
 	l.observe(tr, err, Admitted)
 	return err
+}
+
+// settleWithPool applies a pooled lease's correction to the pool instead
+// of the store, when the pool is alive on the lease's shard: a refund goes
+// back into it, a further charge comes out of it if it holds enough.
+func (l *Limiter) settleWithPool(part *leasePart, milli map[string]int64) bool {
+	now := l.nowMs()
+	refund := true
+	for _, v := range milli {
+		if v > 0 {
+			refund = false
+		}
+	}
+	var ok bool
+	if refund {
+		ok = l.pools.Give(part.p.Plan, part.shard, milli, now)
+	} else {
+		ok = l.pools.Debit(part.p.Plan, part.shard, milli, now)
+	}
+	if !ok {
+		return false
+	}
+	if part.net == nil {
+		part.net = make(map[string]int64)
+	}
+	for name, d := range milli {
+		part.net[name] += d
+	}
+	return true
 }

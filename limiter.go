@@ -22,6 +22,7 @@ type Limiter struct {
 
 	rng     *lockedRand
 	mem     *engine.Memory // what the write engine knows of buckets
+	pools   *engine.Pools  // reservations (nil when off)
 	breaker breaker
 
 	meta metaCache
@@ -68,6 +69,14 @@ func New(st store.Store, opts ...Option) (*Limiter, error) {
 		cfg.logger = slog.Default()
 	}
 	l := &Limiter{st: st, cfg: cfg, rng: &lockedRand{r: cfg.rand}, mem: engine.NewMemory(cfg.memorySize)}
+	if cfg.reserve != nil {
+		for _, n := range cfg.reserve.names {
+			if err := checkLimitName("WithReservations", n); err != nil {
+				return nil, err
+			}
+		}
+		l.pools = engine.NewPools()
+	}
 	l.meta.init(cfg.cacheTTL)
 	return l, nil
 }

@@ -165,6 +165,15 @@ func genConfig(t *rapid.T, long bool) sim.Config {
 			PSpike: p("p_spike"), Spike: sim.Latency{Median: 200 * time.Millisecond, P99: 1500 * time.Millisecond},
 		}
 	}
+	// Reservations in about a third of the configurations without a
+	// cascade, with processes crashing while they hold them in half of those.
+	if !cascade && rapid.Float64Range(0, 1).Draw(t, "reservations") < 0.35 {
+		wl.Reservations = true
+		if rapid.Bool().Draw(t, "crashes") {
+			wl.CrashEvery = time.Duration(rapid.IntRange(1, 5).Draw(t, "crash_every_s")) * time.Second
+			wl.CrashDowntime = 200 * time.Millisecond
+		}
+	}
 	// The tail leaves the clocks twice the skew to slew back before the
 	// liveness probe starts.
 	wl.Duration = 3 * time.Second

@@ -29,6 +29,10 @@ type LimitState struct {
 	// balance times Shards, an estimate of the whole (Status sums every
 	// shard exactly).
 	Remaining int64 `json:"remaining"`
+	// Reserved is what this process holds of the limit in its reservation
+	// pool (see WithReservations), in tokens, included in Remaining; 0
+	// without reservations.
+	Reserved int64
 	// Reset is how long until the limit is full again, if nothing more is
 	// charged (0 when it is full now). For a sharded bucket it is the
 	// shard's: shards refill in parallel, so it estimates the whole.

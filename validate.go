@@ -181,3 +181,11 @@ func limitNamed(ls []Limit, name string) (Limit, bool) {
 	}
 	return Limit{}, false
 }
+
+// checkLimitName checks a limit name given on its own (an option).
+func checkLimitName(field, name string) error {
+	if !validIdent(name, 64, true, "") {
+		return invalid(field, "limit name %q %s", name, ruleLimitName)
+	}
+	return nil
+}

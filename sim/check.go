@@ -526,7 +526,8 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 	}
 
 	if cause.Kind == OpAcquire && n.ok {
-		// Invariant 4: a charge by an acquire leaves the balance >= 0.
+		// Invariant 4: a charge by an acquire leaves the balance >= 0
+		// (a reservation taken with it included).
 		for i := 0; i < c.nlim; i++ {
 			if dtc[i] > 0 && n.tk[i] < 0 {
 				c.flag(InvNegative, "op #%d (acquire by client %d) charged %s limit %s %d millitokens and left tk = %d (seq %d at %s)",
@@ -565,7 +566,7 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 				uneven = true
 			}
 		}
-		if uneven {
+		if uneven && !c.m.Reservations { // with reservations: per operation, in allOrNothing
 			c.flag(InvAllOrNothing, "op #%d (acquire by client %d of %v) changed the tc counters of %s unevenly: %v (seq %d at %s)",
 				cause.Op, cause.Client, cause.Amount[:c.nlim], pk, dtc[:c.nlim], rec.Seq, c.fmtT(at))
 		}
@@ -712,6 +713,31 @@ func (c *Checker) account(op *Op, r int, bi int32) {
 		}
 		a := op.Amount[i] * bucket.MilliPerToken
 		up, un := op.UnkPos[i]*bucket.MilliPerToken, op.UnkNeg[i]*bucket.MilliPerToken
+		if r == 0 && c.m.Reservations {
+			// What this operation's writes moved between a reservation pool
+			// and the store is in the counters; what the pool answered is
+			// not (it was counted when the pool took it).
+			moved := (op.Reserved[i] - op.Returned[i]) * bucket.MilliPerToken
+			unk := op.Unsettled[i] * bucket.MilliPerToken
+			b.exact[i] += moved
+			b.lo[i] += min(0, unk)
+			b.hi[i] += max(0, unk)
+			if moved != 0 || unk != 0 {
+				b.itemUncertain = true
+			}
+			if op.Pooled {
+				if op.Kind == OpAcquire && op.Outcome == Admitted && a > 0 {
+					b.events[i] = append(b.events[i], admEvent{at: op.End, amt: a})
+				}
+				if op.Kind == OpRollback && op.Outcome == Admitted && a > 0 {
+					b.events[i] = append(b.events[i], admEvent{at: op.End, amt: -a})
+				}
+				if op.Kind == OpAdjust && op.Outcome == Admitted && a < 0 {
+					b.events[i] = append(b.events[i], admEvent{at: op.End, amt: a})
+				}
+				continue
+			}
+		}
 		if a == 0 && up == 0 && un == 0 {
 			continue
 		}
@@ -768,6 +794,10 @@ func (c *Checker) allOrNothing(op *Op, eff *Effects, roles [2]int32) {
 			continue
 		}
 		b := &c.buckets[bi]
+		if c.m.Reservations && r == 0 {
+			c.pooledAllOrNothing(op, eff, bi)
+			continue
+		}
 		switch op.Outcome {
 		case Admitted:
 			if eff.Changes[r] == 0 {
@@ -795,6 +825,37 @@ func (c *Checker) allOrNothing(op *Op, eff *Effects, roles [2]int32) {
 						op.ID, op.Client, c.m.Buckets[bi].Entity, c.m.Buckets[bi].Resource, c.m.LimitNames[i], eff.Net[r][i])
 				}
 			}
+		}
+	}
+}
+
+// pooledAllOrNothing is invariant 5 for an acquire of a workload with
+// reservations: its writes moved exactly its charge (unless a pool
+// answered it) plus what it reserved, less what it returned; a refused one
+// charged nothing.
+func (c *Checker) pooledAllOrNothing(op *Op, eff *Effects, bi int32) {
+	b := &c.buckets[bi]
+	for i := 0; i < c.nlim; i++ {
+		if !b.lim[i].ok {
+			continue
+		}
+		want := (op.Reserved[i] - op.Returned[i]) * bucket.MilliPerToken
+		switch op.Outcome {
+		case Admitted:
+			if !op.Pooled {
+				want += op.Amount[i] * bucket.MilliPerToken
+				if want > 0 {
+					b.events[i] = append(b.events[i], admEvent{at: eff.LastApply[0], amt: op.Amount[i] * bucket.MilliPerToken})
+				}
+			}
+		case Rejected:
+		default:
+			continue // ambiguous
+		}
+		if eff.Net[0][i] != want {
+			c.flag(InvAllOrNothing, "op #%d (acquire by client %d, %s) changed %s/%s limit %s by %d millitokens, want %d (charge %d, reserved %d, returned %d, pooled %v)",
+				op.ID, op.Client, op.Outcome, c.m.Buckets[bi].Entity, c.m.Buckets[bi].Resource, c.m.LimitNames[i], eff.Net[0][i], want,
+				op.Amount[i], op.Reserved[i], op.Returned[i], op.Pooled)
 		}
 	}
 }

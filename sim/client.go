@@ -55,7 +55,9 @@ type client struct {
 	pending int
 
 	cur     opState
-	arrival int64 // a writer's next arrival not yet taken
+	arrival int64   // a writer's next arrival not yet taken
+	mean    float64 // a writer's mean time between arrivals (ns)
+	crashes uint64  // how many times this writer's process crashed
 	consume map[string]int64
 	adjust  map[string]int64
 	leases  []pendingLease
@@ -338,9 +340,13 @@ func (c *client) retryInfo(op *Op) *RetryInfo {
 func (c *client) runWriter() {
 	s := c.s
 	wl := s.wl
-	mean := wl.meanArrival()
+	mean := c.mean
 	next := s.now
 	c.arrival = next
+	crashAt := int64(-1)
+	if wl.CrashEvery > 0 {
+		crashAt = s.now + int64(c.rng.ExpFloat64()*float64(wl.CrashEvery))
+	}
 	var zipf *rand.Zipf
 	if wl.Zipf > 1 && len(s.model.traffic) > 1 {
 		zipf = rand.NewZipf(c.rng, wl.Zipf, max(wl.ZipfV, 1), uint64(len(s.model.traffic)-1))
@@ -349,6 +355,23 @@ func (c *client) runWriter() {
 		due, settle := next, false
 		if len(c.leases) > 0 && c.leases[0].due <= due {
 			due, settle = c.leases[0].due, true
+		}
+		if crashAt >= 0 && crashAt <= due {
+			if crashAt > s.now && !c.sleepUntil(crashAt) {
+				return
+			}
+			// The process dies: its leases are never settled and its
+			// reservations stay taken; a new one starts from nothing.
+			c.leases = nil
+			c.crashes++
+			s.stats.crashes++
+			if !c.sleepUntil(s.now+int64(wl.crashDowntime())) || s.stopping {
+				return
+			}
+			c.lim = s.newLimiter(c, s.derive(streamLimiter, uint64(c.id)|c.crashes<<32))
+			next = max(next, s.now)
+			crashAt = s.now + int64(c.rng.ExpFloat64()*float64(wl.CrashEvery))
+			continue
 		}
 		if due > s.now && !c.sleepUntil(due) {
 			return
@@ -393,7 +416,7 @@ func (c *client) runWriter() {
 func (c *client) countBacklog() uint64 {
 	s, wl := c.s, c.s.wl
 	var n uint64
-	for t := c.arrival; t < s.end; t = wl.nextArrival(t+int64(c.rng.ExpFloat64()*wl.meanArrival()), c.rng) {
+	for t := c.arrival; t < s.end; t = wl.nextArrival(t+int64(c.rng.ExpFloat64()*c.mean), c.rng) {
 		s.second(t).Offered++
 		n++
 	}
@@ -573,19 +596,14 @@ func (s *Sim) makeClients() {
 			consume: make(map[string]int64, MaxLimits), adjust: make(map[string]int64, MaxLimits)}
 		s.clients = append(s.clients, c)
 		if kind != kindActor {
-			lim, err := limiter.New(handle{c}, limiter.WithClock(c.clock), limiter.WithNamespace(s.model.Namespace),
-				limiter.WithRand(s.derive(streamLimiter, id)), limiter.WithPolicy(limiter.FailClosed),
-				limiter.WithCacheTTL(wl.cacheTTL()), limiter.WithLogger(s.logger()), limiter.WithObserver(observer{s}))
-			if err != nil {
-				panic("sim: " + err.Error()) // options are fixed: cannot happen
-			}
-			c.lim = lim
+			c.lim = s.newLimiter(c, s.derive(streamLimiter, id))
 		}
 		return c
 	}
 	for i := 0; i < n; i++ {
 		c := mk(kindWriter, skews[i])
 		c.startAt = startRand.Int64N(spread)
+		c.mean = wl.meanArrivalOf(i)
 		c.start(c.runWriter)
 	}
 	if wl.Probe && s.model.probeBucket >= 0 {
@@ -600,10 +618,39 @@ func (s *Sim) makeClients() {
 	}
 }
 
-// observer counts the limiter's write paths.
-type observer struct{ s *Sim }
+// newLimiter makes a client's limiter (again, after a crash).
+func (s *Sim) newLimiter(c *client, r *rand.Rand) *limiter.Limiter {
+	wl := s.wl
+	opts := []limiter.Option{limiter.WithClock(c.clock), limiter.WithNamespace(s.model.Namespace),
+		limiter.WithRand(r), limiter.WithPolicy(limiter.FailClosed),
+		limiter.WithCacheTTL(wl.cacheTTL()), limiter.WithLogger(s.logger()), limiter.WithObserver(observer{s, c})}
+	if wl.Reservations {
+		opts = append(opts, limiter.WithReservations())
+	}
+	lim, err := limiter.New(handle{c}, opts...)
+	if err != nil {
+		panic("sim: " + err.Error()) // options are fixed: cannot happen
+	}
+	return lim
+}
+
+// observer counts the limiter's write paths and tells the client's
+// current operation what its reservations did.
+type observer struct {
+	s *Sim
+	c *client
+}
 
 func (o observer) Observe(ev limiter.Event) {
+	if c := o.c; c != nil && c.cur.active && ev.Op != "close" {
+		op := &c.cur.op
+		op.Pooled = ev.Path == limiter.PathPool
+		for i, name := range o.s.model.LimitNames {
+			op.Reserved[i] += ev.Reserved[name]
+			op.Returned[i] += ev.Returned[name]
+			op.Unsettled[i] += ev.Unsettled[name]
+		}
+	}
 	if ev.Op == "acquire" && int(ev.Path) < len(o.s.stats.paths) {
 		ps := &o.s.stats.paths[ev.Path]
 		ps.n++

@@ -121,6 +121,7 @@ type stats struct {
 	adjusts, rollbacks, settleFailures, falseRejections              uint64
 	throttled, roundTrips, storeCalls, validation, backlog           uint64
 	paths                                                            [16]pathStat
+	crashes                                                          uint64
 	doublingsSeen                                                    int
 }
 

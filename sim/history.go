@@ -78,6 +78,15 @@ type Op struct {
 	// Local is the rejection's Local flag: answered from the limiter's
 	// last item of the bucket, without a store call.
 	Local bool
+	// Pooled: the operation was answered from (or into) the limiter's
+	// reservation pool, without a store call for it. Reserved and Returned
+	// are the tokens per limit its writes moved into a pool beyond its
+	// charge, and back from an expired pool to the store.
+	Pooled             bool
+	Reserved, Returned [MaxLimits]int64
+	// Unsettled is what a write of the operation whose outcome is unknown
+	// may have moved between a pool and the store (+ taken, - returned).
+	Unsettled [MaxLimits]int64
 	// Shard is the shard of Bucket that the lease charged (an admitted
 	// acquire and the adjusts and rollback of its lease), or -1.
 	Shard int32
@@ -148,6 +157,10 @@ type Model struct {
 	// and the clocks agree; liveness is judged only for rejections that
 	// start at least TailSettle later.
 	TailStart, TailSettle int64
+	// Reservations: the limiters answer some acquires from reservation
+	// pools (Op.Pooled) and move tokens between pools and the store
+	// (Op.Reserved, Op.Returned).
+	Reservations bool
 	// CheckDoublingCause makes invariant 6 also require that a doubling
 	// happened while one of the bucket's shards was really at its write
 	// ceiling (see Checker.checkDoublingCause).

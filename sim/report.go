@@ -47,6 +47,8 @@ type Report struct {
 	WCU           float64 `json:"wcu"`
 	RCU           float64 `json:"rcu"`
 
+	// Crashes counts writer processes that crashed (Workload.CrashEvery).
+	Crashes         uint64            `json:"crashes,omitempty"`
 	ShardCountFinal int64             `json:"shard_count_final"`
 	ShardDoublings  int               `json:"shard_doublings"`
 	Paths           map[string]uint64 `json:"paths"`
@@ -120,6 +122,7 @@ func (s *Sim) report(items []store.Item) *Report {
 	if r.Faults == "" {
 		r.Faults = "none"
 	}
+	r.Crashes = s.stats.crashes
 	r.PathCosts = map[string]PathCost{}
 	for p, ps := range s.stats.paths {
 		if ps.n > 0 {
@@ -226,10 +229,13 @@ func (r *Report) WriteTable(out io.Writer) error {
 	fmt.Fprintf(&b, "store: %d round trips (%s per call), %d requests, %.0f WCU (%s per call), %.0f RCU\n",
 		r.RoundTrips, per(float64(r.RoundTrips), ops), r.StoreRequests, r.WCU, per(r.WCU, ops), r.RCU)
 	fmt.Fprintf(&b, "shards: final %d, doublings %d\n", r.ShardCountFinal, r.ShardDoublings)
+	if r.Crashes > 0 {
+		fmt.Fprintf(&b, "crashes: %d processes died holding what they held\n", r.Crashes)
+	}
 	fmt.Fprintf(&b, "acquires by last path:  round trips and WCU per acquire, and per admitted acquire of all paths\n")
 	var rt, wcu float64
 	for _, p := range []limiter.Path{limiter.PathSpeculative, limiter.PathFull, limiter.PathCreate, limiter.PathNormal,
-		limiter.PathRetry, limiter.PathReject, limiter.PathLocal, limiter.PathFailOpen, limiter.PathNone} {
+		limiter.PathRetry, limiter.PathReject, limiter.PathLocal, limiter.PathPool, limiter.PathFailOpen, limiter.PathNone} {
 		c, ok := r.PathCosts[p.String()]
 		if !ok {
 			continue

@@ -32,6 +32,8 @@ var registry = []Scenario{
 	{Name: "idle-year", Summary: "one bucket at 10 req/s for a simulated year (one busy minute a day, idle in between): must never double", Build: idleYear},
 	{Name: "cold-start", Summary: "200 processes start together with empty caches on 1,000 keys of one resource at 10 req/s each: configuration reads must not pile onto shared keys (schema, resource limits)", Build: coldStart},
 	{Name: "new-entities", Summary: "about 2,000 keys a second seen for the first time on one resource: each creates a bucket and its index entries", Build: newEntities},
+	{Name: "reservations", Summary: "16 processes with reservations on one key at 10,000 req/s, demand uneven across them, processes crashing holding reservations", Build: reservationsWorkload},
+	{Name: "saturated", Summary: "32 processes offer twice a 200/s limit over a store that answers in 30 ms: the race for every refilled token", Build: saturated},
 	{Name: "aggregator", Summary: "hot-entity for 10 s (128 writers, 10,000 req/s) with the aggregator actor consuming the change stream (duplicates included); usage totals checked against the stream",
 		Build: aggregatorWorkload, Actors: func(Config) []Actor { return []Actor{NewAggregatorActor()} }},
 }
@@ -248,5 +250,43 @@ func newEntities(Config) *Workload {
 		Rate:      2000,
 		Duration:  20 * time.Second,
 		WarmUp:    time.Second,
+	}
+}
+
+// reservationsWorkload: 16 processes share one key at 10,000 acquires a
+// second, the busiest offering several times what the quietest does; a
+// process crashes every 20 s on average (its reservation stranded), and a
+// new one takes over a second later. The limit (15,000/s) is above the
+// load, so every refusal is a false one.
+func reservationsWorkload(Config) *Workload {
+	return &Workload{
+		Limits:       []limiter.Limit{limiter.PerSecond("rps", 15_000)},
+		Entities:     []Entity{{ID: "tenant"}},
+		Resources:    []string{"gpt-4o"},
+		Consume:      []Range{{Min: 1, Max: 1}},
+		Writers:      16,
+		Rate:         10_000,
+		Uneven:       0.7,
+		Reservations: true,
+		CrashEvery:   20 * time.Second,
+		Duration:     60 * time.Second,
+		LimitRate:    15_000,
+	}
+}
+
+// saturated: 32 processes offer 400 acquires a second against a 200/s
+// limit, over a store whose every call takes 30 ms: at the limit, every
+// refilled token is raced for by several processes whose last view of the
+// bucket is at least a round trip old.
+func saturated(cfg Config) *Workload {
+	return &Workload{
+		Limits:    []limiter.Limit{limiter.PerSecond("rps", 200)},
+		Entities:  []Entity{{ID: "tenant"}},
+		Resources: []string{"gpt-4o"},
+		Consume:   []Range{{Min: 1, Max: 1}},
+		Writers:   32,
+		Rate:      400,
+		Duration:  60 * time.Second,
+		LimitRate: 200,
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -65,6 +66,17 @@ type Workload struct {
 	// what it injects.
 	Faults    bool
 	FaultPlan *FaultPlan
+	// Reservations turns the limiters' reservations on
+	// (limiter.WithReservations for every limit).
+	Reservations bool
+	// CrashEvery, when set, is the mean time between a writer's crashes:
+	// the process stops at once (its leases are never settled, its
+	// reservations are stranded) and a new one, with empty caches, takes
+	// over after CrashDowntime (default 1 s).
+	CrashEvery, CrashDowntime time.Duration
+	// Uneven, when above 0, spreads Rate over the writers unevenly: the
+	// i-th writer offers in proportion to 1/(i+1)^Uneven.
+	Uneven float64
 	// CacheTTL is the limiters' configuration cache TTL (default 60 s).
 	CacheTTL time.Duration
 	// PartitionWCU overrides memsim's per-partition write ceiling (0: the
@@ -335,7 +347,7 @@ func (w *Workload) fits(ls []limiter.Limit, who string) error {
 
 // model builds what the checkers know of the workload.
 func (w *Workload) model(s *Sim) *Model {
-	m := &Model{Namespace: w.Namespace, probeBucket: -1}
+	m := &Model{Namespace: w.Namespace, probeBucket: -1, Reservations: w.Reservations}
 	for _, l := range w.Limits {
 		m.LimitNames = append(m.LimitNames, l.Name)
 	}
@@ -413,6 +425,26 @@ func (w *Workload) amounts(r *rand.Rand) (a [MaxLimits]int64) {
 
 // meanArrival is the mean time (ns) between one writer's arrivals.
 func (w *Workload) meanArrival() float64 { return float64(w.Writers) / w.Rate * 1e9 }
+
+// meanArrivalOf is writer i's mean time between arrivals (ns), with Uneven.
+func (w *Workload) meanArrivalOf(i int) float64 {
+	if w.Uneven <= 0 {
+		return w.meanArrival()
+	}
+	var sum float64
+	for j := 0; j < w.Writers; j++ {
+		sum += 1 / math.Pow(float64(j+1), w.Uneven)
+	}
+	share := 1 / math.Pow(float64(i+1), w.Uneven) / sum
+	return 1e9 / (w.Rate * share)
+}
+
+func (w *Workload) crashDowntime() time.Duration {
+	if w.CrashDowntime > 0 {
+		return w.CrashDowntime
+	}
+	return time.Second
+}
 
 // nextArrival moves an arrival time into the next active window of the
 // duty cycle, if it falls outside one.

@@ -95,6 +95,16 @@ func (p *Plan) WithAmounts(milli map[string]int64) *Plan {
 	return q
 }
 
+// WithExtra returns a copy of p that also charges extra millitokens per
+// limit name (a reservation taken with the charge).
+func (p *Plan) WithExtra(extra map[string]int64) *Plan {
+	q := &Plan{Ref: p.Ref, hash: p.hash, pt: p.pt, specs: append([]spec(nil), p.specs...)}
+	for i := range q.specs {
+		q.specs[i].amount += extra[q.specs[i].name]
+	}
+	return q
+}
+
 // Has reports whether the plan has an application limit called name.
 func (p *Plan) Has(name string) bool {
 	for i := range p.specs {

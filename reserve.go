@@ -1,0 +1,134 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+
+	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/engine"
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+)
+
+// reserved runs an acquire with reservations on (see WithReservations):
+// from the bucket's pool when it holds enough, else with a write that also
+// takes the next reservation. done is false when the acquire must be made
+// the plain way (the bucket cannot grant the reservation too, or the
+// process's demand is too low to reserve).
+func (l *Limiter) reserved(ctx context.Context, tr *trace, p bucketPlan) (lease *Lease, err error, done bool) {
+	now := l.nowMs()
+	l.returnPools(ctx, tr, l.pools.Expired(p.Ref, now, false))
+	if sv, ok := l.pools.Take(p.Plan, now); ok {
+		tr.ev.Path = PathPool
+		part := leasePart{p: p, shard: sv.Shard, n: sv.N, pooled: true}
+		part.states = l.poolStates(p, sv.Shard, sv.N, now)
+		return &Lease{l: l, parts: []leasePart{part}}, nil, true
+	}
+	extra := l.pools.Extra(p.Plan, l.mem.Count(p.Ref), now)
+	if extra == nil {
+		return nil, nil, false
+	}
+	big := p.WithExtra(extra)
+	m := engine.NewCharge(l.mem, big, l.rng, l.cfg.engine)
+	step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
+	if step.Err != nil && store.OutcomeUnknown(step.Err) {
+		// The write may have taken the reservation; the pool never will
+		// see it (like a crashed process's).
+		tr.ev.Unsettled = addTokens(tr.ev.Unsettled, extra, 1)
+	}
+	switch {
+	case step.Done:
+		now = l.nowMs()
+		l.pools.Granted(p.Plan, now)
+		tr.ev.Reserved = tokensOf(extra)
+		l.returnPools(ctx, tr, []*engine.Return{l.pools.Add(p.Plan, extra, m.Shard, m.N, now)})
+		part := leasePart{p: p, shard: m.Shard, n: m.N, pooled: true}
+		part.states = l.poolStates(p, m.Shard, m.N, now)
+		return &Lease{l: l, parts: []leasePart{part}}, nil, true
+	case step.Refused != nil:
+		l.pools.Refused(p.Ref, now)
+		return nil, nil, false // perhaps the charge alone fits: ask for it alone
+	}
+	return nil, step.Err, true
+}
+
+// returnPools refunds the rests of pools to the store (an adjust of
+// negative amounts each); a failed return is logged and its tokens are
+// lost to the bucket until it refills, like a crashed process's.
+func (l *Limiter) returnPools(ctx context.Context, tr *trace, rs []*engine.Return) {
+	for _, r := range rs {
+		if r == nil {
+			continue
+		}
+		m := engine.NewAdjust(l.mem, r.Plan, r.Shard, r.N)
+		step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
+		if step.Err != nil {
+			l.cfg.logger.Warn("limiter: returning a reservation failed; its tokens come back as the bucket refills",
+				"entity", r.Plan.Ref.Entity, "resource", r.Plan.Ref.Resource, "err", step.Err)
+			if store.OutcomeUnknown(step.Err) {
+				tr.ev.Unsettled = addTokens(tr.ev.Unsettled, r.Plan.Amounts(), 1)
+			}
+			continue
+		}
+		if tr.ev.Returned == nil {
+			tr.ev.Returned = map[string]int64{}
+		}
+		for name, v := range r.Plan.Amounts() {
+			tr.ev.Returned[name] += -v / bucket.MilliPerToken
+		}
+	}
+}
+
+// poolStates is what a lease served with a pool reports: the shard's last
+// item refilled to now, plus what the pool holds (Reserved).
+func (l *Limiter) poolStates(p bucketPlan, shard int, n, now int64) []LimitState {
+	v := l.mem.View(p.Ref, shard)
+	states := p.states(p.Views(v.Img, n, now, false, false))
+	for i := range states {
+		held := l.pools.Held(p.Ref, states[i].Limit.Name, now)
+		states[i].Reserved = held / bucket.MilliPerToken
+		states[i].Remaining += states[i].Reserved
+	}
+	return states
+}
+
+// addTokens adds sign × milli (in whole tokens) to m, allocating it.
+func addTokens(m, milli map[string]int64, sign int64) map[string]int64 {
+	if m == nil {
+		m = make(map[string]int64, len(milli))
+	}
+	for k, v := range milli {
+		m[k] += sign * v / bucket.MilliPerToken
+	}
+	return m
+}
+
+func tokensOf(milli map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(milli))
+	for k, v := range milli {
+		out[k] = v / bucket.MilliPerToken
+	}
+	return out
+}
+
+// Close returns every reservation's unused tokens to the store. Call it
+// when the process stops; a limiter without reservations has nothing to
+// return. The limiter stays usable.
+func (l *Limiter) Close(ctx context.Context) error {
+	if l == nil || l.pools == nil {
+		return nil
+	}
+	tr := l.newTrace("close", "", "")
+	var errs error
+	for _, r := range l.pools.Expired(keys.Bucket{}, l.nowMs(), true) {
+		m := engine.NewAdjust(l.mem, r.Plan, r.Shard, r.N)
+		if step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed); step.Err != nil {
+			errs = errors.Join(errs, step.Err)
+		}
+	}
+	l.observe(tr, errs, Admitted)
+	if errs != nil {
+		return &UnavailableError{Op: "close", Err: errs}
+	}
+	return nil
+}
