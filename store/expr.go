@@ -14,9 +14,10 @@ import (
 // placeholders, bound by Names ("#a0" -> "b_rpm_tk") and Values (":v0" ->
 // Int(-1000)). Either expression may be empty.
 //
-// Build one with [Build], or with [Template.Expr] for a shape used over and
+// Build one with [Build], or with a [Template] for a shape used over and
 // over; a hand-written Expr is also accepted by every backend, which must
-// then validate it as DynamoDB does.
+// then validate it as DynamoDB does. Backends read the values through
+// [Expr.ValueMap] (Values is nil in an Expr made by [Template.Compact]).
 type Expr struct {
 	Update    string
 	Condition string
@@ -40,9 +41,27 @@ func (e Expr) IsZero() bool { return e.Update == "" && e.Condition == "" }
 // differ, as they do for DynamoDB). How they were made, by [Build], by a
 // [Template] or by hand, does not matter.
 func (e Expr) Equal(o Expr) bool {
+	ev, ov := e.ValueMap(), o.ValueMap()
 	return e.Update == o.Update && e.Condition == o.Condition &&
 		(e.Names == nil) == (o.Names == nil) && maps.Equal(e.Names, o.Names) &&
-		(e.Values == nil) == (o.Values == nil) && maps.Equal(e.Values, o.Values)
+		(ev == nil) == (ov == nil) && maps.Equal(ev, ov)
+}
+
+// ValueMap returns the values of e's placeholders: e.Values, or, for an Expr
+// made by [Template.Compact] (whose Values is nil), a map made from its
+// template form. Backends that read the maps read this one.
+func (e Expr) ValueMap() map[string]Value {
+	if e.Values != nil || e.tmpl == nil || e.args == nil {
+		return e.Values
+	}
+	if _, args := e.Template(); args == nil {
+		return e.Values // changed since it was made: its own fields rule
+	}
+	m := make(map[string]Value, len(e.args))
+	for i, v := range e.args {
+		m[e.tmpl.placeholders[i]] = v
+	}
+	return m
 }
 
 // Template returns the template e was made from and the values of its

@@ -100,17 +100,42 @@ func (t *Template) Slots() int {
 // undefined and a zero Value is sent as given: backends reject both, as
 // DynamoDB does. A nil Template gives the zero Expr.
 func (t *Template) Expr(vals []Value) Expr {
+	e, _ := t.expr(vals, true)
+	return e
+}
+
+// Compact is [Template.Expr] without the Values map, for callers that send
+// the Expr only to the backends of this module (store/memsim, store/dynamo),
+// which read the values from the template form: it saves building a map per
+// call. Its Values field is nil; [Expr.ValueMap] returns the map (made on
+// each call) and [Expr.Equal] compares it. When vals leave a slot without
+// a valid value, Compact returns the full Expr, whose maps carry the fault
+// to the backend.
+func (t *Template) Compact(vals []Value) Expr {
+	e, complete := t.expr(vals, false)
+	if !complete {
+		e, _ = t.expr(vals, true)
+	}
+	return e
+}
+
+// expr makes the Expr of vals, with its Values map when withMap, and
+// reports whether every placeholder got a valid value.
+func (t *Template) expr(vals []Value, withMap bool) (Expr, bool) {
 	if t == nil {
-		return Expr{}
+		return Expr{}, true
 	}
 	e := Expr{Update: t.update, Condition: t.condition, Names: t.names, tmpl: t}
 	if len(t.values) == 0 {
-		return e
+		return e, true
 	}
 	// The values by placeholder, for backends that run the template, and
 	// the Values map, for those that read the maps.
 	args := make([]Value, len(t.values))
-	m := make(map[string]Value, len(t.values))
+	var m map[string]Value
+	if withMap {
+		m = make(map[string]Value, len(t.values))
+	}
 	complete := true
 	for i, tv := range t.values {
 		v := tv.v
@@ -123,13 +148,15 @@ func (t *Template) Expr(vals []Value) Expr {
 		}
 		complete = complete && v.IsValid()
 		args[i] = v
-		m[t.placeholders[i]] = v
+		if withMap {
+			m[t.placeholders[i]] = v
+		}
 	}
 	e.Values, e.values = m, mapID(m)
 	if complete {
 		e.args = args
 	}
-	return e
+	return e, complete
 }
 
 // ValuePlaceholders returns the value placeholders of t's expressions,

@@ -96,6 +96,13 @@ func TestTemplateExprEqualsBuild(t *testing.T) {
 				t.Fatalf("Template() = %p, %v", tt, args)
 			}
 		}
+		compact := tmpl.Compact(vals)
+		if compact.Values != nil || !compact.Equal(want) || !store.Expr.Equal(want, compact) {
+			t.Fatalf("Compact %+v (values %v)\nBuild %+v", compact, compact.ValueMap(), want)
+		}
+		if tt, args := compact.Template(); tt != tmpl || len(args) != len(want.Values) {
+			t.Fatalf("Compact: Template() = %p, %v", tt, args)
+		}
 		p, pvals, err := store.Parametrize(plainU, plainC)
 		if err != nil {
 			t.Fatal(err)
@@ -174,8 +181,18 @@ func TestExprTemplate(t *testing.T) {
 	if e := tmpl.Expr(append(full, store.Int(9))); !e.Equal(tmpl.Expr(full)) {
 		t.Errorf("extra vals: %v", e.Values)
 	}
+	// Compact with a fault in the values is the full Expr.
+	if e := tmpl.Compact(full[:1]); e.Values == nil || !e.Equal(tmpl.Expr(full[:1])) {
+		t.Errorf("Compact of short vals: %+v", e)
+	}
+	// A Compact Expr given a Values map is judged by it.
+	e := tmpl.Compact(full)
+	e.Values = map[string]store.Value{":v0": store.Int(5)}
+	if tt, _ := e.Template(); tt != nil || e.ValueMap()[":v0"] != store.Int(5) {
+		t.Errorf("Compact Expr with a Values map set: %v", e.ValueMap())
+	}
 	var nilT *store.Template
-	if e := nilT.Expr(full); !e.IsZero() || nilT.Slots() != 0 || nilT.ValuePlaceholders() != nil {
+	if e := nilT.Expr(full); !e.IsZero() || !nilT.Compact(full).IsZero() || nilT.Slots() != 0 || nilT.ValuePlaceholders() != nil {
 		t.Error("nil Template")
 	}
 	if u, c := nilT.Strings(); u != "" || c != "" {

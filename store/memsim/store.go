@@ -34,6 +34,7 @@ type Store struct {
 	intercept    bool         // faults != nil || hook != nil
 	plans        sync.Map     // *store.Template -> *tplan
 	plansN       atomic.Int64 // entries in plans
+	lastPlan     atomic.Pointer[tplan]
 
 	mu      sync.Mutex
 	items   map[store.Key]*entry

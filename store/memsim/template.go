@@ -49,6 +49,7 @@ func fixed(t *store.Template, e store.Expr) *expr.Fixed {
 // tplan is what a store knows of one template: its pre-bound form and
 // what the store's schema says about the attributes it names.
 type tplan struct {
+	t     *store.Template
 	fixed *expr.Fixed
 	// isKey is the store's key test, or nil when no key check of Bind can
 	// fail (no action writes a key attribute, no path is nested).
@@ -72,6 +73,10 @@ type itemView struct {
 	plan *tplan
 	vals []store.Value
 	has  []bool
+	// size[i] is the stored size of attribute names[i] (name and value),
+	// 0 when absent; next holds the sizes a write computed, until it
+	// commits.
+	size, next []int32
 }
 
 // maxPlans bounds the templates a store remembers; beyond it, Exprs of new
@@ -81,14 +86,19 @@ const maxPlans = 1 << 12
 // plan returns the store's plan for t, or nil when t's Exprs take the
 // string path. e is an Expr of t.
 func (s *Store) plan(t *store.Template, e store.Expr) *tplan {
+	if pl := s.lastPlan.Load(); pl != nil && pl.t == t {
+		return pl
+	}
 	if v, ok := s.plans.Load(t); ok {
-		return v.(*tplan)
+		pl := v.(*tplan)
+		s.lastPlan.Store(pl)
+		return pl
 	}
 	f := fixed(t, e)
 	if f == nil {
 		return nil
 	}
-	pl := &tplan{fixed: f, names: f.Names(), prog: f.Program(), head: f.Heads()}
+	pl := &tplan{t: t, fixed: f, names: f.Names(), prog: f.Program(), head: f.Heads()}
 	if f.Nested() {
 		pl.isKey = s.isKey
 	}
@@ -132,12 +142,24 @@ func (s *Store) useView(e *entry, pl *tplan) *itemView {
 		n := len(pl.names)
 		v.vals = slices.Grow(v.vals[:0], n)[:n]
 		v.has = slices.Grow(v.has[:0], n)[:n]
+		v.size = slices.Grow(v.size[:0], n)[:n]
+		v.next = slices.Grow(v.next[:0], len(pl.head))[:len(pl.head)]
 		for i, name := range pl.names {
 			v.vals[i], v.has[i] = e.item[name]
+			v.size[i] = attrSize(name, v.vals[i], v.has[i])
 		}
 		v.plan = pl
 	}
 	return v
+}
+
+// attrSize is the stored size of an attribute: its name and value, 0 when
+// absent.
+func attrSize(name string, v store.Value, has bool) int32 {
+	if !has {
+		return 0
+	}
+	return int32(len(name) + ValueSize(v))
 }
 
 // runProgram computes w's update of the existing item ev.old with its
@@ -161,7 +183,12 @@ func (s *Store) runProgram(w *writeReq, ev *evaluation, v *itemView) bool {
 		} else {
 			delete(n, name)
 		}
-		s.account(ev, name, v.vals[h], v.has[h], r.V, r.Write, false)
+		size := attrSize(name, r.V, r.Write)
+		v.next[i] = size
+		ev.newSize += int(size - v.size[h])
+		if r.Write != v.has[h] || r.V != v.vals[h] {
+			ev.changed = true
+		}
 	}
 	ev.new, ev.touched, ev.results = n, w.bound.Touched(), res
 	return true
@@ -181,7 +208,7 @@ func (s *Store) updateView(e *entry, w *writeReq, res []expr.Result) {
 	}
 	for i := range res {
 		for _, j := range w.plan.heads[i] {
-			v.vals[j], v.has[j] = res[i].V, res[i].Write
+			v.vals[j], v.has[j], v.size[j] = res[i].V, res[i].Write, v.next[i]
 		}
 	}
 }

@@ -53,6 +53,9 @@ func templateBuild() func(u store.Update, c store.Condition) (store.Expr, error)
 		} else {
 			cache[shape] = t
 		}
+		if n%2 == 0 {
+			return t.Compact(vals), nil
+		}
 		return t.Expr(vals), nil
 	}
 }
@@ -144,6 +147,7 @@ func (sd *side) limiterShape(k store.Key) store.UpdateInput {
 		u = u.Remove("gone")
 	}
 	in := store.UpdateInput{Key: k, Return: store.ReturnValue(g.Draw("ret", 5)), ReturnOldOnConditionFailure: g.Chance("retold", 50)}
+	compact := g.Chance("compact", 50) // drawn on both sides: their draws stay in step
 	if !sd.slots {
 		in.Expr = g.Expr(u, store.And(conds...))
 		return in
@@ -158,7 +162,11 @@ func (sd *side) limiterShape(k store.Key) store.UpdateInput {
 	} else {
 		sd.cache[upd+"\x00"+cond] = tmpl
 	}
-	in.Expr = tmpl.Expr(vals)
+	if compact {
+		in.Expr = tmpl.Compact(vals)
+	} else {
+		in.Expr = tmpl.Expr(vals)
+	}
 	return in
 }
 
@@ -197,7 +205,7 @@ func (sd *side) runDrawn() (string, outcome) {
 // TestTemplatePathMatchesStringPath runs the same random requests on two
 // stores, one given Exprs from store.Build (the string path) and one the
 // same Exprs from store.Templates (the structured path, with templates met
-// again and again), and requires the same answers, errors and messages
+// again and again, with and without the Values map), and requires the same answers, errors and messages
 // included, the same items, stream and counters.
 func TestTemplatePathMatchesStringPath(t *testing.T) {
 	seqs, ops := 300, 60

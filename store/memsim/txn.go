@@ -168,7 +168,7 @@ func (s *Store) transactLocked(token string, fp [sha256.Size]byte, reqs []writeR
 	failed, invalid := false, false
 	size := 0
 	for i := range reqs {
-		evs[i], _ = s.evaluate(&reqs[i], nil)
+		s.evaluate(&reqs[i], &evs[i], nil)
 		switch {
 		case evs[i].err != nil:
 			invalid = true
@@ -379,14 +379,15 @@ func writeExpr(h hash.Hash, e store.Expr, retOld bool) {
 		writeStr(h, e.Names[n])
 	}
 	writeStr(h, "values")
-	vals := make([]string, 0, len(e.Values))
-	for n := range e.Values {
+	values := e.ValueMap()
+	vals := make([]string, 0, len(values))
+	for n := range values {
 		vals = append(vals, n)
 	}
 	slices.Sort(vals)
 	for _, n := range vals {
 		writeStr(h, n)
-		writeValue(h, e.Values[n])
+		writeValue(h, values[n])
 	}
 	if retOld {
 		writeStr(h, "retold")

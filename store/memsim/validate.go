@@ -207,6 +207,6 @@ func (s *Store) bind(e store.Expr, allowUpdate bool) (*expr.Bound, *tplan, error
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := p.Bind(e.Names, e.Values, s.isKey)
+	b, err := p.Bind(e.Names, e.ValueMap(), s.isKey)
 	return b, nil, err
 }

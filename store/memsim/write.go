@@ -173,12 +173,12 @@ func (s *Store) prepareCheck(in *store.CheckInput) (writeReq, error) {
 	return writeReq{kind: wCheck, key: in.Key, bound: b, plan: pl, retOld: in.ReturnOldOnConditionFailure, txn: true, hasCond: true}, nil
 }
 
-// evaluate computes what w would do. chg is room for the changes of an
-// update (see expr.Bound.ApplyChanges), or nil; the changes are returned
-// (not kept in the evaluation, which would make chg escape: the caller's
-// room is on its stack). Call with s.mu held.
-func (s *Store) evaluate(w *writeReq, chg []expr.Change) (evaluation, []expr.Change) {
-	ev := evaluation{keysMoved: true}
+// evaluate computes into ev what w would do. chg is room for the changes
+// of an update (see expr.Bound.ApplyChanges), or nil; the changes are
+// returned (not kept in the evaluation, which would make chg escape: the
+// caller's room is on its stack). Call with s.mu held.
+func (s *Store) evaluate(w *writeReq, ev *evaluation, chg []expr.Change) []expr.Change {
+	*ev = evaluation{keysMoved: true}
 	var changes []expr.Change
 	var view *itemView // the stored item's view, when w runs its template's Program
 	if e := s.items[w.key]; e != nil {
@@ -197,18 +197,18 @@ func (s *Store) evaluate(w *writeReq, chg []expr.Change) (evaluation, []expr.Cha
 		}
 		if err != nil {
 			ev.err = err
-			return ev, changes
+			return changes
 		}
 		if !ok {
 			ev.failed = true
 			ev.units = WriteUnits(ev.oldSize) // 1 when absent
-			return ev, changes
+			return changes
 		}
 	}
 	switch w.kind {
 	case wCheck:
 		ev.units = WriteUnits(ev.oldSize)
-		return ev, changes
+		return changes
 	case wDelete:
 		ev.units = WriteUnits(ev.oldSize)
 		ev.remove = true
@@ -219,7 +219,7 @@ func (s *Store) evaluate(w *writeReq, chg []expr.Change) (evaluation, []expr.Cha
 		ev.units = WriteUnits(max(ev.oldSize, ev.newSize))
 	case wUpdate:
 		switch {
-		case w.hasUpd && view != nil && s.runProgram(w, &ev, view):
+		case w.hasUpd && view != nil && s.runProgram(w, ev, view):
 		case w.hasUpd:
 			keys := [2]expr.KeyAttr{
 				{Name: s.schema.PartitionKey, Value: store.Str(w.key.PK)},
@@ -228,16 +228,16 @@ func (s *Store) evaluate(w *writeReq, chg []expr.Change) (evaluation, []expr.Cha
 			n, touched, chgs, err := w.bound.ApplyChanges(ev.old, keys, chg)
 			if err != nil {
 				ev.err = err
-				return ev, nil
+				return nil
 			}
 			changes = chgs
 			if n == nil {
 				// A REMOVE-only update of a missing item creates nothing.
 				ev.units = WriteUnits(0)
-				return ev, changes
+				return changes
 			}
 			ev.new, ev.touched = n, touched
-			s.accountChanges(w, &ev, changes)
+			s.accountChanges(w, ev, changes)
 		case ev.exists:
 			ev.new = ev.old
 		default:
@@ -250,17 +250,17 @@ func (s *Store) evaluate(w *writeReq, chg []expr.Change) (evaluation, []expr.Cha
 		if ev.keysMoved {
 			if err := s.checkIndexKeys(ev.new); err != nil {
 				ev.err = err
-				return ev, changes
+				return changes
 			}
 		}
 		if ev.newSize > MaxItemSize {
 			ev.err = verr(msgUpdateTooLarge)
-			return ev, changes
+			return changes
 		}
 		ev.units = WriteUnits(max(ev.oldSize, ev.newSize))
 	}
-	s.indexCost(&ev)
-	return ev, changes
+	s.indexCost(ev)
+	return changes
 }
 
 // accountChanges computes, for an update of an existing item, the new
@@ -544,7 +544,8 @@ func (s *Store) write(ctx context.Context, kind OpKind, w writeReq, prepErr erro
 	)
 	var chg [16]expr.Change // the update's changes, off the heap
 	s.mu.Lock()
-	ev, changes := s.evaluate(&w, chg[:0])
+	var ev evaluation
+	changes := s.evaluate(&w, &ev, chg[:0])
 	switch {
 	case ev.err != nil:
 		s.count(kind, outValidation, store.Capacity{})
