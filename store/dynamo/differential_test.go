@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -40,8 +39,8 @@ func TestDifferential(t *testing.T) {
 	table := srv.NewTable(t)
 	ddb := dynamo.New(srv.Client, table)
 
-	setRapidChecks(t, envInt(t, "DIFF_SEQUENCES", 200))
-	maxOps := envInt(t, "DIFF_MAX_OPS", 30)
+	setRapidChecks(t, storegen.EnvInt(t, "DIFF_SEQUENCES", 200))
+	maxOps := storegen.EnvInt(t, "DIFF_MAX_OPS", 30)
 
 	var seqs, ops, runs atomic.Int64
 	start := time.Now()
@@ -88,19 +87,6 @@ func setRapidChecks(t *testing.T, n int) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = flag.Set("rapid.checks", prev) })
-}
-
-func envInt(t *testing.T, name string, def int) int {
-	t.Helper()
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a positive integer", name, s)
-	}
-	return n
 }
 
 // diffResult is what the test compares of one call. Consumed is compared

@@ -76,11 +76,11 @@ type Config struct {
 // call is one request: exactly one of the inputs is set.
 type call struct {
 	group int
-	get *store.GetInput
-	put *store.PutInput
-	upd *store.UpdateInput
-	del *store.DeleteInput
-	tx  *store.TransactWriteInput
+	get   *store.GetInput
+	put   *store.PutInput
+	upd   *store.UpdateInput
+	del   *store.DeleteInput
+	tx    *store.TransactWriteInput
 }
 
 // outcome is what a client saw of a call, in a canonical form.
@@ -462,18 +462,5 @@ func explain(h []porcupine.Operation, info porcupine.LinearizationInfo) string {
 // otherwise (make linearize sets them for the long run).
 func Budget(t testing.TB, histories, ops int) (int, int) {
 	t.Helper()
-	return envInt(t, "LINEARIZE_HISTORIES", histories), envInt(t, "LINEARIZE_OPS", ops)
-}
-
-func envInt(t testing.TB, name string, def int) int {
-	t.Helper()
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a positive integer", name, s)
-	}
-	return n
+	return storegen.EnvInt(t, "LINEARIZE_HISTORIES", histories), storegen.EnvInt(t, "LINEARIZE_OPS", ops)
 }

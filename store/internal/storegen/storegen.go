@@ -9,8 +9,10 @@
 package storegen
 
 import (
+	"os"
 	"strconv"
 	"strings"
+	"testing"
 
 	"github.com/shardlimit/limiter/store"
 )
@@ -382,4 +384,21 @@ func (g *Gen) QueryInput() store.QueryInput {
 		in.Limit = 1
 	}
 	return in
+}
+
+// EnvInt returns the positive integer in the environment variable name, or
+// def when it is not set; it fails t on anything else. Campaign sizes of
+// the tests that use this package come from the environment (the long
+// runs of the Makefile set them).
+func EnvInt(t testing.TB, name string, def int) int {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return n
 }
