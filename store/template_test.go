@@ -219,3 +219,45 @@ func ExampleCompile() {
 	// #a1 >= :v2
 	// at tokens 1700000000000 -3 3
 }
+
+// BenchmarkMakeExpr measures what a caller pays to make the Expr of the
+// limiter's speculative write (10 ADDs, a SET, a condition of five terms)
+// for new values: rendering it with Build, or filling a Template.
+func BenchmarkMakeExpr(b *testing.B) {
+	shape := func(val func(int64) store.Value) (store.Update, store.Condition) {
+		u := store.Update{}
+		conds := []store.Condition{store.Name(store.AttrPK).Exists()}
+		for _, l := range []string{"rpm", "tpm", "itpm", "otpm", "wcu"} {
+			u = u.Add("b_"+l+"_tk", val(-1000)).Add("b_"+l+"_tc", val(1000))
+			if l != "otpm" {
+				conds = append(conds, store.Name("b_"+l+"_tk").GreaterThanEqual(val(1000)))
+			}
+		}
+		return u.Set("rf", val(1_767_225_600_001)), store.And(conds...)
+	}
+	var vals []store.Value
+	tmpl := store.MustCompile(shape(func(v int64) store.Value {
+		vals = append(vals, store.Int(v))
+		return store.Slot(len(vals) - 1)
+	}))
+	b.Run("build", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := store.Build(shape(store.Int)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("template/expr", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = tmpl.Expr(vals)
+		}
+	})
+	b.Run("template/compact", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = tmpl.Compact(vals)
+		}
+	})
+}

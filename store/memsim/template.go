@@ -62,21 +62,27 @@ type tplan struct {
 	// writes; heads: every name placeholder naming that attribute.
 	head  []int
 	heads [][]int
+	// aliases: some attribute a head names has more than one name
+	// placeholder (store's builders never make that).
+	aliases bool
 	// writesIndexKey: some action writes an index key attribute.
 	writesIndexKey bool
 }
 
 // itemView holds, beside a stored item, the attributes plan's expressions
-// name: vals[i] (present when has[i]) is the item's attribute names[i].
-// plan nil: the view is stale.
+// name: attrs' i is the item's attribute names[i]. plan nil: the view is
+// stale. Numbers are held without pointers, so that the writes that keep
+// the view up to date cost no write barriers.
 type itemView struct {
-	plan *tplan
-	vals []store.Value
-	has  []bool
+	plan  *tplan
+	attrs expr.Attrs
 	// size[i] is the stored size of attribute names[i] (name and value),
-	// 0 when absent; next holds the sizes a write computed, until it
-	// commits.
-	size, next []int32
+	// 0 when absent.
+	size []int32
+	// out and next are a write's results and their sizes, by action,
+	// until it commits.
+	out  expr.Attrs
+	next []int32
 }
 
 // maxPlans bounds the templates a store remembers; beyond it, Exprs of new
@@ -119,6 +125,7 @@ func (s *Store) plan(t *store.Template, e store.Expr) *tplan {
 			}
 		}
 		pl.heads = append(pl.heads, same)
+		pl.aliases = pl.aliases || len(same) > 1
 	}
 	if s.plansN.Load() >= maxPlans {
 		return pl
@@ -140,13 +147,14 @@ func (s *Store) useView(e *entry, pl *tplan) *itemView {
 	}
 	if v.plan != pl {
 		n := len(pl.names)
-		v.vals = slices.Grow(v.vals[:0], n)[:n]
-		v.has = slices.Grow(v.has[:0], n)[:n]
+		v.attrs = v.attrs.MakeAttrs(n)
 		v.size = slices.Grow(v.size[:0], n)[:n]
+		v.out = v.out.MakeAttrs(len(pl.head))
 		v.next = slices.Grow(v.next[:0], len(pl.head))[:len(pl.head)]
 		for i, name := range pl.names {
-			v.vals[i], v.has[i] = e.item[name]
-			v.size[i] = attrSize(name, v.vals[i], v.has[i])
+			x, has := e.item[name]
+			v.attrs.Set(i, x, has)
+			v.size[i] = attrSize(name, x, has)
 		}
 		v.plan = pl
 	}
@@ -169,46 +177,57 @@ func attrSize(name string, v store.Value, has bool) int32 {
 // error. Call with s.mu held.
 func (s *Store) runProgram(w *writeReq, ev *evaluation, v *itemView) bool {
 	pl := w.plan
-	res, ok := pl.prog.Apply(w.bound, v.vals, v.has, pl.head)
-	if !ok {
+	if !pl.prog.Apply(w.bound.Values(), v.attrs, pl.head, v.out) {
 		return false
 	}
 	n := maps.Clone(ev.old)
 	ev.newSize, ev.changed, ev.keysMoved = ev.oldSize, false, pl.writesIndexKey
-	for i, r := range res {
-		h := pl.head[i]
+	for i, h := range pl.head {
 		name := pl.names[h]
-		if r.Write {
-			n[name] = r.V
+		x, has := v.out.Get(i)
+		if has {
+			n[name] = x
 		} else {
 			delete(n, name)
 		}
-		size := attrSize(name, r.V, r.Write)
+		size := attrSize(name, x, has)
 		v.next[i] = size
 		ev.newSize += int(size - v.size[h])
-		if r.Write != v.has[h] || r.V != v.vals[h] {
+		if old, had := v.attrs.Get(h); had != has || old != x {
 			ev.changed = true
 		}
 	}
-	ev.new, ev.touched, ev.results = n, w.bound.Touched(), res
+	ev.new, ev.touched, ev.programmed = n, w.bound.Touched(), true
 	return true
 }
 
 // updateView brings the view of e up to date after w replaced its item:
-// from the results of w's Program when w's template is the view's, else
-// the view goes stale. Call with s.mu held.
-func (s *Store) updateView(e *entry, w *writeReq, res []expr.Result) {
+// from the results of w's Program (programmed) when w's template is the
+// view's, else the view goes stale. Call with s.mu held.
+func (s *Store) updateView(e *entry, w *writeReq, programmed bool) {
 	v := e.view
 	if v == nil || v.plan == nil {
 		return
 	}
-	if w.plan != v.plan || res == nil || len(res) != len(w.plan.heads) {
+	if w.plan != v.plan || !programmed {
 		v.plan = nil
 		return
 	}
-	for i := range res {
-		for _, j := range w.plan.heads[i] {
-			v.vals[j], v.has[j], v.size[j] = res[i].V, res[i].Write, v.next[i]
+	a, out := &v.attrs, &v.out
+	if !w.plan.aliases {
+		for i, j := range w.plan.head {
+			k := out.Kind[i]
+			a.Kind[j], a.Num[j], v.size[j] = k, out.Num[i], v.next[i]
+			if k == store.KindString {
+				a.Str[j] = out.Str[i]
+			}
+		}
+		return
+	}
+	for i, same := range w.plan.heads {
+		for _, j := range same {
+			a.Copy(j, *out, i)
+			v.size[j] = v.next[i]
 		}
 	}
 }

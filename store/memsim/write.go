@@ -47,9 +47,9 @@ type evaluation struct {
 	failed  bool
 	err     error
 	changed bool // the item changes (a stream record, index maintenance)
-	// results are the update's, when its template's Program computed them
-	// (see updateView).
-	results []expr.Result
+	// programmed: the update's template's Program computed it (see
+	// updateView).
+	programmed bool
 	// keysMoved is false when the write provably left every index key
 	// attribute as it was (an update that touched none of them).
 	keysMoved bool
@@ -191,7 +191,7 @@ func (s *Store) evaluate(w *writeReq, ev *evaluation, chg []expr.Change) []expr.
 		var ok bool
 		var err error
 		if view != nil {
-			ok = w.plan.prog.Check(w.bound, view.vals, view.has)
+			ok = w.plan.prog.Check(w.bound.Values(), view.attrs)
 		} else {
 			ok, err = w.bound.Check(ev.old)
 		}
@@ -431,7 +431,7 @@ func (s *Store) commit(w *writeReq, ev *evaluation, changes []expr.Change, now i
 	} else {
 		if ev.ent != nil {
 			ev.ent.item, ev.ent.size = ev.new, ev.newSize
-			s.updateView(ev.ent, w, ev.results)
+			s.updateView(ev.ent, w, ev.programmed)
 		} else {
 			s.items[key] = &entry{item: ev.new, size: ev.newSize}
 		}

@@ -119,11 +119,8 @@ type Bound struct {
 	knownHas  []bool
 	knownItem unsafe.Pointer
 
-	results []Result // of Program.Apply
-
 	nameBuf  [16]string
 	valueBuf [24]store.Value
-	resBuf   [16]Result
 }
 
 // Bounds are recycled: a store binds one per write.
@@ -132,9 +129,6 @@ var boundPool = sync.Pool{New: func() any { return new(Bound) }}
 func newBound(p *Parsed) *Bound {
 	b := boundPool.Get().(*Bound)
 	b.p = p
-	if b.results == nil {
-		b.results = b.resBuf[:0]
-	}
 	return b
 }
 
@@ -148,7 +142,7 @@ func (b *Bound) Release() {
 	// The buffers are overwritten before they are read again; they keep
 	// their strings reachable until then (the pool is emptied by the
 	// garbage collector anyway).
-	b.p, b.names, b.values, b.touched, b.results = nil, nil, nil, nil, b.resBuf[:0]
+	b.p, b.names, b.values, b.touched = nil, nil, nil, nil
 	b.known, b.knownHas, b.knownItem = nil, nil, nil
 	boundPool.Put(b)
 }
@@ -195,6 +189,10 @@ func (b *Bound) Apply(old store.Item, keyAttrs [2]KeyAttr) (store.Item, []string
 func (b *Bound) ApplyChanges(old store.Item, keyAttrs [2]KeyAttr, chg []Change) (store.Item, []string, []Change, error) {
 	return b.apply(old, keyAttrs, chg, true)
 }
+
+// Values returns the values of b's value placeholders, by index (what a
+// Program reads). The slice must not be modified.
+func (b *Bound) Values() []store.Value { return b.values }
 
 // Touched returns the names of the attributes the update writes, in
 // sorted order (what Apply returns beside the new item). The slice may be

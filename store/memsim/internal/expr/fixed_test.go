@@ -99,15 +99,16 @@ func TestFixedMatchesBind(t *testing.T) {
 				continue
 			}
 			programs++
-			vals := make([]store.Value, len(f.Names()))
-			has := make([]bool, len(vals))
+			attrs := Attrs{}.MakeAttrs(len(f.Names()))
 			for i, n := range f.Names() {
-				vals[i], has[i] = old[n]
+				v, has := old[n]
+				attrs.Set(i, v, has)
 			}
-			if got := pr.Check(b2, vals, has); got != c1 {
+			if got := pr.Check(b2.Values(), attrs); got != c1 {
 				t.Fatalf("%+v on %v: Program.Check %v, Check %v", e, old, got, c1)
 			}
-			res, ok := pr.Apply(b2, vals, has, f.Heads())
+			out := Attrs{}.MakeAttrs(pr.Len())
+			ok = pr.Apply(b2.Values(), attrs, f.Heads(), out)
 			if ok != (e1 == nil) {
 				t.Fatalf("%+v on %v: Program.Apply ok=%v, Apply error %v", e, old, ok, e1)
 			}
@@ -115,10 +116,10 @@ func TestFixedMatchesBind(t *testing.T) {
 				continue
 			}
 			got := old.Clone()
-			for i, x := range res {
-				name := f.Names()[f.Heads()[i]]
-				if x.Write {
-					got[name] = x.V
+			for i, h := range f.Heads() {
+				name := f.Names()[h]
+				if v, has := out.Get(i); has {
+					got[name] = v
 				} else {
 					delete(got, name)
 				}

@@ -43,11 +43,59 @@ type progAct struct {
 	delta int32 // psArith: :d
 }
 
-// Result is what one action of a Program does: write V (Write) or remove
-// the attribute.
-type Result struct {
-	V     store.Value
-	Write bool
+// Attrs holds attribute values by index, numbers without pointers, so that
+// a caller can keep them beside an item and update them on every write
+// without the garbage collector's write barriers: Kind[i] is KindNone for
+// an absent attribute; a number is in Num[i], a string in Str[i].
+type Attrs struct {
+	Kind []store.Kind
+	Num  []int64
+	Str  []string
+}
+
+// MakeAttrs returns Attrs for n attributes, reusing a's slices.
+func (a Attrs) MakeAttrs(n int) Attrs {
+	grow := func(s []int64) []int64 { return append(s[:0], make([]int64, n)...) }
+	a.Kind = append(a.Kind[:0], make([]store.Kind, n)...)
+	a.Num = grow(a.Num)
+	a.Str = append(a.Str[:0], make([]string, n)...)
+	return a
+}
+
+// Get returns attribute i, and whether it is present.
+func (a Attrs) Get(i int) (store.Value, bool) {
+	switch a.Kind[i] {
+	case store.KindNumber:
+		return store.Int(a.Num[i]), true
+	case store.KindString:
+		return store.Str(a.Str[i]), true
+	}
+	return store.Value{}, false
+}
+
+// Set makes attribute i v (absent unless has).
+func (a Attrs) Set(i int, v store.Value, has bool) {
+	if !has {
+		a.Kind[i] = store.KindNone
+		return
+	}
+	a.Kind[i] = v.Kind()
+	if n, ok := v.AsInt(); ok {
+		a.Num[i] = n
+	} else {
+		a.Str[i], _ = v.AsString()
+	}
+}
+
+// Copy makes attribute i of a what attribute j of b is.
+func (a Attrs) Copy(i int, b Attrs, j int) {
+	a.Kind[i] = b.Kind[j]
+	switch b.Kind[j] {
+	case store.KindNumber:
+		a.Num[i] = b.Num[j]
+	case store.KindString:
+		a.Str[i] = b.Str[j]
+	}
 }
 
 // Program returns f as a Program, or nil when its expressions are not of
@@ -141,18 +189,18 @@ func (pr *Program) cond(c *condNode) bool {
 	return false
 }
 
-// Check evaluates the condition of b (a Bound of the Program's Fixed) on
-// the item whose attribute of name placeholder i is vals[i] when has[i].
-func (pr *Program) Check(b *Bound, vals []store.Value, has []bool) bool {
+// Check evaluates the condition, with values args (by value placeholder),
+// on the item whose attribute of name placeholder i is attrs' i.
+func (pr *Program) Check(args []store.Value, attrs Attrs) bool {
 	for _, c := range pr.conds {
-		x, xok := vals[c.name], has[c.name]
+		x, xok := attrs.Get(int(c.name))
 		if c.kind == cFunc {
 			if xok == c.not {
 				return false
 			}
 			continue
 		}
-		y := b.values[c.val]
+		y := args[c.val]
 		var ok bool
 		switch c.cmp {
 		case cmpEQ:
@@ -182,56 +230,48 @@ func (pr *Program) Check(b *Bound, vals []store.Value, has []bool) bool {
 	return true
 }
 
-// Apply computes the result of each action of b's update (one per action,
-// in action order) on the item whose attributes vals and has describe (as
-// for Check); heads[i] is the name placeholder action i writes. It returns
-// false when some action fails: the caller then takes Bound.Apply, which
-// reports DynamoDB's error. The results belong to b.
-func (pr *Program) Apply(b *Bound, vals []store.Value, has []bool, heads []int) ([]Result, bool) {
-	out := b.results[:0]
-	if cap(out) < len(pr.acts) {
-		out = make([]Result, 0, len(pr.acts))
-	}
-	out = out[:len(pr.acts)]
-	b.results = out
+// Apply computes the result of each action (as for Check, over args and
+// attrs; heads[i] is the name placeholder action i writes) into out, one
+// attribute per action: the value it writes, or absent for a REMOVE. It
+// returns false when some action fails: the caller then takes Bound.Apply,
+// which reports DynamoDB's error.
+func (pr *Program) Apply(args []store.Value, attrs Attrs, heads []int, out Attrs) bool {
 	for i, a := range pr.acts {
 		h := heads[i]
 		switch a.kind {
 		case psAdd:
-			d := b.values[a.val]
-			if !has[h] {
-				out[i] = Result{V: d, Write: true}
+			d := args[a.val]
+			if attrs.Kind[h] == store.KindNone {
+				out.Set(i, d, true)
 				continue
 			}
-			x, isNum := vals[h].AsInt()
-			y, isNum2 := d.AsInt()
-			r, e := add(x, y, false)
-			if !isNum || !isNum2 || e != errNone {
-				return nil, false
+			y, isNum := d.AsInt()
+			r, e := add(attrs.Num[h], y, false)
+			if attrs.Kind[h] != store.KindNumber || !isNum || e != errNone {
+				return false
 			}
-			out[i] = Result{V: store.Int(r), Write: true}
+			out.Kind[i], out.Num[i] = store.KindNumber, r
 		case psSet:
-			out[i] = Result{V: b.values[a.val], Write: true}
+			out.Set(i, args[a.val], true)
 		case psIfNE, psArith:
-			v := b.values[a.val]
-			if has[a.src] {
-				v = vals[a.src]
+			if attrs.Kind[a.src] != store.KindNone {
+				out.Copy(i, attrs, int(a.src))
+			} else {
+				out.Set(i, args[a.val], true)
 			}
 			if a.kind == psArith {
-				x, isNum := v.AsInt()
-				y, isNum2 := b.values[a.delta].AsInt()
-				r, e := add(x, y, a.minus)
-				if !isNum || !isNum2 || e != errNone {
-					return nil, false
+				y, isNum := args[a.delta].AsInt()
+				r, e := add(out.Num[i], y, a.minus)
+				if out.Kind[i] != store.KindNumber || !isNum || e != errNone {
+					return false
 				}
-				v = store.Int(r)
+				out.Num[i] = r
 			}
-			out[i] = Result{V: v, Write: true}
 		default:
-			out[i] = Result{}
+			out.Kind[i] = store.KindNone
 		}
 	}
-	return out, true
+	return true
 }
 
 // Len returns the number of update actions of pr.
