@@ -67,6 +67,9 @@ type tplan struct {
 	aliases bool
 	// writesIndexKey: some action writes an index key attribute.
 	writesIndexKey bool
+	// carried: for another plan, where each of this plan's names is among
+	// its names (see carry). Guarded by the store's mutex.
+	carried map[*tplan][]int32
 }
 
 // itemView holds, beside a stored item, the attributes plan's expressions
@@ -83,6 +86,10 @@ type itemView struct {
 	// until it commits.
 	out  expr.Attrs
 	next []int32
+	// spare and spareSize are the buffers of the previous plan's view,
+	// reused by the next switch.
+	spare     expr.Attrs
+	spareSize []int32
 }
 
 // maxPlans bounds the templates a store remembers; beyond it, Exprs of new
@@ -138,28 +145,65 @@ func (s *Store) plan(t *store.Template, e store.Expr) *tplan {
 }
 
 // useView makes the view of e hold the attributes pl's expressions read,
-// and returns it. Call with s.mu held.
+// and returns it. When the view holds another template's attributes (the
+// limiter alternates templates on one item: acquire, adjust, rollback),
+// those both name are carried over and only the others are looked up.
+// Call with s.mu held.
 func (s *Store) useView(e *entry, pl *tplan) *itemView {
 	v := e.view
 	if v == nil {
 		v = &itemView{}
 		e.view = v
 	}
-	if v.plan != pl {
-		n := len(pl.names)
-		v.attrs = v.attrs.MakeAttrs(n)
-		v.size = slices.Grow(v.size[:0], n)[:n]
-		v.out = v.out.MakeAttrs(len(pl.head))
-		v.next = slices.Grow(v.next[:0], len(pl.head))[:len(pl.head)]
-		for i, name := range pl.names {
-			x, has := e.item[name]
-			v.attrs.Set(i, x, has)
-			v.size[i] = attrSize(name, x, has)
-		}
-		v.plan = pl
+	if v.plan == pl {
+		return v
 	}
+	n := len(pl.names)
+	var from []int32 // pl's name i is the old view's from[i], or -1
+	if v.plan != nil {
+		from = pl.carry(v.plan)
+	}
+	old, oldSize := v.attrs, v.size
+	v.attrs, v.spare = v.spare.MakeAttrs(n), old
+	v.size, v.spareSize = slices.Grow(v.spareSize[:0], n)[:n], oldSize
+	v.out = v.out.MakeAttrs(len(pl.head))
+	v.next = slices.Grow(v.next[:0], len(pl.head))[:len(pl.head)]
+	for i, name := range pl.names {
+		if from != nil && from[i] >= 0 {
+			v.attrs.Copy(i, old, int(from[i]))
+			v.size[i] = oldSize[from[i]]
+			continue
+		}
+		x, has := e.item[name]
+		v.attrs.Set(i, x, has)
+		v.size[i] = attrSize(name, x, has)
+	}
+	v.plan = pl
 	return v
 }
+
+// carry returns, for each of pl's names, its index among old's names, or
+// -1: what a view of old's attributes gives a view of pl's. Remembered per
+// pair of templates. Call with s.mu held.
+func (pl *tplan) carry(old *tplan) []int32 {
+	if f, ok := pl.carried[old]; ok {
+		return f
+	}
+	f := make([]int32, len(pl.names))
+	for i, name := range pl.names {
+		f[i] = int32(slices.Index(old.names, name))
+	}
+	if len(pl.carried) < maxCarried {
+		if pl.carried == nil {
+			pl.carried = make(map[*tplan][]int32)
+		}
+		pl.carried[old] = f
+	}
+	return f
+}
+
+// maxCarried bounds the pairs of templates a plan remembers.
+const maxCarried = 32
 
 // attrSize is the stored size of an attribute: its name and value, 0 when
 // absent.
