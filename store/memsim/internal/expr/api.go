@@ -12,6 +12,16 @@
 //
 // Every error is a *store.ValidationError carrying DynamoDB's message.
 //
+// The Exprs of a store.Template skip the maps (see fixed.go and
+// program.go): the template's Parsed is fixed to its names once, each call
+// binds the values by position, and expressions of the shape store's
+// builders give the limiter also run as a flat Program over attributes the
+// caller keeps beside the item:
+//
+//	f, ok := p.Fix(names, template.ValuePlaceholders()) // once per template
+//	b, ok, err := f.Bind(values, isKey)                   // per call
+//	ok = f.Program().Check(b.Values(), attrs)
+//
 // # Fidelity
 //
 // The grammar, the checks and their order follow DynamoDB Local (whose
