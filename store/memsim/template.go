@@ -107,6 +107,9 @@ func (s *Store) plan(t *store.Template, e store.Expr) *tplan {
 		s.lastPlan.Store(pl)
 		return pl
 	}
+	if s.plansN.Load() >= maxPlans {
+		return nil // preparing a plan per call would cost more than parsing
+	}
 	f := fixed(t, e)
 	if f == nil {
 		return nil
@@ -133,9 +136,6 @@ func (s *Store) plan(t *store.Template, e store.Expr) *tplan {
 		}
 		pl.heads = append(pl.heads, same)
 		pl.aliases = pl.aliases || len(same) > 1
-	}
-	if s.plansN.Load() >= maxPlans {
-		return pl
 	}
 	if v, loaded := s.plans.LoadOrStore(t, pl); loaded {
 		return v.(*tplan)
