@@ -9,7 +9,7 @@ OTHER_PKGS  = $$($(GO) list ./... | grep -v -e '/store' -e '/internal/' -e 'limi
 # limiter's): the OpenTelemetry observer and the deploy files' check.
 NESTED     := otel deploy
 
-.PHONY: test deps vet lint bench cover clean sim sim-acceptance differential
+.PHONY: test deps vet lint bench cover clean sim sim-acceptance differential linearize
 
 ## test: install what the tests need, vet, and run every test (race detector on concurrent packages).
 test: deps vet
@@ -53,6 +53,12 @@ sim:
 ## differential: memsim against DynamoDB Local on 5,000 generated operation sequences (CI runs 200).
 differential: deps
 	DIFF_SEQUENCES=5000 $(GO) test -run TestDifferential -timeout 1h ./store/dynamo/
+
+## linearize: concurrent histories checked for linearizability, long campaign:
+## memsim (faults injected) and DynamoDB Local. make test runs a short one.
+linearize: deps
+	LINEARIZE_HISTORIES=400 LINEARIZE_OPS=200 $(GO) test -count 1 -run TestLinearizable -v -timeout 1h ./store/memsim/
+	LINEARIZE_HISTORIES=60 LINEARIZE_OPS=100 $(GO) test -count 1 -run TestLinearizable -v -timeout 1h ./store/dynamo/
 
 ## sim-acceptance: the sharding acceptance runs (hot-entity at 10,000 req/s for 120 s).
 sim-acceptance:

@@ -91,6 +91,7 @@ func (stubStore) Query(context.Context, store.QueryInput) (store.QueryOutput, er
 func (stubStore) WriteConcurrently(context.Context, []store.Write) []store.WriteResult { return nil }
 func (stubStore) StreamLen() uint64                                                    { return 0 }
 func (stubStore) Stream(uint64) []memsim.Record                                        { return nil }
+func (stubStore) AppendStream(b []memsim.Record, _ uint64) []memsim.Record             { return b }
 func (stubStore) TrimStream(uint64)                                                    {}
 func (stubStore) Items() []store.Item                                                  { return nil }
 func (stubStore) Totals() memsim.Totals                                                { return memsim.Totals{} }

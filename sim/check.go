@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/internal/keys"
@@ -181,7 +182,13 @@ type istate struct {
 	// rateSampleGap apart (for the proactive rate)
 	cons     [32]consSample
 	consNext int
+	// the item's last new image, decoded, and its identity
+	last    img
+	lastNew unsafe.Pointer
 }
+
+// mapID is the identity of an item map (nil for nil).
+func mapID(it store.Item) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&it)) }
 
 type consSample struct {
 	at    int64
@@ -437,8 +444,15 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 	b := &c.buckets[bi]
 	at := rec.At.UnixNano() - c.base
 	var o, n img
-	c.decode(rec.Old, &o)
+	// A record's old image is the item its previous record left: with
+	// shared results the very same map, decoded then.
+	if rec.Old != nil && is.lastNew != nil && mapID(rec.Old) == is.lastNew {
+		o = is.last
+	} else {
+		c.decode(rec.Old, &o)
+	}
 	c.decode(rec.New, &n)
+	is.last, is.lastNew = n, mapID(rec.New)
 	b.changes++
 	by := int32(-1)
 	if cause != nil {

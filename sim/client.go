@@ -60,7 +60,7 @@ type client struct {
 	crashes uint64  // how many times this writer's process crashed
 	consume map[string]int64
 	adjust  map[string]int64
-	leases  []pendingLease
+	leases  []pendingLease // latest due first (see schedule)
 }
 
 type clientKind uint8
@@ -353,8 +353,8 @@ func (c *client) runWriter() {
 	}
 	for {
 		due, settle := next, false
-		if len(c.leases) > 0 && c.leases[0].due <= due {
-			due, settle = c.leases[0].due, true
+		if n := len(c.leases); n > 0 && c.leases[n-1].due <= due {
+			due, settle = c.leases[n-1].due, true
 		}
 		if crashAt >= 0 && crashAt <= due {
 			if crashAt > s.now && !c.sleepUntil(crashAt) {
@@ -380,8 +380,9 @@ func (c *client) runWriter() {
 			return
 		}
 		if settle {
-			pl := c.leases[0]
-			c.leases = c.leases[1:]
+			n := len(c.leases)
+			pl := c.leases[n-1]
+			c.leases = c.leases[:n-1]
 			c.settle(&pl)
 			continue
 		}
@@ -442,9 +443,11 @@ func (c *client) schedule(lease *limiter.Lease, op *Op, amount [MaxLimits]int64)
 	}
 	pl := pendingLease{due: c.s.now + wl.callTime.draw(c.rng), lease: lease, bucket: op.Bucket, shard: op.Shard,
 		action: action, estimate: amount, base: amount}
+	// c.leases is sorted by due, latest first, so that the next one is
+	// taken off the end; of equal dues the older is nearer the end.
 	i := len(c.leases)
 	c.leases = append(c.leases, pl)
-	for ; i > 0 && c.leases[i-1].due > pl.due; i-- {
+	for ; i > 0 && c.leases[i-1].due <= pl.due; i-- {
 		c.leases[i] = c.leases[i-1]
 	}
 	c.leases[i] = pl

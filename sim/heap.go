@@ -19,7 +19,10 @@ type event struct {
 	kind evKind
 }
 
-// eventHeap is a binary min-heap of events ordered by (at, seq).
+// eventHeap is a 4-ary min-heap of events ordered by (at, seq): half the
+// depth of a binary heap, and a node's children share a cache line or two.
+// (at, seq) is a total order, so the order of pops does not depend on the
+// heap's shape.
 type eventHeap []event
 
 func (h eventHeap) less(i, j int) bool {
@@ -34,7 +37,7 @@ func (h *eventHeap) push(e event) {
 	s := *h
 	i := len(s) - 1
 	for i > 0 {
-		p := (i - 1) / 2
+		p := (i - 1) / 4
 		if !s.less(i, p) {
 			break
 		}
@@ -51,13 +54,15 @@ func (h *eventHeap) pop() event {
 	s = s[:n]
 	i := 0
 	for {
-		l := 2*i + 1
-		if l >= n {
+		first := 4*i + 1
+		if first >= n {
 			break
 		}
-		m := l
-		if r := l + 1; r < n && s.less(r, l) {
-			m = r
+		m := first
+		for c := first + 1; c < first+4 && c < n; c++ {
+			if s.less(c, m) {
+				m = c
+			}
 		}
 		if !s.less(m, i) {
 			break

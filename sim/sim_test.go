@@ -23,6 +23,30 @@ func TestEventHeapOrdersByTimeThenInsertion(t *testing.T) {
 		}
 		prev = e
 	}
+	// Pushes and pops interleaved, as the scheduler does them: every pop
+	// is the least of what is queued.
+	seq := uint64(0)
+	var queued []event
+	for i := 0; i < 20000; i++ {
+		if len(h) == 0 || r.IntN(3) > 0 {
+			seq++
+			e := event{at: int64(i/4) + r.Int64N(20), seq: seq}
+			h.push(e)
+			queued = append(queued, e)
+			continue
+		}
+		e := h.pop()
+		least := 0
+		for j, q := range queued {
+			if q.at < queued[least].at || q.at == queued[least].at && q.seq < queued[least].seq {
+				least = j
+			}
+		}
+		if queued[least] != e {
+			t.Fatalf("pop %d: got %+v, want %+v", i, e, queued[least])
+		}
+		queued = append(queued[:least], queued[least+1:]...)
+	}
 }
 
 func TestLatencyDistribution(t *testing.T) {

@@ -3,8 +3,10 @@ package store
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // Expr is an expression in the form DynamoDB accepts: an update expression
@@ -12,17 +14,78 @@ import (
 // placeholders, bound by Names ("#a0" -> "b_rpm_tk") and Values (":v0" ->
 // Int(-1000)). Either expression may be empty.
 //
-// Build one with [Build]; a hand-written Expr is also accepted by every
-// backend, which must then validate it as DynamoDB does.
+// Build one with [Build], or with a [Template] for a shape used over and
+// over; a hand-written Expr is also accepted by every backend, which must
+// then validate it as DynamoDB does. Backends read the values through
+// [Expr.ValueMap] (Values is nil in an Expr made by [Template.Compact]).
 type Expr struct {
 	Update    string
 	Condition string
 	Names     map[string]string
 	Values    map[string]Value
+
+	// Set by Template.Expr: the template, the values of its placeholders
+	// in order (nil unless every one is valid), and the identity of the
+	// Values map it made (so that an Expr changed since is noticed; see
+	// [Expr.Template]).
+	tmpl   *Template
+	args   []Value
+	values unsafe.Pointer
 }
 
 // IsZero reports whether e has neither an update nor a condition.
 func (e Expr) IsZero() bool { return e.Update == "" && e.Condition == "" }
+
+// Equal reports whether e and o are the same request: the same expression
+// strings, the same Names and the same Values (a nil map and an empty one
+// differ, as they do for DynamoDB). How they were made, by [Build], by a
+// [Template] or by hand, does not matter.
+func (e Expr) Equal(o Expr) bool {
+	ev, ov := e.ValueMap(), o.ValueMap()
+	return e.Update == o.Update && e.Condition == o.Condition &&
+		(e.Names == nil) == (o.Names == nil) && maps.Equal(e.Names, o.Names) &&
+		(ev == nil) == (ov == nil) && maps.Equal(ev, ov)
+}
+
+// ValueMap returns the values of e's placeholders: e.Values, or, for an Expr
+// made by [Template.Compact] (whose Values is nil), a map made from its
+// template form. Backends that read the maps read this one.
+func (e Expr) ValueMap() map[string]Value {
+	if e.Values != nil || e.tmpl == nil || e.args == nil {
+		return e.Values
+	}
+	if _, args := e.Template(); args == nil {
+		return e.Values // changed since it was made: its own fields rule
+	}
+	m := make(map[string]Value, len(e.args))
+	for i, v := range e.args {
+		m[e.tmpl.placeholders[i]] = v
+	}
+	return m
+}
+
+// Template returns the template e was made from and the values of its
+// value placeholders in order (":v0", ":v1", ..., see
+// [Template.ValuePlaceholders]; constants included), or nil, nil when e was
+// built otherwise, when its Update, Condition, Names or Values field has
+// been replaced since, or when some placeholder has no valid value (a slot
+// left without one, a zero Value). Backends use it to run the template's
+// pre-parsed form instead of parsing the strings; the result must be the
+// same as from the strings and maps. The slice must not be modified.
+func (e Expr) Template() (*Template, []Value) {
+	t := e.tmpl
+	if t == nil || e.Update != t.update || e.Condition != t.condition ||
+		mapID(e.Names) != mapID(t.names) || mapID(e.Values) != e.values ||
+		len(e.args) != len(t.values) || e.args == nil && len(t.values) > 0 {
+		return nil, nil
+	}
+	return t, e.args
+}
+
+// mapID is the identity of a map (nil for a nil map).
+func mapID[K comparable, V any](m map[K]V) unsafe.Pointer {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&m))
+}
 
 // Operand is one side of a comparison: a [Name] or a [Value].
 type Operand interface{ operand() }
@@ -217,19 +280,10 @@ var ErrEmptyName = errors.New("store: expression uses an empty attribute name")
 // attributes): backends answer those with a ValidationError.
 func Build(u Update, c Condition) (Expr, error) {
 	var b builder
-	if err := b.update(u); err != nil {
+	if err := b.build(u, c); err != nil {
 		return Expr{}, err
 	}
-	if err := b.condition(&b.cond, c); err != nil {
-		return Expr{}, err
-	}
-	e := Expr{Update: b.upd.String(), Condition: b.cond.String()}
-	if len(b.names) > 0 {
-		e.Names = make(map[string]string, len(b.names))
-		for i, n := range b.names {
-			e.Names[namePlaceholder(i)] = n
-		}
-	}
+	e := Expr{Update: b.upd.String(), Condition: b.cond.String(), Names: b.nameMap()}
 	if len(b.values) > 0 {
 		e.Values = make(map[string]Value, len(b.values))
 		for i, v := range b.values {
@@ -252,11 +306,32 @@ func MustBuild(u Update, c Condition) Expr {
 func namePlaceholder(i int) string  { return "#a" + strconv.Itoa(i) }
 func valuePlaceholder(i int) string { return ":v" + strconv.Itoa(i) }
 
+// build renders u, then c.
+func (b *builder) build(u Update, c Condition) error {
+	if err := b.update(u); err != nil {
+		return err
+	}
+	return b.condition(&b.cond, c)
+}
+
+// nameMap binds the name placeholders (nil when there are none).
+func (b *builder) nameMap() map[string]string {
+	if len(b.names) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(b.names))
+	for i, n := range b.names {
+		m[namePlaceholder(i)] = n
+	}
+	return m
+}
+
 type builder struct {
 	upd, cond strings.Builder
 	names     []string
 	nameIdx   map[string]int
 	values    []Value
+	slots     bool // Compile: store.Slot values are allowed
 }
 
 func (b *builder) name(n Name) (string, error) {
@@ -276,7 +351,13 @@ func (b *builder) name(n Name) (string, error) {
 }
 
 func (b *builder) value(v Value) (string, error) {
-	if !v.IsValid() {
+	if i, ok := v.slot(); ok && b.slots {
+		if i < 0 {
+			return "", fmt.Errorf("store: template slot %d is negative", i)
+		}
+	} else if ok {
+		return "", fmt.Errorf("store: expression uses store.Slot(%d) outside a template: use Compile", i)
+	} else if !v.IsValid() {
 		return "", errors.New("store: expression uses an invalid (zero) Value")
 	}
 	b.values = append(b.values, v)

@@ -72,6 +72,15 @@
 // tell); on a read OutcomeUnknown is false. Injected latency goes to the
 // sleeper set with [WithSleeper]; memsim never sleeps on its own.
 //
+// # Templates
+//
+// An Expr made by a [store.Template] is run on a structured path: the
+// template is parsed once, each write binds its values by position and,
+// for the shapes store's builders give the limiter, evaluates a flat
+// program over the attributes kept beside the item, without parsing or
+// looking anything up. The answers are those of the string path, which
+// any other Expr takes (docs/memsim.md, "The structured path").
+//
 // # Concurrency
 //
 // A Store is safe for concurrent use. One mutex guards the table; stored

@@ -105,6 +105,7 @@ type PartitionStats struct {
 // charge is what a request would consume on one partition.
 type charge struct {
 	part  partKey
+	p     *partition // part's partition, when already resolved
 	write bool
 	milli int64 // milli-units
 }
@@ -138,7 +139,11 @@ func (s *Store) part(k partKey) *partition {
 // returns ok; otherwise it debits nothing, counts a throttle on the first
 // partition that cannot pay, and returns that partition.
 func (s *Store) admit(now int64, cl chargeList) (partKey, bool) {
-	for _, c := range cl {
+	for i := range cl {
+		c := &cl[i]
+		if c.p == nil {
+			c.p = s.part(c.part)
+		}
 		rate := s.rcuRate
 		if c.write {
 			rate = s.wcuRate
@@ -146,7 +151,7 @@ func (s *Store) admit(now int64, cl chargeList) (partKey, bool) {
 		if rate == 0 {
 			continue
 		}
-		p := s.part(c.part)
+		p := c.p
 		b := &p.read
 		if c.write {
 			b = &p.write
@@ -158,7 +163,7 @@ func (s *Store) admit(now int64, cl chargeList) (partKey, bool) {
 		}
 	}
 	for i, c := range cl {
-		p := s.part(c.part)
+		p := c.p
 		u := float64(c.milli) / 1000
 		if c.write {
 			if s.wcuRate != 0 {

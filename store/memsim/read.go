@@ -36,7 +36,7 @@ func (s *Store) Get(ctx context.Context, in store.GetInput) (store.GetOutput, er
 	var out store.GetOutput
 	var err error
 	s.mu.Lock()
-	e := s.items[in.Key]
+	e := s.at(in.Key)
 	units := ReadUnits(e.size, in.ConsistentRead)
 	if _, ok := s.admit(now, chargeList{{part: partKey{pk: in.Key.PK}, milli: milli(units)}}); !ok {
 		s.count(OpGet, outThrottle, store.Capacity{})
@@ -85,7 +85,7 @@ func (s *Store) BatchGet(ctx context.Context, in store.BatchGetInput) (store.Bat
 	var err error
 	s.mu.Lock()
 	for i, k := range in.Keys {
-		e := s.items[k]
+		e := s.at(k)
 		items[i] = e.item // cloned below, outside the lock
 		u := ReadUnits(e.size, in.ConsistentRead)
 		units += u
@@ -261,7 +261,7 @@ func (s *Store) queryTable(in store.QueryInput) ([]store.Item, float64) {
 	items := make([]store.Item, len(keys))
 	size := 0
 	for i, sk := range keys {
-		e := s.items[store.Key{PK: in.PartitionKey, SK: sk}]
+		e := s.at(store.Key{PK: in.PartitionKey, SK: sk})
 		items[i] = clone(e.item)
 		size += e.size
 	}
@@ -278,7 +278,7 @@ func (s *Store) queryIndex(pos int, in store.QueryInput) ([]store.Item, float64)
 	members := st.members[in.PartitionKey]
 	hits := make([]hit, 0, len(members))
 	for k := range members {
-		sk, _ := s.items[k].item.Str(st.ix.SortKey)
+		sk, _ := s.at(k).item.Str(st.ix.SortKey)
 		if strings.HasPrefix(sk, in.SortKeyPrefix) {
 			hits = append(hits, hit{sk, k})
 		}
@@ -290,7 +290,7 @@ func (s *Store) queryIndex(pos int, in store.QueryInput) ([]store.Item, float64)
 	items := make([]store.Item, len(hits))
 	size := 0
 	for i, h := range hits {
-		e := s.items[h.key]
+		e := s.at(h.key)
 		items[i] = s.projected(e.item, st.ix)
 		size += s.indexEntrySize(e.item, e.size, st.ix)
 	}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardlimit/limiter/store"
@@ -29,11 +30,14 @@ type Store struct {
 	hook         Hook
 	sleeper      func(context.Context, time.Duration) error
 	stream       bool
-	shared       bool // WithSharedResults
-	intercept    bool // faults != nil || hook != nil
+	shared       bool         // WithSharedResults
+	intercept    bool         // faults != nil || hook != nil
+	plans        sync.Map     // *store.Template -> *tplan
+	plansN       atomic.Int64 // entries in plans
+	lastPlan     atomic.Pointer[tplan]
 
 	mu      sync.Mutex
-	items   map[store.Key]entry
+	items   map[store.Key]*entry
 	byPK    map[string]map[string]struct{} // table partition key -> sort keys
 	indexes []indexState                   // parallel to schema.Indexes
 	parts   map[partKey]*partition
@@ -45,10 +49,25 @@ type Store struct {
 }
 
 // entry is a stored item. The map is never modified after it is stored
-// (copy on write), so it can be shared with stream records.
+// (copy on write), so it can be shared with stream records; a write
+// replaces it in the entry, which lives as long as the item.
 type entry struct {
 	item store.Item
 	size int
+	// part is the item's table partition (resolved once).
+	part *partition
+	// view holds the attributes a template's expressions read, when the
+	// last write came from that template (nil or view.plan nil: none).
+	view *itemView
+}
+
+// at returns the entry at k, or the zero entry (no item). Call with s.mu
+// held.
+func (s *Store) at(k store.Key) entry {
+	if e := s.items[k]; e != nil {
+		return *e
+	}
+	return entry{}
 }
 
 type indexState struct {
@@ -151,7 +170,7 @@ func New(opts ...Option) *Store {
 		rcuRate:      3000 * 1000,
 		throttleCode: store.ThrottleProvisionedThroughputExceeded,
 		stream:       true,
-		items:        make(map[store.Key]entry),
+		items:        make(map[store.Key]*entry),
 		byPK:         make(map[string]map[string]struct{}),
 		parts:        make(map[partKey]*partition),
 		tokens:       make(map[string]tokenEntry),
@@ -208,7 +227,7 @@ func (s *Store) Items() []store.Item {
 	slices.SortFunc(keys, compareKeys)
 	out := make([]store.Item, len(keys))
 	for i, k := range keys {
-		out[i] = clone(s.items[k].item)
+		out[i] = clone(s.at(k).item)
 	}
 	s.mu.Unlock()
 	return out
@@ -219,7 +238,7 @@ func (s *Store) Items() []store.Item {
 func (s *Store) Peek(key store.Key) store.Item {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return clone(s.items[key].item)
+	return clone(s.at(key).item)
 }
 
 // Len returns the number of items.

@@ -50,20 +50,27 @@ func (s *Store) emit(key store.Key, ev *evaluation, now int64) {
 }
 
 // Stream returns the retained records with Seq > afterSeq, in order. The
-// images are copies the caller may keep and modify.
+// images are copies the caller may keep and modify (the store's own maps
+// with [WithSharedResults]).
 func (s *Store) Stream(afterSeq uint64) []Record {
+	return s.AppendStream(nil, afterSeq)
+}
+
+// AppendStream is [Store.Stream] appending to buf, so that a consumer that
+// reads the stream after every request reuses one slice.
+func (s *Store) AppendStream(buf []Record, afterSeq uint64) []Record {
 	s.mu.Lock()
 	i := sort.Search(len(s.records), func(i int) bool { return s.records[i].Seq > afterSeq })
-	out := make([]Record, len(s.records)-i)
-	copy(out, s.records[i:])
+	n := len(buf)
+	buf = append(buf, s.records[i:]...)
 	s.mu.Unlock()
 	if !s.shared {
-		for j := range out {
-			out[j].Old = clone(out[j].Old)
-			out[j].New = clone(out[j].New)
+		for j := n; j < len(buf); j++ {
+			buf[j].Old = clone(buf[j].Old)
+			buf[j].New = clone(buf[j].New)
 		}
 	}
-	return out
+	return buf
 }
 
 // StreamLen returns the number of records emitted so far, which is also
@@ -84,5 +91,9 @@ func (s *Store) TrimStream(throughSeq uint64) {
 	defer s.mu.Unlock()
 	i := sort.Search(len(s.records), func(i int) bool { return s.records[i].Seq > throughSeq })
 	clear(s.records[:i])
+	if i == len(s.records) {
+		s.records = s.records[:0] // reuse the array from its start
+		return
+	}
 	s.records = s.records[i:]
 }

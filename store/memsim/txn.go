@@ -87,6 +87,9 @@ func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) 
 	s.mu.Lock()
 	out, err := s.transactLocked(in.ClientToken, fp, reqs, now)
 	s.mu.Unlock()
+	for i := range reqs {
+		reqs[i].bound.Release()
+	}
 	if lerr := s.late(OpTransactWrite, d); lerr != nil {
 		return store.TransactWriteOutput{}, lerr
 	}
@@ -165,7 +168,7 @@ func (s *Store) transactLocked(token string, fp [sha256.Size]byte, reqs []writeR
 	failed, invalid := false, false
 	size := 0
 	for i := range reqs {
-		evs[i] = s.evaluate(&reqs[i])
+		s.evaluate(&reqs[i], &evs[i], nil)
 		switch {
 		case evs[i].err != nil:
 			invalid = true
@@ -223,7 +226,7 @@ func (s *Store) transactLocked(token string, fp [sha256.Size]byte, reqs []writeR
 		return store.TransactWriteOutput{}, s.throttledTxn(reqs, evs, p)
 	}
 	for i := range reqs {
-		s.commit(&reqs[i], &evs[i], now)
+		s.commit(&reqs[i], &evs[i], nil, now)
 	}
 	s.count(OpTransactWrite, outOK, consumed)
 	if token != "" {
@@ -259,7 +262,7 @@ func (s *Store) replayLocked(reqs []writeReq, now int64) (store.TransactWriteOut
 	var cl chargeList
 	var consumed store.Capacity
 	for i := range reqs {
-		u := ReadUnits(s.items[reqs[i].key].size, true)
+		u := ReadUnits(s.at(reqs[i].key).size, true)
 		cl = cl.add(charge{part: partKey{pk: reqs[i].key.PK}, milli: milli(u)})
 		consumed.ReadUnits += u
 	}
@@ -376,14 +379,15 @@ func writeExpr(h hash.Hash, e store.Expr, retOld bool) {
 		writeStr(h, e.Names[n])
 	}
 	writeStr(h, "values")
-	vals := make([]string, 0, len(e.Values))
-	for n := range e.Values {
+	values := e.ValueMap()
+	vals := make([]string, 0, len(values))
+	for n := range values {
 		vals = append(vals, n)
 	}
 	slices.Sort(vals)
 	for _, n := range vals {
 		writeStr(h, n)
-		writeValue(h, e.Values[n])
+		writeValue(h, values[n])
 	}
 	if retOld {
 		writeStr(h, "retold")

@@ -24,6 +24,7 @@ type writeReq struct {
 	item    store.Item // wPut: the item to store, already copied
 	size    int        // wPut: its size
 	bound   *expr.Bound
+	plan    *tplan // the bound's template plan, when it was bound from slot values
 	ret     store.ReturnValue
 	retOld  bool // ReturnOldOnConditionFailure
 	txn     bool // an action of a transaction: units double
@@ -34,6 +35,7 @@ type writeReq struct {
 // evaluation is what a write would do to the table, computed under s.mu
 // without changing anything.
 type evaluation struct {
+	ent     *entry // the stored item's entry (nil when absent)
 	old     store.Item
 	oldSize int
 	exists  bool
@@ -45,6 +47,9 @@ type evaluation struct {
 	failed  bool
 	err     error
 	changed bool // the item changes (a stream record, index maintenance)
+	// programmed: the update's template's Program computed it (see
+	// updateView).
+	programmed bool
 	// keysMoved is false when the write provably left every index key
 	// attribute as it was (an update that touched none of them).
 	keysMoved bool
@@ -110,11 +115,11 @@ func (s *Store) preparePut(in *store.PutInput, txn bool) (writeReq, error) {
 	if size > MaxItemSize {
 		return writeReq{}, verr(msgItemTooLarge)
 	}
-	b, err := s.bind(in.Expr, false)
+	b, pl, err := s.bind(in.Expr, false)
 	if err != nil {
 		return writeReq{}, err
 	}
-	return writeReq{kind: wPut, key: key, item: clone(in.Item), size: size, bound: b, ret: in.Return,
+	return writeReq{kind: wPut, key: key, item: clone(in.Item), size: size, bound: b, plan: pl, ret: in.Return,
 		retOld: in.ReturnOldOnConditionFailure, txn: txn, hasCond: b != nil}, nil
 }
 
@@ -125,11 +130,11 @@ func (s *Store) prepareUpdate(in *store.UpdateInput, txn bool) (writeReq, error)
 	if err := s.checkKey(in.Key); err != nil {
 		return writeReq{}, err
 	}
-	b, err := s.bind(in.Expr, true)
+	b, pl, err := s.bind(in.Expr, true)
 	if err != nil {
 		return writeReq{}, err
 	}
-	return writeReq{kind: wUpdate, key: in.Key, bound: b, ret: in.Return,
+	return writeReq{kind: wUpdate, key: in.Key, bound: b, plan: pl, ret: in.Return,
 		retOld: in.ReturnOldOnConditionFailure, txn: txn, hasCond: in.Expr.Condition != "", hasUpd: in.Expr.Update != ""}, nil
 }
 
@@ -143,11 +148,11 @@ func (s *Store) prepareDelete(in *store.DeleteInput, txn bool) (writeReq, error)
 	if err := s.checkKey(in.Key); err != nil {
 		return writeReq{}, err
 	}
-	b, err := s.bind(in.Expr, false)
+	b, pl, err := s.bind(in.Expr, false)
 	if err != nil {
 		return writeReq{}, err
 	}
-	return writeReq{kind: wDelete, key: in.Key, bound: b, ret: in.Return,
+	return writeReq{kind: wDelete, key: in.Key, bound: b, plan: pl, ret: in.Return,
 		retOld: in.ReturnOldOnConditionFailure, txn: txn, hasCond: b != nil}, nil
 }
 
@@ -161,35 +166,49 @@ func (s *Store) prepareCheck(in *store.CheckInput) (writeReq, error) {
 		}
 		return writeReq{}, verr(msgCheckNeedsCondition)
 	}
-	b, err := s.bind(in.Expr, false)
+	b, pl, err := s.bind(in.Expr, false)
 	if err != nil {
 		return writeReq{}, err
 	}
-	return writeReq{kind: wCheck, key: in.Key, bound: b, retOld: in.ReturnOldOnConditionFailure, txn: true, hasCond: true}, nil
+	return writeReq{kind: wCheck, key: in.Key, bound: b, plan: pl, retOld: in.ReturnOldOnConditionFailure, txn: true, hasCond: true}, nil
 }
 
-// evaluate computes what w would do. Call with s.mu held.
-func (s *Store) evaluate(w *writeReq) evaluation {
-	ev := evaluation{keysMoved: true}
-	if e, ok := s.items[w.key]; ok {
-		ev.old, ev.oldSize, ev.exists = e.item, e.size, true
+// evaluate computes into ev what w would do. chg is room for the changes
+// of an update (see expr.Bound.ApplyChanges), or nil; the changes are
+// returned (not kept in the evaluation, which would make chg escape: the
+// caller's room is on its stack). Call with s.mu held.
+func (s *Store) evaluate(w *writeReq, ev *evaluation, chg []expr.Change) []expr.Change {
+	*ev = evaluation{keysMoved: true}
+	var changes []expr.Change
+	var view *itemView // the stored item's view, when w runs its template's Program
+	if e := s.items[w.key]; e != nil {
+		ev.ent, ev.old, ev.oldSize, ev.exists = e, e.item, e.size, true
+		if w.plan != nil && w.plan.prog != nil {
+			view = s.useView(e, w.plan)
+		}
 	}
 	if w.hasCond {
-		ok, err := w.bound.Check(ev.old)
+		var ok bool
+		var err error
+		if view != nil {
+			ok = w.plan.prog.Check(w.bound.Values(), view.attrs)
+		} else {
+			ok, err = w.bound.Check(ev.old)
+		}
 		if err != nil {
 			ev.err = err
-			return ev
+			return changes
 		}
 		if !ok {
 			ev.failed = true
 			ev.units = WriteUnits(ev.oldSize) // 1 when absent
-			return ev
+			return changes
 		}
 	}
 	switch w.kind {
 	case wCheck:
 		ev.units = WriteUnits(ev.oldSize)
-		return ev
+		return changes
 	case wDelete:
 		ev.units = WriteUnits(ev.oldSize)
 		ev.remove = true
@@ -199,64 +218,94 @@ func (s *Store) evaluate(w *writeReq) evaluation {
 		ev.changed = !ev.exists || !itemsEqual(ev.old, ev.new)
 		ev.units = WriteUnits(max(ev.oldSize, ev.newSize))
 	case wUpdate:
-		if w.hasUpd {
+		switch {
+		case w.hasUpd && view != nil && s.runProgram(w, ev, view):
+		case w.hasUpd:
 			keys := [2]expr.KeyAttr{
 				{Name: s.schema.PartitionKey, Value: store.Str(w.key.PK)},
 				{Name: s.schema.SortKey, Value: store.Str(w.key.SK)},
 			}
-			n, touched, err := w.bound.Apply(ev.old, keys)
+			n, touched, chgs, err := w.bound.ApplyChanges(ev.old, keys, chg)
 			if err != nil {
 				ev.err = err
-				return ev
+				return nil
 			}
+			changes = chgs
 			if n == nil {
 				// A REMOVE-only update of a missing item creates nothing.
 				ev.units = WriteUnits(0)
-				return ev
+				return changes
 			}
 			ev.new, ev.touched = n, touched
-		} else if ev.exists {
+			s.accountChanges(w, ev, changes)
+		case ev.exists:
 			ev.new = ev.old
-		} else {
+		default:
 			ev.new = store.Item{s.schema.PartitionKey: store.Str(w.key.PK), s.schema.SortKey: store.Str(w.key.SK)}
 		}
-		if ev.exists && w.hasUpd {
-			// Only the touched attributes can differ from the old item.
-			ev.newSize, ev.changed, ev.keysMoved = ev.oldSize, false, false
-			for _, name := range ev.touched {
-				if !ev.keysMoved && s.isIndexKey(name) {
-					ev.keysMoved = true
-				}
-				ov, had := ev.old[name]
-				nv, has := ev.new[name]
-				if had {
-					ev.newSize -= len(name) + ValueSize(ov)
-				}
-				if has {
-					ev.newSize += len(name) + ValueSize(nv)
-				}
-				if had != has || ov != nv {
-					ev.changed = true
-				}
-			}
-		} else {
+		if !ev.exists || !w.hasUpd {
 			ev.newSize = ItemSize(ev.new)
 			ev.changed = !ev.exists
 		}
 		if ev.keysMoved {
 			if err := s.checkIndexKeys(ev.new); err != nil {
 				ev.err = err
-				return ev
+				return changes
 			}
 		}
 		if ev.newSize > MaxItemSize {
 			ev.err = verr(msgUpdateTooLarge)
-			return ev
+			return changes
 		}
 		ev.units = WriteUnits(max(ev.oldSize, ev.newSize))
 	}
-	s.indexCost(&ev)
-	return ev
+	s.indexCost(ev)
+	return changes
+}
+
+// accountChanges computes, for an update of an existing item, the new
+// item's size, whether it changed and whether its index keys may have
+// moved: from the changes the expression engine reported, or without them
+// by looking the touched attributes up. Only those can differ from the old
+// item.
+func (s *Store) accountChanges(w *writeReq, ev *evaluation, changes []expr.Change) {
+	if !ev.exists {
+		return
+	}
+	ev.newSize, ev.changed, ev.keysMoved = ev.oldSize, false, false
+	if changes == nil {
+		for _, name := range ev.touched {
+			ov, had := ev.old[name]
+			nv, has := ev.new[name]
+			s.account(ev, name, ov, had, nv, has, true)
+		}
+		return
+	}
+	if w.plan != nil {
+		ev.keysMoved = w.plan.writesIndexKey
+	}
+	for i := range changes {
+		c := &changes[i]
+		s.account(ev, c.Name, c.Old, c.Had, c.New, c.Has, w.plan == nil)
+	}
+}
+
+// account adds to ev what the update did to attribute name: its size
+// before (had: present) and after, whether it changed, and (with
+// indexKeys) whether it is an index key.
+func (s *Store) account(ev *evaluation, name string, ov store.Value, had bool, nv store.Value, has bool, indexKeys bool) {
+	if indexKeys && !ev.keysMoved && s.isIndexKey(name) {
+		ev.keysMoved = true
+	}
+	if had {
+		ev.newSize -= len(name) + ValueSize(ov)
+	}
+	if has {
+		ev.newSize += len(name) + ValueSize(nv)
+	}
+	if had != has || ov != nv {
+		ev.changed = true
+	}
 }
 
 // indexCost fills ev.index: an index entry is written when the item gains
@@ -339,7 +388,14 @@ func (s *Store) charges(cl chargeList, w *writeReq, ev *evaluation) chargeList {
 	if w.txn {
 		units *= 2
 	}
-	cl = cl.add(charge{part: partKey{pk: w.key.PK}, write: true, milli: milli(units)})
+	c := charge{part: partKey{pk: w.key.PK}, write: true, milli: milli(units)}
+	if ev.ent != nil {
+		if ev.ent.part == nil {
+			ev.ent.part = s.part(c.part)
+		}
+		c.p = ev.ent.part
+	}
+	cl = cl.add(c)
 	for i := range ev.index.n {
 		x := ev.index.at(i)
 		cl = cl.add(charge{part: partKey{index: s.indexes[x.ix].ix.Name, pk: x.pk}, write: true, milli: milli(x.units)})
@@ -357,8 +413,9 @@ func capacityOf(w *writeReq, ev *evaluation) store.Capacity {
 	return store.Capacity{WriteUnits: units + iu, IndexWriteUnits: iu}
 }
 
-// commit applies an evaluation. Call with s.mu held.
-func (s *Store) commit(w *writeReq, ev *evaluation, now int64) {
+// commit applies an evaluation; changes are the update's (see evaluate).
+// Call with s.mu held.
+func (s *Store) commit(w *writeReq, ev *evaluation, changes []expr.Change, now int64) {
 	if !ev.changed {
 		return
 	}
@@ -372,7 +429,12 @@ func (s *Store) commit(w *writeReq, ev *evaluation, now int64) {
 			}
 		}
 	} else {
-		s.items[key] = entry{item: ev.new, size: ev.newSize}
+		if ev.ent != nil {
+			ev.ent.item, ev.ent.size = ev.new, ev.newSize
+			s.updateView(ev.ent, w, ev.programmed)
+		} else {
+			s.items[key] = &entry{item: ev.new, size: ev.newSize}
+		}
 		if !ev.exists {
 			sks := s.byPK[key.PK]
 			if sks == nil {
@@ -480,8 +542,10 @@ func (s *Store) write(ctx context.Context, kind OpKind, w writeReq, prepErr erro
 		err error
 		buf [6]charge
 	)
+	var chg [16]expr.Change // the update's changes, off the heap
 	s.mu.Lock()
-	ev := s.evaluate(&w)
+	var ev evaluation
+	changes := s.evaluate(&w, &ev, chg[:0])
 	switch {
 	case ev.err != nil:
 		s.count(kind, outValidation, store.Capacity{})
@@ -506,11 +570,12 @@ func (s *Store) write(ctx context.Context, kind OpKind, w writeReq, prepErr erro
 			err = cf
 			break
 		}
-		s.commit(&w, &ev, now)
+		s.commit(&w, &ev, changes, now)
 		s.count(kind, outOK, out.Consumed)
 		out.Attributes = s.returned(w.ret, &ev)
 	}
 	s.mu.Unlock()
+	w.bound.Release()
 	if lerr := s.late(kind, d); lerr != nil {
 		return store.WriteOutput{}, lerr
 	}

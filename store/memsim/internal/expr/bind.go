@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/shardlimit/limiter/store"
 )
@@ -33,9 +34,9 @@ func (p *Parsed) bind(names map[string]string, values map[string]store.Value, is
 		if values != nil {
 			return nil, verr("ExpressionAttributeValues can only be specified when using expressions: UpdateExpression and ConditionExpression are null")
 		}
-		return &Bound{p: p}, nil
+		return newBound(p), nil
 	}
-	b := &Bound{p: p}
+	b := newBound(p)
 	b.names = bufOrMake(b.nameBuf[:], len(p.names))
 	b.values = bufOrMake(b.valueBuf[:], len(p.values))
 	namesAll, valuesAll := true, true
@@ -112,24 +113,10 @@ func (p *Parsed) bind(names map[string]string, values map[string]store.Value, is
 	// From here every used placeholder that is defined resolves to a valid
 	// name or value, so "" and the zero Value mark undefined ones.
 
-	// 5, 6. Their outcome depends only on the resolved names, the types of
-	// the values and the contents of the few values checked by content, so a
-	// memo of the last success spares the walk.
-	memo := p.memo.Load()
-	if memo == nil || !memo.matches(b) {
-		if p.hasUpdate {
-			if msg := b.validateUpdate(); msg != "" {
-				return nil, verr(prefixUpdate + msg)
-			}
-		}
-		if p.cond != nil {
-			counter := 0
-			if msg := b.validateCond(p.cond, &counter); msg != "" {
-				return nil, verr(prefixCondition + msg)
-			}
-		}
-		memo = newMemo(b)
-		p.memo.Store(memo)
+	// 5, 6.
+	memo, err := b.validated(&p.memo, true)
+	if err != nil {
+		return nil, err
 	}
 	// 7. Every used placeholder is now known to be defined.
 	if len(names) > len(p.names) {
@@ -141,28 +128,66 @@ func (p *Parsed) bind(names map[string]string, values map[string]store.Value, is
 			strings.Join(unused(sortedKeys(values), p.values), ", ") + "}")
 	}
 	// 8.
-	if p.nested && p.cond != nil && isKey != nil {
+	if err := b.keyChecks(isKey); err != nil {
+		return nil, err
+	}
+	b.touched = memo.touched
+	return b, nil
+}
+
+// validated makes checks 5 and 6. Their outcome depends only on the
+// resolved names, the types of the values and the contents of the few
+// values checked by content, so a memo of the last success spares the walk
+// (withNames: the memo must match the names too; a Fixed's never change).
+func (b *Bound) validated(slot *atomic.Pointer[bindMemo], withNames bool) (*bindMemo, error) {
+	p := b.p
+	memo := slot.Load()
+	if memo != nil && (!withNames || equalStrings(memo.names, b.names)) && memo.matches(b) {
+		return memo, nil
+	}
+	if p.hasUpdate {
+		if msg := b.validateUpdate(); msg != "" {
+			return nil, verr(prefixUpdate + msg)
+		}
+	}
+	if p.cond != nil {
+		counter := 0
+		if msg := b.validateCond(p.cond, &counter); msg != "" {
+			return nil, verr(prefixCondition + msg)
+		}
+	}
+	memo = newMemo(b)
+	slot.Store(memo)
+	return memo, nil
+}
+
+// keyChecks makes check 8: nested access to a key attribute in the
+// condition, an update of a key attribute, nested access to a key attribute
+// in the update.
+func (b *Bound) keyChecks(isKey func(string) bool) error {
+	p := b.p
+	if isKey == nil {
+		return nil
+	}
+	if p.nested && p.cond != nil {
 		if msg := b.nestedKeyInCond(p.cond, isKey); msg != "" {
-			return nil, verr(msg)
+			return verr(msg)
 		}
 	}
 	if p.hasUpdate {
-		if isKey != nil {
-			for i := range p.actions {
-				if h := b.head(i); isKey(h) {
-					return nil, verr("One or more parameter values were invalid: Cannot update attribute " +
-						cleanUTF8(h) + ". This attribute is part of the key")
-				}
-			}
-			if p.nested {
-				if msg := b.nestedKeyInUpdate(isKey); msg != "" {
-					return nil, verr(msg)
-				}
+		for i := range p.actions {
+			if h := b.head(i); isKey(h) {
+				return verr("One or more parameter values were invalid: Cannot update attribute " +
+					cleanUTF8(h) + ". This attribute is part of the key")
 			}
 		}
-		b.touched = memo.touched
+		if p.nested {
+			if msg := b.nestedKeyInUpdate(isKey); msg != "" {
+				return verr(msg)
+			}
+		}
 	}
-	return b, nil
+	return nil
 }
 
 // head is the top-level attribute name that update action i writes.
@@ -390,8 +415,10 @@ type bindMemo struct {
 	touched   []string      // sorted distinct heads
 }
 
+// matches reports whether b's values have the memo's kinds and sensitive
+// contents (the caller compares the names).
 func (m *bindMemo) matches(b *Bound) bool {
-	if !equalStrings(m.names, b.names) || len(m.kinds) != len(b.values) {
+	if len(m.kinds) != len(b.values) {
 		return false
 	}
 	for i, v := range b.values {

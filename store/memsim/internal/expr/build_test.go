@@ -25,14 +25,7 @@ func TestBuildOutputRoundTrip(t *testing.T) {
 		store.Name("SK").BeginsWith("#"),
 		store.Name("n").Between(N(0), N(10)),
 	)
-	e, err := store.Build(u, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Parse(e.Update, e.Condition)
-	if err != nil {
-		t.Fatalf("Parse(%q, %q): %v", e.Update, e.Condition, err)
-	}
+	e, p := buildParsed(t, u, c)
 	b, err := p.Bind(e.Names, e.Values, isKey)
 	if err != nil {
 		t.Fatal(err)
@@ -89,14 +82,7 @@ func TestBuildRandomAgainstModel(t *testing.T) {
 		}
 		cond, expect := randCond(r, attrs, randValue, 3)
 		upd, model := randUpdate(r, attrs, randValue)
-		e, err := store.Build(upd, cond)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := Parse(e.Update, e.Condition)
-		if err != nil {
-			t.Fatalf("Parse(%q, %q): %v", e.Update, e.Condition, err)
-		}
+		e, p := buildParsed(t, upd, cond)
 		b, err := p.Bind(e.Names, e.Values, isKey)
 		if err != nil {
 			if strings.Contains(err.Error(), "must be distinct") {

@@ -3,6 +3,7 @@ package expr
 import (
 	"maps"
 	"strings"
+	"unsafe"
 
 	"github.com/shardlimit/limiter/store"
 )
@@ -31,8 +32,40 @@ func (b *Bound) lookup(pn *pathNode, item store.Item) (store.Value, bool) {
 	if len(pn.els) > 1 {
 		return store.Value{}, false
 	}
-	v, ok := item[b.elName(pn.els[0])]
+	e := pn.els[0]
+	if e.kind == peName && b.known != nil && mapID(item) == b.knownItem {
+		return b.known[e.ph], b.knownHas[e.ph]
+	}
+	v, ok := item[b.elName(e)]
 	return v, ok
+}
+
+// Known tells b what item holds under the names of its name placeholders:
+// the attribute of placeholder i is vals[i] when has[i], else absent. Check
+// and Apply on that same item (the same map) then read them from there
+// instead of looking them up: a caller that keeps the attributes a
+// template reads beside the item spares the hashing. vals and has must
+// have one entry per name placeholder and stay unchanged until b is
+// released.
+func (b *Bound) Known(item store.Item, vals []store.Value, has []bool) {
+	if len(vals) != len(b.p.names) || len(has) != len(vals) {
+		return
+	}
+	b.known, b.knownHas, b.knownItem = vals, has, mapID(item)
+}
+
+// get returns the attribute update action i writes, as it stands in old.
+func (b *Bound) get(i int, old store.Item) (store.Value, bool) {
+	if h := b.p.heads[i]; h.ph >= 0 && b.known != nil && mapID(old) == b.knownItem {
+		return b.known[h.ph], b.knownHas[h.ph]
+	}
+	v, ok := old[b.head(i)]
+	return v, ok
+}
+
+// mapID is the identity of a map (nil for a nil map).
+func mapID(m store.Item) unsafe.Pointer {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&m))
 }
 
 // ---- conditions ----
@@ -242,62 +275,71 @@ func (b *Bound) setResult(v *setValue, old store.Item) (store.Value, evalErr) {
 }
 
 // actionResult computes action i against the old item. write reports
-// whether the action writes its result (SET, ADD); existed whether the
-// attribute it writes is in the old item.
-func (b *Bound) actionResult(i int, old store.Item) (v store.Value, write, existed bool, e evalErr) {
+// whether the action writes its result (SET, ADD); cur and existed are the
+// attribute it writes (or removes) in the old item.
+func (b *Bound) actionResult(i int, old store.Item) (v store.Value, write bool, cur store.Value, existed bool, e evalErr) {
 	a := b.p.actions[i]
 	if len(a.path.els) > 1 {
 		if a.kind == aRemove && old == nil {
 			// DynamoDB ignores REMOVE x.y on a missing item (Alternator's
 			// test_nested_attribute_remove_from_missing_item, run against AWS).
-			return v, false, false, errNone
+			return v, false, cur, false, errNone
 		}
-		return v, false, false, errDocPath
+		return v, false, cur, false, errDocPath
 	}
+	cur, existed = b.get(i, old)
 	switch a.kind {
 	case aSet:
 		v, e = b.setResult(a.val, old)
-		_, existed = old[b.head(i)]
-		return v, true, existed, e
+		return v, true, cur, existed, e
 	case aAdd:
 		delta := b.values[a.ph]
-		cur, ok := old[b.head(i)]
-		if !ok {
-			return delta, true, false, errNone
+		if !existed {
+			return delta, true, cur, false, errNone
 		}
 		x, isNum := cur.AsInt()
 		if !isNum {
-			return v, false, true, errType
+			return v, false, cur, true, errType
 		}
 		y, _ := delta.AsInt()
 		r, e := add(x, y, false)
-		return store.Int(r), true, true, e
+		return store.Int(r), true, cur, true, e
 	case aDelete:
-		return v, false, false, errType // unreachable: Bind rejects DELETE of a string or number
+		return v, false, cur, existed, errType // unreachable: Bind rejects DELETE of a string or number
 	}
-	return v, false, false, errNone
+	return v, false, cur, existed, errNone
 }
 
-func (b *Bound) apply(old store.Item, keyAttrs [2]KeyAttr) (store.Item, []string, error) {
+// Change is what an applied update did to one top-level attribute: its
+// value before (Had: it existed) and after (Has: it exists).
+type Change struct {
+	Name     string
+	Old, New store.Value
+	Had, Has bool
+}
+
+func (b *Bound) apply(old store.Item, keyAttrs [2]KeyAttr, chg []Change, track bool) (store.Item, []string, []Change, error) {
 	p := b.p
 	if !p.hasUpdate {
 		if old == nil {
-			return keyItem(keyAttrs, 0), nil, nil
+			return keyItem(keyAttrs, 0), nil, nil, nil
 		}
 		n := make(store.Item, len(old))
 		for k, v := range old {
 			n[k] = v
 		}
-		return n, nil, nil
+		return n, nil, nil, nil
 	}
 	// Phase one: every result from the old item.
+	track = track && chg != nil && p.flatLHS && old != nil
+	chg = chg[:0]
 	var buf [16]store.Value
 	res := bufOrMake(buf[:], len(p.actions))
 	writes, added := 0, 0
 	for i := range p.actions {
-		v, w, existed, e := b.actionResult(i, old)
+		v, w, cur, existed, e := b.actionResult(i, old)
 		if e != errNone {
-			return nil, nil, b.firstFault(old)
+			return nil, nil, nil, b.firstFault(old)
 		}
 		if w {
 			res[i] = v
@@ -306,9 +348,15 @@ func (b *Bound) apply(old store.Item, keyAttrs [2]KeyAttr) (store.Item, []string
 				added++
 			}
 		}
+		if track {
+			chg = append(chg, Change{Name: b.head(i), Old: cur, Had: existed, New: v, Has: w})
+		}
+	}
+	if !track {
+		chg = nil
 	}
 	if old == nil && writes == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	// Phase two: write into one new map: a clone when no attribute is
 	// added (cheaper than re-inserting every entry), else a map sized for
@@ -336,7 +384,7 @@ func (b *Bound) apply(old store.Item, keyAttrs [2]KeyAttr) (store.Item, []string
 			delete(n, b.head(i))
 		}
 	}
-	return n, b.touched, nil
+	return n, b.touched, chg, nil
 }
 
 func keyItem(keyAttrs [2]KeyAttr, extra int) store.Item {
@@ -372,7 +420,7 @@ func (b *Bound) firstFault(old store.Item) error {
 			if b.head(i) != keys[k] {
 				continue
 			}
-			if _, _, _, e := b.actionResult(i, old); e != errNone {
+			if _, _, _, _, e := b.actionResult(i, old); e != errNone {
 				return verr(evalMessages[e])
 			}
 		}

@@ -78,3 +78,18 @@ func sameItem(a, b store.Item) bool {
 	}
 	return true
 }
+
+// buildParsed builds u and c with store.Build and parses the result,
+// failing the test on any error.
+func buildParsed(t *testing.T, u store.Update, c store.Condition) (store.Expr, *Parsed) {
+	t.Helper()
+	e, err := store.Build(u, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(e.Update, e.Condition)
+	if err != nil {
+		t.Fatalf("Parse(%q, %q): %v", e.Update, e.Condition, err)
+	}
+	return e, p
+}

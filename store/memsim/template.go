@@ -1,0 +1,277 @@
+package memsim
+
+import (
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/memsim/internal/expr"
+)
+
+// The structured path. An Expr made by a store.Template carries the
+// template and its slot values; memsim runs the template's expressions
+// parsed once and bound from the slot values, with the same checks, in the
+// same order, as the string path on the Expr's strings and maps (which it
+// falls back to whenever the slot values are not all there and valid).
+//
+// Beside each stored item a store keeps the attributes the last template
+// that wrote it reads (an itemView), so that the next write of the same
+// template evaluates its condition and update without looking them up.
+
+// Pre-bound forms of templates, shared by all stores (like parsed
+// expressions): parsing and name resolution happen once per template.
+var (
+	fixedCache  sync.Map // *store.Template -> *expr.Fixed (nil: the template takes the string path)
+	fixedCached atomic.Int64
+)
+
+// fixed returns the pre-bound form of t, or nil when t's Exprs must take
+// the string path (a syntax error, a name Bind would reject). e is an Expr
+// of t.
+func fixed(t *store.Template, e store.Expr) *expr.Fixed {
+	if v, ok := fixedCache.Load(t); ok {
+		return v.(*expr.Fixed)
+	}
+	var f *expr.Fixed
+	if p, err := parse(e.Update, e.Condition); err == nil {
+		f, _ = p.Fix(e.Names, t.ValuePlaceholders())
+	}
+	if fixedCached.Load() < maxExprCache {
+		if _, loaded := fixedCache.LoadOrStore(t, f); !loaded {
+			fixedCached.Add(1)
+		}
+	}
+	return f
+}
+
+// tplan is what a store knows of one template: its pre-bound form and
+// what the store's schema says about the attributes it names.
+type tplan struct {
+	t     *store.Template
+	fixed *expr.Fixed
+	// isKey is the store's key test, or nil when no key check of Bind can
+	// fail (no action writes a key attribute, no path is nested).
+	isKey func(string) bool
+	names []string // by name placeholder index
+	// prog runs the template's expressions directly, when they are simple
+	// enough (nil: through the expression engine).
+	prog *expr.Program
+	// head: per update action, the name placeholder of the attribute it
+	// writes; heads: every name placeholder naming that attribute.
+	head  []int
+	heads [][]int
+	// aliases: some attribute a head names has more than one name
+	// placeholder (store's builders never make that).
+	aliases bool
+	// writesIndexKey: some action writes an index key attribute.
+	writesIndexKey bool
+	// carried: for another plan, where each of this plan's names is among
+	// its names (see carry). Guarded by the store's mutex.
+	carried map[*tplan][]int32
+}
+
+// itemView holds, beside a stored item, the attributes plan's expressions
+// name: attrs' i is the item's attribute names[i]. plan nil: the view is
+// stale. Numbers are held without pointers, so that the writes that keep
+// the view up to date cost no write barriers.
+type itemView struct {
+	plan  *tplan
+	attrs expr.Attrs
+	// size[i] is the stored size of attribute names[i] (name and value),
+	// 0 when absent.
+	size []int32
+	// out and next are a write's results and their sizes, by action,
+	// until it commits.
+	out  expr.Attrs
+	next []int32
+	// spare and spareSize are the buffers of the previous plan's view,
+	// reused by the next switch.
+	spare     expr.Attrs
+	spareSize []int32
+}
+
+// maxPlans bounds the templates a store remembers; beyond it, Exprs of new
+// templates take the string path.
+const maxPlans = 1 << 12
+
+// plan returns the store's plan for t, or nil when t's Exprs take the
+// string path. e is an Expr of t.
+func (s *Store) plan(t *store.Template, e store.Expr) *tplan {
+	if pl := s.lastPlan.Load(); pl != nil && pl.t == t {
+		return pl
+	}
+	if v, ok := s.plans.Load(t); ok {
+		pl := v.(*tplan)
+		s.lastPlan.Store(pl)
+		return pl
+	}
+	if s.plansN.Load() >= maxPlans {
+		return nil // preparing a plan per call would cost more than parsing
+	}
+	f := fixed(t, e)
+	if f == nil {
+		return nil
+	}
+	pl := &tplan{t: t, fixed: f, names: f.Names(), prog: f.Program(), head: f.Heads()}
+	if f.Nested() {
+		pl.isKey = s.isKey
+	}
+	for _, h := range pl.head {
+		var same []int
+		if h >= 0 {
+			name := pl.names[h]
+			if s.isKey(name) {
+				pl.isKey = s.isKey
+			}
+			if s.isIndexKey(name) {
+				pl.writesIndexKey = true
+			}
+			for j, n := range pl.names {
+				if n == name {
+					same = append(same, j)
+				}
+			}
+		}
+		pl.heads = append(pl.heads, same)
+		pl.aliases = pl.aliases || len(same) > 1
+	}
+	if v, loaded := s.plans.LoadOrStore(t, pl); loaded {
+		return v.(*tplan)
+	}
+	s.plansN.Add(1)
+	return pl
+}
+
+// useView makes the view of e hold the attributes pl's expressions read,
+// and returns it. When the view holds another template's attributes (the
+// limiter alternates templates on one item: acquire, adjust, rollback),
+// those both name are carried over and only the others are looked up.
+// Call with s.mu held.
+func (s *Store) useView(e *entry, pl *tplan) *itemView {
+	v := e.view
+	if v == nil {
+		v = &itemView{}
+		e.view = v
+	}
+	if v.plan == pl {
+		return v
+	}
+	n := len(pl.names)
+	var from []int32 // pl's name i is the old view's from[i], or -1
+	if v.plan != nil {
+		from = pl.carry(v.plan)
+	}
+	old, oldSize := v.attrs, v.size
+	v.attrs, v.spare = v.spare.MakeAttrs(n), old
+	v.size, v.spareSize = slices.Grow(v.spareSize[:0], n)[:n], oldSize
+	v.out = v.out.MakeAttrs(len(pl.head))
+	v.next = slices.Grow(v.next[:0], len(pl.head))[:len(pl.head)]
+	for i, name := range pl.names {
+		if from != nil && from[i] >= 0 {
+			v.attrs.Copy(i, old, int(from[i]))
+			v.size[i] = oldSize[from[i]]
+			continue
+		}
+		x, has := e.item[name]
+		v.attrs.Set(i, x, has)
+		v.size[i] = attrSize(name, x, has)
+	}
+	v.plan = pl
+	return v
+}
+
+// carry returns, for each of pl's names, its index among old's names, or
+// -1: what a view of old's attributes gives a view of pl's. Remembered per
+// pair of templates. Call with s.mu held.
+func (pl *tplan) carry(old *tplan) []int32 {
+	if f, ok := pl.carried[old]; ok {
+		return f
+	}
+	f := make([]int32, len(pl.names))
+	for i, name := range pl.names {
+		f[i] = int32(slices.Index(old.names, name))
+	}
+	if len(pl.carried) < maxCarried {
+		if pl.carried == nil {
+			pl.carried = make(map[*tplan][]int32)
+		}
+		pl.carried[old] = f
+	}
+	return f
+}
+
+// maxCarried bounds the pairs of templates a plan remembers.
+const maxCarried = 32
+
+// attrSize is the stored size of an attribute: its name and value, 0 when
+// absent.
+func attrSize(name string, v store.Value, has bool) int32 {
+	if !has {
+		return 0
+	}
+	return int32(len(name) + ValueSize(v))
+}
+
+// runProgram computes w's update of the existing item ev.old with its
+// template's Program, reading the attributes from the item's view v: the
+// new item, its size, whether it changed. It returns false, having changed
+// nothing, when an action fails: the expression engine then reports the
+// error. Call with s.mu held.
+func (s *Store) runProgram(w *writeReq, ev *evaluation, v *itemView) bool {
+	pl := w.plan
+	if !pl.prog.Apply(w.bound.Values(), v.attrs, pl.head, v.out) {
+		return false
+	}
+	n := maps.Clone(ev.old)
+	ev.newSize, ev.changed, ev.keysMoved = ev.oldSize, false, pl.writesIndexKey
+	for i, h := range pl.head {
+		name := pl.names[h]
+		x, has := v.out.Get(i)
+		if has {
+			n[name] = x
+		} else {
+			delete(n, name)
+		}
+		size := attrSize(name, x, has)
+		v.next[i] = size
+		ev.newSize += int(size - v.size[h])
+		if old, had := v.attrs.Get(h); had != has || old != x {
+			ev.changed = true
+		}
+	}
+	ev.new, ev.touched, ev.programmed = n, w.bound.Touched(), true
+	return true
+}
+
+// updateView brings the view of e up to date after w replaced its item:
+// from the results of w's Program (programmed) when w's template is the
+// view's, else the view goes stale. Call with s.mu held.
+func (s *Store) updateView(e *entry, w *writeReq, programmed bool) {
+	v := e.view
+	if v == nil || v.plan == nil {
+		return
+	}
+	if w.plan != v.plan || !programmed {
+		v.plan = nil
+		return
+	}
+	a, out := &v.attrs, &v.out
+	if !w.plan.aliases {
+		for i, j := range w.plan.head {
+			k := out.Kind[i]
+			a.Kind[j], a.Num[j], v.size[j] = k, out.Num[i], v.next[i]
+			if k == store.KindString {
+				a.Str[j] = out.Str[i]
+			}
+		}
+		return
+	}
+	for i, same := range w.plan.heads {
+		for _, j := range same {
+			a.Copy(j, *out, i)
+			v.size[j] = v.next[i]
+		}
+	}
+}
