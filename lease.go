@@ -184,6 +184,7 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 			continue
 		}
 		if part.pooled && l.pools != nil && l.settleWithPool(part, milli) {
+			tr.ev.Path = PathPool
 			continue
 		}
 		m := engine.NewAdjust(l.mem, part.p.WithAmounts(milli), part.shard, part.n)

@@ -38,7 +38,7 @@ type shapeSink struct {
 	n     int64
 }
 
-func (s *shapeSink) next() store.Value        { v := store.Int(s.n); s.n++; return v }
+func (s *shapeSink) next() store.Value        { v := store.Slot(int(s.n)); s.n++; return v }
 func (s *shapeSink) add(name string, _ int64) { s.u = s.u.Add(name, s.next()) }
 func (s *shapeSink) set(name string, _ int64) { s.u = s.u.Set(name, s.next()) }
 func (s *shapeSink) exists(name string)       { s.conds = append(s.conds, store.Name(name).Exists()) }
@@ -67,36 +67,32 @@ func (s *valueSink) set(_ string, v int64)              { s.vals = append(s.vals
 func (s *valueSink) cond(_ condKind, _ string, v int64) { s.vals = append(s.vals, v) }
 func (s *valueSink) exists(string)                      {}
 
-// template is a compiled expression shape.
-type template struct {
-	update, condition string
-	names             map[string]string
-	slots             []string // slots[i] is the placeholder of the i-th value emitted
-}
+// template is a compiled expression shape: a store.Template whose slots
+// are the values in the order emit gives them.
+type template struct{ t *store.Template }
 
 func compile(emit func(sink)) (*template, error) {
 	var sh shapeSink
 	emit(&sh)
-	ex, err := store.Build(sh.u, store.And(sh.conds...))
+	t, err := store.Compile(sh.u, store.And(sh.conds...))
 	if err != nil {
 		return nil, err
 	}
-	t := &template{update: ex.Update, condition: ex.Condition, names: ex.Names, slots: make([]string, sh.n)}
-	for ph, v := range ex.Values {
-		i, _ := v.AsInt()
-		t.slots[i] = ph
-	}
-	return t, nil
+	return &template{t}, nil
 }
 
-// expr fills the template with values. The Names map is shared by every
-// Expr of the template; backends only read it.
+// expr fills the template with values: the Expr store/dynamo sends, and
+// which memsim runs without parsing.
 func (t *template) expr(vals []int64) store.Expr {
-	m := make(map[string]store.Value, len(vals))
-	for i, v := range vals {
-		m[t.slots[i]] = store.Int(v)
+	var buf [64]store.Value
+	vs := buf[:0]
+	if len(vals) > len(buf) {
+		vs = make([]store.Value, 0, len(vals))
 	}
-	return store.Expr{Update: t.update, Condition: t.condition, Names: t.names, Values: m}
+	for _, v := range vals {
+		vs = append(vs, store.Int(v))
+	}
+	return t.t.Compact(vs)
 }
 
 type pathKind uint8
