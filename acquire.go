@@ -44,7 +44,8 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Lease, error) {
 	if l == nil {
 		return nil, invalid("Limiter", "is nil: create one with New")
 	}
-	tr := l.newTrace("acquire", req.Entity, req.Resource)
+	trv := l.newTrace("acquire", req.Entity, req.Resource)
+	tr := &trv
 	lease, err := l.acquire(ctx, tr, req)
 	switch {
 	case err == nil, errors.Is(err, ErrRateLimited):

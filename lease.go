@@ -28,8 +28,31 @@ type leasePart struct {
 	shard  int
 	n      int64
 	net    map[string]int64 // millitokens adjusted beyond the acquire, per limit
-	states []LimitState     // as the acquire's write left the bucket
+	states []LimitState     // as the acquire's write left the bucket (computed when asked)
 	pooled bool             // served with reservations: refunds go to the pool
+	// What the states are computed from: the item the write returned and
+	// when (or, for a pooled part, the pool's holdings are added).
+	img *engine.Image
+	at  int64
+	ok  bool // states computed
+}
+
+// limitStates returns the part's states, computing them the first time.
+// The caller holds le.mu.
+func (le *Lease) limitStates(i int) []LimitState {
+	part := &le.parts[i]
+	if !part.ok {
+		part.ok = true
+		part.states = part.p.states(part.p.Views(part.img, part.n, part.at, false, false))
+		if part.pooled && le.l.pools != nil {
+			for j := range part.states {
+				held := le.l.pools.Held(part.p.Ref, part.states[j].Limit.Name, part.at)
+				part.states[j].Reserved = held / bucket.MilliPerToken
+				part.states[j].Remaining += part.states[j].Reserved
+			}
+		}
+	}
+	return append([]LimitState(nil), part.states...)
 }
 
 // FailedOpen reports whether the lease was granted without charging
@@ -55,7 +78,9 @@ func (le *Lease) Limits() []LimitState {
 	if le == nil || len(le.parts) == 0 {
 		return nil
 	}
-	return append([]LimitState(nil), le.parts[0].states...)
+	le.mu.Lock()
+	defer le.mu.Unlock()
+	return le.limitStates(0)
 }
 
 // ParentLimits returns the state of the cascade parent's limits as the
@@ -64,7 +89,9 @@ func (le *Lease) ParentLimits() []LimitState {
 	if le == nil || len(le.parts) < 2 {
 		return nil
 	}
-	return append([]LimitState(nil), le.parts[1].states...)
+	le.mu.Lock()
+	defer le.mu.Unlock()
+	return le.limitStates(1)
 }
 
 // Shard returns the shard of the entity's bucket that was charged (0 for
@@ -175,7 +202,8 @@ func (le *Lease) apply(ctx context.Context, op string, milli map[string]int64) e
 // millitokens, and records what reached it.
 func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePart) map[string]int64) error {
 	l := le.l
-	tr := l.newTrace(op, le.parts[0].p.Ref.Entity, le.parts[0].p.Ref.Resource)
+	trv := l.newTrace(op, le.parts[0].p.Ref.Entity, le.parts[0].p.Ref.Resource)
+	tr := &trv
 	var err error
 	for i := range le.parts {
 		part := &le.parts[i]

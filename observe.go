@@ -17,8 +17,8 @@ type trace struct {
 	cause error // the store error behind a fail-open admission
 }
 
-func (l *Limiter) newTrace(op, entity, resource string) *trace {
-	t := &trace{ev: Event{Op: op, Entity: entity, Resource: resource}}
+func (l *Limiter) newTrace(op, entity, resource string) trace {
+	t := trace{ev: Event{Op: op, Entity: entity, Resource: resource}}
 	if l.cfg.observer != nil || l.cfg.logger.Enabled(context.Background(), slog.LevelDebug) {
 		t.start = l.cfg.clock.Now() // for Event.Duration: no clock read when no one looks
 	}

@@ -20,8 +20,7 @@ func (l *Limiter) reserved(ctx context.Context, tr *trace, p bucketPlan) (lease 
 	l.returnPools(ctx, tr, l.pools.Expired(p.Ref, now, false))
 	if sv, ok := l.pools.Take(p.Plan, now); ok {
 		tr.ev.Path = PathPool
-		part := leasePart{p: p, shard: sv.Shard, n: sv.N, pooled: true}
-		part.states = l.poolStates(p, sv.Shard, sv.N, now)
+		part := leasePart{p: p, shard: sv.Shard, n: sv.N, pooled: true, img: l.mem.View(p.Ref, sv.Shard).Img, at: now}
 		return &Lease{l: l, parts: []leasePart{part}}, nil, true
 	}
 	extra := l.pools.Extra(p.Plan, l.mem.Count(p.Ref), now)
@@ -42,8 +41,7 @@ func (l *Limiter) reserved(ctx context.Context, tr *trace, p bucketPlan) (lease 
 		l.pools.Granted(p.Plan, now)
 		tr.ev.Reserved = tokensOf(extra)
 		l.returnPools(ctx, tr, []*engine.Return{l.pools.Add(p.Plan, extra, m.Shard, m.N, now)})
-		part := leasePart{p: p, shard: m.Shard, n: m.N, pooled: true}
-		part.states = l.poolStates(p, m.Shard, m.N, now)
+		part := leasePart{p: p, shard: m.Shard, n: m.N, pooled: true, img: m.Img, at: now}
 		return &Lease{l: l, parts: []leasePart{part}}, nil, true
 	case step.Refused != nil:
 		l.pools.Refused(p.Ref, now)
@@ -79,19 +77,6 @@ func (l *Limiter) returnPools(ctx context.Context, tr *trace, rs []*engine.Retur
 	}
 }
 
-// poolStates is what a lease served with a pool reports: the shard's last
-// item refilled to now, plus what the pool holds (Reserved).
-func (l *Limiter) poolStates(p bucketPlan, shard int, n, now int64) []LimitState {
-	v := l.mem.View(p.Ref, shard)
-	states := p.states(p.Views(v.Img, n, now, false, false))
-	for i := range states {
-		held := l.pools.Held(p.Ref, states[i].Limit.Name, now)
-		states[i].Reserved = held / bucket.MilliPerToken
-		states[i].Remaining += states[i].Reserved
-	}
-	return states
-}
-
 // addTokens adds sign × milli (in whole tokens) to m, allocating it.
 func addTokens(m, milli map[string]int64, sign int64) map[string]int64 {
 	if m == nil {
@@ -118,7 +103,8 @@ func (l *Limiter) Close(ctx context.Context) error {
 	if l == nil || l.pools == nil {
 		return nil
 	}
-	tr := l.newTrace("close", "", "")
+	trv := l.newTrace("close", "", "")
+	tr := &trv
 	var errs error
 	for _, r := range l.pools.Expired(keys.Bucket{}, l.nowMs(), true) {
 		m := engine.NewAdjust(l.mem, r.Plan, r.Shard, r.N)

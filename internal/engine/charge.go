@@ -113,6 +113,7 @@ type Charge struct {
 	// the current shard
 	shard     int
 	view      ShardView
+	entry     *shardInfo // the memory's entry of the shard
 	attempts  int
 	contended bool
 	billed    int64 // failed writes on this shard, charged to the next write's wcu
@@ -183,7 +184,7 @@ func (c *Charge) nextShard(now int64) Step {
 		c.settleBilled(now)
 		c.shard, c.attempts, c.contended = shard, 0, false
 		c.billed = c.m.carry(c.p.Ref, shard, 0, true, now)
-		c.view = c.m.View(c.p.Ref, shard)
+		c.view, c.entry = c.m.viewOf(c.p.Ref, shard)
 		if c.p.refusesLocally(c.view, c.n, now, c.o) {
 			v := c.view
 			c.lastRL = &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
@@ -226,16 +227,16 @@ func (c *Charge) final(s Step, now int64) Step {
 func (c *Charge) write(ex store.Expr, path Path, q *Plan) Step {
 	c.phase, c.path = phWrite, path
 	c.mine = q
-	c.m.reserve(c.p.Ref, c.shard, q, 1)
+	c.m.reserve(c.entry, q, 1)
 	c.sent = &Call{Update: &store.UpdateInput{Key: c.p.Ref.WithShard(c.shard).Key(), Expr: ex,
 		Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}}
 	return Step{Path: path, Call: c.sent}
 }
 
 func (c *Charge) afterWrite(r Result, now int64) Step {
-	c.m.reserve(c.p.Ref, c.shard, c.mine, -1)
+	c.m.reserve(c.entry, c.mine, -1)
 	if r.Err == nil {
-		img, err := Decode(r.Write.Attributes)
+		img, err := decodeFor(c.p, r.Write.Attributes)
 		if err != nil {
 			return Step{Err: err}
 		}
@@ -249,11 +250,11 @@ func (c *Charge) afterWrite(r Result, now int64) Step {
 		// A transaction holds the item: nothing applied, the same write
 		// may be made again.
 		c.attempts++
-		c.m.reserve(c.p.Ref, c.shard, c.mine, 1)
+		c.m.reserve(c.entry, c.mine, 1)
 		return Step{Path: c.path, Call: c.sent}
 	}
 	c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.busyness(now), now)
-	im, err := conditionImage(r.Err)
+	im, err := c.conditionImage(r.Err)
 	if err != nil {
 		return Step{Err: err}
 	}
@@ -541,6 +542,15 @@ func conditionImage(err error) (*Image, error) {
 		return nil, err
 	}
 	return Decode(cf.Item)
+}
+
+// conditionImage is conditionImage with the quick decoder for the plan.
+func (c *Charge) conditionImage(err error) (*Image, error) {
+	var cf *store.ConditionFailedError
+	if !errors.As(err, &cf) {
+		return nil, err
+	}
+	return decodeFor(c.p, cf.Item)
 }
 
 // withBilled returns p charging the hidden limit for billed failed writes

@@ -114,3 +114,61 @@ func satAdd(a, b int64) int64 {
 	}
 	return s
 }
+
+// baseAttrs is how many attributes a bucket item has besides its limits'
+// eight each: PK, SK, entity_id, resource, shard, shard_count, lh, rf, ttl
+// and the four index keys.
+const baseAttrs = 13
+
+// decodeFor decodes an item written for plan p the quick way: by looking
+// up the plan's attributes, when the item has exactly those (no limit
+// that the plan does not know); anything else is decoded in full.
+func decodeFor(p *Plan, it store.Item) (*Image, error) {
+	if it == nil {
+		return nil, nil
+	}
+	if len(it) != baseAttrs+8*len(p.specs) {
+		return Decode(it)
+	}
+	num := func(name string) (int64, bool) { return it.Int(name) }
+	rf, ok := num(attrRefill)
+	if !ok {
+		return Decode(it)
+	}
+	im := &Image{raw: it, rf: rf, shardCount: 1}
+	im.hash, _ = num(attrLimitsHash)
+	if n, ok := num(attrShardCount); ok && n >= 1 {
+		im.shardCount = n
+	}
+	im.comp.Refill = rf
+	im.comp.Limits = make([]bucket.Named, 0, len(p.specs))
+	for i := range p.specs {
+		s := &p.specs[i]
+		var st bucket.State
+		var ok1, ok2, ok3, ok4, ok5, ok6 bool
+		st.Tokens, ok1 = num(s.tk)
+		st.Capacity, ok2 = num(s.cp)
+		st.Burst, ok3 = num(s.bx)
+		st.RefillAmount, ok4 = num(s.ra)
+		st.RefillPeriod, ok5 = num(s.rp)
+		st.TotalConsumed, ok6 = num(s.tc)
+		if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || !inBounds(st.Limit) {
+			return Decode(it) // the full decoder says what is wrong
+		}
+		// Insert in name order, as the full decoder keeps them.
+		j := len(im.comp.Limits)
+		im.comp.Limits = append(im.comp.Limits, bucket.Named{})
+		for ; j > 0 && im.comp.Limits[j-1].Name > s.name; j-- {
+			im.comp.Limits[j] = im.comp.Limits[j-1]
+		}
+		im.comp.Limits[j] = bucket.Named{Name: s.name, State: st}
+	}
+	return im, nil
+}
+
+// inBounds reports whether a stored limit's fields are in the bounds the
+// full decoder enforces.
+func inBounds(l bucket.Limit) bool {
+	return l.Capacity >= 1 && l.Capacity <= bucket.MaxTokens && l.Burst >= 1 && l.Burst <= bucket.MaxTokens &&
+		l.RefillAmount >= 1 && l.RefillAmount <= bucket.MaxTokens && l.RefillPeriod >= 1 && l.RefillPeriod <= bucket.MaxRefillPeriod
+}

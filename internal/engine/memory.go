@@ -184,6 +184,24 @@ func (m *Memory) View(ref keys.Bucket, shard int) ShardView {
 	if si == nil {
 		return ShardView{}
 	}
+	return si.view()
+}
+
+// viewOf is View that also returns the shard's entry (made if missing),
+// for the pending charges of a write about to be made (reserveAt).
+func (m *Memory) viewOf(ref keys.Bucket, shard int) (ShardView, *shardInfo) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, _ := m.getOrAdd(idOf(ref))
+	si := b.shards[shard]
+	if si == nil {
+		si = &shardInfo{}
+		b.shards[shard] = si
+	}
+	return si.view(), si
+}
+
+func (si *shardInfo) view() ShardView {
 	v := ShardView{Img: si.img, At: si.at, Rate: si.rate, Others: si.others, RateAt: si.rateAt, Promise: si.promise}
 	if len(si.drain) > 0 {
 		v.Drain = maps.Clone(si.drain)
@@ -354,18 +372,11 @@ func (m *Memory) promised(ref keys.Bucket, shard int, at int64) {
 }
 
 // reserve records a write in flight of this process that charges p's
-// amounts on a shard (sign 1), or forgets it (sign -1).
-func (m *Memory) reserve(ref keys.Bucket, shard int, p *Plan, sign int64) {
+// amounts on a shard (sign 1), or forgets it (sign -1). si is the shard's
+// entry, from viewOf.
+func (m *Memory) reserve(si *shardInfo, p *Plan, sign int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b := m.get(idOf(ref))
-	if b == nil {
-		return
-	}
-	si := b.shards[shard]
-	if si == nil {
-		return
-	}
 	for i := range p.specs {
 		if sp := &p.specs[i]; !sp.hidden && sp.amount > 0 {
 			if si.pending == nil {

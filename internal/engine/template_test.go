@@ -98,3 +98,42 @@ func TestTemplatesMatchFreshBuilds(t *testing.T) {
 		}
 	})
 }
+
+// The quick decoder and the full one agree on every item a plan writes.
+func TestDecodeForMatchesDecode(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		names := rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"rpm", "tpm", "a_b", "gpt-3.5", "ttl", "x", "zz"}), 1, 5, rapid.ID).Draw(t, "names")
+		var limits []Limit
+		for _, n := range names {
+			c := rapid.Int64Range(1, 1e6).Draw(t, "cap")
+			limits = append(limits, Limit{Name: n, Limit: bucket.Limit{Capacity: c * 1000, Burst: c * 1000,
+				RefillAmount: rapid.Int64Range(1, 1e6).Draw(t, "refill") * 1000, RefillPeriod: rapid.Int64Range(1, 1e7).Draw(t, "period")}})
+		}
+		p := NewPlan(bucketRef, limits, map[string]int64{names[0]: 1})
+		shard := rapid.IntRange(0, 3).Draw(t, "shard")
+		it := p.create(shard, int64(1)<<rapid.IntRange(0, 3).Draw(t, "n"), rapid.Int64Range(0, 1<<45).Draw(t, "now")).Item
+		want, err := Decode(it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeFor(p, it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want.comp, got.comp); diff != "" || want.rf != got.rf || want.hash != got.hash || want.shardCount != got.shardCount {
+			t.Fatalf("quick decode differs: %s", diff)
+		}
+		// An item of other limits falls back to the full decoder.
+		q := NewPlan(bucketRef, limits[:len(limits)-1+boolInt(len(limits) == 1)], nil)
+		if other, err := decodeFor(q, it); err != nil || cmp.Diff(want.comp, other.comp) != "" {
+			t.Fatalf("fallback differs: %v", err)
+		}
+	})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
