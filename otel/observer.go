@@ -20,8 +20,9 @@
 // Attributes: limiter.op is "acquire", "adjust", "rollback" or "status";
 // limiter.outcome is "admitted", "rejected", "unavailable" or "invalid";
 // limiter.path is the last write path ("speculative", "full", "create",
-// "normal", "retry", "reject", "fail-open", or "none" when no write was
-// made). With [WithResource], every instrument also carries
+// "normal", "retry", "reject", "fail-open", "local" for a refusal answered
+// without a store call, "pool" for an acquire answered from a
+// reservation, or "none" when no write was made). With [WithResource], every instrument also carries
 // limiter.resource. Entity ids are never attributes: there are too many.
 //
 // Through the Prometheus exporter the names become limiter_calls_total,

@@ -172,7 +172,7 @@ func TestObserverOnALimiter(t *testing.T) {
 	for _, p := range c["limiter.calls"].(metricdata.Sum[int64]).DataPoints {
 		calls += float64(p.Value)
 	}
-	rejected := attrs(limiterotel.AttrOp.String("acquire"), limiterotel.AttrOutcome.String("rejected"), limiterotel.AttrPath.String("reject"))
+	rejected := attrs(limiterotel.AttrOp.String("acquire"), limiterotel.AttrOutcome.String("rejected"), limiterotel.AttrPath.String("local"))
 	if calls != 3 || c.sum(t, "limiter.calls", rejected) != 1 || c.sum(t, "limiter.store.round_trips", op) < 3 ||
 		c.sum(t, "limiter.store.write_units", op) < 3 {
 		t.Fatalf("calls %v, rejected %v, round trips %v, WCU %v", calls, c.sum(t, "limiter.calls", rejected),
