@@ -214,6 +214,9 @@ func New(cfg Config) (*Sim, error) {
 		s.timeout = int64(time.Second)
 	}
 	lm := DynamoDBLatency()
+	if wl.Latency != nil {
+		lm = *wl.Latency
+	}
 	if cfg.Latency != nil {
 		lm = *cfg.Latency
 	}

@@ -75,3 +75,11 @@ func (m LatencyModel) compile() [memsim.NumOpKinds]dist {
 	out[memsim.OpTransactWrite] = t
 	return out
 }
+
+// FixedLatency is a model in which every call takes exactly d, reads,
+// writes and transactions alike: the race behaviour of a slow store, with
+// no luck in it.
+func FixedLatency(d time.Duration) LatencyModel {
+	l := Latency{Median: d, P99: d}
+	return LatencyModel{Read: l, Write: l, Txn: l}
+}

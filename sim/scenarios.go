@@ -279,7 +279,9 @@ func reservationsWorkload(Config) *Workload {
 // refilled token is raced for by several processes whose last view of the
 // bucket is at least a round trip old.
 func saturated(cfg Config) *Workload {
+	lm := FixedLatency(30 * time.Millisecond)
 	return &Workload{
+		Latency:   &lm,
 		Limits:    []limiter.Limit{limiter.PerSecond("rps", 200)},
 		Entities:  []Entity{{ID: "tenant"}},
 		Resources: []string{"gpt-4o"},

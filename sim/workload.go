@@ -66,6 +66,9 @@ type Workload struct {
 	// what it injects.
 	Faults    bool
 	FaultPlan *FaultPlan
+	// Latency, when set, is the scenario's store latency model (a
+	// Config.Latency overrides it).
+	Latency *LatencyModel
 	// Reservations turns the limiters' reservations on
 	// (limiter.WithReservations for every limit).
 	Reservations bool

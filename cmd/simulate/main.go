@@ -53,6 +53,7 @@ type options struct {
 	writers  int
 	rate     float64
 	duration durationFlag
+	latency  durationFlag
 	seed     uint64
 	faults   bool
 	json     bool
@@ -84,6 +85,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.writers, "writers", 0, "simulated clients (0: the scenario's default)")
 	fs.Float64Var(&o.rate, "rate", 0, "offered acquires per second, all clients together (0: the scenario's default)")
 	fs.Var(&o.duration, "duration", "simulated `time` before the fault-free tail, with a unit: 120s, 5m, 8760h (0: the scenario's default)")
+	fs.Var(&o.latency, "latency", "fixed store `latency` of every call, with a unit: 30ms (0: the scenario's, else DynamoDB's measured distribution)")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed: the same seed gives the same run")
 	fs.BoolVar(&o.faults, "faults", false, "inject the default fault plan (the faults scenario always does)")
 	fs.BoolVar(&o.json, "json", false, "print the machine-readable report on stdout instead of the table")
@@ -172,6 +174,10 @@ func run(args []string, stdout, stderr io.Writer, tty bool) int {
 		return 0
 	}
 	cfg := sim.Config{Scenario: o.scenario, Seed: o.seed, Writers: o.writers, Rate: o.rate, Duration: time.Duration(o.duration), Faults: o.faults}
+	if o.latency > 0 {
+		lm := sim.FixedLatency(time.Duration(o.latency))
+		cfg.Latency = &lm
+	}
 	// The wall clock is read here, outside the simulated path, for wall_ms
 	// and the progress line only.
 	start := time.Now()

@@ -331,7 +331,8 @@ func (c *Charge) informed(im *Image, now int64) Step {
 	switch c.p.shortfall(im, c.n, now, c.view.hot(now)) {
 	case shortApp:
 		c.path = PathReject
-		return c.exhausted(&Refusal{Plan: c.p, Img: im, N: c.n, Now: now}, now)
+		v := c.view // its estimates of the other writers set the wait
+		return c.exhausted(&Refusal{Plan: c.p, Img: im, N: c.n, Now: now, View: &v}, now)
 	case shortWCU:
 		return c.hot(now)
 	}

@@ -107,12 +107,17 @@ func (p *Plan) refusesLocally(v ShardView, n, now int64, o Options) bool {
 			continue
 		}
 		st, _ := im.projected(s, n, now)
-		if st.Tokens-v.expected(s, now) < s.amount {
+		if st.Tokens-v.expected(s, n, now) < s.amount {
 			return true
 		}
 	}
 	return false
 }
+
+// drainAge is how long an estimate of the other writers' consumption is
+// trusted (ms): competition for a bucket changes slowly, and a refusal's
+// promise bounds what a stale one can cost.
+const drainAge = 2000
 
 // minAccrual bounds how much of a limit's refill a client expects the
 // other writers to take (1 - 1/minAccrual of it): a local refusal waits at
@@ -123,23 +128,24 @@ const minAccrual = 64
 // (millitokens): this process's writes in flight, and the other writers'
 // consumption at their recent rate, which a client measured while the
 // bucket was scarce stands for their share of its refill.
-func (v ShardView) expected(s *spec, now int64) int64 {
+func (v ShardView) expected(s *spec, n, now int64) int64 {
 	e := v.Pending[s.name]
-	if d := v.drain(s); d > 0 && now > v.At {
+	if d := v.drain(s, n); d > 0 && now > v.At {
 		e += int64(d * float64(now-v.At))
 	}
 	return e
 }
 
-// drain returns the other writers' recent consumption of limit s
-// (millitokens per ms), at most 1 - 1/minAccrual of its refill rate; 0
-// without a fresh estimate.
-func (v ShardView) drain(s *spec) float64 {
+// drain returns the other writers' recent consumption of limit s on the
+// view's shard of n (millitokens per ms), at most 1 - 1/minAccrual of the
+// shard's refill rate; 0 without a fresh estimate.
+func (v ShardView) drain(s *spec, n int64) float64 {
 	d, ok := v.Drain[s.name]
-	if !ok || v.RateAt == 0 || v.At-v.RateAt > estimateAge {
+	if !ok || v.RateAt == 0 || v.At-v.RateAt > drainAge {
 		return 0
 	}
-	r := float64(s.orig.RefillAmount) / float64(s.orig.RefillPeriod)
+	l := s.perShard(n)
+	r := float64(l.RefillAmount) / float64(l.RefillPeriod)
 	return min(d, r*(1-1.0/minAccrual))
 }
 

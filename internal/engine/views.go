@@ -63,11 +63,12 @@ func (p *Plan) Views(im *Image, n, now int64, charge, judge bool) []View {
 	return out
 }
 
-// Views returns the refusal's per-limit state (judged). A local
-// refusal's counts what the other writers and this process's writes in
-// flight have likely taken since the image: its remaining tokens are
-// fewer, and its wait is until the request fits at the refill the others
-// leave.
+// Views returns the refusal's per-limit state (judged). With the view the
+// refusal was judged from, what the other writers take counts: a local
+// refusal's tokens are fewer by what they (and this process's writes in
+// flight) have likely taken since the image, and every refusal's wait is
+// until the request fits at the refill the others leave (at least
+// 1/minAccrual of it), not at the whole refill they compete for.
 func (r *Refusal) Views() []View {
 	vs := r.Plan.Views(r.Img, r.N, r.Now, false, true)
 	if r.View == nil || r.Img == nil {
@@ -81,23 +82,22 @@ func (r *Refusal) Views() []View {
 		}
 		v := &vs[j]
 		j++
-		e := r.View.expected(s, r.Now)
-		if e <= 0 {
-			continue
-		}
 		st, _ := r.Img.projected(s, r.N, r.Now)
-		tokens := st.Tokens - e
-		v.Remaining = satMul(tokens, r.N)
+		tokens := st.Tokens
+		if r.Local {
+			tokens -= r.View.expected(s, r.N, r.Now)
+			v.Remaining = satMul(tokens, r.N)
+		}
 		if tokens >= s.amount {
 			continue
 		}
 		v.Exceeded = true
 		l := s.perShard(r.N)
-		accrual := float64(l.RefillAmount)/float64(l.RefillPeriod) - r.View.drain(s)/float64(r.N)
-		if accrual <= 0 || s.amount > l.Burst {
+		if s.amount > l.Burst {
 			v.RetryMs = -1
 			continue
 		}
+		accrual := float64(l.RefillAmount)/float64(l.RefillPeriod) - r.View.drain(s, r.N)
 		v.RetryMs = max(v.RetryMs, int64(math.Ceil(float64(s.amount-tokens)/accrual)))
 	}
 	return vs
