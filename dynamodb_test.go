@@ -140,3 +140,108 @@ func TestWrongKeySchemaOnDynamoDBLocal(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// Sharded buckets and TTL on a real server: DynamoDB deletes expired shards
+// one by one, in no order. With shard 0 gone and its three siblings full of
+// tokens, processes that believe in one shard find the siblings through the
+// index and recreate shard 0 at their count, so no more than one burst is
+// admitted at one instant.
+func TestShardedBucketTTLOnDynamoDBLocal(t *testing.T) {
+	srv := dynamolocal.Start(t)
+	st := dynamo.New(srv.Client, srv.NewTable(t))
+	ctx := context.Background()
+	clock := memsim.NewManualClock(time.Now().UTC().Truncate(time.Second))
+	newLimiter := func() *limiter.Limiter {
+		l, err := limiter.New(st, limiter.WithNamespace("ttl"), limiter.WithClock(clock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	r := limiter.Request{Entity: "hot", Resource: "r", Limits: []limiter.Limit{limiter.PerSecond("rps", 40)},
+		Consume: map[string]int64{"rps": 1}}
+	l := newLimiter()
+	if _, err := l.Acquire(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	ref := keys.Bucket{Namespace: "ttl", Entity: "hot", Resource: "r"}
+	for _, from := range []int64{1, 2} {
+		if _, err := st.Update(ctx, keys.DoubleShards(ref, from)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Add(2 * time.Second) // every shard full: 10 tokens each
+	for i := 0; i < 200; i++ {
+		if _, err := l.Acquire(ctx, r); err != nil {
+			break
+		}
+	}
+	clock.Add(2 * time.Second)
+	if _, err := st.Delete(ctx, store.DeleteInput{Key: ref.WithShard(0).Key()}); err != nil {
+		t.Fatal(err)
+	}
+	admitted := 0
+	for i := 0; i < 60; i++ {
+		if _, err := newLimiter().Acquire(ctx, r); err == nil {
+			admitted++
+		}
+		if _, err := l.Acquire(ctx, r); err == nil {
+			admitted++
+		}
+	}
+	if admitted > 40 {
+		t.Fatalf("%d admitted at one instant against a burst of 40", admitted)
+	}
+	out, err := st.Get(ctx, store.GetInput{Key: ref.WithShard(0).Key(), ConsistentRead: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := out.Item.Int(keys.AttrShardCount); n != 4 {
+		t.Fatalf("shard 0 recreated at %d shards, want 4 (its siblings' count)", n)
+	}
+}
+
+// Reservations on a real server: a process takes a share of the bucket in
+// one write and admits from it locally; Close returns what it did not use.
+func TestReservationsOnDynamoDBLocal(t *testing.T) {
+	srv := dynamolocal.Start(t)
+	st := dynamo.New(srv.Client, srv.NewTable(t))
+	ctx := context.Background()
+	clock := memsim.NewManualClock(time.Now().UTC().Truncate(time.Second))
+	var writes, admitted int
+	lim, err := limiter.New(st, limiter.WithNamespace("pool"), limiter.WithClock(clock), limiter.WithReservations("rps"),
+		limiter.WithObserver(limiter.ObserverFunc(func(e limiter.Event) {
+			writes += e.RoundTrips
+			if e.Err == nil {
+				admitted++
+			}
+		})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := limiter.Request{Entity: "busy", Resource: "r", Limits: []limiter.Limit{limiter.PerSecond("rps", 1000)},
+		Consume: map[string]int64{"rps": 1}}
+	for i := 0; i < 2000; i++ {
+		if _, err := lim.Acquire(ctx, r); err != nil {
+			t.Fatalf("acquire %d: %v", i, err)
+		}
+		clock.Add(time.Millisecond) // 1,000 a second: the limit, exactly
+	}
+	if writes*10 > admitted {
+		t.Fatalf("%d round trips for %d admitted; want under one in ten", writes, admitted)
+	}
+	if err := lim.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Consumption matched the refill, so with the unused share returned the
+	// bucket is full again: a process without reservations takes nearly all.
+	other, err := limiter.New(st, limiter.WithNamespace("pool"), limiter.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Consume = map[string]int64{"rps": 990}
+	if _, err := other.Acquire(ctx, r); err != nil {
+		t.Fatalf("after Close: %v; the unused share was not returned", err)
+	}
+	t.Logf("%d round trips for %d admitted", writes, admitted)
+}
