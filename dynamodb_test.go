@@ -84,8 +84,8 @@ func TestOnDynamoDBLocal(t *testing.T) {
 		t.Fatalf("after waiting RetryAfter: %v", err)
 	}
 
-	// Cascade: concurrent writes on the fast path, a transaction when the
-	// parent needs a refill, all or nothing.
+	// Cascade: two concurrent writes, the child's undone when the parent
+	// refuses: all or nothing.
 	for _, e := range []limiter.Entity{{ID: "project"}, {ID: "key-2", Parent: "project", Cascade: true}} {
 		if err := lim.PutEntity(ctx, e); err != nil {
 			t.Fatal(err)
@@ -109,7 +109,7 @@ func TestOnDynamoDBLocal(t *testing.T) {
 	}
 	clock.Add(30 * time.Second) // the project refills one
 	if _, err := lim.Acquire(ctx, r); err != nil {
-		t.Fatalf("cascade slow path (transaction): %v", err)
+		t.Fatalf("cascade after the parent refilled: %v", err)
 	}
 }
 
