@@ -128,7 +128,7 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 		}
 		switch {
 		case step.Done:
-			return &Lease{l: l, parts: []leasePart{child.part(m, l.nowMs())}}, nil
+			return oneLease(l, child.part(m, l.nowMs())), nil
 		case step.Refused != nil:
 			return nil, child.rateLimited(step.Refused)
 		}

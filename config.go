@@ -130,7 +130,7 @@ type entityConf struct {
 type metaCache struct {
 	ttl       time.Duration
 	mu        sync.Mutex
-	entities  *lru.Cache[string, entityConf] // by entityFlightKey
+	entities  *lru.Cache[configKey, entityConf]
 	resources *lru.Cache[string, []Limit]    // by resource; nil: none stored
 	flights   map[string]*flight
 	gen       uint64 // bumped by invalidate: reads begun before are not cached
@@ -153,7 +153,7 @@ type flight struct {
 
 func (c *metaCache) init(ttl time.Duration) {
 	c.ttl = ttl
-	c.entities = lru.New[string, entityConf](maxCachedConfigs)
+	c.entities = lru.New[configKey, entityConf](maxCachedConfigs)
 	c.resources = lru.New[string, []Limit](maxCachedConfigs)
 	c.flights = make(map[string]*flight)
 }
@@ -166,6 +166,10 @@ func (c *metaCache) invalidate() {
 	c.gen++
 	c.mu.Unlock()
 }
+
+// configKey names an entity's configuration for a resource in the cache
+// (a struct, so that a lookup builds no string).
+type configKey struct{ entity, resource string }
 
 // Flight keys: an entity's is "entity\x00resource", a resource's
 // "\x00resource" (entity ids are never empty).
@@ -187,15 +191,15 @@ func (l *Limiter) stored(ctx context.Context, tr *trace, entity, resource string
 // checked it), or waits for a read of the same key already under way.
 func (l *Limiter) storedOnce(ctx context.Context, tr *trace, entity, resource string) (entityConf, []Limit, error) {
 	c := &l.meta
-	ek := entityFlightKey(entity, resource)
 	now := l.cfg.clock.Now()
 	c.mu.Lock()
-	ec, eok := c.entities.Get(ek, now)
+	ec, eok := c.entities.Get(configKey{entity, resource}, now)
 	res, rok := c.resources.Get(resource, now)
 	if eok && rok {
 		c.mu.Unlock()
 		return ec, res, nil
 	}
+	ek := entityFlightKey(entity, resource)
 	rk := resourceFlightKey(resource)
 	var ef, rf *flight       // the flights whose results this caller takes
 	var eRead, rRead *flight // those of them it reads itself
@@ -216,7 +220,7 @@ func (l *Limiter) storedOnce(ctx context.Context, tr *trace, entity, resource st
 
 	if eRead != nil || rRead != nil {
 		l.read(ctx, tr, entity, resource, eRead, rRead, schema)
-		l.publish(gen, ek, eRead, resource, rRead)
+		l.publish(gen, entity, eRead, resource, rRead)
 	}
 	if ef != nil {
 		if err := c.wait(ctx, ef); err != nil {
@@ -293,7 +297,7 @@ func decodeEntityConf(id string, meta, own, all store.Item) (entityConf, error) 
 
 // publish caches the results of the flights this caller led (unless the
 // cache was invalidated since the read began) and wakes their waiters.
-func (l *Limiter) publish(gen uint64, ek string, ef *flight, resource string, rf *flight) {
+func (l *Limiter) publish(gen uint64, entity string, ef *flight, resource string, rf *flight) {
 	c := &l.meta
 	expires := l.cfg.clock.Now().Add(c.ttl)
 	c.mu.Lock()
@@ -301,9 +305,9 @@ func (l *Limiter) publish(gen uint64, ek string, ef *flight, resource string, rf
 	keep := c.ttl > 0 && c.gen == gen
 	if ef != nil {
 		if keep && ef.err == nil {
-			c.entities.Add(ek, ef.ec, expires)
+			c.entities.Add(configKey{entity, resource}, ef.ec, expires)
 		}
-		c.end(ek, ef)
+		c.end(entityFlightKey(entity, resource), ef)
 	}
 	if rf != nil {
 		if keep && rf.err == nil {

@@ -249,7 +249,7 @@ func TestSchemaCheckedAgainAfterASchemaError(t *testing.T) {
 func TestConfigCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	e := newEnv(t)
 	l := e.limiter()
-	l.meta.entities = lru.New[string, entityConf](4) // small, so the test can pass the bound
+	l.meta.entities = lru.New[configKey, entityConf](4) // small, so the test can pass the bound
 	for i := 0; i < 5; i++ {
 		e.mustAcquire(l, req(fmt.Sprintf("k%d", i), rpm(10), one))
 	}

@@ -18,6 +18,7 @@ type Lease struct {
 	l          *Limiter
 	parts      []leasePart // the entity's bucket, then the cascade parent's
 	failedOpen bool
+	one        [1]leasePart // parts of a lease of one bucket (saves an allocation)
 
 	mu    sync.Mutex
 	ended bool
@@ -270,4 +271,12 @@ func (l *Limiter) settleWithPool(part *leasePart, milli map[string]int64) bool {
 		part.net[name] += d
 	}
 	return true
+}
+
+// oneLease returns a lease of one bucket.
+func oneLease(l *Limiter, part leasePart) *Lease {
+	le := &Lease{l: l}
+	le.one[0] = part
+	le.parts = le.one[:]
+	return le
 }

@@ -21,7 +21,7 @@ func (l *Limiter) reserved(ctx context.Context, tr *trace, p bucketPlan) (lease 
 	if sv, ok := l.pools.Take(p.Plan, now); ok {
 		tr.ev.Path = PathPool
 		part := leasePart{p: p, shard: sv.Shard, n: sv.N, pooled: true, img: l.mem.View(p.Ref, sv.Shard).Img, at: now}
-		return &Lease{l: l, parts: []leasePart{part}}, nil, true
+		return oneLease(l, part), nil, true
 	}
 	extra := l.pools.Extra(p.Plan, l.mem.Count(p.Ref), now)
 	if extra == nil {
@@ -42,7 +42,7 @@ func (l *Limiter) reserved(ctx context.Context, tr *trace, p bucketPlan) (lease 
 		tr.ev.Reserved = tokensOf(extra)
 		l.returnPools(ctx, tr, []*engine.Return{l.pools.Add(p.Plan, extra, m.Shard, m.N, now)})
 		part := leasePart{p: p, shard: m.Shard, n: m.N, pooled: true, img: m.Img, at: now}
-		return &Lease{l: l, parts: []leasePart{part}}, nil, true
+		return oneLease(l, part), nil, true
 	case step.Refused != nil:
 		l.pools.Refused(p.Ref, now)
 		return nil, nil, false // perhaps the charge alone fits: ask for it alone

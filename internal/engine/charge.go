@@ -105,10 +105,11 @@ type Charge struct {
 	o   Options
 	rnd Rand
 
-	n       int64 // the shard count in use
-	tried   []int
-	choices int
-	lastRL  *Refusal
+	n        int64 // the shard count in use
+	tried    []int
+	triedBuf [4]int
+	choices  int
+	lastRL   *Refusal
 
 	// the current shard
 	shard     int
@@ -120,7 +121,9 @@ type Charge struct {
 
 	phase chargePhase
 	path  Path
-	sent  *Call       // the charge write in flight
+	sent  *Call // the charge write in flight
+	call  Call  // what sent points to (saves allocations)
+	upd   store.UpdateInput
 	lat   int64       // how long the last call took (ms)
 	mine  *Plan       // the plan of the charge write in flight
 	put   *store.Item // the item a create Put writes
@@ -134,7 +137,9 @@ type Charge struct {
 
 // NewCharge returns the machine of one acquire of p's bucket.
 func NewCharge(m *Memory, p *Plan, rnd Rand, o Options) *Charge {
-	return &Charge{m: m, p: p, rnd: rnd, o: o}
+	c := &Charge{m: m, p: p, rnd: rnd, o: o}
+	c.tried = c.triedBuf[:0]
+	return c
 }
 
 // Start returns the first step.
@@ -228,8 +233,9 @@ func (c *Charge) write(ex store.Expr, path Path, q *Plan) Step {
 	c.phase, c.path = phWrite, path
 	c.mine = q
 	c.m.reserve(c.entry, q, 1)
-	c.sent = &Call{Update: &store.UpdateInput{Key: c.p.Ref.WithShard(c.shard).Key(), Expr: ex,
-		Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}}
+	c.upd = store.UpdateInput{Key: c.entry.key, Expr: ex, Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}
+	c.call = Call{Update: &c.upd}
+	c.sent = &c.call
 	return Step{Path: path, Call: c.sent}
 }
 
@@ -560,7 +566,7 @@ func (p *Plan) withBilled(billed int64) *Plan {
 	if billed <= 0 {
 		return p
 	}
-	q := &Plan{Ref: p.Ref, hash: p.hash, pt: p.pt, specs: append([]spec(nil), p.specs...)}
+	q := withSpecs(p.Ref, p.hash, p.pt, p.specs)
 	q.specs[len(q.specs)-1].amount += billed * unit
 	return q
 }

@@ -16,6 +16,7 @@ type Image struct {
 	hash       int64
 	shardCount int64
 	comp       bucket.Composite
+	buf        [4]bucket.Named // comp's limits, up to four (saves an allocation)
 }
 
 // Decode decodes a bucket item; a nil item decodes to a nil Image.
@@ -141,7 +142,11 @@ func decodeFor(p *Plan, it store.Item) (*Image, error) {
 		im.shardCount = n
 	}
 	im.comp.Refill = rf
-	im.comp.Limits = make([]bucket.Named, 0, len(p.specs))
+	if len(p.specs) <= len(im.buf) {
+		im.comp.Limits = im.buf[:0]
+	} else {
+		im.comp.Limits = make([]bucket.Named, 0, len(p.specs))
+	}
 	for i := range p.specs {
 		s := &p.specs[i]
 		var st bucket.State

@@ -8,6 +8,7 @@ import (
 	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/internal/lru"
+	"github.com/shardlimit/limiter/store"
 )
 
 // Memory is what a client knows of the buckets it has written: each
@@ -58,6 +59,7 @@ type bucketInfo struct {
 }
 
 type shardInfo struct {
+	key store.Key // the shard's item (set once, by viewOf)
 	img *Image
 	at  int64 // when this client received img (its clock)
 	// Estimates from the client's images of the shard, over at least
@@ -197,6 +199,9 @@ func (m *Memory) viewOf(ref keys.Bucket, shard int) (ShardView, *shardInfo) {
 	if si == nil {
 		si = &shardInfo{}
 		b.shards[shard] = si
+	}
+	if si.key.PK == "" {
+		si.key = ref.WithShard(shard).Key()
 	}
 	return si.view(), si
 }

@@ -65,6 +65,19 @@ type Plan struct {
 	specs []spec
 	hash  int64
 	pt    *planTemplate
+	buf   [3]spec // specs of a plan of up to two limits (saves an allocation)
+}
+
+// withSpecs returns a plan of ref charging specs (copied).
+func withSpecs(ref keys.Bucket, hash int64, pt *planTemplate, specs []spec) *Plan {
+	p := &Plan{Ref: ref, hash: hash, pt: pt}
+	if len(specs) <= len(p.buf) {
+		p.specs = p.buf[:len(specs)]
+	} else {
+		p.specs = make([]spec, len(specs))
+	}
+	copy(p.specs, specs)
+	return p
 }
 
 // NewPlan returns the plan to charge consume (tokens per limit name; names
@@ -72,8 +85,7 @@ type Plan struct {
 // the hidden limit one unit. limits must be valid and distinctly named.
 func NewPlan(ref keys.Bucket, limits []Limit, consume map[string]int64) *Plan {
 	pt := lookupPlanTemplate(limits)
-	p := &Plan{Ref: ref, hash: pt.hash, pt: pt, specs: make([]spec, len(pt.specs))}
-	copy(p.specs, pt.specs)
+	p := withSpecs(ref, pt.hash, pt, pt.specs)
 	for i := range p.specs {
 		if p.specs[i].hidden {
 			p.specs[i].amount = unit
@@ -88,7 +100,7 @@ func NewPlan(ref keys.Bucket, limits []Limit, consume map[string]int64) *Plan {
 // name (absent names, and the hidden limit, charge nothing): the plan of
 // an adjust or a refund.
 func (p *Plan) WithAmounts(milli map[string]int64) *Plan {
-	q := &Plan{Ref: p.Ref, hash: p.hash, pt: p.pt, specs: append([]spec(nil), p.specs...)}
+	q := withSpecs(p.Ref, p.hash, p.pt, p.specs)
 	for i := range q.specs {
 		q.specs[i].amount = milli[q.specs[i].name]
 	}
@@ -98,7 +110,7 @@ func (p *Plan) WithAmounts(milli map[string]int64) *Plan {
 // WithExtra returns a copy of p that also charges extra millitokens per
 // limit name (a reservation taken with the charge).
 func (p *Plan) WithExtra(extra map[string]int64) *Plan {
-	q := &Plan{Ref: p.Ref, hash: p.hash, pt: p.pt, specs: append([]spec(nil), p.specs...)}
+	q := withSpecs(p.Ref, p.hash, p.pt, p.specs)
 	for i := range q.specs {
 		q.specs[i].amount += extra[q.specs[i].name]
 	}
