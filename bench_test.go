@@ -13,7 +13,9 @@ import (
 // (a refill of one token an hour against one taken per acquire), so that
 // every acquire is admitted on the hot path: one speculative ADD.
 func benchRequest() Request {
-	slow := func(name string) Limit { return Limit{Name: name, Capacity: MaxTokens / 2, Refill: 1, Period: time.Hour} }
+	slow := func(name string) Limit {
+		return Limit{Name: name, Capacity: MaxTokens / 2, Refill: 1, Period: time.Hour}
+	}
 	return Request{Entity: "k", Resource: "gpt-4", Consume: map[string]int64{"rpm": 1, "tpm": 1},
 		Limits: []Limit{slow("rpm"), slow("tpm")}}
 }

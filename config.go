@@ -131,7 +131,7 @@ type metaCache struct {
 	ttl       time.Duration
 	mu        sync.Mutex
 	entities  *lru.Cache[configKey, entityConf]
-	resources *lru.Cache[string, []Limit]    // by resource; nil: none stored
+	resources *lru.Cache[string, []Limit] // by resource; nil: none stored
 	flights   map[string]*flight
 	gen       uint64 // bumped by invalidate: reads begun before are not cached
 	schemaOK  bool   // this process has checked the table's schema version
