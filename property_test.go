@@ -182,5 +182,23 @@ func genConfig(t *rapid.T, long bool) sim.Config {
 		wl.Duration = time.Duration(rapid.IntRange(10, 60).Draw(t, "seconds")) * time.Second
 		tail = 10*time.Second + 2*wl.Skew
 	}
+	// The fault kinds beyond the store's answers: callers cancelling
+	// acquires, cascade compensations failing, and the time to live, which
+	// needs an idle period longer than the TTL (an hour or more): then the
+	// traffic comes in two phases of Duration each, two hours apart, and
+	// the buckets (their shards, under sharding pressure) expire between
+	// them, deleted in no order within ExpiryDelay of their expiry.
+	if wl.FaultPlan != nil {
+		wl.FaultPlan.PCancel = rapid.Float64Range(0, 0.05).Draw(t, "p_cancel")
+		wl.FaultPlan.PUndoFail = rapid.Float64Range(0, 0.5).Draw(t, "p_undo_fail")
+		// Not with reservations for now: a pool returned to a bucket that
+		// expired meanwhile is reported as returned although nothing was
+		// written (sim: TestKnownBugPoolReturnedToAnExpiredBucket).
+		if rapid.Bool().Draw(t, "expiry") && !wl.Reservations {
+			wl.FaultPlan.ExpiryDelay = time.Duration(rapid.IntRange(1, 120).Draw(t, "expiry_delay_minutes")) * time.Minute
+			wl.DutyPeriod, wl.DutyOn = 2*time.Hour, wl.Duration
+			wl.Duration += wl.DutyPeriod
+		}
+	}
 	return sim.Config{Workload: wl, Seed: rapid.Uint64().Draw(t, "seed"), Tail: tail}
 }

@@ -27,6 +27,10 @@ const (
 	InvDoubling     = "6-shard-doubling"
 	InvLiveness     = "7-liveness"
 	InvDeterminism  = "8-determinism"
+	// InvCancelled: an acquire whose caller cancelled its context, and
+	// whose store calls met the cancellation, must end with the context's
+	// error (or a refusal), never with a lease, fail-open included.
+	InvCancelled = "cancelled-acquire"
 )
 
 // Violation is one broken invariant.
@@ -71,6 +75,10 @@ type Checker struct {
 
 	// Doublings counts shard-count doublings seen on shard 0 items.
 	Doublings int
+	// Removed counts bucket items deleted (REMOVE records), and
+	// ShardZeroRecreated the shard 0 items created at more than one shard:
+	// after shard 0 expired while other shards of its bucket lived on.
+	Removed, ShardZeroRecreated int
 	// LivenessChecks counts retries judged by invariant 7, and
 	// LivenessInconclusive those whose retry met a store failure.
 	LivenessChecks, LivenessInconclusive int
@@ -95,6 +103,12 @@ type Checker struct {
 const (
 	ProactiveRate = 800.0 // write units per second
 	RateWindow    = int64(400 * time.Millisecond)
+	// DoublingLag is how long after a partition last ran at ProactiveRate a
+	// doubling still counts as caused by it: a client whose doubling write
+	// a throttle refused (a storm, the hot partition itself) tries it again
+	// first on its next acquires, for up to 2 s (docs/sharding.md), and
+	// decided on an estimate up to half a second old.
+	DoublingLag   = int64(2500 * time.Millisecond)
 	RateLookback  = int64(time.Second)
 	rateSampleGap = int64(50 * time.Millisecond)
 	minRateWindow = int64(100 * time.Millisecond)
@@ -149,6 +163,9 @@ type bstate struct {
 	itemUncertain bool
 	// invariant 3: admissions (+) and refunds (-), millitokens
 	events [MaxLimits][]admEvent
+	// gone: the tc of deleted items (millitokens), part of invariant 1's
+	// totals
+	gone [MaxLimits]int64
 }
 
 // changedBy reports whether a client other than client changed the bucket
@@ -182,9 +199,20 @@ type istate struct {
 	// rateSampleGap apart (for the proactive rate)
 	cons     [32]consSample
 	consNext int
+	// the last sample at which the partition had run at ProactiveRate or
+	// more over the window before it (0: never)
+	hotRateAt int64
 	// the item's last new image, decoded, and its identity
 	last    img
 	lastNew unsafe.Pointer
+	// Its life: existed once created; alive from bornAt until a REMOVE at
+	// diedAt; n its shard_count, prevN the one before, nAt when it changed
+	// (for the count a recreated shard 0 may take, invariant 6); gone the
+	// tc its deletions took (invariant 1).
+	existed, alive bool
+	bornAt, diedAt int64
+	n, prevN, nAt  int64
+	gone           [MaxLimits]int64
 }
 
 // mapID is the identity of an item map (nil for nil).
@@ -206,6 +234,9 @@ func (c *Checker) sampleConsumption(is *istate, at int64) {
 	}
 	is.cons[is.consNext] = consSample{at: at, units: c.PartitionConsumed(is.pk)}
 	is.consNext = (is.consNext + 1) % len(is.cons)
+	if c.recentRate(is, at) >= ProactiveRate {
+		is.hotRateAt = at
+	}
 }
 
 // recentRate returns the partition's write units per second over the
@@ -469,9 +500,11 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 	if is.shard == 0 && n.ok {
 		switch {
 		case !o.ok:
-			if n.n != 1 {
-				c.flag(InvDoubling, "%s created with shard_count %d, want 1 (seq %d at %s)", pk, n.n, rec.Seq, c.fmtT(at))
+			from := at
+			if cause != nil {
+				from = min(cause.Start, at)
 			}
+			c.shardZeroCreated(bi, n.n, from, at, pk, rec.Seq)
 		case n.n == o.n:
 		case n.n == 2*o.n:
 			c.Doublings++
@@ -485,7 +518,10 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 		c.maxShardsSeen = max(c.maxShardsSeen, n.n)
 	}
 
+	c.lifecycle(b, is, &o, &n, at)
+
 	// Invariant 2: rf never decreases, refill credited <= rate x rf advance.
+	// A recreated item starts afresh (no old image).
 	if o.ok && n.ok {
 		if n.rf < o.rf {
 			c.flag(InvDoubleRefill, "%s rf went backwards from %d to %d (seq %d at %s)", pk, o.rf, n.rf, rec.Seq, c.fmtT(at))
@@ -605,6 +641,68 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 	}
 }
 
+// lifecycle follows an item's creations, shard counts and deletions.
+func (c *Checker) lifecycle(b *bstate, is *istate, o, n *img, at int64) {
+	switch {
+	case n.ok && !o.ok:
+		is.existed, is.alive, is.bornAt = true, true, at
+		is.n, is.prevN, is.nAt = n.n, n.n, at
+	case n.ok:
+		if !is.existed { // its creation was not seen: it was there before
+			is.existed, is.alive, is.bornAt = true, true, math.MinInt64
+			is.n, is.prevN = o.n, o.n
+		}
+		if n.n != is.n {
+			is.prevN, is.n, is.nAt = is.n, n.n, at
+		}
+	case o.ok: // a REMOVE: its tc leaves the final items
+		is.alive, is.diedAt = false, at
+		c.Removed++
+		for i := 0; i < c.nlim; i++ {
+			if o.has[i] {
+				is.gone[i] += o.tc[i]
+				b.gone[i] += o.tc[i]
+			}
+		}
+	}
+}
+
+// shardZeroCreated is invariant 6 for a shard 0 item created with
+// shard_count k by a write that knew the store as it was since from: a
+// new bucket starts at one shard; a bucket whose shard 0 expired while
+// other shards live on must be recreated at the count those shards were
+// written at, which the limiter reads before it creates shard 0
+// (docs/write-paths.md, "Shard 0 after expiry"). So k must be 1 or a count
+// a shard that lived during [from, at] showed then, and not below the
+// count of a shard that lived, at that count, all that time.
+func (c *Checker) shardZeroCreated(bi int32, k, from, at int64, pk string, seq uint64) {
+	b := &c.buckets[bi]
+	shown := k == 1
+	var below *istate
+	for _, ii := range b.items {
+		s := &c.items[ii]
+		if s.shard == 0 || !s.existed || (!s.alive && s.diedAt < from) {
+			continue // no other shard, or gone before the write could look
+		}
+		if s.n == k || (s.nAt > from && s.prevN == k) {
+			shown = true
+		}
+		if s.alive && s.bornAt <= from && s.nAt <= from && k < s.n {
+			below = s
+		}
+	}
+	switch {
+	case below != nil:
+		c.flag(InvDoubling, "%s created with shard_count %d although shard %d lived at %d shards all the while (from %s; seq %d at %s)",
+			pk, k, below.shard, below.n, c.fmtT(from), seq, c.fmtT(at))
+	case !shown:
+		c.flag(InvDoubling, "%s created with shard_count %d, want 1 or the count of a shard of the bucket that lived (from %s; seq %d at %s)",
+			pk, k, c.fmtT(from), seq, c.fmtT(at))
+	case k > 1:
+		c.ShardZeroRecreated++
+	}
+}
+
 // wcuLow is how many write units a shard may still hold for a doubling
 // to count as caused by it: the limiter decides from an image that is a
 // round trip old, so a few dozen ms of refill is normal.
@@ -634,8 +732,10 @@ func (c *Checker) wcuCharge(is *istate, at int64, tokens float64) {
 // was really at its write ceiling: its own writes exhausted an ideal wcu
 // bucket (1000 a second), its partition was refused a write for being over
 // its ceiling within hotRecent, or its partition is nearly out of write
-// units now (failed conditional writes are billed too). Throttles injected
-// by a fault plan do not count: they say nothing about the write rate.
+// units now (failed conditional writes are billed too), or ran at
+// ProactiveRate or more recently (peakRate, or within DoublingLag).
+// Throttles injected by a fault plan do not count: they say nothing about
+// the write rate.
 func (c *Checker) checkDoublingCause(bi int32, from, at int64, seq uint64) {
 	lowest := math.Inf(1)
 	for _, ii := range c.buckets[bi].items {
@@ -656,6 +756,11 @@ func (c *Checker) checkDoublingCause(bi int32, from, at int64, seq uint64) {
 	if fastest >= ProactiveRate {
 		return
 	}
+	for _, ii := range c.buckets[bi].items {
+		if h := c.items[ii].hotRateAt; h > 0 && at-h <= DoublingLag {
+			return // a doubling decided then, and refused by throttles until now
+		}
+	}
 	avail := math.Inf(1)
 	if c.PartitionAvailable != nil {
 		for _, ii := range c.buckets[bi].items {
@@ -671,7 +776,8 @@ func (c *Checker) checkDoublingCause(bi int32, from, at int64, seq uint64) {
 		part = fmt.Sprintf(", its partitions held at least %.0f write units", avail)
 	}
 	if c.PartitionConsumed != nil {
-		part += fmt.Sprintf(", the busiest ran at %.0f write units a second at most over %v windows of the last %v", fastest, time.Duration(RateWindow), time.Duration(RateLookback+RateWindow))
+		part += fmt.Sprintf(", the busiest ran at %.0f write units a second at most over %v windows of the last %v, and below %.0f in the %v before", fastest,
+			time.Duration(RateWindow), time.Duration(RateLookback+RateWindow), ProactiveRate, time.Duration(DoublingLag))
 	}
 	c.flag(InvDoubling, "bucket %s/%s doubled %d -> %d at %s (seq %d) although no shard was at its write ceiling (the busiest shard's own writes left %.0f of 1000 write units%s, none was refused a write for its ceiling in the last %v)",
 		bm.Entity, bm.Resource, from, 2*from, c.fmtT(at), seq, lowest, part, time.Duration(hotRecent))
@@ -702,6 +808,31 @@ func (c *Checker) OpDone(op *Op, eff *Effects) {
 	}
 	if op.Retry != nil {
 		c.liveness(op, eff, roles)
+	}
+	if op.Kind == OpAcquire && op.Cancelled {
+		c.cancelled(op)
+	}
+}
+
+// cancelled judges an acquire whose caller cancelled its context and
+// whose store calls met the cancellation: the context's error (or a
+// refusal), never a lease, fail-open included; and a cascade's
+// compensation runs all the same.
+func (c *Checker) cancelled(op *Op) {
+	bm := &c.m.Buckets[op.Bucket]
+	switch {
+	case op.UndoCancelled:
+		c.flag(InvCancelled, "op #%d (acquire by client %d on %s/%s): the caller cancelled, and the compensation of its cascade was stopped by the cancelled context",
+			op.ID, op.Client, bm.Entity, bm.Resource)
+	case op.FailedOpen:
+		c.flag(InvCancelled, "op #%d (acquire by client %d on %s/%s): the caller cancelled, and it was answered with a fail-open lease",
+			op.ID, op.Client, bm.Entity, bm.Resource)
+	case op.Outcome == Admitted:
+		c.flag(InvCancelled, "op #%d (acquire by client %d on %s/%s): the caller cancelled, and it was answered with a lease",
+			op.ID, op.Client, bm.Entity, bm.Resource)
+	case op.Outcome == Unavailable && !op.CtxErr:
+		c.flag(InvCancelled, "op #%d (acquire by client %d on %s/%s): the caller cancelled, and its error does not wrap the context's",
+			op.ID, op.Client, bm.Entity, bm.Resource)
 	}
 }
 
@@ -925,7 +1056,12 @@ func (c *Checker) Finish(items []store.Item) {
 		return
 	}
 	c.finished = true
-	var sums = make([][MaxLimits]int64, len(c.buckets))
+	// What the final items hold, then per item what its deletions took.
+	type final struct {
+		ii int32
+		tc [MaxLimits]int64
+	}
+	var finals []final
 	for _, it := range items {
 		pk, ok := it.Str(store.AttrPK)
 		if !ok {
@@ -935,18 +1071,28 @@ func (c *Checker) Finish(items []store.Item) {
 		if ii < 0 {
 			continue
 		}
-		is := &c.items[ii]
-		b := &c.buckets[is.bucket]
 		var im img
 		c.decode(it, &im)
+		finals = append(finals, final{ii: ii, tc: im.tc})
+	}
+	tcs := make([][MaxLimits]int64, len(c.items))
+	for _, f := range finals {
+		tcs[f.ii] = f.tc
+		c.items[f.ii].existed = true
+	}
+	var sums = make([][MaxLimits]int64, len(c.buckets))
+	for ii := range c.items {
+		is := &c.items[ii]
+		if !is.existed {
+			continue
+		}
+		b := &c.buckets[is.bucket]
 		for i := 0; i < c.nlim; i++ {
-			if !im.has[i] {
-				continue
-			}
-			sums[is.bucket][i] += im.tc[i]
-			if !b.itemUncertain && len(b.items) > 1 && b.lim[i].ok && im.tc[i] != is.exact[i] {
-				c.flag(InvLostUpdate, "%s limit %s ends with tc = %d millitokens, but the operations on this shard add up to %d",
-					pk, c.m.LimitNames[i], im.tc[i], is.exact[i])
+			got := tcs[ii][i] + is.gone[i]
+			sums[is.bucket][i] += got
+			if !b.itemUncertain && len(b.items) > 1 && b.lim[i].ok && got != is.exact[i] {
+				c.flag(InvLostUpdate, "%s limit %s ends with tc = %d millitokens (%d of it in deleted items), but the operations on this shard add up to %d",
+					is.pk, c.m.LimitNames[i], got, is.gone[i], is.exact[i])
 			}
 		}
 	}

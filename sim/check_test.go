@@ -96,7 +96,7 @@ func (s *story) op(kind OpKind, bucket int32, startMs int64, amount ...int64) *c
 	s.ops++
 	o := &craftedOp{s: s, op: Op{ID: s.ops, Kind: kind, Bucket: bucket, Start: startMs * int64(time.Millisecond), Shard: -1}}
 	copy(o.op.Amount[:], amount)
-	o.cause = Cause{Op: o.op.ID, Kind: kind, Bucket: bucket, Amount: o.op.Amount, Effects: &o.eff}
+	o.cause = Cause{Op: o.op.ID, Kind: kind, Bucket: bucket, Amount: o.op.Amount, Start: o.op.Start, Effects: &o.eff}
 	return o
 }
 

@@ -61,6 +61,13 @@ type client struct {
 	consume map[string]int64
 	adjust  map[string]int64
 	leases  []pendingLease // latest due first (see schedule)
+	// charged holds the partition keys the current cascading acquire's
+	// writes charged: a later write of it to one of them is its
+	// compensation (Sim.isUndo).
+	charged []string
+	// cancels draws which acquires their caller cancels (nil unless the
+	// fault plan cancels some).
+	cancels *rand.Rand
 }
 
 type clientKind uint8
@@ -78,6 +85,15 @@ type opState struct {
 	eff    Effects
 	cause  Cause
 	snap   [2]uint64
+	// cascade: a cascading acquire (its charged writes are remembered).
+	cascade bool
+	// The caller's cancellation: cancel is called after cancelAt store
+	// calls (calls counts them), or while the cancelAt-th is in flight
+	// when cancelMid is set; nil when the caller does not cancel.
+	cancel    context.CancelFunc
+	cancelAt  int
+	cancelMid bool
+	calls     int
 }
 
 // pendingLease is an admitted lease waiting for its model call to end.
@@ -130,6 +146,12 @@ func stoppedErr(op memsim.OpKind) error {
 func (h handle) do(ctx context.Context, op memsim.OpKind, fill func(*request)) response {
 	c := h.c
 	if err := ctx.Err(); err != nil {
+		c.sawCancel()
+		if c.cur.cascade && op.IsWrite() {
+			fill(&c.call.req)
+			c.refusedWrite(c.call.req.writePK(op))
+			c.call = call{}
+		}
 		return response{err: &store.UnavailableError{Op: op.String(), Err: err}}
 	}
 	if c.s.stopping {
@@ -142,8 +164,67 @@ func (h handle) do(ctx context.Context, op memsim.OpKind, fill func(*request)) r
 		return response{err: stoppedErr(op)}
 	}
 	r := c.call.resp
+	if c.cur.cascade && r.err == nil && op.IsWrite() {
+		c.charged = append(c.charged, c.call.req.writePK(op))
+	}
 	c.call = call{}
+	if c.cur.cancel != nil && c.afterCall(ctx) {
+		r = response{err: cancelledErr(op.String(), op.IsWrite(), ctx)}
+	}
 	return r
+}
+
+// sawCancel notes that a store call of the operation in progress met its
+// caller's cancelled context.
+func (c *client) sawCancel() {
+	if c.cur.active && c.cur.cancel != nil {
+		c.cur.op.Cancelled = true
+	}
+}
+
+// refusedWrite notes a write of the cascading acquire in progress that
+// its caller's cancelled context stopped: to an item the acquire charged,
+// it was the compensation, which must not depend on the caller's context.
+func (c *client) refusedWrite(pk string) {
+	if c.cur.active && c.chargedBefore(pk) {
+		c.cur.op.UndoCancelled = true
+	}
+}
+
+// chargedBefore reports whether a write of the cascading acquire in
+// progress charged the item of partition key pk.
+func (c *client) chargedBefore(pk string) bool {
+	for _, p := range c.charged {
+		if p == pk {
+			return true
+		}
+	}
+	return false
+}
+
+// afterCall counts a store call of the operation in progress and cancels
+// its caller's context when the draw says so. True: the cancellation came
+// while the call was in flight, and its answer is lost to it.
+func (c *client) afterCall(ctx context.Context) bool {
+	c.cur.calls++
+	if c.cur.calls != c.cur.cancelAt {
+		return false
+	}
+	c.cur.cancel()
+	// A call made on a context detached from the caller's (a cascade's
+	// compensation) is not stopped by the cancellation.
+	if c.cur.cancelMid && ctx.Err() != nil {
+		c.cur.op.Cancelled = true
+		return true
+	}
+	return false
+}
+
+// cancelledErr is what a store call answers when its context is
+// cancelled while it is in flight: the context's error, outcome unknown
+// for a write (it may have applied).
+func cancelledErr(op string, write bool, ctx context.Context) error {
+	return &store.UnavailableError{Op: op, OutcomeUnknown: write, Err: ctx.Err()}
 }
 
 // Get implements store.Store.
@@ -201,6 +282,12 @@ func (h handle) WriteConcurrently(ctx context.Context, writes []store.Write) []s
 		return out
 	}
 	if err := ctx.Err(); err != nil {
+		c.sawCancel()
+		if c.cur.cascade {
+			for i := range writes {
+				c.refusedWrite(writeKeyPK(&writes[i]))
+			}
+		}
 		return fail(&store.UnavailableError{Op: "WriteConcurrently", Err: err})
 	}
 	if c.s.stopping {
@@ -213,7 +300,32 @@ func (h handle) WriteConcurrently(ctx context.Context, writes []store.Write) []s
 	}
 	res := c.call.results
 	c.call = call{}
+	if c.cur.cascade {
+		for i, r := range res {
+			if r.Err == nil {
+				c.charged = append(c.charged, writeKeyPK(&writes[i]))
+			}
+		}
+	}
+	if c.cur.cancel != nil && c.afterCall(ctx) {
+		return fail(cancelledErr("WriteConcurrently", true, ctx))
+	}
 	return res
+}
+
+// writeKeyPK returns the partition key of one write of a
+// WriteConcurrently.
+func writeKeyPK(w *store.Write) string {
+	switch {
+	case w.Update != nil:
+		return w.Update.Key.PK
+	case w.Put != nil:
+		pk, _ := w.Put.Item.Str(store.AttrPK)
+		return pk
+	case w.Delete != nil:
+		return w.Delete.Key.PK
+	}
+	return ""
 }
 
 // begin starts recording an operation.
@@ -222,7 +334,8 @@ func (c *client) begin(kind OpKind, bucket int32, amount [MaxLimits]int64) *Op {
 	s.nextOp++
 	c.cur = opState{active: true}
 	c.cur.op = Op{ID: s.nextOp, Client: c.id, Kind: kind, Bucket: bucket, Start: s.now, Amount: amount, Shard: -1}
-	c.cur.cause = Cause{Op: s.nextOp, Client: c.id, Kind: kind, Bucket: bucket, Amount: amount}
+	c.cur.cause = Cause{Op: s.nextOp, Client: c.id, Kind: kind, Bucket: bucket, Amount: amount, Start: s.now}
+	c.charged = c.charged[:0]
 	if s.chk != nil {
 		c.cur.snap = s.chk.Snapshot(bucket)
 	}
@@ -238,10 +351,17 @@ func (c *client) end(err error) Outcome {
 	op := &c.cur.op
 	op.End = s.now
 	o := classify(err)
+	if op.FailedOpen {
+		o = Unavailable // a store failure, answered with a lease that charged nothing
+	}
 	if s.stopping {
 		o = Cut
 	}
 	op.Outcome = o
+	op.CtxErr = errors.Is(err, context.Canceled)
+	if op.Cancelled {
+		s.stats.cancelled++
+	}
 	var rl *limiter.RateLimitedError
 	if o == Rejected && errors.As(err, &rl) {
 		op.RetryAfter, op.ByParent, op.Local = int64(rl.RetryAfter), rl.Parent, rl.Local
@@ -319,12 +439,36 @@ func (c *client) acquire(bi int32, amount [MaxLimits]int64, limits []limiter.Lim
 	}
 	op := c.begin(OpAcquire, bi, amount)
 	op.Retry = retry
-	lease, err := c.lim.Acquire(bgctx, limiter.Request{Entity: bm.Entity, Resource: bm.Resource, Limits: limits, Consume: c.consume})
+	c.cur.cascade = bm.Parent >= 0
+	ctx, policy := c.caller()
+	lease, err := c.lim.Acquire(ctx, limiter.Request{Entity: bm.Entity, Resource: bm.Resource, Limits: limits, Consume: c.consume, Policy: policy})
+	if c.cur.cancel != nil {
+		c.cur.cancel()
+	}
 	if err == nil && !s.stopping {
 		op.Shard = int32(lease.Shard())
+		op.FailedOpen = lease.FailedOpen()
 	}
 	o := c.end(err)
 	return lease, o, op
+}
+
+// caller returns the context and policy of the acquire in progress: in
+// the fault window, the fault plan's PCancel of them are cancelled by
+// their caller after 0 to 3 store calls, and ask to fail open, so that a
+// cancelled caller answered with a lease shows.
+func (c *client) caller() (context.Context, limiter.Policy) {
+	s := c.s
+	if c.cancels == nil || s.now < s.faults.from || s.now >= s.faults.to || c.cancels.Float64() >= s.faults.plan.PCancel {
+		return bgctx, limiter.PolicyDefault
+	}
+	ctx, cancel := context.WithCancel(bgctx)
+	c.cur.cancel, c.cur.cancelAt, c.cur.cancelMid = cancel, c.cancels.IntN(4), c.cancels.IntN(2) == 0
+	if c.cur.cancelAt == 0 {
+		cancel() // before the call: no store call may happen
+		c.cur.op.Cancelled = true
+	}
+	return ctx, limiter.FailOpen
 }
 
 // retryInfo describes the operation that just ended (a rejection) for a
@@ -365,12 +509,21 @@ func (c *client) runWriter() {
 			c.leases = nil
 			c.crashes++
 			s.stats.crashes++
-			if !c.sleepUntil(s.now+int64(wl.crashDowntime())) || s.stopping {
+			down := int64(wl.crashDowntime())
+			crashAt = s.now + down + int64(c.rng.ExpFloat64()*float64(wl.CrashEvery))
+			// The new process, idle until the next arrival, may crash again
+			// and again before it (a long idle period): those crashes change
+			// nothing but their count.
+			for crashAt+down <= next && crashAt+down < s.end {
+				c.crashes++
+				s.stats.crashes++
+				crashAt += down + int64(c.rng.ExpFloat64()*float64(wl.CrashEvery))
+			}
+			if !c.sleepUntil(s.now+down) || s.stopping {
 				return
 			}
 			c.lim = s.newLimiter(c, s.derive(streamLimiter, uint64(c.id)|c.crashes<<32))
 			next = max(next, s.now)
-			crashAt = s.now + int64(c.rng.ExpFloat64()*float64(wl.CrashEvery))
 			continue
 		}
 		if due > s.now && !c.sleepUntil(due) {
@@ -600,6 +753,9 @@ func (s *Sim) makeClients() {
 		s.clients = append(s.clients, c)
 		if kind != kindActor {
 			c.lim = s.newLimiter(c, s.derive(streamLimiter, id))
+		}
+		if kind == kindWriter && s.faults.plan.PCancel > 0 {
+			c.cancels = s.derive(streamCancel, id)
 		}
 		return c
 	}

@@ -88,6 +88,8 @@ type Sim struct {
 	lastSeq       uint64
 	recBuf        []memsim.Record // drain's, reused
 	chk           *Checker
+	faults        faultState
+	sweep         *sweeper // nil unless the fault plan expires items
 
 	clients []*client
 	flights []inflight
@@ -123,7 +125,7 @@ type stats struct {
 	adjusts, rollbacks, settleFailures, falseRejections              uint64
 	throttled, roundTrips, storeCalls, validation, backlog           uint64
 	paths                                                            [16]pathStat
-	crashes                                                          uint64
+	crashes, cancelled                                               uint64
 	doublingsSeen                                                    int
 }
 
@@ -140,6 +142,8 @@ const (
 	streamStart
 	streamClient
 	streamLimiter
+	streamExpiry
+	streamCancel
 )
 
 func splitmix(x uint64) uint64 {
@@ -224,7 +228,18 @@ func New(cfg Config) (*Sim, error) {
 	s.step = timelineStep(s.end)
 
 	s.model = wl.model(s)
-	s.stream = !cfg.NoChecks || len(cfg.Actors) > 0
+	var plan memsim.Injector
+	if wl.Faults {
+		fp := DefaultFaults()
+		if wl.FaultPlan != nil {
+			fp = *wl.FaultPlan
+		}
+		plan, wl.faultDesc = fp.injector(s.derive(streamFaults, 0), s.base, s.faultEnd, &s.faults)
+		if fp.ExpiryDelay > 0 && s.faults.from < s.faults.to {
+			s.sweep = newSweeper(s, fp.ExpiryDelay, s.faults.from, s.faults.to)
+		}
+	}
+	s.stream = !cfg.NoChecks || len(cfg.Actors) > 0 || s.sweep != nil
 	if !cfg.NoChecks {
 		s.chk = NewChecker(s.model, s.base)
 		s.chk.PartitionAvailable = func(pk string) float64 { return s.st.Partition(pk).WriteAvailable }
@@ -243,15 +258,8 @@ func New(cfg Config) (*Sim, error) {
 	if wl.PartitionWCU > 0 {
 		opts = append(opts, memsim.WithPartitionLimits(wl.PartitionWCU, 3*wl.PartitionWCU))
 	}
-	if wl.Faults {
-		fp := DefaultFaults()
-		if wl.FaultPlan != nil {
-			fp = *wl.FaultPlan
-		}
-		if plan := fp.injector(s.derive(streamFaults, 0), s.base, s.faultEnd); plan != nil {
-			opts = append(opts, memsim.WithFaults(plan))
-			wl.faultDesc = plan.String()
-		}
+	if plan != nil {
+		opts = append(opts, memsim.WithFaults(plan))
 	}
 	s.st = memsim.New(opts...)
 	if err := s.setup(); err != nil {
@@ -353,6 +361,8 @@ func (s *Sim) Run() *Report {
 			s.apply(ev.slot)
 		case evDeliver:
 			s.deliver(ev.slot)
+		case evSweep:
+			s.sweep.fire(ev.slot)
 		}
 	}
 	s.now = s.end
@@ -612,6 +622,7 @@ func (s *Sim) apply(slot int32) {
 	ctx := context.Context(&f.ctx) // valid during the call: s.flights does not grow meanwhile
 	var err error
 	var pk string
+	s.faults.undo = f.kind.IsWrite() && s.isUndo(f)
 	if f.bad {
 		err = &store.ValidationError{Message: "sim: a Write with no operation"}
 	} else {
@@ -643,6 +654,7 @@ func (s *Sim) apply(slot int32) {
 			pk = f.req.query.PartitionKey
 		}
 	}
+	s.faults.undo = false
 	f.out.err = err
 	code := errCode(err)
 	if code == codeThrottled {
@@ -682,6 +694,32 @@ func (s *Sim) apply(slot int32) {
 		at, f.timedOut = f.deadline, true
 	}
 	s.push(at, evDeliver, f.client, slot)
+}
+
+// isUndo reports whether a write is a cascade's compensation: a write of
+// a cascading acquire, still running, to an item one of its writes
+// charged (once a side is charged, the only write the acquire makes to it
+// again is its refund).
+func (s *Sim) isUndo(f *inflight) bool {
+	if !f.hasCause || f.cause.Kind != OpAcquire || s.faults.plan.PUndoFail <= 0 {
+		return false
+	}
+	c := s.clients[f.client]
+	return c.cur.active && c.cur.op.ID == f.cause.Op && c.chargedBefore(f.req.writePK(f.kind))
+}
+
+// writePK returns the partition key a single-item write names.
+func (q *request) writePK(op memsim.OpKind) string {
+	switch op {
+	case memsim.OpUpdate:
+		return q.upd.Key.PK
+	case memsim.OpPut:
+		pk, _ := q.put.Item.Str(store.AttrPK)
+		return pk
+	case memsim.OpDelete:
+		return q.del.Key.PK
+	}
+	return ""
 }
 
 // realThrottles tells the checker which partitions of a throttled write
@@ -740,6 +778,9 @@ func (s *Sim) drain(cause *Cause) {
 		for i := range recs {
 			s.chk.Record(&recs[i], cause)
 		}
+	}
+	if s.sweep != nil {
+		s.sweep.observe(recs)
 	}
 	for _, a := range s.cfg.Actors {
 		a.Records(recs)

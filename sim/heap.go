@@ -7,6 +7,7 @@ const (
 	evWake    evKind = iota + 1 // resume a client that slept
 	evApply                     // apply an in-flight request to the store
 	evDeliver                   // hand an in-flight request's answer to its client
+	evSweep                     // delete the expired items that are due (slot: the sweeper's generation)
 )
 
 // event is one entry of the scheduler's queue. Events are values: pushing
@@ -15,7 +16,7 @@ type event struct {
 	at   int64  // virtual time, ns since the simulation's epoch
 	seq  uint64 // insertion order: ties on at are broken by it, so order never depends on the heap's layout
 	who  int32  // client index
-	slot int32  // in-flight request index (evApply, evDeliver)
+	slot int32  // in-flight request index (evApply, evDeliver), or the sweeper's generation (evSweep)
 	kind evKind
 }
 

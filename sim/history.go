@@ -93,6 +93,13 @@ type Op struct {
 	// Retry describes the rejection this acquire retries after waiting its
 	// RetryAfter, for the liveness check; nil for a first attempt.
 	Retry *RetryInfo
+	// Cancelled: the acquire's caller cancelled its context, and the
+	// limiter had to notice (before the call, or a store call met it).
+	// FailedOpen: the acquire returned a fail-open lease (a store failure;
+	// the outcome is then Unavailable). CtxErr: its error wraps
+	// context.Canceled. UndoCancelled: a cascade's compensation write met
+	// the caller's cancelled context (it must run on a context of its own).
+	Cancelled, FailedOpen, CtxErr, UndoCancelled bool
 }
 
 // RetryInfo links a retry to the rejection it follows.
@@ -136,6 +143,9 @@ type Cause struct {
 	// Amount is the operation's Amount (for an acquire, the charge per
 	// limit, which lets a checker tell a charge from a compensation).
 	Amount [MaxLimits]int64
+	// Start is when the operation started (virtual ns): what its writes
+	// did, they did knowing the store as it was since then.
+	Start int64
 	// Effects accumulates the operation's effects while it runs; nil once
 	// it has ended (a request applied after its client gave up on it).
 	Effects *Effects

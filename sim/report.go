@@ -48,10 +48,23 @@ type Report struct {
 	RCU           float64 `json:"rcu"`
 
 	// Crashes counts writer processes that crashed (Workload.CrashEvery).
-	Crashes         uint64            `json:"crashes,omitempty"`
-	ShardCountFinal int64             `json:"shard_count_final"`
-	ShardDoublings  int               `json:"shard_doublings"`
-	Paths           map[string]uint64 `json:"paths"`
+	Crashes uint64 `json:"crashes,omitempty"`
+	// Cancelled counts acquires whose caller cancelled its context and
+	// whose limiter had to notice (FaultPlan.PCancel).
+	Cancelled uint64 `json:"cancelled,omitempty"`
+	// UndoWrites counts cascade compensation writes in the fault window,
+	// UndoFaults those the fault plan failed (FaultPlan.PUndoFail).
+	UndoWrites uint64 `json:"undo_writes,omitempty"`
+	UndoFaults uint64 `json:"undo_faults,omitempty"`
+	// Expired counts items the time to live deleted
+	// (FaultPlan.ExpiryDelay), and ShardZeroRecreated the shard 0 items
+	// created again at more than one shard, after shard 0 expired while
+	// other shards of its bucket lived on.
+	Expired            uint64            `json:"expired,omitempty"`
+	ShardZeroRecreated int               `json:"shard0_recreated,omitempty"`
+	ShardCountFinal    int64             `json:"shard_count_final"`
+	ShardDoublings     int               `json:"shard_doublings"`
+	Paths              map[string]uint64 `json:"paths"`
 	// PathCosts is, per last path taken, what those acquires cost.
 	PathCosts      map[string]PathCost `json:"path_costs"`
 	LivenessChecks int                 `json:"liveness_checks"`
@@ -123,6 +136,14 @@ func (s *Sim) report(items []store.Item) *Report {
 		r.Faults = "none"
 	}
 	r.Crashes = s.stats.crashes
+	r.Cancelled = s.stats.cancelled
+	r.UndoWrites, r.UndoFaults = s.faults.undoWrites, s.faults.undoFaults
+	if s.sweep != nil {
+		// DynamoDB's deletions at expiry are free: leave them out.
+		r.Expired = s.sweep.deleted
+		r.WCU -= s.sweep.consumed.WriteUnits
+		r.RCU -= s.sweep.consumed.ReadUnits
+	}
 	r.PathCosts = map[string]PathCost{}
 	for p, ps := range s.stats.paths {
 		if ps.n > 0 {
@@ -143,6 +164,7 @@ func (s *Sim) report(items []store.Item) *Report {
 	r.ShardDoublings = s.stats.doublingsSeen
 	if s.chk != nil {
 		r.ShardDoublings = s.chk.Doublings
+		r.ShardZeroRecreated = s.chk.ShardZeroRecreated
 		r.LivenessChecks = s.chk.LivenessChecks
 		r.Violations = append(r.Violations, s.chk.Violations()...)
 		if wl.Probe && s.chk.LivenessChecks == 0 && s.end-s.faultEnd-s.model.TailSettle >= int64(3*time.Second) {
@@ -231,6 +253,12 @@ func (r *Report) WriteTable(out io.Writer) error {
 	fmt.Fprintf(&b, "shards: final %d, doublings %d\n", r.ShardCountFinal, r.ShardDoublings)
 	if r.Crashes > 0 {
 		fmt.Fprintf(&b, "crashes: %d processes died holding what they held\n", r.Crashes)
+	}
+	if r.Cancelled > 0 || r.UndoWrites > 0 {
+		fmt.Fprintf(&b, "cancelled acquires: %d; cascade compensations: %d, %d of them failed by the fault plan\n", r.Cancelled, r.UndoWrites, r.UndoFaults)
+	}
+	if r.Expired > 0 {
+		fmt.Fprintf(&b, "expired items deleted: %d; shard 0 recreated at more than one shard: %d\n", r.Expired, r.ShardZeroRecreated)
 	}
 	fmt.Fprintf(&b, "acquires by last path:  round trips and WCU per acquire, and per admitted acquire of all paths\n")
 	var rt, wcu float64

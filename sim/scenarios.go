@@ -27,13 +27,14 @@ var registry = []Scenario{
 	{Name: "contention", Summary: "128+ writers on one bucket, demand well above its limit", Build: contention},
 	{Name: "cascade", Summary: "API keys under projects, every acquire also charges the project (cascade on)", Build: cascade},
 	{Name: "skew", Summary: "client clocks up to ±1 s apart on a few busy buckets", Build: skewed},
-	{Name: "faults", Summary: "throttle storms, 5xx before/after apply, lost answers, conflicts, latency spikes, skew; then a fault-free tail", Build: faulty},
+	{Name: "faults", Summary: "three 20 s phases 2 h apart under throttle storms, 5xx before/after apply, lost answers, conflicts, latency spikes, skew, cancelled callers, failed cascade compensations, and items expiring in between; then a fault-free tail", Build: faulty},
 	{Name: "hot-entity", Summary: "one entity and resource at 10,000 req/s with limits far above: only the 1000 WCU/s partition ceiling binds, so shards double", Build: hotEntity},
 	{Name: "idle-year", Summary: "one bucket at 10 req/s for a simulated year (one busy minute a day, idle in between): must never double", Build: idleYear},
 	{Name: "cold-start", Summary: "200 processes start together with empty caches on 1,000 keys of one resource at 10 req/s each: configuration reads must not pile onto shared keys (schema, resource limits)", Build: coldStart},
 	{Name: "new-entities", Summary: "about 2,000 keys a second seen for the first time on one resource: each creates a bucket and its index entries", Build: newEntities},
 	{Name: "reservations", Summary: "16 processes with reservations on one key at 10,000 req/s, demand uneven across them, processes crashing holding reservations", Build: reservationsWorkload},
 	{Name: "saturated", Summary: "32 processes offer twice a 200/s limit over a store that answers in 30 ms: the race for every refilled token", Build: saturated},
+	{Name: "expiry", Summary: "bursts that shard two keys and their cascade parent, then idle periods longer than the TTL in which shards expire one by one in no order, then traffic again; with the faults scenario's fault plan", Build: expiry},
 	{Name: "aggregator", Summary: "hot-entity for 10 s (128 writers, 10,000 req/s) with the aggregator actor consuming the change stream (duplicates included); usage totals checked against the stream",
 		Build: aggregatorWorkload, Actors: func(Config) []Actor { return []Actor{NewAggregatorActor()} }},
 }
@@ -162,6 +163,10 @@ func skewed(Config) *Workload {
 	}
 }
 
+// faulty: the default fault plan over three 20 s phases of traffic, 2 h
+// apart: in between, the buckets (TTL about an hour after they are full
+// again) expire and are deleted in no particular order, some before the
+// next phase and some after it starts.
 func faulty(Config) *Workload {
 	es := projectTree(4, 20, "project-%d", limiter.PerMinute("rpm", 2400), limiter.PerMinute("tpm", 1_000_000))
 	es = append(es, keysEntities(80, "key")...)
@@ -177,10 +182,49 @@ func faulty(Config) *Workload {
 		RetryProb:    0.5,
 		Writers:      160,
 		Rate:         1200,
-		Duration:     60 * time.Second,
+		DutyPeriod:   2 * time.Hour,
+		DutyOn:       20 * time.Second,
+		Duration:     2*2*time.Hour + 20*time.Second,
+		WarmUp:       15 * time.Second,
 		Skew:         250 * time.Millisecond,
 		Faults:       true,
 		Probe:        true,
+	}
+}
+
+// expiry: two keys under one project (cascade), 3,000 acquires a second
+// for 6 s every 2 h: each burst shards the keys' buckets and the
+// project's (partitions at their 1000 write units a second), the
+// project's 2,400 a second refuses some (compensations); then the buckets
+// sit idle past their TTL (an hour after they are full again), and the
+// time to live deletes their shards one by one, in no order, within 2 h:
+// when the next burst comes, some shards of a bucket are gone and others
+// live, shard 0 among the gone ones as often as not. Processes crash now
+// and then (a new one knows nothing of the shards). The faults scenario's
+// fault plan runs throughout.
+func expiry(Config) *Workload {
+	fp := DefaultFaults()
+	fp.ExpiryDelay = 2 * time.Hour
+	es := []Entity{{ID: "org", NoTraffic: true, Limits: []limiter.Limit{limiter.PerSecond("rps", 2400)}},
+		{ID: "org.key-a", Parent: "org", Cascade: true}, {ID: "org.key-b", Parent: "org", Cascade: true}}
+	return &Workload{
+		Limits:        []limiter.Limit{limiter.PerSecond("rps", 2000)},
+		Entities:      es,
+		Resources:     []string{"gpt-4o"},
+		Consume:       []Range{{Min: 1, Max: 1}},
+		RetryProb:     0.5,
+		Writers:       64,
+		Rate:          3000,
+		DutyPeriod:    2 * time.Hour,
+		DutyOn:        6 * time.Second,
+		Duration:      4*2*time.Hour + 6*time.Second,
+		CrashEvery:    time.Hour,
+		CrashDowntime: time.Second,
+		Faults:        true,
+		FaultPlan:     &fp,
+		Probe:         true,
+		LimitRate:     2400,
+		WarmUp:        3 * time.Second,
 	}
 }
 

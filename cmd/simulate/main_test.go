@@ -43,7 +43,7 @@ func TestList(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, name := range []string{"steady", "contention", "cascade", "skew", "faults", "hot-entity", "idle-year"} {
+	for _, name := range []string{"steady", "contention", "cascade", "skew", "faults", "expiry", "hot-entity", "idle-year"} {
 		if !strings.Contains(out, name) {
 			t.Errorf("-list does not show %s:\n%s", name, out)
 		}
