@@ -53,21 +53,29 @@ func (l *Limiter) cascade(ctx context.Context, tr *trace, child, parent bucketPl
 
 // undoTimeout bounds a cascade's compensation, which runs even when the
 // caller's context is cancelled: leaving half a charge standing is worse
-// than a late answer.
+// than a late answer. Returning a reservation's rest is bounded likewise.
 const undoTimeout = 5 * time.Second
+
+// detached returns a context for a write that must not depend on the
+// caller's: a cascade's compensation, a reservation's return. It keeps
+// ctx's values, not its cancellation, and is bounded by undoTimeout on the
+// system clock (a simulated clock has its own deadlines; a timer of the
+// wall clock would make a simulation depend on its speed).
+func (l *Limiter) detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx = context.WithoutCancel(ctx)
+	if _, real := l.cfg.clock.(systemClock); real {
+		return context.WithTimeout(ctx, undoTimeout)
+	}
+	return ctx, func() {}
+}
 
 // calls makes the calls of a cascade step: two writes concurrently (one
 // round trip), anything else one after the other.
 func (l *Limiter) calls(ctx context.Context, tr *trace, step engine.CascadeStep) []engine.Result {
 	if step.Undo {
-		ctx = context.WithoutCancel(ctx)
-		if _, real := l.cfg.clock.(systemClock); real {
-			// A simulated clock has its own deadlines; a timer of the
-			// wall clock would make a simulation depend on its speed.
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, undoTimeout)
-			defer cancel()
-		}
+		var cancel context.CancelFunc
+		ctx, cancel = l.detached(ctx)
+		defer cancel()
 	}
 	rs := make([]engine.Result, len(step.Calls))
 	if len(step.Calls) == 2 && isWrite(step.Calls[0]) && isWrite(step.Calls[1]) {

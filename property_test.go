@@ -191,10 +191,7 @@ func genConfig(t *rapid.T, long bool) sim.Config {
 	if wl.FaultPlan != nil {
 		wl.FaultPlan.PCancel = rapid.Float64Range(0, 0.05).Draw(t, "p_cancel")
 		wl.FaultPlan.PUndoFail = rapid.Float64Range(0, 0.5).Draw(t, "p_undo_fail")
-		// Not with reservations for now: a pool returned to a bucket that
-		// expired meanwhile is reported as returned although nothing was
-		// written (sim: TestKnownBugPoolReturnedToAnExpiredBucket).
-		if rapid.Bool().Draw(t, "expiry") && !wl.Reservations {
+		if rapid.Bool().Draw(t, "expiry") {
 			wl.FaultPlan.ExpiryDelay = time.Duration(rapid.IntRange(1, 120).Draw(t, "expiry_delay_minutes")) * time.Minute
 			wl.DutyPeriod, wl.DutyOn = 2*time.Hour, wl.Duration
 			wl.Duration += wl.DutyPeriod

@@ -51,30 +51,45 @@ func (l *Limiter) reserved(ctx context.Context, tr *trace, p bucketPlan) (lease 
 }
 
 // returnPools refunds the rests of pools to the store (an adjust of
-// negative amounts each); a failed return is logged and its tokens are
-// lost to the bucket until it refills, like a crashed process's.
+// negative amounts each), on a context detached from the caller's: the
+// return is the limiter's business, and a caller that gives up meanwhile
+// still gets the answer to its own acquire. A failed return is logged and
+// its tokens are lost to the bucket until it refills, like a crashed
+// process's.
 func (l *Limiter) returnPools(ctx context.Context, tr *trace, rs []*engine.Return) {
+	if len(rs) == 0 {
+		return
+	}
+	ctx, cancel := l.detached(ctx)
+	defer cancel()
 	for _, r := range rs {
-		if r == nil {
-			continue
-		}
-		m := engine.NewAdjust(l.mem, r.Plan, r.Shard, r.N)
-		step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
-		if step.Err != nil {
+		if err := l.giveBack(ctx, tr, r); err != nil {
 			l.cfg.logger.Warn("limiter: returning a reservation failed; its tokens come back as the bucket refills",
-				"entity", r.Plan.Ref.Entity, "resource", r.Plan.Ref.Resource, "err", step.Err)
-			if store.OutcomeUnknown(step.Err) {
-				tr.ev.Unsettled = addTokens(tr.ev.Unsettled, r.Plan.Amounts(), 1)
-			}
-			continue
-		}
-		if tr.ev.Returned == nil {
-			tr.ev.Returned = map[string]int64{}
-		}
-		for name, v := range r.Plan.Amounts() {
-			tr.ev.Returned[name] += -v / bucket.MilliPerToken
+				"entity", r.Plan.Ref.Entity, "resource", r.Plan.Ref.Resource, "err", err)
 		}
 	}
+}
+
+// giveBack refunds one pool's rest (nil: nothing) and records it in the
+// trace: Returned when the refund was written, Unsettled when its outcome
+// is unknown, nothing when the bucket had expired (a full bucket has no
+// room for a refund).
+func (l *Limiter) giveBack(ctx context.Context, tr *trace, r *engine.Return) error {
+	if r == nil {
+		return nil
+	}
+	m := engine.NewAdjust(l.mem, r.Plan, r.Shard, r.N)
+	step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
+	if step.Err != nil {
+		if store.OutcomeUnknown(step.Err) {
+			tr.ev.Unsettled = addTokens(tr.ev.Unsettled, r.Plan.Amounts(), 1)
+		}
+		return step.Err
+	}
+	if !m.Vanished {
+		tr.ev.Returned = addTokens(tr.ev.Returned, r.Plan.Amounts(), -1)
+	}
+	return nil
 }
 
 // addTokens adds sign × milli (in whole tokens) to m, allocating it.
@@ -107,10 +122,7 @@ func (l *Limiter) Close(ctx context.Context) error {
 	tr := &trv
 	var errs error
 	for _, r := range l.pools.Expired(keys.Bucket{}, l.nowMs(), true) {
-		m := engine.NewAdjust(l.mem, r.Plan, r.Shard, r.N)
-		if step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed); step.Err != nil {
-			errs = errors.Join(errs, step.Err)
-		}
+		errs = errors.Join(errs, l.giveBack(ctx, tr, r))
 	}
 	l.observe(tr, errs, Admitted)
 	if errs != nil {

@@ -18,6 +18,10 @@ type Adjust struct {
 	attempts int
 	creating bool
 	put      *store.Item
+
+	// Vanished is set when Done if a refund found the shard gone (expired):
+	// nothing was written, and nothing needed to be.
+	Vanished bool
 }
 
 // NewAdjust returns the machine that applies p's amounts (see
@@ -98,6 +102,7 @@ func (a *Adjust) create(now int64) Step {
 		}
 	}
 	if !positive {
+		a.Vanished = true
 		return Step{Done: true}
 	}
 	put := a.p.createWith(a.shard, a.n, now, true)

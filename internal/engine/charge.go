@@ -93,6 +93,7 @@ const (
 	phCreate                      // the Put of a missing shard
 	phDiscover                    // the query for a missing shard 0's siblings
 	phSiblings                    // the read of the siblings found
+	phVerify                      // the read of shard 0 before making another missing shard
 	phDouble                      // the doubling write
 )
 
@@ -167,6 +168,8 @@ func (c *Charge) feed(r Result, now int64) Step {
 		return c.afterDiscover(r, now)
 	case phSiblings:
 		return c.afterSiblings(r, now)
+	case phVerify:
+		return c.afterVerify(r, now)
 	case phDouble:
 		return c.afterDouble(r, now)
 	}
@@ -450,13 +453,53 @@ func (c *Charge) afterDouble(r Result, now int64) Step {
 // first shard of a bucket, or the first of one whose shard 0 expired
 // while other shards live on: before making it, look for them
 // (discover).
+//
+// Another shard is made only at the count shard 0 holds, and only when
+// that count includes it: read shard 0 first (verify). A client that
+// remembers a count from before the whole bucket expired must not make
+// shards beside a shard 0 made again at one shard: they would refill on
+// top of it.
 func (c *Charge) create(now int64) Step {
 	if c.shard == 0 {
 		c.phase, c.path = phDiscover, PathDiscover
 		q := c.p.Ref.ShardsQuery()
 		return Step{Path: PathDiscover, Call: &Call{Query: &q}}
 	}
-	return c.createAt(c.n, now)
+	c.phase, c.path = phVerify, PathDiscover
+	in := store.BatchGetInput{Keys: []store.Key{c.p.Ref.WithShard(0).Key()}, ConsistentRead: true}
+	return Step{Path: PathDiscover, Call: &Call{BatchGet: &in}}
+}
+
+// afterVerify: shard 0's count says whether the missing shard belongs to
+// the bucket. It does: make it, empty. It does not (the bucket was made
+// again with fewer shards), or shard 0 is missing too: choose a shard
+// again at the count shard 0 teaches (1 when it is missing: the write to
+// shard 0 then looks for its siblings).
+func (c *Charge) afterVerify(r Result, now int64) Step {
+	if r.Err != nil {
+		return c.readFailed(r.Err, now)
+	}
+	var img *Image
+	if len(r.Batch.Items) > 0 {
+		var err error
+		if img, err = Decode(r.Batch.Items[0]); err != nil {
+			return Step{Err: err}
+		}
+	}
+	if img != nil && img.shardCount > int64(c.shard) {
+		c.m.learn(c.p.Ref, 0, img, img.shardCount, now, c.lat, nil)
+		c.n = img.shardCount
+		return c.createAt(c.n, now)
+	}
+	if img != nil {
+		c.m.learn(c.p.Ref, 0, img, img.shardCount, now, c.lat, nil)
+		c.n = img.shardCount
+	} else {
+		c.m.ForgetBucket(c.p.Ref) // its count included
+		c.n = 1
+	}
+	c.tried = c.tried[:0]
+	return c.nextShard(now)
 }
 
 func (c *Charge) createAt(n, now int64) Step {

@@ -256,8 +256,11 @@ func (m *Memory) learn(ref keys.Bucket, shard int, img *Image, n, now, lat int64
 		return
 	}
 	if si.img != nil {
-		if w0, ok0 := si.img.writes(); ok0 && w < w0 {
-			return // an answer overtaken by a newer one (concurrent writes)
+		// An answer overtaken by a newer one (concurrent writes) shows
+		// fewer writes and no later refill; an item recreated after it
+		// expired shows fewer writes too, but a later refill.
+		if w0, ok0 := si.img.writes(); ok0 && w < w0 && img.rf <= si.img.rf {
+			return
 		}
 	}
 	si.img, si.at = img, now
