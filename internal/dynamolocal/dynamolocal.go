@@ -146,6 +146,19 @@ func Start(t testing.TB) *Server {
 	return srv
 }
 
+// Launch starts a server of the caller's own, outside any test (for a
+// command such as cmd/loadtest), on a free loopback port; the caller stops
+// it with [Server.Stop]. It returns an error, naming [InstallCommand] when
+// the jar is missing, instead of skipping. The JVM is killed if the
+// calling process dies without stopping it.
+func Launch() (*Server, error) {
+	srv, err := start()
+	if err != nil {
+		return nil, fmt.Errorf("%w (install DynamoDB Local with: %s, from the repository)", err, InstallCommand)
+	}
+	return srv, nil
+}
+
 func unavailable(t testing.TB, err error) {
 	t.Helper()
 	if strings.EqualFold(os.Getenv("CI"), "true") {
