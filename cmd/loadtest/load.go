@@ -73,8 +73,12 @@ func execute(ctx context.Context, o *options, stderr io.Writer) (*report, error)
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	for p := range o.processes {
-		l, err := limiter.New(r.st, limiter.WithNamespace(r.ns), limiter.WithObserver(r.obs), limiter.WithLogger(logger),
-			limiter.WithRand(rand.New(rand.NewPCG(o.seed, uint64(p)+1))))
+		opts := []limiter.Option{limiter.WithNamespace(r.ns), limiter.WithObserver(r.obs), limiter.WithLogger(logger),
+			limiter.WithRand(rand.New(rand.NewPCG(o.seed, uint64(p)+1)))}
+		if opt := localRefusals(o.localRefusals); opt != nil {
+			opts = append(opts, opt)
+		}
+		l, err := limiter.New(r.st, opts...)
 		if err != nil {
 			return nil, err
 		}

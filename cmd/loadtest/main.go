@@ -52,7 +52,7 @@ type options struct {
 
 	duration, slice, warmup, progress time.Duration
 	seed                              uint64
-	json, raw, verbose                bool
+	json, raw, verbose, localRefusals bool
 	namespace                         string
 }
 
@@ -121,6 +121,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the writers' entity choice and the limiters' shard choice")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	fs.BoolVar(&o.raw, "raw", true, "also measure the raw floor: the same writers issuing one unconditional UpdateItem ADD on one item")
+	fs.BoolVar(&o.localRefusals, "local-refusals", true, "let the limiters refuse from what they know of a bucket without a store call (limiter.WithLocalRefusals)")
 	fs.BoolVar(&o.verbose, "v", false, "log the limiter's warnings and shard doublings on stderr")
 	fs.StringVar(&o.namespace, "namespace", "", "limiter namespace (default: a fresh one per run)")
 	fs.Usage = func() {

@@ -32,6 +32,7 @@ type report struct {
 	ServerLatencyMs    float64          `json:"server_latency_ms"`
 	Seconds            float64          `json:"seconds"`
 	Slices             int              `json:"slices"`
+	LocalRefusals      bool             `json:"local_refusals"`
 
 	Attempts          int64   `json:"attempts"`
 	Admitted          int64   `json:"admitted"`
@@ -87,7 +88,7 @@ func (r *loadRun) report(ctx context.Context, hot *hotPartition) *report {
 	rep := &report{Store: o.store, Target: r.tgt.describe, Stream: r.tgt.stream, FailedWritesBilled: r.tgt.failedWritesBilled,
 		Writers: o.writers, Processes: o.processes, Rate: o.rate, Limits: formatLimits(o.limits), Consume: o.consume,
 		Keys: o.keys, Cascade: o.cascade, ServerLatencyMs: ms(o.latency), Seconds: r.limiterTime.Seconds(),
-		Slices: r.slices, HotPartition: hot}
+		Slices: r.slices, LocalRefusals: o.localRefusals, HotPartition: hot}
 	if o.cascade {
 		rep.ParentLimits = formatLimits(o.parent)
 	}
@@ -270,6 +271,9 @@ func (rep *report) print(w io.Writer) {
 		rep.Keys, rep.Limits, formatConsume(rep.Consume))
 	if rep.Cascade {
 		p(", cascade to one parent with limits %s", rep.ParentLimits)
+	}
+	if !rep.LocalRefusals {
+		p(", local refusals off")
 	}
 	p("\n")
 	switch {
