@@ -69,7 +69,11 @@ type report struct {
 	Raw          *rawReport    `json:"raw,omitempty"`
 	// RawRatio is the limiter's acquires per second over the raw floor's
 	// writes per second.
-	RawRatio           float64 `json:"raw_ratio,omitempty"`
+	RawRatio float64 `json:"raw_ratio,omitempty"`
+	// RawRequestRatio is the limiter's store requests per second over the
+	// raw floor's writes per second: how the server kept up with the
+	// limiter's requests, whatever their number per acquire.
+	RawRequestRatio    float64 `json:"raw_request_ratio,omitempty"`
 	LockTimeoutResends int64   `json:"lock_timeout_resends,omitempty"`
 }
 
@@ -168,6 +172,7 @@ func (r *loadRun) report(ctx context.Context, hot *hotPartition) *report {
 		rep.Raw = raw
 		if raw.PerSecond > 0 {
 			rep.RawRatio = rep.AttemptsPerSecond / raw.PerSecond
+			rep.RawRequestRatio = perSec(calls, r.limiterTime) / raw.PerSecond
 		}
 	}
 	if o.store == storeDynamoDBLocal {
@@ -320,7 +325,7 @@ func (rep *report) print(w io.Writer) {
 	if r := rep.Raw; r != nil {
 		p("raw floor  %d unconditional UpdateItem ADDs on one item (%.1f/s, p50 %.2f ms, p99 %.2f ms), %d failed or throttled\n",
 			r.Writes, r.PerSecond, r.P50Ms, r.P99Ms, r.Failed)
-		p("           limiter/raw throughput %.3f\n", rep.RawRatio)
+		p("           limiter/raw throughput %.3f (acquires per raw write); the limiter's store requests per raw write %.3f\n", rep.RawRatio, rep.RawRequestRatio)
 	}
 	if rep.LockTimeoutResends > 0 {
 		p("note       %d requests resent after DynamoDB Local's lock timeout (an emulator artifact, not applied)\n", rep.LockTimeoutResends)
