@@ -96,6 +96,12 @@ func javaPath() (string, error) {
 	return p, nil
 }
 
+// Launch starts a DynamoDB Local outside a test (for a command such as a
+// load tool): found as Start finds it, on a free port of 127.0.0.1. The
+// caller stops it with Server.Stop; a server left running outlives the
+// process.
+func Launch() (*Server, error) { return launchServer() }
+
 func launchServer() (*Server, error) {
 	dir, err := LocateJar()
 	if err != nil {

@@ -45,3 +45,6 @@ func LockTimeoutRetries() int64 { return dynamotest.LockTimeoutRetries() }
 
 // Install locates DynamoDB Local (see dynamotest.LocateJar).
 func Install() (string, error) { return dynamotest.LocateJar() }
+
+// Launch starts a DynamoDB Local outside a test; see dynamotest.Launch.
+func Launch() (*Server, error) { return dynamotest.Launch() }

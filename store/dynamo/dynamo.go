@@ -28,13 +28,24 @@ type API interface {
 type Option func(*options)
 
 type options struct {
-	schema store.Schema
+	schema   store.Schema
+	noStream bool
 }
 
 // WithSchema sets the table's schema: key attribute names, indexes and TTL
 // attribute. The default is [store.DefaultSchema], the limiter's table.
 func WithSchema(s store.Schema) Option {
 	return func(o *options) { o.schema = s }
+}
+
+// WithStream sets whether [CreateTable] gives a table it creates a stream
+// (NEW_AND_OLD_IMAGES), which the usage aggregator reads: on by default.
+// Turn it off for a table that only limits (no usage snapshots, no
+// proactive sharding) or for load tests on DynamoDB Local, which writes
+// several times slower with a stream. It changes nothing on a table that
+// exists, and [New] ignores it.
+func WithStream(on bool) Option {
+	return func(o *options) { o.noStream = !on }
 }
 
 func buildOptions(opts []Option) options {

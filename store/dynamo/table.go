@@ -36,7 +36,8 @@ var ErrSchemaMismatch = errors.New("dynamo: the table exists with a different sc
 //   - each index of the schema as a global secondary index with S keys and
 //     its projection (KEYS_ONLY for the limiter's GSI2 and GSI3);
 //   - billing mode PAY_PER_REQUEST;
-//   - a stream with NEW_AND_OLD_IMAGES (for the usage aggregator);
+//   - a stream with NEW_AND_OLD_IMAGES (for the usage aggregator), unless
+//     [WithStream](false);
 //   - time to live on the schema's TTL attribute (UpdateTimeToLive).
 //
 // It is idempotent: when the table exists with the schema's key schema and
@@ -47,13 +48,14 @@ var ErrSchemaMismatch = errors.New("dynamo: the table exists with a different sc
 // [ErrSchemaMismatch] that says what differs. It waits as long as ctx
 // allows.
 func CreateTable(ctx context.Context, client ProvisionAPI, table string, opts ...Option) error {
-	schema := buildOptions(opts).schema
+	o := buildOptions(opts)
+	schema := o.schema
 	desc, err := describe(ctx, client, table)
 	if err != nil {
 		return err
 	}
 	if desc == nil {
-		out, err := client.CreateTable(ctx, createTableInput(table, schema))
+		out, err := client.CreateTable(ctx, createTableInput(table, schema, !o.noStream))
 		var inUse *types.ResourceInUseException
 		switch {
 		case errors.As(err, &inUse):
@@ -108,7 +110,7 @@ func describe(ctx context.Context, client ProvisionAPI, table string) (*types.Ta
 	return out.Table, nil
 }
 
-func createTableInput(table string, schema store.Schema) *dynamodb.CreateTableInput {
+func createTableInput(table string, schema store.Schema, stream bool) *dynamodb.CreateTableInput {
 	var attrs []types.AttributeDefinition
 	seen := map[string]bool{}
 	def := func(name string) {
@@ -123,10 +125,12 @@ func createTableInput(table string, schema store.Schema) *dynamodb.CreateTableIn
 		TableName:   &table,
 		KeySchema:   keySchema(schema.PartitionKey, schema.SortKey),
 		BillingMode: types.BillingModePayPerRequest,
-		StreamSpecification: &types.StreamSpecification{
+	}
+	if stream {
+		in.StreamSpecification = &types.StreamSpecification{
 			StreamEnabled:  boolPtr(true),
 			StreamViewType: types.StreamViewTypeNewAndOldImages,
-		},
+		}
 	}
 	for _, ix := range schema.Indexes {
 		def(ix.PartitionKey)

@@ -194,3 +194,20 @@ func TestCheckTable(t *testing.T) {
 		t.Fatalf("no description: %v", err)
 	}
 }
+
+// WithStream(false) makes a table without a stream (load measurements:
+// DynamoDB Local slows down with one).
+func TestCreateTableWithoutStream(t *testing.T) {
+	noSleep(t)
+	f := &fakeProvision{}
+	if err := CreateTable(context.Background(), f, "limits", WithStream(false)); err != nil {
+		t.Fatal(err)
+	}
+	if f.created == nil || f.created.StreamSpecification != nil {
+		t.Fatalf("created %+v, want no stream specification", f.created)
+	}
+	// The other options still apply: the table keeps its indexes and TTL.
+	if len(f.created.GlobalSecondaryIndexes) != 2 || f.ttl == nil {
+		t.Errorf("indexes %d, ttl %+v", len(f.created.GlobalSecondaryIndexes), f.ttl)
+	}
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/shardlimit/limiter"
+)
+
+// False refusals: a refusal is false when the bucket held the tokens the
+// request asked for. The tool sees every admission of the run (all its
+// limiters are in this process, and it refunds nothing), so it replays
+// the exact token bucket of each limit (start full at Burst, refill
+// continuously at Refill per Period, ceiling Burst) fed with those
+// admissions in the order they completed, and judges each refusal at the
+// moment its Acquire started: false when every limit of the bucket (and,
+// with cascade, of the parent's bucket) held the requested tokens, fed
+// only the admissions that had completed before that moment.
+//
+// The approximation: the store charged each admission at some moment
+// between its start and its end, and decided each refusal at some moment
+// between the refusal's start and end; the tool knows neither moment. An
+// admission still in flight when a refusal started is not yet in the ideal
+// bucket, although the store may already have charged it, so the ideal
+// bucket can look fuller than the real one was; and charging admissions at
+// their end makes the ideal bucket lose the refill of one call duration
+// when it leaves its ceiling. Both are worth about rate x call duration in
+// tokens. Far from the limit that is nothing; at the limit, where the
+// bucket hovers within a token of empty, such an offset decides whether a
+// refusal counts, so read the count there together with the admission
+// bound (admitted against burst + rate x time), which has no such
+// uncertainty. The ideal bucket refills continuously where the limiter
+// refills per whole millisecond.
+
+// attempt is one measured Acquire: when it started and ended (ns since
+// the run started), which entity it asked for, and how it ended.
+type attempt struct {
+	start, end int64
+	key        int32
+	outcome    uint8
+}
+
+// Outcomes of an attempt.
+const (
+	outAdmitted uint8 = iota + 1
+	outRefused
+	outUnavailable
+	outError
+)
+
+// idealBucket is one limit's token bucket in continuous time, in tokens.
+type idealBucket struct {
+	level, burst, perNs float64
+	at                  int64 // ns of the last update
+}
+
+func newIdealBucket(l limiter.Limit) *idealBucket {
+	burst := l.Burst
+	if burst == 0 {
+		burst = l.Capacity
+	}
+	return &idealBucket{level: float64(l.Capacity), burst: float64(burst), perNs: float64(l.Refill) / float64(l.Period.Nanoseconds())}
+}
+
+func (b *idealBucket) advance(t int64) {
+	if t > b.at {
+		b.level = min(b.burst, b.level+float64(t-b.at)*b.perNs)
+		b.at = t
+	}
+}
+
+// charge is one limit of a bucket and what an acquire takes from it.
+type charge struct {
+	b    *idealBucket
+	need float64
+}
+
+// judge counts the false refusals among atts. nkeys entities use limits
+// (with consume); with cascade every acquire also charges one parent
+// bucket of parentLimits.
+func judge(atts []attempt, nkeys int, limits, parentLimits []limiter.Limit, consume map[string]int64, cascade bool) int64 {
+	var admitted, refused []attempt
+	for _, a := range atts {
+		switch a.outcome {
+		case outAdmitted:
+			admitted = append(admitted, a)
+		case outRefused:
+			refused = append(refused, a)
+		}
+	}
+	slices.SortFunc(admitted, func(a, b attempt) int { return cmp.Compare(a.end, b.end) })
+	slices.SortFunc(refused, func(a, b attempt) int { return cmp.Compare(a.start, b.start) })
+	charges := newCharges(nkeys, limits, parentLimits, consume, cascade)
+	var n int64
+	i := 0
+	for _, r := range refused {
+		// Admissions that completed strictly before the refusal started.
+		for ; i < len(admitted) && admitted[i].end < r.start; i++ {
+			for _, c := range charges[admitted[i].key] {
+				c.b.advance(admitted[i].end)
+				c.b.level -= c.need
+			}
+		}
+		held := true
+		for _, c := range charges[r.key] {
+			c.b.advance(r.start)
+			if c.b.level < c.need {
+				held = false
+			}
+		}
+		if held {
+			n++
+		}
+	}
+	return n
+}
+
+// newCharges returns, per entity, the ideal buckets its acquires charge.
+func newCharges(nkeys int, limits, parentLimits []limiter.Limit, consume map[string]int64, cascade bool) [][]charge {
+	charges := make([][]charge, nkeys)
+	for k := range charges {
+		charges[k] = chargesOf(limits, consume)
+	}
+	if cascade {
+		parent := chargesOf(parentLimits, consume) // one parent, shared
+		for k := range charges {
+			charges[k] = append(charges[k], parent...)
+		}
+	}
+	return charges
+}
+
+// chargesOf gives each limit a fresh ideal bucket; limits the request
+// does not consume from are left out (nothing charges them).
+func chargesOf(limits []limiter.Limit, consume map[string]int64) []charge {
+	var out []charge
+	for _, l := range limits {
+		if n := consume[l.Name]; n > 0 {
+			out = append(out, charge{b: newIdealBucket(l), need: float64(n)})
+		}
+	}
+	return out
+}
+
+// mergeLimits returns the parent's limits as the limiter resolves them
+// when parentLimits are stored for the parent: per name the stored one,
+// and the caller's names the stored ones do not define.
+func mergeLimits(stored, caller []limiter.Limit) []limiter.Limit {
+	out := slices.Clone(stored)
+	for _, l := range caller {
+		if !slices.ContainsFunc(out, func(x limiter.Limit) bool { return x.Name == l.Name }) {
+			out = append(out, l)
+		}
+	}
+	return out
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/shardlimit/limiter"
+)
+
+// observer adds up the limiter's events of the measured acquires per
+// write path (the last path each acquire took).
+type observer struct {
+	on    atomic.Bool
+	mu    sync.Mutex
+	paths map[limiter.Path]*pathStats
+}
+
+// pathStats is what the acquires that ended on one path cost.
+type pathStats struct {
+	Path        string  `json:"path"`
+	Acquires    int64   `json:"acquires"`
+	Admitted    int64   `json:"admitted"`
+	Refused     int64   `json:"refused"`
+	Unavailable int64   `json:"unavailable"`
+	RoundTrips  int64   `json:"round_trips"`
+	Throttled   int64   `json:"throttled"`
+	Doublings   int64   `json:"shard_doublings"`
+	WCU         float64 `json:"wcu"`
+	RCU         float64 `json:"rcu"`
+	path        limiter.Path
+}
+
+func newObserver() *observer { return &observer{paths: make(map[limiter.Path]*pathStats)} }
+
+// Observe implements limiter.Observer.
+func (o *observer) Observe(ev limiter.Event) {
+	if ev.Op != "acquire" || !o.on.Load() {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p := o.paths[ev.Path]
+	if p == nil {
+		p = &pathStats{Path: ev.Path.String(), path: ev.Path}
+		o.paths[ev.Path] = p
+	}
+	p.Acquires++
+	switch ev.Outcome {
+	case limiter.Admitted:
+		p.Admitted++
+	case limiter.Rejected:
+		p.Refused++
+	case limiter.Unavailable:
+		p.Unavailable++
+	}
+	p.RoundTrips += int64(ev.RoundTrips)
+	p.Throttled += int64(ev.Throttled)
+	p.Doublings += int64(ev.ShardDoublings)
+	p.WCU += ev.WriteUnits
+	p.RCU += ev.ReadUnits
+}
+
+// snapshot returns the paths taken, in the order of the limiter's Path
+// constants, and their sum.
+func (o *observer) snapshot() (paths []pathStats, total pathStats) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, p := range o.paths {
+		paths = append(paths, *p)
+		total.Acquires += p.Acquires
+		total.Admitted += p.Admitted
+		total.Refused += p.Refused
+		total.Unavailable += p.Unavailable
+		total.RoundTrips += p.RoundTrips
+		total.Throttled += p.Throttled
+		total.Doublings += p.Doublings
+		total.WCU += p.WCU
+		total.RCU += p.RCU
+	}
+	slices.SortFunc(paths, func(a, b pathStats) int { return int(a.path) - int(b.path) })
+	total.Path = "all"
+	return paths, total
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/memsim"
+)
+
+func TestParseLimits(t *testing.T) {
+	ls, err := parseLimits("limits", "rps:100000/s, rpm:200/m:50,tpm:10000/10s:20000,x:5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []limiter.Limit{
+		{Name: "rps", Capacity: 100000, Burst: 100000, Refill: 100000, Period: time.Second},
+		{Name: "rpm", Capacity: 50, Burst: 50, Refill: 200, Period: time.Minute},
+		{Name: "tpm", Capacity: 20000, Burst: 20000, Refill: 10000, Period: 10 * time.Second},
+		{Name: "x", Capacity: 5, Burst: 5, Refill: 5, Period: time.Second},
+	}
+	if !reflect.DeepEqual(ls, want) {
+		t.Errorf("got %+v\nwant %+v", ls, want)
+	}
+	if got := formatLimits(ls); got != "rps:100000/s,rpm:200/m:50,tpm:10000/10s:20000,x:5/s" {
+		t.Errorf("formatted %q", got)
+	}
+	for _, bad := range []string{"", "rps", "rps:x/s", "rps:10/s:0", "rps:10/0s", "rps:10/1.5ms", "wcu:10/s", "1x:10/s", "a:1:2:3"} {
+		if _, err := parseLimits("limits", bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestParseConsume(t *testing.T) {
+	ls, _ := parseLimits("limits", "rpm:100/m,tpm:1000/m")
+	for in, want := range map[string]map[string]int64{
+		"":             {"rpm": 1, "tpm": 1},
+		"3":            {"rpm": 3, "tpm": 3},
+		"tpm:500":      {"tpm": 500},
+		"rpm:1,tpm:50": {"rpm": 1, "tpm": 50},
+	} {
+		got, err := parseConsume(in, ls)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"0", "-1", "rpm:0", "other:1", "rpm"} {
+		if _, err := parseConsume(bad, ls); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// TestJudge replays a bucket of 2 tokens a second (burst 2) by hand.
+func TestJudge(t *testing.T) {
+	ls, _ := parseLimits("limits", "rps:2/s")
+	ms := func(n int64) int64 { return n * int64(time.Millisecond) }
+	atts := []attempt{
+		{start: ms(0), end: ms(100), outcome: outAdmitted},
+		{start: ms(100), end: ms(200), outcome: outAdmitted}, // the bucket holds 0.2 tokens after it
+		{start: ms(300), end: ms(310), outcome: outRefused},  // 0.4 tokens at its start: a true refusal
+		{start: ms(750), end: ms(760), outcome: outRefused},  // 1.3 tokens: false
+		{start: ms(700), end: ms(800), outcome: outAdmitted}, // ends after the refusal above started: not counted for it
+		{start: ms(810), end: ms(820), outcome: outRefused},  // 0.42 tokens after that admission: true
+		{start: ms(820), end: ms(830), outcome: outUnavailable},
+	}
+	if got := judge(atts, 1, ls, ls, map[string]int64{"rps": 1}, false); got != 1 {
+		t.Errorf("%d false refusals, want 1", got)
+	}
+	// With cascade, a parent of 1 token a second that the first two
+	// admissions emptied makes the refusal at 750 ms a true one.
+	parent, _ := parseLimits("parent-limits", "rps:1/s:2")
+	if got := judge(atts, 1, ls, parent, map[string]int64{"rps": 1}, true); got != 0 {
+		t.Errorf("cascade: %d false refusals, want 0", got)
+	}
+	// Two entities have two buckets: a refusal of the other one, whose
+	// bucket no admission touched, is false.
+	atts = append(atts, attempt{start: ms(310), end: ms(311), key: 1, outcome: outRefused})
+	if got := judge(atts, 2, ls, ls, map[string]int64{"rps": 1}, false); got != 2 {
+		t.Errorf("two entities: %d false refusals, want 2", got)
+	}
+}
+
+func TestMeteredCountsAndDelays(t *testing.T) {
+	ctx := context.Background()
+	m := newMetered(memsim.New(memsim.WithClock(wallClock{})), 4*time.Millisecond)
+	m.on.Store(true)
+	key := store.Key{PK: "p", SK: "s"}
+	add := store.MustBuild(store.Update{}.Add("n", store.Int(1)), store.Condition{})
+	t0 := time.Now()
+	if _, err := m.Update(ctx, store.UpdateInput{Key: key, Expr: add}); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(t0); took < 4*time.Millisecond {
+		t.Errorf("a call took %v with 4ms of latency", took)
+	}
+	failing := store.MustBuild(store.Update{}.Add("n", store.Int(1)), store.Name("n").GreaterThan(store.Int(5)))
+	if _, err := m.Update(ctx, store.UpdateInput{Key: key, Expr: failing}); !errors.Is(err, store.ErrConditionFailed) {
+		t.Fatalf("error %v", err)
+	}
+	res := m.WriteConcurrently(ctx, []store.Write{{Update: &store.UpdateInput{Key: key, Expr: add}},
+		{Put: &store.PutInput{Item: store.Item{"PK": store.Str("q"), "SK": store.Str("s")}}}})
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	m.on.Store(false)
+	if _, err := m.Get(ctx, store.GetInput{Key: key}); err != nil { // not counted
+		t.Fatal(err)
+	}
+	got := m.stats()
+	want := []opStats{{Op: "Put", Calls: 1, WCU: 1}, {Op: "Update", Calls: 3, ConditionFailed: 1, WCU: 3}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("stats %+v\nwant %+v", got, want)
+	}
+}
