@@ -168,6 +168,23 @@ func TestAdjustStoryChargeAfterExpiryOnAnotherShard(t *testing.T) {
 	}
 }
 
+// The acquire charged shard 0 when the bucket had one shard; it doubled
+// since, and shard 0 expired while shard 1 lives (expiry deletes items one
+// by one). The adjust finds shard 0 gone and makes it at its own count,
+// one shard, full less the charge, beside shard 1 at two: it does not ask
+// the index for the other shards first, as a Charge does
+// (TestStoryShardZeroExpiredBesideItsSibling). This test records what the
+// adjust does today.
+func TestAdjustStoryShardZeroMadeWithoutDiscovery(t *testing.T) {
+	p := plan1(bucketRef)
+	st := sim(t, shape{shard: 1, n: 2, rf: T - 5000}.item(p))
+	a := NewAdjust(NewMemory(0), p.WithAmounts(map[string]int64{"rps": 500}), 0, 1)
+	play(t, st, a.Start(T), a.Feed, T, "update 0 adjust", "put 0 create", "done none")
+	if n, tk := attr(t, st, bucketRef, 0, "shard_count"), attr(t, st, bucketRef, 0, "b_rps_tk"); n != 1 || tk != 9500 {
+		t.Fatalf("shard 0 made at %d shards holding %d; today: 1 shard, 10000-500", n, tk)
+	}
+}
+
 // The acquire charged shard 0 of 2; the bucket expired and was made again
 // at one shard. The adjust's guarded ADD fails on the full shard 0, and it
 // goes on at the larger of its count and the item's: its normal write

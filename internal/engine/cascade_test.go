@@ -229,7 +229,8 @@ func TestCascadeRefusalCoversBothSides(t *testing.T) {
 // token in flight on the parent's shard, one more per such refusal, and
 // counts it against every later acquire of the parent. Here the next
 // acquire of the parent alone, with 1.5 tokens in the bucket and nothing
-// in flight, is refused locally.
+// in flight, is refused locally. A side's retry dropped after a round
+// trip leaves its reservation the same way.
 func TestCascadeDroppedWriteLeavesNoReservation(t *testing.T) {
 	t.Skip("known: a cascade that settles while a side's write is unsent leaves that write reserved in the memory")
 	m := NewMemory(0)
@@ -242,5 +243,15 @@ func TestCascadeDroppedWriteLeavesNoReservation(t *testing.T) {
 	c := NewCharge(m, parent1, picks(), Options{})
 	if s := c.Start(T); describe(s) != "update 0 speculative" {
 		t.Errorf("the parent alone: %q, want its write (the bucket holds 1.5 tokens)", describe(s))
+	}
+
+	// The same after a round trip: the child lost a race and would retry,
+	// the parent is refused; the child's retry is dropped.
+	m = NewMemory(0)
+	converseCascade(t, newCascade(m), T,
+		cturn{both, []Result{failed(shape{rf: T, tk: tokens(3000)}.item(child1)), failed(shape{rf: T, tk: tokens(0)}.item(parent1))}},
+		cturn{"refused parent", nil})
+	if pend := m.View(bucketRef, 0).Pending; len(pend) != 0 {
+		t.Errorf("the child's shard has %v in flight, want nothing: its retry was never made", pend)
 	}
 }
