@@ -1,0 +1,271 @@
+package engine
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+)
+
+// Stories of the Charge machine: clients racing for one bucket, stale
+// knowledge, expiry, promises. Where the bucket's contents matter, the
+// store is memsim and each story makes the calls itself, in the order it
+// tells, so that the interleaving is the story's, not the scheduler's.
+// Amounts are millitokens of rps10 (burst 10,000, 10 a ms).
+
+// Two clients hold the same image of a full bucket and both send the full
+// write in the same millisecond. A's lands; B's fails and returns A's item,
+// which is below its burst with 9 tokens stored: B charges consume-only
+// (retry), without contending for the rf lock. The bucket ends with
+// exactly the two charges, and its write units count all three writes.
+func TestStoryTwoFullWritesFromOneImage(t *testing.T) {
+	p := plan1(bucketRef)
+	full := shape{rf: T - 5000}.item(p)
+	st := sim(t, full)
+	ma, mb := NewMemory(0), NewMemory(0)
+	knows(t, ma, bucketRef, full, 1, T-5000)
+	knows(t, mb, bucketRef, full, 1, T-5000)
+	a, b := NewCharge(ma, p, picks(), Options{}), NewCharge(mb, p, picks(), Options{})
+
+	sa, sb := a.Start(T), b.Start(T)
+	play(t, st, sa, a.Feed, T, "update 0 full", "done full")
+	sb = play(t, st, sb, b.Feed, T, "update 0 full", "update 0 retry") // A's item came back
+	play(t, st, sb, b.Feed, T, "update 0 retry", "done retry")
+
+	if tk, tc := attr(t, st, bucketRef, 0, "b_rps_tk"), attr(t, st, bucketRef, 0, "b_rps_tc"); tk != 8000 || tc != 2000 {
+		t.Fatalf("tk %d tc %d, want 8000 and 2000: the burst less exactly the two charges", tk, tc)
+	}
+	if w := attr(t, st, bucketRef, 0, "b_wcu_tc"); w != 3000 {
+		t.Fatalf("wcu_tc %d, want 3000: A's write, B's failed one and B's retry", w)
+	}
+}
+
+// Writers share a bucket far below its limit. B's image says it is nearly
+// full, and the others wrote since, so B sends the speculative write; the
+// bucket is full (the fl guard fails) and the failed write returns it. B
+// lost a race, so its full write takes the cushion: rf dated 10 ms ahead,
+// 10 ms of refill (100) paid. C, right after, finds the bucket below its
+// burst and charges it with the consumption-only write: no lock, no race.
+func TestStoryCushionAfterFindingASharedBucketFull(t *testing.T) {
+	p := plan1(bucketRef)
+	st := sim(t, shape{rf: T - 5000}.item(p))
+	mb := NewMemory(0)
+	knows(t, mb, bucketRef, shape{rf: T - 100, tk: map[string]int64{"rps": 9000}}.item(p), 1, T-100)
+	measured(mb, bucketRef, 0, 0.06, 0.05, T-100, nil) // 5 writes by others since the image
+	b := NewCharge(mb, p, picks(), Options{})
+
+	play(t, st, b.Start(T), b.Feed, T, "update 0 speculative", "update 0 full", "done full")
+	if rf, tk := attr(t, st, bucketRef, 0, "rf"), attr(t, st, bucketRef, 0, "b_rps_tk"); rf != T+10 || tk != 8900 {
+		t.Fatalf("rf T%+d, tk %d; want T+10 and 10000-1000-100", rf-T, tk)
+	}
+
+	c := NewCharge(NewMemory(0), p, picks(), Options{})
+	play(t, st, c.Start(T+1), c.Feed, T+1, "update 0 speculative", "done speculative")
+	if tc := attr(t, st, bucketRef, 0, "b_rps_tc"); tc != 2000 {
+		t.Fatalf("tc %d, want 2000", tc)
+	}
+}
+
+// A client's image is stale: another client doubled the bucket since. Its
+// full write to shard 0 fails (shard_count is 2 now) and returns the item
+// showing 2. The writers that have not learned it crowd shard 0, so it
+// spreads out at the new count: shard 1, which serves.
+func TestStoryStaleCountAfterADoubling(t *testing.T) {
+	p := plan1(bucketRef)
+	rps := func(tk int64) map[string]int64 { return map[string]int64{"rps": tk} }
+	st := sim(t, shape{n: 2, rf: T - 10, tk: rps(3000)}.item(p), shape{shard: 1, n: 2, rf: T - 10, tk: rps(4000)}.item(p))
+	m := NewMemory(0)
+	knows(t, m, bucketRef, shape{rf: T - 2000}.item(p), 1, T-2000) // full, one shard
+	c := NewCharge(m, p, picks(), Options{})
+
+	play(t, st, c.Start(T), c.Feed, T, "update 0 full", "update 1 speculative", "done speculative")
+	if c.Shard != 1 || c.N != 2 || m.Count(bucketRef) != 2 {
+		t.Fatalf("charged shard %d of %d, remembered %d; want shard 1 of 2", c.Shard, c.N, m.Count(bucketRef))
+	}
+	if tk0, tk1 := attr(t, st, bucketRef, 0, "b_rps_tk"), attr(t, st, bucketRef, 1, "b_rps_tk"); tk0 != 3000 || tk1 != 3000 {
+		t.Fatalf("shards hold %d and %d, want 3000 (untouched) and 4000-1000", tk0, tk1)
+	}
+}
+
+// The whole bucket expired, every shard of it, while a client still
+// remembers 4 shards. Its write to shard 2 finds nothing; before making
+// shard 2 it reads shard 0, which is gone too: the client forgets the
+// bucket and starts again at one shard. Shard 0 is missing, the index lists
+// no other shard: the bucket is made again, at one shard, and shard 2 is
+// never made (it would refill beside the new shard 0).
+func TestStoryWholeBucketExpiredWithAStaleCount(t *testing.T) {
+	p := plan1(bucketRef)
+	st := sim(t)
+	m := NewMemory(0)
+	m.learn(bucketRef, 0, nil, 4, T-7_200_000, 0, nil)
+	c := NewCharge(m, p, picks(2), Options{})
+
+	play(t, st, c.Start(T), c.Feed, T, "update 2 speculative", "get [0] discover",
+		"update 0 speculative", "query discover", "put 0 create", "done create")
+	if n := attr(t, st, bucketRef, 0, "shard_count"); n != 1 || st.Peek(bucketRef.WithShard(2).Key()) != nil {
+		t.Fatalf("shard 0 counts %d, shard 2 exists %v; want 1 and no shard 2", n, st.Peek(bucketRef.WithShard(2).Key()) != nil)
+	}
+}
+
+// DynamoDB deleted shard 0 of a two-shard bucket (expiry deletes items one
+// by one, in no order) while shard 1 lives with 2 tokens. A client with no
+// memory writes shard 0, finds nothing, and asks the index for the
+// bucket's shards before making it: shard 1, at 2 shards. Shard 0 is made
+// at 2 shards, with half the burst: not a whole burst beside shard 1's.
+func TestStoryShardZeroExpiredBesideItsSibling(t *testing.T) {
+	p := plan1(bucketRef)
+	st := sim(t, shape{shard: 1, n: 2, rf: T - 100, tk: map[string]int64{"rps": 2000}}.item(p))
+	c := NewCharge(NewMemory(0), p, picks(), Options{})
+
+	play(t, st, c.Start(T), c.Feed, T, "update 0 speculative", "query discover", "get [1] discover", "put 0 create", "done create")
+	if n, tk := attr(t, st, bucketRef, 0, "shard_count"), attr(t, st, bucketRef, 0, "b_rps_tk"); n != 2 || tk != 4000 {
+		t.Fatalf("shard 0 made at %d shards holding %d; want 2 shards, 5000-1000", n, tk)
+	}
+}
+
+// A local refusal promises a time. At T the client's write left the
+// bucket empty. At T+10 an acquire is refused locally: retry after 90 ms
+// (a token refills in 100). At T+99 another is refused too, 1 ms to go.
+// At T+100 one acquire goes to the store, and while its write is in
+// flight another comes: its estimate (the image refilled to one token,
+// less the token in flight) says no, but the promise has come, and a
+// caller who waited a refusal's wait is never refused by a guess: it asks
+// the store too. The store's yes clears the promise.
+func TestStoryLocalRefusalKeepsItsPromise(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	knows(t, m, bucketRef, shape{rf: T, tk: map[string]int64{"rps": 0}}.item(p), 1, T)
+	acquire := func(now int64) (*Charge, Step) {
+		c := NewCharge(m, p, picks(), Options{})
+		return c, c.Start(now)
+	}
+
+	_, s := acquire(T + 10)
+	if describe(s) != "refused local" || retryMs(t, s.Refused) != 90 {
+		t.Fatalf("at T+10: %q, want refused local (retry after 90 ms)", describe(s))
+	}
+	if _, s = acquire(T + 99); describe(s) != "refused local" || retryMs(t, s.Refused) != 1 {
+		t.Fatalf("at T+99: %q, want refused local (retry after 1 ms)", describe(s))
+	}
+	first, s1 := acquire(T + 100)
+	if describe(s1) != "update 0 normal" {
+		t.Fatalf("at T+100: %q, want the normal write (the refill pays)", describe(s1))
+	}
+	v := m.View(bucketRef, 0)
+	v.Promise = 0
+	if !p.refusesLocally(v, 1, T+100, Options{}) {
+		t.Fatal("with a token in flight, the estimate alone should refuse")
+	}
+	if _, s = acquire(T + 100); describe(s) != "update 0 normal" {
+		t.Fatalf("second at T+100: %q, want a write: the promised time has come", describe(s))
+	}
+	if s = first.Feed(wrote(shape{rf: T + 100, tk: map[string]int64{"rps": 0}}.item(p)), T+100); !s.Done || m.View(bucketRef, 0).Promise != 0 {
+		t.Fatalf("%q, promise T%+d; want done and the promise cleared", describe(s), m.View(bucketRef, 0).Promise-T)
+	}
+}
+
+// DynamoDB bills a failed conditional write like one that applied. An
+// acquire refused by the store (its write failed) leaves that write to be
+// charged to the shard's write units by the client's next write there:
+// 100 ms later the next acquire's write charges two units.
+func TestStoryFailedWriteIsBilledByTheNext(t *testing.T) {
+	p := plan1(bucketRef)
+	st := sim(t, shape{rf: T, tk: map[string]int64{"rps": 0}}.item(p))
+	m := NewMemory(0)
+	c := NewCharge(m, p, picks(), Options{})
+	play(t, st, c.Start(T), c.Feed, T, "update 0 speculative", "refused reject")
+
+	c = NewCharge(m, p, picks(), Options{})
+	play(t, st, c.Start(T+100), c.Feed, T+100, "update 0 normal", "done normal")
+	if w := attr(t, st, bucketRef, 0, "b_wcu_tc"); w != 2000 {
+		t.Fatalf("wcu_tc %d, want 2000: the failed write and the one that applied", w)
+	}
+}
+
+// A client measured shard 0 at its ceiling and finds its write units
+// spent: it doubles, but the doubling write is throttled too. The
+// partition stays hot, and the doubling is what helps, so the next
+// acquire tries the doubling first. It lands; that acquire spreads to the
+// new shard, and the one after goes straight to a shard.
+func TestStoryThrottledDoublingIsPressed(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p), 1, T-10)
+	measured(m, bucketRef, 0, 1, 0.9, T, nil)
+	spent := shape{rf: T, tk: map[string]int64{"rps": 8000, "wcu": 0}}
+
+	c := NewCharge(m, p, picks(), Options{})
+	last := converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 speculative", failed(spent.item(p))},
+		{"update 0 double", throttle},
+		{"err", Result{}},
+	})
+	if !errors.Is(last.Err, store.ErrThrottled) || m.pendingDoubling(bucketRef, T) != 1 {
+		t.Fatalf("err %v, pending doubling from %d; want the throttle, and the doubling from 1 pending", last.Err, m.pendingDoubling(bucketRef, T))
+	}
+
+	c = NewCharge(m, p, picks(1), Options{})
+	converse(t, c.Start(T+5), c.Feed, T+5, []exchange{
+		{"update 0 double", wrote(shape{n: 2, rf: T, tk: spent.tk}.item(p))},
+		{"update 1 speculative", Result{}},
+	})
+	c = NewCharge(m, p, picks(1), Options{})
+	if s := c.Start(T + 6); describe(s) != "update 1 speculative" || m.pendingDoubling(bucketRef, T+6) != 0 {
+		t.Fatalf("after the doubling landed: %q, pending %d; want a shard, nothing pending", describe(s), m.pendingDoubling(bucketRef, T+6))
+	}
+}
+
+// A client measured shard 0 at its ceiling (a write a ms). Its writes are
+// throttled: the first two throttles are the answer to their acquires
+// (one throttle may be bad luck), the third within a second marks the
+// partition hot, and that acquire doubles the bucket.
+func TestStoryThrottlesOnAHotPartitionDouble(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p), 1, T-10)
+	measured(m, bucketRef, 0, 1, 0.9, T, nil)
+	for i, want := range []string{"err", "err", "update 0 double"} {
+		c := NewCharge(m, p, picks(), Options{})
+		now := T + int64(i)
+		converse(t, c.Start(now), c.Feed, now, []exchange{{"update 0 speculative", throttle}, {want, Result{}}})
+	}
+}
+
+// The same three throttles, but two other buckets were throttled within
+// the second too: throttles across many buckets are a storm (a fault, a
+// noisy neighbour), not this partition's load, and doubling would not
+// help. The third throttle is the answer, as the first two.
+func TestStoryThrottleStormIsNotAHotPartition(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p), 1, T-10)
+	measured(m, bucketRef, 0, 1, 0.9, T, nil)
+	for i, e := range []string{"a", "b"} {
+		other := plan1(keys.Bucket{Namespace: "ns", Entity: e, Resource: "r"})
+		c := NewCharge(m, other, picks(), Options{})
+		now := T + int64(i)
+		converse(t, c.Start(now), c.Feed, now, []exchange{{"update 0 speculative", throttle}, {"err", Result{}}})
+	}
+	for i := range 3 {
+		c := NewCharge(m, p, picks(), Options{})
+		now := T + 2 + int64(i)
+		converse(t, c.Start(now), c.Feed, now, []exchange{{"update 0 speculative", throttle}, {"err", Result{}}})
+	}
+}
+
+// Under contention every write fails: each returns an item with the
+// tokens, written by someone else since. After the first write and 32
+// more on the shard, the machine stops and refuses from the latest item:
+// no limit is exceeded there, so the refusal says to try again at once.
+func TestStoryLostEveryRace(t *testing.T) {
+	p := plan1(bucketRef)
+	c := NewCharge(NewMemory(0), p, picks(), Options{})
+	s, calls := c.Start(T), 0
+	for ; s.Call != nil; calls++ {
+		s = c.Feed(failed(shape{rf: T, tk: map[string]int64{"rps": 5000}}.item(p)), T)
+	}
+	if calls != 1+maxSlowAttempts || describe(s) != "refused reject" || s.Refused.Img == nil || retryOf(s.Refused) != 0 {
+		t.Fatalf("%d calls then %q; want %d, then a refusal from the item with no wait", calls, describe(s), 1+maxSlowAttempts)
+	}
+}
