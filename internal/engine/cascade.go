@@ -157,12 +157,15 @@ func (c *Cascade) settle(now int64) CascadeStep {
 	}
 	charged := -1
 	for side := 0; side < 2; side++ {
-		if c.done[side] {
+		switch {
+		case c.done[side]:
 			charged = side
+		case c.steps[side].Call != nil:
+			c.Sides[side].Drop(now) // its call is not made
 		}
 	}
 	if charged < 0 {
-		return ans // no side charged; calls still pending are dropped
+		return ans // no side charged
 	}
 	// Undo the charged side: return its charge (a refund needs no guard).
 	// Not the wcu charge: the write happened and was billed.

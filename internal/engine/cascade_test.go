@@ -232,7 +232,6 @@ func TestCascadeRefusalCoversBothSides(t *testing.T) {
 // in flight, is refused locally. A side's retry dropped after a round
 // trip leaves its reservation the same way.
 func TestCascadeDroppedWriteLeavesNoReservation(t *testing.T) {
-	t.Skip("known: a cascade that settles while a side's write is unsent leaves that write reserved in the memory")
 	m := NewMemory(0)
 	knows(t, m, bucketRef, shape{rf: T - 50, tk: tokens(0)}.item(child1), 1, T-50)
 	knows(t, m, parentRef, shape{rf: T, tk: tokens(1500)}.item(parent1), 1, T)

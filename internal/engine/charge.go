@@ -70,6 +70,16 @@ type Refusal struct {
 	// lengthens the wait).
 	Local bool
 	View  *ShardView
+	// Outrun is true for a refusal after lost races, judged from View:
+	// the item the failed write returned had the tokens, but the other
+	// writers (and this process's writes in flight) take them before
+	// another write could land, or the bucket is at its limit and this
+	// acquire keeps losing the race for its refill (see outrun).
+	Outrun bool
+	// Raced is true, beside Outrun, for an acquire that lost every race
+	// it ran (maxSlowAttempts): every limit it charges counts as taken by
+	// the others.
+	Raced bool
 }
 
 // maxSlowAttempts bounds the writes after the first one fails on a shard.
@@ -125,10 +135,13 @@ type Charge struct {
 	sent  *Call // the charge write in flight
 	call  Call  // what sent points to (saves allocations)
 	upd   store.UpdateInput
-	lat   int64       // how long the last call took (ms)
-	mine  *Plan       // the plan of the charge write in flight
-	put   *store.Item // the item a create Put writes
-	after func() Step // what follows a doubling
+	lat   int64 // how long the last call took (ms)
+	mine  *Plan // the plan of the charge write in flight
+	// inFlight is true while the memory counts mine as in flight on the
+	// shard (Memory.reserve): from the write's step until its result.
+	inFlight bool
+	put      *store.Item // the item a create Put writes
+	after    func() Step // what follows a doubling
 
 	// Set when Done.
 	Shard int
@@ -211,6 +224,21 @@ func (c *Charge) nextShard(now int64) Step {
 	}
 }
 
+// Drop ends a machine whose last step's call will not be made (a cascade
+// answered without it): the write it asked for is no longer in flight,
+// and the failed writes not charged yet are left for the next write to
+// the shard.
+func (c *Charge) Drop(now int64) {
+	if c == nil {
+		return
+	}
+	if c.inFlight {
+		c.m.reserve(c.entry, c.mine, -1)
+		c.inFlight = false
+	}
+	c.settleBilled(now)
+}
+
 // settleBilled leaves the current shard's failed writes that no write
 // charged yet to the next write to that shard (this acquire's or a later
 // one's).
@@ -236,6 +264,7 @@ func (c *Charge) write(ex store.Expr, path Path, q *Plan) Step {
 	c.phase, c.path = phWrite, path
 	c.mine = q
 	c.m.reserve(c.entry, q, 1)
+	c.inFlight = true
 	c.upd = store.UpdateInput{Key: c.entry.key, Expr: ex, Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}
 	c.call = Call{Update: &c.upd}
 	c.sent = &c.call
@@ -244,6 +273,7 @@ func (c *Charge) write(ex store.Expr, path Path, q *Plan) Step {
 
 func (c *Charge) afterWrite(r Result, now int64) Step {
 	c.m.reserve(c.entry, c.mine, -1)
+	c.inFlight = false
 	if r.Err == nil {
 		img, err := decodeFor(c.p, r.Write.Attributes)
 		if err != nil {
@@ -260,6 +290,7 @@ func (c *Charge) afterWrite(r Result, now int64) Step {
 		// may be made again.
 		c.attempts++
 		c.m.reserve(c.entry, c.mine, 1)
+		c.inFlight = true
 		return Step{Path: c.path, Call: c.sent}
 	}
 	c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.busyness(now), now)
@@ -274,6 +305,33 @@ func (c *Charge) afterWrite(r Result, now int64) Step {
 		c.contended = true
 	}
 	return c.informed(im, now)
+}
+
+// outrunRaces is how many races an acquire loses on a shard at its limit
+// before it is refused (see outrun).
+const outrunRaces = 2
+
+// outrun reports whether an acquire that lost a race should be refused
+// although the item the failed write returned has the tokens, and the
+// view to judge the refusal from. The item is as of about half a round
+// trip ago and the next write lands half a round trip from now: refuse
+// when what the others (and this process's writes in flight) likely take
+// meanwhile leaves too few, as a local refusal would; or when this
+// acquire has lost outrunRaces races and the others consume nearly the
+// whole refill of a limit it charges (atLimit): the bucket is at its
+// limit, its tokens go to whoever asks first, and racing on only adds
+// failed writes. Its wait is then the time until its share of the refill
+// (what the others leave) pays the charge.
+func (c *Charge) outrun(im *Image, now int64) (ShardView, bool) {
+	v := c.view
+	v.Img, v.At, v.Promise = im, now-c.lat, 0
+	if c.o.NoLocalRefusals {
+		return v, false
+	}
+	if c.p.refusesLocally(v, c.n, now, c.o) {
+		return v, true
+	}
+	return v, c.attempts >= outrunRaces && c.p.atLimit(v, c.n)
 }
 
 // charged ends the acquire with the image the successful write returned.
@@ -315,8 +373,12 @@ func (c *Charge) informed(im *Image, now int64) Step {
 	c.attempts++
 	c.billed++ // DynamoDB bills a failed conditional write like a successful one
 	if c.attempts > maxSlowAttempts {
-		// Lost every race: refuse from the latest item.
-		c.lastRL = &Refusal{Plan: c.p, Img: im, N: c.n, Now: now}
+		// Lost every race: refuse from the latest item. Its tokens went
+		// to the others; the wait is for this acquire's share of the
+		// refill.
+		v := c.view
+		v.Img, v.At, v.Promise = im, now-c.lat, 0
+		c.lastRL = &Refusal{Plan: c.p, Img: im, N: c.n, Now: now, View: &v, Outrun: true, Raced: true}
 		return Step{Refused: c.lastRL, Path: PathReject}
 	}
 	if im == nil {
@@ -345,8 +407,12 @@ func (c *Charge) informed(im *Image, now int64) Step {
 	case shortWCU:
 		return c.hot(now)
 	}
+	if v, ok := c.outrun(im, now); ok {
+		c.path = PathReject
+		return c.exhausted(&Refusal{Plan: c.p, Img: im, N: c.n, Now: now, View: &v, Outrun: true}, now)
+	}
 	q := c.p.withBilled(c.billed)
-	ex, path, err := q.informed(im, c.view, c.n, now, c.contended)
+	ex, path, err := q.informed(im, c.view, c.n, now, c.lat, c.contended)
 	if err != nil {
 		return Step{Err: err}
 	}

@@ -114,6 +114,28 @@ func (p *Plan) refusesLocally(v ShardView, n, now int64, o Options) bool {
 	return false
 }
 
+// atLimitShare is the share of a limit's refill that the other writers'
+// consumption must reach for the bucket to count as at its limit (atLimit).
+const atLimitShare = 0.9
+
+// atLimit reports whether the other writers consume at least atLimitShare
+// of the refill of some limit the plan charges, by the view's estimate.
+func (p *Plan) atLimit(v ShardView, n int64) bool {
+	for i := range p.specs {
+		if s := &p.specs[i]; !s.hidden && s.amount > 0 && v.contended(s, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// contended reports whether the other writers consume at least
+// atLimitShare of limit s's refill on the view's shard of n.
+func (v ShardView) contended(s *spec, n int64) bool {
+	l := s.perShard(n)
+	return v.drain(s, n) >= atLimitShare*float64(l.RefillAmount)/float64(l.RefillPeriod)
+}
+
 // drainAge is how long an estimate of the other writers' consumption is
 // trusted (ms): competition for a bucket changes slowly, and a refusal's
 // promise bounds what a stale one can cost.
@@ -341,15 +363,15 @@ func (p *Plan) blind(v ShardView, n, now int64, draw float64) (store.Expr, Path,
 // image a failed write returned), cheapest contention first: the full
 // reset when every limit is full (its conditions hold for exactly one
 // writer per refill), with a cushion when this acquire already lost a
-// race; consumption only when the stored tokens suffice; else refill and
-// consume under the rf lock. The caller has checked that the tokens
-// suffice (shortfall). v carries the rate estimates; its image is not
-// used.
-func (p *Plan) informed(im *Image, v ShardView, n, now int64, contended bool) (store.Expr, Path, error) {
+// race (lat is the last round trip, ms); consumption only when the stored
+// tokens suffice; else refill and consume under the rf lock. The caller
+// has checked that the tokens suffice (shortfall). v carries the rate
+// estimates; its image is not used.
+func (p *Plan) informed(im *Image, v ShardView, n, now, lat int64, contended bool) (store.Expr, Path, error) {
 	if im.matches(p, n) && im.fullBy(p, now) {
 		h := int64(0)
 		if contended {
-			h = p.cushion(n)
+			h = p.cushion(n, lat)
 		}
 		ex, err := p.full(n, now, h)
 		return ex, PathFull, err

@@ -79,8 +79,10 @@ type shardInfo struct {
 	ownW  int64
 	ownTc map[string]int64
 	// pending is what this process's writes in flight charge per limit
-	// (millitokens): a write decided but not answered yet.
-	pending map[string]int64
+	// (millitokens): a write decided but not answered yet; inflight counts
+	// those writes.
+	pending  map[string]int64
+	inflight int
 	// unbilled counts this client's recent failed writes to the shard
 	// that no later write of its charged to the hidden limit yet (the last
 	// at unbilledAt): the next write charges them, so that the shard's
@@ -208,6 +210,12 @@ func (m *Memory) viewOf(ref keys.Bucket, shard int) (ShardView, *shardInfo) {
 
 func (si *shardInfo) view() ShardView {
 	v := ShardView{Img: si.img, At: si.at, Rate: si.rate, Others: si.others, RateAt: si.rateAt, Promise: si.promise}
+	if si.inflight > 0 {
+		// Writes of this process are in flight on the shard: its writers
+		// compete with each other as other processes' would, so for the
+		// acquire at hand every write counts as another writer's.
+		v.Others = v.Rate
+	}
 	if len(si.drain) > 0 {
 		v.Drain = maps.Clone(si.drain)
 	}
@@ -385,6 +393,7 @@ func (m *Memory) promised(ref keys.Bucket, shard int, at int64) {
 func (m *Memory) reserve(si *shardInfo, p *Plan, sign int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	si.inflight += int(sign)
 	for i := range p.specs {
 		if sp := &p.specs[i]; !sp.hidden && sp.amount > 0 {
 			if si.pending == nil {

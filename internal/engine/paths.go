@@ -103,34 +103,35 @@ func (p *Plan) emitFull(k sink, n, now, h int64) {
 	}
 }
 
-// maxCushion bounds how far ahead of now a full write dates rf (ms).
-const maxCushion = 10
+// maxCushion bounds how far ahead of now a full write dates rf (ms), and
+// maxLatencyCushion how far when the store's round trip is longer.
+const (
+	maxCushion        = 10
+	maxLatencyCushion = 100
+)
 
 // cushion returns how many ms ahead of now a full write after a lost race
-// dates rf: at most maxCushion, and at most what refills 1 % of each
-// limit's burst, paid for in tokens (cushionTokens). 0 when some limit
-// cannot pay.
+// dates rf, paid for in tokens (cushionTokens): maxCushion, at most what
+// refills 1 % of each limit's burst; or, when the store's round trip (lat,
+// ms) is longer, up to lat (at most maxLatencyCushion), at most what
+// refills 5 % of each burst. 0 when some limit cannot pay.
 //
 // Why: a full write makes the bucket full again a charge's refill time
 // later (1/rate), and until then every other full write fails. Dated h
 // ahead and lowered by h of refill, the bucket is not full until well
 // after h, so the writers that follow charge it with the consumption-only
-// write, which takes no lock. The stored state then describes a moment h
-// ahead with h of refill missing: it never holds more than the true
-// bucket, as with a client whose clock runs h ahead. Only writers that
-// lost a race take it: a quiet bucket stays exact (a burst after idle
-// admits exactly the burst).
-func (p *Plan) cushion(n int64) int64 {
-	h := int64(maxCushion)
-	for i := range p.specs {
-		if p.specs[i].hidden {
-			continue
-		}
-		l := p.specs[i].perShard(n)
-		// h * ra / rp <= burst / 100
-		if l.RefillAmount > 0 {
-			h = min(h, int64(float64(l.Burst)/100*float64(l.RefillPeriod)/float64(l.RefillAmount)))
-		}
+// write, which takes no lock. That only works if they arrive in time: the
+// losers learn of the winner's write a half round trip after it and their
+// next write lands a whole round trip after that, so the window must
+// outlast a round trip (about 2h with h of refill paid). The stored state
+// then describes a moment h ahead with h of refill missing: it never holds
+// more than the true bucket, as with a client whose clock runs h ahead.
+// Only writers that lost a race take it: a quiet bucket stays exact (a
+// burst after idle admits exactly the burst).
+func (p *Plan) cushion(n, lat int64) int64 {
+	h := p.cushionWithin(n, maxCushion, 100)
+	if lat > h {
+		h = max(h, p.cushionWithin(n, min(lat, maxLatencyCushion), 20))
 	}
 	if h <= 0 {
 		return 0
@@ -140,6 +141,21 @@ func (p *Plan) cushion(n int64) int64 {
 		l := s.perShard(n)
 		if !s.hidden && l.Burst-s.amount-cushionTokens(l, h) < 0 {
 			return 0
+		}
+	}
+	return h
+}
+
+// cushionWithin returns h, at most what refills 1/share of each limit's
+// burst.
+func (p *Plan) cushionWithin(n, h, share int64) int64 {
+	for i := range p.specs {
+		if p.specs[i].hidden {
+			continue
+		}
+		l := p.specs[i].perShard(n)
+		if l.RefillAmount > 0 {
+			h = min(h, int64(float64(l.Burst)/float64(share)*float64(l.RefillPeriod)/float64(l.RefillAmount)))
 		}
 	}
 	return h

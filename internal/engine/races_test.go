@@ -256,8 +256,10 @@ func TestStoryThrottleStormIsNotAHotPartition(t *testing.T) {
 
 // Under contention every write fails: each returns an item with the
 // tokens, written by someone else since. After the first write and 32
-// more on the shard, the machine stops and refuses from the latest item:
-// no limit is exceeded there, so the refusal says to try again at once.
+// more on the shard, the machine stops and refuses from the latest item.
+// The tokens it shows went to the others: the refusal names the limit it
+// charges, and its wait is one refill of the request (100 ms at 10/s), not
+// "at once", which would send the caller straight back into the race.
 func TestStoryLostEveryRace(t *testing.T) {
 	p := plan1(bucketRef)
 	c := NewCharge(NewMemory(0), p, picks(), Options{})
@@ -265,7 +267,11 @@ func TestStoryLostEveryRace(t *testing.T) {
 	for ; s.Call != nil; calls++ {
 		s = c.Feed(failed(shape{rf: T, tk: map[string]int64{"rps": 5000}}.item(p)), T)
 	}
-	if calls != 1+maxSlowAttempts || describe(s) != "refused reject" || s.Refused.Img == nil || retryOf(s.Refused) != 0 {
-		t.Fatalf("%d calls then %q; want %d, then a refusal from the item with no wait", calls, describe(s), 1+maxSlowAttempts)
+	if calls != 1+maxSlowAttempts || describe(s) != "refused reject" || s.Refused.Img == nil {
+		t.Fatalf("%d calls then %q; want %d, then a refusal from the item", calls, describe(s), 1+maxSlowAttempts)
+	}
+	vs := s.Refused.Views()
+	if len(vs) != 1 || !vs[0].Exceeded || vs[0].Name != "rps" || vs[0].RetryMs != 100 {
+		t.Fatalf("views %+v; want rps exceeded, retry after 100 ms", vs)
 	}
 }

@@ -84,9 +84,14 @@ func (r *Refusal) Views() []View {
 		j++
 		st, _ := r.Img.projected(s, r.N, r.Now)
 		tokens := st.Tokens
-		if r.Local {
+		if r.Local || r.Outrun {
 			tokens -= r.View.expected(s, r.N, r.Now)
 			v.Remaining = satMul(tokens, r.N)
+		}
+		if r.Outrun && tokens >= s.amount && s.amount > 0 && (r.Raced || r.View.contended(s, r.N)) {
+			// Refused at the limit after lost races: the tokens in view go
+			// to the others; this acquire waits for its share of the refill.
+			tokens = 0
 		}
 		if tokens >= s.amount {
 			continue
