@@ -82,7 +82,10 @@ func (p *Plan) emitFull(k sink, n, now, h int64) {
 	k.set(store.AttrTTL, p.ttl(nil, n, rf))
 	k.cond(condEq, attrLimitsHash, p.hash)
 	k.cond(condEq, attrShardCount, n)
-	k.cond(condLe, attrRefill, now) // rf never moves backwards
+	// rf moves forward, strictly: never back, and never staying where it
+	// is, or a normal write computed from an item before this one (same
+	// rf) would pass its lock and ADD its delta to the balance set here.
+	k.cond(condLt, attrRefill, now)
 	for i := range p.specs {
 		s := &p.specs[i]
 		l := s.perShard(n)
@@ -372,6 +375,12 @@ func (p *Plan) normalStep(s *spec, im *Image, n, rf1, burn int64) (normalDelta, 
 	refilled := old.Effective(im.rf, rf1)
 	eff := min(refilled, l.Burst)
 	tk1 := eff - s.amount - burn
+	if s.amount < 0 {
+		// A refund (an adjust's) fills the bucket up to its burst, no
+		// further: stored above it, the bucket would read as full while fl,
+		// set from the capped balance, says it is not.
+		tk1 = min(tk1, l.Burst)
+	}
 	if s.hidden && tk1 < 0 {
 		// The wcu gauge need not be exact, and a shard not judged hot
 		// (shortfall) must not be refused for it: it bottoms out at 0.

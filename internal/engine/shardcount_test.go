@@ -14,7 +14,10 @@ import (
 // guardsHold checks fl <= fullAt <= fh for every limit of a stored item,
 // fullAt computed at the shard count the item stores: the bounds every
 // write keeps so that a consumption-only write never lands on a full
-// bucket and a full write never resets one that is not full.
+// bucket and a full write never resets one that is not full. A refund to
+// a full bucket lowers fh by its refill time while fullAt stays at rf (a
+// full bucket is full from rf on), so fh may fall below rf: the full
+// write's rf < now covers that, and the check is fullAt <= max(fh, rf).
 func guardsHold(it store.Item) error {
 	im, err := Decode(it)
 	if err != nil || im == nil {
@@ -24,7 +27,7 @@ func guardsHold(it store.Item) error {
 		s := newSpec(Limit{Name: nl.Name, Limit: nl.Limit})
 		st, fl, fh, _ := im.state(&s)
 		fa := st.FullAt(im.rf)
-		if fl > fa || fa > fh {
+		if fl > fa || fa > max(fh, im.rf) {
 			return fmt.Errorf("limit %s at %d shards: fl %d, fullAt %d, fh %d: want fl <= fullAt <= fh", nl.Name, im.shardCount, fl, fa, fh)
 		}
 	}
