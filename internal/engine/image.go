@@ -101,7 +101,7 @@ func (im *Image) fullBy(p *Plan, now int64) bool {
 			return false
 		}
 	}
-	return im.rf <= now
+	return im.rf < now // the full write moves rf forward (see emitFull)
 }
 
 // satAdd is a + b, saturating at the int64 limits.

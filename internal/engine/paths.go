@@ -82,7 +82,10 @@ func (p *Plan) emitFull(k sink, n, now, h int64) {
 	k.set(store.AttrTTL, p.ttl(nil, n, rf))
 	k.cond(condEq, attrLimitsHash, p.hash)
 	k.cond(condEq, attrShardCount, n)
-	k.cond(condLe, attrRefill, now) // rf never moves backwards
+	// rf moves forward, strictly: never back, and never staying where it
+	// is, or a normal write computed from an item before this one (same
+	// rf) would pass its lock and ADD its delta to the balance set here.
+	k.cond(condLt, attrRefill, now)
 	for i := range p.specs {
 		s := &p.specs[i]
 		l := s.perShard(n)
@@ -289,8 +292,11 @@ func (p *Plan) normal(im *Image, n, now int64, floors bool, burn []int64) (store
 			// the moment the bucket is full. So the tokens must be exactly
 			// as seen; rescaling is rare (a doubling, a new configuration).
 			conds = append(conds, store.Name(s.tk).Equal(store.Int(st.old)))
-		case floors && !s.hidden:
-			conds = append(conds, store.Name(s.tk).GreaterThanEqual(store.Int(-st.delta)))
+		case !s.hidden:
+			if floors {
+				conds = append(conds, store.Name(s.tk).GreaterThanEqual(store.Int(-st.delta)))
+			}
+			conds = append(conds, store.Name(s.tk).LessThanEqual(store.Int(st.ceil)))
 		}
 	}
 	for _, nl := range im.comp.Limits {
@@ -351,6 +357,9 @@ func (p *Plan) emitNormal(k sink, im *Image, n, now int64, floors bool, burn []i
 		if floors && !s.hidden {
 			k.cond(condGe, s.tk, -st.delta)
 		}
+		if !s.hidden {
+			k.cond(condLe, s.tk, st.ceil)
+		}
 	}
 }
 
@@ -365,8 +374,9 @@ const maxTTLSpecs = 16
 func normalRefill(im *Image, now int64) int64 { return max(im.rf+1, now) }
 
 // normalDelta is what a normal write ADDs to one limit: to tk (delta), fl
-// and fh, computed from the image's stored state (old tokens).
-type normalDelta struct{ delta, fl, fh, old int64 }
+// and fh, computed from the image's stored state (old tokens); ceil is the
+// most tk may hold when the write lands (see normalStep).
+type normalDelta struct{ delta, fl, fh, old, ceil int64 }
 
 // normalStep computes one limit's part of a normal write: refill under
 // the stored (old) limit from the image's rf to rf1, then cap at the new
@@ -378,15 +388,32 @@ func (p *Plan) normalStep(s *spec, im *Image, n, rf1, burn int64) (normalDelta, 
 	if !ok {
 		return normalDelta{}, false
 	}
-	eff := min(old.Effective(im.rf, rf1), l.Burst)
+	refilled := old.Effective(im.rf, rf1)
+	eff := min(refilled, l.Burst)
 	tk1 := eff - s.amount - burn
+	if s.amount < 0 {
+		// A refund (an adjust's) fills the bucket up to its burst, no
+		// further: stored above it, the bucket would read as full while fl,
+		// set from the capped balance, says it is not.
+		tk1 = min(tk1, l.Burst)
+	}
 	if s.hidden && tk1 < 0 {
 		// The wcu gauge need not be exact, and a shard not judged hot
 		// (shortfall) must not be refused for it: it bottoms out at 0.
 		tk1 = min(0, max(old.Tokens, tk1))
 	}
 	fa := bucket.State{Limit: l, Tokens: tk1}.FullAt(rf1)
-	return normalDelta{delta: tk1 - old.Tokens, fl: satAdd(fa, -fl0), fh: satAdd(fa, -fh0), old: old.Tokens}, true
+	// The write ADDs delta to whatever tk holds when it lands. Consumption
+	// that lands first only lowers it (the floor guards that); a refund
+	// (an adjust, a rollback, a cascade's undo) raises it without moving
+	// rf, and the refill then pays up to the cap only once: the cap
+	// computed here from the image would not apply to the refunded tokens,
+	// and the bucket would end above its burst with this charge in the
+	// excess. So tk may have risen by at most the room the refill left
+	// below the burst (none when it was capped).
+	room := max(0, min(old.Burst, l.Burst)-refilled)
+	return normalDelta{delta: tk1 - old.Tokens, fl: satAdd(fa, -fl0), fh: satAdd(fa, -fh0), old: old.Tokens,
+		ceil: satAdd(old.Tokens, room)}, true
 }
 
 func setConfig(u store.Update, s *spec) store.Update {
@@ -458,6 +485,7 @@ func (p *Plan) emitAdjust(k sink, n, now int64) {
 	if push := p.adjustTTL(n); push > 0 {
 		k.add(store.AttrTTL, push) // a charge may deepen a debt: see ttl
 	}
+	k.cond(condEq, attrShardCount, n)
 	for i := range p.specs {
 		s := &p.specs[i]
 		if s.amount == 0 {
