@@ -30,7 +30,7 @@ func TestCushionOnlyWhenEveryLimitCanPay(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := NewPlan(bucketRef, tc.limits, tc.consume)
-			if h := p.cushion(1); h != tc.want {
+			if h := p.cushion(1, 0); h != tc.want {
 				t.Fatalf("cushion = %d ms, want %d", h, tc.want)
 			}
 			// The full write a contended acquire makes leaves no balance
@@ -43,7 +43,7 @@ func TestCushionOnlyWhenEveryLimitCanPay(t *testing.T) {
 				t.Fatal(err)
 			}
 			im, _ := Decode(st.Peek(bucketRef.Key()))
-			ex, path, err := p.informed(im, ShardView{}, 1, now, true)
+			ex, path, err := p.informed(im, ShardView{}, 1, now, 0, true)
 			if err != nil || path != PathFull {
 				t.Fatalf("informed write: %v %v, want the full write", path, err)
 			}
