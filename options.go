@@ -109,8 +109,10 @@ func WithLocalRefusals(on bool) Option {
 // as other processes can tell, until it goes back: its unused rest is
 // returned when the pool's life (1 s) ends, at the process's next acquire
 // of the bucket or at Close. A process that crashes strands at most its
-// pool, which the bucket refills like any consumption. See
-// docs/reservations.md.
+// pool, which the bucket refills like any consumption. The admission
+// bound loosens by what the pools hold: a window can admit them on top of
+// burst + rate × window (the bucket refills while a pool still holds its
+// tokens). See docs/reservations.md.
 func WithReservations(limits ...string) Option {
 	return func(c *config) {
 		c.reserve = &reservations{names: append([]string(nil), limits...)}
