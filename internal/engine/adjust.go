@@ -73,7 +73,13 @@ func (a *Adjust) Feed(r Result, now int64) Step {
 	}
 	a.creating = false
 	a.m.learn(a.p.Ref, a.shard, im, 0, now, lat, nil)
-	a.n = max(a.n, im.shardCount)
+	if a.shard == 0 {
+		// Shard 0 holds the count in force, also when the bucket expired
+		// and was made again at fewer shards than the lease knew.
+		a.n = im.shardCount
+	} else {
+		a.n = max(a.n, im.shardCount)
+	}
 	if im.hash != a.p.hash {
 		// Configuration changed since the acquire: charge the limits that
 		// still exist, without the guard (a rare, bounded inexactness).

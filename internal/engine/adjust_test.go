@@ -186,19 +186,17 @@ func TestAdjustStoryShardZeroMadeWithoutDiscovery(t *testing.T) {
 }
 
 // The acquire charged shard 0 of 2; the bucket expired and was made again
-// at one shard. The adjust's guarded ADD fails on the full shard 0, and it
-// goes on at the larger of its count and the item's: its normal write
-// rescales shard 0 to 2 shards (tokens capped at half the burst, the
-// other shard to be made empty), a doubling no hot partition asked for.
-// The bucket holds no more than before. This test records what the adjust
-// does today.
-func TestAdjustStoryStaleCountRescalesShardZero(t *testing.T) {
+// at one shard. The adjust's guarded ADD fails on the full shard 0 (its
+// count is not the lease's), and it goes on at the count shard 0 shows:
+// its normal write charges the bucket of one shard, and does not rescale
+// it to the lease's stale two (a doubling no hot partition asked for).
+func TestAdjustStoryStaleCountFollowsShardZero(t *testing.T) {
 	p := plan1(bucketRef)
 	st := sim(t, shape{rf: T - 5000}.item(p))
 	a := NewAdjust(NewMemory(0), p.WithAmounts(map[string]int64{"rps": 500}), 0, 2)
 	play(t, st, a.Start(T), a.Feed, T, "update 0 adjust", "update 0 normal", "done none")
-	if n, tk := attr(t, st, bucketRef, 0, "shard_count"), attr(t, st, bucketRef, 0, "b_rps_tk"); n != 2 || tk != 4500 {
-		t.Fatalf("shard 0 at %d shards holding %d; today: 2 shards, 5000-500", n, tk)
+	if n, tk := attr(t, st, bucketRef, 0, "shard_count"), attr(t, st, bucketRef, 0, "b_rps_tk"); n != 1 || tk != 9500 {
+		t.Fatalf("shard 0 at %d shards holding %d; want 1 shard, 10000-500", n, tk)
 	}
 }
 
