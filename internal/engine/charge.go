@@ -209,7 +209,15 @@ func (c *Charge) nextShard(now int64) Step {
 		if c.p.refusesLocally(c.view, c.n, now, c.o) {
 			v := c.view
 			c.lastRL = &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
-			c.promise(c.lastRL)
+			if v.Binding {
+				// Refused by a throttle's promise: the item may show tokens,
+				// but the others take them (see throttled).
+				// Its promise stands.
+				v = v.saturated(c.p, c.n, now)
+				c.lastRL.Outrun, c.lastRL.Raced = true, true
+			} else {
+				c.promise(c.lastRL)
+			}
 			if len(c.tried) >= exhaustedShards || int64(len(c.tried)) >= c.n {
 				return Step{Refused: c.lastRL, Path: PathLocal}
 			}
@@ -352,6 +360,20 @@ func (c *Charge) charged(img *Image, now int64) Step {
 
 // throttled handles a write the partition refused.
 func (c *Charge) throttled(err error, now int64) Step {
+	if c.p.fewWrites(c.n) && c.view.Img != nil && !c.o.NoLocalRefusals {
+		// The limits admit too few writes to heat the partition: the
+		// attempts they refuse do. The bucket is at its limit; the
+		// acquire is refused like one that lost its race, and waits as if
+		// the others took nearly all of the refill (they do): its
+		// process then answers the next acquires locally until then,
+		// rather than add to the throttled writes.
+		v := c.view.saturated(c.p, c.n, now)
+		c.lastRL = &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, View: &v, Outrun: true, Raced: true}
+		if w := retryOf(c.lastRL); w < 1<<62 {
+			c.m.promisedBinding(c.p.Ref, c.shard, now+max(w, 1))
+		}
+		return Step{Refused: c.lastRL, Path: PathReject}
+	}
 	if c.m.noteWrite(c.p.Ref, c.shard, c.n, true, c.view.busyness(now), now) && !c.m.grewRecently(c.p.Ref, now) {
 		// The partition keeps refusing writes: it is hot, not merely
 		// unlucky once.
@@ -475,7 +497,7 @@ func (c *Charge) hot(now int64) Step {
 // A doubling that lands (or one learned) restarts the shard choice at the
 // new count.
 func (c *Charge) double(now int64, after func() Step) Step {
-	if 2*c.n > keys.MaxShards || !c.p.Divisible(2*c.n) {
+	if 2*c.n > keys.MaxShards || !c.p.Divisible(2*c.n) || c.p.fewWrites(c.n) {
 		c.m.setPendingDoubling(c.p.Ref, 0, now)
 		return after()
 	}

@@ -21,6 +21,9 @@ func TestChargePaths(t *testing.T) {
 	p := plan1(ref)
 	// tight allows 1 token a second: its burst cannot be split in two.
 	tight := NewPlan(ref, []Limit{perSecond("rps", 1)}, map[string]int64{"rps": 1})
+	// busy admits up to 1,000 acquires a second: enough to heat a
+	// partition, so its bucket may double (p's 10 a second never does).
+	busy := planBusy(ref)
 	rps := func(tk int64) map[string]int64 { return map[string]int64{"rps": tk} }
 	hot := func(tk int64) map[string]int64 { return map[string]int64{"rps": tk, "wcu": 0} }
 	// holds: the client's last image of shard 0, of a bucket of one shard,
@@ -176,14 +179,15 @@ func TestChargePaths(t *testing.T) {
 		},
 	}, {
 		name: "double: the failed item shows wcu spent on a shard measured at its ceiling",
+		plan: busy,
 		knows: func(t *testing.T, m *Memory) {
-			knows(t, m, ref, shape{rf: T - 10, tk: rps(8000)}.item(p), 1, T-10)
+			knows(t, m, ref, shape{rf: T - 1, tk: rps(8000)}.item(busy), 1, T-1)
 			measured(m, ref, 0, 1, 0.9, T, nil)
 		},
 		rnd: picks(0, 1),
 		turns: []exchange{
-			{"update 0 speculative", failed(shape{rf: T, tk: hot(8000)}.item(p))},
-			{"update 0 double", wrote(shape{n: 2, rf: T, tk: hot(4000)}.item(p))},
+			{"update 0 speculative", failed(shape{rf: T, tk: hot(8000)}.item(busy))},
+			{"update 0 double", wrote(shape{n: 2, rf: T, tk: hot(4000)}.item(busy))},
 			{"update 1 speculative", Result{}},
 		},
 		check: func(t *testing.T, c *Charge, _ Step, m *Memory) {
@@ -193,14 +197,15 @@ func TestChargePaths(t *testing.T) {
 		},
 	}, {
 		name: "double lost to another client's: shard 0 counts 4 already",
+		plan: busy,
 		knows: func(t *testing.T, m *Memory) {
-			knows(t, m, ref, shape{rf: T - 10, tk: rps(8000)}.item(p), 1, T-10)
+			knows(t, m, ref, shape{rf: T - 1, tk: rps(8000)}.item(busy), 1, T-1)
 			measured(m, ref, 0, 1, 0.9, T, nil)
 		},
 		rnd: picks(0, 3),
 		turns: []exchange{
-			{"update 0 speculative", failed(shape{rf: T, tk: hot(8000)}.item(p))},
-			{"update 0 double", failed(shape{n: 4, rf: T, tk: hot(2000)}.item(p))},
+			{"update 0 speculative", failed(shape{rf: T, tk: hot(8000)}.item(busy))},
+			{"update 0 double", failed(shape{n: 4, rf: T, tk: hot(2000)}.item(busy))},
 			{"update 3 speculative", Result{}},
 		},
 	}, {

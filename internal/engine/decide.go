@@ -101,6 +101,9 @@ func (p *Plan) refusesLocally(v ShardView, n, now int64, o Options) bool {
 	if v.Promise != 0 && now >= v.Promise {
 		return false // a refusal said it would fit by now: ask the store
 	}
+	if v.Binding && v.Promise != 0 {
+		return true // a throttle said the bucket is at its limit: wait
+	}
 	for i := range p.specs {
 		s := &p.specs[i]
 		if s.hidden {
@@ -407,4 +410,50 @@ func (p *Plan) retryable(im *Image, n, now int64, burn []int64) bool {
 		}
 	}
 	return true
+}
+
+// fewWritesPerSecond is the most acquires a second a shard's limits may
+// admit for a client to never double it: half a partition's write
+// ceiling, which leaves room for an adjust of each admitted acquire.
+const fewWritesPerSecond = 500
+
+// fewWrites reports whether some limit the plan charges admits at most
+// fewWritesPerSecond of its requests a second on a shard of n. Such a
+// shard's partition can only run hot with refused attempts, and refused
+// traffic must never double a bucket: more shards would spread refusals
+// that local refusals answer without a write.
+func (p *Plan) fewWrites(n int64) bool {
+	for i := range p.specs {
+		s := &p.specs[i]
+		if s.hidden || s.amount <= 0 {
+			continue
+		}
+		l := s.perShard(n)
+		if l.RefillPeriod > 0 && float64(l.RefillAmount)*1000/float64(l.RefillPeriod)/float64(s.amount) <= fewWritesPerSecond {
+			return true
+		}
+	}
+	return false
+}
+
+// saturated returns the view with the other writers taking as much of
+// every charged limit's refill as a client ever expects them to (all but
+// 1/minAccrual of it), as of now; but never so much that the wait it
+// gives (the request's refill at what the others leave) exceeds the
+// refill of half the burst: a bucket that every process waits on must not
+// fill up and lose its refill meanwhile.
+func (v ShardView) saturated(p *Plan, n, now int64) ShardView {
+	d := make(map[string]float64, len(p.specs))
+	for i := range p.specs {
+		if s := &p.specs[i]; !s.hidden && s.amount > 0 {
+			l := s.perShard(n)
+			left := 1.0 / minAccrual
+			if l.Burst > 0 {
+				left = min(1, max(left, 2*float64(s.amount)/float64(l.Burst)))
+			}
+			d[s.name] = float64(l.RefillAmount) / float64(l.RefillPeriod) * (1 - left)
+		}
+	}
+	v.Drain, v.RateAt = d, v.At
+	return v
 }

@@ -28,6 +28,14 @@ var rps10 = perSecond("rps", 10)
 // plan1 charges one token of rps10 (and one write unit).
 func plan1(ref keys.Bucket) *Plan { return NewPlan(ref, []Limit{rps10}, map[string]int64{"rps": 1}) }
 
+// busy10 is a limit of 10 tokens that refills at 1,000 a second (a token a
+// ms): enough admitted writes to heat a partition, so its bucket may
+// double (see Plan.fewWrites). A 10/s limit never heats one.
+var busy10 = Limit{Name: "rps", Limit: bucket.Limit{Capacity: 10_000, Burst: 10_000, RefillAmount: 1_000_000, RefillPeriod: 1000}}
+
+// planBusy charges one token of busy10 (and one write unit).
+func planBusy(ref keys.Bucket) *Plan { return NewPlan(ref, []Limit{busy10}, map[string]int64{"rps": 1}) }
+
 // shape is a bucket item to make by hand: shard of n shards (n 0: 1),
 // refilled to rf, each limit holding tk millitokens at rf (limits not
 // named, the hidden "wcu" included, hold their per-shard burst) and tc

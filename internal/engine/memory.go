@@ -93,6 +93,7 @@ type shardInfo struct {
 	// waiting a refusal's wait and trying again is never refused by a
 	// guess.
 	promise  int64
+	binding  bool // the promise came from a throttle (ShardView.Binding)
 	throttle throttleWindow
 }
 
@@ -142,8 +143,11 @@ type ShardView struct {
 	Drain   map[string]float64
 	Pending map[string]int64
 	// Promise is when the last refusal on the shard said the request
-	// would fit (0: none).
+	// would fit (0: none). Binding says that refusal came from a throttle
+	// on a shard whose limits admit few writes (Plan.fewWrites): until
+	// Promise, acquires are refused locally whatever the item shows.
 	Promise int64
+	Binding bool
 }
 
 // never is the expiry of the memory's entries, and epoch the time of its
@@ -209,7 +213,7 @@ func (m *Memory) viewOf(ref keys.Bucket, shard int) (ShardView, *shardInfo) {
 }
 
 func (si *shardInfo) view() ShardView {
-	v := ShardView{Img: si.img, At: si.at, Rate: si.rate, Others: si.others, RateAt: si.rateAt, Promise: si.promise}
+	v := ShardView{Img: si.img, At: si.at, Rate: si.rate, Others: si.others, RateAt: si.rateAt, Promise: si.promise, Binding: si.binding}
 	if si.inflight > 0 {
 		// Writes of this process are in flight on the shard: its writers
 		// compete with each other as other processes' would, so for the
@@ -383,7 +387,19 @@ func (m *Memory) promised(ref keys.Bucket, shard int, at int64) {
 		return
 	}
 	if si := b.shards[shard]; si != nil {
-		si.promise = at
+		si.promise, si.binding = at, false
+	}
+}
+
+// promisedBinding records a promise that binds: until at, acquires of the
+// shard are refused locally (see ShardView.Binding).
+func (m *Memory) promisedBinding(ref keys.Bucket, shard int, at int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if b := m.get(idOf(ref)); b != nil {
+		if si := b.shards[shard]; si != nil {
+			si.promise, si.binding = at, true
+		}
 	}
 }
 

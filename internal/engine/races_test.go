@@ -189,7 +189,7 @@ func TestStoryFailedWriteIsBilledByTheNext(t *testing.T) {
 // acquire tries the doubling first. It lands; that acquire spreads to the
 // new shard, and the one after goes straight to a shard.
 func TestStoryThrottledDoublingIsPressed(t *testing.T) {
-	p := plan1(bucketRef)
+	p := planBusy(bucketRef)
 	m := NewMemory(0)
 	knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p), 1, T-10)
 	measured(m, bucketRef, 0, 1, 0.9, T, nil)
@@ -221,7 +221,7 @@ func TestStoryThrottledDoublingIsPressed(t *testing.T) {
 // (one throttle may be bad luck), the third within a second marks the
 // partition hot, and that acquire doubles the bucket.
 func TestStoryThrottlesOnAHotPartitionDouble(t *testing.T) {
-	p := plan1(bucketRef)
+	p := planBusy(bucketRef)
 	m := NewMemory(0)
 	knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p), 1, T-10)
 	measured(m, bucketRef, 0, 1, 0.9, T, nil)
@@ -237,12 +237,12 @@ func TestStoryThrottlesOnAHotPartitionDouble(t *testing.T) {
 // noisy neighbour), not this partition's load, and doubling would not
 // help. The third throttle is the answer, as the first two.
 func TestStoryThrottleStormIsNotAHotPartition(t *testing.T) {
-	p := plan1(bucketRef)
+	p := planBusy(bucketRef)
 	m := NewMemory(0)
 	knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p), 1, T-10)
 	measured(m, bucketRef, 0, 1, 0.9, T, nil)
 	for i, e := range []string{"a", "b"} {
-		other := plan1(keys.Bucket{Namespace: "ns", Entity: e, Resource: "r"})
+		other := planBusy(keys.Bucket{Namespace: "ns", Entity: e, Resource: "r"})
 		c := NewCharge(m, other, picks(), Options{})
 		now := T + int64(i)
 		converse(t, c.Start(now), c.Feed, now, []exchange{{"update 0 speculative", throttle}, {"err", Result{}}})
@@ -273,5 +273,49 @@ func TestStoryLostEveryRace(t *testing.T) {
 	vs := s.Refused.Views()
 	if len(vs) != 1 || !vs[0].Exceeded || vs[0].Name != "rps" || vs[0].RetryMs != 100 {
 		t.Fatalf("views %+v; want rps exceeded, retry after 100 ms", vs)
+	}
+}
+
+// A tenant offers ten times its 10/s limit from many processes: their
+// refused attempts, not its admitted ones, heat the partition, and writes
+// are throttled. A 10/s limit can never need a second shard, so the
+// throttle is answered as what it says of the bucket (its tokens are raced
+// for): a refusal naming the limit, with a wait as if the others took
+// nearly all of the refill, but at most the refill of half the burst (so
+// that the bucket does not fill up while every process waits: 500 ms for
+// a token of a burst of 10 at 10/s); no doubling, however
+// hot the client measured the partition. Until that wait is over the
+// process refuses the bucket's acquires locally, even from an item that
+// shows tokens; after it, the next acquire asks the store.
+func TestStoryRefusedTrafficNeverDoubles(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p), 1, T-10)
+	measured(m, bucketRef, 0, 1, 0.9, T, nil)
+	for i := range 3 {
+		c := NewCharge(m, p, picks(), Options{})
+		now := T + int64(i)
+		want := "refused reject"
+		if i > 0 {
+			want = "refused local"
+		}
+		s := c.Start(now)
+		if i == 0 {
+			s = converse(t, s, c.Feed, now, []exchange{{"update 0 speculative", throttle}, {want, Result{}}})
+		}
+		if describe(s) != want {
+			t.Fatalf("acquire %d: %q, want %q", i, describe(s), want)
+		}
+		vs := s.Refused.Views()
+		if len(vs) != 1 || !vs[0].Exceeded || vs[0].RetryMs != 500 {
+			t.Fatalf("acquire %d: views %+v; want rps exceeded, a wait of 500 ms", i, vs)
+		}
+	}
+	if m.pendingDoubling(bucketRef, T) != 0 || m.Count(bucketRef) != 1 {
+		t.Fatalf("pending doubling %d, count %d: refused traffic doubled the bucket", m.pendingDoubling(bucketRef, T), m.Count(bucketRef))
+	}
+	c := NewCharge(m, p, picks(), Options{})
+	if s := c.Start(T + 500); describe(s) != "update 0 speculative" {
+		t.Fatalf("after the wait: %q, want the store asked", describe(s))
 	}
 }
