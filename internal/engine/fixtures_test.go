@@ -34,7 +34,9 @@ func plan1(ref keys.Bucket) *Plan { return NewPlan(ref, []Limit{rps10}, map[stri
 var busy10 = Limit{Name: "rps", Limit: bucket.Limit{Capacity: 10_000, Burst: 10_000, RefillAmount: 1_000_000, RefillPeriod: 1000}}
 
 // planBusy charges one token of busy10 (and one write unit).
-func planBusy(ref keys.Bucket) *Plan { return NewPlan(ref, []Limit{busy10}, map[string]int64{"rps": 1}) }
+func planBusy(ref keys.Bucket) *Plan {
+	return NewPlan(ref, []Limit{busy10}, map[string]int64{"rps": 1})
+}
 
 // shape is a bucket item to make by hand: shard of n shards (n 0: 1),
 // refilled to rf, each limit holding tk millitokens at rf (limits not
