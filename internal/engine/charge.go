@@ -360,9 +360,10 @@ func (c *Charge) charged(img *Image, now int64) Step {
 
 // throttled handles a write the partition refused.
 func (c *Charge) throttled(err error, now int64) Step {
-	if c.p.fewWrites(c.n) && c.view.Img != nil && !c.o.NoLocalRefusals {
-		// The limits admit too few writes to heat the partition: the
-		// attempts they refuse do. The bucket is at its limit; the
+	if c.p.fewWrites(c.n) && c.p.draining(c.view, c.n, now) && !c.o.NoLocalRefusals {
+		// The limits admit too few writes to heat the partition, and the
+		// bucket is being drained: the attempts it refuses heat it. The
+		// bucket is at its limit; the
 		// acquire is refused like one that lost its race, and waits as if
 		// the others took nearly all of the refill (they do): its
 		// process then answers the next acquires locally until then,

@@ -436,22 +436,48 @@ func (p *Plan) fewWrites(n int64) bool {
 	return false
 }
 
+// maxSaturatedWait bounds the wait of a refusal judged from a saturated
+// view (ms): a throttle is a passing signal.
+const maxSaturatedWait = 1000
+
+// draining reports whether the view's item, refilled to now, holds less
+// than half the burst of some limit the plan charges: the bucket is being
+// drained, which a throttle on it then confirms.
+func (p *Plan) draining(v ShardView, n, now int64) bool {
+	if v.Img == nil {
+		return false
+	}
+	for i := range p.specs {
+		if s := &p.specs[i]; !s.hidden && s.amount > 0 {
+			st, _ := v.Img.projected(s, n, now)
+			if 2*st.Tokens < st.Burst {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // saturated returns the view with the other writers taking as much of
 // every charged limit's refill as a client ever expects them to (all but
 // 1/minAccrual of it), as of now; but never so much that the wait it
 // gives (the request's refill at what the others leave) exceeds the
-// refill of half the burst: a bucket that every process waits on must not
-// fill up and lose its refill meanwhile.
+// refill of half the burst (a bucket that every process waits on must not
+// fill up and lose its refill meanwhile) or maxSaturatedWait.
 func (v ShardView) saturated(p *Plan, n, now int64) ShardView {
 	d := make(map[string]float64, len(p.specs))
 	for i := range p.specs {
 		if s := &p.specs[i]; !s.hidden && s.amount > 0 {
 			l := s.perShard(n)
+			rate := float64(l.RefillAmount) / float64(l.RefillPeriod)
 			left := 1.0 / minAccrual
 			if l.Burst > 0 {
-				left = min(1, max(left, 2*float64(s.amount)/float64(l.Burst)))
+				left = max(left, 2*float64(s.amount)/float64(l.Burst))
 			}
-			d[s.name] = float64(l.RefillAmount) / float64(l.RefillPeriod) * (1 - left)
+			if rate > 0 {
+				left = max(left, float64(s.amount)/(rate*maxSaturatedWait))
+			}
+			d[s.name] = rate * (1 - min(1, left))
 		}
 	}
 	v.Drain, v.RateAt = d, v.At

@@ -278,7 +278,8 @@ func TestStoryLostEveryRace(t *testing.T) {
 
 // A tenant offers ten times its 10/s limit from many processes: their
 // refused attempts, not its admitted ones, heat the partition, and writes
-// are throttled. A 10/s limit can never need a second shard, so the
+// are throttled while the bucket is drained (the client's item holds 2 of
+// its 10 tokens). A 10/s limit can never need a second shard, so the
 // throttle is answered as what it says of the bucket (its tokens are raced
 // for): a refusal naming the limit, with a wait as if the others took
 // nearly all of the refill, but at most the refill of half the burst (so
@@ -290,7 +291,7 @@ func TestStoryLostEveryRace(t *testing.T) {
 func TestStoryRefusedTrafficNeverDoubles(t *testing.T) {
 	p := plan1(bucketRef)
 	m := NewMemory(0)
-	knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p), 1, T-10)
+	knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 2000}}.item(p), 1, T-10)
 	measured(m, bucketRef, 0, 1, 0.9, T, nil)
 	for i := range 3 {
 		c := NewCharge(m, p, picks(), Options{})
@@ -317,5 +318,20 @@ func TestStoryRefusedTrafficNeverDoubles(t *testing.T) {
 	c := NewCharge(m, p, picks(), Options{})
 	if s := c.Start(T + 500); describe(s) != "update 0 speculative" {
 		t.Fatalf("after the wait: %q, want the store asked", describe(s))
+	}
+}
+
+// The same throttle on a 10/s bucket that the client last saw full is not
+// the bucket's own traffic (a storm, a noisy neighbour): it is the answer,
+// as on any bucket, and nothing is refused for it.
+func TestStoryThrottleOnAFullQuietBucketIsNoRefusal(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 9000}}.item(p), 1, T-10)
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{{"update 0 speculative", throttle}, {"err", Result{}}})
+	c = NewCharge(m, p, picks(), Options{})
+	if s := c.Start(T + 1); describe(s) != "update 0 speculative" {
+		t.Fatalf("the next acquire: %q, want the store asked", describe(s))
 	}
 }
