@@ -78,6 +78,9 @@ func execute(ctx context.Context, o *options, stderr io.Writer) (*report, error)
 		if opt := localRefusals(o.localRefusals); opt != nil {
 			opts = append(opts, opt)
 		}
+		if o.reservations {
+			opts = append(opts, limiter.WithReservations())
+		}
 		l, err := limiter.New(r.st, opts...)
 		if err != nil {
 			return nil, err
@@ -116,7 +119,15 @@ func execute(ctx context.Context, o *options, stderr io.Writer) (*report, error)
 	if smp != nil {
 		hot = smp.finish()
 	}
-	return r.report(ctx, hot), nil
+	rep := r.report(ctx, hot)
+	if o.reservations {
+		// Give back what the pools hold (not measured: the report counts
+		// acquires).
+		for _, l := range r.lims {
+			_ = l.Close(ctx)
+		}
+	}
+	return rep, nil
 }
 
 func entityNames(n int) []string {

@@ -52,7 +52,7 @@ type options struct {
 
 	duration, slice, warmup, progress time.Duration
 	seed                              uint64
-	json, raw, verbose, localRefusals bool
+	json, raw, verbose, localRefusals, reservations bool
 	namespace                         string
 }
 
@@ -122,6 +122,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	fs.BoolVar(&o.raw, "raw", true, "also measure the raw floor: the same writers issuing one unconditional UpdateItem ADD on one item")
 	fs.BoolVar(&o.localRefusals, "local-refusals", true, "let the limiters refuse from what they know of a bucket without a store call (limiter.WithLocalRefusals)")
+	fs.BoolVar(&o.reservations, "reservations", false, "turn reservations on in every limiter (limiter.WithReservations): a busy process admits from a share it took in one write")
 	fs.BoolVar(&o.verbose, "v", false, "log the limiter's warnings and shard doublings on stderr")
 	fs.StringVar(&o.namespace, "namespace", "", "limiter namespace (default: a fresh one per run)")
 	fs.Usage = func() {

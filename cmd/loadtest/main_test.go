@@ -202,3 +202,19 @@ func TestDynamoDBLocal(t *testing.T) {
 		}
 	}
 }
+
+// With -reservations, the busy processes admit most acquires from their
+// pools: the pool path carries them, with no store call.
+func TestReservations(t *testing.T) {
+	rep, _ := runJSON(t, "-reservations", "-writers", "8", "-processes", "2", "-rate", "4000", "-duration", "500ms", "-raw=false")
+	checkCounts(t, rep)
+	var pooled int64
+	for _, p := range rep.Paths {
+		if p.Path == "pool" {
+			pooled = p.Admitted
+		}
+	}
+	if pooled*2 < rep.Admitted {
+		t.Fatalf("%d of %d admitted from pools, want most", pooled, rep.Admitted)
+	}
+}
