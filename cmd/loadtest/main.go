@@ -50,10 +50,10 @@ type options struct {
 	resource           string
 	cascade            bool
 
-	duration, slice, warmup, progress time.Duration
-	seed                              uint64
+	duration, slice, warmup, progress               time.Duration
+	seed                                            uint64
 	json, raw, verbose, localRefusals, reservations bool
-	namespace                         string
+	namespace                                       string
 }
 
 // run parses args, runs the load and prints the report on stdout
