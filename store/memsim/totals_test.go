@@ -137,7 +137,10 @@ func TestTotalsCountEveryRequestByOutcome(t *testing.T) {
 			_, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{{Delete: &store.DeleteInput{Key: long}}}})
 			return err
 		},
-		OpQuery: func() error { _, err := st.Query(ctx, store.QueryInput{Index: "no-such-index", PartitionKey: "p"}); return err },
+		OpQuery: func() error {
+			_, err := st.Query(ctx, store.QueryInput{Index: "no-such-index", PartitionKey: "p"})
+			return err
+		},
 	}
 	for kind, run := range malformed {
 		before := st.Totals()
