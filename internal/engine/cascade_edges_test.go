@@ -94,3 +94,35 @@ func TestCascadeUndoFailuresNameTheSide(t *testing.T) {
 		t.Fatalf("undo err %v, want it to name the entity", s.UndoErr)
 	}
 }
+
+// Both sides refused by the store: the longer wait is the answer, the
+// child's on a tie. A side whose write failed (not refused) is not judged
+// from its last image: it says nothing about the tokens.
+func TestCascadeBothRefused(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		child, parent int64 // stored tokens at T; 1 token wanted, 10 a second
+		want          string
+		wait          int64
+	}{
+		{"the parent waits longer", 0, -1000, "refused parent", 200},
+		{"the child waits longer", -1000, 0, "refused child", 200},
+		{"as long", 0, 0, "refused child", 100},
+	} {
+		ch := newCascade(NewMemory(0))
+		ch.Start(T)
+		s := ch.Feed([]Result{failed(shape{rf: T, tk: tokens(c.child)}.item(child1)), failed(shape{rf: T, tk: tokens(c.parent)}.item(parent1))}, T)
+		if got := describeCascade(s); got != c.want || retryOf(s.Refused) != c.wait {
+			t.Errorf("%s: %q after %d ms, want %q after %d", c.name, got, retryOf(s.Refused), c.want, c.wait)
+		}
+	}
+	m := NewMemory(0)
+	knows(t, m, parentRef, shape{rf: T, tk: tokens(-5000)}.item(parent1), 1, T)
+	ch := newCascade(m)
+	ch.Sides[1].o.NoLocalRefusals = true
+	ch.Start(T)
+	s := ch.Feed([]Result{failed(shape{rf: T, tk: tokens(0)}.item(child1)), throttle}, T)
+	if got := describeCascade(s); got != "refused child" || retryOf(s.Refused) != 100 {
+		t.Fatalf("%q after %d ms, want the child's refusal (the throttled parent is not judged)", got, retryOf(s.Refused))
+	}
+}

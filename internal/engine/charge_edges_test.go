@@ -513,3 +513,85 @@ func TestSuccessfulWritesCountAgainstThrottles(t *testing.T) {
 		}
 	}
 }
+
+// A write sent again after a conflict is in flight again: dropped then
+// (a cascade answered without it), it leaves nothing in flight.
+func TestADroppedResendLeavesNothingInFlight(t *testing.T) {
+	m := NewMemory(0)
+	c := NewCharge(m, plan1(bucketRef), picks(), Options{})
+	c.Start(T)
+	if s := c.Feed(erred(&store.TransactionConflictError{}), T); s.Call == nil {
+		t.Fatal("no resend after the conflict")
+	}
+	c.Drop(T)
+	if v := m.View(bucketRef, 0); v.Pending != nil {
+		t.Fatalf("in flight after the resend was dropped: %v", v.Pending)
+	}
+}
+
+// An acquire that lost every race is refused with the tokens the others
+// have likely taken since the last item's answer was sent (it is as of
+// then, not of now).
+func TestLostEveryRaceCountsTheDrainSinceTheAnswer(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	measured(m, bucketRef, 0, 0.5, 0.4, T, map[string]float64{"rps": 5})
+	c := NewCharge(m, p, picks(), Options{})
+	s := c.Start(T)
+	lost := failed(shape{rf: T, tk: tokens(5000)}.item(p))
+	lost.Sent = T - 20
+	for s.Call != nil {
+		s = c.Feed(lost, T)
+	}
+	if s.Refused == nil || !s.Refused.Raced {
+		t.Fatalf("%q, want a refusal after lost races", describe(s))
+	}
+	if v := s.Refused.Views()[0]; v.Remaining != 5000-5*20 {
+		t.Fatalf("remaining %d, want 5000 less the others' 5 a ms over the answer's 20 ms", v.Remaining)
+	}
+}
+
+// A hot bucket whose limit could not serve a request from a quarter of
+// its burst does not double past two shards.
+func TestNoDoublingPastWhatTheChargeNeeds(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 3)}, map[string]int64{"rps": 1}) // 1.5 tokens a shard at 2, 0.75 at 4
+	m := NewMemory(0)
+	it := shape{n: 2, rf: T, tk: map[string]int64{"rps": 1500, "wcu": 0}}.item(p)
+	knows(t, m, bucketRef, it, 2, T-10)
+	measured(m, bucketRef, 0, 1, 0.9, T, nil)
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{{"update 0 speculative", failed(it)}, {"err", Result{}}})
+}
+
+// A doubling that fails on the limits hash is made again once with the
+// limits shard 0 shows; if that fails on the hash too (shard 0 rewritten
+// meanwhile), the acquire goes on without doubling.
+func TestTheDoublingIsMadeAgainOnlyOnce(t *testing.T) {
+	p := plan1(bucketRef)
+	other := NewPlan(bucketRef, []Limit{perSecond("rps", 20)}, map[string]int64{"rps": 1})
+	m := NewMemory(0)
+	hot := shape{rf: T, tk: map[string]int64{"wcu": 0}}
+	knows(t, m, bucketRef, hot.item(p), 1, T-10)
+	measured(m, bucketRef, 0, 1, 0.9, T, nil)
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 speculative", failed(hot.item(p))},
+		{"update 0 double", failed(hot.item(other))},
+		{"update 0 double", failed(hot.item(p))},
+		{"err", Result{}},
+	})
+}
+
+// A missing shard whose number is not below the count shard 0 shows is
+// not part of the bucket: it is not made; the acquire chooses again.
+func TestAShardBeyondShardZerosCountIsNotMade(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	m.learn(bucketRef, 0, nil, 4, T, 0, nil)
+	c := NewCharge(m, p, picks(2), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 2 speculative", gone},
+		{"get [0] discover", found(shape{n: 2, rf: T}.item(p))},
+		{"update 0 speculative", Result{}},
+	})
+}

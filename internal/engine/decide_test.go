@@ -86,6 +86,9 @@ func TestDrainAndAtLimit(t *testing.T) {
 	if e := v.expected(rps, 1, T); e != 300 {
 		t.Fatalf("expected loss at the image's time %d, want 300 (in flight only)", e)
 	}
+	if e := v.expected(rps, 1, T-10); e != 300 {
+		t.Fatalf("expected loss before the image's time %d, want 300 (in flight only)", e)
+	}
 	if e := (ShardView{At: T, Pending: v.Pending}).expected(rps, 1, T+10); e != 300 {
 		t.Fatalf("expected loss without a drain %d, want 300", e)
 	}
@@ -169,11 +172,15 @@ func TestHeadroom(t *testing.T) {
 	low := image(t, lowItem)
 	shared := func(im *Image, rate float64) ShardView { return ShardView{Img: im, At: T, Rate: rate, Others: rate} }
 	burn := func(v ShardView, now int64) int64 {
+		p := p
+		if v.Img != nil && v.Img.hash != p.hash { // a plan of its own limits
+			p = NewPlan(bucketRef, []Limit{{Name: "rps", Limit: bucket.Limit{Capacity: 200_000, Burst: 200_000, RefillAmount: 2000, RefillPeriod: 1}}}, map[string]int64{"rps": 1})
+		}
 		b := p.headroom(v, 1, now)
 		if b == nil {
 			return 0
 		}
-		if b[1] != 0 || b[2] != 0 {
+		if b[len(b)-1] != 0 || len(b) == 3 && b[1] != 0 {
 			t.Fatalf("burn %v: tpm (charged nothing) and wcu burn nothing", b)
 		}
 		return b[0]
@@ -193,7 +200,14 @@ func TestHeadroom(t *testing.T) {
 		{"no rate", ShardView{Img: full, At: T, Others: 0.1}, T, 0},
 		{"no image", ShardView{At: T, Rate: 0.1, Others: 0.1}, T, 0},
 		{"a burn no larger than the charge", shared(full, 2), T, 0},
+		{"a target of 1 ms", func() ShardView {
+			q := NewPlan(bucketRef, []Limit{{Name: "rps", Limit: bucket.Limit{Capacity: 200_000, Burst: 200_000, RefillAmount: 2000, RefillPeriod: 1}}}, map[string]int64{"rps": 1})
+			return ShardView{Img: image(t, shape{rf: T}.item(q)), At: T, Rate: 0.5, Others: 0.5}
+		}(), T, -1},
 	} {
+		if c.want < 0 { // the target's refill (2,000) less the charge
+			c.want = 1000
+		}
 		if got := burn(c.v, c.now); got != c.want {
 			t.Errorf("%s: burn %d, want %d", c.name, got, c.want)
 		}
@@ -278,6 +292,7 @@ func TestBlindChoosesFromTheView(t *testing.T) {
 		{"nothing known", ShardView{}, 1, PathSpeculative},
 		{"an image at another count", ShardView{Img: full, At: T}, 2, PathSpeculative},
 		{"full, alone", ShardView{Img: full, At: T - 10, Others: 0.049}, 1, PathFull},
+		{"full exactly now", ShardView{Img: image(t, shape{rf: T - 1000, tk: map[string]int64{"rps": 0}}.item(p)), At: T - 1000}, 1, PathFull},
 		{"full, half a write by others since", ShardView{Img: full, At: T - 10, Others: 0.05}, 1, PathSpeculative},
 		{"short, refill pays", ShardView{Img: short, At: T}, 1, PathNormal},
 	} {
@@ -320,11 +335,16 @@ func TestPickSkipsTheTriedShards(t *testing.T) {
 		{4, []int{3, 0}, 1, 2},
 		{4, []int{2, 1}, 1, 3},
 		{4, []int{0, 1, 2, 3}, 0, -1},
+		{2, []int{1, 0}, 0, -1},
 		{2, []int{1}, 0, 0},
 	} {
 		if got := pick(picks(c.k), c.n, c.tried); got != c.want {
 			t.Errorf("pick(%d of %d, tried %v) = %d, want %d", c.k, c.n, c.tried, got, c.want)
 		}
+	}
+	// With every shard tried, no draw is made (a draw from none panics).
+	if got := pick(newRand(1), 2, []int{0, 1}); got != -1 {
+		t.Errorf("pick with every shard tried = %d", got)
 	}
 }
 

@@ -185,7 +185,7 @@ func TestThrottlesMarkAHotShard(t *testing.T) {
 	// since the first throttle.
 	m = NewMemory(0)
 	throttles(m, bucketRef, 1, busyNear, T)
-	for i := 0; i < hotThrottles+1; i++ {
+	for i := 0; i < hotThrottles+2; i++ {
 		if m.noteWrite(bucketRef, 0, 1, false, busyNear, T) {
 			t.Fatal("a write that went through made the shard hot")
 		}
@@ -194,7 +194,7 @@ func TestThrottlesMarkAHotShard(t *testing.T) {
 		t.Fatal("hot with 5 throttles of 12 writes")
 	}
 	if !throttles(m, bucketRef, 2, busyNear, T) {
-		t.Fatal("not hot with 7 throttles of 14 writes")
+		t.Fatal("not hot with 7 throttles of 14 writes: exactly half")
 	}
 	m = NewMemory(0)
 	if throttles(m, bucketRef, hotThrottles-1, busyNear, T) || !throttles(m, bucketRef, 1, busyNear, T) {
@@ -282,6 +282,12 @@ func TestMemoryIsBounded(t *testing.T) {
 	if NewMemory(0).buckets == nil || NewMemory(-1).buckets == nil {
 		t.Fatal("no cache for a size below 1")
 	}
+	one := NewMemory(1)
+	one.learn(keys.Bucket{Entity: "a"}, 0, nil, 2, T, 0, nil)
+	one.learn(keys.Bucket{Entity: "b"}, 0, nil, 2, T, 0, nil)
+	if one.Len() != 1 {
+		t.Fatalf("a memory of one bucket holds %d", one.Len())
+	}
 	m := NewMemory(2)
 	refs := []keys.Bucket{{Entity: "a"}, {Entity: "b"}, {Entity: "c"}}
 	for _, r := range refs {
@@ -301,5 +307,70 @@ func TestMemoryIsBounded(t *testing.T) {
 	}
 	if v := m.View(refs[1], 0); v.Img != nil || v.RateAt != 0 {
 		t.Fatal("a view of a forgotten bucket")
+	}
+}
+
+// Learning the count in force, from any write, leaves a pending doubling
+// pressed: only a larger count (the doubling landed, or another's) ends
+// it. A write that returned no item teaches no count.
+func TestLearningTheSameCountKeepsAPendingDoubling(t *testing.T) {
+	m := NewMemory(0)
+	m.learn(bucketRef, 0, nil, 2, T, 0, nil)
+	m.setPendingDoubling(bucketRef, 2, T)
+	m.learn(bucketRef, 0, counted(t, T, 5, 0), 2, T+1, 0, nil)
+	if m.pendingDoubling(bucketRef, T+1) != 2 {
+		t.Fatal("learning the count in force dropped the pending doubling")
+	}
+	m.learn(bucketRef, 0, nil, 0, T+1, 0, nil)
+	if m.Count(bucketRef) != 2 {
+		t.Fatalf("a write that returned no item taught count %d", m.Count(bucketRef))
+	}
+	if NewMemory(0).grewRecently(bucketRef, T) {
+		t.Fatal("an unknown bucket grew recently")
+	}
+}
+
+// A shard that went quiet is estimated quiet: a window without writes
+// closes at rate 0, it does not start over.
+func TestAQuietShardIsEstimatedQuiet(t *testing.T) {
+	m := NewMemory(0)
+	m.learn(bucketRef, 0, counted(t, T, 0, 0), 1, T, 0, nil)
+	m.learn(bucketRef, 0, counted(t, T, 400, 0), 1, T+rateWindowMs, 0, nil)
+	m.learn(bucketRef, 0, counted(t, T, 400, 0), 1, T+2*rateWindowMs, 0, nil)
+	if v := m.View(bucketRef, 0); v.Rate != 0 || v.RateAt != T+2*rateWindowMs {
+		t.Fatalf("rate %v at T+%d after a window without writes, want 0 at T+800", v.Rate, v.RateAt-T)
+	}
+}
+
+// The others' drain of a limit counts what they consumed within the
+// window: not the whole counter of a limit the reference image lacked,
+// and not this client's own consumption of an earlier window.
+func TestDrainIsPerWindow(t *testing.T) {
+	p := plan1(bucketRef)
+	two := NewPlan(bucketRef, []Limit{rps10, perSecond("tpm", 10)}, map[string]int64{"rps": 1})
+	m := NewMemory(0)
+	m.learn(bucketRef, 0, counted(t, T, 0, 0), 1, T, 0, nil)
+	// Window 1: this client's write of one token; the limit tpm appears
+	// with 5,000 consumed in all.
+	img := shape{rf: T, tc: map[string]int64{"wcu": 400_000, "rps": 1000, "tpm": 5000}}.item(two)
+	m.learn(bucketRef, 0, image(t, img), 1, T+rateWindowMs, 0, p)
+	if v := m.View(bucketRef, 0); v.Drain["tpm"] != 0 || v.Drain["rps"] != 0 {
+		t.Fatalf("window 1: drain %v, want none (tpm is new, rps was this client's)", v.Drain)
+	}
+	// Window 2: the others consume 400 of rps.
+	img = shape{rf: T, tc: map[string]int64{"wcu": 800_000, "rps": 1400, "tpm": 5000}}.item(two)
+	m.learn(bucketRef, 0, image(t, img), 1, T+2*rateWindowMs, 0, nil)
+	if v := m.View(bucketRef, 0); v.Drain["rps"] != 1 {
+		t.Fatalf("window 2: rps drain %v, want 400 in 400 ms (this client's earlier token is not counted again)", v.Drain["rps"])
+	}
+}
+
+// Leaving no failed write behind does not keep older ones fresh.
+func TestCarryingNothingKeepsNothingFresh(t *testing.T) {
+	m := NewMemory(0)
+	m.carry(bucketRef, 0, 3, false, T)
+	m.carry(bucketRef, 0, 0, false, T+carriedAge)
+	if got := m.carry(bucketRef, 0, 0, true, T+carriedAge+1); got != 0 {
+		t.Fatalf("took %d failed writes older than %d ms", got, carriedAge)
 	}
 }
