@@ -243,3 +243,23 @@ func TestAFailedAdjustIsRemembered(t *testing.T) {
 		t.Fatalf("remembered %+v, want the item the failed write returned", v.Img)
 	}
 }
+
+// The normal write that brings an item to new limits (no template: it
+// adds, rewrites and rescales) sets the expiry from the balances it
+// leaves, debt included, by its change from the one the item had.
+func TestARewritingNormalWriteKeepsTheExpiry(t *testing.T) {
+	old := plan1(bucketRef)
+	im := image(t, shape{rf: T - 5000}.item(old))                                              // full
+	q := NewPlan(bucketRef, []Limit{rps10, perSecond("tpm", 10)}, map[string]int64{"rps": 30}) // 3 bursts: 2 of debt
+	st := sim(t, im.raw)
+	ex, err := q.normal(im, 1, T, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apply(st, ex); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := attr(t, st, bucketRef, 0, store.AttrTTL), (T+2*3000)/1000+3600; got != want {
+		t.Fatalf("ttl %d, want %d (the debt's refill twice, and an hour)", got, want)
+	}
+}

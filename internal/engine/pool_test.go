@@ -83,11 +83,12 @@ func TestPoolExtra(t *testing.T) {
 	if x := ps.Extra(rpsPlan(1), 1, T+demandWindowMs+PoolLifeMs); x["rps"] != 1000 {
 		t.Fatalf("reserved %v beside an expired pool, want the cap again", x)
 	}
-	ps.Refused(bucketRef, T+demandWindowMs)
-	if x := ps.Extra(rpsPlan(1), 1, T+demandWindowMs+PoolLifeMs-1); x != nil {
-		t.Fatalf("reserved %v right after a refusal", x)
+	refused := busy(1)
+	refused.Refused(bucketRef, T+demandWindowMs)
+	if x := refused.Extra(rpsPlan(1), 1, T+demandWindowMs+PoolLifeMs-1); x != nil {
+		t.Fatalf("reserved %v within a pool's life of a refusal", x)
 	}
-	if x := ps.Extra(rpsPlan(1), 1, T+demandWindowMs+PoolLifeMs); x == nil {
+	if x := refused.Extra(rpsPlan(1), 1, T+demandWindowMs+PoolLifeMs); x == nil {
 		t.Fatal("no reservation a pool's life after a refusal")
 	}
 }

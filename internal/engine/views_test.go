@@ -18,6 +18,7 @@ func TestSatMulSaturates(t *testing.T) {
 		{math.MaxInt64/4 + 1, 4, math.MaxInt64},
 		{math.MinInt64 / 4, 4, math.MinInt64},
 		{math.MinInt64/4 - 1, 4, math.MinInt64},
+		{math.MinInt64 / 3, 3, math.MinInt64 / 3 * 3}, // -9223372036854775806: no saturation
 	} {
 		if got := satMul(c.a, c.b); got != c.want {
 			t.Errorf("satMul(%d, %d) = %d, want %d", c.a, c.b, got, c.want)

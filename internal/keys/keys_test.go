@@ -91,8 +91,10 @@ func TestUsageWindowAdjective(t *testing.T) {
 func TestShardNumbersParseStrictly(t *testing.T) {
 	b := Bucket{Namespace: "ns", Entity: "e", Resource: "r"}
 	entry := func(sk string) store.Item { return store.Item{store.AttrGSI3SK: store.Str(sk)} }
-	if s, ok := b.ShardOf(entry("BUCKET#r#7")); !ok || s != 7 {
-		t.Fatalf("ShardOf(BUCKET#r#7) = %d, %v", s, ok)
+	for _, want := range []int{0, 7} {
+		if s, ok := b.ShardOf(entry("BUCKET#r#" + fmt.Sprint(want))); !ok || s != want {
+			t.Fatalf("ShardOf(BUCKET#r#%d) = %d, %v", want, s, ok)
+		}
 	}
 	for _, sk := range []string{"BUCKET#r#-1", "BUCKET#r#01", "BUCKET#r#x", "BUCKET#other#1", "BUCKET#r"} {
 		if s, ok := b.ShardOf(entry(sk)); ok {

@@ -2,6 +2,7 @@ package memsim
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -201,7 +202,7 @@ func TestCapacityUnitsPerStartedBlock(t *testing.T) {
 		size       int
 		consistent bool
 		r          float64
-	}{{4096, true, 1}, {4097, true, 2}, {4097, false, 1}, {8193, false, 1.5}, {1, false, 0.5}} {
+	}{{4096, true, 1}, {4097, true, 2}, {4097, false, 1}, {8192, true, 2}, {8193, false, 1.5}, {1, false, 0.5}} {
 		if got := ReadUnits(c.size, c.consistent); got != c.r {
 			t.Errorf("ReadUnits(%d, %v) = %v, want %v", c.size, c.consistent, got, c.r)
 		}
@@ -287,7 +288,7 @@ func TestFaultPlanEdges(t *testing.T) {
 // pays both from one bucket, once or not at all).
 func TestPartitionCeilings(t *testing.T) {
 	clock := NewManualClock(time.Unix(1e9, 0))
-	st := New(WithClock(clock), WithPartitionLimits(3, 0))
+	st := New(WithClock(clock), WithPartitionLimits(3, 5))
 	ctx := context.Background()
 	item := func(sk string) store.Item { return store.Item{"PK": store.Str("p"), "SK": store.Str(sk)} }
 	if got := st.Partition("p").WriteAvailable; got != 3 {
@@ -309,8 +310,11 @@ func TestPartitionCeilings(t *testing.T) {
 	if got := st.Partition("p").WriteAvailable; got != 3 {
 		t.Fatalf("an hour later: %v available, want 3 (a second's worth)", got)
 	}
-	if got := st.Partition("p").ReadAvailable; got != 0 {
-		t.Fatalf("read available %v without a read ceiling", got)
+	if got := st.Partition("p").ReadAvailable; got != 5 {
+		t.Fatalf("read available %v, want the read ceiling's 5", got)
+	}
+	if got := New(WithPartitionLimits(0, 0)).Partition("p"); got.ReadAvailable != 0 || got.WriteAvailable != 0 {
+		t.Fatalf("available %v/%v without ceilings", got.ReadAvailable, got.WriteAvailable)
 	}
 	// Two items of the partition in one transaction: 4 units, more than
 	// the 3 it holds: throttled, nothing charged.
@@ -323,5 +327,42 @@ func TestPartitionCeilings(t *testing.T) {
 	}
 	if got := st.Partition("p"); got.Throttles != 1 {
 		t.Fatalf("partition throttles %d, want 1", got.Throttles)
+	}
+}
+
+// A throttled read names a read ceiling and the key of the partition that
+// was over it (the first key of that partition in the batch).
+func TestAThrottledBatchReadNamesItsPartition(t *testing.T) {
+	clock := NewManualClock(time.Unix(1e9, 0))
+	st := New(WithClock(clock), WithPartitionLimits(0, 1))
+	ctx := context.Background()
+	cool, hot := store.Key{PK: "cool", SK: "s"}, store.Key{PK: "hot", SK: "t"}
+	for i := 0; i < 2; i++ { // two strongly consistent reads: 2 units of the 1 a second
+		_, _ = st.Get(ctx, store.GetInput{Key: hot, ConsistentRead: true})
+	}
+	_, err := st.BatchGet(ctx, store.BatchGetInput{Keys: []store.Key{cool, hot, {PK: "hot", SK: "u"}}, ConsistentRead: true})
+	var te *store.ThrottledError
+	if !errors.As(err, &te) || te.Key != hot || te.Reason != "TableReadKeyRangeThroughputExceeded" {
+		t.Fatalf("err %v, want a read throttle on %v", err, hot)
+	}
+	if got := st.Partition("cool").ReadAvailable; got != 1 {
+		t.Fatalf("the cool partition holds %v read units after the throttled batch, want 1 (nothing charged)", got)
+	}
+}
+
+// An index that projects every attribute writes entries the size of the
+// item; a keys-only one, its keys.
+func TestIndexEntriesOfAllAttributes(t *testing.T) {
+	sc := store.DefaultSchema()
+	sc.Indexes[0].Projection = store.ProjectAll // GSI2
+	st := New(WithSchema(sc))
+	it := store.Item{"PK": store.Str("p"), "SK": store.Str("s"), store.AttrGSI2PK: store.Str("g"), store.AttrGSI2SK: store.Str("h"),
+		"big": store.Str(string(make([]byte, 1500)))}
+	out, err := st.Put(context.Background(), store.PutInput{Item: it})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Consumed.IndexWriteUnits != 2 {
+		t.Fatalf("index write units %v, want 2 (the whole 1.5 KB item)", out.Consumed.IndexWriteUnits)
 	}
 }
