@@ -54,6 +54,50 @@ func TestFingerprintTellsTransactionsApart(t *testing.T) {
 		"a put's old item":  {base[0], {Put: &store.PutInput{Item: item, Expr: expr, ReturnOldOnConditionFailure: true}}},
 		"one action":        base[:1],
 	}
+	// Deletes and checks, by key and expression.
+	del := []store.TransactAction{{Delete: &store.DeleteInput{Key: key, Expr: expr}}}
+	chk := []store.TransactAction{{Check: &store.CheckInput{Key: key, Expr: expr}}}
+	other := store.Key{PK: "q", SK: "s"}
+	bare := with(func(e *store.Expr) { e.Condition = "" })
+	zeros := string(make([]byte, 8)) // a length prefix of 0, spelled out
+	pairs := map[string][2][]store.TransactAction{
+		"deletes of two keys":       {del, {{Delete: &store.DeleteInput{Key: other, Expr: expr}}}},
+		"deletes of two conditions": {del, {{Delete: &store.DeleteInput{Key: key, Expr: bare}}}},
+		"deletes returning or not":  {del, {{Delete: &store.DeleteInput{Key: key, Expr: expr, ReturnOldOnConditionFailure: true}}}},
+		"checks of two keys":        {chk, {{Check: &store.CheckInput{Key: other, Expr: expr}}}},
+		"checks of two conditions":  {chk, {{Check: &store.CheckInput{Key: key, Expr: bare}}}},
+		"strings split another way": {{{Update: &store.UpdateInput{Key: key, Expr: store.Expr{Update: "ab", Condition: "c"}}}}, {{Update: &store.UpdateInput{Key: key, Expr: store.Expr{Update: "a", Condition: "bc"}}}}},
+		"strings of zero bytes split another way": {{{Update: &store.UpdateInput{Key: key, Expr: store.Expr{Update: "a", Condition: "b" + zeros}}}},
+			{{Update: &store.UpdateInput{Key: key, Expr: store.Expr{Update: "a" + zeros + "b"}}}}},
+		"attributes split another way": {{{Put: &store.PutInput{Item: store.Item{"ab": store.Str("c")}}}}, {{Put: &store.PutInput{Item: store.Item{"a": store.Str("bc")}}}}},
+		// Each kind's tag tells apart actions whose other strings would
+		// line up: a check of (p, s) and a delete of ("check", p) whose
+		// expression carries the rest.
+		"a check and a delete that line up": {
+			{{Check: &store.CheckInput{Key: store.Key{PK: "p", SK: "s"}, Expr: store.Expr{Update: "u", Condition: "a",
+				Names: map[string]string{"#n": "b"}, Values: map[string]store.Value{"c": store.Str("values")}}}}},
+			{{Delete: &store.DeleteInput{Key: store.Key{PK: "check", SK: "p"}, Expr: store.Expr{Update: "s", Condition: "u",
+				Names: map[string]string{"a": "#n", "b": "values", "c": "S"}}}}},
+		},
+		"a delete and a check that line up": {
+			{{Delete: &store.DeleteInput{Key: store.Key{PK: "p", SK: "s"}, Expr: store.Expr{Update: "u", Condition: "a",
+				Names: map[string]string{"#n": "b"}, Values: map[string]store.Value{"c": store.Str("values")}}}}},
+			{{Check: &store.CheckInput{Key: store.Key{PK: "delete", SK: "p"}, Expr: store.Expr{Update: "s", Condition: "u",
+				Names: map[string]string{"a": "#n", "b": "values", "c": "S"}}}}},
+		},
+		"an update and a delete that line up": {
+			{{Update: &store.UpdateInput{Key: store.Key{PK: "delete", SK: "p"}, Expr: store.Expr{Update: "s", Condition: "u",
+				Names: map[string]string{"a": "#n", "b": "values", "c": "S"}}}}},
+			{{Delete: &store.DeleteInput{Key: store.Key{PK: "p", SK: "s"}, Expr: store.Expr{Update: "u", Condition: "a",
+				Names: map[string]string{"#n": "b"}, Values: map[string]store.Value{"c": store.Str("values")}}}}},
+		},
+	}
+	for name, pr := range pairs {
+		if fingerprint(pr[0]) == fingerprint(pr[1]) {
+			t.Errorf("%s: the same fingerprint", name)
+		}
+	}
+
 	fp := fingerprint(base)
 	for i := 0; i < 20; i++ {
 		if fingerprint(base) != fp {
