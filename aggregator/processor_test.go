@@ -614,6 +614,9 @@ func TestProactiveDoublingMeter(t *testing.T) {
 	if c := run(1100*time.Millisecond, true); c != 1 {
 		t.Errorf("redelivered record counted twice: count %d, want 1", c)
 	}
+	if c := run(2250*time.Millisecond, false); c != 1 {
+		t.Errorf("600 units, then 300 units 2.25 s later (another slot of the meter): count %d, want 1", c)
+	}
 }
 
 // Records with whole-second times (Lambda) are judged over a whole second,
