@@ -126,3 +126,21 @@ func TestCascadeBothRefused(t *testing.T) {
 		t.Fatalf("%q after %d ms, want the child's refusal (the throttled parent is not judged)", got, retryOf(s.Refused))
 	}
 }
+
+// A side judged from its last view while the other was refused counts,
+// as a local refusal does, what the others drained since that view.
+func TestCascadeJudgesTheOtherSideLocally(t *testing.T) {
+	m := NewMemory(0)
+	knows(t, m, parentRef, shape{rf: T, tk: tokens(0)}.item(parent1), 1, T)
+	measured(m, parentRef, 0, 0.2, 0.1, T, map[string]float64{"rps": 5})
+	ch := newCascade(m)
+	ch.Sides[1].o.NoLocalRefusals = true // the parent's write goes out
+	ch.Start(T + 50)
+	ch.Sides[1].o.NoLocalRefusals = false
+	s := ch.Feed([]Result{failed(shape{rf: T + 50, tk: tokens(0)}.item(child1)), failed(shape{rf: T + 50, tk: tokens(5000)}.item(parent1))}, T+50)
+	// The parent's view: 500 refilled in 50 ms, 250 of them drained by the
+	// others: 250; it waits (1000 - 250) / (10 - 5) = 150 ms, the child 100.
+	if got := describeCascade(s); got != "refused parent" || retryOf(s.Refused) != 150 {
+		t.Fatalf("%q after %d ms, want the parent's 150", got, retryOf(s.Refused))
+	}
+}

@@ -595,3 +595,57 @@ func TestAShardBeyondShardZerosCountIsNotMade(t *testing.T) {
 		{"update 0 speculative", Result{}},
 	})
 }
+
+// A hot shard right after a doubling this client learned of: the new
+// shards need a moment to take the load, so the acquire spreads to
+// another shard instead of doubling again; after exhaustedShards, or all
+// of them, the partitions are busy.
+func TestAHotShardRightAfterADoublingSpreads(t *testing.T) {
+	p := plan1(bucketRef)
+	for _, c := range []struct {
+		n     int64
+		tries int
+	}{{2, 2}, {4, 3}} {
+		m := NewMemory(0)
+		m.learn(bucketRef, 0, nil, 1, T-100, 0, nil)
+		m.learn(bucketRef, 0, nil, c.n, T-50, 0, nil) // grew 50 ms ago
+		for s := 0; s < int(c.n); s++ {
+			measured(m, bucketRef, s, 1, 0.9, T, nil)
+		}
+		ch := NewCharge(m, p, picks(), Options{})
+		step := ch.Start(T)
+		for i := 0; i < c.tries; i++ {
+			if step.Call == nil || step.Path != PathSpeculative {
+				t.Fatalf("%d shards, try %d: %q, want a write to another shard", c.n, i+1, describe(step))
+			}
+			shard, _ := keys.ParseBucketPK(step.Call.Update.Key.PK)
+			step = ch.Feed(failed(shape{shard: shard.Shard, n: c.n, rf: T, tk: map[string]int64{"wcu": 0}}.item(p)), T)
+		}
+		if !errors.Is(step.Err, store.ErrThrottled) {
+			t.Fatalf("%d shards after %d hot shards: %q (%v), want the shards busy", c.n, c.tries, describe(step), step.Err)
+		}
+	}
+}
+
+// The normal write of an item without an expiry (the path that builds
+// the expression afresh) keeps the floors: a consumption that landed
+// between the read and the write and took the tokens it counted on makes
+// it fail.
+func TestTheNormalWriteWithoutATemplateKeepsItsFloor(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{rps10}, map[string]int64{"rps": 3})
+	it := shape{rf: T - 100, tk: map[string]int64{"rps": 2000}}.item(p) // 2 stored, 1 refilled: 3
+	delete(it, store.AttrTTL)
+	im := image(t, it)
+	st := sim(t, it)
+	other, _ := plan1(bucketRef).WithAmounts(map[string]int64{"rps": 1500}).adjust(1, T) // another's charge lands first
+	if err := apply(st, other); err != nil {
+		t.Fatal(err)
+	}
+	ex, err := p.normal(im, 1, T, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apply(st, ex); !errors.Is(err, store.ErrConditionFailed) {
+		t.Fatalf("the normal write over a charge it did not see: %v, want a condition failure (it would end below 0)", err)
+	}
+}

@@ -64,3 +64,12 @@ func TestDivisible(t *testing.T) {
 		t.Fatalf("a charge of nothing: a shard still needs a whole token (10 shards yes, 16 no)")
 	}
 }
+
+// Two lists of limits are the same only with the same limits in the same
+// order: a cache hit on a hash collision must not serve another plan.
+func TestSameLimits(t *testing.T) {
+	a := []Limit{rps10, perMinute("tpm", 6000)}
+	if !sameLimits(a, []Limit{rps10, perMinute("tpm", 6000)}) || sameLimits(a, a[:1]) || sameLimits(a, []Limit{rps10, perMinute("tpm", 6001)}) {
+		t.Fatal("sameLimits does not compare every limit")
+	}
+}

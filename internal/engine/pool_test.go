@@ -237,3 +237,28 @@ func TestPoolGiveAndDebit(t *testing.T) {
 		t.Fatal("no pool holds something")
 	}
 }
+
+// The pool's edges: a limit the plan charges nothing gets no
+// reservation; a refund of 0 beside others goes back to the pool; at the
+// end of its life a pool holds nothing and takes no charge; a charge of 0
+// beside others is taken.
+func TestPoolEdges(t *testing.T) {
+	two := NewPlan(bucketRef, []Limit{rps10, perSecond("tpm", 10)}, map[string]int64{"rps": 1})
+	ps := NewPools()
+	ps.Granted(NewPlan(bucketRef, []Limit{rps10, perSecond("tpm", 10)}, map[string]int64{"rps": 200, "tpm": 200}), T)
+	ps.Granted(two.WithAmounts(nil), T+demandWindowMs)
+	if x := ps.Extra(two, 1, T+demandWindowMs); x["rps"] == 0 || x["tpm"] != 0 {
+		t.Fatalf("reserved %v, want rps only (the plan charges no tpm)", x)
+	}
+	ps = NewPools()
+	ps.Add(two, map[string]int64{"rps": 1000, "tpm": 1000}, 0, 1, T)
+	if !ps.Give(two, 0, map[string]int64{"rps": -500, "tpm": 0}, T) {
+		t.Fatal("a refund with a 0 in it did not go back to the pool")
+	}
+	if !ps.Debit(two, 0, map[string]int64{"rps": 500, "tpm": 0}, T) {
+		t.Fatal("a charge with a 0 in it was not taken")
+	}
+	if ps.Held(bucketRef, "tpm", T+PoolLifeMs) != 0 || ps.Debit(two, 0, map[string]int64{"tpm": 1}, T+PoolLifeMs) {
+		t.Fatal("a pool at the end of its life holds tokens or takes charges")
+	}
+}

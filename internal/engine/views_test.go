@@ -122,3 +122,22 @@ func TestTotalOverShards(t *testing.T) {
 		t.Fatal("a total of a limit the plan lacks")
 	}
 }
+
+// Only a refusal after lost races gives the tokens in view to the others:
+// one refused by the store on another limit names just that limit, at the
+// limit or not; one that lost its races gives them away also when they
+// are exactly the charge.
+func TestOnlyLostRacesGiveTheTokensAway(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{rps10, perSecond("tpm", 10)}, map[string]int64{"rps": 2, "tpm": 2})
+	im := image(t, shape{rf: T, tk: map[string]int64{"rps": 3000, "tpm": 0}}.item(p))
+	atLimit := &ShardView{At: T, RateAt: T, Drain: map[string]float64{"rps": 9.5, "tpm": 9.5}}
+	vs := (&Refusal{Plan: p, Img: im, N: 1, Now: T, View: atLimit}).Views()
+	if vs[0].Exceeded || !vs[1].Exceeded {
+		t.Fatalf("refused on tpm: %+v; want rps (3 of 2 tokens) not exceeded", vs)
+	}
+	exact := image(t, shape{rf: T, tk: map[string]int64{"rps": 2000, "tpm": 2000}}.item(p))
+	vs = (&Refusal{Plan: p, Img: exact, N: 1, Now: T, Outrun: true, Raced: true, View: &ShardView{At: T}}).Views()
+	if !vs[0].Exceeded || !vs[1].Exceeded {
+		t.Fatalf("lost every race with exactly the charge in view: %+v; want both exceeded", vs)
+	}
+}
