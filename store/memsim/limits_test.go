@@ -213,3 +213,89 @@ func TestStreamRecordsAreCounted(t *testing.T) {
 		t.Fatalf("%d stream records counted, %d emitted", got, st.StreamLen())
 	}
 }
+
+// IsNone: no fault and no delay.
+func TestDecisionIsNone(t *testing.T) {
+	if !(Decision{}).IsNone() || (Decision{Fault: FaultThrottle}).IsNone() || (Decision{Delay: time.Millisecond}).IsNone() {
+		t.Fatal("IsNone")
+	}
+}
+
+// A transaction cancelled on a throttle names the actions of the hot
+// partition, an index partition included; a repeat of a transaction by
+// its token is throttled like a read of its items; an action that cannot
+// be applied (an ADD to a string) cancels the transaction as a validation
+// error; a check carries no update expression.
+func TestTransactionCancellationReasons(t *testing.T) {
+	ctx := context.Background()
+	clock := NewManualClock(time.Unix(1e9, 0))
+	st := New(WithClock(clock), WithPartitionLimits(0, 0))
+	put := func(pk, sk, g string) *store.PutInput {
+		return &store.PutInput{Item: store.Item{"PK": store.Str(pk), "SK": store.Str(sk), store.AttrGSI2PK: store.Str(g), store.AttrGSI2SK: store.Str(sk), "s": store.Str("x")}}
+	}
+	if _, err := st.Put(ctx, *put("a", "1", "g")); err != nil {
+		t.Fatal(err)
+	}
+	var tc *store.TransactionCanceledError
+	_, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{
+		{Update: &store.UpdateInput{Key: store.Key{PK: "a", SK: "1"}, Expr: store.MustBuild(store.Update{}.Add("s", store.Int(1)), store.Condition{})}},
+		{Put: put("b", "2", "g")},
+	}})
+	if !errors.As(err, &tc) || tc.Reasons[0].Code != store.ReasonValidationError || tc.Reasons[1].Code != store.ReasonNone {
+		t.Fatalf("an ADD to a string in a transaction: %v", err)
+	}
+	if _, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{{Check: &store.CheckInput{Key: store.Key{PK: "a", SK: "1"},
+		Expr: store.Expr{Update: "SET #a = :v", Condition: "attribute_exists(#a)", Names: map[string]string{"#a": "a"}, Values: map[string]store.Value{":v": store.Int(1)}}}}}}); !errors.Is(err, store.ErrValidation) {
+		t.Fatalf("a check with an update expression: %v", err)
+	}
+
+	// The index partition g is hot (a ceiling of 2 units for every
+	// partition, spent on g's partition by writes to other table ones).
+	hot := New(WithClock(clock), WithPartitionLimits(2, 1))
+	for _, pk := range []string{"c", "c2"} {
+		if _, err := hot.Put(ctx, *put(pk, "3", "g")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = hot.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{{Put: put("d", "4", "h")}, {Put: put("e", "5", "g")}}})
+	if !errors.As(err, &tc) || tc.Reasons[0].Code != store.ReasonNone || tc.Reasons[1].Code == store.ReasonNone {
+		t.Fatalf("a transaction writing the hot index partition g: %v; want the second action throttled, the first None", err)
+	}
+	// A repeat by token reads its items: throttled on a hot partition.
+	clock.Add(time.Hour)
+	in := store.TransactWriteInput{ClientToken: "t", Actions: []store.TransactAction{{Put: put("f", "6", "i")}, {Put: put("k", "7", "j")}}}
+	if _, err := hot.TransactWrite(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(time.Second)
+	_, _ = hot.Get(ctx, store.GetInput{Key: store.Key{PK: "k", SK: "7"}, ConsistentRead: true}) // k's read unit spent
+	_, err = hot.TransactWrite(ctx, in)
+	if !errors.As(err, &tc) || tc.Reasons[0].Code != store.ReasonNone || tc.Reasons[1].Code == store.ReasonNone {
+		t.Fatalf("a repeat on a partition without read units: %v; want the second action throttled", err)
+	}
+}
+
+// A client token is remembered for its life, also past the store's
+// housekeeping of expired tokens: a repeat within it is answered, not
+// applied again.
+func TestTokensOutliveHousekeeping(t *testing.T) {
+	ctx := context.Background()
+	st := New(WithPartitionLimits(0, 0))
+	k := store.Key{PK: "p", SK: "s"}
+	add := store.TransactWriteInput{ClientToken: "first", Actions: []store.TransactAction{{Update: &store.UpdateInput{Key: k,
+		Expr: store.MustBuild(store.Update{}.Add("n", store.Int(1)), store.Condition{})}}}}
+	if _, err := st.TransactWrite(ctx, add); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1100; i++ {
+		other := store.TransactWriteInput{ClientToken: "t" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676)),
+			Actions: []store.TransactAction{{Put: &store.PutInput{Item: store.Item{"PK": store.Str("q"), "SK": store.Str("s")}}}}}
+		_, _ = st.TransactWrite(ctx, other)
+	}
+	if _, err := st.TransactWrite(ctx, add); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := st.Peek(k).Int("n"); n != 1 {
+		t.Fatalf("n = %d after the repeat, want 1 (answered, not applied)", n)
+	}
+}

@@ -365,4 +365,10 @@ func TestIndexEntriesOfAllAttributes(t *testing.T) {
 	if out.Consumed.IndexWriteUnits != 2 {
 		t.Fatalf("index write units %v, want 2 (the whole 1.5 KB item)", out.Consumed.IndexWriteUnits)
 	}
+	// An update of another attribute rewrites the entry where it is.
+	out, err = st.Update(context.Background(), store.UpdateInput{Key: store.Key{PK: "p", SK: "s"},
+		Expr: store.MustBuild(store.Update{}.Set("n", store.Int(1)), store.Condition{})})
+	if err != nil || out.Consumed.IndexWriteUnits != 2 {
+		t.Fatalf("an update of another attribute: %v, %v index units; want 2", err, out.Consumed.IndexWriteUnits)
+	}
 }
