@@ -1,0 +1,56 @@
+package expr
+
+import (
+	"slices"
+	"testing"
+)
+
+// Which of several errors DynamoDB reports follows the iteration order of
+// Java's HashMap over java.lang.String hash codes; the emulation must
+// compute them as Java does. The expected values are Java's own.
+func TestJavaStringHash(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		want int32
+	}{
+		{"", 0},
+		{"a", 97},
+		{"hello", 99162322},
+		{"Aa", 2112},
+		{"BB", 2112},
+		{"polygenelubricants", -2147483648}, // overflows to Integer.MIN_VALUE
+		{"é", 233},
+		{"😀", 31*0xD83D + 0xDE00}, // a surrogate pair
+		{"a😀b", (31*(31*(31*97+0xD83D)+0xDE00) + 98)},
+	} {
+		if got := javaStringHash(c.s); got != c.want {
+			t.Errorf("javaStringHash(%q) = %d, want %d", c.s, got, c.want)
+		}
+	}
+}
+
+// A HashMap iterates by bucket of its final table (16 buckets, doubled
+// past three quarters full), then in insertion order within a bucket.
+func TestJavaOrder(t *testing.T) {
+	if got := javaOrder([]int32{16, 1}); !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("16 buckets: %v, want [0 1] (16 and 0 share bucket 0)", got)
+	}
+	if got := javaOrder([]int32{17, 1}); !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("a shared bucket keeps insertion order: %v", got)
+	}
+	if got := javaOrder([]int32{2, 1}); !slices.Equal(got, []int{1, 0}) {
+		t.Errorf("%v, want [1 0]", got)
+	}
+	if got := javaOrder([]int32{0x10000, 0}); !slices.Equal(got, []int{1, 0}) {
+		t.Errorf("the high half is folded in: %v, want [1 0] (0x10000 goes to bucket 1)", got)
+	}
+	// Twelve keys fit 16 buckets; the thirteenth doubles the table, and
+	// 16 no longer shares bucket 0 with 0.
+	twelve := []int32{16, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+	if got := javaOrder(twelve); got[0] != 0 || got[1] != 1 {
+		t.Errorf("12 keys: %v, want 16 then 0 first (bucket 0 of 16)", got)
+	}
+	if got := javaOrder(append(twelve, 12)); got[0] != 1 || got[len(got)-1] != 0 {
+		t.Errorf("13 keys: %v, want 0 first and 16 last (bucket 16 of 32)", got)
+	}
+}
