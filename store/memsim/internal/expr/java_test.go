@@ -2,6 +2,7 @@ package expr
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -52,5 +53,60 @@ func TestJavaOrder(t *testing.T) {
 	}
 	if got := javaOrder(append(twelve, 12)); got[0] != 1 || got[len(got)-1] != 0 {
 		t.Errorf("13 keys: %v, want 0 first and 16 last (bucket 16 of 32)", got)
+	}
+}
+
+// Expression sizes count UTF-16 code units, as DynamoDB's Java does: a
+// character past U+FFFF counts two; an expression of exactly 4,096 is
+// accepted, one more is not.
+func TestExpressionSizesInUTF16(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		want int
+	}{{"a", 1}, {"é", 1}, {"\uffff", 1}, {"𐀀", 2}, {"a😀", 3}} {
+		if got := utf16Len(c.s); got != c.want {
+			t.Errorf("utf16Len(%q) = %d, want %d", c.s, got, c.want)
+		}
+	}
+	if javaStringHash("𐀀") != 31*0xD800+0xDC00 {
+		t.Error("U+10000 is not hashed as a surrogate pair")
+	}
+	at := func(n int) string { return "attribute_exists(#a)" + strings.Repeat(" ", n-len("attribute_exists(#a)")) }
+	for _, c := range []struct {
+		update, cond string
+		ok           bool
+	}{
+		{"", at(maxExpressionSize), true},
+		{"", at(maxExpressionSize + 1), false},
+		{"SET #a = :v" + strings.Repeat(" ", maxExpressionSize-11), "", true},
+		{"SET #a = :v" + strings.Repeat(" ", maxExpressionSize-10), "", false},
+	} {
+		if _, err := Parse(c.update, c.cond); (err == nil) != c.ok {
+			t.Errorf("an expression of %d units: %v, want ok %v", utf16Len(c.update+c.cond), err, c.ok)
+		}
+	}
+}
+
+// Number arithmetic in updates stops at the int64 range: a result past
+// it is an overflow, not a wrapped number.
+func TestNumberArithmeticOverflows(t *testing.T) {
+	const minI, maxI = -1 << 63, 1<<63 - 1
+	for _, c := range []struct {
+		x, y     int64
+		minus    bool
+		overflow bool
+	}{
+		{0, minI, true, true},     // 0 - MinInt64 = 2^63
+		{minI, minI, false, true}, // wraps to 0
+		{maxI, 1, false, true},
+		{minI, 1, true, true},
+		{-1, maxI, true, false},
+		{maxI, maxI, true, false},
+		{minI, maxI, false, false},
+	} {
+		_, e := add(c.x, c.y, c.minus)
+		if (e == errOverflow) != c.overflow {
+			t.Errorf("add(%d, %d, minus %v): overflow %v, want %v", c.x, c.y, c.minus, e == errOverflow, c.overflow)
+		}
 	}
 }
