@@ -14,7 +14,8 @@ import (
 // The quick decoder reads an item by the plan's attribute names and checks
 // the bounds itself; on anything it does not vouch for, it hands the item
 // to the full decoder. Corrupt any one field of an item the plan wrote (out
-// of its bounds, at its bounds, or gone) or drop the refill time: both
+// of its bounds, at its bounds, or gone, another attribute in its place)
+// or drop the refill time: both
 // decoders must then answer alike, the same error or the same image. An
 // item the quick decoder accepted with a capacity of 0 would divide by
 // zero later; one with a refill period past a year would overflow the
@@ -29,6 +30,7 @@ func TestDecodeForRejectsWhatDecodeRejects(t *testing.T) {
 				it := p.create(0, 1, T).Item
 				if k < 0 {
 					delete(it, field)
+					it["stray"] = store.Int(1) // as many attributes as the plan's: the quick path looks
 				} else {
 					it[field] = store.Int(edge[k])
 				}
