@@ -110,3 +110,19 @@ func TestNumberArithmeticOverflows(t *testing.T) {
 		}
 	}
 }
+
+// The lexer at its edges: a name that starts with z or Z, list indexes
+// with the digits 9 and 0, and comparison operators at the very end of an
+// expression (a syntax error, not a read past the end).
+func TestLexerEdges(t *testing.T) {
+	for _, ok := range []string{"z = :v", "Z = :v", "a[9] = :v", "a[10] = :v", "a[90] = :v"} {
+		if _, err := Parse("SET "+ok, ""); err != nil {
+			t.Errorf("SET %s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"a <", "a >", "a <=", "a >=", "a <>", "a =", "a !"} {
+		if _, err := Parse("", bad); err == nil {
+			t.Errorf("condition %q parsed", bad)
+		}
+	}
+}
