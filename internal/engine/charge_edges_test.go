@@ -32,6 +32,11 @@ func TestDiscoveryReadsAreConsistentAndBounded(t *testing.T) {
 	if !step.Call.BatchGet.ConsistentRead {
 		t.Fatal("shard 0 is read eventually consistent before making shard 1")
 	}
+	// An answer without the item is shard 0 missing: start again at one
+	// shard, at shard 0.
+	if s := c.Feed(Result{}, T); describe(s) != "update 0 speculative" || m.Count(bucketRef) != 1 {
+		t.Fatalf("after an empty read of shard 0: %q, count %d", describe(s), m.Count(bucketRef))
+	}
 
 	var shards []int
 	for s := 0; s < 150; s++ {

@@ -69,6 +69,11 @@ func TestFingerprintTellsTransactionsApart(t *testing.T) {
 		"strings split another way": {{{Update: &store.UpdateInput{Key: key, Expr: store.Expr{Update: "ab", Condition: "c"}}}}, {{Update: &store.UpdateInput{Key: key, Expr: store.Expr{Update: "a", Condition: "bc"}}}}},
 		"strings of zero bytes split another way": {{{Update: &store.UpdateInput{Key: key, Expr: store.Expr{Update: "a", Condition: "b" + zeros}}}},
 			{{Update: &store.UpdateInput{Key: key, Expr: store.Expr{Update: "a" + zeros + "b"}}}}},
+		"an item's attribute named otherwise": {{{Put: &store.PutInput{Item: store.Item{"a": store.Int(1)}}}}, {{Put: &store.PutInput{Item: store.Item{"b": store.Int(1)}}}}},
+		"a name placeholder named otherwise": {{{Update: &store.UpdateInput{Key: key, Expr: store.Expr{Update: "u", Names: map[string]string{"#a": "x"}}}}},
+			{{Update: &store.UpdateInput{Key: key, Expr: store.Expr{Update: "u", Names: map[string]string{"#b": "x"}}}}}},
+		"a value placeholder named otherwise": {{{Update: &store.UpdateInput{Key: key, Expr: store.Expr{Update: "u", Values: map[string]store.Value{":a": store.Int(1)}}}}},
+			{{Update: &store.UpdateInput{Key: key, Expr: store.Expr{Update: "u", Values: map[string]store.Value{":b": store.Int(1)}}}}}},
 		"attributes split another way": {{{Put: &store.PutInput{Item: store.Item{"ab": store.Str("c")}}}}, {{Put: &store.PutInput{Item: store.Item{"a": store.Str("bc")}}}}},
 		// Each kind's tag tells apart actions whose other strings would
 		// line up: a check of (p, s) and a delete of ("check", p) whose

@@ -86,6 +86,15 @@ func TestTransactionSizeLimit(t *testing.T) {
 		ups = append(ups, store.TransactAction{Update: &store.UpdateInput{Key: store.Key{PK: "q", SK: string(rune('a' + i))},
 			Expr: store.MustBuild(store.Update{}.Set("v", store.Str(strings.Repeat("y", 390*1024))), store.Condition{})}})
 	}
+	// With a condition that fails among them, the cancellation comes
+	// first: the size is checked only when every action would apply.
+	failing := append([]store.TransactAction{}, ups...)
+	failing[0] = store.TransactAction{Update: &store.UpdateInput{Key: ups[0].Update.Key, Expr: store.MustBuild(
+		store.Update{}.Set("v", store.Str(strings.Repeat("y", 390*1024))), store.Name("PK").Exists())}}
+	var tc *store.TransactionCanceledError
+	if _, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: failing}); !errors.As(err, &tc) || tc.Reasons[0].Code != store.ReasonConditionalCheckFailed {
+		t.Fatalf("4.2 MB of updates, one failing its condition: %v, want the cancellation", err)
+	}
 	before := st.Totals().Ops[OpTransactWrite].ValidationErrors
 	if _, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: ups}); !errors.Is(err, store.ErrValidation) {
 		t.Fatalf("updates making 4.2 MB of items: %v, want a validation error", err)
@@ -115,6 +124,9 @@ func TestACancelledTransactionPaysWriteUnits(t *testing.T) {
 	var tc *store.TransactionCanceledError
 	if !errors.As(err, &tc) || tc.Reasons[0].Code == store.ReasonConditionalCheckFailed {
 		t.Fatalf("a cancelled transaction on a partition without write units: %v, want throttled", err)
+	}
+	if got := st.Totals().Ops[OpTransactWrite]; got.Throttles != 1 || got.ConditionFailures != 0 {
+		t.Fatalf("counted %+v, want one throttle", got)
 	}
 }
 
@@ -244,9 +256,24 @@ func TestTransactionCancellationReasons(t *testing.T) {
 	if !errors.As(err, &tc) || tc.Reasons[0].Code != store.ReasonValidationError || tc.Reasons[1].Code != store.ReasonNone {
 		t.Fatalf("an ADD to a string in a transaction: %v", err)
 	}
+	if st.Totals().Ops[OpTransactWrite].ValidationErrors != 1 {
+		t.Fatal("the invalid transaction is not counted as a validation error")
+	}
 	if _, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{{Check: &store.CheckInput{Key: store.Key{PK: "a", SK: "1"},
 		Expr: store.Expr{Update: "SET #a = :v", Condition: "attribute_exists(#a)", Names: map[string]string{"#a": "a"}, Values: map[string]store.Value{":v": store.Int(1)}}}}}}); !errors.Is(err, store.ErrValidation) {
 		t.Fatalf("a check with an update expression: %v", err)
+	}
+	for _, c := range []struct {
+		expr store.Expr
+		msg  string
+	}{
+		{store.Expr{Update: "SET #a = :v", Names: map[string]string{"#a": "a"}, Values: map[string]store.Value{":v": store.Int(1)}}, "An update expression is not allowed"},
+		{store.Expr{}, "conditionExpression"},
+	} {
+		_, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{{Check: &store.CheckInput{Key: store.Key{PK: "a", SK: "1"}, Expr: c.expr}}}})
+		if !errors.Is(err, store.ErrValidation) || !strings.Contains(err.Error(), c.msg) {
+			t.Fatalf("a check without a condition (update %q): %v, want %q", c.expr.Update, err, c.msg)
+		}
 	}
 
 	// The index partition g is hot (a ceiling of 2 units for every
@@ -269,9 +296,13 @@ func TestTransactionCancellationReasons(t *testing.T) {
 	}
 	clock.Add(time.Second)
 	_, _ = hot.Get(ctx, store.GetInput{Key: store.Key{PK: "k", SK: "7"}, ConsistentRead: true}) // k's read unit spent
+	throttles := hot.Totals().Ops[OpTransactWrite].Throttles
 	_, err = hot.TransactWrite(ctx, in)
 	if !errors.As(err, &tc) || tc.Reasons[0].Code != store.ReasonNone || tc.Reasons[1].Code == store.ReasonNone {
 		t.Fatalf("a repeat on a partition without read units: %v; want the second action throttled", err)
+	}
+	if hot.Totals().Ops[OpTransactWrite].Throttles != throttles+1 {
+		t.Fatal("the throttled repeat is not counted as a throttle")
 	}
 }
 
