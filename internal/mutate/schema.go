@@ -29,6 +29,7 @@ type Mutant struct {
 	Source string `json:"source"` // the line, trimmed
 
 	Status string `json:"status"`
+	Raw    string `json:"raw,omitempty"`    // the status before equivalent.txt was applied
 	Killer string `json:"killer,omitempty"` // the test that failed first
 	Reason string `json:"reason,omitempty"` // why a survivor is equivalent
 }
