@@ -87,7 +87,7 @@ func TestResetBucket(t *testing.T) {
 
 	ref := keys.Bucket{Namespace: "ns", Entity: "k", Resource: "gpt-4"}
 	for _, from := range []int64{1, 2} {
-		if _, err := e.st.Update(e.ctx, keys.DoubleShards(ref, from)); err != nil {
+		if _, err := e.st.Update(e.ctx, keys.DoubleShards(ref, from, keys.LimitsOf(e.st.Peek(ref.Key())))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -149,7 +149,7 @@ func TestResetBucketManyShards(t *testing.T) {
 	e.mustAcquire(l, req("k", rpm(1000), one))
 	ref := keys.Bucket{Namespace: "ns", Entity: "k", Resource: "gpt-4"}
 	for from := int64(1); from < 256; from *= 2 {
-		if _, err := e.st.Update(e.ctx, keys.DoubleShards(ref, from)); err != nil {
+		if _, err := e.st.Update(e.ctx, keys.DoubleShards(ref, from, keys.LimitsOf(e.st.Peek(ref.Key())))); err != nil {
 			t.Fatal(err)
 		}
 	}

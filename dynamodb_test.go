@@ -166,7 +166,11 @@ func TestShardedBucketTTLOnDynamoDBLocal(t *testing.T) {
 	}
 	ref := keys.Bucket{Namespace: "ttl", Entity: "hot", Resource: "r"}
 	for _, from := range []int64{1, 2} {
-		if _, err := st.Update(ctx, keys.DoubleShards(ref, from)); err != nil {
+		zero, err := st.Get(ctx, store.GetInput{Key: ref.Key(), ConsistentRead: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Update(ctx, keys.DoubleShards(ref, from, keys.LimitsOf(zero.Item))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -179,10 +179,10 @@ func TestRegressionShardedBucketTTL(t *testing.T) {
 	l := e.limiter()
 	e.mustAcquire(l, Request{Entity: "hot", Resource: "r", Limits: limits, Consume: map[string]int64{"rps": 1}})
 	ref := keys.Bucket{Namespace: "ns", Entity: "hot", Resource: "r"}
-	if _, err := e.st.Update(e.ctx, keys.DoubleShards(ref, 1)); err != nil {
+	if _, err := e.st.Update(e.ctx, keys.DoubleShards(ref, 1, keys.LimitsOf(e.st.Peek(ref.Key())))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.st.Update(e.ctx, keys.DoubleShards(ref, 2)); err != nil {
+	if _, err := e.st.Update(e.ctx, keys.DoubleShards(ref, 2, keys.LimitsOf(e.st.Peek(ref.Key())))); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Add(2 * time.Second) // every shard full: 100 each

@@ -20,7 +20,7 @@ func shardedEnv(t *testing.T, entity string, limits []Limit, opts ...Option) (*e
 	e.mustAcquire(l, r)
 	ref := keys.Bucket{Namespace: "ns", Entity: entity, Resource: "r"}
 	for _, from := range []int64{1, 2} {
-		if _, err := e.st.Update(e.ctx, keys.DoubleShards(ref, from)); err != nil {
+		if _, err := e.st.Update(e.ctx, keys.DoubleShards(ref, from, keys.LimitsOf(e.st.Peek(ref.Key())))); err != nil {
 			t.Fatal(err)
 		}
 	}

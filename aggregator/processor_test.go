@@ -3,6 +3,7 @@ package aggregator
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -476,6 +477,48 @@ func TestProactiveDoublingHappensOnce(t *testing.T) {
 	}
 }
 
+// A doubling halves every shard's per-shard burst and rate while the
+// tokens stay, so the full-at guards (fl, fh) stored at the old count no
+// longer bound the instant a shard is full: a consumption-only write could
+// take from a full bucket. The aggregator's doubling of shard 0 and its
+// propagation to the other shards reset them (fl 0, fh the largest
+// int64), so each shard's next charge is a normal write under the rf
+// lock. A shard written under other limits than shard 0's (its limits
+// hash differs) is left to its clients, which rescale it.
+func TestDoublingAndPropagationResetTheGuards(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
+	b := keys.Bucket{Namespace: "ns", Entity: "hot", Resource: "gpt-4"}
+	st, _ := newStore(t0)
+	for s := 1; s < 4; s++ {
+		putBucket(t, st, bucketItem(b.WithShard(s), 4, t0, rpmOnly, nil))
+	}
+	set(t, st, b.WithShard(3).Key(), map[string]int64{keys.AttrLimitsHash: 777}) // another configuration
+	n := st.StreamLen()
+	hotBucket(t, st, b, 4, t0, 900_000, t0.UnixMilli(), rpmOnly)
+	p := newProcessor(t, st, Options{Logger: quiet})
+	if res := p.Process(ctx, fromMemsim(st.Stream(n))); len(res.Failures) != 0 || res.Stats.Doublings != 1 {
+		t.Fatalf("%+v %+v: want one doubling", res.Failures, res.Stats)
+	}
+	// The doubling's own record propagates it.
+	n = st.StreamLen() - 1
+	if res := p.Process(ctx, fromMemsim(st.Stream(n))); len(res.Failures) != 0 || res.Stats.Propagated != 2 {
+		t.Fatalf("%+v %+v: want the count propagated to shards 1 and 2", res.Failures, res.Stats)
+	}
+	for s, want := range []int64{8, 8, 8, 4} {
+		it := st.Peek(b.WithShard(s).Key())
+		count, _ := it.Int(keys.AttrShardCount)
+		fl, _ := it.Int("b_rpm_" + keys.FieldFullLo)
+		fh, _ := it.Int("b_rpm_" + keys.FieldFullHi)
+		wcuFl, _ := it.Int("b_wcu_" + keys.FieldFullLo)
+		reset := fl == 0 && fh == math.MaxInt64
+		if count != want || reset != (want == 8) || wcuFl != t0.UnixMilli() {
+			t.Errorf("shard %d: count %d, rpm guards [%d, %d], wcu fl %d; want count %d, guards reset %v, wcu's untouched",
+				s, count, fl, fh, wcuFl, want, want == 8)
+		}
+	}
+}
+
 func TestProactiveDoublingThreshold(t *testing.T) {
 	t0 := time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
 	ms := t0.UnixMilli()
@@ -496,6 +539,9 @@ func TestProactiveDoublingThreshold(t *testing.T) {
 		{name: "disabled", count: 1, used: 1_000_000, rf: ms, at: t0, opts: Options{HotPercent: -1}, want: 1},
 		{name: "at the shard ceiling", count: 256, used: 1_000_000, rf: ms, at: t0, want: 256},
 		{name: "custom ceiling", count: 8, used: 1_000_000, rf: ms, at: t0, opts: Options{MaxShards: 8}, want: 8},
+		{name: "up to the custom ceiling", count: 4, used: 1_000_000, rf: ms, at: t0, opts: Options{MaxShards: 8}, want: 8},
+		{name: "a limit that splits into one token a shard", count: 1, used: 1_000_000, rf: ms, at: t0,
+			limits: map[string]bucket.Limit{"rpm": perMinute(2)}, want: 2},
 		{name: "a limit too small to split", count: 2, used: 1_000_000, rf: ms, at: t0,
 			limits: map[string]bucket.Limit{"rpm": perMinute(3), "big": perMinute(1000)}, want: 2},
 		{name: "not shard 0", count: 2, shard: 1, used: 1_000_000, rf: ms, at: t0, want: 2},
@@ -568,6 +614,9 @@ func TestProactiveDoublingMeter(t *testing.T) {
 	if c := run(1100*time.Millisecond, true); c != 1 {
 		t.Errorf("redelivered record counted twice: count %d, want 1", c)
 	}
+	if c := run(2250*time.Millisecond, false); c != 1 {
+		t.Errorf("600 units, then 300 units 2.25 s later (another slot of the meter): count %d, want 1", c)
+	}
 }
 
 // Records with whole-second times (Lambda) are judged over a whole second,
@@ -620,7 +669,7 @@ func TestPropagation(t *testing.T) {
 		putBucket(t, st, bucketItem(o, 4, t0, rpmOnly, nil))
 	}
 	n := st.StreamLen()
-	if _, err := st.Update(ctx, keys.DoubleShards(b, 4)); err != nil {
+	if _, err := st.Update(ctx, keys.DoubleShards(b, 4, keys.LimitsOf(st.Peek(b.Key())))); err != nil {
 		t.Fatal(err)
 	}
 	recs := fromMemsim(st.Stream(n))
@@ -671,7 +720,7 @@ func TestPropagationFailureIsReported(t *testing.T) {
 	putBucket(t, st, bucketItem(b, 2, t0, rpmOnly, nil))
 	putBucket(t, st, bucketItem(b.WithShard(1), 2, t0, rpmOnly, nil))
 	n := st.StreamLen()
-	if _, err := st.Update(ctx, keys.DoubleShards(b, 2)); err != nil {
+	if _, err := st.Update(ctx, keys.DoubleShards(b, 2, keys.LimitsOf(st.Peek(b.Key())))); err != nil {
 		t.Fatal(err)
 	}
 	recs := fromMemsim(st.Stream(n))
@@ -689,7 +738,7 @@ func TestPropagationFailureIsReported(t *testing.T) {
 	// failing the record would hold back shard 0's later records.
 	fail, fault = true, memsim.FaultThrottle
 	n = st.StreamLen()
-	if _, err := st.Update(ctx, keys.DoubleShards(b, 4)); err != nil {
+	if _, err := st.Update(ctx, keys.DoubleShards(b, 4, keys.LimitsOf(st.Peek(b.Key())))); err != nil {
 		t.Fatal(err)
 	}
 	if res := p.Process(ctx, fromMemsim(st.Stream(n))); len(res.Failures) != 0 || res.Stats.PropagationsThrottled != 1 {

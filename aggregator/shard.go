@@ -27,7 +27,7 @@ func (p *Processor) shardZero(ctx context.Context, e *entry, st *Stats) error {
 	// writes go to shards that may be too hot to take them.
 	first := p.maybeDouble(ctx, e, n, st)
 	if grew || insert && n > 1 {
-		if err := p.propagate(ctx, e.b, n, st); err != nil && first == nil {
+		if err := p.propagate(ctx, e.b, n, keys.LimitsOf(r.New), st); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -104,7 +104,9 @@ func (p *Processor) maybeDouble(ctx context.Context, e *entry, n int64, st *Stat
 			return nil // it just grew: shard 0 has not seen the relief yet
 		}
 	}
-	out, err := p.st.Update(ctx, keys.DoubleShards(e.b, n))
+	// The record's image is shard 0 as it stands (or a later write
+	// changed it: then the doubling fails, and a later record decides).
+	out, err := p.st.Update(ctx, keys.DoubleShards(e.b, n, keys.LimitsOf(e.r.New)))
 	st.Consumed = st.Consumed.Add(out.Consumed)
 	if err == nil {
 		st.Doublings++
@@ -125,9 +127,9 @@ func (p *Processor) maybeDouble(ctx context.Context, e *entry, n int64, st *Stat
 }
 
 // propagate sets shard_count = n on every other existing shard of b whose
-// count is lower, found with a Query on GSI3 (keys only: the bucket
-// items' keys).
-func (p *Processor) propagate(ctx context.Context, b keys.Bucket, n int64, st *Stats) error {
+// count is lower and that holds shard 0's limits (keys.RaiseShardCount),
+// found with a Query on GSI3 (keys only: the bucket items' keys).
+func (p *Processor) propagate(ctx context.Context, b keys.Bucket, n int64, limits keys.Limits, st *Stats) error {
 	// GSI3 sort keys are BUCKET#{resource}#{shard}; keep the shard off.
 	sk := b.WithShard(0).IndexAttrs()[3]
 	prefix := strings.TrimSuffix(sk.Value, "0")
@@ -149,22 +151,21 @@ func (p *Processor) propagate(ctx context.Context, b keys.Bucket, n int64, st *S
 		shards = append(shards, s.Shard)
 	}
 	sort.Ints(shards)
-	expr := store.MustBuild(store.Update{}.Set(keys.AttrShardCount, store.Int(n)),
-		store.And(store.Name(store.AttrPK).Exists(), store.Name(keys.AttrShardCount).LessThan(store.Int(n))))
 	var first error
 	raised := 0
 	for i, s := range shards {
 		if i > 0 && shards[i-1] == s {
 			continue
 		}
-		out, err := p.st.Update(ctx, store.UpdateInput{Key: b.WithShard(s).Key(), Expr: expr})
+		out, err := p.st.Update(ctx, keys.RaiseShardCount(b.WithShard(s), n, limits))
 		st.Consumed = st.Consumed.Add(out.Consumed)
 		switch {
 		case err == nil:
 			st.Propagated++
 			raised++
 		case errors.Is(err, store.ErrConditionFailed):
-			// Already there (or past it), or the shard expired meanwhile.
+			// Already there (or past it), or the shard expired meanwhile,
+			// or it holds other limits (its clients rescale it).
 		case errors.Is(err, store.ErrThrottled):
 			// The shard is too hot to take the write. Propagation only
 			// saves its clients a round trip (a write conditional on the

@@ -288,6 +288,32 @@ func TestRetryAfter(t *testing.T) {
 			name: "huge debt fast rate", limit: maxRate, tk: math.MinInt64 / 2, rf: T0, now: T0, need: 1000,
 			wait: 4612, ok: true,
 		},
+		{
+			// A period of 0 (no valid limit has one) never refills.
+			name: "zero period", limit: Limit{Burst: 10, RefillAmount: 10},
+			tk: 5, rf: T0, now: T0, need: 6, wait: math.MaxInt64, ok: false,
+		},
+		// The 128-bit arithmetic at its edges: e = ceil(d*rp/ra) past 2^64
+		// while rf + e - now still fits, from the widest span of int64
+		// clocks (rf the smallest, now the largest: 2^64 - 1 ms).
+		{
+			// d = 2^63 + 1000, rp 2, ra 1: e = 2^64 + 2000; the wait
+			// borrows from e's high word.
+			name: "e past 2^64, clocks far apart", limit: Limit{Burst: 1000, RefillAmount: 1, RefillPeriod: 2},
+			tk: math.MinInt64, rf: math.MinInt64, now: math.MaxInt64, need: 1000, wait: 2001, ok: true,
+		},
+		{
+			// d*rp = 2^65 - 1, ra 2: e rounds up to exactly 2^64, a carry
+			// into the high word.
+			name: "e rounds up to 2^64", limit: Limit{Burst: 1000, RefillAmount: 2, RefillPeriod: 31},
+			tk: 1000 - 1190112520884487201, rf: math.MinInt64, now: math.MaxInt64, need: 1000, wait: 1, ok: true,
+		},
+		{
+			// The clock far behind rf: the wait carries past 2^64 and
+			// saturates.
+			name: "e past 2^64, clock far behind rf", limit: Limit{Burst: 1000, RefillAmount: 1, RefillPeriod: 2},
+			tk: math.MinInt64, rf: math.MaxInt64, now: math.MinInt64, need: 1000, wait: math.MaxInt64, ok: true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -385,5 +411,41 @@ func TestFloorDiv(t *testing.T) {
 		if got := floorDiv(tt.a, tt.b); got != tt.want {
 			t.Errorf("floorDiv(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
+	}
+}
+
+// The refill saturates, rather than overflowing the 128-bit division,
+// when elapsed * RefillAmount reaches RefillPeriod * 2^64: an item idle
+// since the smallest timestamp is full.
+func TestRefillSaturatesAtTheDivisionsLimit(t *testing.T) {
+	s := State{Limit: Limit{Burst: 5000, RefillAmount: 2, RefillPeriod: 1}}
+	if got := s.Effective(math.MinInt64, 0); got != 5000 { // 2^63 ms at 2 a ms: 2^64
+		t.Fatalf("Effective = %d, want the burst", got)
+	}
+}
+
+// RefillTime: exact at a rate of 1 millitoken per period, saturated where
+// the product or the quotient leaves the range.
+func TestRefillTimeAtItsEdges(t *testing.T) {
+	for _, c := range []struct {
+		l      Limit
+		amount int64
+		lo, hi int64
+	}{
+		{Limit{RefillAmount: 1, RefillPeriod: 1000}, 5, 5000, 5000},
+		{Limit{RefillAmount: 1, RefillPeriod: 1 << 24}, 1 << 40, MaxRefillTime, MaxRefillTime},       // product 2^64
+		{Limit{RefillAmount: 2, RefillPeriod: 2147483649}, 2147483647, MaxRefillTime, MaxRefillTime}, // quotient MaxRefillTime, remainder 1
+	} {
+		if lo, hi := c.l.RefillTime(c.amount); lo != c.lo || hi != c.hi {
+			t.Errorf("RefillTime(%d) of %+v = %d, %d; want %d, %d", c.amount, c.l, lo, hi, c.lo, c.hi)
+		}
+	}
+}
+
+// Charge saturates where the refund of the smallest int64 would wrap.
+func TestChargeSaturatesBothWays(t *testing.T) {
+	s := State{}.Charge(math.MinInt64)
+	if s.Tokens != math.MaxInt64 || s.TotalConsumed != math.MinInt64 {
+		t.Fatalf("refund of MinInt64 from 0: tokens %d, consumed %d", s.Tokens, s.TotalConsumed)
 	}
 }

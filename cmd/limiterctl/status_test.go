@@ -43,7 +43,12 @@ func TestStatus(t *testing.T) {
 	// Every bucket of the entity; a doubled bucket shows its shard count.
 	c.acquire(lim, "key-1", "gpt-3.5", rpm, map[string]int64{"rpm": 1})
 	ref := keys.Bucket{Namespace: "default", Entity: "key-1", Resource: "gpt-3.5"}
-	if _, err := dynamo.New(c.srv.Client, c.table).Update(context.Background(), keys.DoubleShards(ref, 1)); err != nil {
+	ddb := dynamo.New(c.srv.Client, c.table)
+	zero, err := ddb.Get(context.Background(), store.GetInput{Key: ref.Key(), ConsistentRead: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ddb.Update(context.Background(), keys.DoubleShards(ref, 1, keys.LimitsOf(zero.Item))); err != nil {
 		t.Fatal(err)
 	}
 	out := c.ok("status", "key-1")

@@ -142,6 +142,9 @@ type Charge struct {
 	inFlight bool
 	put      *store.Item // the item a create Put writes
 	after    func() Step // what follows a doubling
+	// redoubled is set once the doubling was made again with the limits
+	// shard 0 showed (see afterDouble).
+	redoubled bool
 
 	// Set when Done.
 	Shard int
@@ -503,7 +506,9 @@ func (c *Charge) double(now int64, after func() Step) Step {
 		return after()
 	}
 	c.phase, c.path, c.after = phDouble, PathDouble, after
-	in := keys.DoubleShards(c.p.Ref, c.n)
+	// Shard 0 most likely holds this plan's limits; if not, the write
+	// fails on their hash and afterDouble makes it again with its own.
+	in := keys.DoubleShards(c.p.Ref, c.n, c.p.keysLimits())
 	return Step{Path: PathDouble, Call: &Call{Update: &in}}
 }
 
@@ -534,6 +539,15 @@ func (c *Charge) afterDouble(r Result, now int64) Step {
 		c.m.learn(c.p.Ref, 0, nil, m, now, c.lat, nil) // someone else doubled first
 		c.n, c.tried = m, c.tried[:0]
 		return c.nextShard(now)
+	}
+	if m, _ := cf.Item.Int(keys.AttrShardCount); m == c.n && !c.redoubled {
+		// Still at our count, so shard 0 holds other limits than this
+		// plan's (a configuration change no write brought it to yet): the
+		// doubling resets the guards of the limits it holds, so make it
+		// again with those, once.
+		c.redoubled = true
+		in := keys.DoubleShards(c.p.Ref, c.n, keys.LimitsOf(cf.Item))
+		return Step{Path: PathDouble, Call: &Call{Update: &in}}
 	}
 	return c.after() // shard 0 is missing or odd: the next acquire creates it
 }

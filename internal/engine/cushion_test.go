@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
 )
@@ -60,5 +61,34 @@ func TestCushionOnlyWhenEveryLimitCanPay(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// How long the cushion is: maxCushion, at most what refills 1 % of each
+// limit's burst; after a round trip longer than that, up to the round trip
+// (at most maxLatencyCushion), at most what refills 5 % of each burst, as
+// the shard's share of the limit refills it.
+func TestCushionLength(t *testing.T) {
+	rps := perSecond("rps", 100)                                                                                              // 1 % in 10 ms, 5 % in 50 ms
+	tight := Limit{Name: "tight", Limit: bucket.Limit{Capacity: 1000, Burst: 1000, RefillAmount: 10_000, RefillPeriod: 1000}} // 1 % in 1 ms, 5 % in 5 ms
+	for _, tc := range []struct {
+		name   string
+		limit  Limit
+		n, lat int64
+		want   int64
+	}{
+		{"no round trip known", rps, 1, 0, maxCushion},
+		{"a round trip as long as the cushion", rps, 1, maxCushion, maxCushion},
+		{"a longer round trip", rps, 1, 30, 30},
+		{"a round trip past the 5 % bound", rps, 1, 80, 50},
+		{"at 4 shards: a quarter of the refill", rps, 4, 80, 50},
+		{"a burst that refills 1 % in 1 ms", tight, 1, 0, 1},
+		{"and 5 % in 5 ms", tight, 1, 30, 5},
+		{"a round trip past maxLatencyCushion", perMinute("slow", 60), 1, 500, maxLatencyCushion},
+	} {
+		p := NewPlan(bucketRef, []Limit{tc.limit}, map[string]int64{tc.limit.Name: 0})
+		if h := p.cushion(tc.n, tc.lat); h != tc.want {
+			t.Errorf("%s: cushion %d ms, want %d", tc.name, h, tc.want)
+		}
 	}
 }

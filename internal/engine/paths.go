@@ -322,21 +322,21 @@ func (p *Plan) normal(im *Image, n, now int64, floors bool, burn []int64) (store
 // or rescaled.
 func (p *Plan) emitNormal(k sink, im *Image, n, now int64, floors bool, burn []int64) {
 	rf1 := normalRefill(im, now)
-	var tks [maxTTLSpecs]int64
+	var buf [maxTTLSpecs]int64
+	tks := buf[:]
+	if len(p.specs) > len(buf) {
+		// More limits than the stack holds (the most a request may have,
+		// and the hidden one): their balances all the same, or a debt
+		// among them would outlive the expiry.
+		tks = make([]int64, len(p.specs))
+	}
 	for i := range p.specs {
 		st, _ := p.normalStep(&p.specs[i], im, n, rf1, burnOf(burn, i))
-		if i < len(tks) {
-			tks[i] = st.old + st.delta
-		}
+		tks[i] = st.old + st.delta
 	}
 	k.set(attrRefill, rf1)
 	k.set(attrLimitsHash, p.hash)
-	var ttl int64
-	if len(p.specs) <= len(tks) {
-		ttl = p.ttl(tks[:len(p.specs)], n, rf1)
-	} else {
-		ttl = p.ttl(nil, n, rf1)
-	}
+	ttl := p.ttl(tks[:len(p.specs)], n, rf1)
 	// ADD, not SET: a concurrent Adjust may have pushed the expiry for its
 	// debt (see ttl). The caller checked that the image has a ttl.
 	seen, _ := im.raw.Int(store.AttrTTL)
@@ -364,7 +364,7 @@ func (p *Plan) emitNormal(k sink, im *Image, n, now int64, floors bool, burn []i
 }
 
 // maxTTLSpecs is how many limits' balances emitNormal keeps on the stack
-// for the TTL; plans with more (rare) fall back to the conservative TTL.
+// for the TTL; plans with more (rare) allocate them.
 const maxTTLSpecs = 16
 
 // normalRefill is the rf a normal write sets. rf moves on every normal

@@ -117,6 +117,19 @@ func (p *Plan) WithExtra(extra map[string]int64) *Plan {
 	return q
 }
 
+// keysLimits returns the plan's application limits as the writes that
+// change a shard count name them (keys.Limits): an item written for this
+// plan holds exactly these.
+func (p *Plan) keysLimits() keys.Limits {
+	l := keys.Limits{Hash: p.hash, Names: make([]string, 0, len(p.specs))}
+	for i := range p.specs {
+		if !p.specs[i].hidden {
+			l.Names = append(l.Names, p.specs[i].name) // in name order (sortSpecs)
+		}
+	}
+	return l
+}
+
 // Has reports whether the plan has an application limit called name.
 func (p *Plan) Has(name string) bool {
 	for i := range p.specs {

@@ -110,7 +110,7 @@ func TestCascadeUndoAfterADoublingRefundsTheCharge(t *testing.T) {
 			if side == 1 && !step.Undo && !doubled && rs[i].Err == nil {
 				// The parent's charge landed; another client doubles the
 				// parent before the undo.
-				if _, err := st.Update(ctx, keys.DoubleShards(parentRef, 1)); err != nil {
+				if _, err := st.Update(ctx, keys.DoubleShards(parentRef, 1, keys.LimitsOf(st.Peek(parentRef.Key())))); err != nil {
 					t.Fatal(err)
 				}
 				doubled = true
@@ -133,18 +133,19 @@ func TestCascadeUndoAfterADoublingRefundsTheCharge(t *testing.T) {
 	}
 }
 
-// The doubling write sets shard 0's shard_count to 2n and nothing else:
-// every limit of shard 0 then enforces half its burst at half its rate,
-// but fl and fh still bound the instant it was full at n shards. With
-// tokens above zero the bucket is full sooner at 2n (its burst halved),
-// so fl can lie after the instant it is full: a consumption-only write
-// (fl > now) then takes from a full bucket without moving rf, and the next
-// refill credits the time it sat full a second time. (In debt, fh can lie
-// before it: a full write could reset a bucket that is not full.)
+// The doubling write sets shard 0's shard_count to 2n: every limit of
+// shard 0 then enforces half its burst at half its rate, while its tokens
+// and its guards stay. fl and fh bound the instant it was full at n
+// shards; with tokens above zero the bucket is full sooner at 2n (its
+// burst halved), so fl could lie after the instant it is full: a
+// consumption-only write (fl > now) would then take from a full bucket
+// without moving rf, and the next refill would credit the time it sat full
+// a second time. (In debt, fh could lie before it: a full write could
+// reset a bucket that is not full.) So the doubling resets the guards to
+// 0 and the largest int64, and the next charge of shard 0 is a normal
+// write under the rf lock, which caps the tokens at the new burst and
+// computes the guards afresh.
 func TestDoublingKeepsShardZerosGuards(t *testing.T) {
-	t.Skip("known bug: the doubling write (keys.DoubleShards) changes shard 0's per-shard limits " +
-		"without resetting its fl and fh; fix: SET every limit's fl to 0 and fh to the largest " +
-		"int64 with the doubling (the next normal write recomputes both), or have it rescale shard 0 like a normal write")
 	clock := memsim.NewManualClock(t0)
 	st := memsim.New(memsim.WithClock(clock))
 	ctx := context.Background()
@@ -152,11 +153,69 @@ func TestDoublingKeepsShardZerosGuards(t *testing.T) {
 	if _, err := st.Put(ctx, p.create(0, 1, clock.Now().UnixMilli())); err != nil { // 90 of 100: full in 100 ms
 		t.Fatal(err)
 	}
-	if _, err := st.Update(ctx, keys.DoubleShards(bucketRef, 1)); err != nil {
+	if _, err := st.Update(ctx, keys.DoubleShards(bucketRef, 1, keys.LimitsOf(st.Peek(bucketRef.Key())))); err != nil {
 		t.Fatal(err)
 	}
 	// At 2 shards the burst is 50: 90 tokens is full already.
 	if err := guardsHold(st.Peek(bucketRef.Key())); err != nil {
+		t.Fatal(err)
+	}
+
+	// A client that knows of the doubling charges shard 0: the
+	// consumption-only write fails on the reset guard, and the normal
+	// write takes the charge from the new burst.
+	clock.Add(time.Millisecond)
+	now := clock.Now().UnixMilli()
+	m := NewMemory(0)
+	m.learn(bucketRef, 0, nil, 2, now, 0, nil)
+	c := NewCharge(m, p, picks(0), Options{})
+	play(t, st, c.Start(now), c.Feed, now, "update 0 speculative", "update 0 normal", "done normal")
+	if tk := attr(t, st, bucketRef, 0, "b_rps_tk"); tk != 40_000 {
+		t.Fatalf("shard 0 holds %d millitokens after the charge, want 40000 (the burst of 50 at 2 shards, less 10)", tk)
+	}
+	if err := guardsHold(st.Peek(bucketRef.Key())); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Shard 0 may hold other limits than the plan of the client that doubles
+// it: its configuration changed, and no write brought shard 0 to the new
+// one yet. The doubling resets the guards of the limits the item holds,
+// so it is conditional on their hash: the client's first doubling fails,
+// and it doubles again with the limits the failed write showed, which
+// lands.
+func TestDoublingAShardZeroOfAnotherConfiguration(t *testing.T) {
+	clock := memsim.NewManualClock(t0)
+	st := memsim.New(memsim.WithClock(clock))
+	ctx := context.Background()
+	now := clock.Now().UnixMilli()
+	// Shard 0 was written under 100 a second plus a token-per-minute
+	// limit, and its write units are spent.
+	old := NewPlan(bucketRef, []Limit{perSecond("rps", 100), perMinute("tpm", 6000)}, map[string]int64{"rps": 10, "tpm": 10})
+	put := old.create(0, 1, now)
+	put.Item["b_wcu_tk"] = store.Int(0)
+	put.Item["b_wcu_fl"], put.Item["b_wcu_fh"] = store.Int(now+1000), store.Int(now+1000) // full again in a second
+	if _, err := st.Put(ctx, put); err != nil {
+		t.Fatal(err)
+	}
+	// The client's configuration has only rps, at 200 a second; it has
+	// measured shard 0 at its ceiling.
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 200)}, map[string]int64{"rps": 1})
+	m := NewMemory(0)
+	knows(t, m, bucketRef, put.Item, 1, now)
+	measured(m, bucketRef, 0, 1, 0.9, now, nil)
+	c := NewCharge(m, p, picks(0, 1), Options{})
+	play(t, st, c.Start(now), c.Feed, now, "update 0 speculative", "update 0 double", "update 0 double", "update 1 speculative")
+	it := st.Peek(bucketRef.Key())
+	if n, _ := it.Int(keys.AttrShardCount); n != 2 {
+		t.Fatalf("shard_count = %d, want 2", n)
+	}
+	for _, name := range []string{"rps", "tpm"} {
+		if fl, _ := it.Int("b_" + name + "_fl"); fl != 0 {
+			t.Errorf("%s: fl = %d after the doubling, want 0 (reset)", name, fl)
+		}
+	}
+	if err := guardsHold(it); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,6 +10,8 @@
 //	go run ./internal/mutate -targets engine   # one target
 //	go run ./internal/mutate -list -targets keys
 //	go run ./internal/mutate -mutants 812,813  # re-run some mutants
+//	go run ./internal/mutate -json r.json      # keep every result...
+//	go run ./internal/mutate -rescore r.json   # ...and judge them again after editing equivalent.txt
 //
 // Every mutant of a package is compiled into one build (mutant schemata:
 // each site switches on the LIMITER_MUTANT environment variable), so a
@@ -61,12 +63,36 @@ func main() {
 		keep       = flag.Bool("keep", false, "keep the work directory (schemata, overlay, binaries)")
 		verbose    = flag.Bool("v", false, "print every mutant's result")
 		failOnLive = flag.Bool("strict", true, "exit 1 when a mutant lives that equivalent.txt does not justify")
+		rescore    = flag.String("rescore", "", "instead of running, judge the results of an earlier run (its -json file) against equivalent.txt as it is now")
 	)
 	flag.Parse()
 	root, err := moduleRoot()
 	check(err)
 	sel, err := selectTargets(*only)
 	check(err)
+	if *rescore != "" {
+		data, err := os.ReadFile(*rescore)
+		check(err)
+		var ms []Mutant
+		check(json.Unmarshal(data, &ms))
+		for i := range ms {
+			if ms[i].Raw != "" {
+				ms[i].Status, ms[i].Reason = ms[i].Raw, ""
+			}
+		}
+		eq, err := loadEquivalents(filepath.Join(root, *equivFile))
+		check(err)
+		res := &results{mutants: ms, sel: sel}
+		res.stale = eq.apply(ms)
+		if *report != "" {
+			check(os.WriteFile(*report, []byte(res.markdown()), 0o644))
+		}
+		fmt.Print(res.summary())
+		if *failOnLive && res.unjustified() > 0 {
+			os.Exit(1)
+		}
+		return
+	}
 	work, err := os.MkdirTemp("", "limiter-mutate-")
 	check(err)
 	if !*keep {
@@ -101,6 +127,9 @@ func main() {
 	res := &results{}
 	res.cpu = runMutants(root, b, base, mutants, *workers, *factor, *verbose)
 	res.mutants = mutants
+	for i := range mutants {
+		mutants[i].Raw = mutants[i].Status
+	}
 	eq, err := loadEquivalents(filepath.Join(root, *equivFile))
 	check(err)
 	res.stale = eq.apply(mutants)

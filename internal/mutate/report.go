@@ -171,8 +171,10 @@ func (r *results) summary() string {
 		}
 	}
 	fmt.Fprintf(&b, "%-10s %s\n", "all", all.line())
-	fmt.Fprintf(&b, "%s in all, %d workers; the test runs took %s of CPU (%s on 2 idle cores)\n",
-		r.elapsed.Round(time.Second), r.workers, r.cpu.Round(time.Second), (r.cpu / 2).Round(time.Minute))
+	if r.workers > 0 {
+		fmt.Fprintf(&b, "%s in all, %d workers; the test runs took %s of CPU (%s on 2 idle cores)\n",
+			r.elapsed.Round(time.Second), r.workers, r.cpu.Round(time.Second), (r.cpu / 2).Round(time.Minute))
+	}
 	for _, m := range r.mutants {
 		if m.Status == statusLived || m.Status == statusNotCovered {
 			fmt.Fprintf(&b, "%s: #%d %s:%d %s %s in %s: %s\n", m.Status, m.ID, m.File, m.Line, m.Kind, m.Change, m.Func, m.Source)

@@ -29,6 +29,7 @@ type Mutant struct {
 	Source string `json:"source"` // the line, trimmed
 
 	Status string `json:"status"`
+	Raw    string `json:"raw,omitempty"`    // the status before equivalent.txt was applied
 	Killer string `json:"killer,omitempty"` // the test that failed first
 	Reason string `json:"reason,omitempty"` // why a survivor is equivalent
 }
@@ -211,7 +212,8 @@ func (fs *fileSchema) binary(n *ast.BinaryExpr) {
 
 // removable reports whether a call statement may be removed: not panic
 // (a terminating statement), not a lock (a mutant that deadlocks or races
-// costs a timeout and teaches nothing the race detector does not).
+// costs a timeout and teaches nothing the race detector does not), not a
+// call that only logs or only reserves capacity (unmuted).
 func (fs *fileSchema) removable(call *ast.CallExpr) bool {
 	switch fn := call.Fun.(type) {
 	case *ast.Ident:
@@ -223,8 +225,20 @@ func (fs *fileSchema) removable(call *ast.CallExpr) bool {
 		case "Lock", "Unlock", "RLock", "RUnlock":
 			return false
 		}
+		if f, ok := fs.info.Uses[fn.Sel].(*types.Func); ok && unmuted[f.FullName()] {
+			return false
+		}
 	}
 	return true
+}
+
+// unmuted are the calls whose removal changes nothing a test can pin:
+// log records (what a log line says is not the behaviour under test) and
+// capacity hints.
+var unmuted = map[string]bool{
+	"(*log/slog.Logger).Debug": true, "(*log/slog.Logger).Info": true, "(*log/slog.Logger).Warn": true,
+	"(*log/slog.Logger).Error": true, "(*log/slog.Logger).Log": true, "(*log/slog.Logger).LogAttrs": true,
+	"(*strings.Builder).Grow": true, "(*bytes.Buffer).Grow": true,
 }
 
 func (fs *fileSchema) add(k siteKind, n ast.Node, count int) {

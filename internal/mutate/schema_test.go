@@ -2,6 +2,7 @@ package main
 
 import (
 	"go/ast"
+	"go/importer"
 	"go/parser"
 	"go/token"
 	"go/types"
@@ -92,6 +93,40 @@ func TestSchemaRewritesEachSite(t *testing.T) {
 	}
 	if ms[1].Change != "< → <=" || ms[2].Change != "< → >=" || ms[7].Change != "remove g(…)" {
 		t.Errorf("changes: %q %q %q", ms[1].Change, ms[2].Change, ms[7].Change)
+	}
+}
+
+// Calls that only log or reserve capacity are not removed: nothing a test
+// pins changes without them. Other calls on the same values are.
+func TestLogAndCapacityCallsAreNotRemoved(t *testing.T) {
+	const src = `package p
+
+import (
+	"log/slog"
+	"strings"
+)
+
+func f(log *slog.Logger, sb *strings.Builder) {
+	log.Info("hello")
+	sb.Grow(8)
+	sb.WriteString("x")
+}
+`
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "p.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}, Uses: map[*ast.Ident]types.Object{}}
+	if _, err := (&types.Config{Importer: importer.ForCompiler(fset, "source", nil)}).Check("p", fset, []*ast.File{f}, info); err != nil {
+		t.Fatal(err)
+	}
+	fs := &fileSchema{fset: fset, tf: fset.File(f.Pos()), file: f, src: []byte(src), info: info}
+	fs.collect(f)
+	fs.number(1)
+	ms := fs.mutants("t", "p.go", indexFuncs(fs, f))
+	if len(ms) != 1 || ms[0].Change != "remove sb.WriteString(…)" {
+		t.Fatalf("mutants %+v, want only the removal of sb.WriteString", ms)
 	}
 }
 

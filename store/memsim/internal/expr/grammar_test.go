@@ -196,6 +196,13 @@ func TestBindMapErrors(t *testing.T) {
 		{names{"#a": "x"}, values{":a": N(1), ":b": {}}, "ExpressionAttributeValues contains invalid value: Supplied AttributeValue is empty, must contain exactly one of the supported datatypes for key :b"},
 		{names{"#a": ""}, values{":a": N(1)}, "ExpressionAttributeNames contains invalid value: Empty attribute name for key #a"},
 		{names{"#a": strings.Repeat("x", 65536)}, values{":a": N(1)}, "ExpressionAttributeNames contains invalid value: Attribute name is too large, must be less than 65536 bytes for key #a"},
+		// Unused names are checked too.
+		{names{"#a": "x", "#b": ""}, values{":a": N(1)}, "ExpressionAttributeNames contains invalid value: Empty attribute name for key #b"},
+		{names{"#a": "x", "#b": strings.Repeat("x", 65536)}, values{":a": N(1)}, "ExpressionAttributeNames contains invalid value: Attribute name is too large, must be less than 65536 bytes for key #b"},
+		// A name of 65,535 bytes is fine; the expression goes on to its
+		// unused value.
+		{names{"#a": strings.Repeat("x", 65535)}, values{":a": N(1), ":b": N(2)}, "Value provided in ExpressionAttributeValues unused in expressions: keys: {:b}"},
+		{names{"#a": strings.Repeat("x", 65535), "#b": ""}, values{":a": N(1)}, "ExpressionAttributeNames contains invalid value: Empty attribute name for key #b"},
 		// Order: values before names, maps before the expression.
 		{names{"#a": ""}, values{":a": {}}, "ExpressionAttributeValues contains invalid value: Supplied AttributeValue is empty, must contain exactly one of the supported datatypes for key :a"},
 		{names{"#b": "x"}, values{":a": N(1)}, "Invalid UpdateExpression: An expression attribute name used in the document path is not defined; attribute name: #a"},

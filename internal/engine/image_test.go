@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+)
+
+// The quick decoder reads an item by the plan's attribute names and checks
+// the bounds itself; on anything it does not vouch for, it hands the item
+// to the full decoder. Corrupt any one field of an item the plan wrote (out
+// of its bounds, at its bounds, or gone, another attribute in its place)
+// or drop the refill time: both
+// decoders must then answer alike, the same error or the same image. An
+// item the quick decoder accepted with a capacity of 0 would divide by
+// zero later; one with a refill period past a year would overflow the
+// refill.
+func TestDecodeForRejectsWhatDecodeRejects(t *testing.T) {
+	limits := []Limit{perSecond("rpm", 100), perMinute("tpm", 6000)}
+	p := NewPlan(bucketRef, limits, map[string]int64{"rpm": 1})
+	edge := []int64{-1, 0, 1, bucket.MaxTokens, bucket.MaxTokens + 1, bucket.MaxRefillPeriod, bucket.MaxRefillPeriod + 1}
+	for _, s := range p.specs {
+		for _, field := range []string{s.tk, s.cp, s.bx, s.ra, s.rp, s.tc, attrRefill} {
+			for k := -1; k < len(edge); k++ {
+				it := p.create(0, 1, T).Item
+				if k < 0 {
+					delete(it, field)
+					it["stray"] = store.Int(1) // as many attributes as the plan's: the quick path looks
+				} else {
+					it[field] = store.Int(edge[k])
+				}
+				want, wantErr := Decode(it)
+				got, err := decodeFor(p, it)
+				if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+					t.Fatalf("%s set to edge %d: quick decoder: %v; full decoder: %v", field, k, err, wantErr)
+				}
+				if err == nil {
+					if diff := cmp.Diff(want.comp, got.comp); diff != "" || want.rf != got.rf {
+						t.Fatalf("%s set to edge %d: the decoders disagree: %s", field, k, diff)
+					}
+				}
+			}
+		}
+	}
+}
+
+// The quick decoder exists to spare the hot path the full decoder's work:
+// an item written for the plan decodes with one allocation (the image),
+// where the full decoder takes several. It reads the shard count and the
+// limits hash as the full decoder does, a count below 1 as 1.
+func TestDecodeForTakesTheQuickPath(t *testing.T) {
+	p := plan1(bucketRef)
+	it := shape{n: 4, rf: T, tk: map[string]int64{"rps": 3000}}.item(p)
+	if allocs := testing.AllocsPerRun(20, func() { _, _ = decodeFor(p, it) }); allocs > 1 {
+		t.Fatalf("decodeFor allocates %.0f times for an item of its plan, want 1: it took the full decoder", allocs)
+	}
+	im, err := decodeFor(p, it)
+	if err != nil || im.shardCount != 4 || im.hash != p.hash || im.rf != T {
+		t.Fatalf("image %+v (%v): want 4 shards, the plan's hash, rf T", im, err)
+	}
+	for _, n := range []int64{0, -2} {
+		it[keys.AttrShardCount] = store.Int(n)
+		for name, decode := range map[string]func(store.Item) (*Image, error){
+			"quick": func(it store.Item) (*Image, error) { return decodeFor(p, it) }, "full": Decode,
+		} {
+			if im, err := decode(it); err != nil || im.ShardCount() != 1 {
+				t.Errorf("%s decoder, shard_count %d: %d shards (%v), want 1", name, n, im.ShardCount(), err)
+			}
+		}
+	}
+}
+
+// satAdd saturates at the int64 limits instead of wrapping: a guard
+// bound moved by the refill time of a huge debt must not turn into its
+// opposite.
+func TestSatAddSaturates(t *testing.T) {
+	for _, c := range []struct{ a, b, want int64 }{
+		{1, 2, 3},
+		{-5, 3, -2},
+		{math.MaxInt64, 1, math.MaxInt64},
+		{math.MaxInt64 - 1, 1, math.MaxInt64},
+		{math.MaxInt64, 0, math.MaxInt64},
+		{math.MinInt64, -1, math.MinInt64},
+		{math.MinInt64 + 1, -1, math.MinInt64},
+		{math.MinInt64, 0, math.MinInt64},
+		{math.MaxInt64, math.MinInt64, -1},
+		{0, math.MinInt64, math.MinInt64},
+	} {
+		if got := satAdd(c.a, c.b); got != c.want {
+			t.Errorf("satAdd(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}
