@@ -429,7 +429,7 @@ func TestDoublingStopsAtMaxShards(t *testing.T) {
 // (the acquire goes on at the count it has; its write to shard 0 makes
 // it again).
 func TestDoublingOutcomes(t *testing.T) {
-	p := plan1(bucketRef)
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 4000)}, map[string]int64{"rps": 1}) // 1,000 a second a shard at 4: may heat one
 	hot := func() *Memory {
 		m := NewMemory(0)
 		knows(t, m, bucketRef, shape{n: 2, rf: T - 10}.item(p), 2, T-10)
@@ -572,8 +572,8 @@ func TestNoDoublingPastWhatTheChargeNeeds(t *testing.T) {
 // limits shard 0 shows; if that fails on the hash too (shard 0 rewritten
 // meanwhile), the acquire goes on without doubling.
 func TestTheDoublingIsMadeAgainOnlyOnce(t *testing.T) {
-	p := plan1(bucketRef)
-	other := NewPlan(bucketRef, []Limit{perSecond("rps", 20)}, map[string]int64{"rps": 1})
+	p := planBusy(bucketRef)
+	other := NewPlan(bucketRef, []Limit{perSecond("rps", 2000)}, map[string]int64{"rps": 1})
 	m := NewMemory(0)
 	hot := shape{rf: T, tk: map[string]int64{"wcu": 0}}
 	knows(t, m, bucketRef, hot.item(p), 1, T-10)

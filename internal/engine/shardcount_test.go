@@ -198,9 +198,10 @@ func TestDoublingAShardZeroOfAnotherConfiguration(t *testing.T) {
 	if _, err := st.Put(ctx, put); err != nil {
 		t.Fatal(err)
 	}
-	// The client's configuration has only rps, at 200 a second; it has
-	// measured shard 0 at its ceiling.
-	p := NewPlan(bucketRef, []Limit{perSecond("rps", 200)}, map[string]int64{"rps": 1})
+	// The client's configuration has only rps, at 4,000 a second (enough
+	// admitted writes to heat a partition); it has measured shard 0 at its
+	// ceiling.
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 4000)}, map[string]int64{"rps": 1})
 	m := NewMemory(0)
 	knows(t, m, bucketRef, put.Item, 1, now)
 	measured(m, bucketRef, 0, 1, 0.9, now, nil)
