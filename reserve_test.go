@@ -1,10 +1,13 @@
 package limiter
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/memsim"
 )
 
 // With reservations on, a process that acquires often takes the next
@@ -124,5 +127,48 @@ func TestReservationsAdmitAtMostTheBurstAndThePools(t *testing.T) {
 	}
 	if admitted > 1000+int(held) {
 		t.Fatalf("%d admitted at one instant against a burst of 1000 and a pool of %d", admitted, held)
+	}
+}
+
+// A process that reserved from a bucket and then left it alone for hours
+// must not return its pool's rest to a bucket that DynamoDB deleted
+// meanwhile and another process made again, full: the rest would be
+// tokens the new bucket never gave out. Past ReturnHorizonMs the rest is
+// dropped, as a crashed process's is.
+func TestReservationsAStalePoolIsNotReturnedToABucketMadeAgain(t *testing.T) {
+	e := newEnv(t, memsim.WithPartitionLimits(0, 0)) // thousands of writes at one instant
+	pooled := e.limiter(WithReservations())
+	plain := e.limiter()
+	limits := []Limit{PerSecond("rps", 1000)}
+	r := Request{Entity: "k", Resource: "r", Limits: limits, Consume: map[string]int64{"rps": 1}}
+	for i := 0; i < 200; i++ { // a pool of about 100 ms of this demand
+		e.clock.Add(200 * time.Microsecond)
+		e.mustAcquire(pooled, r)
+	}
+	ref := keys.Bucket{Namespace: "ns", Entity: "k", Resource: "r"}
+	if held := pooled.pools.Held(ref, "rps", e.clock.Now().UnixMilli()); held == 0 {
+		t.Fatal("the pool holds nothing")
+	}
+	e.clock.Add(2 * time.Hour)
+	if _, err := e.st.Delete(e.ctx, store.DeleteInput{Key: ref.WithShard(0).Key()}); err != nil { // expired
+		t.Fatal(err)
+	}
+	admitted := 0
+	for i := 0; i < 2000; i++ { // the bucket made again, full, and drained
+		if _, err := plain.Acquire(e.ctx, r); err == nil {
+			admitted++
+		}
+	}
+	if admitted > 1000 || admitted < 990 {
+		t.Fatalf("the new bucket admitted %d, want about its burst of 1000", admitted)
+	}
+	e.events = nil
+	if _, err := pooled.Acquire(e.ctx, r); !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("the stale pool's process acquired from a drained bucket: err = %v", err)
+	}
+	for _, ev := range e.events {
+		if len(ev.Returned) != 0 {
+			t.Fatalf("returned %v to the bucket made again", ev.Returned)
+		}
 	}
 }

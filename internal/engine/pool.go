@@ -30,6 +30,14 @@ const (
 	PoolLifeMs = 1000
 	// demandWindowMs is the window of the demand estimate.
 	demandWindowMs = 200
+	// ReturnHorizonMs is how long after the last write that reserved into
+	// a pool its rest may still go back (ms). The bucket item lives at
+	// least an hour after any write that charged it (see Plan.ttl); later,
+	// DynamoDB may have deleted it and another client made it again, full,
+	// and a return would add tokens the new bucket never gave out. A rest
+	// held longer is dropped, as a crashed process's is: the bucket
+	// refills past it. Ten minutes are left for clock skew.
+	ReturnHorizonMs = 50 * 60 * 1000
 )
 
 // Pools holds a process's reservations, one pool per bucket, and its
@@ -200,7 +208,7 @@ func (ps *Pools) Add(pl *Plan, extra map[string]int64, shard int, n, now int64) 
 	defer ps.mu.Unlock()
 	p := ps.get(pl.Ref)
 	if p.left != nil && (p.shard != shard || p.hash != pl.hash || p.n != n || now >= p.until) {
-		back = p.drain()
+		back = p.drain(now)
 	}
 	if p.left == nil {
 		p.left = make(map[string]int64, len(extra))
@@ -220,8 +228,14 @@ type Return struct {
 	N     int64
 }
 
-func (p *pool) drain() *Return {
+// drain empties the pool and returns its rest, nil when there is none or
+// when it is too old to go back (ReturnHorizonMs).
+func (p *pool) drain(now int64) *Return {
 	var r *Return
+	if now-(p.until-PoolLifeMs) >= ReturnHorizonMs {
+		p.left, p.plan = nil, nil
+		return nil
+	}
 	amounts := map[string]int64{}
 	for name, v := range p.left {
 		if v > 0 {
@@ -244,7 +258,7 @@ func (ps *Pools) Expired(ref keys.Bucket, now int64, all bool) []*Return {
 	var out []*Return
 	if !all {
 		if p := ps.pools[idOf(ref)]; p != nil && p.left != nil && now >= p.until {
-			if r := p.drain(); r != nil {
+			if r := p.drain(now); r != nil {
 				out = append(out, r)
 			}
 		}
@@ -252,7 +266,7 @@ func (ps *Pools) Expired(ref keys.Bucket, now int64, all bool) []*Return {
 	}
 	for _, p := range ps.pools {
 		if p.left != nil {
-			if r := p.drain(); r != nil {
+			if r := p.drain(now); r != nil {
 				out = append(out, r)
 			}
 		}
