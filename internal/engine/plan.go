@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"hash/maphash"
 	"sync"
 
 	"github.com/shardlimit/limiter/bucket"
@@ -25,25 +26,33 @@ var Hidden = Limit{Name: keys.HiddenLimit, Limit: bucket.Limit{
 // unit is one write unit of the hidden limit, in millitokens.
 const unit = bucket.MilliPerToken
 
-// spec is one limit of one bucket write: its attribute names, its original
-// (undivided) limit and the amount to charge, in millitokens.
+// spec is one limit of one bucket write: its attribute names and its
+// original (undivided) limit, shared by every plan of the same limits, and
+// the amount to charge, in millitokens.
 type spec struct {
+	*specAttrs
+	amount int64 // may be negative in an adjust
+}
+
+// specAttrs is the part of a spec that depends only on the limit: computed
+// once per plan template, so that a plan copies a pointer, not nine
+// strings, per limit.
+type specAttrs struct {
 	name                           string
 	orig                           bucket.Limit
-	amount                         int64 // may be negative in an adjust
 	hidden                         bool
 	tk, cp, bx, ra, rp, tc, fl, fh string
 }
 
 func newSpec(l Limit) spec {
 	n := l.Name
-	return spec{
+	return spec{specAttrs: &specAttrs{
 		name: n, orig: l.Limit, hidden: n == keys.HiddenLimit,
 		tk: bucket.AttrName(n, bucket.FieldTokens), cp: bucket.AttrName(n, bucket.FieldCapacity),
 		bx: bucket.AttrName(n, bucket.FieldBurst), ra: bucket.AttrName(n, bucket.FieldRefillAmount),
 		rp: bucket.AttrName(n, bucket.FieldRefillPeriod), tc: bucket.AttrName(n, bucket.FieldTotalConsumed),
 		fl: "b_" + n + "_" + keys.FieldFullLo, fh: "b_" + n + "_" + keys.FieldFullHi,
-	}
+	}}
 }
 
 // perShard returns the limit one of n shards enforces. The hidden limit
@@ -184,7 +193,7 @@ var planCache struct {
 const maxPlanTemplates = 4096
 
 func lookupPlanTemplate(limits []Limit) *planTemplate {
-	h := fnv64(limits)
+	h := cacheKey(limits)
 	planCache.RLock()
 	pt := planCache.m[h]
 	planCache.RUnlock()
@@ -216,6 +225,20 @@ func buildPlanTemplate(limits []Limit) *planTemplate {
 	}
 	pt.hash = int64(fnv64(sorted) &^ (1 << 63)) // positive: readable in the console
 	return pt
+}
+
+// cacheSeed seeds cacheKey: the cache's keys are never stored or
+// compared across processes.
+var cacheSeed = maphash.MakeSeed()
+
+// cacheKey is the plan cache's key of limits: a fast hash (a hit is
+// verified with sameLimits), not the stored hash of a bucket (fnv64).
+func cacheKey(ls []Limit) uint64 {
+	h := uint64(len(ls))
+	for _, l := range ls {
+		h = h*1099511628211 ^ maphash.Comparable(cacheSeed, l)
+	}
+	return h
 }
 
 func sameLimits(a, b []Limit) bool {
