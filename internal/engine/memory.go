@@ -179,6 +179,18 @@ func (m *Memory) Count(ref keys.Bucket) int64 {
 	return 1
 }
 
+// begin is Count and pendingDoubling in one look: what an acquire starts
+// from.
+func (m *Memory) begin(ref keys.Bucket, now int64) (n, doubling int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.get(idOf(ref))
+	if b == nil {
+		return 1, 0
+	}
+	return b.n, b.pendingDoubling(now)
+}
+
 // View returns what the memory holds of a shard (a zero view when
 // nothing).
 func (m *Memory) View(ref keys.Bucket, shard int) ShardView {
@@ -200,6 +212,23 @@ func (m *Memory) View(ref keys.Bucket, shard int) ShardView {
 func (m *Memory) viewOf(ref keys.Bucket, shard int) (ShardView, *shardInfo) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	si := m.shardOf(ref, shard)
+	return si.view(), si
+}
+
+// enter is carry(ref, shard, 0, true, now) and viewOf(ref, shard) in one
+// look: what a charge's first write to a shard starts from.
+func (m *Memory) enter(ref keys.Bucket, shard int, now int64) (taken int64, v ShardView, si *shardInfo) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	si = m.shardOf(ref, shard)
+	taken = si.carry(0, true, now)
+	return taken, si.view(), si
+}
+
+// shardOf returns the shard's entry, made if missing, with its key set.
+// The caller holds m.mu.
+func (m *Memory) shardOf(ref keys.Bucket, shard int) *shardInfo {
 	b, _ := m.getOrAdd(idOf(ref))
 	si := b.shards[shard]
 	if si == nil {
@@ -209,7 +238,7 @@ func (m *Memory) viewOf(ref keys.Bucket, shard int) (ShardView, *shardInfo) {
 	if si.key.PK == "" {
 		si.key = ref.WithShard(shard).Key()
 	}
-	return si.view(), si
+	return si
 }
 
 func (si *shardInfo) view() ShardView {
@@ -237,6 +266,11 @@ func (si *shardInfo) view() ShardView {
 func (m *Memory) learn(ref keys.Bucket, shard int, img *Image, n, now, lat int64, mine *Plan) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.learnLocked(ref, shard, img, n, now, lat, mine)
+}
+
+// learnLocked is learn for a caller that holds m.mu.
+func (m *Memory) learnLocked(ref keys.Bucket, shard int, img *Image, n, now, lat int64, mine *Plan) {
 	b, fresh := m.getOrAdd(idOf(ref))
 	if n > b.n && !fresh {
 		b.grewAt = now // a count we knew grew: a doubling just happened
@@ -362,6 +396,10 @@ func (m *Memory) carry(ref keys.Bucket, shard int, k int64, take bool, now int64
 		si = &shardInfo{}
 		b.shards[shard] = si
 	}
+	return si.carry(k, take, now)
+}
+
+func (si *shardInfo) carry(k int64, take bool, now int64) int64 {
 	if now-si.unbilledAt > carriedAge {
 		si.unbilled = 0
 	}
@@ -382,6 +420,11 @@ func (m *Memory) carry(ref keys.Bucket, shard int, k int64, take bool, now int64
 func (m *Memory) promised(ref keys.Bucket, shard int, at int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.promisedLocked(ref, shard, at)
+}
+
+// promisedLocked is promised for a caller that holds m.mu.
+func (m *Memory) promisedLocked(ref keys.Bucket, shard int, at int64) {
 	b := m.get(idOf(ref))
 	if b == nil {
 		return
@@ -409,6 +452,10 @@ func (m *Memory) promisedBinding(ref keys.Bucket, shard int, at int64) {
 func (m *Memory) reserve(si *shardInfo, p *Plan, sign int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	si.reserve(p, sign)
+}
+
+func (si *shardInfo) reserve(p *Plan, sign int64) {
 	si.inflight += int(sign)
 	for i := range p.specs {
 		if sp := &p.specs[i]; !sp.hidden && sp.amount > 0 {
@@ -438,7 +485,14 @@ func (m *Memory) pendingDoubling(ref keys.Bucket, now int64) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.get(idOf(ref))
-	if b == nil || b.doubling == 0 {
+	if b == nil {
+		return 0
+	}
+	return b.pendingDoubling(now)
+}
+
+func (b *bucketInfo) pendingDoubling(now int64) int64 {
+	if b.doubling == 0 {
 		return 0
 	}
 	if now > b.doublingUntil || b.n > b.doubling {
@@ -469,6 +523,11 @@ func (m *Memory) setPendingDoubling(ref keys.Bucket, from, now int64) {
 func (m *Memory) noteWrite(ref keys.Bucket, shard int, n int64, throttled bool, busy busyness, now int64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.noteWriteLocked(ref, shard, n, throttled, busy, now)
+}
+
+// noteWriteLocked is noteWrite for a caller that holds m.mu.
+func (m *Memory) noteWriteLocked(ref keys.Bucket, shard int, n int64, throttled bool, busy busyness, now int64) bool {
 	id := idOf(ref)
 	if throttled {
 		m.storm.note(id, now)
