@@ -180,8 +180,8 @@ type planTemplate struct {
 	specs  []spec  // amounts zero
 	hash   int64
 
-	mu     sync.Mutex
-	shapes map[shapeKey]*template
+	mu     sync.Mutex // held to add a shape
+	shapes shapes
 }
 
 var planCache struct {
