@@ -2,6 +2,7 @@ package engine
 
 import (
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -77,11 +78,11 @@ type shardInfo struct {
 	ref   *Image
 	refAt int64
 	ownW  int64
-	ownTc map[string]int64
+	ownTc tally
 	// pending is what this process's writes in flight charge per limit
-	// (millitokens): a write decided but not answered yet; inflight counts
-	// those writes.
-	pending  map[string]int64
+	// (millitokens, only those above 0): a write decided but not answered
+	// yet; inflight counts those writes.
+	pending  tally
 	inflight int
 	// unbilled counts this client's recent failed writes to the shard
 	// that no later write of its charged to the hidden limit yet (the last
@@ -253,7 +254,7 @@ func (si *shardInfo) view() ShardView {
 		v.Drain = maps.Clone(si.drain)
 	}
 	if len(si.pending) > 0 {
-		v.Pending = maps.Clone(si.pending)
+		v.Pending = si.pending.asMap()
 	}
 	return v
 }
@@ -339,10 +340,7 @@ func (si *shardInfo) own(mine *Plan) {
 	si.ownW += mine.specs[len(mine.specs)-1].amount
 	for i := range mine.specs {
 		if sp := &mine.specs[i]; !sp.hidden && sp.amount != 0 {
-			if si.ownTc == nil {
-				si.ownTc = make(map[string]int64, len(mine.specs))
-			}
-			si.ownTc[sp.name] += sp.amount
+			si.ownTc.add(sp.name, sp.amount)
 		}
 	}
 }
@@ -363,7 +361,7 @@ func (si *shardInfo) estimate(img *Image, d, dt, now int64) {
 			continue
 		}
 		if old, ok := si.ref.comp.Get(nl.Name); ok && nl.TotalConsumed >= old.TotalConsumed {
-			if o := nl.TotalConsumed - old.TotalConsumed - si.ownTc[nl.Name]; o > 0 {
+			if o := nl.TotalConsumed - old.TotalConsumed - si.ownTc.get(nl.Name); o > 0 {
 				si.drain[nl.Name] = float64(o) / float64(dt)
 			}
 		}
@@ -373,7 +371,7 @@ func (si *shardInfo) estimate(img *Image, d, dt, now int64) {
 // restart makes img the reference of the next estimate.
 func (si *shardInfo) restart(img *Image, now int64) {
 	si.ref, si.refAt, si.ownW = img, now, 0
-	clear(si.ownTc)
+	si.ownTc = si.ownTc[:0]
 }
 
 // maxCarried bounds the failed writes one write charges for, and
@@ -459,15 +457,60 @@ func (si *shardInfo) reserve(p *Plan, sign int64) {
 	si.inflight += int(sign)
 	for i := range p.specs {
 		if sp := &p.specs[i]; !sp.hidden && sp.amount > 0 {
-			if si.pending == nil {
-				si.pending = make(map[string]int64, len(p.specs))
-			}
-			si.pending[sp.name] += sign * sp.amount
-			if si.pending[sp.name] <= 0 {
-				delete(si.pending, sp.name)
+			if si.pending.add(sp.name, sign*sp.amount) <= 0 {
+				si.pending.remove(sp.name)
 			}
 		}
 	}
+}
+
+// tally maps limit names to millitokens: a slice, because a shard has few
+// limits, found faster by a scan than by hashing, and kept without
+// allocating once its backing array is there.
+type tally []namedAmount
+
+type namedAmount struct {
+	name string
+	v    int64
+}
+
+// get returns name's amount (0 when absent).
+func (t tally) get(name string) int64 {
+	for i := range t {
+		if t[i].name == name {
+			return t[i].v
+		}
+	}
+	return 0
+}
+
+// add adds d to name's amount (absent: 0) and returns the sum.
+func (t *tally) add(name string, d int64) int64 {
+	for i := range *t {
+		if e := &(*t)[i]; e.name == name {
+			e.v += d
+			return e.v
+		}
+	}
+	*t = append(*t, namedAmount{name, d})
+	return d
+}
+
+// remove drops name's amount.
+func (t *tally) remove(name string) {
+	*t = slices.DeleteFunc(*t, func(e namedAmount) bool { return e.name == name })
+}
+
+// asMap returns the amounts as a map (nil when there are none).
+func (t tally) asMap() map[string]int64 {
+	if len(t) == 0 {
+		return nil
+	}
+	m := make(map[string]int64, len(t))
+	for _, e := range t {
+		m[e.name] = e.v
+	}
+	return m
 }
 
 // grewRecently reports whether this client learned of a doubling of the
