@@ -171,12 +171,14 @@ var chargePool = sync.Pool{New: func() any { return new(Charge) }}
 // what it needs (Shard, N, Img) and must not use it again. What it
 // answered (a Refusal, an Image, the plan) is not part of it and stays
 // valid. Release of nil does nothing.
+//
+// The machine is cleared when reused (NewCharge), not here: what it
+// points to stays reachable while it waits in the pool, which the
+// garbage collector empties.
 func (c *Charge) Release() {
-	if c == nil {
-		return
+	if c != nil {
+		chargePool.Put(c)
 	}
-	*c = Charge{} // keeps nothing alive: the plan, images, memory entry
-	chargePool.Put(c)
 }
 
 // Start returns the first step.

@@ -498,7 +498,12 @@ func (t *tally) add(name string, d int64) int64 {
 
 // remove drops name's amount.
 func (t *tally) remove(name string) {
-	*t = slices.DeleteFunc(*t, func(e namedAmount) bool { return e.name == name })
+	for i := range *t {
+		if (*t)[i].name == name {
+			*t = slices.Delete(*t, i, i+1)
+			return
+		}
+	}
 }
 
 // asMap returns the amounts as a map (nil when there are none).
