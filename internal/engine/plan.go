@@ -3,6 +3,7 @@ package engine
 import (
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/internal/keys"
@@ -184,9 +185,12 @@ type planTemplate struct {
 	shapes shapes
 }
 
+// planCache maps cacheKey to *planTemplate: read on every acquire,
+// written once per set of limits (a sync.Map: no lock to share between
+// the readers). size counts its entries.
 var planCache struct {
-	sync.RWMutex
-	m map[uint64]*planTemplate
+	m    sync.Map
+	size atomic.Int64
 }
 
 // maxPlanTemplates bounds the plan cache; past it, plans are built afresh.
@@ -194,21 +198,17 @@ const maxPlanTemplates = 4096
 
 func lookupPlanTemplate(limits []Limit) *planTemplate {
 	h := cacheKey(limits)
-	planCache.RLock()
-	pt := planCache.m[h]
-	planCache.RUnlock()
-	if pt != nil && sameLimits(pt.source, limits) {
-		return pt
+	if v, ok := planCache.m.Load(h); ok {
+		if pt := v.(*planTemplate); sameLimits(pt.source, limits) {
+			return pt
+		}
 	}
-	pt = buildPlanTemplate(limits)
-	planCache.Lock()
-	if planCache.m == nil {
-		planCache.m = make(map[uint64]*planTemplate)
+	pt := buildPlanTemplate(limits)
+	if planCache.size.Load() < maxPlanTemplates {
+		if _, taken := planCache.m.LoadOrStore(h, pt); !taken {
+			planCache.size.Add(1)
+		}
 	}
-	if _, taken := planCache.m[h]; !taken && len(planCache.m) < maxPlanTemplates {
-		planCache.m[h] = pt
-	}
-	planCache.Unlock()
 	return pt
 }
 
