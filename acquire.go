@@ -95,7 +95,7 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 			return nil, &store.UnavailableError{Op: "acquire", Err: ErrBreakerOpen}
 		}
 	}
-	s, err := l.config(ctx, tr, req)
+	s, err := l.config(ctx, tr, req, !l.cfg.noBreaker)
 	var lease *Lease
 	if err == nil {
 		lease, err = l.charge(ctx, tr, req, s)
@@ -126,9 +126,14 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 				l.pools.Refused(child.Ref, l.nowMs())
 			}
 		}
+		var part leasePart
+		if step.Done {
+			part = child.part(m, l.nowMs())
+		}
+		m.Release() // the step and the part hold nothing of it
 		switch {
 		case step.Done:
-			return oneLease(l, child.part(m, l.nowMs())), nil
+			return oneLease(l, part), nil
 		case step.Refused != nil:
 			return nil, child.rateLimited(step.Refused)
 		}

@@ -3,6 +3,7 @@ package limiter
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/shardlimit/limiter/store"
 )
@@ -28,10 +29,17 @@ type breaker struct {
 	fails     int
 	openUntil int64 // ms; 0: closed
 	probing   bool
+	// dirty is set, under mu, while fails, openUntil or probing is not
+	// zero: a breaker that is clean answers allow and a success without
+	// taking mu (the state every acquire of a healthy store sees).
+	dirty atomic.Bool
 }
 
 // allow reports whether a call may go to the store at now.
 func (b *breaker) allow(now int64) bool {
+	if !b.dirty.Load() {
+		return true // closed
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.openUntil == 0 {
@@ -47,9 +55,14 @@ func (b *breaker) allow(now int64) bool {
 // record takes the outcome of a call that went to the store; jitter is
 // uniform in [0, 1).
 func (b *breaker) record(err error, now int64, jitter float64) {
+	ok := err == nil || !errors.Is(err, store.ErrUnavailable)
+	if ok && !b.dirty.Load() {
+		return // already clean: nothing to reset
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err == nil || !errors.Is(err, store.ErrUnavailable) {
+	defer func() { b.dirty.Store(b.fails != 0 || b.openUntil != 0 || b.probing) }()
+	if ok {
 		b.fails, b.openUntil, b.probing = 0, 0, false
 		return
 	}

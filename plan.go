@@ -18,9 +18,13 @@ type bucketPlan struct {
 // newPlan returns the plan to charge consume (tokens) from an (entity,
 // resource) bucket under limits, which must be valid.
 func (l *Limiter) newPlan(entity, resource string, limits []Limit, consume map[string]int64) bucketPlan {
-	el := make([]engine.Limit, len(limits))
-	for i, x := range limits {
-		el[i] = engine.Limit{Name: x.Name, Limit: x.bucketLimit()}
+	var buf [maxLimits]engine.Limit // NewPlan keeps none of it: no allocation
+	el := buf[:0]
+	if len(limits) > len(buf) {
+		el = make([]engine.Limit, 0, len(limits))
+	}
+	for _, x := range limits {
+		el = append(el, engine.Limit{Name: x.Name, Limit: x.bucketLimit()})
 	}
 	ref := keys.Bucket{Namespace: l.cfg.namespace, Entity: entity, Resource: resource}
 	return bucketPlan{Plan: engine.NewPlan(ref, el, consume), limits: limits}

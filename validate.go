@@ -155,6 +155,21 @@ func checkConsume(limits []Limit, consume map[string]int64, whose string) error 
 	if len(limits) == 0 {
 		return invalid("Request.Limits", "no limits apply%s: none in the request, no default limits (WithDefaultLimits) and none stored for the entity or resource", whose)
 	}
+	if len(limits) <= len(consume)+2 {
+		// Cheaper than walking the map: look each limit up (they are
+		// distinctly named: checkLimits, mergeLimits); when they account
+		// for every name and none exceeds its burst, all is well.
+		// (Otherwise the walk below finds the error to report.)
+		matched := 0
+		for _, x := range limits {
+			if n, ok := consume[x.Name]; ok && n <= x.burst() {
+				matched++
+			}
+		}
+		if matched == len(consume) {
+			return nil
+		}
+	}
 	bad, found := "", false
 	for name, n := range consume {
 		if name != bad && (bad == "" || name < bad) {

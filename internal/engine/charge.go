@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"slices"
+	"sync"
 
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
@@ -152,11 +153,32 @@ type Charge struct {
 	Img   *Image
 }
 
-// NewCharge returns the machine of one acquire of p's bucket.
+// NewCharge returns the machine of one acquire of p's bucket. A caller
+// that is done with it may hand it back with Release.
 func NewCharge(m *Memory, p *Plan, rnd Rand, o Options) *Charge {
-	c := &Charge{m: m, p: p, rnd: rnd, o: o}
+	c := chargePool.Get().(*Charge)
+	*c = Charge{m: m, p: p, rnd: rnd, o: o}
 	c.tried = c.triedBuf[:0]
 	return c
+}
+
+// chargePool recycles the machines of the hot path: one per acquire would
+// otherwise be garbage as soon as the acquire answers.
+var chargePool = sync.Pool{New: func() any { return new(Charge) }}
+
+// Release hands a machine that has answered (or whose last step's call
+// will not be made, after Drop) back for reuse; the caller must have read
+// what it needs (Shard, N, Img) and must not use it again. What it
+// answered (a Refusal, an Image, the plan) is not part of it and stays
+// valid. Release of nil does nothing.
+//
+// The machine is cleared when reused (NewCharge), not here: what it
+// points to stays reachable while it waits in the pool, which the
+// garbage collector empties.
+func (c *Charge) Release() {
+	if c != nil {
+		chargePool.Put(c)
+	}
 }
 
 // Start returns the first step.
@@ -166,8 +188,9 @@ func (c *Charge) Start(now int64) Step { return c.final(c.start(now), now) }
 func (c *Charge) Feed(r Result, now int64) Step { return c.final(c.feed(r, now), now) }
 
 func (c *Charge) start(now int64) Step {
-	c.n = c.m.Count(c.p.Ref)
-	if from := c.m.pendingDoubling(c.p.Ref, now); from != 0 && from == c.n {
+	n, from := c.m.begin(c.p.Ref, now)
+	c.n = n
+	if from != 0 && from == c.n {
 		// A doubling this client decided on was refused by a throttle:
 		// the partition is still hot, and the doubling is what helps.
 		return c.double(now, func() Step { return c.nextShard(now) })
@@ -207,8 +230,7 @@ func (c *Charge) nextShard(now int64) Step {
 		c.tried = append(c.tried, shard)
 		c.settleBilled(now)
 		c.shard, c.attempts, c.contended = shard, 0, false
-		c.billed = c.m.carry(c.p.Ref, shard, 0, true, now)
-		c.view, c.entry = c.m.viewOf(c.p.Ref, shard)
+		c.billed, c.view, c.entry = c.m.enter(c.p.Ref, shard, now)
 		if c.p.refusesLocally(c.view, c.n, now, c.o) {
 			v := c.view
 			c.lastRL = &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
@@ -283,16 +305,17 @@ func (c *Charge) write(ex store.Expr, path Path, q *Plan) Step {
 }
 
 func (c *Charge) afterWrite(r Result, now int64) Step {
-	c.m.reserve(c.entry, c.mine, -1)
-	c.inFlight = false
 	if r.Err == nil {
 		img, err := decodeFor(c.p, r.Write.Attributes)
-		if err != nil {
-			return Step{Err: err}
+		if err == nil {
+			return c.charged(img, now, true)
 		}
-		c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.busyness(now), now)
-		return c.charged(img, now)
+		c.m.reserve(c.entry, c.mine, -1)
+		c.inFlight = false
+		return Step{Err: err}
 	}
+	c.m.reserve(c.entry, c.mine, -1)
+	c.inFlight = false
 	if errors.Is(r.Err, store.ErrThrottled) {
 		return c.throttled(r.Err, now)
 	}
@@ -345,14 +368,24 @@ func (c *Charge) outrun(im *Image, now int64) (ShardView, bool) {
 	return v, c.attempts >= outrunRaces && c.p.atLimit(v, c.n)
 }
 
-// charged ends the acquire with the image the successful write returned.
-func (c *Charge) charged(img *Image, now int64) Step {
+// charged ends the acquire with the image the successful write returned;
+// inFlight says it is the charge write in flight (not a create, whose
+// write was noted already).
+func (c *Charge) charged(img *Image, now int64, inFlight bool) Step {
 	n := int64(0)
 	if img != nil && (c.shard == 0 || img.shardCount > c.n) {
 		n = img.shardCount
 	}
-	c.m.learn(c.p.Ref, c.shard, img, n, now, c.lat, c.mine)
-	c.m.promised(c.p.Ref, c.shard, 0)
+	// What the write teaches, in one look at the memory.
+	c.m.mu.Lock()
+	if inFlight {
+		c.entry.reserve(c.mine, -1)
+		c.inFlight = false
+		c.m.noteWriteLocked(c.p.Ref, c.shard, c.n, false, c.view.busyness(now), now)
+	}
+	c.m.learnLocked(c.p.Ref, c.shard, img, n, now, c.lat, c.mine)
+	c.m.promisedLocked(c.p.Ref, c.shard, 0)
+	c.m.mu.Unlock()
 	c.billed = 0 // the write charged them
 	if n > 0 {
 		c.n = n
@@ -674,7 +707,7 @@ func (c *Charge) afterCreate(r Result, now int64) Step {
 			c.m.learn(c.p.Ref, c.shard, img, 0, now, c.lat, nil)
 			return c.exhausted(&Refusal{Plan: c.p, Img: img, N: c.n, Now: now}, now)
 		}
-		return c.charged(img, now)
+		return c.charged(img, now, false)
 	}
 	if errors.Is(r.Err, store.ErrThrottled) {
 		return c.throttled(r.Err, now)

@@ -17,6 +17,15 @@ type Image struct {
 	shardCount int64
 	comp       bucket.Composite
 	buf        [4]bucket.Named // comp's limits, up to four (saves an allocation)
+	// guards[i] holds the guard fields of comp.Limits[i] when decodeFor
+	// read them (known), so that state need not look them up again.
+	guards [4]guard
+}
+
+// guard is a limit's fl and fh as state returns them.
+type guard struct {
+	fl, fh int64
+	known  bool
 }
 
 // Decode decodes a bucket item; a nil item decodes to a nil Image.
@@ -55,19 +64,40 @@ func (im *Image) consumed(s *spec) (int64, bool) {
 // state returns the stored state of s's limit, with the stored (original)
 // limit divided for the image's shard count, and its guard fields.
 func (im *Image) state(s *spec) (st bucket.State, fl, fh int64, ok bool) {
-	st, ok = im.comp.Get(s.name)
-	if !ok {
+	i := im.index(s.name)
+	if i < 0 {
 		return st, 0, 0, false
 	}
+	st = im.comp.Limits[i].State
 	if !s.hidden {
 		st.Limit = st.Limit.PerShard(im.shardCount)
 	}
-	fl, okl := im.raw.Int(s.fl)
-	fh, okh := im.raw.Int(s.fh)
+	if i < len(im.guards) && im.guards[i].known {
+		return st, im.guards[i].fl, im.guards[i].fh, true
+	}
+	fl, fh = guardsOf(im.raw, s)
+	return st, fl, fh, true
+}
+
+// index returns the position of the limit called name in comp.Limits (-1
+// when absent).
+func (im *Image) index(name string) int {
+	for i := range im.comp.Limits {
+		if im.comp.Limits[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// guardsOf reads the guard fields of s's limit from an item.
+func guardsOf(it store.Item, s *spec) (fl, fh int64) {
+	fl, okl := it.Int(s.fl)
+	fh, okh := it.Int(s.fh)
 	if !okl || !okh { // written by a layout without guards: treat as unknown
 		fl, fh = math.MinInt64, math.MaxInt64
 	}
-	return st, fl, fh, true
+	return fl, fh
 }
 
 // matches reports whether the image was written for exactly this plan's
@@ -160,13 +190,21 @@ func decodeFor(p *Plan, it store.Item) (*Image, error) {
 		if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || !inBounds(st.Limit) {
 			return Decode(it) // the full decoder says what is wrong
 		}
-		// Insert in name order, as the full decoder keeps them.
+		// Insert in name order, as the full decoder keeps them, with the
+		// guards beside.
 		j := len(im.comp.Limits)
 		im.comp.Limits = append(im.comp.Limits, bucket.Named{})
 		for ; j > 0 && im.comp.Limits[j-1].Name > s.name; j-- {
 			im.comp.Limits[j] = im.comp.Limits[j-1]
+			if j < len(im.guards) {
+				im.guards[j] = im.guards[j-1]
+			}
 		}
 		im.comp.Limits[j] = bucket.Named{Name: s.name, State: st}
+		if j < len(im.guards) {
+			fl, fh := guardsOf(it, s)
+			im.guards[j] = guard{fl: fl, fh: fh, known: true}
+		}
 	}
 	return im, nil
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -77,11 +78,11 @@ type shardInfo struct {
 	ref   *Image
 	refAt int64
 	ownW  int64
-	ownTc map[string]int64
+	ownTc tally
 	// pending is what this process's writes in flight charge per limit
-	// (millitokens): a write decided but not answered yet; inflight counts
-	// those writes.
-	pending  map[string]int64
+	// (millitokens, only those above 0): a write decided but not answered
+	// yet; inflight counts those writes.
+	pending  tally
 	inflight int
 	// unbilled counts this client's recent failed writes to the shard
 	// that no later write of its charged to the hidden limit yet (the last
@@ -179,6 +180,18 @@ func (m *Memory) Count(ref keys.Bucket) int64 {
 	return 1
 }
 
+// begin is Count and pendingDoubling in one look: what an acquire starts
+// from.
+func (m *Memory) begin(ref keys.Bucket, now int64) (n, doubling int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.get(idOf(ref))
+	if b == nil {
+		return 1, 0
+	}
+	return b.n, b.pendingDoubling(now)
+}
+
 // View returns what the memory holds of a shard (a zero view when
 // nothing).
 func (m *Memory) View(ref keys.Bucket, shard int) ShardView {
@@ -200,6 +213,23 @@ func (m *Memory) View(ref keys.Bucket, shard int) ShardView {
 func (m *Memory) viewOf(ref keys.Bucket, shard int) (ShardView, *shardInfo) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	si := m.shardOf(ref, shard)
+	return si.view(), si
+}
+
+// enter is carry(ref, shard, 0, true, now) and viewOf(ref, shard) in one
+// look: what a charge's first write to a shard starts from.
+func (m *Memory) enter(ref keys.Bucket, shard int, now int64) (taken int64, v ShardView, si *shardInfo) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	si = m.shardOf(ref, shard)
+	taken = si.carry(0, true, now)
+	return taken, si.view(), si
+}
+
+// shardOf returns the shard's entry, made if missing, with its key set.
+// The caller holds m.mu.
+func (m *Memory) shardOf(ref keys.Bucket, shard int) *shardInfo {
 	b, _ := m.getOrAdd(idOf(ref))
 	si := b.shards[shard]
 	if si == nil {
@@ -209,7 +239,7 @@ func (m *Memory) viewOf(ref keys.Bucket, shard int) (ShardView, *shardInfo) {
 	if si.key.PK == "" {
 		si.key = ref.WithShard(shard).Key()
 	}
-	return si.view(), si
+	return si
 }
 
 func (si *shardInfo) view() ShardView {
@@ -224,7 +254,7 @@ func (si *shardInfo) view() ShardView {
 		v.Drain = maps.Clone(si.drain)
 	}
 	if len(si.pending) > 0 {
-		v.Pending = maps.Clone(si.pending)
+		v.Pending = si.pending.asMap()
 	}
 	return v
 }
@@ -237,6 +267,11 @@ func (si *shardInfo) view() ShardView {
 func (m *Memory) learn(ref keys.Bucket, shard int, img *Image, n, now, lat int64, mine *Plan) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.learnLocked(ref, shard, img, n, now, lat, mine)
+}
+
+// learnLocked is learn for a caller that holds m.mu.
+func (m *Memory) learnLocked(ref keys.Bucket, shard int, img *Image, n, now, lat int64, mine *Plan) {
 	b, fresh := m.getOrAdd(idOf(ref))
 	if n > b.n && !fresh {
 		b.grewAt = now // a count we knew grew: a doubling just happened
@@ -305,10 +340,7 @@ func (si *shardInfo) own(mine *Plan) {
 	si.ownW += mine.specs[len(mine.specs)-1].amount
 	for i := range mine.specs {
 		if sp := &mine.specs[i]; !sp.hidden && sp.amount != 0 {
-			if si.ownTc == nil {
-				si.ownTc = make(map[string]int64, len(mine.specs))
-			}
-			si.ownTc[sp.name] += sp.amount
+			si.ownTc.add(sp.name, sp.amount)
 		}
 	}
 }
@@ -329,7 +361,7 @@ func (si *shardInfo) estimate(img *Image, d, dt, now int64) {
 			continue
 		}
 		if old, ok := si.ref.comp.Get(nl.Name); ok && nl.TotalConsumed >= old.TotalConsumed {
-			if o := nl.TotalConsumed - old.TotalConsumed - si.ownTc[nl.Name]; o > 0 {
+			if o := nl.TotalConsumed - old.TotalConsumed - si.ownTc.get(nl.Name); o > 0 {
 				si.drain[nl.Name] = float64(o) / float64(dt)
 			}
 		}
@@ -339,7 +371,7 @@ func (si *shardInfo) estimate(img *Image, d, dt, now int64) {
 // restart makes img the reference of the next estimate.
 func (si *shardInfo) restart(img *Image, now int64) {
 	si.ref, si.refAt, si.ownW = img, now, 0
-	clear(si.ownTc)
+	si.ownTc = si.ownTc[:0]
 }
 
 // maxCarried bounds the failed writes one write charges for, and
@@ -362,6 +394,10 @@ func (m *Memory) carry(ref keys.Bucket, shard int, k int64, take bool, now int64
 		si = &shardInfo{}
 		b.shards[shard] = si
 	}
+	return si.carry(k, take, now)
+}
+
+func (si *shardInfo) carry(k int64, take bool, now int64) int64 {
 	if now-si.unbilledAt > carriedAge {
 		si.unbilled = 0
 	}
@@ -382,6 +418,11 @@ func (m *Memory) carry(ref keys.Bucket, shard int, k int64, take bool, now int64
 func (m *Memory) promised(ref keys.Bucket, shard int, at int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.promisedLocked(ref, shard, at)
+}
+
+// promisedLocked is promised for a caller that holds m.mu.
+func (m *Memory) promisedLocked(ref keys.Bucket, shard int, at int64) {
 	b := m.get(idOf(ref))
 	if b == nil {
 		return
@@ -409,18 +450,72 @@ func (m *Memory) promisedBinding(ref keys.Bucket, shard int, at int64) {
 func (m *Memory) reserve(si *shardInfo, p *Plan, sign int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	si.reserve(p, sign)
+}
+
+func (si *shardInfo) reserve(p *Plan, sign int64) {
 	si.inflight += int(sign)
 	for i := range p.specs {
 		if sp := &p.specs[i]; !sp.hidden && sp.amount > 0 {
-			if si.pending == nil {
-				si.pending = make(map[string]int64, len(p.specs))
-			}
-			si.pending[sp.name] += sign * sp.amount
-			if si.pending[sp.name] <= 0 {
-				delete(si.pending, sp.name)
+			if si.pending.add(sp.name, sign*sp.amount) <= 0 {
+				si.pending.remove(sp.name)
 			}
 		}
 	}
+}
+
+// tally maps limit names to millitokens: a slice, because a shard has few
+// limits, found faster by a scan than by hashing, and kept without
+// allocating once its backing array is there.
+type tally []namedAmount
+
+type namedAmount struct {
+	name string
+	v    int64
+}
+
+// get returns name's amount (0 when absent).
+func (t tally) get(name string) int64 {
+	for i := range t {
+		if t[i].name == name {
+			return t[i].v
+		}
+	}
+	return 0
+}
+
+// add adds d to name's amount (absent: 0) and returns the sum.
+func (t *tally) add(name string, d int64) int64 {
+	for i := range *t {
+		if e := &(*t)[i]; e.name == name {
+			e.v += d
+			return e.v
+		}
+	}
+	*t = append(*t, namedAmount{name, d})
+	return d
+}
+
+// remove drops name's amount.
+func (t *tally) remove(name string) {
+	for i := range *t {
+		if (*t)[i].name == name {
+			*t = slices.Delete(*t, i, i+1)
+			return
+		}
+	}
+}
+
+// asMap returns the amounts as a map (nil when there are none).
+func (t tally) asMap() map[string]int64 {
+	if len(t) == 0 {
+		return nil
+	}
+	m := make(map[string]int64, len(t))
+	for _, e := range t {
+		m[e.name] = e.v
+	}
+	return m
 }
 
 // grewRecently reports whether this client learned of a doubling of the
@@ -438,7 +533,14 @@ func (m *Memory) pendingDoubling(ref keys.Bucket, now int64) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.get(idOf(ref))
-	if b == nil || b.doubling == 0 {
+	if b == nil {
+		return 0
+	}
+	return b.pendingDoubling(now)
+}
+
+func (b *bucketInfo) pendingDoubling(now int64) int64 {
+	if b.doubling == 0 {
 		return 0
 	}
 	if now > b.doublingUntil || b.n > b.doubling {
@@ -469,6 +571,11 @@ func (m *Memory) setPendingDoubling(ref keys.Bucket, from, now int64) {
 func (m *Memory) noteWrite(ref keys.Bucket, shard int, n int64, throttled bool, busy busyness, now int64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.noteWriteLocked(ref, shard, n, throttled, busy, now)
+}
+
+// noteWriteLocked is noteWrite for a caller that holds m.mu.
+func (m *Memory) noteWriteLocked(ref keys.Bucket, shard int, n int64, throttled bool, busy busyness, now int64) bool {
 	id := idOf(ref)
 	if throttled {
 		m.storm.note(id, now)

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/internal/keys"
@@ -25,25 +27,33 @@ var Hidden = Limit{Name: keys.HiddenLimit, Limit: bucket.Limit{
 // unit is one write unit of the hidden limit, in millitokens.
 const unit = bucket.MilliPerToken
 
-// spec is one limit of one bucket write: its attribute names, its original
-// (undivided) limit and the amount to charge, in millitokens.
+// spec is one limit of one bucket write: its attribute names and its
+// original (undivided) limit, shared by every plan of the same limits, and
+// the amount to charge, in millitokens.
 type spec struct {
+	*specAttrs
+	amount int64 // may be negative in an adjust
+}
+
+// specAttrs is the part of a spec that depends only on the limit: computed
+// once per plan template, so that a plan copies a pointer, not nine
+// strings, per limit.
+type specAttrs struct {
 	name                           string
 	orig                           bucket.Limit
-	amount                         int64 // may be negative in an adjust
 	hidden                         bool
 	tk, cp, bx, ra, rp, tc, fl, fh string
 }
 
 func newSpec(l Limit) spec {
 	n := l.Name
-	return spec{
+	return spec{specAttrs: &specAttrs{
 		name: n, orig: l.Limit, hidden: n == keys.HiddenLimit,
 		tk: bucket.AttrName(n, bucket.FieldTokens), cp: bucket.AttrName(n, bucket.FieldCapacity),
 		bx: bucket.AttrName(n, bucket.FieldBurst), ra: bucket.AttrName(n, bucket.FieldRefillAmount),
 		rp: bucket.AttrName(n, bucket.FieldRefillPeriod), tc: bucket.AttrName(n, bucket.FieldTotalConsumed),
 		fl: "b_" + n + "_" + keys.FieldFullLo, fh: "b_" + n + "_" + keys.FieldFullHi,
-	}
+	}}
 }
 
 // perShard returns the limit one of n shards enforces. The hidden limit
@@ -171,35 +181,34 @@ type planTemplate struct {
 	specs  []spec  // amounts zero
 	hash   int64
 
-	mu     sync.Mutex
-	shapes map[shapeKey]*template
+	mu     sync.Mutex // held to add a shape
+	shapes shapes
 }
 
+// planCache maps cacheKey to *planTemplate: read on every acquire,
+// written once per set of limits (a sync.Map: no lock to share between
+// the readers). size counts its entries.
 var planCache struct {
-	sync.RWMutex
-	m map[uint64]*planTemplate
+	m    sync.Map
+	size atomic.Int64
 }
 
 // maxPlanTemplates bounds the plan cache; past it, plans are built afresh.
 const maxPlanTemplates = 4096
 
 func lookupPlanTemplate(limits []Limit) *planTemplate {
-	h := fnv64(limits)
-	planCache.RLock()
-	pt := planCache.m[h]
-	planCache.RUnlock()
-	if pt != nil && sameLimits(pt.source, limits) {
-		return pt
+	h := cacheKey(limits)
+	if v, ok := planCache.m.Load(h); ok {
+		if pt := v.(*planTemplate); sameLimits(pt.source, limits) {
+			return pt
+		}
 	}
-	pt = buildPlanTemplate(limits)
-	planCache.Lock()
-	if planCache.m == nil {
-		planCache.m = make(map[uint64]*planTemplate)
+	pt := buildPlanTemplate(limits)
+	if planCache.size.Load() < maxPlanTemplates {
+		if _, taken := planCache.m.LoadOrStore(h, pt); !taken {
+			planCache.size.Add(1)
+		}
 	}
-	if _, taken := planCache.m[h]; !taken && len(planCache.m) < maxPlanTemplates {
-		planCache.m[h] = pt
-	}
-	planCache.Unlock()
 	return pt
 }
 
@@ -216,6 +225,20 @@ func buildPlanTemplate(limits []Limit) *planTemplate {
 	}
 	pt.hash = int64(fnv64(sorted) &^ (1 << 63)) // positive: readable in the console
 	return pt
+}
+
+// cacheSeed seeds cacheKey: the cache's keys are never stored or
+// compared across processes.
+var cacheSeed = maphash.MakeSeed()
+
+// cacheKey is the plan cache's key of limits: a fast hash (a hit is
+// verified with sameLimits), not the stored hash of a bucket (fnv64).
+func cacheKey(ls []Limit) uint64 {
+	h := uint64(len(ls))
+	for _, l := range ls {
+		h = h*1099511628211 ^ maphash.Comparable(cacheSeed, l)
+	}
+	return h
 }
 
 func sameLimits(a, b []Limit) bool {

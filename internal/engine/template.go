@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/shardlimit/limiter/store"
 )
@@ -60,7 +61,13 @@ func (s *shapeSink) cond(k condKind, name string, _ int64) {
 	s.conds = append(s.conds, c)
 }
 
-type valueSink struct{ vals []int64 }
+// valueSink collects the values; args is where expr converts them (the
+// Expr copies them out), so that a pooled sink converts without
+// allocating.
+type valueSink struct {
+	vals []int64
+	args []store.Value
+}
 
 func (s *valueSink) add(_ string, v int64)              { s.vals = append(s.vals, v) }
 func (s *valueSink) set(_ string, v int64)              { s.vals = append(s.vals, v) }
@@ -81,18 +88,14 @@ func compile(emit func(sink)) (*template, error) {
 	return &template{t}, nil
 }
 
-// expr fills the template with values: the Expr store/dynamo sends, and
-// which memsim runs without parsing.
-func (t *template) expr(vals []int64) store.Expr {
-	var buf [64]store.Value
-	vs := buf[:0]
-	if len(vals) > len(buf) {
-		vs = make([]store.Value, 0, len(vals))
+// expr fills the template with the sink's values: the Expr store/dynamo
+// sends, and which memsim runs without parsing.
+func (t *template) expr(vs *valueSink) store.Expr {
+	vs.args = vs.args[:0]
+	for _, v := range vs.vals {
+		vs.args = append(vs.args, store.Int(v))
 	}
-	for _, v := range vals {
-		vs = append(vs, store.Int(v))
-	}
-	return t.t.Compact(vs)
+	return t.t.Compact(vs.args) // copies the values out of vs.args
 }
 
 type pathKind uint8
@@ -112,7 +115,48 @@ type shapeKey struct {
 	charged, positive uint64
 }
 
-var valuesPool = sync.Pool{New: func() any { return &valueSink{vals: make([]int64, 0, 64)} }}
+// compiledShape is a compiled shape of a plan template.
+type compiledShape struct {
+	key shapeKey
+	t   *template
+}
+
+// shapes is a plan template's compiled shapes: a short list, read without
+// a lock and replaced whole (under planTemplate.mu) when a shape is added.
+type shapes = atomic.Pointer[[]compiledShape]
+
+// shapeOf returns the template of shape k, nil when not compiled yet.
+func (pt *planTemplate) shapeOf(k shapeKey) *template {
+	if l := pt.shapes.Load(); l != nil {
+		for _, sh := range *l {
+			if sh.key == k {
+				return sh.t
+			}
+		}
+	}
+	return nil
+}
+
+// addShape records the template of shape k (the first one compiled, when
+// two callers race).
+func (pt *planTemplate) addShape(k shapeKey, t *template) *template {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if have := pt.shapeOf(k); have != nil {
+		return have
+	}
+	var l []compiledShape
+	if old := pt.shapes.Load(); old != nil {
+		l = append(l, *old...)
+	}
+	l = append(l, compiledShape{k, t})
+	pt.shapes.Store(&l)
+	return t
+}
+
+var valuesPool = sync.Pool{New: func() any {
+	return &valueSink{vals: make([]int64, 0, 64), args: make([]store.Value, 0, 64)}
+}}
 
 // build returns the expression emit describes, from the template cache.
 func (p *Plan) build(path pathKind, emit func(sink)) (store.Expr, error) {
@@ -124,29 +168,22 @@ func (p *Plan) build(path pathKind, emit func(sink)) (store.Expr, error) {
 		}
 		var vs valueSink
 		emit(&vs)
-		return t.expr(vs.vals), nil
+		return t.expr(&vs), nil
 	}
 	charged, positive := p.chargedMask()
 	k := shapeKey{path: path, charged: charged, positive: positive}
-	pt.mu.Lock()
-	t := pt.shapes[k]
-	pt.mu.Unlock()
+	t := pt.shapeOf(k)
 	if t == nil {
 		var err error
 		if t, err = compile(emit); err != nil {
 			return store.Expr{}, err
 		}
-		pt.mu.Lock()
-		if pt.shapes == nil {
-			pt.shapes = make(map[shapeKey]*template)
-		}
-		pt.shapes[k] = t
-		pt.mu.Unlock()
+		t = pt.addShape(k, t)
 	}
 	vs := valuesPool.Get().(*valueSink)
 	vs.vals = vs.vals[:0]
 	emit(vs)
-	ex := t.expr(vs.vals)
+	ex := t.expr(vs)
 	valuesPool.Put(vs)
 	return ex, nil
 }

@@ -21,6 +21,9 @@ type Cache[K comparable, V any] struct {
 	max   int
 	order list.List // of *entry[K, V]; front: most recently used
 	items map[K]*list.Element
+	// last is the element of the last lookup or insert (nil when it left):
+	// a lookup of the same key again, the common case, skips hashing it.
+	last *list.Element
 }
 
 type entry[K comparable, V any] struct {
@@ -38,18 +41,30 @@ func New[K comparable, V any](size int) *Cache[K, V] {
 // and marks it as the most recently used. An expired entry is removed.
 func (c *Cache[K, V]) Get(key K, now time.Time) (V, bool) {
 	var zero V
-	el, ok := c.items[key]
-	if !ok {
-		return zero, false
+	el := c.last
+	if el == nil || el.Value.(*entry[K, V]).key != key {
+		var ok bool
+		if el, ok = c.items[key]; !ok {
+			return zero, false
+		}
 	}
 	e := el.Value.(*entry[K, V])
 	if !now.Before(e.expires) {
-		c.order.Remove(el)
-		delete(c.items, key)
+		c.remove(el)
 		return zero, false
 	}
 	c.order.MoveToFront(el)
+	c.last = el
 	return e.val, true
+}
+
+// remove drops the entry of el.
+func (c *Cache[K, V]) remove(el *list.Element) {
+	if c.last == el {
+		c.last = nil
+	}
+	c.order.Remove(el)
+	delete(c.items, el.Value.(*entry[K, V]).key)
 }
 
 // Add caches val for key until expires, replacing any value key had, and
@@ -59,13 +74,14 @@ func (c *Cache[K, V]) Add(key K, val V, expires time.Time) {
 		e := el.Value.(*entry[K, V])
 		e.val, e.expires = val, expires
 		c.order.MoveToFront(el)
+		c.last = el
 		return
 	}
-	c.items[key] = c.order.PushFront(&entry[K, V]{key: key, val: val, expires: expires})
+	el := c.order.PushFront(&entry[K, V]{key: key, val: val, expires: expires})
+	c.items[key] = el
+	c.last = el
 	if c.order.Len() > c.max {
-		oldest := c.order.Back()
-		c.order.Remove(oldest)
-		delete(c.items, oldest.Value.(*entry[K, V]).key)
+		c.remove(c.order.Back())
 	}
 }
 
@@ -73,6 +89,7 @@ func (c *Cache[K, V]) Add(key K, val V, expires time.Time) {
 func (c *Cache[K, V]) Purge() {
 	c.order.Init()
 	clear(c.items)
+	c.last = nil
 }
 
 // Len returns the number of entries held, expired ones not yet removed
@@ -82,7 +99,6 @@ func (c *Cache[K, V]) Len() int { return c.order.Len() }
 // Remove drops key's entry, if any.
 func (c *Cache[K, V]) Remove(key K) {
 	if el, ok := c.items[key]; ok {
-		c.order.Remove(el)
-		delete(c.items, key)
+		c.remove(el)
 	}
 }

@@ -60,3 +60,39 @@ func TestSizeAtLeastOneAndPurge(t *testing.T) {
 		t.Fatal("Purge left an entry")
 	}
 }
+
+// A key looked up again is found without hashing (Cache.last): an entry
+// that left by any way must not be found that way.
+func TestRepeatedLookupAfterTheEntryLeft(t *testing.T) {
+	c := New[string, int](2)
+	c.Add("a", 1, t0.Add(time.Hour))
+	c.Remove("a")
+	if _, ok := c.Get("a", t0); ok {
+		t.Fatal("a found after Remove")
+	}
+	c.Add("a", 1, t0.Add(time.Hour))
+	c.Add("b", 2, t0.Add(time.Hour))
+	c.Add("c", 3, t0.Add(time.Hour)) // evicts a
+	if _, ok := c.Get("a", t0); ok {
+		t.Fatal("a found after its eviction")
+	}
+	if _, ok := c.Get("c", t0); !ok {
+		t.Fatal("c missing")
+	}
+	c.Purge()
+	if _, ok := c.Get("c", t0); ok {
+		t.Fatal("c found after Purge")
+	}
+	c.Add("d", 4, t0.Add(time.Minute))
+	if _, ok := c.Get("d", t0.Add(time.Minute)); ok {
+		t.Fatal("d found at its expiry")
+	}
+	if _, ok := c.Get("d", t0); ok || c.Len() != 0 {
+		t.Fatal("d found after it expired and was removed")
+	}
+	c.Add("e", 5, t0.Add(time.Hour))
+	c.Add("e", 6, t0.Add(time.Hour)) // replaced in place
+	if v, ok := c.Get("e", t0); !ok || v != 6 {
+		t.Fatalf("e = %d, %v; want 6", v, ok)
+	}
+}
