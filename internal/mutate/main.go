@@ -12,6 +12,7 @@
 //	go run ./internal/mutate -mutants 812,813  # re-run some mutants
 //	go run ./internal/mutate -json r.json      # keep every result...
 //	go run ./internal/mutate -rescore r.json   # ...and judge them again after editing equivalent.txt
+//	go run ./internal/mutate -rescore a.json,b.json -report docs/mutation.md  # one report from runs of separate targets
 //
 // Every mutant of a package is compiled into one build (mutant schemata:
 // each site switches on the LIMITER_MUTANT environment variable), so a
@@ -63,7 +64,7 @@ func main() {
 		keep       = flag.Bool("keep", false, "keep the work directory (schemata, overlay, binaries)")
 		verbose    = flag.Bool("v", false, "print every mutant's result")
 		failOnLive = flag.Bool("strict", true, "exit 1 when a mutant lives that equivalent.txt does not justify")
-		rescore    = flag.String("rescore", "", "instead of running, judge the results of an earlier run (its -json file) against equivalent.txt as it is now")
+		rescore    = flag.String("rescore", "", "instead of running, judge the results of earlier runs (their -json files, comma-separated; a target in a later file replaces the same target in an earlier one) against equivalent.txt as it is now")
 	)
 	flag.Parse()
 	root, err := moduleRoot()
@@ -71,10 +72,8 @@ func main() {
 	sel, err := selectTargets(*only)
 	check(err)
 	if *rescore != "" {
-		data, err := os.ReadFile(*rescore)
+		ms, err := readResults(strings.Split(*rescore, ","), sel)
 		check(err)
-		var ms []Mutant
-		check(json.Unmarshal(data, &ms))
 		for i := range ms {
 			if ms[i].Raw != "" {
 				ms[i].Status, ms[i].Reason = ms[i].Raw, ""
@@ -83,7 +82,7 @@ func main() {
 		eq, err := loadEquivalents(filepath.Join(root, *equivFile))
 		check(err)
 		res := &results{mutants: ms, sel: sel}
-		res.stale = eq.apply(ms)
+		res.stale = eq.apply(ms, sel)
 		if *report != "" {
 			check(os.WriteFile(*report, []byte(res.markdown()), 0o644))
 		}
@@ -132,7 +131,7 @@ func main() {
 	}
 	eq, err := loadEquivalents(filepath.Join(root, *equivFile))
 	check(err)
-	res.stale = eq.apply(mutants)
+	res.stale = eq.apply(mutants, sel)
 	res.elapsed = time.Since(start)
 	res.sel = sel
 	res.workers = *workers
@@ -149,6 +148,38 @@ func main() {
 	if *failOnLive && res.unjustified() > 0 {
 		os.Exit(1)
 	}
+}
+
+// readResults reads the -json files of earlier runs and keeps the mutants
+// of the selected targets, a target's from the last file that has it, in
+// the order of the targets.
+func readResults(files []string, sel []*target) ([]Mutant, error) {
+	last := map[string][]Mutant{}
+	for _, f := range files {
+		data, err := os.ReadFile(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		var ms []Mutant
+		if err := json.Unmarshal(data, &ms); err != nil {
+			return nil, fmt.Errorf("%s: %v", f, err)
+		}
+		here := map[string][]Mutant{}
+		for _, m := range ms {
+			here[m.Target] = append(here[m.Target], m)
+		}
+		for t, ms := range here {
+			last[t] = ms
+		}
+	}
+	var out []Mutant
+	for _, t := range sel {
+		out = append(out, last[t.name]...)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no results of targets %s in %s", strings.Join(targetList(sel), ","), strings.Join(files, ", "))
+	}
+	return out, nil
 }
 
 func check(err error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -68,8 +69,9 @@ func loadEquivalents(path string) (equivalents, error) {
 }
 
 // apply marks the survivors an entry justifies as equivalent, and returns
-// the entries that matched no mutant (stale: the code changed).
-func (eq equivalents) apply(ms []Mutant) []*equivalent {
+// the entries of the files of sel that matched no mutant (stale: the code
+// changed).
+func (eq equivalents) apply(ms []Mutant, sel []*target) []*equivalent {
 	for i := range ms {
 		m := &ms[i]
 		if m.Status != statusLived && m.Status != statusNotCovered {
@@ -87,7 +89,7 @@ func (eq equivalents) apply(ms []Mutant) []*equivalent {
 	}
 	var stale []*equivalent
 	for _, e := range eq {
-		if !e.used {
+		if !e.used && slices.ContainsFunc(sel, func(t *target) bool { return path.Dir(e.file) == t.dir }) {
 			stale = append(stale, e)
 		}
 	}
@@ -242,6 +244,13 @@ func (r *results) markdown() string {
 		"invariants hold with or without it. The simulator's reports (round trips and write units per\n"+
 		"acquire) are where such a change shows.",
 		func(m *Mutant) bool { return m.Status == statusCostOnly }, true)
+	if len(r.stale) > 0 {
+		fmt.Fprintf(&b, "## Stale entries of equivalent.txt (%d)\n\nEach matches no mutant of the code as it is: remove it or write it again.\n\n", len(r.stale))
+		for _, e := range r.stale {
+			fmt.Fprintf(&b, "- `%s` %s: %s `%s`\n", e.file, e.fn, mdEscape(e.change), mdEscape(e.source))
+		}
+		b.WriteString("\n")
+	}
 	return b.String()
 }
 

@@ -345,11 +345,20 @@ var flipOrdered = map[token.Token][2]token.Token{
 }
 var flipArith = map[token.Token]token.Token{token.ADD: token.SUB, token.SUB: token.ADD, token.MUL: token.QUO, token.QUO: token.MUL, token.REM: token.MUL}
 
-// mutants describes the mutants of every site.
+// mutants describes the mutants of every site. A change made at several
+// places of one line ("&& → ||" in a && b && c) is told apart by its
+// place among them, "2nd && → ||" (in source order, counting operators),
+// so that equivalent.txt justifies each on its own.
 func (fs *fileSchema) mutants(target, file string, funcs funcIndex) []Mutant {
 	var out []Mutant
+	opPos := map[int]token.Pos{} // index in out → the operator's position
 	for _, s := range fs.sites {
 		pos := fs.fset.Position(s.node.Pos())
+		at := s.node.Pos()
+		if b, ok := s.node.(*ast.BinaryExpr); ok {
+			at = b.OpPos
+			pos = fs.fset.Position(at)
+		}
 		m := Mutant{Target: target, File: file, Line: pos.Line, Col: pos.Column, Func: funcs.at(s.start), Source: fs.line(pos.Line)}
 		var ms [][2]string
 		switch n := s.node.(type) {
@@ -382,10 +391,49 @@ func (fs *fileSchema) mutants(target, file string, funcs funcIndex) []Mutant {
 		}
 		for i, k := range ms {
 			m.ID, m.Kind, m.Change = s.first+i, k[0], k[1]
+			opPos[len(out)] = at
 			out = append(out, m)
 		}
 	}
+	ordinals(out, opPos)
 	return out
+}
+
+// ordinals prefixes each change that a line has more than once with its
+// place among them ("1st", "2nd", ...), in source order.
+func ordinals(ms []Mutant, pos map[int]token.Pos) {
+	type key struct {
+		line   int
+		change string
+	}
+	same := map[key][]int{}
+	for i, m := range ms {
+		k := key{m.Line, m.Change}
+		same[k] = append(same[k], i)
+	}
+	for _, idx := range same {
+		if len(idx) < 2 {
+			continue
+		}
+		slices.SortFunc(idx, func(a, b int) int { return int(pos[a]) - int(pos[b]) })
+		for n, i := range idx {
+			ms[i].Change = ordinal(n+1) + " " + ms[i].Change
+		}
+	}
+}
+
+func ordinal(n int) string {
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+		return fmt.Sprintf("%dth", n)
+	case n%10 == 1:
+		return fmt.Sprintf("%dst", n)
+	case n%10 == 2:
+		return fmt.Sprintf("%dnd", n)
+	case n%10 == 3:
+		return fmt.Sprintf("%drd", n)
+	}
+	return fmt.Sprintf("%dth", n)
 }
 
 func negEq(t token.Token) token.Token {

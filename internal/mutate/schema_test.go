@@ -150,9 +150,30 @@ func TestEquivalentEntriesMatch(t *testing.T) {
 		{equivalent{file: "a.go", fn: "g", change: "*", source: "*", reason: "other"}, statusLived},
 	} {
 		ms := []Mutant{m}
-		equivalents{&tc.e}.apply(ms)
+		equivalents{&tc.e}.apply(ms, nil)
 		if ms[0].Status != tc.want {
 			t.Errorf("%+v: status %s, want %s", tc.e, ms[0].Status, tc.want)
 		}
+	}
+}
+
+// A change made at several places of one line is told apart by its place
+// among them, in source order, so that an entry of equivalent.txt
+// justifies one of them, not all.
+func TestRepeatedChangesOnALineAreNumbered(t *testing.T) {
+	const src = `package p
+
+func f(a, b, c bool, x, y int) bool {
+	return a && b && c || x < y
+}
+`
+	fs, f := schema(t, src)
+	var got []string
+	for _, m := range fs.mutants("t", "p.go", indexFuncs(fs, f)) {
+		got = append(got, m.Change)
+	}
+	want := "|| → && 2nd && → || 1st && → || < → <= < → >=" // outermost first
+	if strings.Join(got, " ") != want {
+		t.Fatalf("changes %q, want %s", got, want)
 	}
 }

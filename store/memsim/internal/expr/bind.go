@@ -41,15 +41,17 @@ func (p *Parsed) bind(names map[string]string, values map[string]store.Value, is
 	b.values = bufOrMake(b.valueBuf[:], len(p.values))
 	namesAll, valuesAll := true, true
 	badName, badValue := false, false // a used entry is invalid (or undefined)
+	// A map holding exactly the used placeholders skips the checks of its
+	// keys, which the lexer has made but for their length.
 	for i, ph := range p.names {
 		v, ok := names[ph]
-		namesAll = namesAll && ok
+		namesAll = namesAll && ok && len(ph) <= maxPlaceholderKey
 		badName = badName || v == "" || len(v) > maxAttrNameBytes
 		b.names[i] = v
 	}
 	for i, ph := range p.values {
 		v, ok := values[ph]
-		valuesAll = valuesAll && ok
+		valuesAll = valuesAll && ok && len(ph) <= maxPlaceholderKey
 		badValue = badValue || !v.IsValid()
 		b.values[i] = v
 	}

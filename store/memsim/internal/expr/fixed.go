@@ -26,8 +26,8 @@ type Fixed struct {
 // placeholders in values (the placeholders whose values Bind will be
 // given, in that order), once. It returns false when the pair is not one
 // Fixed handles: maps that are not exact (a placeholder undefined or
-// unused), a name Bind would reject, or an expression with neither update
-// nor condition. Such expressions must be bound with Bind.
+// unused), a name or placeholder Bind would reject, or an expression with
+// neither update nor condition. Such expressions must be bound with Bind.
 func (p *Parsed) Fix(names map[string]string, values []string) (*Fixed, bool) {
 	if !p.hasUpdate && p.cond == nil || len(names) != len(p.names) || len(values) != len(p.values) {
 		return nil, false
@@ -38,14 +38,14 @@ func (p *Parsed) Fix(names map[string]string, values []string) (*Fixed, bool) {
 	f := &Fixed{p: p, names: make([]string, len(p.names)), src: make([]int, len(p.values)), nargs: len(values), alias: true}
 	for i, ph := range p.names {
 		n, ok := names[ph]
-		if !ok || n == "" || len(n) > maxAttrNameBytes {
+		if !ok || n == "" || len(n) > maxAttrNameBytes || len(ph) > maxPlaceholderKey {
 			return nil, false
 		}
 		f.names[i] = n
 	}
 	for i, ph := range p.values {
 		j := slices.Index(values, ph)
-		if j < 0 {
+		if j < 0 || len(ph) > maxPlaceholderKey {
 			return nil, false
 		}
 		f.src[i] = j
