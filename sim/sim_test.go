@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -118,33 +119,56 @@ func TestSameSeedSameTrace(t *testing.T) {
 	}
 }
 
-// Every scenario runs clean for a few simulated seconds.
+// scenarioSeeds is how many seeds TestScenarios runs each scenario on:
+// SIM_SEEDS, or 3.
+func scenarioSeeds(t *testing.T) int {
+	v := os.Getenv("SIM_SEEDS")
+	if v == "" {
+		return 3
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("SIM_SEEDS=%q: want a positive number of seeds", v)
+	}
+	return n
+}
+
+// Every scenario runs clean for a few simulated seconds, on seeds 7, 8, 9
+// (SIM_SEEDS sets how many).
 func TestScenarios(t *testing.T) {
+	seeds := scenarioSeeds(t)
 	for _, sc := range Scenarios() {
-		t.Run(sc.Name, func(t *testing.T) {
-			cfg := short(sc.Name, 5*time.Second)
-			switch sc.Name {
-			case "hot-entity":
-				cfg.Rate = 2000
-			case "idle-year":
-				cfg.Duration = 10 * 24 * time.Hour
-			}
-			rep := mustRun(t, cfg)
-			requireOK(t, rep)
-			if rep.Acquires == 0 || rep.Admitted == 0 {
-				t.Fatalf("nothing happened: %+v", rep)
-			}
-			if sc.Name == "cascade" && rep.StoreRequests <= rep.RoundTrips {
-				t.Errorf("cascade: %d requests in %d round trips: concurrent writes were not scheduled one by one",
-					rep.StoreRequests, rep.RoundTrips)
-			}
-			if sc.Name == "faults" && (rep.Unavailable == 0 || rep.Throttled == 0) {
-				t.Errorf("faults: no fault showed (unavailable %d, throttled %d)", rep.Unavailable, rep.Throttled)
-			}
-			if sc.Name == "idle-year" && (rep.ShardCountFinal != 1 || rep.ShardDoublings != 0) {
-				t.Errorf("idle-year: shard count %d after %d doublings", rep.ShardCountFinal, rep.ShardDoublings)
-			}
-		})
+		for seed := uint64(7); seed < 7+uint64(seeds); seed++ {
+			t.Run(sc.Name+"/seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
+				testScenario(t, sc, seed)
+			})
+		}
+	}
+}
+
+func testScenario(t *testing.T, sc Scenario, seed uint64) {
+	cfg := short(sc.Name, 5*time.Second)
+	cfg.Seed = seed
+	switch sc.Name {
+	case "hot-entity":
+		cfg.Rate = 2000
+	case "idle-year":
+		cfg.Duration = 10 * 24 * time.Hour
+	}
+	rep := mustRun(t, cfg)
+	requireOK(t, rep)
+	if rep.Acquires == 0 || rep.Admitted == 0 {
+		t.Fatalf("nothing happened: %+v", rep)
+	}
+	if sc.Name == "cascade" && rep.StoreRequests <= rep.RoundTrips {
+		t.Errorf("cascade: %d requests in %d round trips: concurrent writes were not scheduled one by one",
+			rep.StoreRequests, rep.RoundTrips)
+	}
+	if sc.Name == "faults" && (rep.Unavailable == 0 || rep.Throttled == 0) {
+		t.Errorf("faults: no fault showed (unavailable %d, throttled %d)", rep.Unavailable, rep.Throttled)
+	}
+	if sc.Name == "idle-year" && (rep.ShardCountFinal != 1 || rep.ShardDoublings != 0) {
+		t.Errorf("idle-year: shard count %d after %d doublings", rep.ShardCountFinal, rep.ShardDoublings)
 	}
 }
 

@@ -56,9 +56,9 @@ type entry struct {
 	size int
 	// part is the item's table partition (resolved once).
 	part *partition
-	// view holds the attributes a template's expressions read, when the
-	// last write came from that template (nil or view.plan nil: none).
-	view *itemView
+	// views hold the attributes the templates that wrote the item lately
+	// read (nil: none yet).
+	views *itemViews
 }
 
 // at returns the entry at k, or the zero entry (no item). Call with s.mu

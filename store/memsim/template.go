@@ -16,9 +16,10 @@ import (
 // same order, as the string path on the Expr's strings and maps (which it
 // falls back to whenever the slot values are not all there and valid).
 //
-// Beside each stored item a store keeps the attributes the last template
-// that wrote it reads (an itemView), so that the next write of the same
-// template evaluates its condition and update without looking them up.
+// Beside each stored item a store keeps the attributes that the last few
+// templates that wrote it read (an itemView each), so that the next write
+// of one of them evaluates its condition and update without looking them
+// up.
 
 // Pre-bound forms of templates, shared by all stores (like parsed
 // expressions): parsing and name resolution happen once per template.
@@ -68,28 +69,42 @@ type tplan struct {
 	// writesIndexKey: some action writes an index key attribute.
 	writesIndexKey bool
 	// carried: for another plan, where each of this plan's names is among
-	// its names (see carry). Guarded by the store's mutex.
+	// its names (see carry); written: where the attributes this plan's
+	// actions write are among its names (see writes). Guarded by the
+	// store's mutex.
 	carried map[*tplan][]int32
+	written map[*tplan][]int32
 }
 
-// itemView holds, beside a stored item, the attributes plan's expressions
-// name: attrs' i is the item's attribute names[i]. plan nil: the view is
-// stale. Numbers are held without pointers, so that the writes that keep
-// the view up to date cost no write barriers.
+// itemViews holds, beside a stored item, views of it for up to maxViews
+// templates: those that wrote it lately (the limiter alternates several on
+// one item: acquires, adjusts, rollbacks). Every view whose plan is set is
+// up to date with the item: a write of a template updates its own view
+// from its results and passes the attributes it wrote on to the others;
+// any other write that changes the item makes them all stale.
+type itemViews struct {
+	v    []itemView
+	tick uint32 // counts uses, to replace the least recently used view
+}
+
+// maxViews bounds the views kept beside one item.
+const maxViews = 6
+
+// itemView holds the attributes plan's expressions name: attrs' i is the
+// item's attribute names[i]. plan nil: the view is stale. Numbers are held
+// without pointers, so that the writes that keep the view up to date cost
+// no write barriers.
 type itemView struct {
-	plan  *tplan
-	attrs expr.Attrs
+	plan *tplan
+	used uint32 // itemViews.tick when last used
 	// size[i] is the stored size of attribute names[i] (name and value),
 	// 0 when absent.
-	size []int32
+	attrs expr.Attrs
+	size  []int32
 	// out and next are a write's results and their sizes, by action,
 	// until it commits.
 	out  expr.Attrs
 	next []int32
-	// spare and spareSize are the buffers of the previous plan's view,
-	// reused by the next switch.
-	spare     expr.Attrs
-	spareSize []int32
 }
 
 // maxPlans bounds the templates a store remembers; beyond it, Exprs of new
@@ -144,34 +159,76 @@ func (s *Store) plan(t *store.Template, e store.Expr) *tplan {
 	return pl
 }
 
-// useView makes the view of e hold the attributes pl's expressions read,
-// and returns it. When the view holds another template's attributes (the
-// limiter alternates templates on one item: acquire, adjust, rollback),
-// those both name are carried over and only the others are looked up.
-// Call with s.mu held.
+// useView returns a view of e's item for pl's expressions. When e has no
+// view for pl, it makes one, from the attributes the most recently used
+// view holds that pl names too, looking only the others up, in a free
+// slot or in place of the least recently used view. Call with s.mu held.
 func (s *Store) useView(e *entry, pl *tplan) *itemView {
-	v := e.view
-	if v == nil {
-		v = &itemView{}
-		e.view = v
+	vs := e.views
+	if vs == nil {
+		vs = &itemViews{}
+		e.views = vs
 	}
-	if v.plan == pl {
-		return v
+	vs.tick++
+	var src, free, lru *itemView
+	for i := range vs.v {
+		v := &vs.v[i]
+		switch {
+		case v.plan == pl:
+			v.used = vs.tick
+			return v
+		case v.plan == nil:
+			if free == nil {
+				free = v
+			}
+		default:
+			if src == nil || v.used > src.used {
+				src = v
+			}
+			if lru == nil || v.used < lru.used {
+				lru = v
+			}
+		}
 	}
+	v := free
+	switch {
+	case v != nil:
+	case len(vs.v) < maxViews:
+		vs.v = append(vs.v, itemView{})
+		v = &vs.v[len(vs.v)-1]
+		if src != nil { // append may have moved the views
+			src = nil
+			for i := range vs.v[:len(vs.v)-1] {
+				if u := &vs.v[i]; u.plan != nil && (src == nil || u.used > src.used) {
+					src = u
+				}
+			}
+		}
+	default:
+		v = lru // maxViews > 1: src, the most recently used, is another
+	}
+	s.fillView(e, v, pl, src)
+	v.used = vs.tick
+	return v
+}
+
+// fillView makes v a view of e's item for pl, taking the attributes src
+// (another up-to-date view of the item, or nil) holds and looking the
+// others up. Call with s.mu held.
+func (s *Store) fillView(e *entry, v *itemView, pl *tplan, src *itemView) {
 	n := len(pl.names)
-	var from []int32 // pl's name i is the old view's from[i], or -1
-	if v.plan != nil {
-		from = pl.carry(v.plan)
+	var from []int32 // pl's name i is src's from[i], or -1
+	if src != nil {
+		from = pl.carry(src.plan)
 	}
-	old, oldSize := v.attrs, v.size
-	v.attrs, v.spare = v.spare.MakeAttrs(n), old
-	v.size, v.spareSize = slices.Grow(v.spareSize[:0], n)[:n], oldSize
+	v.attrs = v.attrs.MakeAttrs(n)
+	v.size = slices.Grow(v.size[:0], n)[:n]
 	v.out = v.out.MakeAttrs(len(pl.head))
 	v.next = slices.Grow(v.next[:0], len(pl.head))[:len(pl.head)]
 	for i, name := range pl.names {
 		if from != nil && from[i] >= 0 {
-			v.attrs.Copy(i, old, int(from[i]))
-			v.size[i] = oldSize[from[i]]
+			v.attrs.Copy(i, src.attrs, int(from[i]))
+			v.size[i] = src.size[from[i]]
 			continue
 		}
 		x, has := e.item[name]
@@ -179,7 +236,6 @@ func (s *Store) useView(e *entry, pl *tplan) *itemView {
 		v.size[i] = attrSize(name, x, has)
 	}
 	v.plan = pl
-	return v
 }
 
 // carry returns, for each of pl's names, its index among old's names, or
@@ -198,6 +254,32 @@ func (pl *tplan) carry(old *tplan) []int32 {
 			pl.carried = make(map[*tplan][]int32)
 		}
 		pl.carried[old] = f
+	}
+	return f
+}
+
+// writes returns where the attributes pl's actions write are among
+// other's names: pairs of an action index and a name index of other, one
+// pair per name of other that an action's attribute has. Remembered per
+// pair of templates. Call with s.mu held.
+func (pl *tplan) writes(other *tplan) []int32 {
+	if f, ok := pl.written[other]; ok {
+		return f
+	}
+	var f []int32
+	for i, h := range pl.head {
+		name := pl.names[h]
+		for j, n := range other.names {
+			if n == name {
+				f = append(f, int32(i), int32(j))
+			}
+		}
+	}
+	if len(pl.written) < maxCarried {
+		if pl.written == nil {
+			pl.written = make(map[*tplan][]int32)
+		}
+		pl.written[other] = f
 	}
 	return f
 }
@@ -245,23 +327,45 @@ func (s *Store) runProgram(w *writeReq, ev *evaluation, v *itemView) bool {
 	return true
 }
 
-// updateView brings the view of e up to date after w replaced its item:
-// from the results of w's Program (programmed) when w's template is the
-// view's, else the view goes stale. Call with s.mu held.
+// updateView brings the views of e up to date after w replaced its item:
+// from the results of w's Program (programmed), which ran on w's
+// template's view, for that view and, for the attributes w wrote, the
+// others; any other write makes them all stale. Call with s.mu held.
 func (s *Store) updateView(e *entry, w *writeReq, programmed bool) {
-	v := e.view
-	if v == nil || v.plan == nil {
+	vs := e.views
+	if vs == nil {
 		return
 	}
-	if w.plan != v.plan || !programmed {
-		v.plan = nil
+	var wv *itemView
+	if programmed {
+		for i := range vs.v {
+			if vs.v[i].plan == w.plan {
+				wv = &vs.v[i]
+				break
+			}
+		}
+	}
+	if wv == nil {
+		for i := range vs.v {
+			vs.v[i].plan = nil
+		}
 		return
 	}
-	a, out := &v.attrs, &v.out
+	for i := range vs.v {
+		if v := &vs.v[i]; v != wv && v.plan != nil {
+			f := w.plan.writes(v.plan)
+			for k := 0; k < len(f); k += 2 {
+				a, j := int(f[k]), int(f[k+1])
+				v.attrs.Copy(j, wv.out, a)
+				v.size[j] = wv.next[a]
+			}
+		}
+	}
+	a, out := &wv.attrs, &wv.out
 	if !w.plan.aliases {
 		for i, j := range w.plan.head {
 			k := out.Kind[i]
-			a.Kind[j], a.Num[j], v.size[j] = k, out.Num[i], v.next[i]
+			a.Kind[j], a.Num[j], wv.size[j] = k, out.Num[i], wv.next[i]
 			if k == store.KindString {
 				a.Str[j] = out.Str[i]
 			}
@@ -271,7 +375,7 @@ func (s *Store) updateView(e *entry, w *writeReq, programmed bool) {
 	for i, same := range w.plan.heads {
 		for _, j := range same {
 			a.Copy(j, *out, i)
-			v.size[j] = v.next[i]
+			wv.size[j] = wv.next[i]
 		}
 	}
 }

@@ -168,7 +168,7 @@ func (s *Store) transactLocked(token string, fp [sha256.Size]byte, reqs []writeR
 	failed, invalid := false, false
 	size := 0
 	for i := range reqs {
-		s.evaluate(&reqs[i], &evs[i], nil)
+		s.evaluate(&reqs[i], &evs[i])
 		switch {
 		case evs[i].err != nil:
 			invalid = true
@@ -226,7 +226,7 @@ func (s *Store) transactLocked(token string, fp [sha256.Size]byte, reqs []writeR
 		return store.TransactWriteOutput{}, s.throttledTxn(reqs, evs, p)
 	}
 	for i := range reqs {
-		s.commit(&reqs[i], &evs[i], nil, now)
+		s.commit(&reqs[i], &evs[i], now)
 	}
 	s.count(OpTransactWrite, outOK, consumed)
 	if token != "" {

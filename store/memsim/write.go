@@ -173,13 +173,9 @@ func (s *Store) prepareCheck(in *store.CheckInput) (writeReq, error) {
 	return writeReq{kind: wCheck, key: in.Key, bound: b, plan: pl, retOld: in.ReturnOldOnConditionFailure, txn: true, hasCond: true}, nil
 }
 
-// evaluate computes into ev what w would do. chg is room for the changes
-// of an update (see expr.Bound.ApplyChanges), or nil; the changes are
-// returned (not kept in the evaluation, which would make chg escape: the
-// caller's room is on its stack). Call with s.mu held.
-func (s *Store) evaluate(w *writeReq, ev *evaluation, chg []expr.Change) []expr.Change {
+// evaluate computes into ev what w would do. Call with s.mu held.
+func (s *Store) evaluate(w *writeReq, ev *evaluation) {
 	*ev = evaluation{keysMoved: true}
-	var changes []expr.Change
 	var view *itemView // the stored item's view, when w runs its template's Program
 	if e := s.items[w.key]; e != nil {
 		ev.ent, ev.old, ev.oldSize, ev.exists = e, e.item, e.size, true
@@ -197,18 +193,18 @@ func (s *Store) evaluate(w *writeReq, ev *evaluation, chg []expr.Change) []expr.
 		}
 		if err != nil {
 			ev.err = err
-			return changes
+			return
 		}
 		if !ok {
 			ev.failed = true
 			ev.units = WriteUnits(ev.oldSize) // 1 when absent
-			return changes
+			return
 		}
 	}
 	switch w.kind {
 	case wCheck:
 		ev.units = WriteUnits(ev.oldSize)
-		return changes
+		return
 	case wDelete:
 		ev.units = WriteUnits(ev.oldSize)
 		ev.remove = true
@@ -221,23 +217,9 @@ func (s *Store) evaluate(w *writeReq, ev *evaluation, chg []expr.Change) []expr.
 		switch {
 		case w.hasUpd && view != nil && s.runProgram(w, ev, view):
 		case w.hasUpd:
-			keys := [2]expr.KeyAttr{
-				{Name: s.schema.PartitionKey, Value: store.Str(w.key.PK)},
-				{Name: s.schema.SortKey, Value: store.Str(w.key.SK)},
+			if !s.applyUpdate(w, ev) {
+				return
 			}
-			n, touched, chgs, err := w.bound.ApplyChanges(ev.old, keys, chg)
-			if err != nil {
-				ev.err = err
-				return nil
-			}
-			changes = chgs
-			if n == nil {
-				// A REMOVE-only update of a missing item creates nothing.
-				ev.units = WriteUnits(0)
-				return changes
-			}
-			ev.new, ev.touched = n, touched
-			s.accountChanges(w, ev, changes)
 		case ev.exists:
 			ev.new = ev.old
 		default:
@@ -250,17 +232,40 @@ func (s *Store) evaluate(w *writeReq, ev *evaluation, chg []expr.Change) []expr.
 		if ev.keysMoved {
 			if err := s.checkIndexKeys(ev.new); err != nil {
 				ev.err = err
-				return changes
+				return
 			}
 		}
 		if ev.newSize > MaxItemSize {
 			ev.err = verr(msgUpdateTooLarge)
-			return changes
+			return
 		}
 		ev.units = WriteUnits(max(ev.oldSize, ev.newSize))
 	}
 	s.indexCost(ev)
-	return changes
+}
+
+// applyUpdate computes w's update of ev.old with the expression engine
+// (the string path, and a template's whose Program cannot run it). It
+// returns false when evaluate is done: an error, or a REMOVE-only update
+// of a missing item, which creates nothing. Call with s.mu held.
+func (s *Store) applyUpdate(w *writeReq, ev *evaluation) bool {
+	keys := [2]expr.KeyAttr{
+		{Name: s.schema.PartitionKey, Value: store.Str(w.key.PK)},
+		{Name: s.schema.SortKey, Value: store.Str(w.key.SK)},
+	}
+	var chg [16]expr.Change // the update's changes, off the heap
+	n, touched, changes, err := w.bound.ApplyChanges(ev.old, keys, chg[:0])
+	if err != nil {
+		ev.err = err
+		return false
+	}
+	if n == nil {
+		ev.units = WriteUnits(0)
+		return false
+	}
+	ev.new, ev.touched = n, touched
+	s.accountChanges(w, ev, changes)
+	return true
 }
 
 // accountChanges computes, for an update of an existing item, the new
@@ -413,9 +418,8 @@ func capacityOf(w *writeReq, ev *evaluation) store.Capacity {
 	return store.Capacity{WriteUnits: units + iu, IndexWriteUnits: iu}
 }
 
-// commit applies an evaluation; changes are the update's (see evaluate).
-// Call with s.mu held.
-func (s *Store) commit(w *writeReq, ev *evaluation, changes []expr.Change, now int64) {
+// commit applies an evaluation. Call with s.mu held.
+func (s *Store) commit(w *writeReq, ev *evaluation, now int64) {
 	if !ev.changed {
 		return
 	}
@@ -542,10 +546,9 @@ func (s *Store) write(ctx context.Context, kind OpKind, w writeReq, prepErr erro
 		err error
 		buf [6]charge
 	)
-	var chg [16]expr.Change // the update's changes, off the heap
 	s.mu.Lock()
 	var ev evaluation
-	changes := s.evaluate(&w, &ev, chg[:0])
+	s.evaluate(&w, &ev)
 	switch {
 	case ev.err != nil:
 		s.count(kind, outValidation, store.Capacity{})
@@ -570,7 +573,7 @@ func (s *Store) write(ctx context.Context, kind OpKind, w writeReq, prepErr erro
 			err = cf
 			break
 		}
-		s.commit(&w, &ev, changes, now)
+		s.commit(&w, &ev, now)
 		s.count(kind, outOK, out.Consumed)
 		out.Attributes = s.returned(w.ret, &ev)
 	}

@@ -1,0 +1,90 @@
+package memsim_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/memsim"
+)
+
+// viewTemplates are writes of one item by more templates than memsim keeps
+// views of: overlapping names, ADDs, SETs, if_not_exists, REMOVEs, a
+// string attribute, conditions on what the others write. slot(i) is the
+// i-th value of a write.
+func viewTemplates(slot func(int) store.Value) []struct {
+	u store.Update
+	c store.Condition
+} {
+	return []struct {
+		u store.Update
+		c store.Condition
+	}{
+		{store.Update{}.Add("a", slot(0)).Add("b", slot(1)), store.Name("a").GreaterThanEqual(slot(2))},
+		{store.Update{}.Add("b", slot(0)).Set("c", slot(1)), store.Name("c").Exists()},
+		{store.Update{}.Set("a", slot(0)).Remove("d"), store.Name("b").LessThan(slot(1))},
+		{store.Update{}.SetIfNotExists("d", slot(0)).Add("e", slot(1)), store.Condition{}},
+		{store.Update{}.SetIfNotExistsPlus("e", slot(0), slot(1)), store.Name("a").NotExists()},
+		{store.Update{}.Set("s", slot(0)).Add("a", slot(1)), store.Name("s").NotEqual(slot(2))},
+		{store.Update{}.Remove("a").Add("f", slot(0)), store.Name("f").LessThanEqual(slot(1))},
+		{store.Update{}.Add("c", slot(0)).Add("f", slot(1)).Add("b", slot(2)), store.Name("d").Exists()},
+	}
+}
+
+// The views memsim keeps beside an item for the templates that write it
+// follow each other's writes: eight templates (more than it keeps views
+// of) writing one item in a random order, now and then with a string-path
+// write between them, give the answers (write units included: the item
+// hovers around 1 KB) and items of the string path.
+func TestTemplateViewsFollowEachOther(t *testing.T) {
+	k := key("views")
+	direct := func(i int) store.Value { return store.Slot(i) }
+	tmpls := make([]*store.Template, 0, 8)
+	for _, w := range viewTemplates(direct) {
+		tmpls = append(tmpls, store.MustCompile(w.u, w.c))
+	}
+	for seed := range uint64(50) {
+		r := rand.New(rand.NewPCG(seed, 2))
+		str, tpl := memsim.New(), memsim.New()
+		for _, s := range []*memsim.Store{str, tpl} {
+			// A filler near 1 KB: sizes that drift show in the write units.
+			mustPut(t, s, item(k, "a", 5, "b", 1, "c", 2, "s", "x", "filler", strings.Repeat("f", 960+int(seed))))
+		}
+		for op := range 200 {
+			i := r.IntN(len(tmpls))
+			vals := make([]store.Value, 3)
+			for j := range vals {
+				vals[j] = store.Int(int64(r.IntN(7)-3) * []int64{1, 100, 10_000, 1_000_000}[r.IntN(4)])
+			}
+			if i == 5 {
+				vals[0] = store.Str(fmt.Sprint("s", r.IntN(3)))
+			}
+			w := viewTemplates(func(j int) store.Value { return vals[j] })[i]
+			in := store.UpdateInput{Key: k, Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}
+			var outs [2]outcome
+			for side, s := range []*memsim.Store{str, tpl} {
+				in.Expr = build(t, w.u, w.c)
+				if side == 1 {
+					in.Expr = tmpls[i].Expr(vals)
+				}
+				if r.IntN(20) == 0 && side == 0 {
+					// A write of neither path's template, on both stores.
+					other := store.UpdateInput{Key: k, Expr: build(t, store.Update{}.Add("b", store.Int(1)), store.Condition{})}
+					mustUpdate(t, str, other)
+					mustUpdate(t, tpl, other)
+				}
+				out, err := s.Update(ctx, in)
+				outs[side] = observe(out.Attributes, out.Consumed, err)
+			}
+			if d := cmp.Diff(outs[0], outs[1], valueCmp); d != "" {
+				t.Fatalf("seed %d op %d (template %d, values %v) (-string path +template path):\n%s", seed, op, i, vals, d)
+			}
+		}
+		if d := cmp.Diff(str.Items(), tpl.Items(), valueCmp); d != "" {
+			t.Fatalf("seed %d: items differ:\n%s", seed, d)
+		}
+	}
+}
