@@ -135,6 +135,9 @@ func checkRequest(req Request, resource string) error {
 	if len(req.Consume) == 0 {
 		return invalid("Request.Consume", "must name at least one limit")
 	}
+	if accounted(req.Limits, req.Consume, false) {
+		return nil
+	}
 	bad := ""
 	for name, n := range req.Consume {
 		if (n < 1 || n > MaxTokens) && (bad == "" || name < bad) {
@@ -155,20 +158,8 @@ func checkConsume(limits []Limit, consume map[string]int64, whose string) error 
 	if len(limits) == 0 {
 		return invalid("Request.Limits", "no limits apply%s: none in the request, no default limits (WithDefaultLimits) and none stored for the entity or resource", whose)
 	}
-	if len(limits) <= len(consume)+2 {
-		// Cheaper than walking the map: look each limit up (they are
-		// distinctly named: checkLimits, mergeLimits); when they account
-		// for every name and none exceeds its burst, all is well.
-		// (Otherwise the walk below finds the error to report.)
-		matched := 0
-		for _, x := range limits {
-			if n, ok := consume[x.Name]; ok && n <= x.burst() {
-				matched++
-			}
-		}
-		if matched == len(consume) {
-			return nil
-		}
+	if accounted(limits, consume, true) {
+		return nil
 	}
 	bad, found := "", false
 	for name, n := range consume {
@@ -186,6 +177,29 @@ func checkConsume(limits []Limit, consume map[string]int64, whose string) error 
 	}
 	x, _ := limitNamed(limits, bad)
 	return invalid("Request.Consume["+bad+"]", "%d tokens exceeds the burst %d%s: it could never be admitted", consume[bad], x.burst(), whose)
+}
+
+// accounted reports whether limits (distinctly named: checkLimits,
+// mergeLimits) name every amount of consume and each is between 1 token
+// and MaxTokens, or the limit's burst when toBurst. It looks each limit
+// up, which is cheaper than walking the map when there are few more limits
+// than amounts; false says nothing about the error: walk the map to find
+// the one to report.
+func accounted(limits []Limit, consume map[string]int64, toBurst bool) bool {
+	if len(limits) == 0 || len(limits) > len(consume)+2 {
+		return false
+	}
+	ok := 0
+	for _, x := range limits {
+		most := int64(MaxTokens)
+		if toBurst {
+			most = x.burst()
+		}
+		if n, found := consume[x.Name]; found && n >= 1 && n <= most {
+			ok++
+		}
+	}
+	return ok == len(consume)
 }
 
 func limitNamed(ls []Limit, name string) (Limit, bool) {

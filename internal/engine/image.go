@@ -17,16 +17,21 @@ type Image struct {
 	shardCount int64
 	comp       bucket.Composite
 	buf        [4]bucket.Named // comp's limits, up to four (saves an allocation)
-	// guards[i] holds the guard fields of comp.Limits[i] when decodeFor
-	// read them (known), so that state need not look them up again.
+	// pt is the plan template decodeFor decoded the image for (nil: none,
+	// or more limits than the arrays hold). Its spec at position i then
+	// has its limit in comp.Limits[specAt[i]] and its guard fields (as
+	// state returns them) in guards[i]: state need not look for them.
+	pt     *planTemplate
+	specAt [4]int8
 	guards [4]guard
 }
 
-// guard is a limit's fl and fh as state returns them.
-type guard struct {
-	fl, fh int64
-	known  bool
-}
+// guard is a limit's fl and fh.
+type guard struct{ fl, fh int64 }
+
+// known reports whether s is a spec of the plan template the image was
+// decoded for (specAt and guards hold its limit's place and guards).
+func (im *Image) known(s *spec) bool { return im.pt != nil && s.tmpl == im.pt }
 
 // Decode decodes a bucket item; a nil item decodes to a nil Image.
 func Decode(it store.Item) (*Image, error) {
@@ -64,7 +69,7 @@ func (im *Image) consumed(s *spec) (int64, bool) {
 // state returns the stored state of s's limit, with the stored (original)
 // limit divided for the image's shard count, and its guard fields.
 func (im *Image) state(s *spec) (st bucket.State, fl, fh int64, ok bool) {
-	i := im.index(s.name)
+	i := im.index(s)
 	if i < 0 {
 		return st, 0, 0, false
 	}
@@ -72,18 +77,21 @@ func (im *Image) state(s *spec) (st bucket.State, fl, fh int64, ok bool) {
 	if !s.hidden {
 		st.Limit = st.Limit.PerShard(im.shardCount)
 	}
-	if i < len(im.guards) && im.guards[i].known {
-		return st, im.guards[i].fl, im.guards[i].fh, true
+	if im.known(s) {
+		return st, im.guards[s.pos].fl, im.guards[s.pos].fh, true
 	}
 	fl, fh = guardsOf(im.raw, s)
 	return st, fl, fh, true
 }
 
-// index returns the position of the limit called name in comp.Limits (-1
-// when absent).
-func (im *Image) index(name string) int {
+// index returns the position of s's limit in comp.Limits (-1 when
+// absent).
+func (im *Image) index(s *spec) int {
+	if im.known(s) {
+		return int(im.specAt[s.pos])
+	}
 	for i := range im.comp.Limits {
-		if im.comp.Limits[i].Name == name {
+		if im.comp.Limits[i].Name == s.name {
 			return i
 		}
 	}
@@ -177,6 +185,8 @@ func decodeFor(p *Plan, it store.Item) (*Image, error) {
 	} else {
 		im.comp.Limits = make([]bucket.Named, 0, len(p.specs))
 	}
+	fast := p.pt != nil && len(p.specs) <= len(im.specAt)
+	var from [4]int8 // from[k]: the spec whose limit is comp.Limits[k] (when fast)
 	for i := range p.specs {
 		s := &p.specs[i]
 		var st bucket.State
@@ -190,20 +200,26 @@ func decodeFor(p *Plan, it store.Item) (*Image, error) {
 		if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || !inBounds(st.Limit) {
 			return Decode(it) // the full decoder says what is wrong
 		}
-		// Insert in name order, as the full decoder keeps them, with the
-		// guards beside.
+		// Insert in name order, as the full decoder keeps them.
 		j := len(im.comp.Limits)
 		im.comp.Limits = append(im.comp.Limits, bucket.Named{})
 		for ; j > 0 && im.comp.Limits[j-1].Name > s.name; j-- {
 			im.comp.Limits[j] = im.comp.Limits[j-1]
-			if j < len(im.guards) {
-				im.guards[j] = im.guards[j-1]
+			if fast {
+				from[j] = from[j-1]
 			}
 		}
 		im.comp.Limits[j] = bucket.Named{Name: s.name, State: st}
-		if j < len(im.guards) {
+		if fast {
+			from[j] = int8(i)
 			fl, fh := guardsOf(it, s)
-			im.guards[j] = guard{fl: fl, fh: fh, known: true}
+			im.guards[i] = guard{fl, fh}
+		}
+	}
+	if fast {
+		im.pt = p.pt
+		for k := range im.comp.Limits {
+			im.specAt[from[k]] = int8(k)
 		}
 	}
 	return im, nil

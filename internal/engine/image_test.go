@@ -75,6 +75,36 @@ func TestDecodeForTakesTheQuickPath(t *testing.T) {
 	}
 }
 
+// An image decoded for a plan finds each limit of the plan's template by
+// its place (Image.known) and keeps its guards: it must answer state
+// exactly as the full decoder's image does, for the plan's specs and for
+// those of another plan, whose limits it looks up by name. The names
+// place the hidden limit between the others in name order.
+func TestDecodeForStatesMatchTheFullDecoder(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("zz", 10), perSecond("aa", 5)}, map[string]int64{"aa": 1, "zz": 2})
+	other := NewPlan(bucketRef, []Limit{perSecond("zz", 10), perSecond("mm", 7)}, map[string]int64{"zz": 1})
+	it := shape{n: 2, rf: T, tk: map[string]int64{"aa": 1500, "zz": -300}, tc: map[string]int64{"aa": 9}}.item(p)
+	it["b_zz_fh"] = store.Str("?") // a guard that is not a number: both read as unknown
+	quick, err := decodeFor(p, it)
+	if err != nil || quick.pt == nil {
+		t.Fatalf("decodeFor: %v (placed by the template: %v)", err, err == nil && quick.pt != nil)
+	}
+	full := image(t, it)
+	for _, q := range []*Plan{p, other} {
+		for i := range q.specs {
+			s := &q.specs[i]
+			st1, fl1, fh1, ok1 := quick.state(s)
+			st2, fl2, fh2, ok2 := full.state(s)
+			if st1 != st2 || fl1 != fl2 || fh1 != fh2 || ok1 != ok2 {
+				t.Errorf("%s: quick image %+v %d %d %v, full %+v %d %d %v", s.name, st1, fl1, fh1, ok1, st2, fl2, fh2, ok2)
+			}
+		}
+	}
+	if _, fl, fh, _ := quick.state(&p.specs[1]); p.specs[1].name != "zz" || fl != math.MinInt64 || fh != math.MaxInt64 {
+		t.Errorf("zz without fh: guards %d %d, want unknown", fl, fh)
+	}
+}
+
 // satAdd saturates at the int64 limits instead of wrapping: a guard
 // bound moved by the refill time of a huge debt must not turn into its
 // opposite.

@@ -43,6 +43,11 @@ type specAttrs struct {
 	orig                           bucket.Limit
 	hidden                         bool
 	tk, cp, bx, ra, rp, tc, fl, fh string
+	// tmpl is the plan template whose spec this is, at index pos (nil
+	// for a spec of no template): an image decoded for a plan of tmpl
+	// finds the spec's limit by pos (Image.index).
+	tmpl *planTemplate
+	pos  int
 }
 
 func newSpec(l Limit) spec {
@@ -221,6 +226,7 @@ func buildPlanTemplate(limits []Limit) *planTemplate {
 	pt.specs = append(pt.specs, newSpec(Hidden))
 	sorted := make([]Limit, len(pt.specs))
 	for i := range pt.specs {
+		pt.specs[i].tmpl, pt.specs[i].pos = pt, i
 		sorted[i] = Limit{Name: pt.specs[i].name, Limit: pt.specs[i].orig}
 	}
 	pt.hash = int64(fnv64(sorted) &^ (1 << 63)) // positive: readable in the console

@@ -61,17 +61,14 @@ func (s *shapeSink) cond(k condKind, name string, _ int64) {
 	s.conds = append(s.conds, c)
 }
 
-// valueSink collects the values; args is where expr converts them (the
-// Expr copies them out), so that a pooled sink converts without
-// allocating.
-type valueSink struct {
-	vals []int64
-	args []store.Value
-}
+// valueSink collects the values, as the store.Values the template's
+// slots take (the Expr copies them out: a pooled sink is reused without
+// allocating).
+type valueSink struct{ vals []store.Value }
 
-func (s *valueSink) add(_ string, v int64)              { s.vals = append(s.vals, v) }
-func (s *valueSink) set(_ string, v int64)              { s.vals = append(s.vals, v) }
-func (s *valueSink) cond(_ condKind, _ string, v int64) { s.vals = append(s.vals, v) }
+func (s *valueSink) add(_ string, v int64)              { s.vals = append(s.vals, store.Int(v)) }
+func (s *valueSink) set(_ string, v int64)              { s.vals = append(s.vals, store.Int(v)) }
+func (s *valueSink) cond(_ condKind, _ string, v int64) { s.vals = append(s.vals, store.Int(v)) }
 func (s *valueSink) exists(string)                      {}
 
 // template is a compiled expression shape: a store.Template whose slots
@@ -91,11 +88,7 @@ func compile(emit func(sink)) (*template, error) {
 // expr fills the template with the sink's values: the Expr store/dynamo
 // sends, and which memsim runs without parsing.
 func (t *template) expr(vs *valueSink) store.Expr {
-	vs.args = vs.args[:0]
-	for _, v := range vs.vals {
-		vs.args = append(vs.args, store.Int(v))
-	}
-	return t.t.Compact(vs.args) // copies the values out of vs.args
+	return t.t.Compact(vs.vals) // copies the values out of vs.vals
 }
 
 type pathKind uint8
@@ -155,7 +148,7 @@ func (pt *planTemplate) addShape(k shapeKey, t *template) *template {
 }
 
 var valuesPool = sync.Pool{New: func() any {
-	return &valueSink{vals: make([]int64, 0, 64), args: make([]store.Value, 0, 64)}
+	return &valueSink{vals: make([]store.Value, 0, 64)}
 }}
 
 // build returns the expression emit describes, from the template cache.
