@@ -58,15 +58,16 @@ func TestServiceOnDynamoDBLocal(t *testing.T) {
 	if got := resp.Header.Get("RateLimit-Policy"); got != `"rpm";q=10;w=60, "tpm";q=1000;w=60` {
 		t.Errorf("RateLimit-Policy %q", got)
 	}
-	// What refills meanwhile (1000 tokens a minute) may add a few tokens.
-	if rpm, tpm := remaining(resp); rpm != 9 || tpm < 987 || tpm > 990 {
+	// What refills meanwhile (1000 tokens a minute, 17 a second) adds a few
+	// tokens, more on a slow machine: the bounds leave it seconds.
+	if rpm, tpm := remaining(resp); rpm != 9 || tpm < 987 || tpm > 999 {
 		t.Errorf("RateLimit %q", resp.Header.Get("RateLimit"))
 	}
 	// 1000 - 6 - (1 + 100): the first request was adjusted to the 6 tokens
 	// it used.
 	resp = post("sk-alice", `{"prompt":"again"}`)
-	if _, tpm := remaining(resp); tpm < 893 || tpm > 900 {
-		t.Errorf("the second request's RateLimit %q, want tpm r in [893, 900]", resp.Header.Get("RateLimit"))
+	if _, tpm := remaining(resp); tpm < 893 || tpm > 950 {
+		t.Errorf("the second request's RateLimit %q, want tpm r in [893, 950]", resp.Header.Get("RateLimit"))
 	}
 	for i := 3; i <= 10; i++ {
 		post("sk-alice", `{"prompt":"x","max_tokens":1}`)
