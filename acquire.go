@@ -82,20 +82,18 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if !l.cfg.noBreaker {
-		resource := req.Resource
-		if resource == "" {
-			resource = DefaultResource
-		}
-		if err := checkRequest(req, resource); err != nil {
-			return nil, err // bad input is reported as such, breaker or not
-		}
-		if !l.breaker.allow(l.nowMs()) {
-			tr.ev.BreakerOpen = true
-			return nil, &store.UnavailableError{Op: "acquire", Err: ErrBreakerOpen}
-		}
+	resource := req.Resource
+	if resource == "" {
+		resource = DefaultResource
 	}
-	s, err := l.config(ctx, tr, req, !l.cfg.noBreaker)
+	if err := checkRequest(req, resource); err != nil {
+		return nil, err // bad input is reported as such, breaker or not
+	}
+	if !l.cfg.noBreaker && !l.breaker.allow(l.nowMs()) {
+		tr.ev.BreakerOpen = true
+		return nil, &store.UnavailableError{Op: "acquire", Err: ErrBreakerOpen}
+	}
+	s, err := l.config(ctx, tr, req)
 	var lease *Lease
 	if err == nil {
 		lease, err = l.charge(ctx, tr, req, s)

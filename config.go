@@ -30,20 +30,15 @@ type settings struct {
 	parent   []Limit // those of the parent's bucket, when entity.Cascade
 }
 
-// config validates req (before any I/O; checked says the caller did),
-// reads the stored configuration that applies (from the cache when it
-// can) and checks the request's Consume against the limits that result.
-// It is the acquire path's one entry into configuration.
-func (l *Limiter) config(ctx context.Context, tr *trace, req Request, checked bool) (settings, error) {
+// config reads the stored configuration that applies to req, which
+// checkRequest accepted (from the cache when it can), and checks the
+// request's Consume against the limits that result. It is the acquire
+// path's one entry into configuration.
+func (l *Limiter) config(ctx context.Context, tr *trace, req Request) (settings, error) {
 	s := settings{resource: req.Resource}
 	if s.resource == "" {
 		s.resource = DefaultResource
 		tr.ev.Resource = s.resource
-	}
-	if !checked {
-		if err := checkRequest(req, s.resource); err != nil {
-			return s, err
-		}
 	}
 	var err error
 	s.entity, s.limits, err = l.limitsFor(ctx, tr, req.Entity, s.resource, req.Limits)

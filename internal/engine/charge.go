@@ -235,9 +235,8 @@ func (c *Charge) nextShard(now int64) Step {
 			v := c.view
 			c.lastRL = &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
 			if v.Binding {
-				// Refused by a throttle's promise: the item may show tokens,
-				// but the others take them (see throttled).
-				// Its promise stands.
+				// Refused by a throttle's promise, which stands: the item may
+				// show tokens, but the others take them (see throttled).
 				v = v.saturated(c.p, c.n, now)
 				c.lastRL.Outrun, c.lastRL.Raced = true, true
 			} else {
@@ -265,11 +264,17 @@ func (c *Charge) Drop(now int64) {
 	if c == nil {
 		return
 	}
+	c.landed()
+	c.settleBilled(now)
+}
+
+// landed ends the charge write in flight (if any): the memory no longer
+// counts what it takes as pending.
+func (c *Charge) landed() {
 	if c.inFlight {
 		c.m.reserve(c.entry, c.mine, -1)
 		c.inFlight = false
 	}
-	c.settleBilled(now)
 }
 
 // settleBilled leaves the current shard's failed writes that no write
@@ -308,14 +313,12 @@ func (c *Charge) afterWrite(r Result, now int64) Step {
 	if r.Err == nil {
 		img, err := decodeFor(c.p, r.Write.Attributes)
 		if err == nil {
-			return c.charged(img, now, true)
+			return c.charged(img, now) // it ends the write in flight
 		}
-		c.m.reserve(c.entry, c.mine, -1)
-		c.inFlight = false
+		c.landed()
 		return Step{Err: err}
 	}
-	c.m.reserve(c.entry, c.mine, -1)
-	c.inFlight = false
+	c.landed()
 	if errors.Is(r.Err, store.ErrThrottled) {
 		return c.throttled(r.Err, now)
 	}
@@ -368,17 +371,17 @@ func (c *Charge) outrun(im *Image, now int64) (ShardView, bool) {
 	return v, c.attempts >= outrunRaces && c.p.atLimit(v, c.n)
 }
 
-// charged ends the acquire with the image the successful write returned;
-// inFlight says it is the charge write in flight (not a create, whose
-// write was noted already).
-func (c *Charge) charged(img *Image, now int64, inFlight bool) Step {
+// charged ends the acquire with the image the successful write returned
+// (the charge write in flight, or a create, whose write was noted
+// already).
+func (c *Charge) charged(img *Image, now int64) Step {
 	n := int64(0)
 	if img != nil && (c.shard == 0 || img.shardCount > c.n) {
 		n = img.shardCount
 	}
 	// What the write teaches, in one look at the memory.
 	c.m.mu.Lock()
-	if inFlight {
+	if c.inFlight {
 		c.entry.reserve(c.mine, -1)
 		c.inFlight = false
 		c.m.noteWriteLocked(c.p.Ref, c.shard, c.n, false, c.view.busyness(now), now)
@@ -707,7 +710,7 @@ func (c *Charge) afterCreate(r Result, now int64) Step {
 			c.m.learn(c.p.Ref, c.shard, img, 0, now, c.lat, nil)
 			return c.exhausted(&Refusal{Plan: c.p, Img: img, N: c.n, Now: now}, now)
 		}
-		return c.charged(img, now, false)
+		return c.charged(img, now)
 	}
 	if errors.Is(r.Err, store.ErrThrottled) {
 		return c.throttled(r.Err, now)

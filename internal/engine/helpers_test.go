@@ -52,3 +52,19 @@ func drive(st store.Store, now func() int64, step Step, feed func(Result, int64)
 }
 
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 7)) }
+
+// viewOf returns what the memory holds of a shard and its entry (made if
+// missing), as a charge's first write to the shard sees them.
+func (m *Memory) viewOf(ref keys.Bucket, shard int) (ShardView, *shardInfo) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	si := m.shardOf(ref, shard)
+	return si.view(), si
+}
+
+// pendingDoubling returns the shard count this client is trying to double
+// ref from (0 for none), as a charge starts from it.
+func (m *Memory) pendingDoubling(ref keys.Bucket, now int64) int64 {
+	_, from := m.begin(ref, now)
+	return from
+}

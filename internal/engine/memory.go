@@ -60,7 +60,7 @@ type bucketInfo struct {
 }
 
 type shardInfo struct {
-	key store.Key // the shard's item (set once, by viewOf)
+	key store.Key // the shard's item (set once, by shardOf)
 	img *Image
 	at  int64 // when this client received img (its clock)
 	// Estimates from the client's images of the shard, over at least
@@ -208,17 +208,9 @@ func (m *Memory) View(ref keys.Bucket, shard int) ShardView {
 	return si.view()
 }
 
-// viewOf is View that also returns the shard's entry (made if missing),
-// for the pending charges of a write about to be made (reserveAt).
-func (m *Memory) viewOf(ref keys.Bucket, shard int) (ShardView, *shardInfo) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	si := m.shardOf(ref, shard)
-	return si.view(), si
-}
-
-// enter is carry(ref, shard, 0, true, now) and viewOf(ref, shard) in one
-// look: what a charge's first write to a shard starts from.
+// enter is carry(ref, shard, 0, true, now) and the shard's view and
+// entry (made if missing) in one look: what a charge's first write to a
+// shard starts from.
 func (m *Memory) enter(ref keys.Bucket, shard int, now int64) (taken int64, v ShardView, si *shardInfo) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -388,13 +380,7 @@ const (
 func (m *Memory) carry(ref keys.Bucket, shard int, k int64, take bool, now int64) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b, _ := m.getOrAdd(idOf(ref))
-	si := b.shards[shard]
-	if si == nil {
-		si = &shardInfo{}
-		b.shards[shard] = si
-	}
-	return si.carry(k, take, now)
+	return m.shardOf(ref, shard).carry(k, take, now)
 }
 
 func (si *shardInfo) carry(k int64, take bool, now int64) int64 {
@@ -446,7 +432,7 @@ func (m *Memory) promisedBinding(ref keys.Bucket, shard int, at int64) {
 
 // reserve records a write in flight of this process that charges p's
 // amounts on a shard (sign 1), or forgets it (sign -1). si is the shard's
-// entry, from viewOf.
+// entry, from enter.
 func (m *Memory) reserve(si *shardInfo, p *Plan, sign int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -529,16 +515,6 @@ func (m *Memory) grewRecently(ref keys.Bucket, now int64) bool {
 
 // pendingDoubling returns the shard count this client is trying to
 // double from (0 for none).
-func (m *Memory) pendingDoubling(ref keys.Bucket, now int64) int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b := m.get(idOf(ref))
-	if b == nil {
-		return 0
-	}
-	return b.pendingDoubling(now)
-}
-
 func (b *bucketInfo) pendingDoubling(now int64) int64 {
 	if b.doubling == 0 {
 		return 0

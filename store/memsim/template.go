@@ -170,7 +170,7 @@ func (s *Store) useView(e *entry, pl *tplan) *itemView {
 		e.views = vs
 	}
 	vs.tick++
-	var src, free, lru *itemView
+	src, free, lru := -1, -1, -1 // indexes: append may move the views
 	for i := range vs.v {
 		v := &vs.v[i]
 		switch {
@@ -178,36 +178,33 @@ func (s *Store) useView(e *entry, pl *tplan) *itemView {
 			v.used = vs.tick
 			return v
 		case v.plan == nil:
-			if free == nil {
-				free = v
+			if free < 0 {
+				free = i
 			}
 		default:
-			if src == nil || v.used > src.used {
-				src = v
+			if src < 0 || v.used > vs.v[src].used {
+				src = i
 			}
-			if lru == nil || v.used < lru.used {
-				lru = v
+			if lru < 0 || v.used < vs.v[lru].used {
+				lru = i
 			}
 		}
 	}
-	v := free
+	at := free
 	switch {
-	case v != nil:
+	case at >= 0:
 	case len(vs.v) < maxViews:
+		at = len(vs.v)
 		vs.v = append(vs.v, itemView{})
-		v = &vs.v[len(vs.v)-1]
-		if src != nil { // append may have moved the views
-			src = nil
-			for i := range vs.v[:len(vs.v)-1] {
-				if u := &vs.v[i]; u.plan != nil && (src == nil || u.used > src.used) {
-					src = u
-				}
-			}
-		}
 	default:
-		v = lru // maxViews > 1: src, the most recently used, is another
+		at = lru // maxViews > 1: src, the most recently used, is another
 	}
-	s.fillView(e, v, pl, src)
+	v := &vs.v[at]
+	var from *itemView
+	if src >= 0 {
+		from = &vs.v[src]
+	}
+	s.fillView(e, v, pl, from)
 	v.used = vs.tick
 	return v
 }
