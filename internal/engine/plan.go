@@ -186,8 +186,7 @@ type planTemplate struct {
 	specs  []spec  // amounts zero
 	hash   int64
 
-	mu     sync.Mutex // held to add a shape
-	shapes shapes
+	shapes sync.Map // shapeKey to *template
 }
 
 // planCache maps cacheKey to *planTemplate: read on every acquire,

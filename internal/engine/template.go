@@ -2,7 +2,6 @@ package engine
 
 import (
 	"sync"
-	"sync/atomic"
 
 	"github.com/shardlimit/limiter/store"
 )
@@ -108,43 +107,21 @@ type shapeKey struct {
 	charged, positive uint64
 }
 
-// compiledShape is a compiled shape of a plan template.
-type compiledShape struct {
-	key shapeKey
-	t   *template
-}
-
-// shapes is a plan template's compiled shapes: a short list, read without
-// a lock and replaced whole (under planTemplate.mu) when a shape is added.
-type shapes = atomic.Pointer[[]compiledShape]
-
 // shapeOf returns the template of shape k, nil when not compiled yet.
+// The shapes are a sync.Map: read on every write, without a lock, and
+// added to once per shape.
 func (pt *planTemplate) shapeOf(k shapeKey) *template {
-	if l := pt.shapes.Load(); l != nil {
-		for _, sh := range *l {
-			if sh.key == k {
-				return sh.t
-			}
-		}
+	if t, ok := pt.shapes.Load(k); ok {
+		return t.(*template)
 	}
 	return nil
 }
 
-// addShape records the template of shape k (the first one compiled, when
-// two callers race).
+// addShape records the template of shape k and returns the one recorded
+// (the first one compiled, when two callers race).
 func (pt *planTemplate) addShape(k shapeKey, t *template) *template {
-	pt.mu.Lock()
-	defer pt.mu.Unlock()
-	if have := pt.shapeOf(k); have != nil {
-		return have
-	}
-	var l []compiledShape
-	if old := pt.shapes.Load(); old != nil {
-		l = append(l, *old...)
-	}
-	l = append(l, compiledShape{k, t})
-	pt.shapes.Store(&l)
-	return t
+	have, _ := pt.shapes.LoadOrStore(k, t)
+	return have.(*template)
 }
 
 var valuesPool = sync.Pool{New: func() any {
