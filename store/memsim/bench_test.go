@@ -138,3 +138,38 @@ func BenchmarkItemClone(b *testing.B) {
 	}
 	_ = sink
 }
+
+// BenchmarkAlternatingTemplates is BenchmarkConditionalUpdate's structured
+// path with the limiter's alternation: every write of the speculative
+// acquire is followed by an adjust of two of its limits (another
+// template, reading fewer attributes, one of them not read by the
+// acquire), as a bucket sees acquires and adjusts in turn.
+func BenchmarkAlternatingTemplates(b *testing.B) {
+	clk := memsim.NewManualClock(memsim.Epoch())
+	s := memsim.New(memsim.WithClock(clk), memsim.WithSharedResults(true))
+	it, acquire := limiterWrite(b, true)
+	it["adjusted"] = store.Int(0)
+	mustPut(b, s, it)
+	adj := store.MustCompile(store.Update{}.Add("b_tpm_tk", store.Slot(0)).Add("b_tpm_tc", store.Slot(1)).
+		Add("b_otpm_tk", store.Slot(0)).Add("b_otpm_tc", store.Slot(1)).Add("adjusted", store.Slot(2)),
+		store.Name("b_tpm_tc").GreaterThanEqual(store.Slot(3)))
+	adjust := store.UpdateInput{Key: acquire.Key, Expr: adj.Expr([]store.Value{store.Int(10), store.Int(-10), store.Int(1), store.Int(10)}),
+		Return: store.ReturnAllNew}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU()
+	for i := range b.N {
+		clk.Add(time.Millisecond)
+		in := acquire
+		if i%2 == 1 {
+			in = adjust
+		}
+		if _, err := s.Update(ctx, in); err != nil {
+			b.Fatalf("update %d: %v", i, err)
+		}
+		if i%64 == 63 {
+			s.TrimStream(s.StreamLen())
+		}
+	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+}
