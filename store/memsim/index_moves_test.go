@@ -10,9 +10,10 @@ import (
 )
 
 // An update that moves an item's key in the table's only index moves the
-// item there: a Query by the new key finds it, by the old one not. (With
-// several indexes every key attribute is some index's; with one, each of
-// its two key attributes must be recognised.)
+// item there, for two index writes (the old entry deleted, the new one
+// put): a Query by the new key finds it, by the old one not. (With several
+// indexes every key attribute is some index's; with one, each of its two
+// key attributes must be recognised.)
 func TestAnUpdateMovesTheItemInTheOnlyIndex(t *testing.T) {
 	ctx := context.Background()
 	st := New(WithSchema(store.Schema{PartitionKey: "PK", SortKey: "SK", Indexes: []store.Index{
@@ -38,8 +39,9 @@ func TestAnUpdateMovesTheItemInTheOnlyIndex(t *testing.T) {
 		{"a", "z", "z", "y", "x", "y"},
 		{"b", "w", "z", "w", "z", "y"},
 	} {
-		if _, err := st.Update(ctx, store.UpdateInput{Key: k, Expr: store.MustBuild(store.Update{}.Set(step.attr, store.Str(step.value)), store.Condition{})}); err != nil {
-			t.Fatal(err)
+		out, err := st.Update(ctx, store.UpdateInput{Key: k, Expr: store.MustBuild(store.Update{}.Set(step.attr, store.Str(step.value)), store.Condition{})})
+		if err != nil || out.Consumed.IndexWriteUnits != 2 {
+			t.Fatalf("SET %s = %s: %v, %v index units; want 2 (the old entry deleted, the new one put)", step.attr, step.value, err, out.Consumed.IndexWriteUnits)
 		}
 		if found(step.pk, step.prefix) != 1 || found(step.oldPK, step.old) != 0 {
 			t.Fatalf("after SET %s = %s: %d under (%s, %s), %d under (%s, %s); want 1 and 0", step.attr, step.value,
