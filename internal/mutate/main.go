@@ -146,6 +146,9 @@ func main() {
 	}
 	fmt.Print(res.summary())
 	if *failOnLive && res.unjustified() > 0 {
+		if !*keep {
+			os.RemoveAll(work) // os.Exit skips the deferred removal
+		}
 		os.Exit(1)
 	}
 }

@@ -346,9 +346,10 @@ var flipOrdered = map[token.Token][2]token.Token{
 var flipArith = map[token.Token]token.Token{token.ADD: token.SUB, token.SUB: token.ADD, token.MUL: token.QUO, token.QUO: token.MUL, token.REM: token.MUL}
 
 // mutants describes the mutants of every site. A change made at several
-// places of one line ("&& → ||" in a && b && c) is told apart by its
-// place among them, "2nd && → ||" (in source order, counting operators),
-// so that equivalent.txt justifies each on its own.
+// places of one function with the same source line ("&& → ||" in
+// a && b && c, or two lines that read alike) is told apart by its place
+// among them, "2nd && → ||" (in source order), so that equivalent.txt
+// justifies each on its own.
 func (fs *fileSchema) mutants(target, file string, funcs funcIndex) []Mutant {
 	var out []Mutant
 	opPos := map[int]token.Pos{} // index in out → the operator's position
@@ -399,16 +400,14 @@ func (fs *fileSchema) mutants(target, file string, funcs funcIndex) []Mutant {
 	return out
 }
 
-// ordinals prefixes each change that a line has more than once with its
+// ordinals prefixes each change that more than one place of a function
+// shares with the same source line (the keys of equivalent.txt) with its
 // place among them ("1st", "2nd", ...), in source order.
 func ordinals(ms []Mutant, pos map[int]token.Pos) {
-	type key struct {
-		line   int
-		change string
-	}
+	type key struct{ fn, change, source string }
 	same := map[key][]int{}
 	for i, m := range ms {
-		k := key{m.Line, m.Change}
+		k := key{m.Func, m.Change, m.Source}
 		same[k] = append(same[k], i)
 	}
 	for _, idx := range same {

@@ -157,14 +157,21 @@ func TestEquivalentEntriesMatch(t *testing.T) {
 	}
 }
 
-// A change made at several places of one line is told apart by its place
-// among them, in source order, so that an entry of equivalent.txt
-// justifies one of them, not all.
-func TestRepeatedChangesOnALineAreNumbered(t *testing.T) {
+// A change made at several places of one function with the same source
+// line is told apart by its place among them, in source order, so that an
+// entry of equivalent.txt justifies one of them, not all.
+func TestRepeatedChangesAreNumbered(t *testing.T) {
 	const src = `package p
 
 func f(a, b, c bool, x, y int) bool {
 	return a && b && c || x < y
+}
+
+func g(a bool) bool {
+	if a {
+		return false
+	}
+	return false
 }
 `
 	fs, f := schema(t, src)
@@ -172,7 +179,7 @@ func f(a, b, c bool, x, y int) bool {
 	for _, m := range fs.mutants("t", "p.go", indexFuncs(fs, f)) {
 		got = append(got, m.Change)
 	}
-	want := "|| → && 2nd && → || 1st && → || < → <= < → >=" // outermost first
+	want := "|| → && 2nd && → || 1st && → || < → <= < → >= 1st false → true 2nd false → true" // outermost first
 	if strings.Join(got, " ") != want {
 		t.Fatalf("changes %q, want %s", got, want)
 	}

@@ -196,12 +196,14 @@ func TestApplyChanges(t *testing.T) {
 
 // TestTranslationChecksReachEveryOperand: the checks DynamoDB makes while
 // translating the parse tree (reserved words, functions in their place)
-// reach the operand under NOT and the right side of an arithmetic
-// operator, and the depth of one action's arithmetic does not carry over
+// reach the operand under NOT, the left side of AND and the right side of
+// an arithmetic operator, and the depth of one action's arithmetic does not carry over
 // to the next action.
 func TestTranslationChecksReachEveryOperand(t *testing.T) {
 	_, err := Parse("", "NOT (status = :v)")
 	wantMessage(t, err, "Invalid ConditionExpression: Attribute name is a reserved keyword; reserved keyword: status")
+	_, err = Parse("", "abort = :v AND a = :v")
+	wantMessage(t, err, "Invalid ConditionExpression: Attribute name is a reserved keyword; reserved keyword: abort")
 	_, err = Parse("SET a = b + status", "")
 	wantMessage(t, err, "Invalid UpdateExpression: Attribute name is a reserved keyword; reserved keyword: status")
 	mustParse(t, "SET a = b + c, d = list_append(e, f)", "")
@@ -249,4 +251,21 @@ func bindUsed(t *testing.T, update, cond string, v values) (*Bound, error) {
 		used[ph] = v[ph]
 	}
 	return p.Bind(nil, used, isKey)
+}
+
+// TestRedundantParenthesesBeforeASyntaxError: DynamoDB reports redundant
+// parentheses when ANTLR has run the grammar's action before it meets the
+// first syntax error: the action runs when the closing parenthesis is
+// consumed once prediction has settled (here on the comparator inside, or
+// on the IN after), and before that the error wins.
+func TestRedundantParenthesesBeforeASyntaxError(t *testing.T) {
+	for _, c := range []struct{ update, cond, want string }{
+		{"", "((a = :v)) b", "Invalid ConditionExpression: The expression has redundant parentheses;"},
+		{"", "((a)) IN", "Invalid ConditionExpression: The expression has redundant parentheses;"},
+		{"SET a = ((b + c)) d", "", "Invalid UpdateExpression: The expression has redundant parentheses;"},
+		{"", "()", `Invalid ConditionExpression: Syntax error; token: ")", near: "()"`},
+	} {
+		_, err := Parse(c.update, c.cond)
+		wantMessage(t, err, c.want)
+	}
 }

@@ -62,6 +62,25 @@ func TestKnownWithRawNames(t *testing.T) {
 	if want := item("PK", S("p"), "SK", S("s"), "a", N(2), "b", N(3)); !sameItem(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
+	// What Known says holds for that item (that map) only.
+	other := item("PK", S("p"), "SK", S("s"), "a", N(1), "b", N(5))
+	if ok, _ := b.Check(other); ok {
+		t.Fatal("b = 2 holds on another item with b = 5")
+	}
+	if got, _, _ := b.Apply(other, testKey); !sameItem(got, item("PK", S("p"), "SK", S("s"), "a", N(2), "b", N(6))) {
+		t.Fatalf("on another item: %v", got)
+	}
+	// Slices of another length than the placeholders are ignored.
+	for _, k := range []struct {
+		vals []store.Value
+		has  []bool
+	}{{nil, []bool{true}}, {[]store.Value{N(7)}, nil}, {nil, nil}} {
+		b := bind(t, "", "#b = :v", names{"#b": "b"}, values{":v": N(2)})
+		b.Known(it, k.vals, k.has)
+		if ok, _ := b.Check(it); !ok {
+			t.Fatalf("Known(%v, %v): the item's b = 2 was not read", k.vals, k.has)
+		}
+	}
 }
 
 // TestBeginsWithAndContainsNeedStrings: begins_with and contains hold only
