@@ -577,11 +577,20 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 
 	if cause.Kind == OpAcquire && n.ok {
 		// Invariant 4: a charge by an acquire leaves the balance >= 0
-		// (a reservation taken with it included).
+		// (a reservation taken with it included): the stored tk plus the
+		// refill since rf, which a consumption-only write admits from
+		// (the refill route), judged at the apply time plus the skew
+		// spread and the latency bound (the client computes on its clock
+		// when it sends).
+		late := (c.base + at + c.m.SkewSpread + c.latency + 999_999) / 1_000_000 // Unix ms
 		for i := 0; i < c.nlim; i++ {
-			if dtc[i] > 0 && n.tk[i] < 0 {
-				c.flag(InvNegative, "op #%d (acquire by client %d) charged %s limit %s %d millitokens and left tk = %d (seq %d at %s)",
-					cause.Op, cause.Client, pk, c.m.LimitNames[i], dtc[i], n.tk[i], rec.Seq, c.fmtT(at))
+			if dtc[i] <= 0 || n.tk[i] >= 0 {
+				continue
+			}
+			eff := n.tk[i] + refillBound(late-n.rf, floorDiv(n.ra[i], max(n.n, 1)), n.rp[i])
+			if eff < 0 {
+				c.flag(InvNegative, "op #%d (acquire by client %d) charged %s limit %s %d millitokens and left tk = %d, %d with the refill since rf (seq %d at %s)",
+					cause.Op, cause.Client, pk, c.m.LimitNames[i], dtc[i], n.tk[i], eff, rec.Seq, c.fmtT(at))
 			}
 		}
 		// Invariant 5: one write charges every limit of the acquire, or

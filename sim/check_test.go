@@ -263,13 +263,24 @@ func TestCheckerCountsRefundsInWindows(t *testing.T) {
 
 func TestCheckerFlagsNegativeBalanceOnAcquire(t *testing.T) {
 	s := newStory(t)
-	neg := item("solo", 0, 1, 0, lim{tk: -1, tc: 11, ra: 10}, lim{tk: 900, tc: 100, ra: 1000})
+	// rf at the write: no refill pays the stored debt.
+	neg := item("solo", 0, 1, testBase/1e6+3, lim{tk: -1, tc: 11, ra: 10}, lim{tk: 900, tc: 100, ra: 1000})
 	a := s.op(OpAcquire, 2, 0, 11, 100).write(3, solo0, neg)
 	a.op.Shard = 0
 	a.done(5, Admitted)
 	s.c.Finish(nil)
 	if !hasViolation(s.c, InvNegative, "left tk = -1000") {
 		t.Fatalf("negative balance not flagged: %v", s.c.Violations())
+	}
+	// rf 100 ms before the write: the refill since (a token at 10 a
+	// second) pays the stored -1 token (the refill route).
+	s = newStory(t)
+	paid := item("solo", 0, 1, testBase/1e6+3-100, lim{tk: -1, tc: 11, ra: 10}, lim{tk: 900, tc: 100, ra: 1000})
+	s.op(OpAcquire, 2, 0, 11, 100).write(3, solo0, paid).done(5, Admitted)
+	for _, v := range s.c.Violations() {
+		if v.Invariant == InvNegative {
+			t.Fatalf("a balance the refill since rf pays flagged: %v", v)
+		}
 	}
 	// An adjust may take a bucket into debt.
 	s = newStory(t)

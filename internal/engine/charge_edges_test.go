@@ -154,7 +154,7 @@ func TestDropForgetsTheWriteAndLeavesTheBill(t *testing.T) {
 	measured(m, bucketRef, 0, 0.5, 0.1, T, nil)
 	c := NewCharge(m, p, picks(), Options{})
 	converse(t, c.Start(T), c.Feed, T, []exchange{
-		{"update 0 speculative", failed(shape{rf: T - 200, tk: map[string]int64{"rps": 500}}.item(p))},
+		{"update 0 speculative", failed(shape{rf: T - 200, tk: map[string]int64{"rps": 500}, ahead: drifted}.item(p))},
 		{"update 0 normal", Result{}},
 	})
 	c.Drop(T)
@@ -332,7 +332,7 @@ func TestTheCushionFollowsALostRace(t *testing.T) {
 		{"a blind full write lost", func(m *Memory) { knows(t, m, bucketRef, fullItem, 1, T-5000) },
 			[]exchange{{"update 0 full", failed(fullItem)}, {"update 0 full", Result{}}}, true},
 		{"a blind normal write lost", func(m *Memory) {
-			knows(t, m, bucketRef, shape{rf: T - 200, tk: map[string]int64{"rps": 500}}.item(p), 1, T-200)
+			knows(t, m, bucketRef, shape{rf: T - 200, tk: map[string]int64{"rps": 500}, ahead: drifted}.item(p), 1, T-200)
 		}, []exchange{{"update 0 normal", failed(fullItem)}, {"update 0 full", Result{}}}, true},
 		{"a create lost", nil,
 			[]exchange{{"update 0 speculative", gone}, {"query discover", Result{}}, {"put 0 create", failed(fullItem)}, {"update 0 full", Result{}}}, true},

@@ -97,24 +97,37 @@ func TestChargePaths(t *testing.T) {
 			{"update 0 retry", Result{}},
 		},
 	}, {
-		name:  "normal: the stored 0.5 token cannot pay, the refill of 200 ms can",
+		name:  "speculative from the refill: the stored 0.5 token cannot pay, the refill of 200 ms can, fh says so",
 		knows: holds(shape{rf: T - 200, tk: rps(500)}, T-200),
+		turns: []exchange{
+			{"update 0 speculative", wrote(shape{rf: T - 200, tk: rps(-500)}.item(p))},
+			{"done speculative", Result{}},
+		},
+	}, {
+		name:  "normal: the stored 0.5 token cannot pay, the refill of 200 ms can, but fh drifted too far to show it",
+		knows: holds(shape{rf: T - 200, tk: rps(500), ahead: drifted}, T-200),
 		turns: []exchange{
 			{"update 0 normal", wrote(shape{rf: T, tk: rps(1500)}.item(p))},
 			{"done normal", Result{}},
 		},
 	}, {
 		name:  "retry: the normal write lost the rf race; the item shows 3 stored tokens",
-		knows: holds(shape{rf: T - 200, tk: rps(500)}, T-200),
+		knows: holds(shape{rf: T - 200, tk: rps(500), ahead: drifted}, T-200),
 		turns: []exchange{
 			{"update 0 normal", failed(shape{rf: T, tk: rps(3000)}.item(p))},
 			{"update 0 retry", wrote(shape{rf: T, tk: rps(2000)}.item(p))},
 			{"done retry", Result{}},
 		},
 	}, {
-		name: "normal after a failed speculative write: the item needs its refill",
+		name: "retry from the refill after a failed speculative write: the stored tokens cannot pay, the refill can",
 		turns: []exchange{
 			{"update 0 speculative", failed(shape{rf: T - 200, tk: rps(500)}.item(p))},
+			{"update 0 retry", Result{}},
+		},
+	}, {
+		name: "normal after a failed speculative write: the item needs its refill, its fh drifted",
+		turns: []exchange{
+			{"update 0 speculative", failed(shape{rf: T - 200, tk: rps(500), ahead: drifted}.item(p))},
 			{"update 0 normal", Result{}},
 		},
 	}, {

@@ -301,29 +301,37 @@ const refreshLevel = 4 // 1/4 of the burst
 const refreshSpreadMs = 20
 
 // refresh says whether the blind write should be the normal write (refill
-// under the rf lock) rather than the consumption-only one: when the image's
-// stored tokens cannot pay the charge (and burn) but the refill can, and
-// no other writer has likely refilled since; or, now and then on a shard
-// others share, when a stored balance runs low. draw is a uniform number
+// under the rf lock) rather than the consumption-only one: when neither
+// the image's stored tokens nor the refill route (after what the other
+// writers have likely charged since) can pay the charge (and burn) but the
+// refill can, and no other writer has likely refilled since; or, now and
+// then on a shard others share, when a stored balance runs low and the
+// refill route is closing (its fh drifted a quarter of a burst's refill
+// ahead of fl, or rf is half its age limit old). draw is a uniform number
 // in [0, 1).
 func (p *Plan) refresh(v ShardView, n, now int64, burn []int64, draw float64) bool {
 	im := v.Img
 	must, low := false, false
+	aged := now-im.rf > refillRouteAge/2
 	for i := range p.specs {
 		s := &p.specs[i]
-		st, _, _, ok := im.state(s)
+		st, fl, fh, ok := im.state(s)
 		if !ok {
 			return false
 		}
 		need := s.amount + burnOf(burn, i)
-		if st.Tokens < need {
+		if !im.pays(s, n, now, need, v.ahead(s, n, now)) {
 			must = true
 		}
-		if st.Tokens < need+s.perShard(n).Burst/refreshLevel {
-			low = true
+		l := s.perShard(n)
+		if st.Tokens < need+l.Burst/refreshLevel {
+			_, drift := l.RefillTime(l.Burst / refreshLevel)
+			if aged || fh-fl > drift {
+				low = true
+			}
 		}
 	}
-	if !low {
+	if !must && !low {
 		return false
 	}
 	if p.shortfall(im, n, now, false) != shortNone {
@@ -336,6 +344,32 @@ func (p *Plan) refresh(v ShardView, n, now int64, burn []int64, draw float64) bo
 		return false // a client alone refills when it must, not before
 	}
 	return draw < 1/(1+v.Others*refreshSpreadMs)
+}
+
+// pays reports whether the consumption-only write's condition on limit s
+// (see emitSpeculative) holds on the image for need millitokens: the
+// stored balance covers it, or (an application limit) the refill route
+// does with the image's fh pushed ahead ms (what other writers have
+// likely charged since).
+func (im *Image) pays(s *spec, n, now, need, ahead int64) bool {
+	st, _, fh, ok := im.state(s)
+	if !ok {
+		return false
+	}
+	if st.Tokens >= need {
+		return true
+	}
+	return !s.hidden && im.rf >= satAdd(now, -refillRouteAge) &&
+		satAdd(fh, ahead) <= refillBound(s.perShard(n), s.capOf(n), need, now)
+}
+
+// ahead returns how far the other writers' charges since the view's image
+// have likely pushed limit s's fh (ms): the refill time of what they (and
+// this process's writes in flight) have likely taken, and 1 ms of drift
+// per write of theirs.
+func (v ShardView) ahead(s *spec, n, now int64) int64 {
+	_, hi := s.perShard(n).RefillTime(v.expected(s, n, now))
+	return satAdd(hi, int64(math.Ceil(v.othersSince(now))))
 }
 
 // blind returns the first write to a shard, made from this client's last
@@ -391,18 +425,19 @@ func (p *Plan) informed(im *Image, v ShardView, n, now, lat int64, contended boo
 
 // retryable reports whether the consumption-only write (the speculative
 // expression) can succeed on this image: same limits and shard count, the
-// stored tokens suffice without any refill, and every charged bucket is
-// below its burst (the fl guard). It is preferred even when a refill is
-// due: it does not contend for the rf lock, so under contention one writer
-// refills and the others consume.
+// stored tokens or the refill route pay every limit (pays), and every
+// charged bucket is below its burst (the fl guard). It is preferred even
+// when a refill is due: it does not contend for the rf lock, so under
+// contention the writers consume from the refill without excluding each
+// other.
 func (p *Plan) retryable(im *Image, n, now int64, burn []int64) bool {
 	if !im.matches(p, n) {
 		return false
 	}
 	for i := range p.specs {
 		s := &p.specs[i]
-		st, fl, _, ok := im.state(s)
-		if !ok || st.Tokens < s.amount+burnOf(burn, i) {
+		_, fl, _, ok := im.state(s)
+		if !ok || !im.pays(s, n, now, s.amount+burnOf(burn, i), 0) {
 			return false
 		}
 		if s.amount != 0 && !s.hidden && fl <= now {

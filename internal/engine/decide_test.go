@@ -214,13 +214,23 @@ func TestHeadroom(t *testing.T) {
 	}
 }
 
-// refresh: the normal write at once when the stored tokens cannot pay
-// but the refill can (and no other writer likely refilled since); now and
-// then on a shared shard whose stored balance runs below a quarter of the
-// burst; never when the refill cannot pay either.
+// refresh: the normal write at once when neither the stored tokens nor
+// the refill route (fh, pushed by what the others likely charged since)
+// can pay but the refill can (and no other writer likely refilled since);
+// now and then on a shared shard whose stored balance runs below a
+// quarter of the burst while the route closes (fh drifted, rf aged);
+// never when the refill cannot pay either.
 func TestRefresh(t *testing.T) {
 	p := NewPlan(bucketRef, []Limit{rps10}, map[string]int64{"rps": 1})
 	img := func(tk int64) *Image { return image(t, shape{rf: T - 100, tk: map[string]int64{"rps": tk}}.item(p)) }
+	ahead := func(tk, ms int64) *Image {
+		return image(t, shape{rf: T - 100, tk: map[string]int64{"rps": tk}, ahead: map[string]int64{"rps": ms}}.item(p))
+	}
+	aged := func(tk int64) *Image {
+		return image(t, shape{rf: T - refillRouteAge/2 - 1, tk: map[string]int64{"rps": tk}}.item(p))
+	}
+	// img(500): 0.5 token at T-100, 1.5 at T; full at T+850; the route
+	// pays one token while fh <= T+900.
 	for _, c := range []struct {
 		name string
 		v    ShardView
@@ -228,15 +238,26 @@ func TestRefresh(t *testing.T) {
 		draw float64
 		want bool
 	}{
-		{"short, refill pays, alone", ShardView{Img: img(500), At: T}, nil, 0.99, true},
-		{"short, others wrote since", ShardView{Img: img(500), At: T - 20, Others: 0.05}, nil, 0.99, false},
-		{"short, under one other write since", ShardView{Img: img(500), At: T - 19, Others: 0.05}, nil, 0.99, true},
-		{"short by the burn", ShardView{Img: img(1500), At: T}, []int64{600, 0}, 0.99, true},
+		{"short, the route pays", ShardView{Img: img(500), At: T}, nil, 0.99, false},
+		{"short, fh 50 ms drifted: the route still pays", ShardView{Img: ahead(500, 50), At: T}, nil, 0.99, false},
+		{"short, fh 51 ms drifted, alone", ShardView{Img: ahead(500, 51), At: T}, nil, 0.99, true},
+		{"short, drifted, others wrote since", ShardView{Img: ahead(500, 51), At: T - 20, Others: 0.05}, nil, 0.99, false},
+		{"short, drifted, under one other write since", ShardView{Img: ahead(500, 51), At: T - 19, Others: 0.05}, nil, 0.99, true},
+		{"short, the others' drain since closes the route", ShardView{Img: img(500), At: T - 100, RateAt: T - 100,
+			Drain: map[string]float64{"rps": 9}}, nil, 0.99, true},
+		{"short, the others' drain since leaves the route open", ShardView{Img: img(500), At: T - 100, RateAt: T - 100,
+			Drain: map[string]float64{"rps": 0.5}}, nil, 0.99, false},
+		{"short by the burn, drifted", ShardView{Img: ahead(1500, 1000), At: T}, []int64{600, 0}, 0.99, true},
+		{"short by the burn, the route pays", ShardView{Img: img(1500), At: T}, []int64{600, 0}, 0.99, false},
 		{"short, the refill cannot pay", ShardView{Img: img(-1000), At: T}, nil, 0, false},
-		{"a quarter of the burst beyond the charge", ShardView{Img: img(1000 + 2500), At: T, Others: 1}, nil, 0, false},
-		{"just below it, alone", ShardView{Img: img(1000 + 2499), At: T}, nil, 0, false},
-		{"just below it, shared, lucky draw", ShardView{Img: img(1000 + 2499), At: T, Others: 0.05}, nil, 0.49, true},
-		{"just below it, shared, unlucky draw", ShardView{Img: img(1000 + 2499), At: T, Others: 0.05}, nil, 0.5, false},
+		{"a quarter of the burst beyond the charge, drifted", ShardView{Img: ahead(1000+2500, 1000), At: T, Others: 1}, nil, 0, false},
+		{"just below it, drifted, alone", ShardView{Img: ahead(1000+2499, 1000), At: T}, nil, 0, false},
+		{"just below it, drifted, shared, lucky draw", ShardView{Img: ahead(1000+2499, 1000), At: T, Others: 0.05}, nil, 0.49, true},
+		{"just below it, drifted, shared, unlucky draw", ShardView{Img: ahead(1000+2499, 1000), At: T, Others: 0.05}, nil, 0.5, false},
+		{"just below it, undrifted, shared, lucky draw", ShardView{Img: img(1000 + 2499), At: T, Others: 0.05}, nil, 0.49, false},
+		{"just below it, 250 ms drift, shared, lucky draw", ShardView{Img: ahead(1000+2499, 250), At: T, Others: 0.05}, nil, 0.49, false},
+		{"just below it, 251 ms drift, shared, lucky draw", ShardView{Img: ahead(1000+2499, 251), At: T, Others: 0.05}, nil, 0.49, true},
+		{"just below it, rf half the route's age, shared, lucky draw", ShardView{Img: aged(1000 + 2499), At: T, Others: 0.05}, nil, 0.49, true},
 	} {
 		if got := p.refresh(c.v, 1, T, c.burn, c.draw); got != c.want {
 			t.Errorf("%s: refresh %v, want %v", c.name, got, c.want)
@@ -283,6 +304,7 @@ func TestBlindChoosesFromTheView(t *testing.T) {
 	p := plan1(bucketRef)
 	full := image(t, shape{rf: T - 1000}.item(p))
 	short := image(t, shape{rf: T - 100, tk: map[string]int64{"rps": 500}}.item(p))
+	drift := image(t, shape{rf: T - 100, tk: map[string]int64{"rps": 500}, ahead: drifted}.item(p))
 	for _, c := range []struct {
 		name string
 		v    ShardView
@@ -294,7 +316,8 @@ func TestBlindChoosesFromTheView(t *testing.T) {
 		{"full, alone", ShardView{Img: full, At: T - 10, Others: 0.049}, 1, PathFull},
 		{"full exactly now", ShardView{Img: image(t, shape{rf: T - 1000, tk: map[string]int64{"rps": 0}}.item(p)), At: T - 1000}, 1, PathFull},
 		{"full, half a write by others since", ShardView{Img: full, At: T - 10, Others: 0.05}, 1, PathSpeculative},
-		{"short, refill pays", ShardView{Img: short, At: T}, 1, PathNormal},
+		{"short, the refill route pays", ShardView{Img: short, At: T}, 1, PathSpeculative},
+		{"short, refill pays, fh drifted", ShardView{Img: drift, At: T}, 1, PathNormal},
 	} {
 		if _, got, err := p.blind(c.v, c.n, T, 0.99); err != nil || got != c.want {
 			t.Errorf("%s: %s (%v), want %s", c.name, got, err, c.want)

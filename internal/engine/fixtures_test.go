@@ -42,14 +42,20 @@ func planBusy(ref keys.Bucket) *Plan {
 // refilled to rf, each limit holding tk millitokens at rf (limits not
 // named, the hidden "wcu" included, hold their per-shard burst) and tc
 // consumed. fl and fh are the exact full-at instant, as a write leaves them
-// when no consumption-only write came since.
+// when no consumption-only write came since; ahead moves a limit's fh that
+// many ms later (the drift of consumption-only writes since).
 type shape struct {
 	shard int
 	n     int64
 	rf    int64
 	tk    map[string]int64
 	tc    map[string]int64
+	ahead map[string]int64
 }
+
+// drifted is an ahead that closes rps10's refill route for any balance:
+// fh a second past the exact full-at instant, a whole burst's refill.
+var drifted = map[string]int64{"rps": 1000}
 
 // item returns the item of shape s as plan p writes it (its limits, its
 // hash, its keys and index entries).
@@ -67,7 +73,7 @@ func (s shape) item(p *Plan) store.Item {
 		tks[i] = tk
 		fa := bucket.State{Limit: l, Tokens: tk}.FullAt(s.rf)
 		it[sp.tk], it[sp.tc] = store.Int(tk), store.Int(s.tc[sp.name])
-		it[sp.fl], it[sp.fh] = store.Int(fa), store.Int(fa)
+		it[sp.fl], it[sp.fh] = store.Int(fa), store.Int(fa+s.ahead[sp.name])
 	}
 	it[store.AttrTTL] = store.Int(p.ttl(tks, n, s.rf))
 	return it

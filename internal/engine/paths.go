@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"math"
+
 	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
@@ -32,10 +34,11 @@ const (
 	attrRefill     = bucket.AttrRefill
 )
 
-// speculative is the hot path: consume from the stored balance without
-// reading. Valid only while every charged bucket is below its burst, the
-// item was written for the same limits and shard count, and no limit's
-// balance would drop below zero.
+// speculative is the hot path: consume without reading and without
+// moving rf. Valid only while every charged bucket is below its burst, the
+// item was written for the same limits and shard count, and every limit
+// holds what it takes: its stored balance does, or the refill since rf
+// pays the rest (the refill route, see refillBound).
 func (p *Plan) speculative(n, now int64, burn []int64) (store.Expr, error) {
 	return p.build(pathSpeculative, func(k sink) { p.emitSpeculative(k, n, now, burn) })
 }
@@ -43,10 +46,22 @@ func (p *Plan) speculative(n, now int64, burn []int64) (store.Expr, error) {
 func (p *Plan) emitSpeculative(k sink, n, now int64, burn []int64) {
 	k.cond(condEq, attrLimitsHash, p.hash)
 	k.cond(condEq, attrShardCount, n)
+	rfMin := satAdd(now, -refillRouteAge)
 	for i := range p.specs {
 		s := &p.specs[i]
 		take := s.amount + burnOf(burn, i)
-		k.cond(condGe, s.tk, take)
+		if s.hidden {
+			// The wcu gauge is paid from its stored units only: a normal
+			// write refills it now and then, and a shard that runs out of
+			// them between refills is what a hot partition looks like.
+			k.cond(condGe, s.tk, take)
+		} else {
+			// tk >= take OR (fh <= tmax AND rf >= rfMin): every limit,
+			// also one charged nothing (it must not be in debt).
+			k.either(term{condGe, s.tk, take},
+				term{condLe, s.fh, refillBound(s.perShard(n), s.capOf(n), take, now)},
+				term{condGe, attrRefill, rfMin})
+		}
 		if s.amount == 0 {
 			continue
 		}
@@ -59,6 +74,43 @@ func (p *Plan) emitSpeculative(k sink, n, now int64, burn []int64) {
 			k.cond(condGt, s.fl, now)
 		}
 	}
+}
+
+// The refill route. While a bucket is below its cap (fullAt > now, which
+// fl > now guarantees), its balance is exactly linear in time:
+//
+//	tokens(now) = cap - (fullAt - now) × ra / rp    (rounded down)
+//
+// whatever tk stores (tk is the balance at rf; the refill since rf is the
+// rest). With fullAt <= fh, the condition fh <= now + floor((cap - take) ×
+// rp / ra) therefore proves tokens(now) >= take without reading rf or
+// moving it: a consumption-only write may admit from the refill, and tk
+// goes below zero. fh runs ahead of fullAt by up to 1 ms per charge since
+// the last write that set it (each adds the ceiling of its refill time):
+// the route stays sound, only more conservative, until a normal or full
+// write computes fh afresh. docs/write-paths.md has the argument in full.
+
+// refillRouteAge is how old rf may be for the refill route (ms). A write
+// that moves rf sets the expiry at least an hour after rf (see ttl); a
+// balance stored below zero is paid by the refill since rf, so the item
+// must not expire while that refill is still owed: requiring rf within
+// half an hour keeps the expiry beyond the moment the bucket is full.
+const refillRouteAge = 30 * 60 * 1000
+
+// refillBound returns the latest fh (Unix ms) at which a limit l, capped
+// at cap millitokens, surely holds need millitokens at now whatever its
+// stored balance, if it is below its cap; math.MinInt64 (no fh passes)
+// when the cap cannot hold need or the limit does not refill.
+func refillBound(l bucket.Limit, cap, need, now int64) int64 {
+	room := cap - need
+	if room < 0 || l.RefillAmount < 1 {
+		return math.MinInt64
+	}
+	lo, _ := l.RefillTime(room)
+	if lo >= bucket.MaxRefillTime {
+		return math.MinInt64
+	}
+	return satAdd(now, lo)
 }
 
 func burnOf(burn []int64, i int) int64 {

@@ -30,6 +30,15 @@ type sink interface {
 	set(name string, v int64)
 	cond(k condKind, name string, v int64)
 	exists(name string) // attribute_exists(name): no value
+	// either is the condition a OR (b AND c), values in that order.
+	either(a, b, c term)
+}
+
+// term is one comparison of an attribute with a value.
+type term struct {
+	k    condKind
+	name string
+	v    int64
 }
 
 type shapeSink struct {
@@ -43,6 +52,18 @@ func (s *shapeSink) add(name string, _ int64) { s.u = s.u.Add(name, s.next()) }
 func (s *shapeSink) set(name string, _ int64) { s.u = s.u.Set(name, s.next()) }
 func (s *shapeSink) exists(name string)       { s.conds = append(s.conds, store.Name(name).Exists()) }
 func (s *shapeSink) cond(k condKind, name string, _ int64) {
+	s.conds = append(s.conds, s.compare(k, name))
+}
+
+func (s *shapeSink) either(a, b, c term) {
+	ca := s.compare(a.k, a.name)
+	cb := s.compare(b.k, b.name)
+	cc := s.compare(c.k, c.name)
+	s.conds = append(s.conds, store.Or(ca, store.And(cb, cc)))
+}
+
+// compare is the comparison of name with the next value's placeholder.
+func (s *shapeSink) compare(k condKind, name string) store.Condition {
 	n, v := store.Name(name), s.next()
 	var c store.Condition
 	switch k {
@@ -57,7 +78,7 @@ func (s *shapeSink) cond(k condKind, name string, _ int64) {
 	case condLt:
 		c = n.LessThan(v)
 	}
-	s.conds = append(s.conds, c)
+	return c
 }
 
 // valueSink collects the values, as the store.Values the template's
@@ -69,6 +90,9 @@ func (s *valueSink) add(_ string, v int64)              { s.vals = append(s.vals
 func (s *valueSink) set(_ string, v int64)              { s.vals = append(s.vals, store.Int(v)) }
 func (s *valueSink) cond(_ condKind, _ string, v int64) { s.vals = append(s.vals, store.Int(v)) }
 func (s *valueSink) exists(string)                      {}
+func (s *valueSink) either(a, b, c term) {
+	s.vals = append(s.vals, store.Int(a.v), store.Int(b.v), store.Int(c.v))
+}
 
 // template is a compiled expression shape: a store.Template whose slots
 // are the values in the order emit gives them.

@@ -16,11 +16,17 @@ type directSink struct{ shapeSink }
 func (d *directSink) add(name string, v int64) { d.u = d.u.Add(name, store.Int(v)) }
 func (d *directSink) set(name string, v int64) { d.u = d.u.Set(name, store.Int(v)) }
 func (d *directSink) cond(k condKind, name string, v int64) {
-	d.shapeSink.cond(k, name, 0)
-	d.conds[len(d.conds)-1] = map[condKind]func(store.Operand) store.Condition{
-		condEq: store.Name(name).Equal, condGe: store.Name(name).GreaterThanEqual,
-		condGt: store.Name(name).GreaterThan, condLe: store.Name(name).LessThanEqual, condLt: store.Name(name).LessThan,
-	}[k](store.Int(v))
+	d.conds = append(d.conds, direct(term{k, name, v}))
+}
+func (d *directSink) either(a, b, c term) {
+	d.conds = append(d.conds, store.Or(direct(a), store.And(direct(b), direct(c))))
+}
+
+func direct(t term) store.Condition {
+	return map[condKind]func(store.Operand) store.Condition{
+		condEq: store.Name(t.name).Equal, condGe: store.Name(t.name).GreaterThanEqual,
+		condGt: store.Name(t.name).GreaterThan, condLe: store.Name(t.name).LessThanEqual, condLt: store.Name(t.name).LessThan,
+	}[t.k](store.Int(t.v))
 }
 
 // The template path and a fresh build give the same Expr, byte for byte,
