@@ -55,8 +55,8 @@ func TestCascadeIsAllOrNothing(t *testing.T) {
 	e.mustAcquire(l, req("key-2", rpm(100), one))
 }
 
-// When refill is due on one side, that side alone makes its normal write
-// while the other stays charged: no transaction, 2 round trips, 3 WCU.
+// When refill is due on one side, its consumption-only write is paid by
+// the refill since rf (the refill route): no transaction, no lock.
 func TestCascadeSlowSideRetriesAlone(t *testing.T) {
 	e, l := cascadeEnv(t)
 	for i := 0; i < 10; i++ {
@@ -69,8 +69,9 @@ func TestCascadeSlowSideRetriesAlone(t *testing.T) {
 	if got := e.st.Totals().Ops[memsim.OpTransactWrite].Requests - before; got != 0 {
 		t.Fatalf("%d transactions, want none", got)
 	}
-	if p := e.tokens("project-1", "gpt-4", "rpm"); p != 4_000 {
-		t.Fatalf("parent tk = %d, want 4000", p)
+	// Stored -1 at the old rf: with the 5 refilled since, 4 left.
+	if p := e.tokens("project-1", "gpt-4", "rpm"); p != -1_000 {
+		t.Fatalf("parent tk = %d, want -1000", p)
 	}
 	// The client that knows both items predicts the refill: one round trip.
 	e.clock.Add(20_000_000_000)

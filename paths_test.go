@@ -70,10 +70,11 @@ func TestNoSecondBurstAfterIdle(t *testing.T) {
 	}
 }
 
-// The same race through Acquire: B's speculative write fails (too few
-// stored tokens), B computes a refill from the returned item, and a memsim
-// hook lets A win the rf lock just before B's normal write lands. B then
-// retries with consumption only.
+// The same race through Acquire: a memsim hook lets A's write land just
+// before B's. Too few tokens are stored for either, the refill since rf
+// pays both: each takes the consumption-only write (the refill route), no
+// lock, no retry, and the refill counts once. (The retry after a lost rf
+// race is the engine's TestChargePaths.)
 func TestRetryPathAfterLosingTheRefillRace(t *testing.T) {
 	var a *Limiter
 	var e *env
@@ -84,7 +85,7 @@ func TestRetryPathAfterLosingTheRefillRace(t *testing.T) {
 			return
 		}
 		bUpdates++
-		if bUpdates == 2 { // B's normal write is next: A gets there first
+		if bUpdates == 1 { // B's write is next: A gets there first
 			racing = true
 			e.mustAcquire(a, req("k1", rpm(100), map[string]int64{"rpm": 6}))
 			racing = false
@@ -102,12 +103,15 @@ func TestRetryPathAfterLosingTheRefillRace(t *testing.T) {
 	bUpdates = 0
 	e.events = nil
 	e.mustAcquire(b, req("k1", rpm(100), map[string]int64{"rpm": 6}))
-	if got := e.last().Path; got != PathRetry {
-		t.Fatalf("B took path %v, want retry", got)
+	// Both consume from the refill without moving rf (the refill route):
+	// neither excludes the other.
+	if got := e.last().Path; got != PathSpeculative {
+		t.Fatalf("B took path %v, want speculative", got)
 	}
-	// 54 - 6 (A) - 6 (B) = 42 tokens, the refill credited once.
-	if got := e.tokens("k1", "gpt-4", "rpm"); got != 42_000 {
-		t.Fatalf("tk = %d, want 42000", got)
+	// 4 - 6 (A) - 6 (B) = -8 stored at the old rf; with the 50 refilled
+	// since, 42 tokens: the refill credited once.
+	if got := e.tokens("k1", "gpt-4", "rpm"); got != -8_000 {
+		t.Fatalf("tk = %d, want -8000", got)
 	}
 }
 
@@ -149,10 +153,10 @@ func TestFastRejectAndRetryAfter(t *testing.T) {
 	}
 }
 
-// A refill due: a client without the item makes the speculative write,
-// which fails, then the normal write credits the refill and charges under
-// the rf lock: 2 writes. A client that knows the item predicts it and
-// makes the normal write at once: 1 round trip, 0 RCU, 1 WCU.
+// A refill due: the speculative write of a client without the item is
+// paid by the refill since rf (the refill route): 1 write, rf unmoved. A
+// client that knows the item makes the same write: 1 round trip, 0 RCU,
+// 1 WCU.
 func TestNormalPathCostsTwoWritesUnlessPredicted(t *testing.T) {
 	e := newEnv(t)
 	l := e.limiter()
@@ -160,37 +164,41 @@ func TestNormalPathCostsTwoWritesUnlessPredicted(t *testing.T) {
 	e.clock.Add(10 * time.Second) // 10 tokens refilled, not full
 	other := e.limiter()          // no cached image: tries the speculative path
 	e.mustAcquire(other, req("k1", rpm(60), map[string]int64{"rpm": 5}))
-	// Cold client: the configuration read, then the two writes.
-	if ev := e.last(); ev.Path != PathNormal || ev.RoundTrips != 3 || ev.WriteUnits != 2 {
+	// Cold client: the configuration read, then one write.
+	if ev := e.last(); ev.Path != PathSpeculative || ev.RoundTrips != 2 || ev.WriteUnits != 1 {
 		t.Fatalf("cold refill acquire: %+v", ev)
 	}
 	e.mustAcquire(other, req("k1", rpm(60), map[string]int64{"rpm": 1}))
 	e.expectCost(PathSpeculative, 1, 0, 1)
 	e.clock.Add(3 * time.Second) // 4 left + 3 refilled: need 6
 	e.mustAcquire(other, req("k1", rpm(60), map[string]int64{"rpm": 6}))
-	e.expectCost(PathNormal, 1, 0, 1)
-	if got := e.tokens("k1", "gpt-4", "rpm"); got != 1_000 {
-		t.Fatalf("tk = %d, want 1000", got)
+	e.expectCost(PathSpeculative, 1, 0, 1)
+	// -12 stored at T0; 13 refilled since: 1 left.
+	if got := e.tokens("k1", "gpt-4", "rpm"); got != -12_000 {
+		t.Fatalf("tk = %d, want -12000", got)
 	}
 }
 
 // rf never moves backwards: a client whose clock lags writes max(rf, now),
-// so another client cannot credit the same stretch of refill twice.
+// so another client cannot credit the same stretch of refill twice. Here
+// the full write moves rf to T0+70s; the laggard (5 s behind) consumes
+// what it set without moving rf. The normal write of a lagging client is
+// the engine's TestLaggingClientNeverMovesRefillBack.
 func TestLaggingClockNeverMovesRefillBack(t *testing.T) {
 	e := newEnv(t)
 	l := e.limiter()
 	e.mustAcquire(l, req("k1", rpm(60), map[string]int64{"rpm": 60}))
-	e.clock.Add(10 * time.Second)
-	e.mustAcquire(l, req("k1", rpm(60), map[string]int64{"rpm": 5})) // rf = T0+10s
+	e.clock.Add(70 * time.Second)                                    // full again since T0+60s
+	e.mustAcquire(l, req("k1", rpm(60), map[string]int64{"rpm": 5})) // rf = T0+70s
 	lag := &offsetClock{c: e.clock, d: -5 * time.Second}
 	laggard := e.limiter(WithClock(lag))
-	e.mustAcquire(laggard, req("k1", rpm(60), map[string]int64{"rpm": 5}))
+	e.mustAcquire(laggard, req("k1", rpm(60), map[string]int64{"rpm": 55}))
 	rf, _ := e.bucketItem("k1", "gpt-4", 0).Int("rf")
-	if want := t0.Add(10 * time.Second).UnixMilli(); rf != want {
+	if want := t0.Add(70 * time.Second).UnixMilli(); rf != want {
 		t.Fatalf("rf = %d, want %d (never backwards)", rf, want)
 	}
 	if got := e.tokens("k1", "gpt-4", "rpm"); got != 0 {
-		t.Fatalf("tk = %d, want 0: 10 refilled, 10 consumed", got)
+		t.Fatalf("tk = %d, want 0: 60 set, 60 consumed", got)
 	}
 }
 
