@@ -43,6 +43,7 @@ type RateLimitedError struct {
 	Local bool
 }
 
+// Error returns the error's message.
 func (e *RateLimitedError) Error() string {
 	var b strings.Builder
 	who := e.Entity
@@ -77,6 +78,7 @@ type ValidationError struct {
 	Rule string
 }
 
+// Error returns the error's message.
 func (e *ValidationError) Error() string { return "limiter: invalid " + e.Field + ": " + e.Rule }
 
 // Is makes errors.Is(err, ErrInvalid) true.
@@ -96,6 +98,7 @@ type UnavailableError struct {
 	Err error
 }
 
+// Error returns the error's message.
 func (e *UnavailableError) Error() string {
 	return "limiter: store unavailable during " + e.Op + ": " + e.Err.Error()
 }

@@ -186,6 +186,7 @@ type DecodeError struct {
 	Value   int64  // the offending value when Missing is false
 }
 
+// Error returns the error's message.
 func (e *DecodeError) Error() string {
 	if e.Missing {
 		return fmt.Sprintf("bucket: limit %q: missing attribute %s", e.Limit, e.Attr)

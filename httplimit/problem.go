@@ -64,6 +64,7 @@ type RequestError struct {
 	Err error
 }
 
+// Error returns the error's message.
 func (e *RequestError) Error() string {
 	if e.Err == nil {
 		return http.StatusText(e.status())

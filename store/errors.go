@@ -31,6 +31,7 @@ type ConditionFailedError struct {
 	Item Item
 }
 
+// Error returns the error's message.
 func (e *ConditionFailedError) Error() string { return "The conditional request failed" }
 
 // Is makes errors.Is(err, ErrConditionFailed) true.
@@ -58,6 +59,7 @@ type ThrottledError struct {
 	Key Key
 }
 
+// Error returns the error's message.
 func (e *ThrottledError) Error() string {
 	s := e.Code
 	if s == "" {
@@ -122,6 +124,7 @@ type TransactionConflictError struct {
 	Key Key
 }
 
+// Error returns the error's message.
 func (e *TransactionConflictError) Error() string {
 	return "Operation was rejected because there is an ongoing transaction for the item"
 }
@@ -136,6 +139,7 @@ type ValidationError struct {
 	Message string
 }
 
+// Error returns the error's message.
 func (e *ValidationError) Error() string { return e.Message }
 
 // Is makes errors.Is(err, ErrValidation) true.
@@ -161,6 +165,7 @@ type UnavailableError struct {
 	Err error
 }
 
+// Error returns the error's message.
 func (e *UnavailableError) Error() string {
 	s := "store: " + e.Op + " unavailable"
 	if e.OutcomeUnknown {
