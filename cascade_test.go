@@ -57,7 +57,7 @@ func TestCascadeIsAllOrNothing(t *testing.T) {
 
 // When refill is due on one side, its consumption-only write is paid by
 // the refill since rf (the refill route): no transaction, no lock.
-func TestCascadeSlowSideRetriesAlone(t *testing.T) {
+func TestCascadeSideDueARefillPaysFromIt(t *testing.T) {
 	e, l := cascadeEnv(t)
 	for i := 0; i < 10; i++ {
 		e.mustAcquire(l, req("key-1", rpm(100), one))

@@ -75,7 +75,7 @@ func TestNoSecondBurstAfterIdle(t *testing.T) {
 // pays both: each takes the consumption-only write (the refill route), no
 // lock, no retry, and the refill counts once. (The retry after a lost rf
 // race is the engine's TestChargePaths.)
-func TestRetryPathAfterLosingTheRefillRace(t *testing.T) {
+func TestTwoWritersShareTheRefillWithoutALock(t *testing.T) {
 	var a *Limiter
 	var e *env
 	var bUpdates int
@@ -157,7 +157,7 @@ func TestFastRejectAndRetryAfter(t *testing.T) {
 // paid by the refill since rf (the refill route): 1 write, rf unmoved. A
 // client that knows the item makes the same write: 1 round trip, 0 RCU,
 // 1 WCU.
-func TestNormalPathCostsTwoWritesUnlessPredicted(t *testing.T) {
+func TestARefillDueCostsOneWriteFromTheRefill(t *testing.T) {
 	e := newEnv(t)
 	l := e.limiter()
 	e.mustAcquire(l, req("k1", rpm(60), map[string]int64{"rpm": 60}))
