@@ -147,6 +147,12 @@ type Charge struct {
 	// shard 0 showed (see afterDouble).
 	redoubled bool
 
+	// Spare, when set before Start, is where the first image the machine
+	// decodes the quick way is kept instead of a new allocation (a field
+	// of what the caller allocates anyway: its lease). It must be a zero
+	// Image that nothing else uses; once taken it is never written again.
+	Spare *Image
+
 	// Set when Done.
 	Shard int
 	N     int64
@@ -311,7 +317,7 @@ func (c *Charge) write(ex store.Expr, path Path, q *Plan) Step {
 
 func (c *Charge) afterWrite(r Result, now int64) Step {
 	if r.Err == nil {
-		img, err := decodeFor(c.p, r.Write.Attributes)
+		img, err := c.decode(r.Write.Attributes)
 		if err == nil {
 			return c.charged(img, now) // it ends the write in flight
 		}
@@ -739,7 +745,21 @@ func (c *Charge) conditionImage(err error) (*Image, error) {
 	if !errors.As(err, &cf) {
 		return nil, err
 	}
-	return decodeFor(c.p, cf.Item)
+	return c.decode(cf.Item)
+}
+
+// decode is decodeFor for the machine's plan, into Spare the first time
+// it can be.
+func (c *Charge) decode(it store.Item) (*Image, error) {
+	img, err := decodeFor(c.p, it, c.Spare)
+	switch {
+	case c.Spare == nil:
+	case img == c.Spare:
+		c.Spare = nil
+	default: // the full decoder answered: Spare may be half written
+		*c.Spare = Image{}
+	}
+	return img, err
 }
 
 // withBilled returns p charging the hidden limit for billed failed writes
