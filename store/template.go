@@ -119,6 +119,46 @@ func (t *Template) Compact(vals []Value) Expr {
 	return e
 }
 
+// SlotOf returns the slot whose value placeholder number i (":v"+i, see
+// [Template.ValuePlaceholders]) takes, or -1 when that placeholder is a
+// constant of the template or i is out of range.
+func (t *Template) SlotOf(i int) int {
+	if t == nil || i < 0 || i >= len(t.values) {
+		return -1
+	}
+	return t.values[i].slot
+}
+
+// CompactArgs is [Template.Compact] for values given by placeholder rather
+// than by slot: args[i] is the value of placeholder number i (see
+// [Template.SlotOf]), constants included, and len(args) is the number of
+// placeholders. The Expr keeps args instead of copying it: the caller
+// must not modify args afterwards. It saves a copy per call to a caller
+// that fills args in place. When args has the wrong length or a value is
+// not valid, CompactArgs returns the full Expr, as Compact does.
+func (t *Template) CompactArgs(args []Value) Expr {
+	if t == nil || len(t.values) == 0 {
+		return t.Compact(nil)
+	}
+	if len(args) == len(t.values) {
+		complete := true
+		for i := range args {
+			complete = complete && args[i].IsValid()
+		}
+		if complete {
+			return Expr{Update: t.update, Condition: t.condition, Names: t.names, tmpl: t, args: args}
+		}
+	}
+	// The slow way, from slots: a placeholder's value is its slot's.
+	vals := make([]Value, t.slots)
+	for i, tv := range t.values {
+		if tv.slot >= 0 && i < len(args) {
+			vals[tv.slot] = args[i]
+		}
+	}
+	return t.Compact(vals)
+}
+
 // expr makes the Expr of vals, with its Values map when withMap, and
 // reports whether every placeholder got a valid value.
 func (t *Template) expr(vals []Value, withMap bool) (Expr, bool) {
