@@ -198,7 +198,10 @@ type planTemplate struct {
 	specs  []spec  // amounts zero
 	hash   int64
 
-	shapes sync.Map // shapeKey to *template
+	// shapes maps shapeKey to the compiled template (see shapeOf);
+	// shapesMu serialises its replacements.
+	shapes   atomic.Pointer[map[shapeKey]*template]
+	shapesMu sync.Mutex
 }
 
 // planCache maps cacheKey to *planTemplate: read on every acquire,

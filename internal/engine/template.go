@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"sync"
 
 	"github.com/shardlimit/limiter/store"
@@ -173,11 +174,12 @@ type shapeKey struct {
 }
 
 // shapeOf returns the template of shape k, nil when not compiled yet.
-// The shapes are a sync.Map: read on every write, without a lock, and
-// added to once per shape.
+// The shapes are an immutable map behind an atomic pointer: read on every
+// write without a lock (and hashed as a plain key, not through an
+// interface as a sync.Map would), replaced by a copy once per new shape.
 func (pt *planTemplate) shapeOf(k shapeKey) *template {
-	if t, ok := pt.shapes.Load(k); ok {
-		return t.(*template)
+	if m := pt.shapes.Load(); m != nil {
+		return (*m)[k]
 	}
 	return nil
 }
@@ -185,8 +187,22 @@ func (pt *planTemplate) shapeOf(k shapeKey) *template {
 // addShape records the template of shape k and returns the one recorded
 // (the first one compiled, when two callers race).
 func (pt *planTemplate) addShape(k shapeKey, t *template) *template {
-	have, _ := pt.shapes.LoadOrStore(k, t)
-	return have.(*template)
+	pt.shapesMu.Lock()
+	defer pt.shapesMu.Unlock()
+	old := pt.shapes.Load()
+	var m map[shapeKey]*template
+	if old != nil {
+		if have := (*old)[k]; have != nil {
+			return have
+		}
+		m = make(map[shapeKey]*template, len(*old)+1)
+		maps.Copy(m, *old)
+	} else {
+		m = make(map[shapeKey]*template, 1)
+	}
+	m[k] = t
+	pt.shapes.Store(&m)
+	return t
 }
 
 var valuesPool = sync.Pool{New: func() any {
