@@ -721,7 +721,7 @@ func (c *Charge) afterCreate(r Result, now int64) Step {
 	if errors.Is(r.Err, store.ErrThrottled) {
 		return c.throttled(r.Err, now)
 	}
-	im, err := conditionImage(r.Err)
+	im, err := conditionImage(nil, r.Err)
 	if err != nil {
 		return Step{Err: err}
 	}
@@ -730,13 +730,17 @@ func (c *Charge) afterCreate(r Result, now int64) Step {
 }
 
 // conditionImage turns a condition failure into the item it returned
-// (nil when there was none); any other error is returned as is.
-func conditionImage(err error) (*Image, error) {
+// (nil when there was none), decoded the quick way for plan p (see
+// decodeFor; nil p: in full); any other error is returned as is.
+func conditionImage(p *Plan, err error) (*Image, error) {
 	var cf *store.ConditionFailedError
 	if !errors.As(err, &cf) {
 		return nil, err
 	}
-	return Decode(cf.Item)
+	if p == nil {
+		return Decode(cf.Item)
+	}
+	return decodeFor(p, cf.Item, nil)
 }
 
 // conditionImage is conditionImage with the quick decoder for the plan.
