@@ -140,10 +140,15 @@ func (t *template) expr(vs *valueSink) store.Expr {
 // the copy when the template's places are known.
 func (t *template) fill(emit func(sink)) store.Expr {
 	if t.at != nil {
-		as := argSink{args: make([]store.Value, len(t.at)), at: t.at}
-		emit(&as)
-		if as.k == len(t.at) {
-			return t.t.CompactArgs(as.args)
+		as := argPool.Get().(*argSink) // pooled: emit's interface call would move it to the heap
+		args := make([]store.Value, len(t.at))
+		*as = argSink{args: args, at: t.at}
+		emit(as)
+		k := as.k
+		*as = argSink{} // the pool keeps nothing of the Expr
+		argPool.Put(as)
+		if k == len(t.at) {
+			return t.t.CompactArgs(args)
 		}
 		// Not the shape compiled (cannot happen: a shape key fixes what
 		// emit gives); the slot way handles any count.
@@ -204,6 +209,8 @@ func (pt *planTemplate) addShape(k shapeKey, t *template) *template {
 	pt.shapes.Store(&m)
 	return t
 }
+
+var argPool = sync.Pool{New: func() any { return new(argSink) }}
 
 var valuesPool = sync.Pool{New: func() any {
 	return &valueSink{vals: make([]store.Value, 0, 64)}
