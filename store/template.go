@@ -131,32 +131,43 @@ func (t *Template) SlotOf(i int) int {
 
 // CompactArgs is [Template.Compact] for values given by placeholder rather
 // than by slot: args[i] is the value of placeholder number i (see
-// [Template.SlotOf]), constants included, and len(args) is the number of
-// placeholders. The Expr keeps args instead of copying it: the caller
-// must not modify args afterwards. It saves a copy per call to a caller
-// that fills args in place. When args has the wrong length or a value is
-// not valid, CompactArgs returns the full Expr, as Compact does.
+// [Template.SlotOf]; for a constant of the template, args[i] is ignored
+// and set to the constant). Values beyond the placeholders are ignored.
+// The Expr keeps args instead of copying it: the caller must not modify
+// args afterwards. It saves a copy per call to a caller that fills the
+// values in place. When args is short or a value is not valid,
+// CompactArgs returns the full Expr, as Compact does (a placeholder
+// beyond args left undefined).
 func (t *Template) CompactArgs(args []Value) Expr {
 	if t == nil || len(t.values) == 0 {
 		return t.Compact(nil)
 	}
-	if len(args) == len(t.values) {
-		complete := true
+	complete := len(args) >= len(t.values)
+	if complete {
+		args = args[:len(t.values):len(t.values)]
 		for i := range args {
+			if t.values[i].slot < 0 {
+				args[i] = t.values[i].v
+			}
 			complete = complete && args[i].IsValid()
 		}
-		if complete {
-			return Expr{Update: t.update, Condition: t.condition, Names: t.names, tmpl: t, args: args}
-		}
 	}
-	// The slow way, from slots: a placeholder's value is its slot's.
-	vals := make([]Value, t.slots)
+	e := Expr{Update: t.update, Condition: t.condition, Names: t.names, tmpl: t}
+	if complete {
+		e.args = args
+		return e
+	}
+	m := make(map[string]Value, len(t.values))
 	for i, tv := range t.values {
-		if tv.slot >= 0 && i < len(args) {
-			vals[tv.slot] = args[i]
+		switch {
+		case tv.slot < 0:
+			m[t.placeholders[i]] = tv.v
+		case i < len(args):
+			m[t.placeholders[i]] = args[i]
 		}
 	}
-	return t.Compact(vals)
+	e.Values, e.values = m, mapID(m)
+	return e
 }
 
 // expr makes the Expr of vals, with its Values map when withMap, and
