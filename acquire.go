@@ -107,14 +107,23 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 // charge runs the write engine for an acquire whose configuration is
 // resolved.
 func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings) (*Lease, error) {
-	child := l.newPlan(req.Entity, s.resource, s.limits, req.Consume)
-	if !s.entity.Cascade && l.pools != nil && l.cfg.reserve.covers(req.Consume) {
+	if s.entity.Cascade {
+		child := l.newPlan(req.Entity, s.resource, s.limits, req.Consume)
+		parent := l.newPlan(s.entity.Parent, s.resource, s.parent, req.Consume)
+		return l.cascade(ctx, tr, child, parent)
+	}
+	// The lease, the plan and the image the write returns, in one
+	// allocation (the lease keeps both).
+	box := new(soloLease)
+	child := l.newPlanIn(&box.plan, req.Entity, s.resource, s.limits, req.Consume)
+	if l.pools != nil && l.cfg.reserve.covers(req.Consume) {
 		if lease, err, done := l.reserved(ctx, tr, child); done {
 			return lease, err
 		}
 	}
-	if !s.entity.Cascade {
+	{
 		m := engine.NewCharge(l.mem, child.Plan, l.rng, l.cfg.engine)
+		m.Spare = &box.img
 		step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
 		if l.pools != nil {
 			switch {
@@ -131,14 +140,12 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 		m.Release() // the step and the part hold nothing of it
 		switch {
 		case step.Done:
-			return oneLease(l, part), nil
+			return box.lease(l, part), nil
 		case step.Refused != nil:
 			return nil, child.rateLimited(step.Refused)
 		}
 		return nil, step.Err
 	}
-	parent := l.newPlan(s.entity.Parent, s.resource, s.parent, req.Consume)
-	return l.cascade(ctx, tr, child, parent)
 }
 
 // drive runs a machine: it makes each call a step asks for and feeds the

@@ -275,7 +275,23 @@ func (l *Limiter) settleWithPool(part *leasePart, milli map[string]int64) bool {
 
 // oneLease returns a lease of one bucket.
 func oneLease(l *Limiter, part leasePart) *Lease {
-	le := &Lease{l: l}
+	return new(soloLease).lease(l, part)
+}
+
+// soloLease is a lease of one bucket allocated with the plan of its write
+// and room for the image the write returns: what an acquire of one bucket
+// allocates once instead of three times. The lease keeps both.
+type soloLease struct {
+	Lease
+	plan engine.Plan
+	img  engine.Image
+}
+
+// lease makes b's Lease, which must be zero, a lease of one bucket and
+// returns it.
+func (b *soloLease) lease(l *Limiter, part leasePart) *Lease {
+	le := &b.Lease
+	le.l = l
 	le.one[0] = part
 	le.parts = le.one[:]
 	return le

@@ -18,6 +18,11 @@ type bucketPlan struct {
 // newPlan returns the plan to charge consume (tokens) from an (entity,
 // resource) bucket under limits, which must be valid.
 func (l *Limiter) newPlan(entity, resource string, limits []Limit, consume map[string]int64) bucketPlan {
+	return l.newPlanIn(new(engine.Plan), entity, resource, limits, consume)
+}
+
+// newPlanIn is newPlan building the engine's plan in p, a zero Plan.
+func (l *Limiter) newPlanIn(p *engine.Plan, entity, resource string, limits []Limit, consume map[string]int64) bucketPlan {
 	var buf [maxLimits]engine.Limit // NewPlan keeps none of it: no allocation
 	el := buf[:0]
 	if len(limits) > len(buf) {
@@ -27,7 +32,7 @@ func (l *Limiter) newPlan(entity, resource string, limits []Limit, consume map[s
 		el = append(el, engine.Limit{Name: x.Name, Limit: x.bucketLimit()})
 	}
 	ref := keys.Bucket{Namespace: l.cfg.namespace, Entity: entity, Resource: resource}
-	return bucketPlan{Plan: engine.NewPlan(ref, el, consume), limits: limits}
+	return bucketPlan{Plan: engine.NewPlanIn(p, ref, el, consume), limits: limits}
 }
 
 // limit returns the limit called name.

@@ -119,6 +119,57 @@ func (t *Template) Compact(vals []Value) Expr {
 	return e
 }
 
+// SlotOf returns the slot whose value placeholder number i (":v"+i, see
+// [Template.ValuePlaceholders]) takes, or -1 when that placeholder is a
+// constant of the template or i is out of range.
+func (t *Template) SlotOf(i int) int {
+	if t == nil || i < 0 || i >= len(t.values) {
+		return -1
+	}
+	return t.values[i].slot
+}
+
+// CompactArgs is [Template.Compact] for values given by placeholder rather
+// than by slot: args[i] is the value of placeholder number i (see
+// [Template.SlotOf]; for a constant of the template, args[i] is ignored
+// and set to the constant). Values beyond the placeholders are ignored.
+// The Expr keeps args instead of copying it: the caller must not modify
+// args afterwards. It saves a copy per call to a caller that fills the
+// values in place. When args is short or a value is not valid,
+// CompactArgs returns the full Expr, as Compact does (a placeholder
+// beyond args left undefined).
+func (t *Template) CompactArgs(args []Value) Expr {
+	if t == nil || len(t.values) == 0 {
+		return t.Compact(nil)
+	}
+	complete := len(args) >= len(t.values)
+	if complete {
+		args = args[:len(t.values):len(t.values)]
+		for i := range args {
+			if t.values[i].slot < 0 {
+				args[i] = t.values[i].v
+			}
+			complete = complete && args[i].IsValid()
+		}
+	}
+	e := Expr{Update: t.update, Condition: t.condition, Names: t.names, tmpl: t}
+	if complete {
+		e.args = args
+		return e
+	}
+	m := make(map[string]Value, len(t.values))
+	for i, tv := range t.values {
+		switch {
+		case tv.slot < 0:
+			m[t.placeholders[i]] = tv.v
+		case i < len(args):
+			m[t.placeholders[i]] = args[i]
+		}
+	}
+	e.Values, e.values = m, mapID(m)
+	return e
+}
+
 // expr makes the Expr of vals, with its Values map when withMap, and
 // reports whether every placeholder got a valid value.
 func (t *Template) expr(vals []Value, withMap bool) (Expr, bool) {

@@ -103,6 +103,16 @@ func TestTemplateExprEqualsBuild(t *testing.T) {
 		if tt, args := compact.Template(); tt != tmpl || len(args) != len(want.Values) {
 			t.Fatalf("Compact: Template() = %p, %v", tt, args)
 		}
+		// CompactArgs: the same values given by placeholder.
+		args := make([]store.Value, len(tmpl.ValuePlaceholders()))
+		for i := range args {
+			if k := tmpl.SlotOf(i); k >= 0 {
+				args[i] = vals[k]
+			} // else a constant (BeginsWith's prefix): the template fills it in
+		}
+		if byArgs := tmpl.CompactArgs(args); byArgs.Values != nil || !byArgs.Equal(want) {
+			t.Fatalf("CompactArgs %+v (values %v)\nBuild %+v", byArgs, byArgs.ValueMap(), want)
+		}
 		p, pvals, err := store.Parametrize(plainU, plainC)
 		if err != nil {
 			t.Fatal(err)
@@ -185,6 +195,22 @@ func TestExprTemplate(t *testing.T) {
 	if e := tmpl.Compact(full[:1]); e.Values == nil || !e.Equal(tmpl.Expr(full[:1])) {
 		t.Errorf("Compact of short vals: %+v", e)
 	}
+	// CompactArgs takes values by placeholder (:v0 is the constant 7 of
+	// the SET, :v1 n's ADD, :v2 the condition's), the constant from the
+	// template; a fault in them (a short slice, a zero value) gives the
+	// full Expr.
+	if tmpl.SlotOf(0) != -1 || tmpl.SlotOf(1) != 0 || tmpl.SlotOf(2) != 1 || tmpl.SlotOf(3) != -1 || tmpl.SlotOf(-1) != -1 {
+		t.Errorf("SlotOf: %d %d %d %d", tmpl.SlotOf(0), tmpl.SlotOf(1), tmpl.SlotOf(2), tmpl.SlotOf(3))
+	}
+	if e := tmpl.CompactArgs([]store.Value{{}, store.Int(1), store.Int(2)}); e.Values != nil || !e.Equal(tmpl.Expr(full)) {
+		t.Errorf("CompactArgs: %+v", e)
+	}
+	if e := tmpl.CompactArgs([]store.Value{{}, store.Int(1)}); e.Values == nil || !e.Equal(tmpl.Expr(full[:1])) {
+		t.Errorf("CompactArgs of short args: %+v", e)
+	}
+	if e := tmpl.CompactArgs([]store.Value{{}, {}, store.Int(2)}); e.Values == nil || !e.Equal(tmpl.Expr([]store.Value{{}, store.Int(2)})) {
+		t.Errorf("CompactArgs with a zero value: %+v", e)
+	}
 	// A Compact Expr given a Values map is judged by it.
 	e := tmpl.Compact(full)
 	e.Values = map[string]store.Value{":v0": store.Int(5)}
@@ -192,7 +218,7 @@ func TestExprTemplate(t *testing.T) {
 		t.Errorf("Compact Expr with a Values map set: %v", e.ValueMap())
 	}
 	var nilT *store.Template
-	if e := nilT.Expr(full); !e.IsZero() || !nilT.Compact(full).IsZero() || nilT.Slots() != 0 || nilT.ValuePlaceholders() != nil {
+	if e := nilT.Expr(full); !e.IsZero() || !nilT.Compact(full).IsZero() || !nilT.CompactArgs(full).IsZero() || nilT.Slots() != 0 || nilT.ValuePlaceholders() != nil || nilT.SlotOf(0) != -1 {
 		t.Error("nil Template")
 	}
 	if u, c := nilT.Strings(); u != "" || c != "" {

@@ -55,12 +55,12 @@ func (a *Adjust) Feed(r Result, now int64) Step {
 		if a.creating {
 			img, _ := Decode(*a.put)
 			a.m.learn(a.p.Ref, a.shard, img, 0, now, lat, a.p)
-		} else if img, err := Decode(r.Write.Attributes); err == nil && img != nil {
+		} else if img, err := decodeFor(a.p, r.Write.Attributes, nil); err == nil && img != nil {
 			a.m.learn(a.p.Ref, a.shard, img, 0, now, lat, a.p)
 		}
 		return Step{Done: true}
 	}
-	im, err := conditionImage(r.Err)
+	im, err := conditionImage(a.p, r.Err)
 	if err != nil {
 		return Step{Err: err}
 	}

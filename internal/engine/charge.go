@@ -147,6 +147,12 @@ type Charge struct {
 	// shard 0 showed (see afterDouble).
 	redoubled bool
 
+	// Spare, when set before Start, is where the first image the machine
+	// decodes the quick way is kept instead of a new allocation (a field
+	// of what the caller allocates anyway: its lease). It must be a zero
+	// Image that nothing else uses; once taken it is never written again.
+	Spare *Image
+
 	// Set when Done.
 	Shard int
 	N     int64
@@ -311,7 +317,7 @@ func (c *Charge) write(ex store.Expr, path Path, q *Plan) Step {
 
 func (c *Charge) afterWrite(r Result, now int64) Step {
 	if r.Err == nil {
-		img, err := decodeFor(c.p, r.Write.Attributes)
+		img, err := c.decode(r.Write.Attributes)
 		if err == nil {
 			return c.charged(img, now) // it ends the write in flight
 		}
@@ -715,7 +721,7 @@ func (c *Charge) afterCreate(r Result, now int64) Step {
 	if errors.Is(r.Err, store.ErrThrottled) {
 		return c.throttled(r.Err, now)
 	}
-	im, err := conditionImage(r.Err)
+	im, err := conditionImage(nil, r.Err)
 	if err != nil {
 		return Step{Err: err}
 	}
@@ -724,13 +730,17 @@ func (c *Charge) afterCreate(r Result, now int64) Step {
 }
 
 // conditionImage turns a condition failure into the item it returned
-// (nil when there was none); any other error is returned as is.
-func conditionImage(err error) (*Image, error) {
+// (nil when there was none), decoded the quick way for plan p (see
+// decodeFor; nil p: in full); any other error is returned as is.
+func conditionImage(p *Plan, err error) (*Image, error) {
 	var cf *store.ConditionFailedError
 	if !errors.As(err, &cf) {
 		return nil, err
 	}
-	return Decode(cf.Item)
+	if p == nil {
+		return Decode(cf.Item)
+	}
+	return decodeFor(p, cf.Item, nil)
 }
 
 // conditionImage is conditionImage with the quick decoder for the plan.
@@ -739,7 +749,21 @@ func (c *Charge) conditionImage(err error) (*Image, error) {
 	if !errors.As(err, &cf) {
 		return nil, err
 	}
-	return decodeFor(c.p, cf.Item)
+	return c.decode(cf.Item)
+}
+
+// decode is decodeFor for the machine's plan, into Spare the first time
+// it can be.
+func (c *Charge) decode(it store.Item) (*Image, error) {
+	img, err := decodeFor(c.p, it, c.Spare)
+	switch {
+	case c.Spare == nil:
+	case img == c.Spare:
+		c.Spare = nil
+	default: // the full decoder answered: Spare may be half written
+		*c.Spare = Image{}
+	}
+	return img, err
 }
 
 // withBilled returns p charging the hidden limit for billed failed writes

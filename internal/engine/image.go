@@ -161,8 +161,10 @@ const baseAttrs = 13
 
 // decodeFor decodes an item written for plan p the quick way: by looking
 // up the plan's attributes, when the item has exactly those (no limit
-// that the plan does not know); anything else is decoded in full.
-func decodeFor(p *Plan, it store.Item) (*Image, error) {
+// that the plan does not know); anything else is decoded in full. The
+// image is built in dst when dst is not nil (it must be a zero Image),
+// else allocated; the full decoder always allocates.
+func decodeFor(p *Plan, it store.Item, dst *Image) (*Image, error) {
 	if it == nil {
 		return nil, nil
 	}
@@ -174,7 +176,11 @@ func decodeFor(p *Plan, it store.Item) (*Image, error) {
 	if !ok {
 		return Decode(it)
 	}
-	im := &Image{raw: it, rf: rf, shardCount: 1}
+	im := dst
+	if im == nil {
+		im = new(Image)
+	}
+	im.raw, im.rf, im.shardCount = it, rf, 1
 	im.hash, _ = num(attrLimitsHash)
 	if n, ok := num(attrShardCount); ok && n >= 1 {
 		im.shardCount = n

@@ -35,7 +35,7 @@ func TestDecodeForRejectsWhatDecodeRejects(t *testing.T) {
 					it[field] = store.Int(edge[k])
 				}
 				want, wantErr := Decode(it)
-				got, err := decodeFor(p, it)
+				got, err := decodeFor(p, it, nil)
 				if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
 					t.Fatalf("%s set to edge %d: quick decoder: %v; full decoder: %v", field, k, err, wantErr)
 				}
@@ -56,17 +56,17 @@ func TestDecodeForRejectsWhatDecodeRejects(t *testing.T) {
 func TestDecodeForTakesTheQuickPath(t *testing.T) {
 	p := plan1(bucketRef)
 	it := shape{n: 4, rf: T, tk: map[string]int64{"rps": 3000}}.item(p)
-	if allocs := testing.AllocsPerRun(20, func() { _, _ = decodeFor(p, it) }); allocs > 1 {
+	if allocs := testing.AllocsPerRun(20, func() { _, _ = decodeFor(p, it, nil) }); allocs > 1 {
 		t.Fatalf("decodeFor allocates %.0f times for an item of its plan, want 1: it took the full decoder", allocs)
 	}
-	im, err := decodeFor(p, it)
+	im, err := decodeFor(p, it, nil)
 	if err != nil || im.shardCount != 4 || im.hash != p.hash || im.rf != T {
 		t.Fatalf("image %+v (%v): want 4 shards, the plan's hash, rf T", im, err)
 	}
 	for _, n := range []int64{0, -2} {
 		it[keys.AttrShardCount] = store.Int(n)
 		for name, decode := range map[string]func(store.Item) (*Image, error){
-			"quick": func(it store.Item) (*Image, error) { return decodeFor(p, it) }, "full": Decode,
+			"quick": func(it store.Item) (*Image, error) { return decodeFor(p, it, nil) }, "full": Decode,
 		} {
 			if im, err := decode(it); err != nil || im.ShardCount() != 1 {
 				t.Errorf("%s decoder, shard_count %d: %d shards (%v), want 1", name, n, im.ShardCount(), err)
@@ -85,7 +85,7 @@ func TestDecodeForStatesMatchTheFullDecoder(t *testing.T) {
 	other := NewPlan(bucketRef, []Limit{perSecond("zz", 10), perSecond("mm", 7)}, map[string]int64{"zz": 1})
 	it := shape{n: 2, rf: T, tk: map[string]int64{"aa": 1500, "zz": -300}, tc: map[string]int64{"aa": 9}}.item(p)
 	it["b_zz_fh"] = store.Str("?") // a guard that is not a number: both read as unknown
-	quick, err := decodeFor(p, it)
+	quick, err := decodeFor(p, it, nil)
 	if err != nil || quick.pt == nil {
 		t.Fatalf("decodeFor: %v (placed by the template: %v)", err, err == nil && quick.pt != nil)
 	}

@@ -44,7 +44,7 @@ func TestSeedConcurrencyTraceCountsRefillOnce(t *testing.T) {
 
 	b := p.WithAmounts(map[string]int64{"rpm": 7000})
 	exB, _ := b.normal(seen, 1, now, true, nil)
-	fresh, err := conditionImage(update(exB))
+	fresh, err := conditionImage(nil, update(exB))
 	if err != nil || fresh == nil || fresh.rf != now {
 		t.Fatalf("B's normal write should lose the rf race and return the item: %v", err)
 	}

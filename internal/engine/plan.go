@@ -91,7 +91,12 @@ type Plan struct {
 
 // withSpecs returns a plan of ref charging specs (copied).
 func withSpecs(ref keys.Bucket, hash int64, pt *planTemplate, specs []spec) *Plan {
-	p := &Plan{Ref: ref, hash: hash, pt: pt}
+	return fill(new(Plan), ref, hash, pt, specs)
+}
+
+// fill makes p, which must be zero, a plan of ref charging specs (copied).
+func fill(p *Plan, ref keys.Bucket, hash int64, pt *planTemplate, specs []spec) *Plan {
+	p.Ref, p.hash, p.pt = ref, hash, pt
 	if len(specs) <= len(p.buf) {
 		p.specs = p.buf[:len(specs)]
 	} else {
@@ -105,8 +110,15 @@ func withSpecs(ref keys.Bucket, hash int64, pt *planTemplate, specs []spec) *Pla
 // not given are charged nothing) under limits. Every write also charges
 // the hidden limit one unit. limits must be valid and distinctly named.
 func NewPlan(ref keys.Bucket, limits []Limit, consume map[string]int64) *Plan {
+	return NewPlanIn(new(Plan), ref, limits, consume)
+}
+
+// NewPlanIn is NewPlan building the plan in p, which must be a zero Plan
+// (a field of something the caller allocates anyway, saving an
+// allocation), and returns p. p must not be written to afterwards.
+func NewPlanIn(p *Plan, ref keys.Bucket, limits []Limit, consume map[string]int64) *Plan {
 	pt := lookupPlanTemplate(limits)
-	p := withSpecs(ref, pt.hash, pt, pt.specs)
+	fill(p, ref, pt.hash, pt, pt.specs)
 	for i := range p.specs {
 		if p.specs[i].hidden {
 			p.specs[i].amount = unit
@@ -192,7 +204,10 @@ type planTemplate struct {
 	specs  []spec  // amounts zero
 	hash   int64
 
-	shapes sync.Map // shapeKey to *template
+	// shapes maps shapeKey to the compiled template (see shapeOf);
+	// shapesMu serialises its replacements.
+	shapes   atomic.Pointer[map[shapeKey]*template]
+	shapesMu sync.Mutex
 }
 
 // planCache maps cacheKey to *planTemplate: read on every acquire,

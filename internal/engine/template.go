@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"sync"
 
 	"github.com/shardlimit/limiter/store"
@@ -94,9 +95,35 @@ func (s *valueSink) either(a, b, c term) {
 	s.vals = append(s.vals, store.Int(a.v), store.Int(b.v), store.Int(c.v))
 }
 
+// argSink collects the values straight into the Expr's own slice, each
+// at its placeholder's place (at[k] for the k-th value emitted): no copy
+// from a slot-ordered slice.
+type argSink struct {
+	args []store.Value
+	at   []int32
+	k    int
+}
+
+func (s *argSink) put(v int64) {
+	if s.k < len(s.at) {
+		s.args[s.at[s.k]] = store.Int(v)
+	}
+	s.k++
+}
+func (s *argSink) add(_ string, v int64)              { s.put(v) }
+func (s *argSink) set(_ string, v int64)              { s.put(v) }
+func (s *argSink) cond(_ condKind, _ string, v int64) { s.put(v) }
+func (s *argSink) exists(string)                      {}
+
 // template is a compiled expression shape: a store.Template whose slots
 // are the values in the order emit gives them.
-type template struct{ t *store.Template }
+type template struct {
+	t *store.Template
+	// at maps the k-th value emitted (slot k) to its placeholder, when
+	// every placeholder is one slot and every slot one placeholder (nil
+	// otherwise: the values go through a valueSink).
+	at []int32
+}
 
 func compile(emit func(sink)) (*template, error) {
 	var sh shapeSink
@@ -105,13 +132,57 @@ func compile(emit func(sink)) (*template, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &template{t}, nil
+	return &template{t: t, at: placesOf(t)}, nil
+}
+
+// placesOf returns, for each slot of t, the placeholder that takes it; nil
+// unless the slots and the placeholders correspond one to one.
+func placesOf(t *store.Template) []int32 {
+	n := len(t.ValuePlaceholders())
+	if n != t.Slots() {
+		return nil
+	}
+	at := make([]int32, n)
+	seen := make([]bool, n)
+	for i := 0; i < n; i++ {
+		k := t.SlotOf(i)
+		if k < 0 || seen[k] {
+			return nil
+		}
+		seen[k], at[k] = true, int32(i)
+	}
+	return at
 }
 
 // expr fills the template with the sink's values: the Expr store/dynamo
 // sends, and which memsim runs without parsing.
 func (t *template) expr(vs *valueSink) store.Expr {
 	return t.t.Compact(vs.vals) // copies the values out of vs.vals
+}
+
+// fill runs emit into the template's values: the Expr of expr, without
+// the copy when the template's places are known.
+func (t *template) fill(emit func(sink)) store.Expr {
+	if t.at != nil {
+		as := argPool.Get().(*argSink) // pooled: emit's interface call would move it to the heap
+		args := make([]store.Value, len(t.at))
+		*as = argSink{args: args, at: t.at}
+		emit(as)
+		k := as.k
+		*as = argSink{} // the pool keeps nothing of the Expr
+		argPool.Put(as)
+		if k == len(t.at) {
+			return t.t.CompactArgs(args)
+		}
+		// Not the shape compiled (cannot happen: a shape key fixes what
+		// emit gives); the slot way handles any count.
+	}
+	vs := valuesPool.Get().(*valueSink)
+	vs.vals = vs.vals[:0]
+	emit(vs)
+	ex := t.expr(vs)
+	valuesPool.Put(vs)
+	return ex
 }
 
 type pathKind uint8
@@ -132,11 +203,12 @@ type shapeKey struct {
 }
 
 // shapeOf returns the template of shape k, nil when not compiled yet.
-// The shapes are a sync.Map: read on every write, without a lock, and
-// added to once per shape.
+// The shapes are an immutable map behind an atomic pointer: read on every
+// write without a lock (and hashed as a plain key, not through an
+// interface as a sync.Map would), replaced by a copy once per new shape.
 func (pt *planTemplate) shapeOf(k shapeKey) *template {
-	if t, ok := pt.shapes.Load(k); ok {
-		return t.(*template)
+	if m := pt.shapes.Load(); m != nil {
+		return (*m)[k]
 	}
 	return nil
 }
@@ -144,9 +216,25 @@ func (pt *planTemplate) shapeOf(k shapeKey) *template {
 // addShape records the template of shape k and returns the one recorded
 // (the first one compiled, when two callers race).
 func (pt *planTemplate) addShape(k shapeKey, t *template) *template {
-	have, _ := pt.shapes.LoadOrStore(k, t)
-	return have.(*template)
+	pt.shapesMu.Lock()
+	defer pt.shapesMu.Unlock()
+	old := pt.shapes.Load()
+	var m map[shapeKey]*template
+	if old != nil {
+		if have := (*old)[k]; have != nil {
+			return have
+		}
+		m = make(map[shapeKey]*template, len(*old)+1)
+		maps.Copy(m, *old)
+	} else {
+		m = make(map[shapeKey]*template, 1)
+	}
+	m[k] = t
+	pt.shapes.Store(&m)
+	return t
 }
+
+var argPool = sync.Pool{New: func() any { return new(argSink) }}
 
 var valuesPool = sync.Pool{New: func() any {
 	return &valueSink{vals: make([]store.Value, 0, 64)}
@@ -174,12 +262,7 @@ func (p *Plan) build(path pathKind, emit func(sink)) (store.Expr, error) {
 		}
 		t = pt.addShape(k, t)
 	}
-	vs := valuesPool.Get().(*valueSink)
-	vs.vals = vs.vals[:0]
-	emit(vs)
-	ex := t.expr(vs)
-	valuesPool.Put(vs)
-	return ex, nil
+	return t.fill(emit), nil
 }
 
 // chargedMask returns which limits the plan charges or refunds (amount

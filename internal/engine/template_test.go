@@ -122,7 +122,7 @@ func TestDecodeForMatchesDecode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := decodeFor(p, it)
+		got, err := decodeFor(p, it, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,7 @@ func TestDecodeForMatchesDecode(t *testing.T) {
 		}
 		// An item of other limits falls back to the full decoder.
 		q := NewPlan(bucketRef, limits[:len(limits)-1+boolInt(len(limits) == 1)], nil)
-		if other, err := decodeFor(q, it); err != nil || cmp.Diff(want.comp, other.comp) != "" {
+		if other, err := decodeFor(q, it, nil); err != nil || cmp.Diff(want.comp, other.comp) != "" {
 			t.Fatalf("fallback differs: %v", err)
 		}
 	})

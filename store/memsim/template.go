@@ -348,17 +348,26 @@ func (s *Store) updateView(e *entry, w *writeReq, programmed bool) {
 		}
 		return
 	}
+	out, next := wv.out, wv.next
 	for i := range vs.v {
 		if v := &vs.v[i]; v != wv && v.plan != nil {
 			f := w.plan.writes(v.plan)
-			for k := 0; k < len(f); k += 2 {
-				a, j := int(f[k]), int(f[k+1])
-				v.attrs.Copy(j, wv.out, a)
-				v.size[j] = wv.next[a]
+			// Attrs.Copy with the slices hoisted: this loop runs for
+			// every attribute a write passes on to each other view. A
+			// number is copied whatever the kind (Num is read only for
+			// numbers); a string only when it is one.
+			vk, vn, vstr, vz := v.attrs.Kind, v.attrs.Num, v.attrs.Str, v.size
+			for k := 0; k+1 < len(f); k += 2 {
+				a, j := f[k], f[k+1]
+				kind := out.Kind[a]
+				vk[j], vn[j], vz[j] = kind, out.Num[a], next[a]
+				if kind == store.KindString {
+					vstr[j] = out.Str[a]
+				}
 			}
 		}
 	}
-	a, out := &wv.attrs, &wv.out
+	a := &wv.attrs
 	if !w.plan.aliases {
 		for i, j := range w.plan.head {
 			k := out.Kind[i]
@@ -371,7 +380,7 @@ func (s *Store) updateView(e *entry, w *writeReq, programmed bool) {
 	}
 	for i, same := range w.plan.heads {
 		for _, j := range same {
-			a.Copy(j, *out, i)
+			a.Copy(j, out, i)
 			wv.size[j] = wv.next[i]
 		}
 	}
