@@ -114,6 +114,7 @@ func (s *argSink) add(_ string, v int64)              { s.put(v) }
 func (s *argSink) set(_ string, v int64)              { s.put(v) }
 func (s *argSink) cond(_ condKind, _ string, v int64) { s.put(v) }
 func (s *argSink) exists(string)                      {}
+func (s *argSink) either(a, b, c term)                { s.put(a.v); s.put(b.v); s.put(c.v) }
 
 // template is a compiled expression shape: a store.Template whose slots
 // are the values in the order emit gives them.
