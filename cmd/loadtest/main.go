@@ -50,7 +50,7 @@ type options struct {
 	resource           string
 	cascade            bool
 
-	duration, slice, warmup, progress               time.Duration
+	duration, slice, warmup, progress, timeline     time.Duration
 	seed                                            uint64
 	json, raw, verbose, localRefusals, reservations bool
 	namespace                                       string
@@ -83,6 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	} else {
 		rep.print(stdout)
+		rep.timeline.print(stdout)
 	}
 	if rep.Errors > 0 {
 		fmt.Fprintf(stderr, "loadtest: %d acquires failed with an unexpected error, the first: %s\n", rep.Errors, rep.FirstError)
@@ -118,6 +119,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.slice, "slice", 2*time.Second, "with -raw: the limiter and the raw floor alternate in slices this long")
 	fs.DurationVar(&o.warmup, "warmup", 0, "unmeasured warm-up of the server first (limiter on other entities, and the raw write), e.g. 10s for a fresh DynamoDB Local")
 	fs.DurationVar(&o.progress, "progress", 5*time.Second, "a progress line on stderr this often, for runs longer than that (0: none)")
+	fs.DurationVar(&o.timeline, "timeline", 0, "print, per interval this long (e.g. 100ms), the send slots, sends, store writes and acquires by path of the measured slices")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the writers' entity choice and the limiters' shard choice")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	fs.BoolVar(&o.raw, "raw", true, "also measure the raw floor: the same writers issuing one unconditional UpdateItem ADD on one item")

@@ -41,6 +41,9 @@ type report struct {
 	Errors            int64   `json:"errors"`
 	FirstError        string  `json:"first_error,omitempty"`
 	AttemptsPerSecond float64 `json:"attempts_per_second"`
+	// DroppedSlots counts the send slots dropped because every writer was
+	// busy past their time (see pace).
+	DroppedSlots int64 `json:"dropped_slots"`
 
 	CallsPerAttempt       float64          `json:"calls_per_attempt"`
 	CallsPerAdmitted      float64          `json:"calls_per_admitted"`
@@ -75,6 +78,8 @@ type report struct {
 	// limiter's requests, whatever their number per acquire.
 	RawRequestRatio    float64 `json:"raw_request_ratio,omitempty"`
 	LockTimeoutResends int64   `json:"lock_timeout_resends,omitempty"`
+
+	timeline *timeline // -timeline, printed after the report
 }
 
 // rawReport is the raw floor: one unconditional UpdateItem ADD per call.
@@ -92,7 +97,7 @@ func (r *loadRun) report(ctx context.Context, hot *hotPartition) *report {
 	rep := &report{Store: o.store, Target: r.tgt.describe, Stream: r.tgt.stream, FailedWritesBilled: r.tgt.failedWritesBilled,
 		Writers: o.writers, Processes: o.processes, Rate: o.rate, Limits: formatLimits(o.limits), Consume: o.consume,
 		Keys: o.keys, Cascade: o.cascade, ServerLatencyMs: ms(o.latency), Seconds: r.limiterTime.Seconds(),
-		Slices: r.slices, LocalRefusals: o.localRefusals, HotPartition: hot}
+		Slices: r.slices, LocalRefusals: o.localRefusals, HotPartition: hot, timeline: r.tl}
 	if o.cascade {
 		rep.ParentLimits = formatLimits(o.parent)
 	}
@@ -124,6 +129,7 @@ func (r *loadRun) report(ctx context.Context, hot *hotPartition) *report {
 	}
 	rep.Attempts = int64(len(atts))
 	rep.AttemptsPerSecond = perSec(rep.Attempts, r.limiterTime)
+	rep.DroppedSlots = r.dropped.Load()
 	rep.P50Ms, rep.P99Ms = percentileMs(lat, 0.50), percentileMs(lat, 0.99)
 
 	paths, total := r.obs.snapshot()
@@ -294,6 +300,9 @@ func (rep *report) print(w io.Writer) {
 		rep.Attempts, rep.AttemptsPerSecond, rep.Admitted, pct(rep.Admitted, rep.Attempts), rep.Refused, rep.Unavailable)
 	if rep.Errors > 0 {
 		p(", %d errors", rep.Errors)
+	}
+	if rep.DroppedSlots > 0 {
+		p("; %d send slots dropped, over %v late (every writer busy)", rep.DroppedSlots, maxLate)
 	}
 	p("\n")
 	p("calls      %.3f per attempt, %.3f per admitted acquire (round trips; a cascade's two concurrent writes count once)\n",
