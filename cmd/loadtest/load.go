@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
 
@@ -98,6 +99,11 @@ func execute(ctx context.Context, o *options, stderr io.Writer) (*report, error)
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
+	if o.raw && o.rawItem == rawItemBucket {
+		if r.rawKey, err = r.bucketItem(ctx); err != nil {
+			return nil, err
+		}
+	}
 	stopProgress := r.startProgress(stderr)
 	defer stopProgress()
 	if o.warmup > 0 {
@@ -171,6 +177,27 @@ func (r *loadRun) setup(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// The -raw-item values.
+const (
+	rawItemTiny   = "tiny"
+	rawItemBucket = "bucket"
+)
+
+// bucketItem makes a bucket item of its own with one acquire (the
+// limiter's item: every attribute and index key) and returns its key, for
+// the raw floor to ADD to.
+func (r *loadRun) bucketItem(ctx context.Context) (store.Key, error) {
+	req := limiter.Request{Entity: "raw-floor", Resource: r.o.resource, Limits: r.o.limits, Consume: r.o.consume}
+	if _, err := r.lims[0].Acquire(ctx, req); err != nil {
+		return store.Key{}, fmt.Errorf("make the raw floor's bucket item: %w", err)
+	}
+	res := r.o.resource
+	if res == "" {
+		res = limiter.DefaultResource
+	}
+	return keys.Bucket{Namespace: r.ns, Entity: req.Entity, Resource: res}.Key(), nil
 }
 
 // warmup runs the limiter on entities of their own and the raw write on an

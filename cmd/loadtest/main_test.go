@@ -162,6 +162,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-store", "dynamodb"}, "-table"},
 		{[]string{"-table", "x"}, "-table"},
 		{[]string{"-duration", "0s"}, "-duration"},
+		{[]string{"-raw-item", "huge"}, "-raw-item"},
 		{[]string{"extra"}, "unexpected argument"},
 	} {
 		var out, errOut bytes.Buffer
@@ -247,5 +248,15 @@ func TestTimeline(t *testing.T) {
 	s := out.String()
 	if !strings.Contains(s, "slots sends late writes") || !strings.Contains(s, "busiest second:") {
 		t.Errorf("no timeline in\n%s", s)
+	}
+}
+
+// -raw-item bucket: the raw floor ADDs to a bucket item the limiter made
+// (one acquire on an entity of its own), and the report says so.
+func TestRawFloorOnABucketItem(t *testing.T) {
+	rep, _ := runJSON(t, "-writers", "2", "-rate", "100", "-duration", "500ms", "-raw-item", "bucket")
+	checkCounts(t, rep)
+	if rep.Raw == nil || rep.Raw.Item != "bucket" || rep.Raw.Writes == 0 || rep.Raw.Failed != 0 {
+		t.Fatalf("raw floor %+v, want writes to the bucket item, none failed", rep.Raw)
 	}
 }

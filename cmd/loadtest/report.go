@@ -84,6 +84,7 @@ type report struct {
 
 // rawReport is the raw floor: one unconditional UpdateItem ADD per call.
 type rawReport struct {
+	Item      string  `json:"item"` // tiny or bucket (-raw-item)
 	Writes    int64   `json:"writes"`
 	Failed    int64   `json:"failed"`
 	Seconds   float64 `json:"seconds"`
@@ -164,7 +165,7 @@ func (r *loadRun) report(ctx context.Context, hot *hotPartition) *report {
 	rep.MaxShards = r.maxShards(ctx)
 
 	if o.raw {
-		raw := &rawReport{Seconds: r.rawTime.Seconds()}
+		raw := &rawReport{Item: o.rawItem, Seconds: r.rawTime.Seconds()}
 		var rl []int64
 		for _, w := range r.writers {
 			raw.Failed += w.rawFails
@@ -332,8 +333,12 @@ func (rep *report) print(w io.Writer) {
 		p("partition  hottest %s: peak %.0f WCU/s over one second, %.0f WCU in all, %d throttled\n", h.PK, h.PeakWCUPerSecond, h.WCU, h.Throttles)
 	}
 	if r := rep.Raw; r != nil {
-		p("raw floor  %d unconditional UpdateItem ADDs on one item (%.1f/s, p50 %.2f ms, p99 %.2f ms), %d failed or throttled\n",
-			r.Writes, r.PerSecond, r.P50Ms, r.P99Ms, r.Failed)
+		item := "one item"
+		if r.Item == rawItemBucket {
+			item = "one bucket item of the limiter's"
+		}
+		p("raw floor  %d unconditional UpdateItem ADDs on %s (%.1f/s, p50 %.2f ms, p99 %.2f ms), %d failed or throttled\n",
+			r.Writes, item, r.PerSecond, r.P50Ms, r.P99Ms, r.Failed)
 		p("           limiter/raw throughput %.3f (acquires per raw write); the limiter's store requests per raw write %.3f\n", rep.RawRatio, rep.RawRequestRatio)
 	}
 	if rep.LockTimeoutResends > 0 {
