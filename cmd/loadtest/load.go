@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
 
@@ -33,6 +34,7 @@ type loadRun struct {
 	parent  string
 	writers []*writer
 	epoch   time.Time // the zero of attempt times
+	tl      *timeline // -timeline, or nil
 	rawKey  store.Key
 
 	limiterTime, rawTime time.Duration // measured time of each kind
@@ -40,6 +42,7 @@ type loadRun struct {
 
 	// Running totals for the progress line.
 	attempts, admitted, refused, rawWrites atomic.Int64
+	dropped                                atomic.Int64 // late slots of the measured slices dropped
 }
 
 // writer is one goroutine of the load: it keeps its own records.
@@ -62,7 +65,9 @@ func execute(ctx context.Context, o *options, stderr io.Writer) (*report, error)
 		return nil, err
 	}
 	defer tgt.close()
-	r := &loadRun{o: o, tgt: tgt, st: newMetered(tgt.st, o.latency), obs: newObserver(), ns: o.namespace}
+	r := &loadRun{o: o, tgt: tgt, st: newMetered(tgt.st, o.latency), obs: newObserver(), ns: o.namespace,
+		tl: newTimeline(o.timeline, 2*o.duration+time.Second)}
+	r.st.tl, r.obs.tl = r.tl, r.tl
 	if r.ns == "" {
 		r.ns = "load" + strconv.FormatInt(time.Now().UnixMilli(), 36)
 	}
@@ -94,6 +99,11 @@ func execute(ctx context.Context, o *options, stderr io.Writer) (*report, error)
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
+	if o.raw && o.rawItem == rawItemBucket {
+		if r.rawKey, err = r.bucketItem(ctx); err != nil {
+			return nil, err
+		}
+	}
 	stopProgress := r.startProgress(stderr)
 	defer stopProgress()
 	if o.warmup > 0 {
@@ -104,6 +114,7 @@ func execute(ctx context.Context, o *options, stderr io.Writer) (*report, error)
 		smp = newSampler(tgt.mem, r.ns+"/", func(pk string) bool { return pk == r.rawKey.PK || strings.Contains(pk, "#warmup-") })
 	}
 	r.epoch = time.Now()
+	r.tl.start(r.epoch)
 	for left := o.duration; left > 0 && ctx.Err() == nil; left -= o.slice {
 		d := min(left, o.slice)
 		r.limiterTime += r.limiterSlice(ctx, d, entityNames(o.keys), true)
@@ -168,6 +179,27 @@ func (r *loadRun) setup(ctx context.Context) error {
 	return nil
 }
 
+// The -raw-item values.
+const (
+	rawItemTiny   = "tiny"
+	rawItemBucket = "bucket"
+)
+
+// bucketItem makes a bucket item of its own with one acquire (the
+// limiter's item: every attribute and index key) and returns its key, for
+// the raw floor to ADD to.
+func (r *loadRun) bucketItem(ctx context.Context) (store.Key, error) {
+	req := limiter.Request{Entity: "raw-floor", Resource: r.o.resource, Limits: r.o.limits, Consume: r.o.consume}
+	if _, err := r.lims[0].Acquire(ctx, req); err != nil {
+		return store.Key{}, fmt.Errorf("make the raw floor's bucket item: %w", err)
+	}
+	res := r.o.resource
+	if res == "" {
+		res = limiter.DefaultResource
+	}
+	return keys.Bucket{Namespace: r.ns, Entity: req.Entity, Resource: res}.Key(), nil
+}
+
 // warmup runs the limiter on entities of their own and the raw write on an
 // item of its own, unmeasured: a fresh DynamoDB Local is several times
 // slower for its first tens of seconds of load.
@@ -183,45 +215,95 @@ func (r *loadRun) warmup(ctx context.Context) {
 }
 
 // pace hands out the send times of an open loop: slot n of a slice is at
-// start + n/rate, whichever writer takes it. A writer that is late sends at
-// once, so the offered rate holds as long as the writers keep up; when
-// they do not, the slots left at the end of the slice are dropped (the
-// attempts per second of the report then fall short of -rate).
+// start + n/rate, handed at that time to whichever writer is free. A slot
+// no writer is free for waits up to maxLate and is then dropped (counted),
+// so that writers that fell behind (all of them busy with slow acquires,
+// or the process paused) never send a backlog in a burst: no second is
+// offered more than the rate, plus maxLate's worth of slots. When the
+// writers cannot keep up, the attempts per second of the report fall short
+// of -rate, and the dropped slots say by how much.
 type pace struct {
-	start, end time.Time
-	interval   time.Duration // 0: closed loop
-	next       atomic.Int64
+	end     time.Time
+	slots   chan time.Time // nil: closed loop
+	dropped *atomic.Int64  // slots dropped, or nil not to count them
+	tl      *timeline      // records the slots of measured slices, or nil
+	done    chan struct{}
 }
 
-// wait blocks until the writer's next send time and reports false when the
+// maxLate is how long a slot waits for a free writer before it is dropped.
+const maxLate = 10 * time.Millisecond
+
+// wait blocks until the writer's next slot and reports false when the
 // slice is over.
 func (p *pace) wait(ctx context.Context) bool {
-	if p.interval == 0 {
+	if p.slots == nil {
 		return ctx.Err() == nil && time.Now().Before(p.end)
 	}
-	at := p.start.Add(time.Duration(p.next.Add(1)-1) * p.interval)
-	if !at.Before(p.end) || !time.Now().Before(p.end) {
+	select {
+	case <-ctx.Done():
 		return false
-	}
-	if d := time.Until(at); d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
+	case at, ok := <-p.slots:
+		if !ok {
 			return false
-		case <-t.C:
 		}
+		p.tl.slot(at, time.Now())
+		return true
 	}
-	return ctx.Err() == nil
 }
 
-func (r *loadRun) newPace(d time.Duration) *pace {
-	p := &pace{start: time.Now()}
-	p.end = p.start.Add(d)
-	if r.o.rate > 0 {
-		p.interval = max(time.Duration(float64(time.Second)/r.o.rate), 1)
+// dispatch offers slot n at start + n*interval until the slice ends.
+func (p *pace) dispatch(ctx context.Context, start time.Time, interval time.Duration) {
+	defer close(p.done)
+	defer close(p.slots)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	<-t.C
+	for n := int64(0); ; n++ {
+		at := start.Add(time.Duration(n) * interval)
+		if !at.Before(p.end) {
+			return
+		}
+		if d := time.Until(at); d > 0 {
+			t.Reset(d)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+		if d := time.Until(at.Add(maxLate)); d > 0 {
+			t.Reset(d)
+			select {
+			case <-ctx.Done():
+				return
+			case p.slots <- at:
+				if !t.Stop() {
+					<-t.C
+				}
+				continue
+			case <-t.C:
+			}
+		}
+		if p.dropped != nil {
+			p.dropped.Add(1)
+		}
 	}
-	return p
+}
+
+// newPace starts the pace of a slice of d; stop ends it.
+func (r *loadRun) newPace(ctx context.Context, d time.Duration, measure bool) (p *pace, stop func()) {
+	start := time.Now()
+	p = &pace{end: start.Add(d)}
+	if r.o.rate <= 0 {
+		return p, func() {}
+	}
+	p.slots, p.done = make(chan time.Time), make(chan struct{})
+	if measure {
+		p.tl, p.dropped = r.tl, &r.dropped
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	go p.dispatch(ctx, start, max(time.Duration(float64(time.Second)/r.o.rate), 1))
+	return p, func() { cancel(); <-p.done }
 }
 
 // each runs f on every writer concurrently and returns how long the slice
@@ -242,7 +324,8 @@ func (r *loadRun) limiterSlice(ctx context.Context, d time.Duration, entities []
 	r.st.on.Store(measure)
 	defer r.obs.on.Store(false)
 	defer r.st.on.Store(false)
-	p := r.newPace(d)
+	p, stop := r.newPace(ctx, d, measure)
+	defer stop()
 	return r.each(func(w *writer) {
 		req := limiter.Request{Resource: r.o.resource, Limits: r.o.limits, Consume: r.o.consume}
 		for p.wait(ctx) {
@@ -315,7 +398,8 @@ func (w *writer) refusal(err error) {
 // UpdateItem ADD to key, at the same pace as the limiter's acquires.
 func (r *loadRun) rawSlice(ctx context.Context, d time.Duration, key store.Key, measure bool) time.Duration {
 	in := store.UpdateInput{Key: key, Expr: store.MustBuild(store.Update{}.Add("n", store.Int(1)), store.Condition{})}
-	p := r.newPace(d)
+	p, stop := r.newPace(ctx, d, false)
+	defer stop()
 	return r.each(func(w *writer) {
 		for p.wait(ctx) {
 			t0 := time.Now()

@@ -50,10 +50,11 @@ type options struct {
 	resource           string
 	cascade            bool
 
-	duration, slice, warmup, progress               time.Duration
+	duration, slice, warmup, progress, timeline     time.Duration
 	seed                                            uint64
 	json, raw, verbose, localRefusals, reservations bool
 	namespace                                       string
+	rawItem                                         string
 }
 
 // run parses args, runs the load and prints the report on stdout
@@ -83,6 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	} else {
 		rep.print(stdout)
+		rep.timeline.print(stdout)
 	}
 	if rep.Errors > 0 {
 		fmt.Fprintf(stderr, "loadtest: %d acquires failed with an unexpected error, the first: %s\n", rep.Errors, rep.FirstError)
@@ -118,9 +120,11 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.slice, "slice", 2*time.Second, "with -raw: the limiter and the raw floor alternate in slices this long")
 	fs.DurationVar(&o.warmup, "warmup", 0, "unmeasured warm-up of the server first (limiter on other entities, and the raw write), e.g. 10s for a fresh DynamoDB Local")
 	fs.DurationVar(&o.progress, "progress", 5*time.Second, "a progress line on stderr this often, for runs longer than that (0: none)")
+	fs.DurationVar(&o.timeline, "timeline", 0, "print, per interval this long (e.g. 100ms), the send slots, sends, store writes and acquires by path of the measured slices")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the writers' entity choice and the limiters' shard choice")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	fs.BoolVar(&o.raw, "raw", true, "also measure the raw floor: the same writers issuing one unconditional UpdateItem ADD on one item")
+	fs.StringVar(&o.rawItem, "raw-item", rawItemTiny, "the raw floor's item: tiny (its key and the counter) or bucket (a bucket item the limiter made, every attribute and index key)")
 	fs.BoolVar(&o.localRefusals, "local-refusals", true, "let the limiters refuse from what they know of a bucket without a store call (limiter.WithLocalRefusals)")
 	fs.BoolVar(&o.reservations, "reservations", false, "turn reservations on in every limiter (limiter.WithReservations): a busy process admits from a share it took in one write")
 	fs.BoolVar(&o.verbose, "v", false, "log the limiter's warnings and shard doublings on stderr")
@@ -166,6 +170,8 @@ func (o *options) check() error {
 		return fmt.Errorf("-rate %v: want 0 (closed loop) or a positive number of acquires per second", o.rate)
 	case o.keys < 1 || o.keys > 1<<20:
 		return fmt.Errorf("-keys %d: want between 1 and %d", o.keys, 1<<20)
+	case o.rawItem != rawItemTiny && o.rawItem != rawItemBucket:
+		return fmt.Errorf("-raw-item %q: want %s or %s", o.rawItem, rawItemTiny, rawItemBucket)
 	case o.duration <= 0:
 		return fmt.Errorf("-duration %v: want a positive duration", o.duration)
 	case o.slice <= 0:

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardlimit/limiter/internal/dynamolocal"
 )
@@ -160,6 +162,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-store", "dynamodb"}, "-table"},
 		{[]string{"-table", "x"}, "-table"},
 		{[]string{"-duration", "0s"}, "-duration"},
+		{[]string{"-raw-item", "huge"}, "-raw-item"},
 		{[]string{"extra"}, "unexpected argument"},
 	} {
 		var out, errOut bytes.Buffer
@@ -216,5 +219,44 @@ func TestReservations(t *testing.T) {
 	}
 	if pooled*2 < rep.Admitted {
 		t.Fatalf("%d of %d admitted from pools, want most", pooled, rep.Admitted)
+	}
+}
+
+// A slot that no writer is free to take is dropped, not sent late in a
+// burst: with no writer taking any, every slot of the slice is dropped and
+// counted.
+func TestPaceDropsSlotsNoWriterTakes(t *testing.T) {
+	r := &loadRun{o: &options{rate: 1000}}
+	p, stop := r.newPace(context.Background(), 30*time.Millisecond, true)
+	<-p.done
+	stop()
+	if got := r.dropped.Load(); got != 30 {
+		t.Errorf("dropped %d slots, want the slice's 30", got)
+	}
+	if p.wait(context.Background()) {
+		t.Error("a slot handed out after the slice")
+	}
+}
+
+// -timeline prints a line per interval and the busiest second of sends
+// and writes.
+func TestTimeline(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-writers", "4", "-rate", "200", "-duration", "1200ms", "-raw=false", "-timeline", "100ms"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit status %d\n%s", code, errOut.String())
+	}
+	s := out.String()
+	if !strings.Contains(s, "slots sends late writes") || !strings.Contains(s, "busiest second:") {
+		t.Errorf("no timeline in\n%s", s)
+	}
+}
+
+// -raw-item bucket: the raw floor ADDs to a bucket item the limiter made
+// (one acquire on an entity of its own), and the report says so.
+func TestRawFloorOnABucketItem(t *testing.T) {
+	rep, _ := runJSON(t, "-writers", "2", "-rate", "100", "-duration", "500ms", "-raw-item", "bucket")
+	checkCounts(t, rep)
+	if rep.Raw == nil || rep.Raw.Item != "bucket" || rep.Raw.Writes == 0 || rep.Raw.Failed != 0 {
+		t.Fatalf("raw floor %+v, want writes to the bucket item, none failed", rep.Raw)
 	}
 }

@@ -14,6 +14,7 @@ type observer struct {
 	on    atomic.Bool
 	mu    sync.Mutex
 	paths map[limiter.Path]*pathStats
+	tl    *timeline // -timeline, or nil
 }
 
 // pathStats is what the acquires that ended on one path cost.
@@ -38,6 +39,7 @@ func (o *observer) Observe(ev limiter.Event) {
 	if ev.Op != "acquire" || !o.on.Load() {
 		return
 	}
+	o.tl.ended(ev.Path)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	p := o.paths[ev.Path]

@@ -41,6 +41,9 @@ type report struct {
 	Errors            int64   `json:"errors"`
 	FirstError        string  `json:"first_error,omitempty"`
 	AttemptsPerSecond float64 `json:"attempts_per_second"`
+	// DroppedSlots counts the send slots dropped because every writer was
+	// busy past their time (see pace).
+	DroppedSlots int64 `json:"dropped_slots"`
 
 	CallsPerAttempt       float64          `json:"calls_per_attempt"`
 	CallsPerAdmitted      float64          `json:"calls_per_admitted"`
@@ -75,10 +78,13 @@ type report struct {
 	// limiter's requests, whatever their number per acquire.
 	RawRequestRatio    float64 `json:"raw_request_ratio,omitempty"`
 	LockTimeoutResends int64   `json:"lock_timeout_resends,omitempty"`
+
+	timeline *timeline // -timeline, printed after the report
 }
 
 // rawReport is the raw floor: one unconditional UpdateItem ADD per call.
 type rawReport struct {
+	Item      string  `json:"item"` // tiny or bucket (-raw-item)
 	Writes    int64   `json:"writes"`
 	Failed    int64   `json:"failed"`
 	Seconds   float64 `json:"seconds"`
@@ -92,7 +98,7 @@ func (r *loadRun) report(ctx context.Context, hot *hotPartition) *report {
 	rep := &report{Store: o.store, Target: r.tgt.describe, Stream: r.tgt.stream, FailedWritesBilled: r.tgt.failedWritesBilled,
 		Writers: o.writers, Processes: o.processes, Rate: o.rate, Limits: formatLimits(o.limits), Consume: o.consume,
 		Keys: o.keys, Cascade: o.cascade, ServerLatencyMs: ms(o.latency), Seconds: r.limiterTime.Seconds(),
-		Slices: r.slices, LocalRefusals: o.localRefusals, HotPartition: hot}
+		Slices: r.slices, LocalRefusals: o.localRefusals, HotPartition: hot, timeline: r.tl}
 	if o.cascade {
 		rep.ParentLimits = formatLimits(o.parent)
 	}
@@ -124,6 +130,7 @@ func (r *loadRun) report(ctx context.Context, hot *hotPartition) *report {
 	}
 	rep.Attempts = int64(len(atts))
 	rep.AttemptsPerSecond = perSec(rep.Attempts, r.limiterTime)
+	rep.DroppedSlots = r.dropped.Load()
 	rep.P50Ms, rep.P99Ms = percentileMs(lat, 0.50), percentileMs(lat, 0.99)
 
 	paths, total := r.obs.snapshot()
@@ -158,7 +165,7 @@ func (r *loadRun) report(ctx context.Context, hot *hotPartition) *report {
 	rep.MaxShards = r.maxShards(ctx)
 
 	if o.raw {
-		raw := &rawReport{Seconds: r.rawTime.Seconds()}
+		raw := &rawReport{Item: o.rawItem, Seconds: r.rawTime.Seconds()}
 		var rl []int64
 		for _, w := range r.writers {
 			raw.Failed += w.rawFails
@@ -295,6 +302,9 @@ func (rep *report) print(w io.Writer) {
 	if rep.Errors > 0 {
 		p(", %d errors", rep.Errors)
 	}
+	if rep.DroppedSlots > 0 {
+		p("; %d send slots dropped, over %v late (every writer busy)", rep.DroppedSlots, maxLate)
+	}
 	p("\n")
 	p("calls      %.3f per attempt, %.3f per admitted acquire (round trips; a cascade's two concurrent writes count once)\n",
 		rep.CallsPerAttempt, rep.CallsPerAdmitted)
@@ -323,8 +333,12 @@ func (rep *report) print(w io.Writer) {
 		p("partition  hottest %s: peak %.0f WCU/s over one second, %.0f WCU in all, %d throttled\n", h.PK, h.PeakWCUPerSecond, h.WCU, h.Throttles)
 	}
 	if r := rep.Raw; r != nil {
-		p("raw floor  %d unconditional UpdateItem ADDs on one item (%.1f/s, p50 %.2f ms, p99 %.2f ms), %d failed or throttled\n",
-			r.Writes, r.PerSecond, r.P50Ms, r.P99Ms, r.Failed)
+		item := "one item"
+		if r.Item == rawItemBucket {
+			item = "one bucket item of the limiter's"
+		}
+		p("raw floor  %d unconditional UpdateItem ADDs on %s (%.1f/s, p50 %.2f ms, p99 %.2f ms), %d failed or throttled\n",
+			r.Writes, item, r.PerSecond, r.P50Ms, r.P99Ms, r.Failed)
 		p("           limiter/raw throughput %.3f (acquires per raw write); the limiter's store requests per raw write %.3f\n", rep.RawRatio, rep.RawRequestRatio)
 	}
 	if rep.LockTimeoutResends > 0 {

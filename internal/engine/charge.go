@@ -467,6 +467,13 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		c.n = learnt
 	}
 	c.m.learn(c.p.Ref, c.shard, im, learnt, now, c.lat, nil)
+	if c.view.Rate <= 0 {
+		// The image may have brought the shard's first (provisional)
+		// rates: the write that follows burns headroom with them, on a
+		// bucket many writers start on at once.
+		v := c.m.View(c.p.Ref, c.shard)
+		c.view.Rate, c.view.Others = v.Rate, v.Others
+	}
 	switch c.p.shortfall(im, c.n, now, c.view.hot(now)) {
 	case shortApp:
 		c.path = PathReject

@@ -221,22 +221,32 @@ func (p *Plan) shortfall(im *Image, n, now int64, busy bool) shortKind {
 // would be charged without moving rf, and a later refill would credit the
 // time it sat full a second time). Each writer would then need the full
 // write, which only one writer per refill window wins. So on a shard that
-// other writers share, a write that finds the bucket within headroomTarget
-// of full also burns headroom: tokens taken but not counted as
-// consumption, about the refill of one interval between the shard's
-// writes, which keep the bucket just below its burst. The writers that
-// follow take the consumption-only write, and none of them queue for a
-// lock. The burnt tokens are refill the bucket would have lost at its
+// other writers share, a write that finds the bucket within twice
+// headroomTarget of full also burns headroom: tokens taken but not counted
+// as consumption, which keep the bucket just below its burst. The writers
+// that follow take the consumption-only write, and none of them queue for
+// a lock. The burnt tokens are refill the bucket would have lost at its
 // ceiling anyway; what it costs is that a burst arriving then finds up to
-// headroomTarget of refill (at most 1 % of the burst) missing.
+// twice headroomTarget of refill (at most 2 % of the burst) missing.
+//
+// Each write burns about the refill of one interval between the shard's
+// writes, so that together they move the full-at instant as fast as the
+// clock, and more or less as the bucket is nearer or further than the
+// target: headroomGain intervals when full by now, none at twice the
+// target. A writer judges from an image some writes old, and takes the
+// others' writes since to have kept the distance it showed. Burning only
+// when the image showed the bucket nearer than the target, as every
+// writer's image is older than the target on a busy bucket, let the
+// full-at instant run ahead, then fall back to the clock for all at once:
+// every write in flight then failed, and their writers raced for the lock.
 
 // maxHeadroomMs bounds how far ahead of now headroom keeps a bucket's
 // full-at instant (ms).
 const maxHeadroomMs = 50
 
-// headroomGain scales the burn of one write: each write burns the refill
-// of headroomGain intervals between the shard's writes, so that the full-at
-// instant moves ahead of the clock while the bucket is near its ceiling.
+// headroomGain is the burn of one write, in intervals between the shard's
+// writes, on a bucket full by now: the full-at instant then moves ahead of
+// the clock.
 const headroomGain = 2
 
 // headroomTarget is how far ahead of now (ms) headroom keeps limit s's
@@ -258,6 +268,8 @@ func (p *Plan) headroom(v ShardView, n, now int64) []int64 {
 		return nil // a client alone on a shard knows when it is full
 	}
 	interval := 1 / v.Rate // ms between the shard's writes
+	// What the others' writes since the image kept of its distance.
+	kept := int64(v.othersSince(now) * interval)
 	var burn []int64
 	for i := range p.specs {
 		s := &p.specs[i]
@@ -270,11 +282,24 @@ func (p *Plan) headroom(v ShardView, n, now int64) []int64 {
 		}
 		l := s.perShard(n)
 		target := headroomTarget(l)
-		if target < 1 || fl-now >= target {
+		ahead := max(fl+kept-now, 0)
+		// One interval at the target, more nearer, less further, by an
+		// amount that shrinks with the image's age: a writer that corrects
+		// fast from old news overshoots, and the full-at instant swings
+		// back to the clock.
+		gain := min(1+float64(target-ahead)/float64(max(target, now-v.At)), headroomGain)
+		if target < 1 || gain <= 0 {
 			continue
 		}
 		rate := float64(l.RefillAmount) / float64(l.RefillPeriod) // millitokens per ms
-		b := int64(math.Min(headroomGain*interval*rate, float64(target)*rate)) - s.amount
+		b := int64(math.Min(gain*interval*rate, float64(target)*rate)) - s.amount
+		if b > 0 {
+			// Up to a whole ms of refill with the charge: the write moves
+			// fl by the floor of its refill time, and the fraction lost
+			// there would add up to the full-at instant falling behind.
+			_, ms := l.RefillTime(s.amount + b)
+			b = cushionTokens(l, ms) - s.amount
+		}
 		// Leave the stored balance room for the writers that follow.
 		b = min(b, (st.Tokens-s.amount)/2)
 		if b <= 0 {

@@ -158,10 +158,12 @@ func TestHeadroomTarget(t *testing.T) {
 }
 
 // Headroom on a shared shard near its burst: the refill of headroomGain
-// intervals between the shard's writes, at most the target's refill, at
-// most half of what the stored balance holds beyond the charge; none for
-// a client alone, for a limit not charged, or when the bucket is full
-// further ahead than the target.
+// intervals between the shard's writes when full by now, one at the
+// target, none at twice the target (farther apart the older the image,
+// whose distance the others' writes since are taken to have kept), at most
+// the target's refill, with the charge up to a whole ms of refill, at most
+// half of what the stored balance holds beyond the charge; none for a
+// client alone, or for a limit not charged.
 func TestHeadroom(t *testing.T) {
 	rps1000 := perSecond("rps", 1000) // 1000 a ms; target 10 ms
 	p := NewPlan(bucketRef, []Limit{rps1000, perMinute("tpm", 6000)}, map[string]int64{"rps": 1})
@@ -193,8 +195,11 @@ func TestHeadroom(t *testing.T) {
 	}{
 		{"a write every 10 ms: the target's refill", shared(full, 0.1), T, 10*1000 - 1000},
 		{"a write every 4 ms: two intervals", shared(full, 0.25), T, 8*1000 - 1000},
-		{"full target ms ahead", shared(image(t, shape{rf: T - 10, tk: map[string]int64{"rps": 1_000_000 - 20_000}}.item(p)), 0.1), T, 0},
-		{"full just under target ms ahead", shared(image(t, shape{rf: T - 10, tk: map[string]int64{"rps": 1_000_000 - 19_000}}.item(p)), 0.1), T, 9000},
+		{"full target ms ahead: one interval", shared(image(t, shape{rf: T - 10, tk: map[string]int64{"rps": 1_000_000 - 20_000}}.item(p)), 0.1), T, 9000},
+		{"full 15 ms ahead: half an interval", shared(image(t, shape{rf: T - 10, tk: map[string]int64{"rps": 1_000_000 - 25_000}}.item(p)), 0.1), T, 4000},
+		{"full twice the target ahead", shared(image(t, shape{rf: T - 10, tk: map[string]int64{"rps": 1_000_000 - 30_000}}.item(p)), 0.1), T, 0},
+		{"an image 40 ms old, full 20 ms ahead then: the others kept it there; three quarters of an interval, up to a whole ms", shared(image(t, shape{rf: T - 10, tk: map[string]int64{"rps": 1_000_000 - 30_000}}.item(p)), 0.1), T + 40, 7000},
+		{"a write every 3.3 ms: two intervals, up to a whole ms", shared(full, 0.3), T, 7000 - 1000},
 		{"half the balance beyond the charge", shared(low, 0.1), T, 4000},
 		{"alone", ShardView{Img: full, At: T, Rate: 0.1}, T, 0},
 		{"no rate", ShardView{Img: full, At: T, Others: 0.1}, T, 0},

@@ -317,10 +317,27 @@ func (m *Memory) learnLocked(ref keys.Bucket, shard int, img *Image, n, now, lat
 		si.restart(img, now)
 		return
 	}
-	if dt := now - si.refAt; dt >= rateWindowMs {
+	switch dt := now - si.refAt; {
+	case dt >= rateWindowMs:
 		si.estimate(img, w-w0, dt, now)
 		si.restart(img, now)
+	case si.rateAt == 0 && dt > 0:
+		si.early(w-w0, dt)
 	}
+}
+
+// early takes a first, provisional estimate of the shard's write rates
+// from a window shorter than rateWindowMs, until the first full one: on a
+// bucket many writers start on at once, a writer that waited 400 ms to
+// learn that others write would race them for its full writes and burn no
+// headroom, and every such write makes the others' consumption writes
+// fail. It is too noisy to say a partition is hot or what the others
+// consume (rateAt stays 0, drain empty), only that others write and about
+// how often.
+func (si *shardInfo) early(d, dt int64) {
+	own := min(si.ownW, d)
+	si.rate = float64(d) / float64(bucket.MilliPerToken) / float64(dt)
+	si.others = float64(d-own) / float64(bucket.MilliPerToken) / float64(dt)
 }
 
 // own adds what this client's write (mine, nil for none) added to the

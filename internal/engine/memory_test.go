@@ -51,6 +51,29 @@ func TestRatesComeFromAWindowOfImages(t *testing.T) {
 	}
 }
 
+// Before its first full window, a shard's rates are taken from the
+// shorter window so far, provisionally: they say that others write and how
+// often (headroom needs it on a bucket many writers start on at once), but
+// not that the partition is hot, nor what the others consume (RateAt stays
+// 0, no drain). The full window still counts from its first image.
+func TestEarlyRatesBeforeTheFirstWindow(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	m.learn(bucketRef, 0, counted(t, T, 0, 0), 1, T, 0, nil)
+	m.learn(bucketRef, 0, counted(t, T, 40, 40_000), 1, T+20, 0, p)
+	v := m.View(bucketRef, 0)
+	if v.Rate != 2 || v.Others != 39.0/20 || v.RateAt != 0 || len(v.Drain) != 0 {
+		t.Fatalf("after 20 ms: rate %v others %v at %d, drain %v; want 2, 1.95, never, none", v.Rate, v.Others, v.RateAt, v.Drain)
+	}
+	if v.busyness(T+20) != busyNo {
+		t.Fatal("a provisional rate of twice the ceiling says the partition is hot")
+	}
+	m.learn(bucketRef, 0, counted(t, T, 400, 200_000), 1, T+rateWindowMs, 0, nil)
+	if v := m.View(bucketRef, 0); v.RateAt != T+rateWindowMs || v.Rate != 1 || v.Others != 399.0/400 {
+		t.Fatalf("first window: rate %v others %v at %d; want 1, 0.9975 at T+400", v.Rate, v.Others, v.RateAt-T)
+	}
+}
+
 // A slow answer describes the item as it was up to its latency ago: it is
 // remembered, but takes no rate; an answer of maxRateLatency does.
 func TestSlowAnswersTakeNoRate(t *testing.T) {

@@ -68,6 +68,25 @@ func TestStoryCushionAfterFindingASharedBucketFull(t *testing.T) {
 	}
 }
 
+// Many writers start on a bucket at once, and a client knows no rate of
+// it yet. Its image (20 ms old) says full, so it sends the full write;
+// another writer's write landed first (the bucket is 5 ms from full), and
+// the failed write's item shows 10 writes in those 20 ms: a first,
+// provisional rate of 0.5 a ms. The retry burns headroom with it at once
+// (one and a half intervals at 5 ms of the 10 ms target, 2 tokens beside
+// its own), rather than leave the bucket to fill up under the others.
+func TestStoryFirstLostRaceBurnsHeadroom(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 1000)}, map[string]int64{"rps": 1})
+	st := sim(t, shape{rf: T - 5, tk: map[string]int64{"rps": 990_000}, tc: map[string]int64{"wcu": 10_000}}.item(p))
+	m := NewMemory(0)
+	knows(t, m, bucketRef, shape{rf: T - 5000}.item(p), 1, T-20)
+	c := NewCharge(m, p, picks(), Options{})
+	play(t, st, c.Start(T), c.Feed, T, "update 0 full", "update 0 retry", "done retry")
+	if tk := attr(t, st, bucketRef, 0, "b_rps_tk"); tk != 990_000-1000-2000 {
+		t.Fatalf("tk %d, want 987000: the charge and 2 tokens of headroom", tk)
+	}
+}
+
 // A client's image is stale: another client doubled the bucket since. Its
 // full write to shard 0 fails (shard_count is 2 now) and returns the item
 // showing 2. The writers that have not learned it crowd shard 0, so it
