@@ -365,7 +365,10 @@ func (c *Charge) outrun(im *Image, now int64) (ShardView, bool) {
 	if c.o.NoLocalRefusals {
 		return v, false
 	}
-	if c.p.refusesLocally(v, c.n, now, c.o) {
+	// Not by its share only: an acquire that writes has waited its turn
+	// (a refusal's promise, or its share of the refill), and the item the
+	// store just returned is the bucket, not an estimate.
+	if c.p.lacks(v, c.n, now, c.o, false) {
 		return v, true
 	}
 	return v, c.attempts >= outrunRaces && c.p.atLimit(v, c.n)
@@ -503,7 +506,8 @@ func (c *Charge) promise(rl *Refusal) {
 	if w >= 1<<62 {
 		return
 	}
-	c.m.promised(c.p.Ref, c.shard, rl.Now+max(w, 1))
+	shared := rl.View != nil && c.p.atLimit(*rl.View, c.n)
+	c.m.promised(c.p.Ref, c.shard, rl.Now+max(w, 1), rl.Now, shared)
 }
 
 // refuse ends the acquire when no shard is left to try.

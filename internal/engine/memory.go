@@ -103,6 +103,10 @@ type shardInfo struct {
 // its ceiling).
 const rateWindowMs = 400
 
+// firstWindowMs is the shortest stretch of time the first estimate of the
+// other writers' consumption of a shard is taken over (see learnLocked).
+const firstWindowMs = 100
+
 // maxRateLatency is the slowest answer (ms) a rate estimate uses.
 const maxRateLatency = 50
 
@@ -320,6 +324,15 @@ func (m *Memory) learnLocked(ref keys.Bucket, shard int, img *Image, n, now, lat
 	if dt := now - si.refAt; dt >= rateWindowMs {
 		si.estimate(img, w-w0, dt, now)
 		si.restart(img, now)
+	} else if dt >= firstWindowMs && si.rateAt == 0 {
+		// The first estimate of a shard comes sooner, for what the other
+		// writers consume only: a client that joins a bucket at its limit
+		// would otherwise count every token it sees as its own for a whole
+		// window, and race the others for each. The write rate waits for a
+		// whole window (a partition's heat is judged on no less).
+		si.estimate(img, w-w0, dt, now)
+		si.rate = 0
+		si.restart(img, now)
 	}
 }
 
@@ -399,15 +412,32 @@ func (si *shardInfo) carry(k int64, take bool, now int64) int64 {
 	return t
 }
 
-// promised records when a refusal on a shard said the request would fit
-// (0 clears it: the store answered yes).
-func (m *Memory) promised(ref keys.Bucket, shard int, at int64) {
+// promised records when a refusal on a shard at now said the request
+// would fit. With keep, a promise not due yet stands when it is earlier:
+// a refusal judged later from an estimate that counts on less (a share of
+// a limit shared with other processes) does not postpone the time at which
+// a caller who waited an earlier refusal's wait finds the store asked.
+func (m *Memory) promised(ref keys.Bucket, shard int, at, now int64, keep bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if b := m.get(idOf(ref)); keep && b != nil {
+		if si := b.shards[shard]; si != nil && !si.binding && si.promise > now && si.promise < at {
+			return
+		}
+	}
+	m.promisedLocked(ref, shard, at)
+}
+
+// setPromise records a promise on a shard whatever the shard's promise
+// was (a cascade's answer, whose wait both sides keep).
+func (m *Memory) setPromise(ref keys.Bucket, shard int, at int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.promisedLocked(ref, shard, at)
 }
 
-// promisedLocked is promised for a caller that holds m.mu.
+// promisedLocked sets the shard's promise to at (0 clears it: the store
+// answered yes), for a caller that holds m.mu.
 func (m *Memory) promisedLocked(ref keys.Bucket, shard int, at int64) {
 	b := m.get(idOf(ref))
 	if b == nil {

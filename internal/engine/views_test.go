@@ -92,11 +92,13 @@ func TestRefusalViewsCountTheOthers(t *testing.T) {
 			t.Errorf("%s: %+v; want exceeded %v, remaining %d, retry %d", c.name, v, c.exceeded, c.remaining, c.retry)
 		}
 	}
-	// At the limit by the others' drain (90 % of the refill): outrun gives
-	// the tokens away without Raced.
+	// At the limit by the others' drain (90 % of the refill): the process
+	// counts on a tenth of the tokens in view (of at most a quarter of the
+	// burst: 3,000 - 0.9 x 2,500 = 750), and on 3/4 of the 1 a ms the
+	// others leave: (2,000 - 750) / 0.75 = 1,667 ms.
 	atLimit := &ShardView{At: T, RateAt: T, Drain: map[string]float64{"rps": 9}}
-	if v := (&Refusal{Plan: p, Img: im, N: 1, Now: T, Outrun: true, View: atLimit}).Views()[0]; !v.Exceeded || v.RetryMs != 2000 {
-		t.Errorf("outrun at the limit: %+v, want exceeded, 2 tokens at the 1 a ms the others leave: 2000 ms", v)
+	if v := (&Refusal{Plan: p, Img: im, N: 1, Now: T, Outrun: true, View: atLimit}).Views()[0]; !v.Exceeded || v.RetryMs != 1667 || v.Remaining != 750 {
+		t.Errorf("outrun at the limit: %+v, want exceeded, 750 remaining, retry after 1667 ms", v)
 	}
 }
 
