@@ -365,13 +365,26 @@ func (c *Charge) outrun(im *Image, now int64) (ShardView, bool) {
 	if c.o.NoLocalRefusals {
 		return v, false
 	}
-	// Not by its share only: an acquire that writes has waited its turn
-	// (a refusal's promise, or its share of the refill), and the item the
-	// store just returned is the bucket, not an estimate.
-	if c.p.lacks(v, c.n, now, c.o, false) {
+	// By its share only (at a limit shared with other processes) when the
+	// others wrote since this process's last item: it lost a race, and
+	// the tokens in view go to them too. When no one else wrote, the write
+	// failed on a guard, not for the tokens, and a caller who waited a
+	// refusal's wait must find the store's answer, not a guess.
+	if c.p.lacks(v, c.n, now, c.o, c.othersWrote(im)) {
 		return v, true
 	}
 	return v, c.attempts >= outrunRaces && c.p.atLimit(v, c.n)
+}
+
+// othersWrote reports whether im, the item a failed write returned, shows
+// writes since the client's last item of the shard (the view's).
+func (c *Charge) othersWrote(im *Image) bool {
+	if c.view.Img == nil {
+		return true
+	}
+	w, ok := im.writes()
+	w0, ok0 := c.view.Img.writes()
+	return !ok || !ok0 || w > w0
 }
 
 // charged ends the acquire with the image the successful write returned

@@ -128,3 +128,31 @@ func TestAtALimitTheTokensInViewAreShared(t *testing.T) {
 		t.Error("refused with a full bucket in view")
 	}
 }
+
+// After a failed write, the item it returned shows 2 tokens. When the
+// others wrote since the process's last item (more write units), it lost
+// a race at a shared limit and counts on its share: refused (outrun).
+// When no one else wrote, the write failed on a guard, not for the
+// tokens: it goes on, so that a caller who waited a refusal's wait gets
+// the store's answer.
+func TestOutrunCountsTheShareOnlyAfterALostRace(t *testing.T) {
+	p := plan1(bucketRef)
+	item := func(units int64) *Image {
+		return image(t, shape{rf: T, tk: map[string]int64{"rps": 2000}, tc: map[string]int64{"wcu": units}}.item(p))
+	}
+	for _, c := range []struct {
+		name   string
+		before int64 // write units in the process's last item
+		want   bool
+	}{
+		{"others wrote since", 5000, true},
+		{"no one else wrote", 6000, false},
+	} {
+		ch := NewCharge(NewMemory(0), p, picks(), Options{})
+		ch.n, ch.view = 1, atShare
+		ch.view.Img = item(c.before)
+		if _, got := ch.outrun(item(6000), T); got != c.want {
+			t.Errorf("%s: refused %v, want %v", c.name, got, c.want)
+		}
+	}
+}
