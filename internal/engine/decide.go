@@ -147,7 +147,7 @@ const pace = 0.75
 // them, so that the bucket keeps a few tokens and the processes' writes,
 // which meet at random, seldom find it empty. Tokens in view beyond what
 // all the processes take in one round (the request over the share) are
-// taken at once; only a quarter of the burst at most is ever left
+// taken at once; only a sixteenth of the burst at most is ever left
 // aside, so that a bucket whose processes wait for their turn does not
 // fill up and lose its refill.
 func (v ShardView) withheld(s *spec, n int64, im *Image, at, now int64) int64 {
@@ -162,7 +162,7 @@ func (v ShardView) withheld(s *spec, n int64, im *Image, at, now int64) int64 {
 		w = (1 - pace) * share * rate * float64(now-at)
 	}
 	st, _ := im.projected(s, n, at)
-	if t := min(st.Tokens, l.Burst/4); t > 0 {
+	if t := min(st.Tokens, l.Burst/16); t > 0 {
 		w += float64(t) * (1 - share)
 	}
 	return int64(w)

@@ -92,13 +92,13 @@ func TestRefusalViewsCountTheOthers(t *testing.T) {
 			t.Errorf("%s: %+v; want exceeded %v, remaining %d, retry %d", c.name, v, c.exceeded, c.remaining, c.retry)
 		}
 	}
-	// At the limit by the others' drain (90 % of the refill): the process
-	// counts on a tenth of the tokens in view (of at most a quarter of the
-	// burst: 3,000 - 0.9 x 2,500 = 750), and on 3/4 of the 1 a ms the
-	// others leave: (2,000 - 750) / 0.75 = 1,667 ms.
+	// At the limit by the others' drain (90 % of the refill): outrun gives
+	// the tokens away without Raced (of the 3,000 in view the others' part
+	// is 0.9 x 625, at most a sixteenth of the burst: 2,438 remain); the
+	// wait is for 2 tokens at 3/4 of the 1 a ms the others leave: 2,667 ms.
 	atLimit := &ShardView{At: T, RateAt: T, Drain: map[string]float64{"rps": 9}}
-	if v := (&Refusal{Plan: p, Img: im, N: 1, Now: T, Outrun: true, View: atLimit}).Views()[0]; !v.Exceeded || v.RetryMs != 1667 || v.Remaining != 750 {
-		t.Errorf("outrun at the limit: %+v, want exceeded, 750 remaining, retry after 1667 ms", v)
+	if v := (&Refusal{Plan: p, Img: im, N: 1, Now: T, Outrun: true, View: atLimit}).Views()[0]; !v.Exceeded || v.RetryMs != 2667 || v.Remaining != 2438 {
+		t.Errorf("outrun at the limit: %+v, want exceeded, 2438 remaining, retry after 2667 ms", v)
 	}
 }
 
