@@ -140,6 +140,9 @@ func judge(atts []attempt, nkeys int, limits, parentLimits []limiter.Limit, cons
 		}
 		note(r, r.start, false)
 	}
+	for ; i < len(admitted); i++ { // they used tokens the last refusals saw
+		note(&admitted[i], admitted[i].end, true)
+	}
 
 	// Backward: per bucket, the lowest level from here on until it was
 	// next full (less what the refusals counted false since took).

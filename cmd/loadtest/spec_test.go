@@ -94,6 +94,16 @@ func TestJudge(t *testing.T) {
 	if f, h := judge(atts, 1, ls, ls, map[string]int64{"rps": 1}, false); f != 1 || h != 2 {
 		t.Errorf("unused: %d false refusals, %d held, want 1 and 2", f, h)
 	}
+	// An admission after the last refusal used the token it saw: not
+	// false.
+	last := []attempt{
+		{start: ms(0), end: ms(1), outcome: outRefused},
+		{start: ms(0), end: ms(2), outcome: outAdmitted},
+	}
+	two, _ := parseLimits("limits", "rps:1/s:1")
+	if f, h := judge(last, 1, two, two, map[string]int64{"rps": 1}, false); f != 0 || h != 1 {
+		t.Errorf("used after: %d false refusals, %d held, want 0 and 1", f, h)
+	}
 	// A bucket that fills up spills what a refusal left: false, for each
 	// time it filled.
 	full := []attempt{
