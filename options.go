@@ -93,7 +93,12 @@ func WithObserver(o Observer) Option { return func(c *config) { c.observer = o }
 // item refilled to now, for up to a second after it saw the item. The
 // answer is the store's answer unless another process returned tokens
 // (Rollback, a negative Adjust) in that second: those are missed until
-// the item is read again. Off, every request makes its write.
+// the item is read again. At a limit shared by other processes (they
+// consume at least 90 % of its refill), the limiter counts on its share of
+// the tokens it sees and of the refill, and refuses until that pays: a
+// few tokens can then sit unused in the bucket while every process waits
+// its turn (see docs/write-paths.md, "Local refusals"). Off, every
+// request makes its write.
 func WithLocalRefusals(on bool) Option {
 	return func(c *config) { c.engine.NoLocalRefusals = !on }
 }

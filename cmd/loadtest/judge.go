@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/shardlimit/limiter"
@@ -52,6 +53,7 @@ const (
 type idealBucket struct {
 	level, burst, perNs float64
 	at                  int64 // ns of the last update
+	fills               int64 // how often it reached its burst
 }
 
 func newIdealBucket(l limiter.Limit) *idealBucket {
@@ -64,6 +66,9 @@ func newIdealBucket(l limiter.Limit) *idealBucket {
 
 func (b *idealBucket) advance(t int64) {
 	if t > b.at {
+		if b.level < b.burst && b.level+float64(t-b.at)*b.perNs >= b.burst {
+			b.fills++
+		}
 		b.level = min(b.burst, b.level+float64(t-b.at)*b.perNs)
 		b.at = t
 	}
@@ -75,10 +80,21 @@ type charge struct {
 	need float64
 }
 
-// judge counts the false refusals among atts. nkeys entities use limits
-// (with consume); with cascade every acquire also charges one parent
-// bucket of parentLimits.
-func judge(atts []attempt, nkeys int, limits, parentLimits []limiter.Limit, consume map[string]int64, cascade bool) int64 {
+// judge counts the false refusals among atts, and the refusals made while
+// the ideal bucket held the tokens (held: the false ones and those whose
+// tokens an admission used later). nkeys entities use limits (with
+// consume); with cascade every acquire also charges one parent bucket of
+// parentLimits.
+//
+// A refusal is false when the ideal bucket held its tokens at its start
+// and they went unused: they stayed in the bucket until it was full again
+// (its refill then spilled) or the run ended, so the refused request could
+// have had them without any admission being refused. The refusals are
+// judged from the last to the first, each counted false taking its tokens
+// from every later moment until the bucket was full again, so that a
+// token left unused makes one false refusal, not one per refusal that saw
+// it.
+func judge(atts []attempt, nkeys int, limits, parentLimits []limiter.Limit, consume map[string]int64, cascade bool) (falseN, held int64) {
 	var admitted, refused []attempt
 	for _, a := range atts {
 		switch a.outcome {
@@ -91,28 +107,77 @@ func judge(atts []attempt, nkeys int, limits, parentLimits []limiter.Limit, cons
 	slices.SortFunc(admitted, func(a, b attempt) int { return cmp.Compare(a.end, b.end) })
 	slices.SortFunc(refused, func(a, b attempt) int { return cmp.Compare(a.start, b.start) })
 	charges := newCharges(nkeys, limits, parentLimits, consume, cascade)
-	var n int64
-	i := 0
-	for _, r := range refused {
-		// Admissions that completed strictly before the refusal started.
-		for ; i < len(admitted) && admitted[i].end < r.start; i++ {
-			for _, c := range charges[admitted[i].key] {
-				c.b.advance(admitted[i].end)
+
+	// The replay, forward: each event (an admission at its end, a refusal
+	// at its start) records every charged bucket's level after it, and how
+	// often the bucket had been full by then.
+	type event struct {
+		a     *attempt
+		first int // its first mark in marks
+	}
+	type mark struct {
+		level float64
+		fills int64
+	}
+	events := make([]event, 0, len(admitted)+len(refused))
+	var marks []mark
+	note := func(a *attempt, at int64, take bool) {
+		events = append(events, event{a, len(marks)})
+		for _, c := range charges[a.key] {
+			c.b.advance(at)
+			if take {
 				c.b.level -= c.need
 			}
-		}
-		held := true
-		for _, c := range charges[r.key] {
-			c.b.advance(r.start)
-			if c.b.level < c.need {
-				held = false
-			}
-		}
-		if held {
-			n++
+			marks = append(marks, mark{c.b.level, c.b.fills})
 		}
 	}
-	return n
+	i := 0
+	for k := range refused {
+		r := &refused[k]
+		// Admissions that completed strictly before the refusal started.
+		for ; i < len(admitted) && admitted[i].end < r.start; i++ {
+			note(&admitted[i], admitted[i].end, true)
+		}
+		note(r, r.start, false)
+	}
+	for ; i < len(admitted); i++ { // they used tokens the last refusals saw
+		note(&admitted[i], admitted[i].end, true)
+	}
+
+	// Backward: per bucket, the lowest level from here on until it was
+	// next full (less what the refusals counted false since took).
+	type low struct {
+		min   float64
+		fills int64
+	}
+	lows := make(map[*idealBucket]*low)
+	for k := len(events) - 1; k >= 0; k-- {
+		e := events[k]
+		cs := charges[e.a.key]
+		ok, all := true, true
+		for j, c := range cs {
+			m := marks[e.first+j]
+			l := lows[c.b]
+			if l == nil || l.fills != m.fills {
+				l = &low{min: math.Inf(1), fills: m.fills}
+				lows[c.b] = l
+			}
+			l.min = min(l.min, m.level)
+			ok = ok && l.min >= c.need
+			all = all && m.level >= c.need
+		}
+		if e.a.outcome != outRefused || !all {
+			continue
+		}
+		held++
+		if ok {
+			falseN++
+			for _, c := range cs {
+				lows[c.b].min -= c.need
+			}
+		}
+	}
+	return falseN, held
 }
 
 // newCharges returns, per entity, the ideal buckets its acquires charge.

@@ -57,6 +57,7 @@ type report struct {
 	RefusedBy             map[string]int64 `json:"refused_by,omitempty"`
 	FalseRefusals         int64            `json:"false_refusals"`
 	FalseRefusalsFraction float64          `json:"false_refusals_fraction"`
+	HeldRefusals          int64            `json:"held_refusals"`
 	// AdmissionBound is the most the limits allow over the run, burst +
 	// rate x time from the start of the first measured slice to the end
 	// of the last (raw slices included), for the tightest limit.
@@ -160,7 +161,7 @@ func (r *loadRun) report(ctx context.Context, hot *hotPartition) *report {
 		rep.WritesPerLimitRate = rep.WritesPerSecond / perSecond(o.limits[0]) / float64(o.keys)
 	}
 	rep.AdmissionBound = r.admissionBound()
-	rep.FalseRefusals = judge(atts, o.keys, o.limits, mergeLimits(o.parent, o.limits), o.consume, o.cascade)
+	rep.FalseRefusals, rep.HeldRefusals = judge(atts, o.keys, o.limits, mergeLimits(o.parent, o.limits), o.consume, o.cascade)
 	rep.FalseRefusalsFraction = ratio(rep.FalseRefusals, rep.Attempts)
 	rep.MaxShards = r.maxShards(ctx)
 
@@ -322,7 +323,7 @@ func (rep *report) print(w io.Writer) {
 	p("; %d throttled requests\n", rep.Throttled)
 	p("bound      admitted %d of at most %.0f the limits allow over the run (%.1f%%)\n", rep.Admitted, rep.AdmissionBound,
 		100*float64(rep.Admitted)/max(rep.AdmissionBound, 1))
-	p("refusals   %d false (%s of attempts): refused while the ideal bucket held the tokens", rep.FalseRefusals, pctF(rep.FalseRefusalsFraction))
+	p("refusals   %d false (%s of attempts): refused while the ideal bucket held the tokens, which then went unused; %d (%s) while it held them", rep.FalseRefusals, pctF(rep.FalseRefusalsFraction), rep.HeldRefusals, pctF(ratio(rep.HeldRefusals, rep.Attempts)))
 	if len(rep.RefusedBy) > 0 {
 		p("; refused by %s", formatConsume(rep.RefusedBy))
 	}

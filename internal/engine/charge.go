@@ -371,10 +371,26 @@ func (c *Charge) outrun(im *Image, now int64) (ShardView, bool) {
 	if c.o.NoLocalRefusals {
 		return v, false
 	}
-	if c.p.refusesLocally(v, c.n, now, c.o) {
+	// By its share only (at a limit shared with other processes) when the
+	// others wrote since this process's last item: it lost a race, and
+	// the tokens in view go to them too. When no one else wrote, the write
+	// failed on a guard, not for the tokens, and a caller who waited a
+	// refusal's wait must find the store's answer, not a guess.
+	if c.p.lacks(v, c.n, now, c.o, c.othersWrote(im)) {
 		return v, true
 	}
 	return v, c.attempts >= outrunRaces && c.p.atLimit(v, c.n)
+}
+
+// othersWrote reports whether im, the item a failed write returned, shows
+// writes since the client's last item of the shard (the view's).
+func (c *Charge) othersWrote(im *Image) bool {
+	if c.view.Img == nil {
+		return true
+	}
+	w, ok := im.writes()
+	w0, ok0 := c.view.Img.writes()
+	return !ok || !ok0 || w > w0
 }
 
 // charged ends the acquire with the image the successful write returned
@@ -516,7 +532,8 @@ func (c *Charge) promise(rl *Refusal) {
 	if w >= 1<<62 {
 		return
 	}
-	c.m.promised(c.p.Ref, c.shard, rl.Now+max(w, 1))
+	shared := rl.View != nil && c.p.atLimit(*rl.View, c.n)
+	c.m.promised(c.p.Ref, c.shard, rl.Now+max(w, 1), rl.Now, shared)
 }
 
 // refuse ends the acquire when no shard is left to try.

@@ -60,9 +60,10 @@ const (
 func (v ShardView) hot(now int64) bool { return v.busyness(now) == busyCeiling }
 
 // busyness says how near the partition ceiling the view's estimate of the
-// shard's write rate is; an estimate older than estimateAge says nothing.
+// shard's write rate is; an estimate older than estimateAge, or one from
+// less than a whole window, says nothing.
 func (v ShardView) busyness(now int64) busyness {
-	if v.RateAt == 0 || now-v.RateAt > estimateAge {
+	if v.RateAt == 0 || v.Provisional || now-v.RateAt > estimateAge {
 		return busyNo
 	}
 	switch {
@@ -94,6 +95,12 @@ const LocalRefusalAge = 1000
 // rate) and what this process's writes in flight charge, cannot serve the
 // plan: the acquire is refused without a store call.
 func (p *Plan) refusesLocally(v ShardView, n, now int64, o Options) bool {
+	return p.lacks(v, n, now, o, true)
+}
+
+// lacks is refusesLocally; shared says whether, at a limit shared with
+// other processes, the process counts on its share only (withheld).
+func (p *Plan) lacks(v ShardView, n, now int64, o Options, shared bool) bool {
 	im := v.Img
 	if o.NoLocalRefusals || im == nil || !im.matches(p, n) || now-v.At > LocalRefusalAge || now < v.At {
 		return false
@@ -110,11 +117,68 @@ func (p *Plan) refusesLocally(v ShardView, n, now int64, o Options) bool {
 			continue
 		}
 		st, _ := im.projected(s, n, now)
-		if st.Tokens-v.expected(s, n, now) < s.amount {
+		left := st.Tokens - v.expected(s, n, now)
+		if shared {
+			left -= v.withheld(s, n, im, v.At, now)
+		}
+		if left < s.amount {
 			return true
 		}
 	}
 	return false
+}
+
+// pace is the share of its share of a limit's refill that a process at the
+// limit counts on (see withheld).
+const pace = 0.75
+
+// withheld returns what a process at limit s's limit leaves to the other
+// writers of the tokens it sees at now (millitokens), beyond what they
+// likely consumed since (expected): part of the tokens im held at at, and
+// part of the refill since. 0 for a limit not contended.
+//
+// At the limit every token in view is raced for by every process, and the
+// others, who consume nearly all of the refill (contended), take these
+// too: a process counts on its share of them, what the others leave of the
+// refill (1 - drain / refill), and on pace of its share of the refill
+// since. Without it, every process counts the token the bucket is
+// refilling as its own and writes for it: the first write takes it and
+// the others fail. With it, each process writes about once per its share
+// of the refill, a little less often than the bucket refills for all of
+// them, so that the bucket keeps a few tokens and the processes' writes,
+// which meet at random, seldom find it empty. Tokens in view beyond what
+// all the processes take in one round (the request over the share) are
+// taken at once; only a sixteenth of the burst at most is ever left
+// aside, so that a bucket whose processes wait for their turn does not
+// fill up and lose its refill.
+func (v ShardView) withheld(s *spec, n int64, im *Image, at, now int64) int64 {
+	l := s.perShard(n)
+	if im == nil || l.RefillAmount <= 0 || l.RefillPeriod <= 0 || !v.contended(s, n) {
+		return 0 // (a shard that never refills has no share to count on)
+	}
+	rate := float64(l.RefillAmount) / float64(l.RefillPeriod)
+	share := 1 - v.drain(s, n)/rate
+	w := 0.0
+	if now > at {
+		w = (1 - pace) * share * rate * float64(now-at)
+	}
+	st, _ := im.projected(s, n, at)
+	if t := min(st.Tokens, l.Burst/16); t > 0 {
+		w += float64(t) * (1 - share)
+	}
+	return int64(w)
+}
+
+// accrual returns the refill a process counts on of limit s (millitokens
+// per ms): what the other writers leave of it, and at the limit pace of
+// that (see withheld).
+func (v ShardView) accrual(s *spec, n int64) float64 {
+	l := s.perShard(n)
+	a := float64(l.RefillAmount)/float64(l.RefillPeriod) - v.drain(s, n)
+	if v.contended(s, n) {
+		a *= pace
+	}
+	return a
 }
 
 // atLimitShare is the share of a limit's refill that the other writers'

@@ -72,6 +72,7 @@ type shardInfo struct {
 	rate, others float64
 	drain        map[string]float64
 	rateAt       int64
+	provisional  bool // rate and others from a window shorter than a whole one
 	// The reference image the next estimate counts from, and what this
 	// client's own writes added since: write units, and consumption per
 	// limit (millitokens).
@@ -102,6 +103,10 @@ type shardInfo struct {
 // shorter ones are noise (three writes in two ms are not a partition at
 // its ceiling).
 const rateWindowMs = 400
+
+// firstWindowMs is the shortest stretch of time the first estimate of the
+// other writers' consumption of a shard is taken over (see learnLocked).
+const firstWindowMs = 100
 
 // maxRateLatency is the slowest answer (ms) a rate estimate uses.
 const maxRateLatency = 50
@@ -136,8 +141,11 @@ type ShardView struct {
 	At     int64
 	Rate   float64 // all writers, write units per ms
 	Others float64 // other writers only
-	// RateAt is when the rates were estimated (0: never).
-	RateAt int64
+	// RateAt is when the rates were estimated (0: never). Provisional
+	// says they come from a window shorter than a whole one: they serve
+	// headroom and the full write's choice, never a partition's heat.
+	RateAt      int64
+	Provisional bool
 	// Drain is, per limit, what the other writers consume (millitokens per
 	// ms); Pending what this process's writes in flight charge
 	// (millitokens). Both nil when none.
@@ -235,7 +243,7 @@ func (m *Memory) shardOf(ref keys.Bucket, shard int) *shardInfo {
 }
 
 func (si *shardInfo) view() ShardView {
-	v := ShardView{Img: si.img, At: si.at, Rate: si.rate, Others: si.others, RateAt: si.rateAt, Promise: si.promise, Binding: si.binding}
+	v := ShardView{Img: si.img, At: si.at, Rate: si.rate, Others: si.others, RateAt: si.rateAt, Provisional: si.provisional, Promise: si.promise, Binding: si.binding}
 	if si.inflight > 0 {
 		// Writes of this process are in flight on the shard: its writers
 		// compete with each other as other processes' would, so for the
@@ -320,6 +328,17 @@ func (m *Memory) learnLocked(ref keys.Bucket, shard int, img *Image, n, now, lat
 	switch dt := now - si.refAt; {
 	case dt >= rateWindowMs:
 		si.estimate(img, w-w0, dt, now)
+		si.provisional = false
+		si.restart(img, now)
+	case dt >= firstWindowMs && si.rateAt == 0:
+		// The first estimate of a shard comes sooner, for what the other
+		// writers consume: a client that joins a bucket at its limit would
+		// otherwise count every token it sees as its own for a whole
+		// window, and race the others for each. Its write rate stays
+		// provisional (headroom and the full write's choice use it) until
+		// a whole window: a partition's heat is judged on no less.
+		si.estimate(img, w-w0, dt, now)
+		si.provisional = true
 		si.restart(img, now)
 	case si.rateAt == 0 && dt > 0:
 		si.early(w-w0, dt)
@@ -416,15 +435,32 @@ func (si *shardInfo) carry(k int64, take bool, now int64) int64 {
 	return t
 }
 
-// promised records when a refusal on a shard said the request would fit
-// (0 clears it: the store answered yes).
-func (m *Memory) promised(ref keys.Bucket, shard int, at int64) {
+// promised records when a refusal on a shard at now said the request
+// would fit. With keep, a promise not due yet stands when it is earlier:
+// a refusal judged later from an estimate that counts on less (a share of
+// a limit shared with other processes) does not postpone the time at which
+// a caller who waited an earlier refusal's wait finds the store asked.
+func (m *Memory) promised(ref keys.Bucket, shard int, at, now int64, keep bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if b := m.get(idOf(ref)); keep && b != nil {
+		if si := b.shards[shard]; si != nil && !si.binding && si.promise > now && si.promise < at {
+			return
+		}
+	}
+	m.promisedLocked(ref, shard, at)
+}
+
+// setPromise records a promise on a shard whatever the shard's promise
+// was (a cascade's answer, whose wait both sides keep).
+func (m *Memory) setPromise(ref keys.Bucket, shard int, at int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.promisedLocked(ref, shard, at)
 }
 
-// promisedLocked is promised for a caller that holds m.mu.
+// promisedLocked sets the shard's promise to at (0 clears it: the store
+// answered yes), for a caller that holds m.mu.
 func (m *Memory) promisedLocked(ref keys.Bucket, shard int, at int64) {
 	b := m.get(idOf(ref))
 	if b == nil {

@@ -22,14 +22,15 @@ func counted(t *testing.T, rf, units, rps int64) *Image {
 // A rate is the growth of the shard's write units over a window of at
 // least rateWindowMs, on the client's clock; the others' rate leaves out
 // what this client's own writes added, and their drain of each limit what
-// it consumed itself. A shorter window is noise: no estimate.
+// it consumed itself. A shorter window is noise: no estimate (but see
+// TestTheFirstEstimateComesSooner).
 func TestRatesComeFromAWindowOfImages(t *testing.T) {
 	p := plan1(bucketRef)
 	m := NewMemory(0)
 	m.learn(bucketRef, 0, counted(t, T, 0, 0), 1, T, 0, nil)
-	m.learn(bucketRef, 0, counted(t, T, 100, 50_000), 1, T+rateWindowMs-1, 0, nil)
+	m.learn(bucketRef, 0, counted(t, T, 10, 5_000), 1, T+firstWindowMs-1, 0, nil)
 	if v := m.View(bucketRef, 0); v.RateAt != 0 {
-		t.Fatalf("estimate after %d ms: %+v, want none", rateWindowMs-1, v)
+		t.Fatalf("estimate after %d ms: %+v, want none", firstWindowMs-1, v)
 	}
 	// The window closes with this client's own write of one unit and one
 	// token: 400 units and 200 tokens in 400 ms.
@@ -395,5 +396,32 @@ func TestCarryingNothingKeepsNothingFresh(t *testing.T) {
 	m.carry(bucketRef, 0, 0, false, T+carriedAge)
 	if got := m.carry(bucketRef, 0, 0, true, T+carriedAge+1); got != 0 {
 		t.Fatalf("took %d failed writes older than %d ms", got, carriedAge)
+	}
+}
+
+// A client's first estimate of a shard comes after firstWindowMs, not a
+// whole window: what the others consume, so that a client joining a
+// bucket at its limit soon stops counting every token as its own. The
+// write rate, which judges a partition's heat, still waits for a whole
+// window, counted from there.
+func TestTheFirstEstimateComesSooner(t *testing.T) {
+	m := NewMemory(0)
+	m.learn(bucketRef, 0, counted(t, T, 0, 0), 1, T, 0, nil)
+	m.learn(bucketRef, 0, counted(t, T, 100, 90_000), 1, T+firstWindowMs, 0, nil)
+	v := m.View(bucketRef, 0)
+	if v.RateAt != T+firstWindowMs || v.Drain["rps"] != 900 || v.Others != 1 || v.Rate != 1 || !v.Provisional {
+		t.Fatalf("first estimate at T%+d: drain %v, others %v, rate %v (provisional %v); want at T+100: 900, 1 and 1, provisional", v.RateAt-T, v.Drain["rps"], v.Others, v.Rate, v.Provisional)
+	}
+	if b := v.busyness(T + firstWindowMs); b != busyNo {
+		t.Fatalf("busyness %v from the first estimate, want none", b)
+	}
+	// The next one takes a whole window from the image that closed it.
+	m.learn(bucketRef, 0, counted(t, T, 300, 100_000), 1, T+firstWindowMs+rateWindowMs-1, 0, nil)
+	if v := m.View(bucketRef, 0); v.RateAt != T+firstWindowMs {
+		t.Fatalf("estimate at T%+d after %d ms, want none before a whole window", v.RateAt-T, rateWindowMs-1)
+	}
+	m.learn(bucketRef, 0, counted(t, T, 500, 100_000), 1, T+firstWindowMs+rateWindowMs, 0, nil)
+	if v := m.View(bucketRef, 0); v.Rate != 1 || v.Drain["rps"] != 25 || v.Provisional {
+		t.Fatalf("second estimate: rate %v, drain %v; want 1 and 25", v.Rate, v.Drain["rps"])
 	}
 }

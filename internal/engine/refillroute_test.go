@@ -147,8 +147,11 @@ func TestStoryTwoProcessesAtTheLimitConsumeFromTheRefill(t *testing.T) {
 		t.Fatal("the stored balance never went below zero: no admission from the refill")
 	}
 	// 10,000 attempts: nearly all refused locally; the writes are the
-	// admissions and a few refused at the store.
-	if float64(writes) > 1.5*float64(admitted) || normals > int(admitted)/10 {
+	// admissions and a few refused at the store. A process whose refusal's
+	// promise comes while its estimate says the other took the refill
+	// asks the store from an old item, and that write may be the normal
+	// one: a few, never racing.
+	if float64(writes) > 1.5*float64(admitted) || normals > int(admitted)/5 {
 		t.Fatalf("%d writes (%d normal) for %d admitted, want about one each, hardly any admitted under the lock", writes, normals, admitted)
 	}
 	t.Logf("%d admitted, %d writes, %d normal", admitted, writes, normals)

@@ -68,7 +68,8 @@ func (p *Plan) Views(im *Image, n, now int64, charge, judge bool) []View {
 // refusal's tokens are fewer by what they (and this process's writes in
 // flight) have likely taken since the image, and every refusal's wait is
 // until the request fits at the refill the others leave (at least
-// 1/minAccrual of it), not at the whole refill they compete for.
+// 1/minAccrual of it; at the limit, pace of it and a share of the tokens
+// in view, see withheld), not at the whole refill they compete for.
 func (r *Refusal) Views() []View {
 	vs := r.Plan.Views(r.Img, r.N, r.Now, false, true)
 	if r.View == nil || r.Img == nil {
@@ -85,7 +86,7 @@ func (r *Refusal) Views() []View {
 		st, _ := r.Img.projected(s, r.N, r.Now)
 		tokens := st.Tokens
 		if r.Local || r.Outrun {
-			tokens -= r.View.expected(s, r.N, r.Now)
+			tokens -= r.View.expected(s, r.N, r.Now) + r.View.withheld(s, r.N, r.Img, r.View.At, r.Now)
 			v.Remaining = satMul(tokens, r.N)
 		}
 		if r.Outrun && tokens >= s.amount && s.amount > 0 && (r.Raced || r.View.contended(s, r.N)) {
@@ -102,7 +103,12 @@ func (r *Refusal) Views() []View {
 			v.RetryMs = -1
 			continue
 		}
-		accrual := float64(l.RefillAmount)/float64(l.RefillPeriod) - r.View.drain(s, r.N)
+		if !r.Local && !r.Outrun {
+			// Refused by the store on this limit: the tokens in view are
+			// short, and at the limit the others take their part of them.
+			tokens -= r.View.withheld(s, r.N, r.Img, r.Now, r.Now)
+		}
+		accrual := r.View.accrual(s, r.N)
 		v.RetryMs = max(v.RetryMs, int64(math.Ceil(float64(s.amount-tokens)/accrual)))
 	}
 	return vs
