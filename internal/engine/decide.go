@@ -350,6 +350,10 @@ func (p *Plan) blind(v ShardView, n, now int64, draw float64) (store.Expr, Path,
 		return ex, PathSpeculative, err
 	}
 	if im.fullBy(p, now) && v.othersSince(now) < 0.5 {
+		if im.holds { // pools hold part of the burst: see hold.go
+			ex, err := p.fullHeld(im, n, now, 0)
+			return ex, PathFull, err
+		}
 		ex, err := p.full(n, now, 0)
 		return ex, PathFull, err
 	}
@@ -375,6 +379,10 @@ func (p *Plan) informed(im *Image, v ShardView, n, now, lat int64, contended boo
 		h := int64(0)
 		if contended {
 			h = p.cushion(n, lat)
+		}
+		if im.holds { // pools hold part of the burst: see hold.go
+			ex, err := p.fullHeld(im, n, now, h)
+			return ex, PathFull, err
 		}
 		ex, err := p.full(n, now, h)
 		return ex, PathFull, err

@@ -29,7 +29,8 @@ type sink interface {
 	add(name string, v int64)
 	set(name string, v int64)
 	cond(k condKind, name string, v int64)
-	exists(name string) // attribute_exists(name): no value
+	exists(name string)    // attribute_exists(name): no value
+	notExists(name string) // attribute_not_exists(name): no value
 }
 
 type shapeSink struct {
@@ -42,6 +43,7 @@ func (s *shapeSink) next() store.Value        { v := store.Slot(int(s.n)); s.n++
 func (s *shapeSink) add(name string, _ int64) { s.u = s.u.Add(name, s.next()) }
 func (s *shapeSink) set(name string, _ int64) { s.u = s.u.Set(name, s.next()) }
 func (s *shapeSink) exists(name string)       { s.conds = append(s.conds, store.Name(name).Exists()) }
+func (s *shapeSink) notExists(name string)    { s.conds = append(s.conds, store.Name(name).NotExists()) }
 func (s *shapeSink) cond(k condKind, name string, _ int64) {
 	n, v := store.Name(name), s.next()
 	var c store.Condition
@@ -69,6 +71,7 @@ func (s *valueSink) add(_ string, v int64)              { s.vals = append(s.vals
 func (s *valueSink) set(_ string, v int64)              { s.vals = append(s.vals, store.Int(v)) }
 func (s *valueSink) cond(_ condKind, _ string, v int64) { s.vals = append(s.vals, store.Int(v)) }
 func (s *valueSink) exists(string)                      {}
+func (s *valueSink) notExists(string)                   {}
 
 // template is a compiled expression shape: a store.Template whose slots
 // are the values in the order emit gives them.
