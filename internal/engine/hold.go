@@ -378,7 +378,12 @@ func (r *Reserve) Feed(res Result, now int64) Step {
 	}
 	im, err := conditionImage(res.Err)
 	if err != nil {
-		return Step{Err: err}
+		if store.OutcomeUnknown(err) {
+			return Step{Err: err} // it may have landed: the caller accounts for it
+		}
+		// Not applied (a throttle, a conflict): the plain acquire knows
+		// how to go on.
+		return r.decline()
 	}
 	if im != nil {
 		r.m.learn(r.p.Ref, r.shard, im, 0, now, lat, nil)
