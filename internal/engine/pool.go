@@ -13,10 +13,11 @@ import (
 // recent demand (about PoolHorizonMs of it), never above 1/PoolShare of a
 // shard's burst, and returns what it did not use when the pool's lifetime
 // ends (at the next acquire of the bucket, or Close). Tokens in a pool were
-// taken from the bucket before anyone got them, so no window ever admits
-// more than the bucket allows; what a pool holds is, for the other
+// taken from the bucket before anyone got them, and the bucket records them
+// as held (hold.go): it does not refill over them, so no window ever admits
+// more than burst + rate × window. What a pool holds is, for the other
 // processes, consumed (until it comes back), and what a crashed process
-// held is lost like any consumption, refilled at the bucket's rate.
+// held comes back when its hold generation is reclaimed.
 
 // Pool sizing and lifetime.
 const (
