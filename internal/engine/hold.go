@@ -378,8 +378,11 @@ func (r *Reserve) Feed(res Result, now int64) Step {
 	}
 	im, err := conditionImage(res.Err)
 	if err != nil {
-		if store.OutcomeUnknown(err) {
-			return Step{Err: err} // it may have landed: the caller accounts for it
+		if store.OutcomeUnknown(err) || errors.Is(err, store.ErrThrottled) {
+			// It may have landed: the caller accounts for it. Or the
+			// partition is at its ceiling: another write now would only
+			// add to it.
+			return Step{Err: err}
 		}
 		// Not applied (a throttle, a conflict): the plain acquire knows
 		// how to go on.
