@@ -325,28 +325,48 @@ func (r *Reserve) next(im *Image, now int64) Step {
 	if r.p.shortfall(im, r.n, now, false) != shortNone {
 		return r.decline()
 	}
+	blind := r.attempts == 0 // from the client's last image, not a failed write's
 	r.attempts++
-	// Headroom, as any write on a shared shard near its cap: the writes
-	// that follow (reservations, returns, plain acquires) then find the
-	// bucket below its cap and take the lock-free writes.
 	v := r.m.View(r.p.Ref, r.shard)
-	v.Img, v.At = im, now
-	if im.fullBy(r.p, now) {
+	if !blind {
+		v.Img, v.At = im, now
+	}
+	full := im.fullBy(r.p, now)
+	if full && (!blind || v.othersSince(now) < 0.5) {
 		h := int64(0)
-		if r.attempts > 1 { // lost a race: see cushion
+		if !blind { // lost a race: see cushion
 			h = r.p.cushion(r.n, r.lat)
 		}
 		ex, err := r.p.fullHeld(im, r.n, now, h)
 		return r.write(ex, err, PathFull)
 	}
+	// Headroom, as any write on a shared shard near its cap: the writes
+	// that follow (reservations, returns, plain acquires) then find the
+	// bucket below its cap and take the lock-free writes. From the
+	// client's last image, the consumption-only write goes out as the
+	// speculative write does: the store says whether the bucket is below
+	// its cap by now (the others' headroom keeps it there).
 	burn := r.p.headroom(v, r.n, now)
-	if im.genOpen(now) && r.p.retryable(im, r.n, now, burn) {
+	if im.genOpen(now) && (blind && r.p.covered(im, burn) || r.p.retryable(im, r.n, now, burn)) {
 		g := im.gen
 		ex, err := direct(func(k sink) { r.p.emitReserve(k, r.n, now, g, burn) })
 		return r.write(ex, err, PathSpeculative)
 	}
 	ex, err := r.p.normal(im, r.n, now, true, burn)
 	return r.write(ex, err, PathNormal)
+}
+
+// covered reports whether the image's stored tokens pay for the plan and
+// the burn without any refill.
+func (p *Plan) covered(im *Image, burn []int64) bool {
+	for i := range p.specs {
+		s := &p.specs[i]
+		st, _, _, ok := im.state(s)
+		if !ok || st.Tokens < s.amount+burnOf(burn, i) {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *Reserve) decline() Step {
