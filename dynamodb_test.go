@@ -238,7 +238,11 @@ func TestReservationsOnDynamoDBLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Consumption matched the refill, so with the unused share returned the
-	// bucket is full again: a process without reservations takes nearly all.
+	// bucket is full again once it has refilled what the pool handed out
+	// since its last reservation (at most 100 ms of its demand: the cap
+	// stays lowered by a pool's hold until the write that gives it back):
+	// a process without reservations then takes nearly all.
+	clock.Add(100 * time.Millisecond)
 	other, err := limiter.New(st, limiter.WithNamespace("pool"), limiter.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
@@ -248,4 +252,70 @@ func TestReservationsOnDynamoDBLocal(t *testing.T) {
 		t.Fatalf("after Close: %v; the unused share was not returned", err)
 	}
 	t.Logf("%d round trips for %d admitted", writes, admitted)
+}
+
+// Holds on a real server: the first reservation starts a hold generation
+// (hg, hs, b_rps_hd), later ones add to it, a crashed process's hold is
+// reclaimed by another process's write once its generation is over, and
+// the late return of that generation (the crashed process's Close) writes
+// nothing. Every expression of the holds goes through DynamoDB Local.
+func TestReservationsHoldsOnDynamoDBLocal(t *testing.T) {
+	srv := dynamolocal.Start(t)
+	st := dynamo.New(srv.Client, srv.NewTable(t))
+	ctx := context.Background()
+	clock := memsim.NewManualClock(time.Now().UTC().Truncate(time.Second))
+	newLimiter := func(opts ...limiter.Option) *limiter.Limiter {
+		l, err := limiter.New(st, append([]limiter.Option{limiter.WithNamespace("hold"), limiter.WithClock(clock)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	pooled, other := newLimiter(limiter.WithReservations()), newLimiter()
+	r := limiter.Request{Entity: "busy", Resource: "r", Limits: []limiter.Limit{limiter.PerSecond("rps", 1000)},
+		Consume: map[string]int64{"rps": 1}}
+	ref := keys.Bucket{Namespace: "hold", Entity: "busy", Resource: "r"}
+	item := func() store.Item {
+		out, err := st.Get(ctx, store.GetInput{Key: ref.WithShard(0).Key(), ConsistentRead: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Item
+	}
+	for i := 0; i < 1500; i++ { // past one pool's life: a return and more reservations
+		if _, err := pooled.Acquire(ctx, r); err != nil {
+			t.Fatalf("acquire %d: %v", i, err)
+		}
+		clock.Add(time.Millisecond)
+	}
+	it := item()
+	gen, _ := it.Int("hg")
+	if hd, ok := it.Int("b_rps_hd"); !ok || hd <= 0 || gen < 1 {
+		t.Fatalf("hold %d (present %v) in generation %d, want a hold", hd, ok, gen)
+	}
+	// The pooled process stops (as if crashed); its generation ends.
+	clock.Add(10*time.Minute + 6*time.Second)
+	if _, err := other.Acquire(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	it = item()
+	if hd, _ := it.Int("b_rps_hd"); hd != 0 {
+		t.Fatalf("hold %d after its generation, want it reclaimed", hd)
+	}
+	if g, _ := it.Int("hg"); g != gen+1 {
+		t.Fatalf("generation %d after the reclaim, want %d", g, gen+1)
+	}
+	tk, _ := it.Int("b_rps_tk")
+	if err := pooled.Close(ctx); err != nil { // the late return
+		t.Fatal(err)
+	}
+	if got, _ := item().Int("b_rps_tk"); got != tk {
+		t.Fatalf("the late return moved the tokens from %d to %d, want nothing written", tk, got)
+	}
+	// The reclaimed bucket refills to its whole burst.
+	clock.Add(2 * time.Second)
+	r.Consume = map[string]int64{"rps": 1000}
+	if _, err := other.Acquire(ctx, r); err != nil {
+		t.Fatalf("the whole burst after the reclaim: %v", err)
+	}
 }

@@ -113,11 +113,12 @@ func WithLocalRefusals(on bool) Option {
 // (cascading entities never are). What the pool holds is consumed, as far
 // as other processes can tell, until it goes back: its unused rest is
 // returned when the pool's life (1 s) ends, at the process's next acquire
-// of the bucket or at Close. A process that crashes strands at most its
-// pool, which the bucket refills like any consumption. The admission
-// bound loosens by what the pools hold: a window can admit them on top of
-// burst + rate × window (the bucket refills while a pool still holds its
-// tokens). See docs/reservations.md.
+// of the bucket or at Close. The admission bound stays burst + rate ×
+// window: the bucket does not refill over what pools hold (its cap is its
+// burst less the hold), so while pools hold tokens the other processes see
+// the burst lower by them (about 100 ms of the holders' demand). A process
+// that crashes strands at most its pool; its hold lowers the cap until its
+// generation (10 minutes) is reclaimed. See docs/reservations.md.
 func WithReservations(limits ...string) Option {
 	return func(c *config) {
 		c.reserve = &reservations{names: append([]string(nil), limits...)}

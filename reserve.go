@@ -27,25 +27,34 @@ func (l *Limiter) reserved(ctx context.Context, tr *trace, p bucketPlan) (lease 
 	if extra == nil {
 		return nil, nil, false
 	}
-	big := p.WithExtra(extra)
-	m := engine.NewCharge(l.mem, big, l.rng, l.cfg.engine)
+	used, shard, gen := l.pools.Used(p.Plan, now)
+	big := p.WithHold(extra, used, gen)
+	m := engine.NewReserve(l.mem, big, l.rng, shard)
 	step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
+	if m.Declined || (step.Err != nil && !store.OutcomeUnknown(step.Err)) {
+		// The hold was not released (an unknown outcome may have released
+		// it: the bucket's cap then stays lower until the generation is
+		// reclaimed, never higher).
+		l.pools.Restore(p.Plan, used, gen)
+	}
 	if step.Err != nil && store.OutcomeUnknown(step.Err) {
 		// The write may have taken the reservation; the pool never will
-		// see it (like a crashed process's).
+		// see it (like a crashed process's), and its hold is reclaimed
+		// after its generation.
 		tr.ev.Unsettled = addTokens(tr.ev.Unsettled, extra, 1)
 	}
 	switch {
+	case step.Done && m.Declined:
+		// The bucket, as last seen, cannot grant the charge and the
+		// reservation, or takes no reservation now: the charge alone.
+		return nil, nil, false
 	case step.Done:
 		now = l.nowMs()
 		l.pools.Granted(p.Plan, now)
 		tr.ev.Reserved = tokensOf(extra)
-		l.returnPools(ctx, tr, []*engine.Return{l.pools.Add(p.Plan, extra, m.Shard, m.N, now)})
-		part := leasePart{p: p, shard: m.Shard, n: m.N, pooled: true, img: m.Img, at: now}
+		l.returnPools(ctx, tr, []*engine.Return{l.pools.Add(p.Plan, extra, m.Shard, m.N, m.Gen, now, m.Until)})
+		part := leasePart{p: p, shard: m.Shard, n: m.N, pooled: true, img: l.mem.View(p.Ref, m.Shard).Img, at: now}
 		return oneLease(l, part), nil, true
-	case step.Refused != nil:
-		l.pools.Refused(p.Ref, now)
-		return nil, nil, false // perhaps the charge alone fits: ask for it alone
 	}
 	return nil, step.Err, true
 }

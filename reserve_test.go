@@ -94,14 +94,14 @@ func TestReservationsRefuseWhenTheBucketIsEmpty(t *testing.T) {
 	}
 }
 
-// A pool's tokens were taken from the bucket before anyone got them, but
-// the bucket refills while the pool still holds them: a window that starts
-// once the bucket is full again can admit its burst plus what the pools
-// hold, and no more. Here a process fills its pool, the bucket refills to
-// its burst while the pool still lives, and then, at one instant, another
-// process takes the whole burst from the bucket while the first serves its
-// pool: together they admit the burst and the pool, never a token more.
-func TestReservationsAdmitAtMostTheBurstAndThePools(t *testing.T) {
+// A pool's tokens were taken from the bucket before anyone got them, and
+// the bucket does not refill over them while the pool holds them: its cap
+// is the burst less the hold. Here a process fills its pool, the bucket
+// refills while the pool still lives, and then, at one instant, another
+// process takes what the bucket has while the first serves its pool:
+// together they admit at most the burst (the strict bound, burst + rate ×
+// window, over a window of no time).
+func TestReservationsAdmitAtMostTheBurst(t *testing.T) {
 	e := newEnv(t)
 	pooled := e.limiter(WithReservations())
 	plain := e.limiter()
@@ -125,8 +125,11 @@ func TestReservationsAdmitAtMostTheBurstAndThePools(t *testing.T) {
 			admitted++
 		}
 	}
-	if admitted > 1000+int(held) {
-		t.Fatalf("%d admitted at one instant against a burst of 1000 and a pool of %d", admitted, held)
+	// The price: what the pool took and had not given back (at most an
+	// eighth of the burst) is missing from the burst meanwhile.
+	if admitted > 1000 || admitted < 1000-1000/8 {
+		t.Fatalf("%d admitted at one instant against a burst of 1000 (a pool of %d held before), want at most the burst and at least the burst less the pool's hold",
+			admitted, held)
 	}
 }
 

@@ -42,7 +42,7 @@ func TestReservationsTargets(t *testing.T) {
 			if c.crash > 0 && rep.Crashes == 0 {
 				t.Error("no process crashed")
 			}
-			t.Logf("%.4f WCU per admitted acquire, %d refused of %d, %d crashes", rep.WCU/float64(rep.Admitted), rep.Rejected, rep.Acquires, rep.Crashes)
+			t.Logf("%.4f WCU per admitted acquire, %d refused of %d, %d unavailable, %d throttled, %d crashes", rep.WCU/float64(rep.Admitted), rep.Rejected, rep.Acquires, rep.Unavailable, rep.Throttled, rep.Crashes)
 		})
 	}
 }

@@ -33,6 +33,14 @@ func NewAdjust(m *Memory, p *Plan, shard int, n int64) *Adjust {
 // Start returns the first step: the guarded ADD (Done at once when the
 // plan charges nothing).
 func (a *Adjust) Start(now int64) Step {
+	if _, releases := a.p.holding(); releases {
+		// A pool's return (see hold.go).
+		ex, err := direct(func(k sink) { a.p.emitReturn(k, a.n, now) })
+		if err != nil {
+			return Step{Err: err}
+		}
+		return a.update(ex, PathAdjust)
+	}
 	if charged, _ := a.p.chargedMask(); charged == 0 {
 		return Step{Done: true}
 	}
@@ -73,6 +81,13 @@ func (a *Adjust) Feed(r Result, now int64) Step {
 	}
 	a.creating = false
 	a.m.learn(a.p.Ref, a.shard, im, 0, now, lat, nil)
+	if _, releases := a.p.holding(); releases &&
+		(!im.holds || im.gen != a.p.gen || im.shardCount != a.n || im.hash != a.p.hash) {
+		// A return whose generation was reclaimed (or whose bucket changed
+		// shape): its hold is gone, and its rest with it, as a crash's.
+		a.Vanished = true
+		return Step{Done: true}
+	}
 	if a.shard == 0 {
 		// Shard 0 holds the count in force, also when the bucket expired
 		// and was made again at fewer shards than the lease knew.

@@ -448,7 +448,9 @@ func (im *Image) pays(s *spec, n, now, need, ahead int64) bool {
 	if st.Tokens >= need {
 		return true
 	}
-	return !s.hidden && im.rf >= satAdd(now, -refillRouteAge) &&
+	// An item with hold generations pays from its stored tokens only
+	// (the route counts from the burst, its cap is lower: see either).
+	return !s.hidden && !im.holds && im.rf >= satAdd(now, -refillRouteAge) &&
 		satAdd(fh, ahead) <= refillBound(s.perShard(n), s.capOf(n), need, now)
 }
 
@@ -473,6 +475,10 @@ func (p *Plan) blind(v ShardView, n, now int64, draw float64) (store.Expr, Path,
 		return ex, PathSpeculative, err
 	}
 	if im.fullBy(p, now) && v.othersSince(now) < 0.5 {
+		if im.holds { // pools hold part of the burst: see hold.go
+			ex, err := p.fullHeld(im, n, now, 0)
+			return ex, PathFull, err
+		}
 		ex, err := p.full(n, now, 0)
 		return ex, PathFull, err
 	}
@@ -498,6 +504,10 @@ func (p *Plan) informed(im *Image, v ShardView, n, now, lat int64, contended boo
 		h := int64(0)
 		if contended {
 			h = p.cushion(n, lat)
+		}
+		if im.holds { // pools hold part of the burst: see hold.go
+			ex, err := p.fullHeld(im, n, now, h)
+			return ex, PathFull, err
 		}
 		ex, err := p.full(n, now, h)
 		return ex, PathFull, err

@@ -24,6 +24,11 @@ type Image struct {
 	pt     *planTemplate
 	specAt [4]int8
 	guards [4]guard
+	// holds is set when the item has a hold generation (attrGen): some
+	// process reserved from it (see hold.go); gen and genAt are the
+	// generation and when it began (ms). Without, no limit has a hold.
+	holds      bool
+	gen, genAt int64
 }
 
 // guard is a limit's fl and fh.
@@ -47,7 +52,21 @@ func Decode(it store.Item) (*Image, error) {
 	if n, ok := it.Int(keys.AttrShardCount); ok && n >= 1 {
 		im.shardCount = n
 	}
+	if g, ok := it.Int(attrGen); ok {
+		im.holds, im.gen = true, g
+		im.genAt, _ = it.Int(attrGenAt)
+	}
 	return im, nil
+}
+
+// hold returns what pools hold of s's limit on this shard (millitokens,
+// 0 without holds).
+func (im *Image) hold(s *spec) int64 {
+	if !im.holds || s.hidden {
+		return 0
+	}
+	v, _ := im.raw.Int(s.hd)
+	return max(v, 0)
 }
 
 // ShardCount returns the shard count the item records (1 when absent).
@@ -76,6 +95,8 @@ func (im *Image) state(s *spec) (st bucket.State, fl, fh int64, ok bool) {
 	st = im.comp.Limits[i].State
 	if !s.hidden {
 		st.Limit = st.Limit.PerShard(im.shardCount)
+		// The cap is the burst less what pools hold (see hold.go).
+		st.Limit.Burst = max(0, st.Limit.Burst-im.hold(s))
 	}
 	if im.known(s) {
 		return st, im.guards[s.pos].fl, im.guards[s.pos].fh, true
@@ -124,6 +145,7 @@ func (im *Image) projected(s *spec, n, now int64) (st bucket.State, rf int64) {
 	if !ok {
 		return bucket.State{Limit: l, Tokens: l.Burst}, now
 	}
+	l.Burst = max(0, l.Burst-im.hold(s))
 	eff := min(old.Effective(im.rf, now), l.Burst)
 	return bucket.State{Limit: l, Tokens: eff}, max(im.rf, now)
 }

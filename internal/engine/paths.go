@@ -65,9 +65,15 @@ func (p *Plan) emitSpeculative(k sink, n, now int64, burn []int64) {
 		if s.amount == 0 {
 			continue
 		}
-		lo, hi := s.perShard(n).RefillTime(take)
+		// A hold lowers the cap with the tokens: the distance to the cap
+		// (fullAt) moves by the rest only, and by what a release raises
+		// the cap (see hold.go).
+		lo, hi := s.perShard(n).RefillTime(take - s.hold + s.release)
 		k.add(s.tk, -take)
 		k.add(s.tc, s.amount)
+		if s.hold != s.release {
+			k.add(s.hd, s.hold-s.release)
+		}
 		k.add(s.fl, lo)
 		k.add(s.fh, hi)
 		if !s.hidden { // wcu only detects hot partitions; it need not be exact
@@ -138,6 +144,10 @@ func (p *Plan) emitFull(k sink, n, now, h int64) {
 	// is, or a normal write computed from an item before this one (same
 	// rf) would pass its lock and ADD its delta to the balance set here.
 	k.cond(condLt, attrRefill, now)
+	// The full write sets the balance to the burst: only on an item no
+	// process ever reserved from (the blind paths take it only on such an
+	// image). Pools may hold part of a burst; hold.go says how.
+	k.notExists(attrGen)
 	for i := range p.specs {
 		s := &p.specs[i]
 		l := s.perShard(n)
@@ -288,7 +298,8 @@ func (p *Plan) createWith(shard int, n, now int64, debit bool) store.PutInput {
 // ones are REMOVEd, changed ones are rewritten. With floors (acquire), no
 // balance may end below zero; without (adjust), debt is allowed.
 func (p *Plan) normal(im *Image, n, now int64, floors bool, burn []int64) (store.Expr, error) {
-	if _, hasTTL := im.raw.Int(store.AttrTTL); hasTTL && im.matches(p, n) {
+	reserves, releases := p.holding()
+	if _, hasTTL := im.raw.Int(store.AttrTTL); hasTTL && im.matches(p, n) && !im.holds && !reserves && !releases {
 		// The common case (same limits, same shard count): one shape per
 		// set of charged limits, from the template cache.
 		path := pathNormal
@@ -311,10 +322,12 @@ func (p *Plan) normal(im *Image, n, now int64, floors bool, burn []int64) (store
 		u = u.Set(attrShardCount, store.Int(n))
 	}
 	rescaled := n != im.shardCount || im.hash != p.hash
+	hk := p.holdOf(im, now)
+	u, conds = p.holdActions(u, conds, im, now, hk)
 	for i := range p.specs {
 		s := &p.specs[i]
 		l := s.perShard(n)
-		st, ok := p.normalStep(s, im, n, rf1, 0)
+		st, ok := p.normalStep(s, im, n, rf1, 0, capShift(s, im, hk))
 		if !ok { // a limit new to this item: starts full, as a new bucket
 			tks[i] = l.Burst - s.amount
 			lo, hi := l.RefillTime(s.amount)
@@ -383,7 +396,7 @@ func (p *Plan) emitNormal(k sink, im *Image, n, now int64, floors bool, burn []i
 		tks = make([]int64, len(p.specs))
 	}
 	for i := range p.specs {
-		st, _ := p.normalStep(&p.specs[i], im, n, rf1, burnOf(burn, i))
+		st, _ := p.normalStep(&p.specs[i], im, n, rf1, burnOf(burn, i), 0)
 		tks[i] = st.old + st.delta
 	}
 	k.set(attrRefill, rf1)
@@ -399,7 +412,7 @@ func (p *Plan) emitNormal(k sink, im *Image, n, now int64, floors bool, burn []i
 	k.cond(condEq, attrShardCount, im.shardCount)
 	for i := range p.specs {
 		s := &p.specs[i]
-		st, _ := p.normalStep(s, im, n, rf1, burnOf(burn, i)) // present: the hashes match
+		st, _ := p.normalStep(s, im, n, rf1, burnOf(burn, i), 0) // present: the hashes match
 		k.add(s.tk, st.delta)
 		k.add(s.fl, st.fl)
 		k.add(s.fh, st.fh)
@@ -433,18 +446,22 @@ type normalDelta struct{ delta, fl, fh, old, ceil int64 }
 // normalStep computes one limit's part of a normal write: refill under
 // the stored (old) limit from the image's rf to rf1, then cap at the new
 // burst (the old rate applied while the old limit was in force), then
-// charge (and burn). ok is false for a limit the item does not have.
-func (p *Plan) normalStep(s *spec, im *Image, n, rf1, burn int64) (normalDelta, bool) {
+// charge (and burn). ok is false for a limit the item does not have. The
+// cap is the burst less the limit's hold as seen; shift is how much the
+// write moves it (a hold taken or given back, see hold.go).
+func (p *Plan) normalStep(s *spec, im *Image, n, rf1, burn, shift int64) (normalDelta, bool) {
 	l := s.perShard(n)
 	old, fl0, fh0, ok := im.state(s)
 	if !ok {
 		return normalDelta{}, false
 	}
+	capSeen := max(0, l.Burst-im.hold(s))
 	refilled := old.Effective(im.rf, rf1)
-	eff := min(refilled, l.Burst)
+	eff := min(refilled, capSeen)
+	l.Burst = max(0, capSeen+shift)
 	tk1 := eff - s.amount - burn
 	if s.amount < 0 {
-		// A refund (an adjust's) fills the bucket up to its burst, no
+		// A refund (an adjust's) fills the bucket up to its cap, no
 		// further: stored above it, the bucket would read as full while fl,
 		// set from the capped balance, says it is not.
 		tk1 = min(tk1, l.Burst)
@@ -463,7 +480,7 @@ func (p *Plan) normalStep(s *spec, im *Image, n, rf1, burn int64) (normalDelta, 
 	// and the bucket would end above its burst with this charge in the
 	// excess. So tk may have risen by at most the room the refill left
 	// below the burst (none when it was capped).
-	room := max(0, min(old.Burst, l.Burst)-refilled)
+	room := max(0, min(old.Burst, capSeen)-refilled)
 	return normalDelta{delta: tk1 - old.Tokens, fl: satAdd(fa, -fl0), fh: satAdd(fa, -fh0), old: old.Tokens,
 		ceil: satAdd(old.Tokens, room)}, true
 }

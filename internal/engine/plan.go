@@ -33,6 +33,10 @@ const unit = bucket.MilliPerToken
 type spec struct {
 	*specAttrs
 	amount int64 // may be negative in an adjust
+	// hold is the part of amount a reservation takes into a pool (it also
+	// lowers the bucket's cap, see hold.go); release is the hold a pool's
+	// return gives back (amount is then minus the pool's rest).
+	hold, release int64
 }
 
 // specAttrs is the part of a spec that depends only on the limit: computed
@@ -43,6 +47,7 @@ type specAttrs struct {
 	orig                           bucket.Limit
 	hidden                         bool
 	tk, cp, bx, ra, rp, tc, fl, fh string
+	hd                             string // the limit's hold (see hold.go)
 	// tmpl is the plan template whose spec this is, at index pos (nil
 	// for a spec of no template): an image decoded for a plan of tmpl
 	// finds the spec's limit by pos (Image.index).
@@ -58,6 +63,7 @@ func newSpec(l Limit) spec {
 		bx: bucket.AttrName(n, bucket.FieldBurst), ra: bucket.AttrName(n, bucket.FieldRefillAmount),
 		rp: bucket.AttrName(n, bucket.FieldRefillPeriod), tc: bucket.AttrName(n, bucket.FieldTotalConsumed),
 		fl: "b_" + n + "_" + keys.FieldFullLo, fh: "b_" + n + "_" + keys.FieldFullHi,
+		hd: "b_" + n + "_" + fieldHold,
 	}}
 }
 
@@ -87,6 +93,9 @@ type Plan struct {
 	hash  int64
 	pt    *planTemplate
 	buf   [3]spec // specs of a plan of up to two limits (saves an allocation)
+	// gen is the hold generation a pool's return was reserved under
+	// (meaningful when a spec has a release).
+	gen int64
 }
 
 // withSpecs returns a plan of ref charging specs (copied).
@@ -148,6 +157,42 @@ func (p *Plan) WithExtra(extra map[string]int64) *Plan {
 		q.specs[i].amount += extra[q.specs[i].name]
 	}
 	return q
+}
+
+// WithHold returns a copy of p that also reserves hold millitokens per
+// limit name into a pool (see hold.go): charged like extra, and held. It
+// releases what the pool handed out of its earlier holds (release, nil
+// for none), which were taken in hold generation gen.
+func (p *Plan) WithHold(hold, release map[string]int64, gen int64) *Plan {
+	q := p.WithExtra(hold)
+	q.gen = gen
+	for i := range q.specs {
+		q.specs[i].hold = hold[q.specs[i].name]
+		q.specs[i].release = release[q.specs[i].name]
+	}
+	return q
+}
+
+// WithReturn returns the plan of a pool's return: refund rest and release
+// held millitokens per limit name of the hold generation gen.
+func (p *Plan) WithReturn(rest, held map[string]int64, gen int64) *Plan {
+	q := withSpecs(p.Ref, p.hash, p.pt, p.specs)
+	q.gen = gen
+	for i := range q.specs {
+		s := &q.specs[i]
+		s.amount, s.hold, s.release = -rest[s.name], 0, held[s.name]
+	}
+	return q
+}
+
+// holding reports whether the plan reserves (a hold) or returns (a
+// release) anything.
+func (p *Plan) holding() (reserves, releases bool) {
+	for i := range p.specs {
+		reserves = reserves || p.specs[i].hold > 0
+		releases = releases || p.specs[i].release > 0
+	}
+	return reserves, releases
 }
 
 // keysLimits returns the plan's application limits as the writes that

@@ -13,10 +13,11 @@ import (
 // recent demand (about PoolHorizonMs of it), never above 1/PoolShare of a
 // shard's burst, and returns what it did not use when the pool's lifetime
 // ends (at the next acquire of the bucket, or Close). Tokens in a pool were
-// taken from the bucket before anyone got them, so no window ever admits
-// more than the bucket allows; what a pool holds is, for the other
+// taken from the bucket before anyone got them, and the bucket records them
+// as held (hold.go): it does not refill over them, so no window ever admits
+// more than burst + rate × window. What a pool holds is, for the other
 // processes, consumed (until it comes back), and what a crashed process
-// held is lost like any consumption, refilled at the bucket's rate.
+// held comes back when its hold generation is reclaimed.
 
 // Pool sizing and lifetime.
 const (
@@ -54,7 +55,12 @@ type pool struct {
 	hash  int64
 	plan  *Plan            // for returns: the limits the pool was taken under
 	left  map[string]int64 // millitokens per limit
-	until int64            // ms: the end of its life
+	until int64            // ms: the end of its life (at most its generation's)
+	// held is what the pool's reservations added to the bucket's hold, per
+	// limit (millitokens), in hold generation gen: its return gives it
+	// back (see hold.go).
+	held map[string]int64
+	gen  int64
 
 	// demand, per limit: what this process was granted of the bucket in
 	// the current window (millitokens, since winAt), and the last window's
@@ -200,52 +206,101 @@ func (ps *Pools) Extra(pl *Plan, n, now int64) map[string]int64 {
 	return out
 }
 
-// Add puts the tokens a write reserved into the bucket's pool, on the
-// shard it charged. A pool on another shard, or of other limits, is
-// returned (its rest in the result, to refund); an expired one too.
-func (ps *Pools) Add(pl *Plan, extra map[string]int64, shard int, n, now int64) (back *Return) {
+// Used takes out of the bucket's live pool the part of its hold it has
+// handed out (held less what is left, per limit; nil when none): the next
+// reservation of the pool gives it back with its own write (a release,
+// Plan.WithHold), so that the bucket's hold stays near what the pools
+// still hold. shard and gen are the pool's, where the release must land.
+// A reservation that does not land puts it back (Restore).
+func (ps *Pools) Used(pl *Plan, now int64) (used map[string]int64, shard int, gen int64) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p := ps.pools[idOf(pl.Ref)]
+	if p == nil || p.left == nil || p.hash != pl.hash || now >= p.until {
+		return nil, -1, 0
+	}
+	for name, h := range p.held {
+		if u := h - max(p.left[name], 0); u > 0 {
+			if used == nil {
+				used = make(map[string]int64, len(p.held))
+			}
+			used[name] = u
+			p.held[name] -= u
+		}
+	}
+	return used, p.shard, p.gen
+}
+
+// Restore puts back what Used took when the reservation did not land
+// (the hold was not released). If the pool is gone meanwhile, the hold
+// stays on the bucket until its generation is reclaimed: the cap is
+// lower meanwhile, never higher.
+func (ps *Pools) Restore(pl *Plan, used map[string]int64, gen int64) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p := ps.pools[idOf(pl.Ref)]
+	if p == nil || p.left == nil || p.gen != gen {
+		return
+	}
+	for name, u := range used {
+		p.held[name] += u
+	}
+}
+
+// Add puts the tokens a write reserved (and held, in hold generation gen)
+// into the bucket's pool, on the shard it charged; the pool then lives
+// until until (ms; see Reserve.Until). A pool on another shard, of other
+// limits or of another generation, is returned (its rest in the result, to
+// refund); an expired one too.
+func (ps *Pools) Add(pl *Plan, extra map[string]int64, shard int, n, gen, now, until int64) (back *Return) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	p := ps.get(pl.Ref)
-	if p.left != nil && (p.shard != shard || p.hash != pl.hash || p.n != n || now >= p.until) {
+	if p.left != nil && (p.shard != shard || p.hash != pl.hash || p.n != n || p.gen != gen || now >= p.until) {
 		back = p.drain(now)
 	}
 	if p.left == nil {
-		p.left = make(map[string]int64, len(extra))
-		p.shard, p.n, p.hash, p.plan = shard, n, pl.hash, pl
+		p.left, p.held = make(map[string]int64, len(extra)), make(map[string]int64, len(extra))
+		p.shard, p.n, p.hash, p.plan, p.gen = shard, n, pl.hash, pl, gen
 	}
 	for name, k := range extra {
 		p.left[name] += k
+		p.held[name] += k
 	}
-	p.until = now + PoolLifeMs
+	p.until = until
 	return back
 }
 
-// Return is a pool's rest, to refund to the shard it was taken from.
+// Return is a pool's rest and hold, to give back to the shard it was
+// taken from (see hold.go).
 type Return struct {
-	Plan  *Plan // amounts: the refunds (negative millitokens)
+	Plan  *Plan // amounts: the refunds (negative millitokens); releases: the hold
 	Shard int
 	N     int64
 }
 
-// drain empties the pool and returns its rest, nil when there is none or
-// when it is too old to go back (ReturnHorizonMs).
+// drain empties the pool and returns its rest and hold, nil when there is
+// none or when it is too old to go back (ReturnHorizonMs).
 func (p *pool) drain(now int64) *Return {
 	var r *Return
 	if now-(p.until-PoolLifeMs) >= ReturnHorizonMs {
-		p.left, p.plan = nil, nil
+		p.left, p.held, p.plan = nil, nil, nil
 		return nil
 	}
-	amounts := map[string]int64{}
+	rest := map[string]int64{}
 	for name, v := range p.left {
 		if v > 0 {
-			amounts[name] = -v
+			rest[name] = v
 		}
 	}
-	if len(amounts) > 0 {
-		r = &Return{Plan: p.plan.WithAmounts(amounts), Shard: p.shard, N: p.n}
+	some := len(rest) > 0
+	for _, v := range p.held {
+		some = some || v > 0
 	}
-	p.left, p.plan = nil, nil
+	if some {
+		r = &Return{Plan: p.plan.WithReturn(rest, p.held, p.gen), Shard: p.shard, N: p.n}
+	}
+	p.left, p.held, p.plan = nil, nil, nil
 	return r
 }
 

@@ -74,7 +74,7 @@ func TestPoolExtra(t *testing.T) {
 		t.Fatalf("reserved %v at 100 tokens a horizon, want the cap: a token (1,250 rounded down)", x)
 	}
 	ps = busy(1)
-	if back := ps.Add(rpsPlan(1), map[string]int64{"rps": 700}, 0, 1, T+demandWindowMs); back != nil {
+	if back := ps.Add(rpsPlan(1), map[string]int64{"rps": 700}, 0, 1, 1, T+demandWindowMs, (T+demandWindowMs)+PoolLifeMs); back != nil {
 		t.Fatalf("a first pool returned %v", back)
 	}
 	if x := ps.Extra(rpsPlan(1), 1, T+demandWindowMs); x != nil {
@@ -100,7 +100,7 @@ func TestPoolTake(t *testing.T) {
 	if _, ok := ps.Take(rpsPlan(1), T); ok {
 		t.Fatal("served from no pool")
 	}
-	ps.Add(rpsPlan(1), map[string]int64{"rps": 2000}, 3, 4, T)
+	ps.Add(rpsPlan(1), map[string]int64{"rps": 2000}, 3, 4, 1, T, T+PoolLifeMs)
 	s, ok := ps.Take(rpsPlan(2), T+PoolLifeMs-1)
 	if !ok || s.Shard != 3 || s.N != 4 || ps.Held(bucketRef, "rps", T) != 0 {
 		t.Fatalf("served %+v %v, held %d: want shard 3 of 4, the pool empty", s, ok, ps.Held(bucketRef, "rps", T))
@@ -111,7 +111,7 @@ func TestPoolTake(t *testing.T) {
 	if _, ok := ps.Take(rpsPlan(1), T); ok {
 		t.Fatal("served from an empty pool")
 	}
-	ps.Add(rpsPlan(1), map[string]int64{"rps": 2000}, 3, 4, T)
+	ps.Add(rpsPlan(1), map[string]int64{"rps": 2000}, 3, 4, 1, T, T+PoolLifeMs)
 	if _, ok := ps.Take(rpsPlan(1), T+PoolLifeMs); ok {
 		t.Fatal("served from a pool at the end of its life")
 	}
@@ -146,8 +146,8 @@ func TestPoolAddReturnsAStalePool(t *testing.T) {
 		{"expired", rpsPlan(1), 0, 1, T + PoolLifeMs, true},
 	} {
 		ps := NewPools()
-		ps.Add(rpsPlan(1), map[string]int64{"rps": 1000}, 0, 1, T)
-		back := ps.Add(c.plan, map[string]int64{"rps": 500}, c.shard, c.n, c.at)
+		ps.Add(rpsPlan(1), map[string]int64{"rps": 1000}, 0, 1, 1, T, T+PoolLifeMs)
+		back := ps.Add(c.plan, map[string]int64{"rps": 500}, c.shard, c.n, 1, c.at, c.at+PoolLifeMs)
 		if (back != nil) != c.back {
 			t.Errorf("%s: returned %+v, want a return %v", c.name, back, c.back)
 			continue
@@ -166,10 +166,10 @@ func TestPoolAddReturnsAStalePool(t *testing.T) {
 // them on Close), each once; an empty rest returns nothing.
 func TestPoolExpired(t *testing.T) {
 	ps := NewPools()
-	ps.Add(rpsPlan(1), map[string]int64{"rps": 1000}, 0, 1, T)
+	ps.Add(rpsPlan(1), map[string]int64{"rps": 1000}, 0, 1, 1, T, T+PoolLifeMs)
 	other := bucketRef
 	other.Entity = "other"
-	ps.Add(NewPlan(other, []Limit{rps10}, nil), map[string]int64{"rps": 0}, 0, 1, T)
+	ps.Add(NewPlan(other, []Limit{rps10}, nil), map[string]int64{"rps": 0}, 0, 1, 1, T, T+PoolLifeMs)
 	if out := ps.Expired(bucketRef, T+PoolLifeMs-1, false); len(out) != 0 {
 		t.Fatalf("returned %d pools before the end of their life", len(out))
 	}
@@ -179,7 +179,7 @@ func TestPoolExpired(t *testing.T) {
 	if out := ps.Expired(bucketRef, T+PoolLifeMs, false); len(out) != 0 {
 		t.Fatal("a pool returned twice")
 	}
-	ps.Add(rpsPlan(1), map[string]int64{"rps": 1000}, 0, 1, T)
+	ps.Add(rpsPlan(1), map[string]int64{"rps": 1000}, 0, 1, 1, T, T+PoolLifeMs)
 	if out := ps.Expired(keys.Bucket{}, T, true); len(out) != 1 {
 		t.Fatalf("Close returned %d pools, want the one holding tokens", len(out))
 	}
@@ -195,7 +195,7 @@ func TestPoolGiveAndDebit(t *testing.T) {
 	two := NewPlan(bucketRef, []Limit{rps10, perSecond("tpm", 10)}, nil)
 	fresh := func() *Pools {
 		ps := NewPools()
-		ps.Add(two, map[string]int64{"rps": 1000, "tpm": 1000}, 2, 4, T)
+		ps.Add(two, map[string]int64{"rps": 1000, "tpm": 1000}, 2, 4, 1, T, T+PoolLifeMs)
 		return ps
 	}
 	for _, c := range []struct {
@@ -251,7 +251,7 @@ func TestPoolEdges(t *testing.T) {
 		t.Fatalf("reserved %v, want rps only (the plan charges no tpm)", x)
 	}
 	ps = NewPools()
-	ps.Add(two, map[string]int64{"rps": 1000, "tpm": 1000}, 0, 1, T)
+	ps.Add(two, map[string]int64{"rps": 1000, "tpm": 1000}, 0, 1, 1, T, T+PoolLifeMs)
 	if !ps.Give(two, 0, map[string]int64{"rps": -500, "tpm": 0}, T) {
 		t.Fatal("a refund with a 0 in it did not go back to the pool")
 	}

@@ -61,6 +61,7 @@ func TestSpeculativeFromTheRefill(t *testing.T) {
 		{"rf past the route's age", p, shape{rf: T - refillRouteAge - 1, tk: rps(-refillRouteAge*10 + 990)}, false, 0},
 		{"rf past the route's age, the stored tokens pay", p, shape{rf: T - refillRouteAge - 1, tk: rps(1000)}, false, 0},
 		{"full at now: the fl guard", p, shape{rf: T - 1000, tk: rps(0)}, false, 0},
+		{"an item with hold generations: the route is closed", p, shape{rf: T - 100, tk: rps(0)}, false, 0},
 		{"a limit charged nothing, below zero stored, not in debt", two,
 			shape{rf: T - 100, tk: map[string]int64{"rps": 5000, "tpm": -900}}, true, 4000},
 		{"a limit charged nothing, in debt", two,
@@ -73,6 +74,11 @@ func TestSpeculativeFromTheRefill(t *testing.T) {
 				// writes: its fl is still ahead.
 				it["b_rps_fl"], it["b_rps_fh"] = store.Int(T+900), store.Int(T+900)
 				c.admit = true
+			}
+			if c.name == "an item with hold generations: the route is closed" {
+				// Its cap is bx - hd, below the burst the route counts
+				// from; a hold of 0 closes it as well (hg is what says).
+				it[attrGen], it[attrGenAt], it["b_rps_hd"] = store.Int(1), store.Int(T-1000), store.Int(0)
 			}
 			st := sim(t, it)
 			ex, err := c.p.speculative(1, T, nil)

@@ -30,8 +30,12 @@ type sink interface {
 	add(name string, v int64)
 	set(name string, v int64)
 	cond(k condKind, name string, v int64)
-	exists(name string) // attribute_exists(name): no value
-	// either is the condition a OR (b AND c), values in that order.
+	exists(name string)    // attribute_exists(name): no value
+	notExists(name string) // attribute_not_exists(name): no value
+	// either is the refill route's condition a OR (b AND c AND
+	// attribute_not_exists(hg)), values a, b, c in that order: an item
+	// whose pools hold part of its burst has a lower cap than the route
+	// counts from (see hold.go), so it pays from its stored tokens only.
 	either(a, b, c term)
 }
 
@@ -52,6 +56,7 @@ func (s *shapeSink) next() store.Value        { v := store.Slot(int(s.n)); s.n++
 func (s *shapeSink) add(name string, _ int64) { s.u = s.u.Add(name, s.next()) }
 func (s *shapeSink) set(name string, _ int64) { s.u = s.u.Set(name, s.next()) }
 func (s *shapeSink) exists(name string)       { s.conds = append(s.conds, store.Name(name).Exists()) }
+func (s *shapeSink) notExists(name string)    { s.conds = append(s.conds, store.Name(name).NotExists()) }
 func (s *shapeSink) cond(k condKind, name string, _ int64) {
 	s.conds = append(s.conds, s.compare(k, name))
 }
@@ -60,7 +65,7 @@ func (s *shapeSink) either(a, b, c term) {
 	ca := s.compare(a.k, a.name)
 	cb := s.compare(b.k, b.name)
 	cc := s.compare(c.k, c.name)
-	s.conds = append(s.conds, store.Or(ca, store.And(cb, cc)))
+	s.conds = append(s.conds, store.Or(ca, store.And(cb, cc, store.Name(attrGen).NotExists())))
 }
 
 // compare is the comparison of name with the next value's placeholder.
@@ -91,6 +96,7 @@ func (s *valueSink) add(_ string, v int64)              { s.vals = append(s.vals
 func (s *valueSink) set(_ string, v int64)              { s.vals = append(s.vals, store.Int(v)) }
 func (s *valueSink) cond(_ condKind, _ string, v int64) { s.vals = append(s.vals, store.Int(v)) }
 func (s *valueSink) exists(string)                      {}
+func (s *valueSink) notExists(string)                   {}
 func (s *valueSink) either(a, b, c term) {
 	s.vals = append(s.vals, store.Int(a.v), store.Int(b.v), store.Int(c.v))
 }
@@ -114,6 +120,7 @@ func (s *argSink) add(_ string, v int64)              { s.put(v) }
 func (s *argSink) set(_ string, v int64)              { s.put(v) }
 func (s *argSink) cond(_ condKind, _ string, v int64) { s.put(v) }
 func (s *argSink) exists(string)                      {}
+func (s *argSink) notExists(string)                   {}
 func (s *argSink) either(a, b, c term)                { s.put(a.v); s.put(b.v); s.put(c.v) }
 
 // template is a compiled expression shape: a store.Template whose slots

@@ -16,13 +16,13 @@ type directSink struct{ shapeSink }
 func (d *directSink) add(name string, v int64) { d.u = d.u.Add(name, store.Int(v)) }
 func (d *directSink) set(name string, v int64) { d.u = d.u.Set(name, store.Int(v)) }
 func (d *directSink) cond(k condKind, name string, v int64) {
-	d.conds = append(d.conds, direct(term{k, name, v}))
+	d.conds = append(d.conds, directCond(term{k, name, v}))
 }
 func (d *directSink) either(a, b, c term) {
-	d.conds = append(d.conds, store.Or(direct(a), store.And(direct(b), direct(c))))
+	d.conds = append(d.conds, store.Or(directCond(a), store.And(directCond(b), directCond(c), store.Name(attrGen).NotExists())))
 }
 
-func direct(t term) store.Condition {
+func directCond(t term) store.Condition {
 	return map[condKind]func(store.Operand) store.Condition{
 		condEq: store.Name(t.name).Equal, condGe: store.Name(t.name).GreaterThanEqual,
 		condGt: store.Name(t.name).GreaterThan, condLe: store.Name(t.name).LessThanEqual, condLt: store.Name(t.name).LessThan,
