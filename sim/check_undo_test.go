@@ -3,6 +3,7 @@ package sim
 import (
 	"testing"
 
+	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
 
@@ -31,4 +32,23 @@ func TestCheckerCountsACascadeUndoAsARefund(t *testing.T) {
 	c.op.Shard = 0
 	c.done(955, Admitted)
 	s.expect([]store.Item{again})
+}
+
+// A doubling written in the middle of a cascading acquire (its parent's
+// partition throttled the charge) is no charge: the parent's charge that
+// the caller's cancelled context then stops is no compensation. Only
+// writes that move a total consumed, and puts, count as charges.
+func TestADoublingIsNoCharge(t *testing.T) {
+	b := keys.Bucket{Namespace: "sim", Entity: "project-0", Resource: "gpt-4o"}
+	double := keys.DoubleShards(b, 1, keys.Limits{Names: []string{"rpm", "tpm"}, Hash: 7})
+	if charges(double.Expr, true) {
+		t.Fatal("a doubling counted as a charge")
+	}
+	charge, err := store.Build(store.Update{}.Add("b_rpm_tk", store.Int(-1000)).Add("b_rpm_tc", store.Int(1000)), store.Condition{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !charges(charge, true) || !charges(store.Expr{}, false) {
+		t.Fatal("a charge, or a put, not counted as a charge")
+	}
 }

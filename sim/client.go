@@ -6,6 +6,7 @@ import (
 	"iter"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/shardlimit/limiter"
@@ -164,7 +165,7 @@ func (h handle) do(ctx context.Context, op memsim.OpKind, fill func(*request)) r
 		return response{err: stoppedErr(op)}
 	}
 	r := c.call.resp
-	if c.cur.cascade && r.err == nil && op.IsWrite() {
+	if c.cur.cascade && r.err == nil && op.IsWrite() && charges(c.call.req.upd.Expr, op == memsim.OpUpdate) {
 		c.charged = append(c.charged, c.call.req.writePK(op))
 	}
 	c.call = call{}
@@ -302,8 +303,8 @@ func (h handle) WriteConcurrently(ctx context.Context, writes []store.Write) []s
 	c.call = call{}
 	if c.cur.cascade {
 		for i, r := range res {
-			if r.Err == nil {
-				c.charged = append(c.charged, writeKeyPK(&writes[i]))
+			if w := &writes[i]; r.Err == nil && (w.Update == nil || charges(w.Update.Expr, true)) {
+				c.charged = append(c.charged, writeKeyPK(w))
 			}
 		}
 	}
@@ -315,6 +316,23 @@ func (h handle) WriteConcurrently(ctx context.Context, writes []store.Write) []s
 
 // writeKeyPK returns the partition key of one write of a
 // WriteConcurrently.
+// charges reports whether a write may charge its item (or return a
+// charge): every charge, and every compensation, moves a limit's total
+// consumed (an attribute named b_{L}_tc), or creates the item (a put). A
+// doubling only resets the guards: a write of the same item after it
+// (the charge at the new count) is no compensation.
+func charges(ex store.Expr, update bool) bool {
+	if !update {
+		return true
+	}
+	for _, name := range ex.Names {
+		if strings.HasSuffix(name, "_tc") {
+			return true
+		}
+	}
+	return false
+}
+
 func writeKeyPK(w *store.Write) string {
 	switch {
 	case w.Update != nil:
