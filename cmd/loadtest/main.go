@@ -178,6 +178,8 @@ func (o *options) check() error {
 		return fmt.Errorf("-slice %v: want a positive duration", o.slice)
 	case o.warmup < 0 || o.progress < 0:
 		return errors.New("-warmup and -progress must not be negative")
+	case o.timeline < 0:
+		return fmt.Errorf("-timeline %v: want 0 (none) or a positive interval", o.timeline)
 	case o.latency < 0:
 		return fmt.Errorf("-latency %v: must not be negative", o.latency)
 	case o.latency > 0 && o.store != storeMemsim:

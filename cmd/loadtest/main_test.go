@@ -163,6 +163,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-table", "x"}, "-table"},
 		{[]string{"-duration", "0s"}, "-duration"},
 		{[]string{"-raw-item", "huge"}, "-raw-item"},
+		{[]string{"-timeline", "-1s"}, "-timeline"},
 		{[]string{"extra"}, "unexpected argument"},
 	} {
 		var out, errOut bytes.Buffer
