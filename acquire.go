@@ -121,31 +121,29 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 			return lease, err
 		}
 	}
-	{
-		m := engine.NewCharge(l.mem, child.Plan, l.rng, l.cfg.engine)
-		m.Spare = &box.img
-		step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
-		if l.pools != nil {
-			switch {
-			case step.Done:
-				l.pools.Granted(child.Plan, l.nowMs())
-			case step.Refused != nil:
-				l.pools.Refused(child.Ref, l.nowMs())
-			}
-		}
-		var part leasePart
-		if step.Done {
-			part = child.part(m, l.nowMs())
-		}
-		m.Release() // the step and the part hold nothing of it
+	m := engine.NewCharge(l.mem, child.Plan, l.rng, l.cfg.engine)
+	m.Spare = &box.img
+	step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
+	if l.pools != nil {
 		switch {
 		case step.Done:
-			return box.lease(l, part), nil
+			l.pools.Granted(child.Plan, l.nowMs())
 		case step.Refused != nil:
-			return nil, child.rateLimited(step.Refused)
+			l.pools.Refused(child.Ref, l.nowMs())
 		}
-		return nil, step.Err
 	}
+	var part leasePart
+	if step.Done {
+		part = child.part(m, l.nowMs())
+	}
+	m.Release() // the step and the part hold nothing of it
+	switch {
+	case step.Done:
+		return box.lease(l, part), nil
+	case step.Refused != nil:
+		return nil, child.rateLimited(step.Refused)
+	}
+	return nil, step.Err
 }
 
 // drive runs a machine: it makes each call a step asks for and feeds the

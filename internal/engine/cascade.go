@@ -151,7 +151,7 @@ func (c *Cascade) settle(now int64) CascadeStep {
 		if w := retryOf(ans.Refused); w < 1<<62 {
 			for _, sd := range c.Sides {
 				if len(sd.tried) > 0 {
-					sd.m.setPromise(sd.p.Ref, sd.shard, now+max(w, 1))
+					sd.m.promised(sd.p.Ref, sd.shard, now+max(w, 1), now, false) // both sides keep the cascade's wait
 				}
 			}
 		}

@@ -449,9 +449,11 @@ func (im *Image) pays(s *spec, n, now, need, ahead int64) bool {
 		return true
 	}
 	// An item with hold generations pays from its stored tokens only
-	// (the route counts from the burst, its cap is lower: see either).
+	// (the route counts from the burst, its cap is lower: see
+	// emitSpeculative).
+	l := s.perShard(n)
 	return !s.hidden && !im.holds && im.rf >= satAdd(now, -refillRouteAge) &&
-		satAdd(fh, ahead) <= refillBound(s.perShard(n), s.capOf(n), need, now)
+		satAdd(fh, ahead) <= refillBound(l, l.Burst, need, now)
 }
 
 // ahead returns how far the other writers' charges since the view's image

@@ -172,7 +172,7 @@ func (p *Plan) fullHeld(im *Image, n, now, h int64) (store.Expr, error) {
 	for i := range p.specs {
 		s := &p.specs[i]
 		l := s.perShard(n)
-		capSeen := max(0, l.Burst-im.hold(s))
+		capSeen := im.capOf(s, l)
 		tk := capSeen - s.amount
 		if !s.hidden {
 			tk -= cushionTokens(l, h)
@@ -237,42 +237,11 @@ func (p *Plan) emitReturn(k sink, n, now int64) {
 // direct builds an expression from emit without the template cache (the
 // reservation writes: rare, and of shapes the cache does not key).
 func direct(emit func(sink)) (store.Expr, error) {
-	var d exprSink
-	emit(&d)
-	return store.Build(d.u, store.And(d.conds...))
-}
-
-type exprSink struct {
-	u     store.Update
-	conds []store.Condition
-}
-
-func (d *exprSink) add(name string, v int64) { d.u = d.u.Add(name, store.Int(v)) }
-func (d *exprSink) set(name string, v int64) { d.u = d.u.Set(name, store.Int(v)) }
-func (d *exprSink) exists(name string)       { d.conds = append(d.conds, store.Name(name).Exists()) }
-func (d *exprSink) notExists(name string) {
-	d.conds = append(d.conds, store.Name(name).NotExists())
-}
-func (d *exprSink) either(a, b, c term) {
-	d.conds = append(d.conds, store.Or(d.compare(a), store.And(d.compare(b), d.compare(c), store.Name(attrGen).NotExists())))
-}
-func (d *exprSink) cond(k condKind, name string, v int64) {
-	d.conds = append(d.conds, d.compare(term{k, name, v}))
-}
-
-func (d *exprSink) compare(t term) store.Condition {
-	n, x := store.Name(t.name), store.Int(t.v)
-	switch t.k {
-	case condGe:
-		return n.GreaterThanEqual(x)
-	case condGt:
-		return n.GreaterThan(x)
-	case condLe:
-		return n.LessThanEqual(x)
-	case condLt:
-		return n.LessThan(x)
+	t, err := compile(emit)
+	if err != nil {
+		return store.Expr{}, err
 	}
-	return n.Equal(x)
+	return t.fill(emit), nil
 }
 
 // Reserve is the machine of a reservation: one write that charges a plan
@@ -410,8 +379,7 @@ func (r *Reserve) Feed(res Result, now int64) Step {
 			// add to it.
 			return Step{Err: err}
 		}
-		// Not applied (a throttle, a conflict): the plain acquire knows
-		// how to go on.
+		// Not applied (a conflict): the plain acquire knows how to go on.
 		return r.decline()
 	}
 	if im != nil {

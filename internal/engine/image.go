@@ -59,6 +59,10 @@ func Decode(it store.Item) (*Image, error) {
 	return im, nil
 }
 
+// capOf returns the cap of s's limit l on this shard: its burst less what
+// pools hold of it (millitokens, see hold.go).
+func (im *Image) capOf(s *spec, l bucket.Limit) int64 { return max(0, l.Burst-im.hold(s)) }
+
 // hold returns what pools hold of s's limit on this shard (millitokens,
 // 0 without holds).
 func (im *Image) hold(s *spec) int64 {
@@ -96,7 +100,7 @@ func (im *Image) state(s *spec) (st bucket.State, fl, fh int64, ok bool) {
 	if !s.hidden {
 		st.Limit = st.Limit.PerShard(im.shardCount)
 		// The cap is the burst less what pools hold (see hold.go).
-		st.Limit.Burst = max(0, st.Limit.Burst-im.hold(s))
+		st.Limit.Burst = im.capOf(s, st.Limit)
 	}
 	if im.known(s) {
 		return st, im.guards[s.pos].fl, im.guards[s.pos].fh, true
@@ -145,7 +149,7 @@ func (im *Image) projected(s *spec, n, now int64) (st bucket.State, rf int64) {
 	if !ok {
 		return bucket.State{Limit: l, Tokens: l.Burst}, now
 	}
-	l.Burst = max(0, l.Burst-im.hold(s))
+	l.Burst = im.capOf(s, l)
 	eff := min(old.Effective(im.rf, now), l.Burst)
 	return bucket.State{Limit: l, Tokens: eff}, max(im.rf, now)
 }

@@ -341,19 +341,20 @@ func (m *Memory) learnLocked(ref keys.Bucket, shard int, img *Image, n, now, lat
 		si.provisional = true
 		si.restart(img, now)
 	case si.rateAt == 0 && dt > 0:
-		si.early(w-w0, dt)
+		// Until the first estimate, provisional write rates from the
+		// window so far: on a bucket many writers start on at once, a
+		// writer that waited to learn that others write would race them
+		// for its full writes and burn no headroom, and every such write
+		// makes the others' consumption writes fail. Too noisy to say a
+		// partition is hot or what the others consume (rateAt stays 0,
+		// drain empty), only that others write and about how often.
+		si.writeRates(w-w0, dt)
 	}
 }
 
-// early takes a first, provisional estimate of the shard's write rates
-// from a window shorter than rateWindowMs, until the first full one: on a
-// bucket many writers start on at once, a writer that waited 400 ms to
-// learn that others write would race them for its full writes and burn no
-// headroom, and every such write makes the others' consumption writes
-// fail. It is too noisy to say a partition is hot or what the others
-// consume (rateAt stays 0, drain empty), only that others write and about
-// how often.
-func (si *shardInfo) early(d, dt int64) {
+// writeRates sets the shard's write rates, of all writers and of the
+// others, from a window of dt ms in which its write units grew by d.
+func (si *shardInfo) writeRates(d, dt int64) {
 	own := min(si.ownW, d)
 	si.rate = float64(d) / float64(bucket.MilliPerToken) / float64(dt)
 	si.others = float64(d-own) / float64(bucket.MilliPerToken) / float64(dt)
@@ -376,9 +377,7 @@ func (si *shardInfo) own(mine *Plan) {
 // estimate takes the rates of a window of dt ms in which the shard's
 // write units grew by d (millitokens), img closing it.
 func (si *shardInfo) estimate(img *Image, d, dt, now int64) {
-	own := min(si.ownW, d)
-	si.rate = float64(d) / float64(bucket.MilliPerToken) / float64(dt)
-	si.others = float64(d-own) / float64(bucket.MilliPerToken) / float64(dt)
+	si.writeRates(d, dt)
 	si.rateAt = now
 	if si.drain == nil {
 		si.drain = make(map[string]float64, len(img.comp.Limits))
@@ -448,14 +447,6 @@ func (m *Memory) promised(ref keys.Bucket, shard int, at, now int64, keep bool) 
 			return
 		}
 	}
-	m.promisedLocked(ref, shard, at)
-}
-
-// setPromise records a promise on a shard whatever the shard's promise
-// was (a cascade's answer, whose wait both sides keep).
-func (m *Memory) setPromise(ref keys.Bucket, shard int, at int64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.promisedLocked(ref, shard, at)
 }
 

@@ -49,6 +49,7 @@ func (p *Plan) emitSpeculative(k sink, n, now int64, burn []int64) {
 	rfMin := satAdd(now, -refillRouteAge)
 	for i := range p.specs {
 		s := &p.specs[i]
+		l := s.perShard(n)
 		take := s.amount + burnOf(burn, i)
 		if s.hidden {
 			// The wcu gauge is paid from its stored units only: a normal
@@ -56,11 +57,15 @@ func (p *Plan) emitSpeculative(k sink, n, now int64, burn []int64) {
 			// them between refills is what a hot partition looks like.
 			k.cond(condGe, s.tk, take)
 		} else {
-			// tk >= take OR (fh <= tmax AND rf >= rfMin): every limit,
-			// also one charged nothing (it must not be in debt).
+			// tk >= take OR (fh <= tmax AND rf >= rfMin AND no hold
+			// generation): every limit, also one charged nothing (it must
+			// not be in debt). The route counts from the burst: on an item
+			// whose pools hold part of it (hold.go) the cap is lower, and
+			// the stored tokens pay.
 			k.either(term{condGe, s.tk, take},
-				term{condLe, s.fh, refillBound(s.perShard(n), s.capOf(n), take, now)},
-				term{condGe, attrRefill, rfMin})
+				term{condLe, s.fh, refillBound(l, l.Burst, take, now)},
+				term{condGe, attrRefill, rfMin},
+				term{k: condAbsent, name: attrGen})
 		}
 		if s.amount == 0 {
 			continue
@@ -68,7 +73,7 @@ func (p *Plan) emitSpeculative(k sink, n, now int64, burn []int64) {
 		// A hold lowers the cap with the tokens: the distance to the cap
 		// (fullAt) moves by the rest only, and by what a release raises
 		// the cap (see hold.go).
-		lo, hi := s.perShard(n).RefillTime(take - s.hold + s.release)
+		lo, hi := l.RefillTime(take - s.hold + s.release)
 		k.add(s.tk, -take)
 		k.add(s.tc, s.amount)
 		if s.hold != s.release {
@@ -455,7 +460,7 @@ func (p *Plan) normalStep(s *spec, im *Image, n, rf1, burn, shift int64) (normal
 	if !ok {
 		return normalDelta{}, false
 	}
-	capSeen := max(0, l.Burst-im.hold(s))
+	capSeen := im.capOf(s, l)
 	refilled := old.Effective(im.rf, rf1)
 	eff := min(refilled, capSeen)
 	l.Burst = max(0, capSeen+shift)

@@ -76,12 +76,6 @@ func (s *spec) perShard(n int64) bucket.Limit {
 	return s.orig.PerShard(n)
 }
 
-// capOf is the most limit s holds on a shard of n (millitokens): the
-// level its refill stops at, which the refill route counts down from. It
-// is the per-shard burst; a write that lowers the level (a hold) must
-// lower it here, and condition on the part it subtracts.
-func (s *spec) capOf(n int64) int64 { return s.perShard(n).Burst }
-
 // Plan is everything needed to charge one bucket: the limits in name
 // order with the hidden limit last, the amounts, and the hash of the
 // limits that every blind write checks. A Plan is immutable once built;

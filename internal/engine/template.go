@@ -22,6 +22,7 @@ const (
 	condGt
 	condLe
 	condLt
+	condAbsent // attribute_not_exists(name): takes no value
 )
 
 // sink receives the actions and conditions of an expression, values as
@@ -32,14 +33,13 @@ type sink interface {
 	cond(k condKind, name string, v int64)
 	exists(name string)    // attribute_exists(name): no value
 	notExists(name string) // attribute_not_exists(name): no value
-	// either is the refill route's condition a OR (b AND c AND
-	// attribute_not_exists(hg)), values a, b, c in that order: an item
-	// whose pools hold part of its burst has a lower cap than the route
-	// counts from (see hold.go), so it pays from its stored tokens only.
-	either(a, b, c term)
+	// either is the condition a OR (b AND c AND d), values in that order
+	// (a condAbsent term takes none).
+	either(a, b, c, d term)
 }
 
-// term is one comparison of an attribute with a value.
+// term is one comparison of an attribute with a value (condAbsent: the
+// attribute's absence, no value).
 type term struct {
 	k    condKind
 	name string
@@ -61,15 +61,20 @@ func (s *shapeSink) cond(k condKind, name string, _ int64) {
 	s.conds = append(s.conds, s.compare(k, name))
 }
 
-func (s *shapeSink) either(a, b, c term) {
+func (s *shapeSink) either(a, b, c, d term) {
 	ca := s.compare(a.k, a.name)
 	cb := s.compare(b.k, b.name)
 	cc := s.compare(c.k, c.name)
-	s.conds = append(s.conds, store.Or(ca, store.And(cb, cc, store.Name(attrGen).NotExists())))
+	cd := s.compare(d.k, d.name)
+	s.conds = append(s.conds, store.Or(ca, store.And(cb, cc, cd)))
 }
 
-// compare is the comparison of name with the next value's placeholder.
+// compare is the comparison of name with the next value's placeholder
+// (condAbsent: its absence, no placeholder).
 func (s *shapeSink) compare(k condKind, name string) store.Condition {
+	if k == condAbsent {
+		return store.Name(name).NotExists()
+	}
 	n, v := store.Name(name), s.next()
 	var c store.Condition
 	switch k {
@@ -97,8 +102,12 @@ func (s *valueSink) set(_ string, v int64)              { s.vals = append(s.vals
 func (s *valueSink) cond(_ condKind, _ string, v int64) { s.vals = append(s.vals, store.Int(v)) }
 func (s *valueSink) exists(string)                      {}
 func (s *valueSink) notExists(string)                   {}
-func (s *valueSink) either(a, b, c term) {
-	s.vals = append(s.vals, store.Int(a.v), store.Int(b.v), store.Int(c.v))
+func (s *valueSink) either(a, b, c, d term) {
+	for _, t := range [...]term{a, b, c, d} {
+		if t.k != condAbsent {
+			s.vals = append(s.vals, store.Int(t.v))
+		}
+	}
 }
 
 // argSink collects the values straight into the Expr's own slice, each
@@ -121,7 +130,13 @@ func (s *argSink) set(_ string, v int64)              { s.put(v) }
 func (s *argSink) cond(_ condKind, _ string, v int64) { s.put(v) }
 func (s *argSink) exists(string)                      {}
 func (s *argSink) notExists(string)                   {}
-func (s *argSink) either(a, b, c term)                { s.put(a.v); s.put(b.v); s.put(c.v) }
+func (s *argSink) either(a, b, c, d term) {
+	for _, t := range [...]term{a, b, c, d} {
+		if t.k != condAbsent {
+			s.put(t.v)
+		}
+	}
+}
 
 // template is a compiled expression shape: a store.Template whose slots
 // are the values in the order emit gives them.

@@ -18,11 +18,14 @@ func (d *directSink) set(name string, v int64) { d.u = d.u.Set(name, store.Int(v
 func (d *directSink) cond(k condKind, name string, v int64) {
 	d.conds = append(d.conds, directCond(term{k, name, v}))
 }
-func (d *directSink) either(a, b, c term) {
-	d.conds = append(d.conds, store.Or(directCond(a), store.And(directCond(b), directCond(c), store.Name(attrGen).NotExists())))
+func (d *directSink) either(a, b, c, e term) {
+	d.conds = append(d.conds, store.Or(directCond(a), store.And(directCond(b), directCond(c), directCond(e))))
 }
 
 func directCond(t term) store.Condition {
+	if t.k == condAbsent {
+		return store.Name(t.name).NotExists()
+	}
 	return map[condKind]func(store.Operand) store.Condition{
 		condEq: store.Name(t.name).Equal, condGe: store.Name(t.name).GreaterThanEqual,
 		condGt: store.Name(t.name).GreaterThan, condLe: store.Name(t.name).LessThanEqual, condLt: store.Name(t.name).LessThan,
