@@ -343,12 +343,22 @@ func (c *Charge) afterWrite(r Result, now int64) Step {
 	}
 	// A blind full write that failed lost a race (its view said full); a
 	// speculative write may only have found the bucket full, which says
-	// nothing unless others write the shard.
-	if c.path == PathFull || c.path == PathNormal || c.path == PathRetry || c.view.othersSince(now) >= 0.5 {
+	// nothing unless others write the shard: by this process's estimate,
+	// or because the item shows writes since its last one (or it had
+	// none) and a refill moments ago. (Processes that start on a bucket
+	// together have no estimate: without this, each one's first full write
+	// raced the others' without a cushion.)
+	if c.path == PathFull || c.path == PathNormal || c.path == PathRetry || c.view.othersSince(now) >= 0.5 ||
+		(im != nil && im.rf > now-recentRefill && c.othersWrote(im)) {
 		c.contended = true
 	}
 	return c.informed(im, now)
 }
+
+// recentRefill is how long ago (ms) another writer's refill of an item
+// says that writers contend for it now (see afterWrite): twice the longest
+// short cushion.
+const recentRefill = 2 * maxCushion
 
 // outrunRaces is how many races an acquire loses on a shard at its limit
 // before it is refused (see outrun).

@@ -318,11 +318,13 @@ func rfOfFull(t *testing.T, item store.Item, s Step) int64 {
 // with it then charge consume-only. A race is lost by a failed blind full
 // or normal write, by any write after the first, by a create another
 // creator won, or by a speculative write on a shard others wrote since
-// the image (half a write or more); a speculative write that merely
-// found the bucket full lost nothing.
+// the image (half a write or more), or, for a process without estimates,
+// whose item shows another writer's refill within recentRefill ms; a
+// speculative write that merely found the bucket full lost nothing.
 func TestTheCushionFollowsALostRace(t *testing.T) {
 	p := plan1(bucketRef)
 	fullItem := shape{rf: T - 5000, tk: map[string]int64{"rps": 5000}}.item(p)
+	refilledAt := func(rf int64) store.Item { return shape{rf: rf}.item(p) } // full since rf
 	for _, c := range []struct {
 		name    string
 		knows   func(m *Memory)
@@ -344,6 +346,10 @@ func TestTheCushionFollowsALostRace(t *testing.T) {
 			knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 9000}}.item(p), 1, T-10)
 			measured(m, bucketRef, 0, 0.049, 0.049, T-10, nil)
 		}, []exchange{{"update 0 speculative", failed(fullItem)}, {"update 0 full", Result{}}}, false},
+		{"no image, a refill moments ago", nil,
+			[]exchange{{"update 0 speculative", failed(refilledAt(T - recentRefill + 1))}, {"update 0 full", Result{}}}, true},
+		{"no image, a refill a while ago", nil,
+			[]exchange{{"update 0 speculative", failed(refilledAt(T - recentRefill))}, {"update 0 full", Result{}}}, false},
 	} {
 		m := NewMemory(0)
 		if c.knows != nil {

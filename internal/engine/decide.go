@@ -105,10 +105,16 @@ func (p *Plan) lacks(v ShardView, n, now int64, o Options, shared bool) bool {
 	if o.NoLocalRefusals || im == nil || !im.matches(p, n) || now-v.At > LocalRefusalAge || now < v.At {
 		return false
 	}
-	if v.Promise != 0 && now >= v.Promise {
-		return false // a refusal said it would fit by now: ask the store
+	// A refusal said the request would fit by now: from then on it is
+	// refused without asking the store only for what this process's own
+	// writes in flight take, never on a guess of what others consume. (Its
+	// writers that met the refusal would otherwise all write at once, and
+	// all but the first find the tokens taken.)
+	kept := v.Promise != 0 && now >= v.Promise
+	if kept && len(v.Pending) == 0 {
+		return false
 	}
-	if v.Binding && v.Promise != 0 {
+	if v.Binding && v.Promise != 0 && !kept {
 		return true // a throttle said the bucket is at its limit: wait
 	}
 	for i := range p.specs {
@@ -117,6 +123,12 @@ func (p *Plan) lacks(v ShardView, n, now int64, o Options, shared bool) bool {
 			continue
 		}
 		st, _ := im.projected(s, n, now)
+		if kept {
+			if st.Tokens-v.Pending[s.name] < s.amount {
+				return true
+			}
+			continue
+		}
 		left := st.Tokens - v.expected(s, n, now)
 		if shared {
 			left -= v.withheld(s, n, im, v.At, now)
@@ -157,7 +169,7 @@ func (v ShardView) withheld(s *spec, n int64, im *Image, at, now int64) int64 {
 		return 0 // (a shard that never refills has no share to count on)
 	}
 	rate := float64(l.RefillAmount) / float64(l.RefillPeriod)
-	share := 1 - v.drain(s, n)/rate
+	share := v.share(s, n)
 	w := 0.0
 	if now > at {
 		w = (1 - pace) * share * rate * float64(now-at)
@@ -174,11 +186,43 @@ func (v ShardView) withheld(s *spec, n int64, im *Image, at, now int64) int64 {
 // that (see withheld).
 func (v ShardView) accrual(s *spec, n int64) float64 {
 	l := s.perShard(n)
-	a := float64(l.RefillAmount)/float64(l.RefillPeriod) - v.drain(s, n)
+	rate := float64(l.RefillAmount) / float64(l.RefillPeriod)
+	a := rate - v.drain(s, n)
+	if mine, ok := v.mine(s, rate); ok {
+		a = max(a, rate*mine)
+	}
 	if v.contended(s, n) {
 		a *= pace
 	}
 	return a
+}
+
+// share returns the part of limit s's refill that the other writers leave
+// to this process, by the view's estimate: what they do not consume of it
+// (1 - drain / refill, drain at most all but 1/minAccrual of it). When they
+// consumed more than the whole refill (the bucket was handing out what it
+// had stored, as it does after a start or a lull), that says nothing about
+// their part once only the refill is left: the process then counts on its
+// part of all the writes made (1 - others / all), if that is more.
+func (v ShardView) share(s *spec, n int64) float64 {
+	l := s.perShard(n)
+	rate := float64(l.RefillAmount) / float64(l.RefillPeriod)
+	share := 1 - v.drain(s, n)/rate
+	if mine, ok := v.mine(s, rate); ok {
+		share = max(share, mine)
+	}
+	return share
+}
+
+// mine returns this process's part of the shard's writes (1 - others /
+// all) when the other writers consumed at least the whole refill (rate,
+// millitokens per ms) of limit s; ok false otherwise.
+func (v ShardView) mine(s *spec, rate float64) (float64, bool) {
+	d, ok := v.Drain[s.name]
+	if !ok || d < rate || v.RateAt == 0 || v.At-v.RateAt > drainAge || v.Rate <= 0 || v.Others >= v.Rate {
+		return 0, false
+	}
+	return 1 - v.Others/v.Rate, true
 }
 
 // atLimitShare is the share of a limit's refill that the other writers'
@@ -413,6 +457,16 @@ func (p *Plan) refresh(v ShardView, n, now int64, burn []int64, draw float64) bo
 			must = true
 		}
 		l := s.perShard(n)
+		if s.hidden {
+			// The wcu gauge has no refill route: its stored balance only
+			// drains between refills (a write a write), and once it is out
+			// every consumption-only write in flight fails. Low is judged
+			// after the others' likely writes since the image.
+			if st.Tokens-int64(v.othersSince(now)*float64(bucket.MilliPerToken)) < need+l.Burst/refreshLevel {
+				low = true
+			}
+			continue
+		}
 		if st.Tokens < need+l.Burst/refreshLevel {
 			_, drift := l.RefillTime(l.Burst / refreshLevel)
 			if aged || fh-fl > drift {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/shardlimit/limiter/internal/keys"
 	"testing"
 
 	"github.com/shardlimit/limiter/bucket"
@@ -265,6 +266,32 @@ func TestRefresh(t *testing.T) {
 		{"just below it, rf half the route's age, shared, lucky draw", ShardView{Img: aged(1000 + 2499), At: T, Others: 0.05}, nil, 0.49, true},
 	} {
 		if got := p.refresh(c.v, 1, T, c.burn, c.draw); got != c.want {
+			t.Errorf("%s: refresh %v, want %v", c.name, got, c.want)
+		}
+	}
+	// The wcu gauge has no refill route: its stored balance drains a unit
+	// a write until a refill, and then every consumption-only write fails.
+	// A writer of a shared shard refills early when it runs below a quarter
+	// of its burst, after the others' likely writes since, drift or not.
+	wcu := &p.specs[len(p.specs)-1]
+	quarter := wcu.perShard(1).Burst / refreshLevel
+	gauge := func(units int64) *Image {
+		return image(t, shape{rf: T - 100, tk: map[string]int64{"rps": 5000, keys.HiddenLimit: units}}.item(p))
+	}
+	for _, c := range []struct {
+		name string
+		v    ShardView
+		draw float64
+		want bool
+	}{
+		{"wcu at a quarter beyond the unit, shared", ShardView{Img: gauge(wcu.amount + quarter), At: T, Others: 0.05}, 0, false},
+		{"wcu just below it, shared, lucky draw", ShardView{Img: gauge(wcu.amount + quarter - 1), At: T, Others: 0.05}, 0.49, true},
+		{"wcu just below it, shared, unlucky draw", ShardView{Img: gauge(wcu.amount + quarter - 1), At: T, Others: 0.05}, 0.5, false},
+		{"wcu just below it, alone", ShardView{Img: gauge(wcu.amount + quarter - 1), At: T}, 0, false},
+		{"wcu above it, but not after the others' 20 writes since", ShardView{Img: gauge(wcu.amount + quarter + 19_000), At: T - 20, Others: 1}, 0.04, true},
+		{"wcu above it even after the others' 20 writes since", ShardView{Img: gauge(wcu.amount + quarter + 20_000), At: T - 20, Others: 1}, 0.04, false},
+	} {
+		if got := p.refresh(c.v, 1, T, nil, c.draw); got != c.want {
 			t.Errorf("%s: refresh %v, want %v", c.name, got, c.want)
 		}
 	}

@@ -11,9 +11,17 @@ import (
 // 1/16.
 
 var (
-	atShare = ShardView{At: T, RateAt: T, Drain: map[string]float64{"rps": 9.375}}
-	halfway = ShardView{At: T, RateAt: T, Drain: map[string]float64{"rps": 5}}
+	atShare      = ShardView{At: T, RateAt: T, Drain: map[string]float64{"rps": 9.375}}
+	halfway      = ShardView{At: T, RateAt: T, Drain: map[string]float64{"rps": 5}}
+	atShareFloor = ShardView{At: T, RateAt: T, Drain: map[string]float64{"rps": 12}}
+	drainedStore = ShardView{At: T, RateAt: T, Rate: 1.6, Others: 1.5, Drain: map[string]float64{"rps": 12}}
 )
+
+// stale is v with its estimates older than drainAge.
+func stale(v ShardView) ShardView {
+	v.RateAt = v.At - drainAge - 1
+	return v
+}
 
 func TestWithheld(t *testing.T) {
 	p := plan1(bucketRef)
@@ -34,6 +42,8 @@ func TestWithheld(t *testing.T) {
 		{"and 1/4 of the share of 100 ms of refill", atShare, img(600), T + 100, 578},
 		{"at most a sixteenth of the burst in view", atShare, img(8000), T, 585},
 		{"an empty bucket: the refill only", atShare, img(0), T + 100, 15},
+		{"the others drained the store: 1/4 of its 1/16 of 100 ms of refill", drainedStore, img(0), T + 100, 15},
+		{"the others drained the store, no write rates: 1/4 of 1/64", atShareFloor, img(0), T + 100, 3},
 		{"a debt: the refill only", atShare, img(-5000), T + 100, 15},
 	} {
 		n := int64(1)
@@ -56,6 +66,12 @@ func TestAccrualAtTheLimitIsPaced(t *testing.T) {
 		{"alone", ShardView{At: T}, 10},
 		{"not at the limit: what the others leave", halfway, 5},
 		{"at the limit: pace of what they leave", atShare, 0.625 * pace},
+		// After a start: the others took 12 a ms, more than the refill, from
+		// what the bucket stored; 15 of every 16 writes were theirs. Their
+		// drain says they leave 1/64; the writes say this process's part is
+		// 1/16 of the refill once only the refill is left.
+		{"the others drained the store: its part of the writes", drainedStore, 10.0 / 16 * pace},
+		{"the same, an estimate too old", stale(drainedStore), 10},
 	} {
 		if got := c.v.accrual(rps, 1); got != c.want {
 			t.Errorf("%s: accrual %v, want %v", c.name, got, c.want)
