@@ -53,6 +53,7 @@ type report struct {
 	RCUPerAdmitted        float64          `json:"rcu_per_admitted"`
 	WritesPerSecond       float64          `json:"writes_per_second"`
 	WritesPerLimitRate    float64          `json:"writes_per_limit_rate"`
+	WritesPerBound        float64          `json:"writes_per_bound"`
 	Throttled             int64            `json:"throttled"`
 	RefusedBy             map[string]int64 `json:"refused_by,omitempty"`
 	FalseRefusals         int64            `json:"false_refusals"`
@@ -161,6 +162,9 @@ func (r *loadRun) report(ctx context.Context, hot *hotPartition) *report {
 		rep.WritesPerLimitRate = rep.WritesPerSecond / perSecond(o.limits[0]) / float64(o.keys)
 	}
 	rep.AdmissionBound = r.admissionBound()
+	if !math.IsInf(rep.AdmissionBound, 1) && rep.AdmissionBound > 0 {
+		rep.WritesPerBound = float64(writes) / rep.AdmissionBound
+	}
 	rep.FalseRefusals, rep.HeldRefusals = judge(atts, o.keys, o.limits, mergeLimits(o.parent, o.limits), o.consume, o.cascade)
 	rep.FalseRefusalsFraction = ratio(rep.FalseRefusals, rep.Attempts)
 	rep.MaxShards = r.maxShards(ctx)
@@ -319,6 +323,9 @@ func (rep *report) print(w io.Writer) {
 	p("writes     %.1f per second (not throttled)", rep.WritesPerSecond)
 	if rep.Keys > 0 {
 		p(", %.3f x the rate of %s per key", rep.WritesPerLimitRate, strings.SplitN(rep.Limits, ",", 2)[0])
+	}
+	if rep.WritesPerBound > 0 {
+		p(", %.3f x what the limits allow", rep.WritesPerBound)
 	}
 	p("; %d throttled requests\n", rep.Throttled)
 	p("bound      admitted %d of at most %.0f the limits allow over the run (%.1f%%)\n", rep.Admitted, rep.AdmissionBound,
