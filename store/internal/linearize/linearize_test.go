@@ -42,7 +42,9 @@ func (f *faulty) Get(ctx context.Context, in store.GetInput) (store.GetOutput, e
 }
 
 func (f *faulty) Update(ctx context.Context, in store.UpdateInput) (store.WriteOutput, error) {
-	if !f.stale && f.roll(10) {
+	// One update in four applied twice: one in ten left 3 of 10 histories
+	// under -race on a loaded machine without a visible double write.
+	if !f.stale && f.roll(25) {
 		_, _ = f.Store.Update(ctx, in)
 	}
 	return f.Store.Update(ctx, in)
@@ -60,6 +62,7 @@ func TestCheckerFindsViolations(t *testing.T) {
 				found++
 			}
 		}
+		t.Logf("stale reads %v: violations found in %d of 10 histories", stale, found)
 		if found < 8 {
 			t.Errorf("stale reads %v: violations found in %d of 10 histories", stale, found)
 		}
