@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -193,5 +194,47 @@ func TestReserveFeed(t *testing.T) {
 				t.Errorf("%s: the item written was not learned", c.name)
 			}
 		}
+	}
+}
+
+// A reservation that starts a new generation (the last one ended by its
+// clock) while another process, whose clock lags, still reserves in the
+// old one: the first sets every limit's balance from the holds it saw, so
+// its write must fail if the other's hold landed meanwhile, also on a
+// limit the first holds nothing of. Else the balance is set to the whole
+// burst beside the other's hold, and the bucket and the pool together
+// hold more than the burst.
+func TestANewGenerationSeesEveryHoldTakenMeanwhile(t *testing.T) {
+	limits := []Limit{rps10, perSecond("tpm", 100)} // tpm: 100 millitokens a ms
+	p := NewPlan(bucketRef, limits, nil)
+	nowB := T + 50_000
+	nowA := nowB + 100
+	genAt := nowB + minPoolMs - GenLifeMs // open at nowB, closed at nowA
+	it := shape{rf: nowB - 10, tk: map[string]int64{"tpm": 100_000 - 1500}}.item(p)
+	it[attrGen], it[attrGenAt] = store.Int(4), store.Int(genAt)
+	st := sim(t, it)
+
+	// A knows the item as it was: full by its clock, in a generation over.
+	mA := NewMemory(16)
+	knows(t, mA, bucketRef, it, 1, nowA-1)
+	// B reserves tpm in generation 4 (open by its clock): tpm is below
+	// its cap at nowB.
+	b := NewPlan(bucketRef, limits, map[string]int64{"tpm": 1}).WithHold(map[string]int64{"tpm": 1000}, nil, 0)
+	ex, err := direct(func(k sink) { b.emitReserve(k, 1, nowB, 4, nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(context.Background(), store.UpdateInput{Key: bucketRef.WithShard(0).Key(), Expr: ex}); err != nil {
+		t.Fatalf("B's reservation: %v", err)
+	}
+	// A reserves rps: a new generation, by the full write.
+	a := NewReserve(mA, NewPlan(bucketRef, limits, map[string]int64{"rps": 1}).WithHold(map[string]int64{"rps": 1000}, nil, 0), picks(), 0)
+	step := a.Start(nowA)
+	if describe(step) != "update 0 full" {
+		t.Fatalf("A: %q, want the full write of a new generation", describe(step))
+	}
+	if res := exec(t, st, step); res.Err == nil {
+		tk, hd := attr(t, st, bucketRef, 0, "b_tpm_tk"), attr(t, st, bucketRef, 0, "b_tpm_hd")
+		t.Fatalf("A's full write landed over B's hold: tpm holds %d and the pools %d, above the burst of 100,000", tk, hd)
 	}
 }
