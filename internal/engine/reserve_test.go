@@ -238,3 +238,24 @@ func TestANewGenerationSeesEveryHoldTakenMeanwhile(t *testing.T) {
 		t.Fatalf("A's full write landed over B's hold: tpm holds %d and the pools %d, above the burst of 100,000", tk, hd)
 	}
 }
+
+// A reservation that releases what the pool handed out of a limit it does
+// not charge moves that limit's cap: the consumption-only write needs it
+// below its cap (fl > now) as much as a charged one. After a failed write
+// that shows it at its cap, the reservation takes the normal write, not
+// the consumption-only write again.
+func TestAReleaseAtItsCapTakesTheNormalWrite(t *testing.T) {
+	p := NewPlan(bucketRef, twoLimits, map[string]int64{"rps": 1})
+	res := p.WithHold(map[string]int64{"rps": 2000}, map[string]int64{"tpm": 300}, 4)
+	m := NewMemory(16)
+	below := holdRaw(p, shape{rf: resNow - 100, tk: map[string]int64{"rps": 5000, "tpm": 20_000}}, 4, resNow-1000, map[string]int64{"tpm": 300})
+	knows(t, m, bucketRef, below, 1, resNow)
+	r := NewReserve(m, res, picks(), 0)
+	if got := describe(r.Start(resNow)); got != "update 0 speculative" {
+		t.Fatalf("from below the caps: %q, want the consumption-only write", got)
+	}
+	capped := holdRaw(p, shape{rf: resNow - 100, tk: map[string]int64{"rps": 5000}}, 4, resNow-1000, map[string]int64{"tpm": 300})
+	if got := describe(r.Feed(failed(capped), resNow)); got != "update 0 normal" {
+		t.Fatalf("tpm at its cap: %q, want the normal write", got)
+	}
+}
