@@ -595,7 +595,8 @@ func (p *Plan) retryable(im *Image, n, now int64, burn []int64) bool {
 		if !ok || !im.pays(s, n, now, s.amount+burnOf(burn, i), 0) {
 			return false
 		}
-		if s.amount != 0 && !s.hidden && fl <= now {
+		// A release moves the cap like a charge (see emitSpeculative).
+		if (s.amount != 0 || s.release != 0) && !s.hidden && fl <= now {
 			return false
 		}
 	}

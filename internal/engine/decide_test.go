@@ -210,6 +210,10 @@ func TestHeadroom(t *testing.T) {
 			q := NewPlan(bucketRef, []Limit{{Name: "rps", Limit: bucket.Limit{Capacity: 200_000, Burst: 200_000, RefillAmount: 2000, RefillPeriod: 1}}}, map[string]int64{"rps": 1})
 			return ShardView{Img: image(t, shape{rf: T}.item(q)), At: T, Rate: 0.5, Others: 0.5}
 		}(), T, -1},
+		{"a target of 1 ms, full that far ahead: one interval, the charge's refill, no burn", func() ShardView {
+			q := NewPlan(bucketRef, []Limit{{Name: "rps", Limit: bucket.Limit{Capacity: 200_000, Burst: 200_000, RefillAmount: 2000, RefillPeriod: 1}}}, map[string]int64{"rps": 1})
+			return ShardView{Img: image(t, shape{rf: T, tk: map[string]int64{"rps": 198_000}}.item(q)), At: T, Rate: 2, Others: 2}
+		}(), T, 0},
 	} {
 		if c.want < 0 { // the target's refill (2,000) less the charge
 			c.want = 1000
@@ -264,6 +268,7 @@ func TestRefresh(t *testing.T) {
 		{"just below it, 250 ms drift, shared, lucky draw", ShardView{Img: ahead(1000+2499, 250), At: T, Others: 0.05}, nil, 0.49, false},
 		{"just below it, 251 ms drift, shared, lucky draw", ShardView{Img: ahead(1000+2499, 251), At: T, Others: 0.05}, nil, 0.49, true},
 		{"just below it, rf half the route's age, shared, lucky draw", ShardView{Img: aged(1000 + 2499), At: T, Others: 0.05}, nil, 0.49, true},
+		{"just below it, rf exactly half the route's age, shared, lucky draw", ShardView{Img: image(t, shape{rf: T - refillRouteAge/2, tk: map[string]int64{"rps": 1000 + 2499}}.item(p)), At: T, Others: 0.05}, nil, 0.49, false},
 	} {
 		if got := p.refresh(c.v, 1, T, c.burn, c.draw); got != c.want {
 			t.Errorf("%s: refresh %v, want %v", c.name, got, c.want)

@@ -148,6 +148,12 @@ func (p *Plan) holdActions(u store.Update, conds []store.Condition, im *Image, n
 			} else if s.hold > 0 {
 				u = u.Set(s.hd, store.Int(s.hold))
 				conds = append(conds, store.Name(s.hd).NotExists())
+			} else if !ok {
+				// No hold seen: the balance counts up to the whole burst,
+				// so a hold taken meanwhile (a process whose clock lags
+				// reserving in the generation this write ends) must fail
+				// the write.
+				conds = append(conds, store.Name(s.hd).NotExists())
 			}
 		}
 	}

@@ -67,12 +67,14 @@ func (p *Plan) emitSpeculative(k sink, n, now int64, burn []int64) {
 				term{condGe, attrRefill, rfMin},
 				term{k: condAbsent, name: attrGen})
 		}
-		if s.amount == 0 {
+		if s.amount == 0 && s.release == 0 {
 			continue
 		}
 		// A hold lowers the cap with the tokens: the distance to the cap
 		// (fullAt) moves by the rest only, and by what a release raises
-		// the cap (see hold.go).
+		// the cap (see hold.go). A reservation releases what the pool
+		// handed out of every limit it held, also one this charge takes
+		// nothing of.
 		lo, hi := l.RefillTime(take - s.hold + s.release)
 		k.add(s.tk, -take)
 		k.add(s.tc, s.amount)

@@ -29,6 +29,8 @@ func TestRefillBound(t *testing.T) {
 		{"a lowered cap (a hold) counts down from it", l, 6000, 1000, T + 500},
 		{"no refill: never", bucket.Limit{Burst: 10_000}, 10_000, 1000, math.MinInt64},
 		{"rounded down: 2 tokens of 3/s in 666 ms", third, 3000, 1000, T + 666},
+		{"a millitoken a ms", bucket.Limit{Burst: 10, RefillAmount: 1, RefillPeriod: 1}, 10, 0, T + 10},
+		{"a refill time beyond bounds: never", bucket.Limit{Burst: bucket.MaxTokens, RefillAmount: 1, RefillPeriod: bucket.MaxRefillPeriod}, bucket.MaxTokens, 0, math.MinInt64},
 	} {
 		if got := refillBound(c.l, c.cap, c.need, T); got != c.want {
 			t.Errorf("%s: T%+d, want T%+d", c.name, got-T, c.want-T)
