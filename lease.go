@@ -15,13 +15,13 @@ import (
 // (Rollback), or settle it (Commit). A lease is safe for concurrent use;
 // after Commit or Rollback every method returns ErrLeaseEnded.
 type Lease struct {
-	l          *Limiter
-	parts      []leasePart // the entity's bucket, then the cascade parent's
-	failedOpen bool
-	one        [1]leasePart // parts of a lease of one bucket (saves an allocation)
+	l     *Limiter
+	parts []leasePart  // the entity's bucket, then the cascade parent's
+	one   [1]leasePart // parts of a lease of one bucket (saves an allocation)
 
-	mu    sync.Mutex
-	ended bool
+	mu         sync.Mutex
+	ended      bool
+	failedOpen bool // beside ended: one word for both (see soloLease)
 }
 
 type leasePart struct {
@@ -30,12 +30,13 @@ type leasePart struct {
 	n      int64
 	net    map[string]int64 // millitokens adjusted beyond the acquire, per limit
 	states []LimitState     // as the acquire's write left the bucket (computed when asked)
-	pooled bool             // served with reservations: refunds go to the pool
 	// What the states are computed from: the item the write returned and
 	// when (or, for a pooled part, the pool's holdings are added).
 	img *engine.Image
 	at  int64
-	ok  bool // states computed
+	// The flags last, in one word (see soloLease).
+	pooled bool // served with reservations: refunds go to the pool
+	ok     bool // states computed
 }
 
 // limitStates returns the part's states, computing them the first time.
@@ -217,7 +218,8 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 			continue
 		}
 		m := engine.NewAdjust(l.mem, part.p.WithAmounts(milli), part.shard, part.n)
-		step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
+		now := l.nowMs()
+		step, _ := l.drive(ctx, tr, now, m.Start(now), m.Feed)
 		if step.Err != nil {
 			err = errors.Join(err, step.Err)
 			continue
@@ -280,7 +282,10 @@ func oneLease(l *Limiter, part leasePart) *Lease {
 
 // soloLease is a lease of one bucket allocated with the plan of its write
 // and room for the image the write returns: what an acquire of one bucket
-// allocates once instead of three times. The lease keeps both.
+// allocates once instead of three times. The lease keeps both. Its size
+// is what every acquire allocates and the collector later sweeps: keep it
+// within the allocator's 768-byte size class (TestSoloLeaseFitsItsSizeClass),
+// which is why the structs it holds keep their flags together.
 type soloLease struct {
 	Lease
 	plan engine.Plan

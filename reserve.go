@@ -30,7 +30,8 @@ func (l *Limiter) reserved(ctx context.Context, tr *trace, p bucketPlan) (lease 
 	used, shard, gen := l.pools.Used(p.Plan, now)
 	big := p.WithHold(extra, used, gen)
 	m := engine.NewReserve(l.mem, big, l.rng, shard)
-	step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
+	start := l.nowMs()
+	step, _ := l.drive(ctx, tr, start, m.Start(start), m.Feed)
 	if m.Declined || (step.Err != nil && !store.OutcomeUnknown(step.Err)) {
 		// The hold was not released (an unknown outcome may have released
 		// it: the bucket's cap then stays lower until the generation is
@@ -88,7 +89,8 @@ func (l *Limiter) giveBack(ctx context.Context, tr *trace, r *engine.Return) err
 		return nil
 	}
 	m := engine.NewAdjust(l.mem, r.Plan, r.Shard, r.N)
-	step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
+	now := l.nowMs()
+	step, _ := l.drive(ctx, tr, now, m.Start(now), m.Feed)
 	if step.Err != nil {
 		if store.OutcomeUnknown(step.Err) {
 			tr.ev.Unsettled = addTokens(tr.ev.Unsettled, r.Plan.Amounts(), 1)

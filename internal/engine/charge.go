@@ -317,7 +317,7 @@ func (c *Charge) write(ex store.Expr, path Path, q *Plan) Step {
 
 func (c *Charge) afterWrite(r Result, now int64) Step {
 	if r.Err == nil {
-		img, err := c.decode(r.Write.Attributes)
+		img, err := c.decode(r.Write.Attributes, true)
 		if err == nil {
 			return c.charged(img, now) // it ends the write in flight
 		}
@@ -773,13 +773,14 @@ func (c *Charge) conditionImage(err error) (*Image, error) {
 	if !errors.As(err, &cf) {
 		return nil, err
 	}
-	return c.decode(cf.Item)
+	return c.decode(cf.Item, false)
 }
 
 // decode is decodeFor for the machine's plan, into Spare the first time
-// it can be.
-func (c *Charge) decode(it store.Item) (*Image, error) {
-	img, err := decodeFor(c.p, it, c.Spare)
+// it can be; written says the item is what a successful charge write
+// returned (decodeWritten).
+func (c *Charge) decode(it store.Item, written bool) (*Image, error) {
+	img, err := decodeQuick(c.p, it, c.Spare, written)
 	switch {
 	case c.Spare == nil:
 	case img == c.Spare:
