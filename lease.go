@@ -26,7 +26,6 @@ type Lease struct {
 
 type leasePart struct {
 	p      bucketPlan
-	shard  int
 	n      int64
 	net    map[string]int64 // millitokens adjusted beyond the acquire, per limit
 	states []LimitState     // as the acquire's write left the bucket (computed when asked)
@@ -34,7 +33,9 @@ type leasePart struct {
 	// when (or, for a pooled part, the pool's holdings are added).
 	img *engine.Image
 	at  int64
-	// The flags last, in one word (see soloLease).
+	// The shard and the flags last, in one word (see soloLease): a shard
+	// number is below keys.MaxShards.
+	shard  int32
 	pooled bool // served with reservations: refunds go to the pool
 	ok     bool // states computed
 }
@@ -102,7 +103,7 @@ func (le *Lease) Shard() int {
 	if le == nil || len(le.parts) == 0 {
 		return 0
 	}
-	return le.parts[0].shard
+	return int(le.parts[0].shard)
 }
 
 // Adjust corrects the charge by delta tokens per limit, on the shard(s) the
@@ -217,7 +218,7 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 			tr.ev.Path = PathPool
 			continue
 		}
-		m := engine.NewAdjust(l.mem, part.p.WithAmounts(milli), part.shard, part.n)
+		m := engine.NewAdjust(l.mem, part.p.WithAmounts(milli), int(part.shard), part.n)
 		now := l.nowMs()
 		step, _ := l.drive(ctx, tr, now, m.Start(now), m.Feed)
 		if step.Err != nil {
@@ -259,9 +260,9 @@ func (l *Limiter) settleWithPool(part *leasePart, milli map[string]int64) bool {
 	}
 	var ok bool
 	if refund {
-		ok = l.pools.Give(part.p.Plan, part.shard, milli, now)
+		ok = l.pools.Give(part.p.Plan, int(part.shard), milli, now)
 	} else {
-		ok = l.pools.Debit(part.p.Plan, part.shard, milli, now)
+		ok = l.pools.Debit(part.p.Plan, int(part.shard), milli, now)
 	}
 	if !ok {
 		return false
@@ -284,8 +285,9 @@ func oneLease(l *Limiter, part leasePart) *Lease {
 // and room for the image the write returns: what an acquire of one bucket
 // allocates once instead of three times. The lease keeps both. Its size
 // is what every acquire allocates and the collector later sweeps: keep it
-// within the allocator's 768-byte size class (TestSoloLeaseFitsItsSizeClass),
-// which is why the structs it holds keep their flags together.
+// within the allocator's 768-byte size class, its 8-byte header included
+// (TestSoloLeaseFitsItsSizeClass), which is why the structs it holds keep
+// their flags together.
 type soloLease struct {
 	Lease
 	plan engine.Plan

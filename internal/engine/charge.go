@@ -403,13 +403,12 @@ func (c *Charge) charged(img *Image, now int64) Step {
 	}
 	// What the write teaches, in one look at the memory.
 	c.m.mu.Lock()
-	if c.inFlight {
+	noted := c.inFlight
+	if noted {
 		c.entry.reserve(c.mine, -1)
 		c.inFlight = false
-		c.m.noteWriteLocked(c.p.Ref, c.shard, c.n, false, c.view.busyness(now), now)
 	}
-	c.m.learnLocked(c.p.Ref, c.shard, img, n, now, c.lat, c.mine)
-	c.m.promisedLocked(c.p.Ref, c.shard, 0)
+	c.m.landedLocked(c.p.Ref, c.shard, noted, c.n, c.view.busyness(now), img, n, now, c.lat, c.mine)
 	c.m.mu.Unlock()
 	c.billed = 0 // the write charged them
 	if n > 0 {
