@@ -779,7 +779,7 @@ func (c *Charge) conditionImage(err error) (*Image, error) {
 // it can be; written says the item is what a successful charge write
 // returned (decodeWritten).
 func (c *Charge) decode(it store.Item, written bool) (*Image, error) {
-	img, err := decodeQuick(c.p, it, c.Spare, written)
+	img, err := decodeQuick(c.p, it, c.Spare, written) // decodeWritten or decodeFor
 	switch {
 	case c.Spare == nil:
 	case img == c.Spare:

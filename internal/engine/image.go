@@ -213,6 +213,7 @@ func decodeWritten(p *Plan, it store.Item, dst *Image) (*Image, error) {
 	return decodeQuick(p, it, dst, true)
 }
 
+// decodeQuick is decodeFor, or decodeWritten when written is set.
 func decodeQuick(p *Plan, it store.Item, dst *Image, written bool) (*Image, error) {
 	if it == nil {
 		return nil, nil
