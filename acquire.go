@@ -99,7 +99,12 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 		lease, err = l.charge(ctx, tr, req, s)
 	}
 	if !l.cfg.noBreaker {
-		l.breaker.record(err, l.nowMs(), l.rng.Float64())
+		// The jitter is drawn on every call, used or not: the limiter's
+		// random draws stay the same sequence whatever the breaker does.
+		// The clock is read only when the breaker changes.
+		if jitter := l.rng.Float64(); l.breaker.changes(err) {
+			l.breaker.record(err, l.nowMs(), jitter)
+		}
 	}
 	return lease, err
 }
@@ -123,18 +128,19 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 	}
 	m := engine.NewCharge(l.mem, child.Plan, l.rng, l.cfg.engine)
 	m.Spare = &box.img
-	step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
+	now := l.nowMs()
+	step, now := l.drive(ctx, tr, now, m.Start(now), m.Feed)
 	if l.pools != nil {
 		switch {
 		case step.Done:
-			l.pools.Granted(child.Plan, l.nowMs())
+			l.pools.Granted(child.Plan, now)
 		case step.Refused != nil:
-			l.pools.Refused(child.Ref, l.nowMs())
+			l.pools.Refused(child.Ref, now)
 		}
 	}
 	var part leasePart
 	if step.Done {
-		part = child.part(m, l.nowMs())
+		part = child.part(m, now)
 	}
 	m.Release() // the step and the part hold nothing of it
 	switch {
@@ -148,23 +154,27 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 
 // drive runs a machine: it makes each call a step asks for and feeds the
 // result back, until the machine answers. This is the I/O loop; every
-// decision is the machine's.
-func (l *Limiter) drive(ctx context.Context, tr *trace, step engine.Step, feed func(engine.Result, int64) engine.Step) engine.Step {
+// decision is the machine's. now is the clock (Unix ms) the first step
+// was made at; drive returns the one the answer was made at. The clock is
+// read once after each call, not again until the next: nothing between
+// waits.
+func (l *Limiter) drive(ctx context.Context, tr *trace, now int64, step engine.Step, feed func(engine.Result, int64) engine.Step) (engine.Step, int64) {
 	for step.Call != nil {
 		tr.path(step.Path)
-		r := l.call(ctx, tr, step.Call)
+		r := l.call(ctx, tr, step.Call, now)
 		if step.Path == engine.PathDouble && r.Err == nil {
 			l.doubled(tr, step.Call.Update.Key)
 		}
-		step = feed(r, l.nowMs())
+		now = l.nowMs()
+		step = feed(r, now)
 	}
 	tr.path(step.Path)
-	return step
+	return step, now
 }
 
-// call makes one store call.
-func (l *Limiter) call(ctx context.Context, tr *trace, c *engine.Call) engine.Result {
-	r := engine.Result{Sent: l.nowMs()}
+// call makes one store call, sent at Unix ms sent.
+func (l *Limiter) call(ctx context.Context, tr *trace, c *engine.Call, sent int64) engine.Result {
+	r := engine.Result{Sent: sent}
 	switch {
 	case c.Update != nil:
 		r.Write, r.Err = l.st.Update(ctx, *c.Update)

@@ -52,10 +52,21 @@ func (b *breaker) allow(now int64) bool {
 	return true
 }
 
+// changes reports whether recording the outcome err would change the
+// breaker: false for a success (or any error but unavailability) while
+// it is clean, the common case, which record need not be called for.
+func (b *breaker) changes(err error) bool {
+	return !b.succeeded(err) || b.dirty.Load()
+}
+
+func (b *breaker) succeeded(err error) bool {
+	return err == nil || !errors.Is(err, store.ErrUnavailable)
+}
+
 // record takes the outcome of a call that went to the store; jitter is
 // uniform in [0, 1).
 func (b *breaker) record(err error, now int64, jitter float64) {
-	ok := err == nil || !errors.Is(err, store.ErrUnavailable)
+	ok := b.succeeded(err)
 	if ok && !b.dirty.Load() {
 		return // already clean: nothing to reset
 	}

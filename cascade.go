@@ -100,7 +100,7 @@ func (l *Limiter) calls(ctx context.Context, tr *trace, step engine.CascadeStep)
 		return rs
 	}
 	for i, c := range step.Calls {
-		rs[i] = l.call(ctx, tr, c)
+		rs[i] = l.call(ctx, tr, c, l.nowMs())
 		if step.Paths[i] == engine.PathDouble && rs[i].Err == nil {
 			l.doubled(tr, c.Update.Key)
 		}

@@ -15,27 +15,29 @@ import (
 // (Rollback), or settle it (Commit). A lease is safe for concurrent use;
 // after Commit or Rollback every method returns ErrLeaseEnded.
 type Lease struct {
-	l          *Limiter
-	parts      []leasePart // the entity's bucket, then the cascade parent's
-	failedOpen bool
-	one        [1]leasePart // parts of a lease of one bucket (saves an allocation)
+	l     *Limiter
+	parts []leasePart  // the entity's bucket, then the cascade parent's
+	one   [1]leasePart // parts of a lease of one bucket (saves an allocation)
 
-	mu    sync.Mutex
-	ended bool
+	mu         sync.Mutex
+	ended      bool
+	failedOpen bool // beside ended: one word for both (see soloLease)
 }
 
 type leasePart struct {
 	p      bucketPlan
-	shard  int
 	n      int64
 	net    map[string]int64 // millitokens adjusted beyond the acquire, per limit
 	states []LimitState     // as the acquire's write left the bucket (computed when asked)
-	pooled bool             // served with reservations: refunds go to the pool
 	// What the states are computed from: the item the write returned and
 	// when (or, for a pooled part, the pool's holdings are added).
 	img *engine.Image
 	at  int64
-	ok  bool // states computed
+	// The shard and the flags last, in one word (see soloLease): a shard
+	// number is below keys.MaxShards.
+	shard  int32
+	pooled bool // served with reservations: refunds go to the pool
+	ok     bool // states computed
 }
 
 // limitStates returns the part's states, computing them the first time.
@@ -101,7 +103,7 @@ func (le *Lease) Shard() int {
 	if le == nil || len(le.parts) == 0 {
 		return 0
 	}
-	return le.parts[0].shard
+	return int(le.parts[0].shard)
 }
 
 // Adjust corrects the charge by delta tokens per limit, on the shard(s) the
@@ -216,8 +218,9 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 			tr.ev.Path = PathPool
 			continue
 		}
-		m := engine.NewAdjust(l.mem, part.p.WithAmounts(milli), part.shard, part.n)
-		step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
+		m := engine.NewAdjust(l.mem, part.p.WithAmounts(milli), int(part.shard), part.n)
+		now := l.nowMs()
+		step, _ := l.drive(ctx, tr, now, m.Start(now), m.Feed)
 		if step.Err != nil {
 			err = errors.Join(err, step.Err)
 			continue
@@ -257,9 +260,9 @@ func (l *Limiter) settleWithPool(part *leasePart, milli map[string]int64) bool {
 	}
 	var ok bool
 	if refund {
-		ok = l.pools.Give(part.p.Plan, part.shard, milli, now)
+		ok = l.pools.Give(part.p.Plan, int(part.shard), milli, now)
 	} else {
-		ok = l.pools.Debit(part.p.Plan, part.shard, milli, now)
+		ok = l.pools.Debit(part.p.Plan, int(part.shard), milli, now)
 	}
 	if !ok {
 		return false
@@ -280,7 +283,11 @@ func oneLease(l *Limiter, part leasePart) *Lease {
 
 // soloLease is a lease of one bucket allocated with the plan of its write
 // and room for the image the write returns: what an acquire of one bucket
-// allocates once instead of three times. The lease keeps both.
+// allocates once instead of three times. The lease keeps both. Its size
+// is what every acquire allocates and the collector later sweeps: keep it
+// within the allocator's 768-byte size class, its 8-byte header included
+// (TestSoloLeaseFitsItsSizeClass), which is why the structs it holds keep
+// their flags together.
 type soloLease struct {
 	Lease
 	plan engine.Plan

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 var llm = []Limit{PerMinute("rpm", 100), PerMinute("tpm", 10_000)}
@@ -91,5 +92,17 @@ func TestAdjustRejectsUnknownLimitsAndHugeAmounts(t *testing.T) {
 		if err := le.Adjust(e.ctx, d); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Adjust(%v) = %v, want a validation error", d, err)
 		}
+	}
+}
+
+// Every admitted acquire of one bucket allocates one soloLease (the lease,
+// its plan and the decoded item): it must stay within the 768-byte size
+// class of Go's allocator, or each acquire allocates (and the collector
+// sweeps) 128 bytes more. An object of more than 512 bytes that holds
+// pointers carries an 8-byte header in its allocation: 760 bytes of
+// soloLease at most.
+func TestSoloLeaseFitsItsSizeClass(t *testing.T) {
+	if n := unsafe.Sizeof(soloLease{}); n > 768-8 {
+		t.Fatalf("a soloLease is %d bytes, want at most 760", n)
 	}
 }

@@ -20,7 +20,7 @@ func (l *Limiter) reserved(ctx context.Context, tr *trace, p bucketPlan) (lease 
 	l.returnPools(ctx, tr, l.pools.Expired(p.Ref, now, false))
 	if sv, ok := l.pools.Take(p.Plan, now); ok {
 		tr.ev.Path = PathPool
-		part := leasePart{p: p, shard: sv.Shard, n: sv.N, pooled: true, img: l.mem.View(p.Ref, sv.Shard).Img, at: now}
+		part := leasePart{p: p, shard: int32(sv.Shard), n: sv.N, pooled: true, img: l.mem.View(p.Ref, sv.Shard).Img, at: now}
 		return oneLease(l, part), nil, true
 	}
 	extra := l.pools.Extra(p.Plan, l.mem.Count(p.Ref), now)
@@ -30,7 +30,8 @@ func (l *Limiter) reserved(ctx context.Context, tr *trace, p bucketPlan) (lease 
 	used, shard, gen := l.pools.Used(p.Plan, now)
 	big := p.WithHold(extra, used, gen)
 	m := engine.NewReserve(l.mem, big, l.rng, shard)
-	step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
+	start := l.nowMs()
+	step, _ := l.drive(ctx, tr, start, m.Start(start), m.Feed)
 	if m.Declined || (step.Err != nil && !store.OutcomeUnknown(step.Err)) {
 		// The hold was not released (an unknown outcome may have released
 		// it: the bucket's cap then stays lower until the generation is
@@ -53,7 +54,7 @@ func (l *Limiter) reserved(ctx context.Context, tr *trace, p bucketPlan) (lease 
 		l.pools.Granted(p.Plan, now)
 		tr.ev.Reserved = tokensOf(extra)
 		l.returnPools(ctx, tr, []*engine.Return{l.pools.Add(p.Plan, extra, m.Shard, m.N, m.Gen, now, m.Until)})
-		part := leasePart{p: p, shard: m.Shard, n: m.N, pooled: true, img: l.mem.View(p.Ref, m.Shard).Img, at: now}
+		part := leasePart{p: p, shard: int32(m.Shard), n: m.N, pooled: true, img: l.mem.View(p.Ref, m.Shard).Img, at: now}
 		return oneLease(l, part), nil, true
 	}
 	return nil, step.Err, true
@@ -88,7 +89,8 @@ func (l *Limiter) giveBack(ctx context.Context, tr *trace, r *engine.Return) err
 		return nil
 	}
 	m := engine.NewAdjust(l.mem, r.Plan, r.Shard, r.N)
-	step := l.drive(ctx, tr, m.Start(l.nowMs()), m.Feed)
+	now := l.nowMs()
+	step, _ := l.drive(ctx, tr, now, m.Start(now), m.Feed)
 	if step.Err != nil {
 		if store.OutcomeUnknown(step.Err) {
 			tr.ev.Unsettled = addTokens(tr.ev.Unsettled, r.Plan.Amounts(), 1)

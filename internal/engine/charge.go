@@ -317,7 +317,7 @@ func (c *Charge) write(ex store.Expr, path Path, q *Plan) Step {
 
 func (c *Charge) afterWrite(r Result, now int64) Step {
 	if r.Err == nil {
-		img, err := c.decode(r.Write.Attributes)
+		img, err := c.decode(r.Write.Attributes, true)
 		if err == nil {
 			return c.charged(img, now) // it ends the write in flight
 		}
@@ -413,13 +413,12 @@ func (c *Charge) charged(img *Image, now int64) Step {
 	}
 	// What the write teaches, in one look at the memory.
 	c.m.mu.Lock()
-	if c.inFlight {
+	noted := c.inFlight
+	if noted {
 		c.entry.reserve(c.mine, -1)
 		c.inFlight = false
-		c.m.noteWriteLocked(c.p.Ref, c.shard, c.n, false, c.view.busyness(now), now)
 	}
-	c.m.learnLocked(c.p.Ref, c.shard, img, n, now, c.lat, c.mine)
-	c.m.promisedLocked(c.p.Ref, c.shard, 0)
+	c.m.landedLocked(c.p.Ref, c.shard, noted, c.n, c.view.busyness(now), img, n, now, c.lat, c.mine)
 	c.m.mu.Unlock()
 	c.billed = 0 // the write charged them
 	if n > 0 {
@@ -783,13 +782,14 @@ func (c *Charge) conditionImage(err error) (*Image, error) {
 	if !errors.As(err, &cf) {
 		return nil, err
 	}
-	return c.decode(cf.Item)
+	return c.decode(cf.Item, false)
 }
 
 // decode is decodeFor for the machine's plan, into Spare the first time
-// it can be.
-func (c *Charge) decode(it store.Item) (*Image, error) {
-	img, err := decodeFor(c.p, it, c.Spare)
+// it can be; written says the item is what a successful charge write
+// returned (decodeWritten).
+func (c *Charge) decode(it store.Item, written bool) (*Image, error) {
+	img, err := decodeQuick(c.p, it, c.Spare, written) // decodeWritten or decodeFor
 	switch {
 	case c.Spare == nil:
 	case img == c.Spare:

@@ -23,11 +23,13 @@ type Image struct {
 	// state returns them) in guards[i]: state need not look for them.
 	pt     *planTemplate
 	specAt [4]int8
-	guards [4]guard
 	// holds is set when the item has a hold generation (attrGen): some
 	// process reserved from it (see hold.go); gen and genAt are the
 	// generation and when it began (ms). Without, no limit has a hold.
+	// (Beside specAt, in the same word: a lease holds an Image, and every
+	// acquire allocates one.)
 	holds      bool
+	guards     [4]guard
 	gen, genAt int64
 }
 
@@ -191,6 +193,28 @@ const baseAttrs = 13
 // image is built in dst when dst is not nil (it must be a zero Image),
 // else allocated; the full decoder always allocates.
 func decodeFor(p *Plan, it store.Item, dst *Image) (*Image, error) {
+	return decodeQuick(p, it, dst, false)
+}
+
+// decodeWritten is decodeFor for the item a successful charge write of
+// plan p returned (ALL_NEW). When that item's limits hash is the plan's,
+// its limit fields (capacity, burst, refill amount and period: the
+// parameters the hash covers) are the plan's, and are taken from the plan
+// instead of being looked up and checked: every charge write either
+// conditions on the hash it leaves (lh = the plan's hash: the consumption
+// and full writes, the normal write of the same limits, a reservation)
+// and leaves those fields as they were, or sets them with it (a create, a
+// normal write that brings the item to the plan's limits), and every
+// write that sets the hash sets the fields it covers. The fields the
+// write changes (balance, total consumed, guards, rf) are read and
+// checked as decodeFor does. An item whose hash differs, or an item of a
+// failed write, is decoded as decodeFor decodes it.
+func decodeWritten(p *Plan, it store.Item, dst *Image) (*Image, error) {
+	return decodeQuick(p, it, dst, true)
+}
+
+// decodeQuick is decodeFor, or decodeWritten when written is set.
+func decodeQuick(p *Plan, it store.Item, dst *Image, written bool) (*Image, error) {
 	if it == nil {
 		return nil, nil
 	}
@@ -208,6 +232,7 @@ func decodeFor(p *Plan, it store.Item, dst *Image) (*Image, error) {
 	}
 	im.raw, im.rf, im.shardCount = it, rf, 1
 	im.hash, _ = num(attrLimitsHash)
+	ownLimits := written && im.hash == p.hash // see decodeWritten
 	if n, ok := num(attrShardCount); ok && n >= 1 {
 		im.shardCount = n
 	}
@@ -222,14 +247,20 @@ func decodeFor(p *Plan, it store.Item, dst *Image) (*Image, error) {
 	for i := range p.specs {
 		s := &p.specs[i]
 		var st bucket.State
-		var ok1, ok2, ok3, ok4, ok5, ok6 bool
+		var ok1, ok2 bool
 		st.Tokens, ok1 = num(s.tk)
-		st.Capacity, ok2 = num(s.cp)
-		st.Burst, ok3 = num(s.bx)
-		st.RefillAmount, ok4 = num(s.ra)
-		st.RefillPeriod, ok5 = num(s.rp)
-		st.TotalConsumed, ok6 = num(s.tc)
-		if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || !inBounds(st.Limit) {
+		st.TotalConsumed, ok2 = num(s.tc)
+		if ownLimits {
+			st.Limit = s.orig
+		} else {
+			var ok3, ok4, ok5, ok6 bool
+			st.Capacity, ok3 = num(s.cp)
+			st.Burst, ok4 = num(s.bx)
+			st.RefillAmount, ok5 = num(s.ra)
+			st.RefillPeriod, ok6 = num(s.rp)
+			ok2 = ok2 && ok3 && ok4 && ok5 && ok6 && inBounds(st.Limit)
+		}
+		if !ok1 || !ok2 {
 			return Decode(it) // the full decoder says what is wrong
 		}
 		// Insert in name order, as the full decoder keeps them.

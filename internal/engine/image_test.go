@@ -49,6 +49,56 @@ func TestDecodeForRejectsWhatDecodeRejects(t *testing.T) {
 	}
 }
 
+// What a successful charge write returned is decoded by decodeWritten,
+// which takes the limit parameters from the plan when the item carries
+// the plan's limits hash: the write conditioned on that hash (or set it
+// with the parameters it covers), so they are the plan's. That is the one
+// place it is laxer than the full decoder: capacity, burst and refill
+// corrupted under the plan's own hash are not looked at. Everything the
+// write changes (balance, total consumed, refill time) is checked as
+// decodeFor checks it, and an item under another hash (or a missing one)
+// is decoded strictly, as decodeFor decodes it.
+func TestDecodeWrittenTrustsOnlyTheFieldsTheHashCovers(t *testing.T) {
+	limits := []Limit{perSecond("rpm", 100), perMinute("tpm", 6000)}
+	p := NewPlan(bucketRef, limits, map[string]int64{"rpm": 1})
+	it := p.create(0, 1, T).Item
+	want, err := Decode(it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := decodeWritten(p, it, nil); err != nil || cmp.Diff(want.comp, got.comp) != "" {
+		t.Fatalf("an item of the plan: %v, %s", err, cmp.Diff(want.comp, got.comp))
+	}
+	edge := []int64{-1, 0, bucket.MaxTokens + 1, bucket.MaxRefillPeriod + 1}
+	for _, s := range p.specs {
+		for _, field := range []string{s.tk, s.cp, s.bx, s.ra, s.rp, s.tc, attrRefill} {
+			covered := field == s.cp || field == s.bx || field == s.ra || field == s.rp
+			for _, v := range edge {
+				for _, hash := range []int64{p.hash, p.hash + 1} {
+					it := p.create(0, 1, T).Item
+					it[field] = store.Int(v)
+					it[attrLimitsHash] = store.Int(hash)
+					full, fullErr := Decode(it)
+					got, err := decodeWritten(p, it, nil)
+					if covered && hash == p.hash {
+						// Not looked at: the plan's limits stand.
+						if err != nil || cmp.Diff(want.comp, got.comp) != "" {
+							t.Fatalf("%s = %d under the plan's hash: %v, %s", field, v, err, cmp.Diff(want.comp, got.comp))
+						}
+						continue
+					}
+					if (err == nil) != (fullErr == nil) || err != nil && err.Error() != fullErr.Error() {
+						t.Fatalf("%s = %d, hash %d: quick decoder: %v; full decoder: %v", field, v, hash, err, fullErr)
+					}
+					if err == nil && (cmp.Diff(full.comp, got.comp) != "" || full.rf != got.rf) {
+						t.Fatalf("%s = %d, hash %d: the decoders disagree: %s", field, v, hash, cmp.Diff(full.comp, got.comp))
+					}
+				}
+			}
+		}
+	}
+}
+
 // The quick decoder exists to spare the hot path the full decoder's work:
 // an item written for the plan decodes with one allocation (the image),
 // where the full decoder takes several. It reads the shard count and the

@@ -273,6 +273,11 @@ func (m *Memory) learn(ref keys.Bucket, shard int, img *Image, n, now, lat int64
 // learnLocked is learn for a caller that holds m.mu.
 func (m *Memory) learnLocked(ref keys.Bucket, shard int, img *Image, n, now, lat int64, mine *Plan) {
 	b, fresh := m.getOrAdd(idOf(ref))
+	m.learnIn(b, fresh, shard, img, n, now, lat, mine)
+}
+
+// learnIn is learnLocked in the bucket's entry b (fresh: just made).
+func (m *Memory) learnIn(b *bucketInfo, fresh bool, shard int, img *Image, n, now, lat int64, mine *Plan) {
 	if n > b.n && !fresh {
 		b.grewAt = now // a count we knew grew: a doubling just happened
 		// A window that straddles the doubling says nothing of the new
@@ -453,7 +458,11 @@ func (m *Memory) promised(ref keys.Bucket, shard int, at, now int64, keep bool) 
 // promisedLocked sets the shard's promise to at (0 clears it: the store
 // answered yes), for a caller that holds m.mu.
 func (m *Memory) promisedLocked(ref keys.Bucket, shard int, at int64) {
-	b := m.get(idOf(ref))
+	m.promisedIn(m.get(idOf(ref)), shard, at)
+}
+
+// promisedIn is promisedLocked in the bucket's entry b (nil: none).
+func (m *Memory) promisedIn(b *bucketInfo, shard int, at int64) {
 	if b == nil {
 		return
 	}
@@ -600,7 +609,12 @@ func (m *Memory) noteWriteLocked(ref keys.Bucket, shard int, n int64, throttled 
 	if throttled {
 		m.storm.note(id, now)
 	}
-	b := m.get(id)
+	return m.noteWriteIn(m.get(id), id, shard, n, throttled, busy, now)
+}
+
+// noteWriteIn is noteWriteLocked in the bucket's entry b (nil: none yet),
+// once the storm window has the write.
+func (m *Memory) noteWriteIn(b *bucketInfo, id bucketID, shard int, n int64, throttled bool, busy busyness, now int64) bool {
 	if b == nil {
 		if !throttled {
 			return false // nothing to remember yet
@@ -724,3 +738,21 @@ const growthCooldown = int64(1000) // ms
 // doublingPersistence is how long a client keeps trying a doubling that a
 // throttle refused (ms).
 const doublingPersistence = int64(2000)
+
+// landedLocked is what a charge write that landed teaches, in one look at
+// the bucket's entry: the write (noteWriteLocked, not throttled) when it
+// was counted in flight, the image it returned (learnLocked) and the end
+// of the shard's promise (promisedLocked with 0). The caller holds m.mu.
+func (m *Memory) landedLocked(ref keys.Bucket, shard int, noted bool, count int64, busy busyness, img *Image, n, now, lat int64, mine *Plan) {
+	id := idOf(ref)
+	b := m.get(id)
+	if noted {
+		m.noteWriteIn(b, id, shard, count, false, busy, now)
+	}
+	fresh := b == nil
+	if fresh {
+		b, _ = m.getOrAdd(id)
+	}
+	m.learnIn(b, fresh, shard, img, n, now, lat, mine)
+	m.promisedIn(b, shard, 0)
+}

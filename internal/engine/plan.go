@@ -251,16 +251,28 @@ type planTemplate struct {
 
 // planCache maps cacheKey to *planTemplate: read on every acquire,
 // written once per set of limits (a sync.Map: no lock to share between
-// the readers). size counts its entries.
+// the readers). size counts its entries. last is the template of the last
+// lookup: most processes acquire under one set of limits most of the time,
+// and comparing them with it is cheaper than hashing them.
 var planCache struct {
 	m    sync.Map
 	size atomic.Int64
+	last atomic.Pointer[planTemplate]
 }
 
 // maxPlanTemplates bounds the plan cache; past it, plans are built afresh.
 const maxPlanTemplates = 4096
 
 func lookupPlanTemplate(limits []Limit) *planTemplate {
+	if pt := planCache.last.Load(); pt != nil && sameLimits(pt.source, limits) {
+		return pt
+	}
+	pt := findPlanTemplate(limits)
+	planCache.last.Store(pt)
+	return pt
+}
+
+func findPlanTemplate(limits []Limit) *planTemplate {
 	h := cacheKey(limits)
 	if v, ok := planCache.m.Load(h); ok {
 		if pt := v.(*planTemplate); sameLimits(pt.source, limits) {
