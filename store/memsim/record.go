@@ -66,14 +66,19 @@ func (l *layout) slotsOf(pl *tplan) []int32 {
 	return f
 }
 
-// record is a stored item in slots: vals[i] is the value of attribute
-// lay.names[i], absent when its Kind is KindNone. The values never change
-// once stored; m, the map form, is built on demand. A record is a
-// [store.View].
+// record is a stored item in slots: the value of attribute lay.names[i]
+// is slot i. Numbers and the kinds of the slots live in one slice without
+// pointers (a write copies it with a memmove the garbage collector need
+// not scan); strings in another, shared by the records of one item until
+// a write changes one of them. The values never change once stored; m,
+// the map form, is built on demand. A record is a [store.View].
 type record struct {
-	lay  *layout
-	vals []store.Value
-	n    int // attributes present
+	lay *layout
+	// num holds len(lay.names) numbers, then two bitsets of as many bits:
+	// the slots that hold a number, the slots that hold a string.
+	num []int64
+	str []string // by slot (possibly shorter: no string beyond)
+	n   int      // attributes present
 
 	mu sync.Mutex // guards base and m
 	// base is the record this one was computed from, while it has a map
@@ -84,25 +89,94 @@ type record struct {
 
 var _ store.View = (*record)(nil)
 
+// newRecord returns a record of lay with no attribute.
+func newRecord(lay *layout) *record {
+	l := len(lay.names)
+	return &record{lay: lay, num: make([]int64, l+2*words(l))}
+}
+
+// words is the number of 64-bit words of a bitset of l bits.
+func words(l int) int { return (l + 63) / 64 }
+
+// kind returns the kind of slot i.
+func (r *record) kind(i int) store.Kind {
+	l := len(r.lay.names)
+	w, bit := i/64, uint64(1)<<(i%64)
+	switch {
+	case uint64(r.num[l+w])&bit != 0:
+		return store.KindNumber
+	case uint64(r.num[l+words(l)+w])&bit != 0:
+		return store.KindString
+	}
+	return store.KindNone
+}
+
+// at returns the value of slot i, and whether there is one.
+func (r *record) at(i int) (store.Value, bool) {
+	switch r.kind(i) {
+	case store.KindNumber:
+		return store.Int(r.num[i]), true
+	case store.KindString:
+		return store.Str(r.str[i]), true
+	}
+	return store.Value{}, false
+}
+
+// set makes slot i v (absent unless has), keeping n. The strings are
+// copied before the first string is written: the caller says, in shared,
+// whether they are still another record's.
+func (r *record) set(i int, v store.Value, has bool, shared *bool) {
+	l := len(r.lay.names)
+	w, bit := i/64, int64(1)<<(i%64)
+	nb, sb := &r.num[l+w], &r.num[l+words(l)+w]
+	if had := (*nb|*sb)&bit != 0; had != has {
+		if has {
+			r.n++
+		} else {
+			r.n--
+		}
+	}
+	*nb &^= bit
+	*sb &^= bit
+	if !has {
+		return
+	}
+	if n, ok := v.AsInt(); ok {
+		r.num[i] = n
+		*nb |= bit
+		return
+	}
+	if *shared || len(r.str) <= i {
+		str := make([]string, l)
+		copy(str, r.str)
+		r.str, *shared = str, false
+	}
+	r.str[i], _ = v.AsString()
+	*sb |= bit
+}
+
 // Get implements [store.View.Get].
 func (r *record) Get(name string) (store.Value, bool) {
-	if i, ok := r.lay.index[name]; ok && int(i) < len(r.vals) {
-		v := r.vals[i]
-		return v, v.IsValid()
+	if i, ok := r.lay.index[name]; ok {
+		return r.at(int(i))
 	}
 	return store.Value{}, false
 }
 
 // Int implements [store.View.Int].
 func (r *record) Int(name string) (int64, bool) {
-	v, _ := r.Get(name)
-	return v.AsInt()
+	if i, ok := r.lay.index[name]; ok && r.kind(int(i)) == store.KindNumber {
+		return r.num[i], true
+	}
+	return 0, false
 }
 
 // Str implements [store.View.Str].
 func (r *record) Str(name string) (string, bool) {
-	v, _ := r.Get(name)
-	return v.AsString()
+	if i, ok := r.lay.index[name]; ok && r.kind(int(i)) == store.KindString {
+		return r.str[i], true
+	}
+	return "", false
 }
 
 // Len implements [store.View.Len].
@@ -111,8 +185,8 @@ func (r *record) Len() int { return r.n }
 // All implements [store.View.All]: in slot order.
 func (r *record) All() iter.Seq2[string, store.Value] {
 	return func(yield func(string, store.Value) bool) {
-		for i, v := range r.vals {
-			if v.IsValid() && !yield(r.lay.names[i], v) {
+		for i, name := range r.lay.names {
+			if v, ok := r.at(i); ok && !yield(name, v) {
 				return
 			}
 		}
@@ -122,8 +196,8 @@ func (r *record) All() iter.Seq2[string, store.Value] {
 // Numbers implements [store.View.Numbers].
 func (r *record) Numbers() iter.Seq2[string, int64] {
 	return func(yield func(string, int64) bool) {
-		for i, v := range r.vals {
-			if n, ok := v.AsInt(); ok && !yield(r.lay.names[i], n) {
+		for i, name := range r.lay.names {
+			if r.kind(i) == store.KindNumber && !yield(name, r.num[i]) {
 				return
 			}
 		}
@@ -139,14 +213,18 @@ func (r *record) Item() store.Item {
 	}
 	if b := r.base; b != nil {
 		r.m = clone(b.m)
-		for i, v := range r.vals {
-			if i < len(b.vals) && b.vals[i] == v {
-				continue
+		nb := len(b.lay.names)
+		for i, name := range r.lay.names {
+			v, has := r.at(i)
+			if i < nb {
+				if w, had := b.at(i); had == has && w == v {
+					continue
+				}
 			}
-			if v.IsValid() {
-				r.m[r.lay.names[i]] = v
+			if has {
+				r.m[name] = v
 			} else {
-				delete(r.m, r.lay.names[i])
+				delete(r.m, name)
 			}
 		}
 		r.base = nil
@@ -159,10 +237,8 @@ func (r *record) Item() store.Item {
 // copyItem returns a new map of the record's attributes.
 func (r *record) copyItem() store.Item {
 	m := make(store.Item, r.n)
-	for i, v := range r.vals {
-		if v.IsValid() {
-			m[r.lay.names[i]] = v
-		}
+	for name, v := range r.All() {
+		m[name] = v
 	}
 	return m
 }
@@ -172,6 +248,19 @@ func (r *record) hasMap() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.m != nil
+}
+
+// grown returns a copy of r in lay, a layout that extends r's: the same
+// values, the strings shared (see set).
+func (r *record) grown(lay *layout) *record {
+	c := newRecord(lay)
+	l, ol := len(lay.names), len(r.lay.names)
+	w, ow := words(l), words(ol)
+	copy(c.num, r.num[:ol])
+	copy(c.num[l:l+w], r.num[ol:ol+ow])
+	copy(c.num[l+w:], r.num[ol+ow:])
+	c.str, c.n = r.str, r.n
+	return c
 }
 
 // img is a stored item, or none: a map (m), or a record (r; m is then
@@ -245,9 +334,10 @@ func (s *Store) slotted(x img) *record {
 	for _, name := range names {
 		lay = lay.extend(name)
 	}
-	r := &record{lay: lay, vals: make([]store.Value, len(names)), n: len(names), m: x.m}
+	r, shared := newRecord(lay), false
 	for i, name := range names {
-		r.vals[i] = x.m[name]
+		r.set(i, x.m[name], true, &shared)
 	}
+	r.m = x.m
 	return r
 }

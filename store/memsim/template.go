@@ -348,24 +348,13 @@ func (s *Store) derive(old img, pl *tplan, v *itemView) *record {
 	if lay != o.lay {
 		slots = lay.slotsOf(pl)
 	}
-	r := &record{lay: lay, vals: make([]store.Value, len(lay.names)), n: o.n}
-	copy(r.vals, o.vals)
+	r, shared := o.grown(lay), true
 	for i, j := range slots {
 		if j < 0 {
 			continue // absent before and after
 		}
 		x, has := v.out.Get(i)
-		if !has {
-			x = store.Value{}
-		}
-		if r.vals[j].IsValid() != has {
-			if has {
-				r.n++
-			} else {
-				r.n--
-			}
-		}
-		r.vals[j] = x
+		r.set(int(j), x, has, &shared)
 	}
 	if o.hasMap() {
 		r.base = o

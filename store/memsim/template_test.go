@@ -69,15 +69,19 @@ type outcome struct {
 	Err        string
 	CondItem   store.Item
 	Reasons    []store.CancellationReason
+	// Views lists where a view handed out disagrees with its own map
+	// (empty for maps).
+	Views string
 }
 
 func observe(attrs store.View, consumed store.Capacity, err error) outcome {
-	o := outcome{Attributes: itemOf(attrs), Consumed: consumed}
+	o := outcome{Attributes: itemOf(attrs), Consumed: consumed, Views: viewFaults(attrs)}
 	if err != nil {
 		o.Err = fmt.Sprintf("%T: %v", err, err)
 		var cf *store.ConditionFailedError
 		if errors.As(err, &cf) {
 			o.CondItem = itemOf(cf.Image())
+			o.Views += viewFaults(cf.Image())
 		}
 		var tc *store.TransactionCanceledError
 		if errors.As(err, &tc) {
@@ -93,6 +97,42 @@ func itemOf(v store.View) store.Item {
 		return nil
 	}
 	return v.Item()
+}
+
+// viewFaults returns where v's accessors disagree with its map (the map
+// itself is compared with the string path's).
+func viewFaults(v store.View) string {
+	if v == nil {
+		return ""
+	}
+	it, out := v.Item(), ""
+	if v.Len() != len(it) {
+		out += fmt.Sprintf("Len %d, map of %d; ", v.Len(), len(it))
+	}
+	all, nums := store.Item{}, store.Item{}
+	for name, x := range v.All() {
+		all[name] = x
+	}
+	for name, n := range v.Numbers() {
+		nums[name] = store.Int(n)
+	}
+	for name, x := range it {
+		got, ok := v.Get(name)
+		n, nok := v.Int(name)
+		str, sok := v.Str(name)
+		wn, wnok := x.AsInt()
+		ws, wsok := x.AsString()
+		if !ok || got != x || all[name] != x || n != wn || nok != wnok || str != ws || sok != wsok || (nums[name] == x) != wnok {
+			out += fmt.Sprintf("attribute %s: Get %v, All %v, Int %v, Str %q, Numbers %v; ", name, got, all[name], n, str, nums[name])
+		}
+	}
+	if len(all) != len(it) {
+		out += fmt.Sprintf("All yields %d; ", len(all))
+	}
+	if _, ok := v.Get("no such attribute"); ok {
+		out += "a missing attribute found; "
+	}
+	return out
 }
 
 // imagesOf returns the records with their images as maps, whether the
