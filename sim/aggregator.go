@@ -114,21 +114,22 @@ func (a *AggregatorActor) Records(recs []memsim.Record) {
 			continue
 		}
 		a.stats.Records++
-		a.pending = append(a.pending, aggregator.FromStream(strconv.FormatUint(r.Seq, 10), r.Event, r.Keys, r.Old, r.New, r.At))
-		if r.New == nil { // REMOVE: no consumption
+		old, new := r.OldImage(), r.NewImage()
+		a.pending = append(a.pending, aggregator.FromStream(strconv.FormatUint(r.Seq, 10), r.Event, r.Keys, itemOf(old), itemOf(new), r.At))
+		if new == nil { // REMOVE: no consumption
 			continue
 		}
 		if a.want == nil {
 			a.want = make(map[usageCell]int64)
 		}
-		for name, nv := range r.New.Numbers() {
+		for name, nv := range new.Numbers() {
 			limit, ok := tcLimit(name)
 			if !ok {
 				continue
 			}
 			var ov int64
-			if r.Old != nil {
-				ov, _ = r.Old.Int(name)
+			if old != nil {
+				ov, _ = old.Int(name)
 			}
 			if nv == ov {
 				continue
@@ -352,3 +353,12 @@ func (a *AggregatorActor) check(items []store.Item) {
 }
 
 var _ Actor = (*AggregatorActor)(nil)
+
+// itemOf returns a stream image as a map (nil for none): the aggregator
+// reads maps.
+func itemOf(v store.View) store.Item {
+	if v == nil {
+		return nil
+	}
+	return v.Item()
+}

@@ -215,8 +215,14 @@ type istate struct {
 	gone           [MaxLimits]int64
 }
 
-// mapID is the identity of an item map (nil for nil).
-func mapID(it store.Item) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&it)) }
+// viewID is the identity of an item's view: the map, or the backend's
+// own view (nil for nil).
+func viewID(v store.View) unsafe.Pointer {
+	if v == nil {
+		return nil
+	}
+	return (*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1]
+}
 
 type consSample struct {
 	at    int64
@@ -394,7 +400,7 @@ type img struct {
 	hasShardAttr bool
 }
 
-func (c *Checker) decode(it store.Item, o *img) {
+func (c *Checker) decode(it store.View, o *img) {
 	if it == nil {
 		return
 	}
@@ -476,14 +482,15 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 	at := rec.At.UnixNano() - c.base
 	var o, n img
 	// A record's old image is the item its previous record left: with
-	// shared results the very same map, decoded then.
-	if rec.Old != nil && is.lastNew != nil && mapID(rec.Old) == is.lastNew {
+	// shared results the very same map (or view), decoded then.
+	old, new := rec.OldImage(), rec.NewImage()
+	if old != nil && is.lastNew != nil && viewID(old) == is.lastNew {
 		o = is.last
 	} else {
-		c.decode(rec.Old, &o)
+		c.decode(old, &o)
 	}
-	c.decode(rec.New, &n)
-	is.last, is.lastNew = n, mapID(rec.New)
+	c.decode(new, &n)
+	is.last, is.lastNew = n, viewID(new)
 	b.changes++
 	by := int32(-1)
 	if cause != nil {

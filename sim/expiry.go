@@ -50,7 +50,11 @@ func newSweeper(s *Sim, delay time.Duration, from, to int64) *sweeper {
 func (w *sweeper) observe(recs []memsim.Record) {
 	for i := range recs {
 		r := &recs[i]
-		v, ok := r.New.Int(store.AttrTTL)
+		var v int64
+		ok := false
+		if n := r.NewImage(); n != nil {
+			v, ok = n.Int(store.AttrTTL)
+		}
 		if !ok { // removed, or no ttl
 			delete(w.ttl, r.Keys)
 			continue

@@ -137,9 +137,13 @@ type CheckInput struct {
 // WriteOutput is the result of a single-item write.
 type WriteOutput struct {
 	// Attributes holds what the input's Return asked for; nil for
-	// ReturnNone.
+	// ReturnNone, and nil when the backend handed the result out as View.
 	Attributes Item
-	Consumed   Capacity
+	// View holds what Return asked for when the backend hands results out
+	// as read-only views instead of maps (memsim's WithViews); Attributes
+	// is then nil. Read either with [WriteOutput.Image].
+	View     View
+	Consumed Capacity
 }
 
 // TransactAction is one action of a transaction: exactly one field is set.

@@ -65,17 +65,20 @@ func limiterWrite(b *testing.B, template bool) (store.Item, store.UpdateInput) {
 func BenchmarkConditionalUpdate(b *testing.B) {
 	for _, path := range []string{"string", "template"} {
 		for _, bc := range []struct {
-			name           string
-			stream, shared bool
+			name                  string
+			stream, shared, views bool
 		}{
-			{"stream=on", true, false},
-			{"stream=off", false, false},
-			{"stream=on/shared", true, true},
-			{"stream=off/shared", false, true},
+			{"stream=on", true, false, false},
+			{"stream=off", false, false, false},
+			{"stream=on/shared", true, true, false},
+			{"stream=off/shared", false, true, false},
+			{"stream=on/views", true, false, true},
+			{"stream=off/views", false, false, true},
 		} {
 			b.Run(path+"/"+bc.name, func(b *testing.B) {
 				clk := memsim.NewManualClock(memsim.Epoch())
-				s := memsim.New(memsim.WithClock(clk), memsim.WithStream(bc.stream), memsim.WithSharedResults(bc.shared))
+				s := memsim.New(memsim.WithClock(clk), memsim.WithStream(bc.stream), memsim.WithSharedResults(bc.shared),
+					memsim.WithViews(bc.views))
 				it, in := limiterWrite(b, path == "template")
 				mustPut(b, s, it)
 				if size := memsim.ItemSize(it); size > 1024 {

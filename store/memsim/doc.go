@@ -87,6 +87,7 @@
 // items are never modified in place (a write builds a new item and swaps it
 // in), so stream records share them without copying, and every item handed
 // to a caller is a copy it may keep and modify (unless [WithSharedResults]
-// says the caller only reads write results). The [Hook], the injector
-// and the sleeper are called without the lock held.
+// says the caller only reads write results, or [WithViews] hands them out
+// as read-only views). The [Hook], the injector and the sleeper are called
+// without the lock held.
 package memsim

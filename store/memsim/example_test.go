@@ -59,3 +59,25 @@ func ExampleStore_Partition() {
 	// conditional put: The conditional request failed - 1 WCU
 	// partition p: 2 WCU consumed, 998 left this second
 }
+
+// With WithViews, a write's result is a read-only view: read it with
+// WriteOutput.Image, which works the same whatever the backend.
+func ExampleWithViews() {
+	st := memsim.New(memsim.WithViews(true))
+	ctx := context.Background()
+	key := store.Key{PK: "p", SK: "s"}
+	take := store.MustCompile(store.Update{}.Add("tokens", store.Slot(0)), store.Condition{})
+	for range 2 {
+		out, err := st.Update(ctx, store.UpdateInput{Key: key, Expr: take.Expr([]store.Value{store.Int(5)}),
+			Return: store.ReturnAllNew})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		n, _ := out.Image().Int("tokens")
+		fmt.Println("tokens:", n, "attributes:", out.Image().Len(), "map:", out.Attributes != nil)
+	}
+	// Output:
+	// tokens: 5 attributes: 3 map: false
+	// tokens: 10 attributes: 3 map: false
+}

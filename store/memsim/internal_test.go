@@ -16,7 +16,7 @@ func checkSizes(t *testing.T, s *Store) {
 	defer s.mu.Unlock()
 	n := 0
 	for k, e := range s.items {
-		if got := ItemSize(e.item); got != e.size {
+		if got := ItemSize(e.item.copyItem()); got != e.size {
 			t.Fatalf("item %v: cached size %d, actual %d", k, e.size, got)
 		}
 		if _, ok := s.byPK[k.PK][k.SK]; !ok {

@@ -47,7 +47,7 @@ func (s *Store) Get(ctx context.Context, in store.GetInput) (store.GetOutput, er
 	}
 	s.mu.Unlock()
 	if err == nil {
-		out.Item = clone(e.item)
+		out.Item = e.item.copyItem()
 	}
 	if lerr := s.late(OpGet, d); lerr != nil {
 		return store.GetOutput{}, lerr
@@ -80,13 +80,14 @@ func (s *Store) BatchGet(ctx context.Context, in store.BatchGetInput) (store.Bat
 	}
 	now := s.clock.Now().UnixNano()
 	items := make([]store.Item, len(in.Keys))
+	found := make([]img, len(in.Keys))
 	cl := make(chargeList, 0, len(in.Keys))
 	var units float64
 	var err error
 	s.mu.Lock()
 	for i, k := range in.Keys {
 		e := s.at(k)
-		items[i] = e.item // cloned below, outside the lock
+		found[i] = e.item // copied below, outside the lock
 		u := ReadUnits(e.size, in.ConsistentRead)
 		units += u
 		cl = cl.add(charge{part: partKey{pk: k.PK}, milli: milli(u)})
@@ -104,8 +105,8 @@ func (s *Store) BatchGet(ctx context.Context, in store.BatchGetInput) (store.Bat
 	if err != nil {
 		return store.BatchGetOutput{}, err
 	}
-	for i := range items {
-		items[i] = clone(items[i])
+	for i, x := range found {
+		items[i] = x.copyItem()
 	}
 	return store.BatchGetOutput{Items: items, Consumed: store.Capacity{ReadUnits: units}}, nil
 }
@@ -262,7 +263,7 @@ func (s *Store) queryTable(in store.QueryInput) ([]store.Item, float64) {
 	size := 0
 	for i, sk := range keys {
 		e := s.at(store.Key{PK: in.PartitionKey, SK: sk})
-		items[i] = clone(e.item)
+		items[i] = e.item.copyItem()
 		size += e.size
 	}
 	return items, ReadUnits(size, in.ConsistentRead)
@@ -278,7 +279,7 @@ func (s *Store) queryIndex(pos int, in store.QueryInput) ([]store.Item, float64)
 	members := st.members[in.PartitionKey]
 	hits := make([]hit, 0, len(members))
 	for k := range members {
-		sk, _ := s.at(k).item.Str(st.ix.SortKey)
+		sk, _ := s.at(k).item.str(st.ix.SortKey)
 		if strings.HasPrefix(sk, in.SortKeyPrefix) {
 			hits = append(hits, hit{sk, k})
 		}
@@ -291,8 +292,8 @@ func (s *Store) queryIndex(pos int, in store.QueryInput) ([]store.Item, float64)
 	size := 0
 	for i, h := range hits {
 		e := s.at(h.key)
-		items[i] = s.projected(e.item, st.ix)
-		size += s.indexEntrySize(e.item, e.size, st.ix)
+		items[i] = s.projected(e.item.item(), st.ix)
+		size += s.indexEntrySize(e.item.item(), e.size, st.ix)
 	}
 	return items, ReadUnits(size, false)
 }

@@ -31,12 +31,15 @@ type Store struct {
 	sleeper      func(context.Context, time.Duration) error
 	stream       bool
 	shared       bool         // WithSharedResults
+	views        bool         // WithViews
+	slots        bool         // keep what Programs write in records (WithViews)
 	intercept    bool         // faults != nil || hook != nil
 	plans        sync.Map     // *store.Template -> *tplan
 	plansN       atomic.Int64 // entries in plans
 	lastPlan     atomic.Pointer[tplan]
 
 	mu      sync.Mutex
+	root    *layout // of records: no names yet
 	items   map[store.Key]*entry
 	byPK    map[string]map[string]struct{} // table partition key -> sort keys
 	indexes []indexState                   // parallel to schema.Indexes
@@ -48,11 +51,12 @@ type Store struct {
 	tokenGC int
 }
 
-// entry is a stored item. The map is never modified after it is stored
-// (copy on write), so it can be shared with stream records; a write
-// replaces it in the entry, which lives as long as the item.
+// entry is a stored item. The item (a map or a record) is never modified
+// after it is stored (copy on write), so it can be shared with stream
+// records; a write replaces it in the entry, which lives as long as the
+// item.
 type entry struct {
-	item store.Item
+	item img
 	size int
 	// part is the item's table partition (resolved once).
 	part *partition
@@ -149,6 +153,19 @@ func WithStream(on bool) Option { return func(s *Store) { s.stream = on } }
 // and Peek always return copies.
 func WithSharedResults(on bool) Option { return func(s *Store) { s.shared = on } }
 
+// WithViews makes the items a write hands back read-only views instead of
+// maps: WriteOutput.View instead of Attributes, ConditionFailedError.View
+// instead of Item, and the images of [Store.Stream] in [Record.OldImage]
+// and [Record.NewImage] (Old and New are then nil). Items that a
+// template's Program writes are then kept in slots, and no map is built
+// for them unless someone asks a view for one ([store.View.Item]): a write
+// copies a slice of values instead of a map. Views are immutable and shared,
+// whatever [WithSharedResults] says. The caller must read results with
+// [store.WriteOutput.Image] and [store.ConditionFailedError.Image]. Off by
+// default. Transactions' cancellation reasons, Get, BatchGet, Query, Items
+// and Peek still hand out maps.
+func WithViews(on bool) Option { return func(s *Store) { s.views, s.slots = on, on } }
+
 // WithHook sets a [Hook] called before every request.
 func WithHook(h Hook) Option { return func(s *Store) { s.hook = h } }
 
@@ -174,6 +191,7 @@ func New(opts ...Option) *Store {
 		byPK:         make(map[string]map[string]struct{}),
 		parts:        make(map[partKey]*partition),
 		tokens:       make(map[string]tokenEntry),
+		root:         &layout{index: map[string]int32{}},
 	}
 	for _, o := range opts {
 		o(s)
@@ -227,7 +245,7 @@ func (s *Store) Items() []store.Item {
 	slices.SortFunc(keys, compareKeys)
 	out := make([]store.Item, len(keys))
 	for i, k := range keys {
-		out[i] = clone(s.at(k).item)
+		out[i] = s.at(k).item.copyItem()
 	}
 	s.mu.Unlock()
 	return out
@@ -238,7 +256,7 @@ func (s *Store) Items() []store.Item {
 func (s *Store) Peek(key store.Key) store.Item {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return clone(s.at(key).item)
+	return s.at(key).item.copyItem()
 }
 
 // Len returns the number of items.

@@ -27,23 +27,51 @@ type Record struct {
 	// Keys is the item's key.
 	Keys store.Key
 	// Old is the item before the write (nil for INSERT); New the item after
-	// it (nil for REMOVE).
+	// it (nil for REMOVE). Both are nil with [WithViews].
 	Old, New store.Item
+	// OldView and NewView are Old and New as the store's read-only views,
+	// set instead of them with [WithViews]. Read either with
+	// [Record.OldImage] and [Record.NewImage].
+	OldView, NewView store.View
 	// At is the store clock's time when the write was applied.
 	At time.Time
+}
+
+// OldImage returns the item before the write: OldView, else Old; nil (a
+// nil interface) for INSERT.
+func (r *Record) OldImage() store.View { return viewOr(r.OldView, r.Old) }
+
+// NewImage returns the item after the write: NewView, else New; nil (a
+// nil interface) for REMOVE.
+func (r *Record) NewImage() store.View { return viewOr(r.NewView, r.New) }
+
+func viewOr(v store.View, it store.Item) store.View {
+	switch {
+	case v != nil:
+		return v
+	case it != nil:
+		return it
+	}
+	return nil
 }
 
 // emit appends the record of a committed change. Call with s.mu held.
 func (s *Store) emit(key store.Key, ev *evaluation, now int64) {
 	s.lastSeq++
 	r := Record{Seq: s.lastSeq, Keys: key, At: time.Unix(0, now).UTC()}
+	var old, new img
 	switch {
 	case ev.remove:
-		r.Event, r.Old = EventRemove, ev.old
+		r.Event, old = EventRemove, ev.old
 	case !ev.exists:
-		r.Event, r.New = EventInsert, ev.new
+		r.Event, new = EventInsert, ev.new
 	default:
-		r.Event, r.Old, r.New = EventModify, ev.old, ev.new
+		r.Event, old, new = EventModify, ev.old, ev.new
+	}
+	if s.views {
+		r.OldView, r.NewView = old.view(), new.view()
+	} else {
+		r.Old, r.New = old.item(), new.item()
 	}
 	s.records = append(s.records, r)
 	s.totals.StreamRecords++

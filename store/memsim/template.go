@@ -228,7 +228,7 @@ func (s *Store) fillView(e *entry, v *itemView, pl *tplan, src *itemView) {
 			v.size[i] = src.size[from[i]]
 			continue
 		}
-		x, has := e.item[name]
+		x, has := e.item.get(name)
 		v.attrs.Set(i, x, has)
 		v.size[i] = attrSize(name, x, has)
 	}
@@ -303,15 +303,23 @@ func (s *Store) runProgram(w *writeReq, ev *evaluation, v *itemView) bool {
 	if !pl.prog.Apply(w.bound.Values(), v.attrs, pl.head, v.out) {
 		return false
 	}
-	n := maps.Clone(ev.old)
+	var n store.Item
+	var r *record
+	if s.slots {
+		r = s.derive(ev.old, pl, v)
+	} else {
+		n = maps.Clone(ev.old.m)
+	}
 	ev.newSize, ev.changed, ev.keysMoved = ev.oldSize, false, pl.writesIndexKey
 	for i, h := range pl.head {
 		name := pl.names[h]
 		x, has := v.out.Get(i)
-		if has {
-			n[name] = x
-		} else {
-			delete(n, name)
+		if r == nil {
+			if has {
+				n[name] = x
+			} else {
+				delete(n, name)
+			}
 		}
 		size := attrSize(name, x, has)
 		v.next[i] = size
@@ -320,8 +328,38 @@ func (s *Store) runProgram(w *writeReq, ev *evaluation, v *itemView) bool {
 			ev.changed = true
 		}
 	}
-	ev.new, ev.touched, ev.programmed = n, w.bound.Touched(), true
+	ev.new, ev.touched, ev.programmed = img{m: n, r: r}, w.bound.Touched(), true
 	return true
+}
+
+// derive returns the record of old updated with the results of pl's
+// Program (in v.out): a copy of old's values with the written slots
+// replaced, in a layout extended by the attributes old lacked. Call with
+// s.mu held.
+func (s *Store) derive(old img, pl *tplan, v *itemView) *record {
+	o := s.slotted(old)
+	lay := o.lay
+	slots := lay.slotsOf(pl)
+	for i, j := range slots {
+		if _, has := v.out.Get(i); j < 0 && has {
+			lay = lay.extend(pl.names[pl.head[i]])
+		}
+	}
+	if lay != o.lay {
+		slots = lay.slotsOf(pl)
+	}
+	r, shared := o.grown(lay), true
+	for i, j := range slots {
+		if j < 0 {
+			continue // absent before and after
+		}
+		x, has := v.out.Get(i)
+		r.set(int(j), x, has, &shared)
+	}
+	if o.hasMap() {
+		r.base = o
+	}
+	return r
 }
 
 // updateView brings the views of e up to date after w replaced its item:

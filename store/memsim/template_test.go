@@ -69,15 +69,19 @@ type outcome struct {
 	Err        string
 	CondItem   store.Item
 	Reasons    []store.CancellationReason
+	// Views lists where a view handed out disagrees with its own map
+	// (empty for maps).
+	Views string
 }
 
-func observe(attrs store.Item, consumed store.Capacity, err error) outcome {
-	o := outcome{Attributes: attrs, Consumed: consumed}
+func observe(attrs store.View, consumed store.Capacity, err error) outcome {
+	o := outcome{Attributes: itemOf(attrs), Consumed: consumed, Views: viewFaults(attrs)}
 	if err != nil {
 		o.Err = fmt.Sprintf("%T: %v", err, err)
 		var cf *store.ConditionFailedError
 		if errors.As(err, &cf) {
-			o.CondItem = cf.Item
+			o.CondItem = itemOf(cf.Image())
+			o.Views += viewFaults(cf.Image())
 		}
 		var tc *store.TransactionCanceledError
 		if errors.As(err, &tc) {
@@ -85,6 +89,61 @@ func observe(attrs store.Item, consumed store.Capacity, err error) outcome {
 		}
 	}
 	return o
+}
+
+// itemOf returns the map of a view (nil for none).
+func itemOf(v store.View) store.Item {
+	if v == nil {
+		return nil
+	}
+	return v.Item()
+}
+
+// viewFaults returns where v's accessors disagree with its map (the map
+// itself is compared with the string path's).
+func viewFaults(v store.View) string {
+	if v == nil {
+		return ""
+	}
+	it, out := v.Item(), ""
+	if v.Len() != len(it) {
+		out += fmt.Sprintf("Len %d, map of %d; ", v.Len(), len(it))
+	}
+	all, nums := store.Item{}, store.Item{}
+	for name, x := range v.All() {
+		all[name] = x
+	}
+	for name, n := range v.Numbers() {
+		nums[name] = store.Int(n)
+	}
+	for name, x := range it {
+		got, ok := v.Get(name)
+		n, nok := v.Int(name)
+		str, sok := v.Str(name)
+		wn, wnok := x.AsInt()
+		ws, wsok := x.AsString()
+		if !ok || got != x || all[name] != x || n != wn || nok != wnok || str != ws || sok != wsok || (nums[name] == x) != wnok {
+			out += fmt.Sprintf("attribute %s: Get %v, All %v, Int %v, Str %q, Numbers %v; ", name, got, all[name], n, str, nums[name])
+		}
+	}
+	if len(all) != len(it) {
+		out += fmt.Sprintf("All yields %d; ", len(all))
+	}
+	if _, ok := v.Get("no such attribute"); ok {
+		out += "a missing attribute found; "
+	}
+	return out
+}
+
+// imagesOf returns the records with their images as maps, whether the
+// store handed them out as maps or views.
+func imagesOf(recs []memsim.Record) []memsim.Record {
+	for i := range recs {
+		r := &recs[i]
+		r.Old, r.New = itemOf(r.OldImage()), itemOf(r.NewImage())
+		r.OldView, r.NewView = nil, nil
+	}
+	return recs
 }
 
 // side is one of the two stores a differential test feeds, with its
@@ -127,8 +186,15 @@ func (sd *side) limiterShape(k store.Key) store.UpdateInput {
 		conds = append(conds, store.Name(store.AttrPK).Exists())
 	}
 	for _, l := range []string{"rpm", "tpm", "wcu"}[:g.Range("limits", 1, 3)] {
-		if g.Chance("floor", 60) {
+		switch {
+		case g.Chance("floor", 60):
 			conds = append(conds, store.Name("b_"+l+"_tk").GreaterThanEqual(num("floor")))
+		case g.Chance("route", 50):
+			// The limiter's refill route: enough tokens, or refilled
+			// far enough with no hold.
+			conds = append(conds, store.Or(store.Name("b_"+l+"_tk").GreaterThanEqual(num("floor")),
+				store.And(store.Name("rf").LessThanEqual(num("rfmax")), store.Name("b_"+l+"_tc").GreaterThanEqual(num("tcmin")),
+					store.Name("b_"+l+"_hd").NotExists())))
 		}
 		u = u.Add("b_"+l+"_tk", num("tk")).Add("b_"+l+"_tc", num("tc"))
 	}
@@ -177,15 +243,15 @@ func (sd *side) runDrawn() (string, outcome) {
 	case 0, 1:
 		in := g.PutInput(g.Key(), false)
 		out, err := st.Put(ctx, in)
-		return fmt.Sprintf("Put %+v", in), observe(out.Attributes, out.Consumed, err)
+		return fmt.Sprintf("Put %+v", in), observe(out.Image(), out.Consumed, err)
 	case 2, 3, 4:
 		in := g.UpdateInput(g.Key(), false)
 		out, err := st.Update(ctx, in)
-		return fmt.Sprintf("Update %+v", in), observe(out.Attributes, out.Consumed, err)
+		return fmt.Sprintf("Update %+v", in), observe(out.Image(), out.Consumed, err)
 	case 5:
 		in := g.DeleteInput(g.Key(), false)
 		out, err := st.Delete(ctx, in)
-		return fmt.Sprintf("Delete %+v", in), observe(out.Attributes, out.Consumed, err)
+		return fmt.Sprintf("Delete %+v", in), observe(out.Image(), out.Consumed, err)
 	case 6, 7:
 		in := g.TransactInput()
 		out, err := st.TransactWrite(ctx, in)
@@ -199,7 +265,7 @@ func (sd *side) runDrawn() (string, outcome) {
 	}
 	in := sd.limiterShape(g.Key())
 	out, err := st.Update(ctx, in)
-	return fmt.Sprintf("Update (limiter shape) %+v", in), observe(out.Attributes, out.Consumed, err)
+	return fmt.Sprintf("Update (limiter shape) %+v", in), observe(out.Image(), out.Consumed, err)
 }
 
 // TestTemplatePathMatchesStringPath runs the same random requests on two
@@ -216,22 +282,30 @@ func TestTemplatePathMatchesStringPath(t *testing.T) {
 		str := &side{g: &storegen.Gen{Src: pcgSource{rand.New(rand.NewPCG(seed, 1))}, NS: "t"}, st: memsim.New()}
 		tpl := &side{g: &storegen.Gen{Src: pcgSource{rand.New(rand.NewPCG(seed, 1))}, NS: "t", Build: templateBuild()},
 			st: memsim.New(), slots: true, cache: map[string]*store.Template{}}
-		strS, tplS := str.st, tpl.st
+		// The structured path again, its items in slots and its results
+		// handed out as views.
+		vw := &side{g: &storegen.Gen{Src: pcgSource{rand.New(rand.NewPCG(seed, 1))}, NS: "t", Build: templateBuild()},
+			st: memsim.New(memsim.WithViews(true)), slots: true, cache: map[string]*store.Template{}}
 		for i := range ops {
 			desc, want := str.runDrawn()
-			_, got := tpl.runDrawn()
-			if d := cmp.Diff(want, got, valueCmp); d != "" {
-				t.Fatalf("seed %d op %d: %s\n(-string path +template path):\n%s", seed, i, desc, d)
+			for _, sd := range []*side{tpl, vw} {
+				_, got := sd.runDrawn()
+				if d := cmp.Diff(want, got, valueCmp); d != "" {
+					t.Fatalf("seed %d op %d (views %v): %s\n(-string path +template path):\n%s", seed, i, sd == vw, desc, d)
+				}
 			}
 		}
-		if d := cmp.Diff(strS.Items(), tplS.Items(), valueCmp); d != "" {
-			t.Fatalf("seed %d: items differ:\n%s", seed, d)
-		}
-		if d := cmp.Diff(strS.Stream(0), tplS.Stream(0), valueCmp); d != "" {
-			t.Fatalf("seed %d: streams differ:\n%s", seed, d)
-		}
-		if d := cmp.Diff(strS.Totals(), tplS.Totals()); d != "" {
-			t.Fatalf("seed %d: totals differ:\n%s", seed, d)
+		strS := str.st
+		for _, st := range []*memsim.Store{tpl.st, vw.st} {
+			if d := cmp.Diff(strS.Items(), st.Items(), valueCmp); d != "" {
+				t.Fatalf("seed %d: items differ:\n%s", seed, d)
+			}
+			if d := cmp.Diff(strS.Stream(0), imagesOf(st.Stream(0)), valueCmp); d != "" {
+				t.Fatalf("seed %d: streams differ:\n%s", seed, d)
+			}
+			if d := cmp.Diff(strS.Totals(), st.Totals()); d != "" {
+				t.Fatalf("seed %d: totals differ:\n%s", seed, d)
+			}
 		}
 	}
 }
@@ -270,7 +344,7 @@ func TestTemplateFallsBackToStrings(t *testing.T) {
 				s := memsim.New()
 				mustPut(t, s, item(k, "n", 1))
 				out, err := s.Update(ctx, store.UpdateInput{Key: k, Expr: e, Return: store.ReturnAllNew})
-				outs[i] = observe(out.Attributes, out.Consumed, err)
+				outs[i] = observe(out.Image(), out.Consumed, err)
 			}
 			if d := cmp.Diff(outs[0], outs[1], valueCmp); d != "" {
 				t.Fatalf("(-by hand +template):\n%s", d)

@@ -77,7 +77,7 @@ func TestTemplateViewsFollowEachOther(t *testing.T) {
 					mustUpdate(t, tpl, other)
 				}
 				out, err := s.Update(ctx, in)
-				outs[side] = observe(out.Attributes, out.Consumed, err)
+				outs[side] = observe(out.Image(), out.Consumed, err)
 			}
 			if d := cmp.Diff(outs[0], outs[1], valueCmp); d != "" {
 				t.Fatalf("seed %d op %d (template %d, values %v) (-string path +template path):\n%s", seed, op, i, vals, d)

@@ -36,10 +36,10 @@ type writeReq struct {
 // without changing anything.
 type evaluation struct {
 	ent     *entry // the stored item's entry (nil when absent)
-	old     store.Item
+	old     img
 	oldSize int
 	exists  bool
-	new     store.Item // nil when the write deletes or only checks
+	new     img // none when the write deletes or only checks
 	newSize int
 	touched []string
 	// failed is set when the condition was false; err when the write is
@@ -189,7 +189,7 @@ func (s *Store) evaluate(w *writeReq, ev *evaluation) {
 		if view != nil {
 			ok = w.plan.prog.Check(w.bound.Values(), view.attrs)
 		} else {
-			ok, err = w.bound.Check(ev.old)
+			ok, err = w.bound.Check(ev.old.item())
 		}
 		if err != nil {
 			ev.err = err
@@ -210,8 +210,8 @@ func (s *Store) evaluate(w *writeReq, ev *evaluation) {
 		ev.remove = true
 		ev.changed = ev.exists
 	case wPut:
-		ev.new, ev.newSize = w.item, w.size
-		ev.changed = !ev.exists || !itemsEqual(ev.old, ev.new)
+		ev.new, ev.newSize = mapImg(w.item), w.size
+		ev.changed = !ev.exists || !itemsEqual(ev.old.item(), w.item)
 		ev.units = WriteUnits(max(ev.oldSize, ev.newSize))
 	case wUpdate:
 		switch {
@@ -223,14 +223,14 @@ func (s *Store) evaluate(w *writeReq, ev *evaluation) {
 		case ev.exists:
 			ev.new = ev.old
 		default:
-			ev.new = store.Item{s.schema.PartitionKey: store.Str(w.key.PK), s.schema.SortKey: store.Str(w.key.SK)}
+			ev.new = mapImg(store.Item{s.schema.PartitionKey: store.Str(w.key.PK), s.schema.SortKey: store.Str(w.key.SK)})
 		}
 		if !ev.exists || !w.hasUpd {
-			ev.newSize = ItemSize(ev.new)
+			ev.newSize = ItemSize(ev.new.item())
 			ev.changed = !ev.exists
 		}
 		if ev.keysMoved {
-			if err := s.checkIndexKeys(ev.new); err != nil {
+			if err := s.checkIndexKeys(ev.new.item()); err != nil {
 				ev.err = err
 				return
 			}
@@ -254,7 +254,7 @@ func (s *Store) applyUpdate(w *writeReq, ev *evaluation) bool {
 		{Name: s.schema.SortKey, Value: store.Str(w.key.SK)},
 	}
 	var chg [16]expr.Change // the update's changes, off the heap
-	n, touched, changes, err := w.bound.ApplyChanges(ev.old, keys, chg[:0])
+	n, touched, changes, err := w.bound.ApplyChanges(ev.old.item(), keys, chg[:0])
 	if err != nil {
 		ev.err = err
 		return false
@@ -263,7 +263,7 @@ func (s *Store) applyUpdate(w *writeReq, ev *evaluation) bool {
 		ev.units = WriteUnits(0)
 		return false
 	}
-	ev.new, ev.touched = n, touched
+	ev.new, ev.touched = mapImg(n), touched
 	s.accountChanges(w, ev, changes)
 	return true
 }
@@ -280,8 +280,8 @@ func (s *Store) accountChanges(w *writeReq, ev *evaluation, changes []expr.Chang
 	ev.newSize, ev.changed, ev.keysMoved = ev.oldSize, false, false
 	if changes == nil {
 		for _, name := range ev.touched {
-			ov, had := ev.old[name]
-			nv, has := ev.new[name]
+			ov, had := ev.old.get(name)
+			nv, has := ev.new.get(name)
 			s.account(ev, name, ov, had, nv, has, true)
 		}
 		return
@@ -327,7 +327,7 @@ func (s *Store) indexCost(ev *evaluation) {
 			// Same keys: only a ProjectAll entry is rewritten.
 			if ix.Projection == store.ProjectAll {
 				if pk, _, in := indexKey(ev.new, ix); in {
-					ev.index.add(indexWrite{i, pk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
+					ev.index.add(indexWrite{i, pk, WriteUnits(s.indexEntrySize(ev.new.item(), ev.newSize, ix))})
 				}
 			}
 			continue
@@ -341,14 +341,14 @@ func (s *Store) indexCost(ev *evaluation) {
 		switch {
 		case oin && nin && opk == npk && osk == nsk:
 			if ix.Projection == store.ProjectAll {
-				ev.index.add(indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
+				ev.index.add(indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new.item(), ev.newSize, ix))})
 			}
 		default:
 			if oin {
-				ev.index.add(indexWrite{i, opk, WriteUnits(s.indexEntrySize(ev.old, ev.oldSize, ix))})
+				ev.index.add(indexWrite{i, opk, WriteUnits(s.indexEntrySize(ev.old.item(), ev.oldSize, ix))})
 			}
 			if nin {
-				ev.index.add(indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
+				ev.index.add(indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new.item(), ev.newSize, ix))})
 			}
 		}
 	}
@@ -366,12 +366,12 @@ func (s *Store) isIndexKey(name string) bool {
 
 // indexKey returns the index key of it in ix, and whether it is in the
 // index (it has both key attributes, as strings).
-func indexKey(it store.Item, ix store.Index) (pk, sk string, ok bool) {
-	if it == nil {
+func indexKey(it img, ix store.Index) (pk, sk string, ok bool) {
+	if it.none() {
 		return "", "", false
 	}
-	pk, ok1 := it.Str(ix.PartitionKey)
-	sk, ok2 := it.Str(ix.SortKey)
+	pk, ok1 := it.str(ix.PartitionKey)
+	sk, ok2 := it.str(ix.SortKey)
 	return pk, sk, ok1 && ok2
 }
 
@@ -486,34 +486,52 @@ func (s *Store) commit(w *writeReq, ev *evaluation, now int64) {
 
 // result hands a stored item to a caller: a copy, unless the store shares
 // its immutable items ([WithSharedResults]).
-func (s *Store) result(it store.Item) store.Item {
+func (s *Store) result(it img) store.Item {
 	if s.shared {
-		return it
+		return it.item()
 	}
-	return clone(it)
+	return it.copyItem()
 }
 
-// returned builds a successful write's Attributes.
-func (s *Store) returned(r store.ReturnValue, ev *evaluation) store.Item {
+// returned sets a successful write's Attributes, or its View
+// ([WithViews]).
+func (s *Store) returned(out *store.WriteOutput, r store.ReturnValue, ev *evaluation) {
+	var it img
 	switch r {
 	case store.ReturnAllOld:
 		if ev.exists {
-			return s.result(ev.old)
+			it = ev.old
 		}
 	case store.ReturnAllNew:
-		return s.result(ev.new)
+		it = ev.new
 	case store.ReturnUpdatedOld:
-		return pick(ev.old, ev.touched)
+		out.Attributes = pick(ev.old, ev.touched)
 	case store.ReturnUpdatedNew:
-		return pick(ev.new, ev.touched)
+		out.Attributes = pick(ev.new, ev.touched)
 	}
-	return nil
+	switch {
+	case it.none():
+	case s.views:
+		out.View = it.view()
+	default:
+		out.Attributes = s.result(it)
+	}
 }
 
-func pick(it store.Item, names []string) store.Item {
+// failedWith sets the item a failed condition hands back: Item, or View
+// ([WithViews]).
+func (s *Store) failedWith(cf *store.ConditionFailedError, old img) {
+	if s.views {
+		cf.View = old.view()
+		return
+	}
+	cf.Item = s.result(old)
+}
+
+func pick(it img, names []string) store.Item {
 	var out store.Item
 	for _, n := range names {
-		if v, ok := it[n]; ok {
+		if v, ok := it.get(n); ok {
 			if out == nil {
 				out = make(store.Item, len(names))
 			}
@@ -568,14 +586,14 @@ func (s *Store) write(ctx context.Context, kind OpKind, w writeReq, prepErr erro
 			s.count(kind, outCondition, out.Consumed)
 			cf := &store.ConditionFailedError{}
 			if w.retOld && ev.exists {
-				cf.Item = s.result(ev.old)
+				s.failedWith(cf, ev.old)
 			}
 			err = cf
 			break
 		}
 		s.commit(&w, &ev, now)
 		s.count(kind, outOK, out.Consumed)
-		out.Attributes = s.returned(w.ret, &ev)
+		s.returned(&out, w.ret, &ev)
 	}
 	s.mu.Unlock()
 	w.bound.Release()

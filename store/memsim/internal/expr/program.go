@@ -5,8 +5,9 @@ import "github.com/shardlimit/limiter/store"
 // Program is a Fixed expression simple enough to run as a flat list of
 // steps over the attributes it names, without walking the tree and without
 // looking anything up: the shape of the writes store's builders make for a
-// rate limiter. Its condition is a conjunction of attribute_exists(#n),
-// attribute_not_exists(#n) and comparisons #n op :v; its actions are
+// rate limiter. Its condition is made of attribute_exists(#n),
+// attribute_not_exists(#n) and comparisons #n op :v joined by AND and OR;
+// its actions are
 // ADD #n :v, SET #n = :v, SET #n = if_not_exists(#m, :v), optionally
 // followed by + :d or - :d, and REMOVE #n, every #n a name placeholder.
 //
@@ -14,16 +15,20 @@ import "github.com/shardlimit/limiter/store"
 // Apply would fail, Program.Apply says so and the caller takes Apply for
 // DynamoDB's message.
 type Program struct {
+	// conds are the terms of the condition's top-level conjunction; an OR
+	// term's operands are in nodes.
 	conds []progCond
+	nodes []progCond
 	acts  []progAct
 }
 
 type progCond struct {
-	kind uint8 // cCmp or cFunc
+	kind uint8 // cCmp, cFunc; cAnd and cOr below the top level
 	cmp  uint8 // cCmp: the comparator
 	not  bool  // cFunc: attribute_not_exists
 	name int32 // name placeholder index
 	val  int32 // cCmp: value placeholder index
+	l, r int32 // cAnd, cOr: the operands' indexes in Program.nodes
 }
 
 // Program step kinds.
@@ -164,70 +169,94 @@ func ifNotExists(o *operandNode) (src, val int32, ok bool) {
 	return src, o.fn.args[1].ph, ok
 }
 
+// cond adds the terms of the conjunction c to pr.conds.
 func (pr *Program) cond(c *condNode) bool {
-	switch c.kind {
-	case cAnd:
+	if c.kind == cAnd {
 		return pr.cond(c.l) && pr.cond(c.r)
+	}
+	t, ok := pr.term(c)
+	pr.conds = append(pr.conds, t)
+	return ok
+}
+
+// term compiles c, adding the operands of an AND or OR to pr.nodes.
+func (pr *Program) term(c *condNode) (progCond, bool) {
+	switch c.kind {
+	case cAnd, cOr:
+		l, lok := pr.node(c.l)
+		r, rok := pr.node(c.r)
+		return progCond{kind: c.kind, l: l, r: r}, lok && rok
 	case cCmp:
 		n, ok := nameOperand(c.ops[0])
 		if !ok || c.ops[1].kind != oValue {
-			return false
+			return progCond{}, false
 		}
-		pr.conds = append(pr.conds, progCond{kind: cCmp, cmp: c.cmp, name: n, val: c.ops[1].ph})
-		return true
+		return progCond{kind: cCmp, cmp: c.cmp, name: n, val: c.ops[1].ph}, true
 	case cFunc:
 		if c.fn.name != "attribute_exists" && c.fn.name != "attribute_not_exists" || len(c.fn.args) != 1 {
-			return false
+			return progCond{}, false
 		}
 		n, ok := nameOperand(c.fn.args[0])
 		if !ok {
-			return false
+			return progCond{}, false
 		}
-		pr.conds = append(pr.conds, progCond{kind: cFunc, not: c.fn.name == "attribute_not_exists", name: n})
-		return true
+		return progCond{kind: cFunc, not: c.fn.name == "attribute_not_exists", name: n}, true
 	}
-	return false
+	return progCond{}, false
+}
+
+// node compiles c into pr.nodes and returns its index.
+func (pr *Program) node(c *condNode) (int32, bool) {
+	t, ok := pr.term(c)
+	pr.nodes = append(pr.nodes, t)
+	return int32(len(pr.nodes) - 1), ok
 }
 
 // Check evaluates the condition, with values args (by value placeholder),
 // on the item whose attribute of name placeholder i is attrs' i.
 func (pr *Program) Check(args []store.Value, attrs Attrs) bool {
-	for _, c := range pr.conds {
-		x, xok := attrs.Get(int(c.name))
-		if c.kind == cFunc {
-			if xok == c.not {
-				return false
-			}
-			continue
-		}
-		y := args[c.val]
-		var ok bool
-		switch c.cmp {
-		case cmpEQ:
-			ok = xok && x == y
-		case cmpNE:
-			ok = !(xok && x == y)
-		default:
-			if !xok || x.Kind() != y.Kind() {
-				return false
-			}
-			r := compareValues(x, y)
-			switch c.cmp {
-			case cmpLT:
-				ok = r < 0
-			case cmpLE:
-				ok = r <= 0
-			case cmpGT:
-				ok = r > 0
-			default:
-				ok = r >= 0
-			}
-		}
-		if !ok {
+	for i := range pr.conds {
+		if !pr.holds(&pr.conds[i], args, attrs) {
 			return false
 		}
 	}
 	return true
+}
+
+// holds evaluates one term of the condition. No term can fail (a
+// comparison of different types is false), so AND and OR need not say
+// which operand they evaluated.
+func (pr *Program) holds(c *progCond, args []store.Value, attrs Attrs) bool {
+	switch c.kind {
+	case cAnd:
+		return pr.holds(&pr.nodes[c.l], args, attrs) && pr.holds(&pr.nodes[c.r], args, attrs)
+	case cOr:
+		return pr.holds(&pr.nodes[c.l], args, attrs) || pr.holds(&pr.nodes[c.r], args, attrs)
+	}
+	x, xok := attrs.Get(int(c.name))
+	if c.kind == cFunc {
+		return xok != c.not
+	}
+	y := args[c.val]
+	switch c.cmp {
+	case cmpEQ:
+		return xok && x == y
+	case cmpNE:
+		return !(xok && x == y)
+	}
+	if !xok || x.Kind() != y.Kind() {
+		return false
+	}
+	r := compareValues(x, y)
+	switch c.cmp {
+	case cmpLT:
+		return r < 0
+	case cmpLE:
+		return r <= 0
+	case cmpGT:
+		return r > 0
+	}
+	return r >= 0
 }
 
 // Apply computes the result of each action (as for Check, over args and

@@ -1,0 +1,75 @@
+package store
+
+import "iter"
+
+// View is a read-only view of one item's attributes: an [Item] is one, and
+// a backend may hand out its own (memsim's WithViews) so that a write's
+// result costs no map. A View is never modified once handed out; it is safe
+// for concurrent use.
+type View interface {
+	// Get returns the value of attribute name, and whether there is one.
+	Get(name string) (Value, bool)
+	// Int returns the number stored under name, and whether there was one.
+	Int(name string) (int64, bool)
+	// Str returns the string stored under name, and whether there was one.
+	Str(name string) (string, bool)
+	// Len returns the number of attributes, key attributes included.
+	Len() int
+	// All yields every attribute. The order is the view's own: fixed for
+	// a given view, unspecified across views.
+	All() iter.Seq2[string, Value]
+	// Numbers yields every number attribute, in All's order.
+	Numbers() iter.Seq2[string, int64]
+	// Item returns the attributes as an Item. The map may be the view's
+	// own, built once and shared: the caller must not modify it.
+	Item() Item
+}
+
+var _ View = Item(nil)
+
+// Get returns the value of attribute name, and whether there is one.
+func (it Item) Get(name string) (Value, bool) {
+	v, ok := it[name]
+	return v, ok
+}
+
+// Len returns the number of attributes of it (0 for nil).
+func (it Item) Len() int { return len(it) }
+
+// All yields every attribute of it, in no particular order.
+func (it Item) All() iter.Seq2[string, Value] {
+	return func(yield func(string, Value) bool) {
+		for k, v := range it {
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
+}
+
+// Item returns it itself: an Item is its own [View].
+func (it Item) Item() Item { return it }
+
+// viewOf returns v as a View, or a nil View when it holds nothing.
+func viewOf(v View, it Item) View {
+	if v != nil {
+		return v
+	}
+	if it != nil {
+		return it
+	}
+	return nil
+}
+
+// Image returns what the write handed back: View when the backend set it,
+// else Attributes; nil (a nil interface) when neither holds an item.
+func (o WriteOutput) Image() View { return viewOf(o.View, o.Attributes) }
+
+// Image returns the item as it stood, as the backend handed it back: View
+// when set, else Item; nil (a nil interface) when there is none.
+func (e *ConditionFailedError) Image() View {
+	if e == nil {
+		return nil
+	}
+	return viewOf(e.View, e.Item)
+}
