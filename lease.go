@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 
 	"github.com/shardlimit/limiter/bucket"
@@ -26,19 +27,24 @@ type Lease struct {
 
 type leasePart struct {
 	p      bucketPlan
-	n      int64
 	net    map[string]int64 // millitokens adjusted beyond the acquire, per limit
 	states []LimitState     // as the acquire's write left the bucket (computed when asked)
 	// What the states are computed from: the item the write returned and
 	// when (or, for a pooled part, the pool's holdings are added).
 	img *engine.Image
 	at  int64
-	// The shard and the flags last, in one word (see soloLease): a shard
-	// number is below keys.MaxShards.
-	shard  int32
+	// The shard count, the shard and the flags last, in one word (see
+	// soloLease): both are at most keys.MaxShards.
+	n      int32
+	shard  int16
 	pooled bool // served with reservations: refunds go to the pool
 	ok     bool // states computed
 }
+
+// shardCount narrows a bucket's shard count for a leasePart. A count comes
+// from the bucket's item; a write never makes one above keys.MaxShards, and
+// one read from a damaged item saturates rather than wraps.
+func shardCount(n int64) int32 { return int32(min(max(n, 0), math.MaxInt32)) }
 
 // limitStates returns the part's states, computing them the first time.
 // The caller holds le.mu.
@@ -46,7 +52,7 @@ func (le *Lease) limitStates(i int) []LimitState {
 	part := &le.parts[i]
 	if !part.ok {
 		part.ok = true
-		part.states = part.p.states(part.p.Views(part.img, part.n, part.at, false, false))
+		part.states = part.p.states(part.p.Views(part.img, int64(part.n), part.at, false, false))
 		if part.pooled && le.l.pools != nil {
 			for j := range part.states {
 				held := le.l.pools.Held(part.p.Ref, part.states[j].Limit.Name, part.at)
@@ -218,7 +224,7 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 			tr.ev.Path = PathPool
 			continue
 		}
-		m := engine.NewAdjust(l.mem, part.p.WithAmounts(milli), int(part.shard), part.n)
+		m := engine.NewAdjust(l.mem, part.p.WithAmounts(milli), int(part.shard), int64(part.n))
 		now := l.nowMs()
 		step, _ := l.drive(ctx, tr, now, m.Start(now), m.Feed)
 		if step.Err != nil {

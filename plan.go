@@ -61,7 +61,7 @@ func (bp bucketPlan) rateLimited(rf *engine.Refusal) *RateLimitedError {
 
 // part is the lease part of a charged bucket.
 func (bp bucketPlan) part(m *engine.Charge, now int64) leasePart {
-	return leasePart{p: bp, shard: int32(m.Shard), n: m.N, img: m.Img, at: now}
+	return leasePart{p: bp, shard: int16(m.Shard), n: shardCount(m.N), img: m.Img, at: now}
 }
 
 // LocalRefusalAge is the oldest item of a bucket a refusal is answered

@@ -20,7 +20,7 @@ func (l *Limiter) reserved(ctx context.Context, tr *trace, p bucketPlan) (lease 
 	l.returnPools(ctx, tr, l.pools.Expired(p.Ref, now, false))
 	if sv, ok := l.pools.Take(p.Plan, now); ok {
 		tr.ev.Path = PathPool
-		part := leasePart{p: p, shard: int32(sv.Shard), n: sv.N, pooled: true, img: l.mem.View(p.Ref, sv.Shard).Img, at: now}
+		part := leasePart{p: p, shard: int16(sv.Shard), n: shardCount(sv.N), pooled: true, img: l.mem.View(p.Ref, sv.Shard).Img, at: now}
 		return oneLease(l, part), nil, true
 	}
 	extra := l.pools.Extra(p.Plan, l.mem.Count(p.Ref), now)
@@ -54,7 +54,7 @@ func (l *Limiter) reserved(ctx context.Context, tr *trace, p bucketPlan) (lease 
 		l.pools.Granted(p.Plan, now)
 		tr.ev.Reserved = tokensOf(extra)
 		l.returnPools(ctx, tr, []*engine.Return{l.pools.Add(p.Plan, extra, m.Shard, m.N, m.Gen, now, m.Until)})
-		part := leasePart{p: p, shard: int32(m.Shard), n: m.N, pooled: true, img: l.mem.View(p.Ref, m.Shard).Img, at: now}
+		part := leasePart{p: p, shard: int16(m.Shard), n: shardCount(m.N), pooled: true, img: l.mem.View(p.Ref, m.Shard).Img, at: now}
 		return oneLease(l, part), nil, true
 	}
 	return nil, step.Err, true

@@ -254,6 +254,7 @@ func New(cfg Config) (*Sim, error) {
 		// (the limiter decodes them, the checkers read the stream's
 		// images), so the copy per write is saved.
 		memsim.WithSharedResults(true),
+		memsim.WithViews(true),
 	}
 	if wl.PartitionWCU > 0 {
 		opts = append(opts, memsim.WithPartitionLimits(wl.PartitionWCU, 3*wl.PartitionWCU))

@@ -73,3 +73,12 @@ func (e *ConditionFailedError) Image() View {
 	}
 	return viewOf(e.View, e.Item)
 }
+
+// ItemOfView returns v's attributes as an [Item] (a view builds it at most
+// once), or nil for a nil view.
+func ItemOfView(v View) Item {
+	if v == nil {
+		return nil
+	}
+	return v.Item()
+}

@@ -63,7 +63,7 @@ func (a *Adjust) Feed(r Result, now int64) Step {
 		if a.creating {
 			img, _ := Decode(*a.put)
 			a.m.learn(a.p.Ref, a.shard, img, 0, now, lat, a.p)
-		} else if img, err := decodeFor(a.p, r.Write.Attributes, nil); err == nil && img != nil {
+		} else if img, err := decodeFor(a.p, r.Write.Image(), nil); err == nil && img != nil {
 			a.m.learn(a.p.Ref, a.shard, img, 0, now, lat, a.p)
 		}
 		return Step{Done: true}

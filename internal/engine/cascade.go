@@ -192,7 +192,7 @@ func (c *Cascade) afterUndo(r Result, now int64) CascadeStep {
 	o := c.Sides[c.undoIdx]
 	switch {
 	case r.Err == nil:
-		if img, err := decodeFor(o.p, r.Write.Attributes, nil); err == nil && img != nil {
+		if img, err := decodeFor(o.p, r.Write.Image(), nil); err == nil && img != nil {
 			o.m.learn(o.p.Ref, o.Shard, img, 0, now, r.latency(now), c.undo)
 		}
 		return *c.settled

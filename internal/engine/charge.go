@@ -317,7 +317,7 @@ func (c *Charge) write(ex store.Expr, path Path, q *Plan) Step {
 
 func (c *Charge) afterWrite(r Result, now int64) Step {
 	if r.Err == nil {
-		img, err := c.decode(r.Write.Attributes, true)
+		img, err := c.decode(r.Write.Image(), true)
 		if err == nil {
 			return c.charged(img, now) // it ends the write in flight
 		}
@@ -589,7 +589,7 @@ func (c *Charge) double(now int64, after func() Step) Step {
 
 func (c *Charge) afterDouble(r Result, now int64) Step {
 	if r.Err == nil {
-		img, _ := Decode(r.Write.Attributes)
+		img, _ := Decode(r.Write.Image())
 		c.m.learn(c.p.Ref, 0, img, 2*c.n, now, c.lat, nil)
 		c.m.setPendingDoubling(c.p.Ref, 0, now)
 		c.n, c.tried = 2*c.n, c.tried[:0]
@@ -610,18 +610,18 @@ func (c *Charge) afterDouble(r Result, now int64) Step {
 		return Step{Err: r.Err}
 	}
 	c.m.setPendingDoubling(c.p.Ref, 0, now)
-	if m, ok := cf.Item.Int(keys.AttrShardCount); ok && m > c.n {
+	if m, ok := store.ItemOfView(cf.Image()).Int(keys.AttrShardCount); ok && m > c.n {
 		c.m.learn(c.p.Ref, 0, nil, m, now, c.lat, nil) // someone else doubled first
 		c.n, c.tried = m, c.tried[:0]
 		return c.nextShard(now)
 	}
-	if m, _ := cf.Item.Int(keys.AttrShardCount); m == c.n && !c.redoubled {
+	if m, _ := store.ItemOfView(cf.Image()).Int(keys.AttrShardCount); m == c.n && !c.redoubled {
 		// Still at our count, so shard 0 holds other limits than this
 		// plan's (a configuration change no write brought it to yet): the
 		// doubling resets the guards of the limits it holds, so make it
 		// again with those, once.
 		c.redoubled = true
-		in := keys.DoubleShards(c.p.Ref, c.n, keys.LimitsOf(cf.Item))
+		in := keys.DoubleShards(c.p.Ref, c.n, keys.LimitsOf(store.ItemOfView(cf.Image())))
 		return Step{Path: PathDouble, Call: &Call{Update: &in}}
 	}
 	return c.after() // shard 0 is missing or odd: the next acquire creates it
@@ -771,9 +771,9 @@ func conditionImage(p *Plan, err error) (*Image, error) {
 		return nil, err
 	}
 	if p == nil {
-		return Decode(cf.Item)
+		return Decode(cf.Image())
 	}
-	return decodeFor(p, cf.Item, nil)
+	return decodeFor(p, cf.Image(), nil)
 }
 
 // conditionImage is conditionImage with the quick decoder for the plan.
@@ -782,13 +782,13 @@ func (c *Charge) conditionImage(err error) (*Image, error) {
 	if !errors.As(err, &cf) {
 		return nil, err
 	}
-	return c.decode(cf.Item, false)
+	return c.decode(cf.Image(), false)
 }
 
 // decode is decodeFor for the machine's plan, into Spare the first time
 // it can be; written says the item is what a successful charge write
 // returned (decodeWritten).
-func (c *Charge) decode(it store.Item, written bool) (*Image, error) {
+func (c *Charge) decode(it store.View, written bool) (*Image, error) {
 	img, err := decodeQuick(c.p, it, c.Spare, written) // decodeWritten or decodeFor
 	switch {
 	case c.Spare == nil:

@@ -368,7 +368,7 @@ func (r *Reserve) Feed(res Result, now int64) Step {
 	lat := res.latency(now)
 	r.lat = lat
 	if res.Err == nil {
-		img, err := Decode(res.Write.Attributes)
+		img, err := Decode(res.Write.Image())
 		if err != nil || img == nil || !img.holds {
 			return Step{Err: errors.Join(err, errors.New("limiter: a reservation's write returned no hold generation"))}
 		}

@@ -11,7 +11,7 @@ import (
 // Image is a bucket item as decoded from the store: the item a write
 // returned (ALL_NEW), or the one a failed write returned (ALL_OLD).
 type Image struct {
-	raw        store.Item
+	raw        store.View
 	rf         int64
 	hash       int64
 	shardCount int64
@@ -41,8 +41,8 @@ type guard struct{ fl, fh int64 }
 func (im *Image) known(s *spec) bool { return im.pt != nil && s.tmpl == im.pt }
 
 // Decode decodes a bucket item; a nil item decodes to a nil Image.
-func Decode(it store.Item) (*Image, error) {
-	if it == nil {
+func Decode(it store.View) (*Image, error) {
+	if it == nil || it.Len() == 0 {
 		return nil, nil
 	}
 	comp, err := bucket.Decode(it.Numbers())
@@ -126,7 +126,7 @@ func (im *Image) index(s *spec) int {
 }
 
 // guardsOf reads the guard fields of s's limit from an item.
-func guardsOf(it store.Item, s *spec) (fl, fh int64) {
+func guardsOf(it store.View, s *spec) (fl, fh int64) {
 	fl, okl := it.Int(s.fl)
 	fh, okh := it.Int(s.fh)
 	if !okl || !okh { // written by a layout without guards: treat as unknown
@@ -192,7 +192,7 @@ const baseAttrs = 13
 // that the plan does not know); anything else is decoded in full. The
 // image is built in dst when dst is not nil (it must be a zero Image),
 // else allocated; the full decoder always allocates.
-func decodeFor(p *Plan, it store.Item, dst *Image) (*Image, error) {
+func decodeFor(p *Plan, it store.View, dst *Image) (*Image, error) {
 	return decodeQuick(p, it, dst, false)
 }
 
@@ -209,16 +209,16 @@ func decodeFor(p *Plan, it store.Item, dst *Image) (*Image, error) {
 // write changes (balance, total consumed, guards, rf) are read and
 // checked as decodeFor does. An item whose hash differs, or an item of a
 // failed write, is decoded as decodeFor decodes it.
-func decodeWritten(p *Plan, it store.Item, dst *Image) (*Image, error) {
+func decodeWritten(p *Plan, it store.View, dst *Image) (*Image, error) {
 	return decodeQuick(p, it, dst, true)
 }
 
 // decodeQuick is decodeFor, or decodeWritten when written is set.
-func decodeQuick(p *Plan, it store.Item, dst *Image, written bool) (*Image, error) {
-	if it == nil {
+func decodeQuick(p *Plan, it store.View, dst *Image, written bool) (*Image, error) {
+	if it == nil || it.Len() == 0 {
 		return nil, nil
 	}
-	if len(it) != baseAttrs+8*len(p.specs) {
+	if it.Len() != baseAttrs+8*len(p.specs) {
 		return Decode(it)
 	}
 	num := func(name string) (int64, bool) { return it.Int(name) }

@@ -115,8 +115,8 @@ func TestDecodeForTakesTheQuickPath(t *testing.T) {
 	}
 	for _, n := range []int64{0, -2} {
 		it[keys.AttrShardCount] = store.Int(n)
-		for name, decode := range map[string]func(store.Item) (*Image, error){
-			"quick": func(it store.Item) (*Image, error) { return decodeFor(p, it, nil) }, "full": Decode,
+		for name, decode := range map[string]func(store.View) (*Image, error){
+			"quick": func(it store.View) (*Image, error) { return decodeFor(p, it, nil) }, "full": Decode,
 		} {
 			if im, err := decode(it); err != nil || im.ShardCount() != 1 {
 				t.Errorf("%s decoder, shard_count %d: %d shards (%v), want 1", name, n, im.ShardCount(), err)

@@ -56,7 +56,7 @@ func TestWritesKeepTheExpiry(t *testing.T) {
 	// A normal write: its change to the expiry lands on top of what an
 	// adjust pushed meanwhile.
 	im := image(t, shape{rf: T - 200, tk: map[string]int64{"rps": 500}}.item(p))
-	st = sim(t, im.raw)
+	st = sim(t, im.raw.Item())
 	seen, _ := im.raw.Int(store.AttrTTL)
 	push := map[string]int64{store.AttrTTL: seen + 60}
 	if _, err := st.Update(context.Background(), store.UpdateInput{Key: bucketRef.Key(),
@@ -71,7 +71,7 @@ func TestWritesKeepTheExpiry(t *testing.T) {
 	if got := attr(t, st, bucketRef, 0, store.AttrTTL); got != want {
 		t.Fatalf("ttl %d after the normal write, want %d (its change on top of the push)", got, want)
 	}
-	noTTL := im.raw.Clone()
+	noTTL := im.raw.Item().Clone()
 	delete(noTTL, store.AttrTTL)
 	st = sim(t, noTTL)
 	if err := apply(st, ex); !errors.Is(err, store.ErrConditionFailed) {
@@ -85,7 +85,7 @@ func TestWritesKeepTheExpiry(t *testing.T) {
 func TestTheNormalWriteRequiresTheImagesHash(t *testing.T) {
 	p := plan1(bucketRef)
 	im := image(t, shape{rf: T - 200, tk: map[string]int64{"rps": 500}}.item(p))
-	moved := im.raw.Clone()
+	moved := im.raw.Item().Clone()
 	moved[attrLimitsHash] = store.Int(p.hash + 1) // rewritten for another configuration, same rf
 	st := sim(t, moved)
 	ex, _ := p.normal(im, 1, T, true, nil)
@@ -94,12 +94,12 @@ func TestTheNormalWriteRequiresTheImagesHash(t *testing.T) {
 	}
 	// And it sets the hash of the limits it writes for.
 	other := NewPlan(bucketRef, []Limit{perSecond("rps", 20)}, map[string]int64{"rps": 1})
-	st = sim(t, im.raw)
+	st = sim(t, im.raw.Item())
 	ex, _ = other.normal(im, 1, T, true, nil)
 	if err := apply(st, ex); err != nil || attr(t, st, bucketRef, 0, attrLimitsHash) != other.hash {
 		t.Fatalf("%v: hash %d, want the new configuration's", err, attr(t, st, bucketRef, 0, attrLimitsHash))
 	}
-	st = sim(t, im.raw)
+	st = sim(t, im.raw.Item())
 	ex, _ = p.normal(im, 1, T, true, nil)
 	if err := apply(st, ex); err != nil || attr(t, st, bucketRef, 0, attrLimitsHash) != p.hash {
 		t.Fatalf("%v: hash %d, want the plan's", err, attr(t, st, bucketRef, 0, attrLimitsHash))
@@ -169,7 +169,7 @@ func TestTheExpiryCoversDebt(t *testing.T) {
 		amounts["l00"] = 30 // 3 bursts: 2 bursts of debt
 		q := NewPlan(bucketRef, limits, amounts)
 		im := image(t, shape{rf: T}.item(q))
-		st := sim(t, im.raw)
+		st := sim(t, im.raw.Item())
 		ex, err := q.normal(im, 1, T, false, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -251,7 +251,7 @@ func TestARewritingNormalWriteKeepsTheExpiry(t *testing.T) {
 	old := plan1(bucketRef)
 	im := image(t, shape{rf: T - 5000}.item(old))                                              // full
 	q := NewPlan(bucketRef, []Limit{rps10, perSecond("tpm", 10)}, map[string]int64{"rps": 30}) // 3 bursts: 2 of debt
-	st := sim(t, im.raw)
+	st := sim(t, im.raw.Item())
 	ex, err := q.normal(im, 1, T, false, nil)
 	if err != nil {
 		t.Fatal(err)
