@@ -419,6 +419,9 @@ func (c *Charge) charged(img *Image, now int64) Step {
 		c.inFlight = false
 	}
 	c.m.landedLocked(c.p.Ref, c.shard, noted, c.n, c.view.busyness(now), img, n, now, c.lat, c.mine)
+	if c.path == PathFull || c.path == PathNormal || c.path == PathCreate {
+		c.m.ownRefillLocked(c.p.Ref, c.shard, img)
+	}
 	c.m.mu.Unlock()
 	c.billed = 0 // the write charged them
 	if n > 0 {

@@ -521,7 +521,11 @@ func (v ShardView) ahead(s *spec, n, now int64) int64 {
 
 // blind returns the first write to a shard, made from this client's last
 // view of it: the full reset when the view says every limit is full by now
-// and no other writer has likely touched it since; the normal write when
+// and no other writer has likely touched it since (by the client's
+// estimate of their rate, or, before it has one, when the item's rf is
+// its own: processes that start on a bucket together, each with an item
+// another refilled, would all make the full write, which one of them
+// wins); the normal write when
 // the stored tokens run low (refresh); else the speculative charge, with
 // headroom burnt on a shared shard near its ceiling.
 func (p *Plan) blind(v ShardView, n, now int64, draw float64) (store.Expr, Path, error) {
@@ -530,7 +534,7 @@ func (p *Plan) blind(v ShardView, n, now int64, draw float64) (store.Expr, Path,
 		ex, err := p.speculative(n, now, nil)
 		return ex, PathSpeculative, err
 	}
-	if im.fullBy(p, now) && v.othersSince(now) < 0.5 {
+	if im.fullBy(p, now) && v.othersSince(now) < 0.5 && (v.OwnRefill || v.RateAt != 0 || v.Rate > 0) {
 		if im.holds { // pools hold part of the burst: see hold.go
 			ex, err := p.fullHeld(im, n, now, 0)
 			return ex, PathFull, err

@@ -335,8 +335,9 @@ func TestRetryable(t *testing.T) {
 }
 
 // blind: the full write when the image says full by now and under half
-// another writer's write came since; the normal write when refresh says
-// so; else the speculative write.
+// another writer's write came since (by the client's estimate; before it
+// has one, only on an item of its own refill); the normal write when
+// refresh says so; else the speculative write.
 func TestBlindChoosesFromTheView(t *testing.T) {
 	p := plan1(bucketRef)
 	full := image(t, shape{rf: T - 1000}.item(p))
@@ -350,9 +351,14 @@ func TestBlindChoosesFromTheView(t *testing.T) {
 	}{
 		{"nothing known", ShardView{}, 1, PathSpeculative},
 		{"an image at another count", ShardView{Img: full, At: T}, 2, PathSpeculative},
-		{"full, alone", ShardView{Img: full, At: T - 10, Others: 0.049}, 1, PathFull},
-		{"full exactly now", ShardView{Img: image(t, shape{rf: T - 1000, tk: map[string]int64{"rps": 0}}.item(p)), At: T - 1000}, 1, PathFull},
-		{"full, half a write by others since", ShardView{Img: full, At: T - 10, Others: 0.05}, 1, PathSpeculative},
+		{"full, alone", ShardView{Img: full, At: T - 10, Others: 0.049, Rate: 0.049}, 1, PathFull},
+		{"full exactly now", ShardView{Img: image(t, shape{rf: T - 1000, tk: map[string]int64{"rps": 0}}.item(p)), At: T - 1000, OwnRefill: true}, 1, PathFull},
+		{"full, half a write by others since", ShardView{Img: full, At: T - 10, Others: 0.05, Rate: 0.05}, 1, PathSpeculative},
+		// Before the client's first estimate: an item of its own refill
+		// says full; one another writer refilled says nothing of others.
+		{"full, no estimate, its own refill", ShardView{Img: full, At: T - 10, OwnRefill: true}, 1, PathFull},
+		{"full, no estimate, another's refill", ShardView{Img: full, At: T - 10}, 1, PathSpeculative},
+		{"full, an estimate of no one else, another's refill", ShardView{Img: full, At: T - 10, RateAt: T - 500}, 1, PathFull},
 		{"short, the refill route pays", ShardView{Img: short, At: T}, 1, PathSpeculative},
 		{"short, refill pays, fh drifted", ShardView{Img: drift, At: T}, 1, PathNormal},
 	} {

@@ -90,8 +90,21 @@ func image(t *testing.T, it store.Item) *Image {
 }
 
 // knows makes m hold it as the client's last image of its shard, received
-// at at, and n as the bucket's shard count.
+// at at, and n as the bucket's shard count: an item its own write returned,
+// rf its own.
 func knows(t *testing.T, m *Memory, ref keys.Bucket, it store.Item, n, at int64) {
+	t.Helper()
+	shard, _ := it.Int(keys.AttrShard)
+	im := image(t, it)
+	m.learn(ref, int(shard), im, n, at, 0, nil)
+	m.mu.Lock()
+	m.ownRefillLocked(ref, int(shard), im) // as if its own write had returned it
+	m.mu.Unlock()
+}
+
+// heard makes m hold it as the client's last image of its shard, received
+// at at, an item another writer refilled (a failed write returned it).
+func heard(t *testing.T, m *Memory, ref keys.Bucket, it store.Item, n, at int64) {
 	t.Helper()
 	shard, _ := it.Int(keys.AttrShard)
 	m.learn(ref, int(shard), image(t, it), n, at, 0, nil)

@@ -97,6 +97,9 @@ type shardInfo struct {
 	promise  int64
 	binding  bool // the promise came from a throttle (ShardView.Binding)
 	throttle throttleWindow
+	// ownRefill says img's rf is this client's: the write that returned
+	// it set rf (full, normal, create). See ShardView.OwnRefill.
+	ownRefill bool
 }
 
 // rateWindowMs is the shortest stretch of time an estimate is taken over:
@@ -157,6 +160,12 @@ type ShardView struct {
 	// Promise, acquires are refused locally whatever the item shows.
 	Promise int64
 	Binding bool
+	// OwnRefill says the item's rf was set by this client's own write,
+	// which returned the item: a full item of its own refill says the
+	// bucket is full by now unless others wrote since, which the rates say.
+	// An item another writer refilled says nothing of that until the
+	// client has measured the others (see Plan.blind).
+	OwnRefill bool
 }
 
 // never is the expiry of the memory's entries, and epoch the time of its
@@ -243,7 +252,7 @@ func (m *Memory) shardOf(ref keys.Bucket, shard int) *shardInfo {
 }
 
 func (si *shardInfo) view() ShardView {
-	v := ShardView{Img: si.img, At: si.at, Rate: si.rate, Others: si.others, RateAt: si.rateAt, Provisional: si.provisional, Promise: si.promise, Binding: si.binding}
+	v := ShardView{Img: si.img, At: si.at, Rate: si.rate, Others: si.others, RateAt: si.rateAt, Provisional: si.provisional, Promise: si.promise, Binding: si.binding, OwnRefill: si.ownRefill}
 	if si.inflight > 0 {
 		// Writes of this process are in flight on the shard: its writers
 		// compete with each other as other processes' would, so for the
@@ -304,7 +313,7 @@ func (m *Memory) learnIn(b *bucketInfo, fresh bool, shard int, img *Image, n, no
 	si.own(mine)
 	w, ok := img.writes()
 	if !ok {
-		si.img, si.at = img, now
+		si.img, si.at, si.ownRefill = img, now, false
 		return
 	}
 	if si.img != nil {
@@ -315,7 +324,7 @@ func (m *Memory) learnIn(b *bucketInfo, fresh bool, shard int, img *Image, n, no
 			return
 		}
 	}
-	si.img, si.at = img, now
+	si.img, si.at, si.ownRefill = img, now, false
 	if lat > maxRateLatency {
 		// A slow answer describes the item as it was up to lat ms ago: no
 		// rate is taken from it (what mine added stays in the window).
@@ -468,6 +477,17 @@ func (m *Memory) promisedIn(b *bucketInfo, shard int, at int64) {
 	}
 	if si := b.shards[shard]; si != nil {
 		si.promise, si.binding = at, false
+	}
+}
+
+// ownRefillLocked records that img, the shard's item, was returned by a
+// write of this client that set its rf (ShardView.OwnRefill); the caller
+// holds m.mu.
+func (m *Memory) ownRefillLocked(ref keys.Bucket, shard int, img *Image) {
+	if b := m.get(idOf(ref)); b != nil {
+		if si := b.shards[shard]; si != nil && si.img == img {
+			si.ownRefill = true
+		}
 	}
 }
 

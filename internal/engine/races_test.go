@@ -358,3 +358,27 @@ func TestStoryThrottleOnAFullQuietBucketIsNoRefusal(t *testing.T) {
 		t.Fatalf("the next acquire: %q, want the store asked", describe(s))
 	}
 }
+
+// Two processes start on a bucket another writer keeps below its burst:
+// its item, full at T-140 when each got it, says full by now. Neither has
+// measured the others yet. A got the item from its own full write: it
+// knows when its own refill is full again, and writes the full write,
+// which finds the bucket below its burst (the other writer consumed
+// since) and retries. B got the item from another writer's refill: a full
+// item of someone else's says nothing of whether they wrote since, so B
+// writes the consumption-only write, which lands. (128 processes starting
+// at once, each with one item of another's refill, all made the full
+// write, which only one wins.)
+func TestStoryAnItemAnotherRefilledSaysNothingOfTheOthers(t *testing.T) {
+	p := plan1(bucketRef)
+	seen := shape{rf: T - 1140}.item(p)
+	st := sim(t, shape{rf: T - 5, tk: map[string]int64{"rps": 9000}}.item(p)) // full at T+95
+	ma, mb := NewMemory(0), NewMemory(0)
+	knows(t, ma, bucketRef, seen, 1, T-140)
+	heard(t, mb, bucketRef, seen, 1, T-140)
+	a := NewCharge(ma, p, picks(), Options{})
+	sa := play(t, st, a.Start(T), a.Feed, T, "update 0 full", "update 0 retry")
+	play(t, st, sa, a.Feed, T, "update 0 retry", "done retry")
+	b := NewCharge(mb, p, picks(), Options{})
+	play(t, st, b.Start(T), b.Feed, T, "update 0 speculative", "done speculative")
+}
