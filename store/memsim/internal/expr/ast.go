@@ -68,6 +68,20 @@ const (
 
 var cmpNames = [...]string{cmpEQ: "=", cmpNE: "<>", cmpLT: "<", cmpLE: "<=", cmpGT: ">", cmpGE: ">="}
 
+// orderHolds reports whether an ordering comparator cmp (cmpLT, cmpLE, cmpGT,
+// cmpGE) holds for operands that compared as r (below, at or above 0).
+func orderHolds(cmp uint8, r int) bool {
+	switch cmp {
+	case cmpLT:
+		return r < 0
+	case cmpLE:
+		return r <= 0
+	case cmpGT:
+		return r > 0
+	}
+	return r >= 0
+}
+
 type condNode struct {
 	kind   uint8
 	cmp    uint8

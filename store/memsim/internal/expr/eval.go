@@ -109,15 +109,7 @@ func (b *Bound) evalCond(c *condNode, item store.Item) bool {
 		if !ok {
 			return false
 		}
-		switch c.cmp {
-		case cmpLT:
-			return r < 0
-		case cmpLE:
-			return r <= 0
-		case cmpGT:
-			return r > 0
-		}
-		return r >= 0
+		return orderHolds(c.cmp, r)
 	case cIn:
 		x, ok := b.condOperand(c.ops[0], item)
 		if !ok {

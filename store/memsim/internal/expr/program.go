@@ -247,16 +247,7 @@ func (pr *Program) holds(c *progCond, args []store.Value, attrs Attrs) bool {
 	if !xok || x.Kind() != y.Kind() {
 		return false
 	}
-	r := compareValues(x, y)
-	switch c.cmp {
-	case cmpLT:
-		return r < 0
-	case cmpLE:
-		return r <= 0
-	case cmpGT:
-		return r > 0
-	}
-	return r >= 0
+	return orderHolds(c.cmp, compareValues(x, y))
 }
 
 // Apply computes the result of each action (as for Check, over args and
