@@ -382,3 +382,32 @@ func TestStoryAnItemAnotherRefilledSaysNothingOfTheOthers(t *testing.T) {
 	b := NewCharge(mb, p, picks(), Options{})
 	play(t, st, b.Start(T), b.Feed, T, "update 0 speculative", "done speculative")
 }
+
+// Whose refill an item shows is learned from the write that returned it.
+// A process that knows nothing of a bucket writes, then writes again
+// 200 ms later, before any estimate of the others: after its full write
+// (the bucket was full), its item of its own refill says full by now, and
+// it makes the full write; after its consumption-only write, the item
+// shows another's rf, which says nothing of whether others wrote since,
+// and it makes the consumption-only write.
+func TestOwnRefillIsTheFullOrNormalWrites(t *testing.T) {
+	p := plan1(bucketRef)
+	for _, c := range []struct {
+		name  string
+		seen  store.Item // the bucket as the first write finds it
+		first []string
+		then  string
+	}{
+		{"full", shape{rf: T - 5000}.item(p), []string{"update 0 speculative", "update 0 full", "done full"}, "update 0 full"},
+		{"consumption-only", shape{rf: T - 5, tk: map[string]int64{"rps": 9000}}.item(p), []string{"update 0 speculative", "done speculative"}, "update 0 speculative"},
+	} {
+		st := sim(t, c.seen)
+		m := NewMemory(0)
+		a := NewCharge(m, p, picks(), Options{})
+		play(t, st, a.Start(T), a.Feed, T, c.first...)
+		b := NewCharge(m, p, picks(), Options{})
+		if s := b.Start(T + 200); describe(s) != c.then {
+			t.Errorf("%s: then %q, want %q", c.name, describe(s), c.then)
+		}
+	}
+}
