@@ -13,7 +13,7 @@ NESTED     := otel deploy
 # bugs this budget finds). The simulator is single-threaded and
 # deterministic, so this run is without the race detector (which runs the
 # property test at a few cases only).
-PROPERTY_CHECKS ?= 1000
+PROPERTY_CHECKS ?= 1500
 
 .PHONY: test deps vet lint bench cover clean sim sim-acceptance differential linearize mutate
 
