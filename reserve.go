@@ -20,8 +20,7 @@ func (l *Limiter) reserved(ctx context.Context, tr *trace, p bucketPlan) (lease 
 	l.returnPools(ctx, tr, l.pools.Expired(p.Ref, now, false))
 	if sv, ok := l.pools.Take(p.Plan, now); ok {
 		tr.ev.Path = PathPool
-		part := leasePart{p: p, shard: int16(sv.Shard), n: shardCount(sv.N), pooled: true, img: l.mem.View(p.Ref, sv.Shard).Img, at: now}
-		return oneLease(l, part), nil, true
+		return l.pooledLease(p, sv.Shard, sv.N, now), nil, true
 	}
 	extra := l.pools.Extra(p.Plan, l.mem.Count(p.Ref), now)
 	if extra == nil {
@@ -54,8 +53,7 @@ func (l *Limiter) reserved(ctx context.Context, tr *trace, p bucketPlan) (lease 
 		l.pools.Granted(p.Plan, now)
 		tr.ev.Reserved = tokensOf(extra)
 		l.returnPools(ctx, tr, []*engine.Return{l.pools.Add(p.Plan, extra, m.Shard, m.N, m.Gen, now, m.Until)})
-		part := leasePart{p: p, shard: int16(m.Shard), n: shardCount(m.N), pooled: true, img: l.mem.View(p.Ref, m.Shard).Img, at: now}
-		return oneLease(l, part), nil, true
+		return l.pooledLease(p, m.Shard, m.N, now), nil, true
 	}
 	return nil, step.Err, true
 }
@@ -140,4 +138,11 @@ func (l *Limiter) Close(ctx context.Context) error {
 		return &UnavailableError{Op: "close", Err: errs}
 	}
 	return nil
+}
+
+// pooledLease is the lease of an acquire served from reservations on
+// shard of n shards at now: refunds go to the pool, and its states are
+// computed from the client's last item of the shard.
+func (l *Limiter) pooledLease(p bucketPlan, shard int, n, now int64) *Lease {
+	return oneLease(l, leasePart{p: p, shard: int16(shard), n: shardCount(n), pooled: true, img: l.mem.View(p.Ref, shard).Img, at: now})
 }

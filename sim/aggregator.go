@@ -115,7 +115,7 @@ func (a *AggregatorActor) Records(recs []memsim.Record) {
 		}
 		a.stats.Records++
 		old, new := r.OldImage(), r.NewImage()
-		a.pending = append(a.pending, aggregator.FromStream(strconv.FormatUint(r.Seq, 10), r.Event, r.Keys, itemOf(old), itemOf(new), r.At))
+		a.pending = append(a.pending, aggregator.FromStream(strconv.FormatUint(r.Seq, 10), r.Event, r.Keys, store.ItemOfView(old), store.ItemOfView(new), r.At))
 		if new == nil { // REMOVE: no consumption
 			continue
 		}
@@ -353,12 +353,3 @@ func (a *AggregatorActor) check(items []store.Item) {
 }
 
 var _ Actor = (*AggregatorActor)(nil)
-
-// itemOf returns a stream image as a map (nil for none): the aggregator
-// reads maps.
-func itemOf(v store.View) store.Item {
-	if v == nil {
-		return nil
-	}
-	return v.Item()
-}

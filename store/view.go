@@ -50,8 +50,10 @@ func (it Item) All() iter.Seq2[string, Value] {
 // Item returns it itself: an Item is its own [View].
 func (it Item) Item() Item { return it }
 
-// viewOf returns v as a View, or a nil View when it holds nothing.
-func viewOf(v View, it Item) View {
+// ViewOf returns v when it is set, else it as a View; nil (a nil
+// interface) when neither holds an item: how a result that a backend hands
+// out either as a view or as a map is read.
+func ViewOf(v View, it Item) View {
 	if v != nil {
 		return v
 	}
@@ -63,7 +65,7 @@ func viewOf(v View, it Item) View {
 
 // Image returns what the write handed back: View when the backend set it,
 // else Attributes; nil (a nil interface) when neither holds an item.
-func (o WriteOutput) Image() View { return viewOf(o.View, o.Attributes) }
+func (o WriteOutput) Image() View { return ViewOf(o.View, o.Attributes) }
 
 // Image returns the item as it stood, as the backend handed it back: View
 // when set, else Item; nil (a nil interface) when there is none.
@@ -71,7 +73,7 @@ func (e *ConditionFailedError) Image() View {
 	if e == nil {
 		return nil
 	}
-	return viewOf(e.View, e.Item)
+	return ViewOf(e.View, e.Item)
 }
 
 // ItemOfView returns v's attributes as an [Item] (a view builds it at most

@@ -418,10 +418,8 @@ func (c *Charge) charged(img *Image, now int64) Step {
 		c.entry.reserve(c.mine, -1)
 		c.inFlight = false
 	}
-	c.m.landedLocked(c.p.Ref, c.shard, noted, c.n, c.view.busyness(now), img, n, now, c.lat, c.mine)
-	if c.path == PathFull || c.path == PathNormal || c.path == PathCreate {
-		c.m.ownRefillLocked(c.p.Ref, c.shard, img)
-	}
+	own := c.path == PathFull || c.path == PathNormal || c.path == PathCreate // the write set rf
+	c.m.landedLocked(c.p.Ref, c.shard, noted, c.n, c.view.busyness(now), img, own, n, now, c.lat, c.mine)
 	c.m.mu.Unlock()
 	c.billed = 0 // the write charged them
 	if n > 0 {
@@ -613,18 +611,19 @@ func (c *Charge) afterDouble(r Result, now int64) Step {
 		return Step{Err: r.Err}
 	}
 	c.m.setPendingDoubling(c.p.Ref, 0, now)
-	if m, ok := store.ItemOfView(cf.Image()).Int(keys.AttrShardCount); ok && m > c.n {
+	shard0 := store.ItemOfView(cf.Image())
+	if m, ok := shard0.Int(keys.AttrShardCount); ok && m > c.n {
 		c.m.learn(c.p.Ref, 0, nil, m, now, c.lat, nil) // someone else doubled first
 		c.n, c.tried = m, c.tried[:0]
 		return c.nextShard(now)
 	}
-	if m, _ := store.ItemOfView(cf.Image()).Int(keys.AttrShardCount); m == c.n && !c.redoubled {
+	if m, _ := shard0.Int(keys.AttrShardCount); m == c.n && !c.redoubled {
 		// Still at our count, so shard 0 holds other limits than this
 		// plan's (a configuration change no write brought it to yet): the
 		// doubling resets the guards of the limits it holds, so make it
 		// again with those, once.
 		c.redoubled = true
-		in := keys.DoubleShards(c.p.Ref, c.n, keys.LimitsOf(store.ItemOfView(cf.Image())))
+		in := keys.DoubleShards(c.p.Ref, c.n, keys.LimitsOf(shard0))
 		return Step{Path: PathDouble, Call: &Call{Update: &in}}
 	}
 	return c.after() // shard 0 is missing or odd: the next acquire creates it

@@ -168,11 +168,11 @@ func (v ShardView) withheld(s *spec, n int64, im *Image, at, now int64) int64 {
 	if im == nil || l.RefillAmount <= 0 || l.RefillPeriod <= 0 || !v.contended(s, n) {
 		return 0 // (a shard that never refills has no share to count on)
 	}
-	rate := float64(l.RefillAmount) / float64(l.RefillPeriod)
-	share := v.share(s, n)
+	rate, left := v.left(s, n)
+	share := left / rate
 	w := 0.0
 	if now > at {
-		w = (1 - pace) * share * rate * float64(now-at)
+		w = (1 - pace) * left * float64(now-at)
 	}
 	st, _ := im.projected(s, n, at)
 	if t := min(st.Tokens, l.Burst/16); t > 0 {
@@ -185,33 +185,29 @@ func (v ShardView) withheld(s *spec, n int64, im *Image, at, now int64) int64 {
 // per ms): what the other writers leave of it, and at the limit pace of
 // that (see withheld).
 func (v ShardView) accrual(s *spec, n int64) float64 {
-	l := s.perShard(n)
-	rate := float64(l.RefillAmount) / float64(l.RefillPeriod)
-	a := rate - v.drain(s, n)
-	if mine, ok := v.mine(s, rate); ok {
-		a = max(a, rate*mine)
-	}
+	_, a := v.left(s, n)
 	if v.contended(s, n) {
 		a *= pace
 	}
 	return a
 }
 
-// share returns the part of limit s's refill that the other writers leave
-// to this process, by the view's estimate: what they do not consume of it
-// (1 - drain / refill, drain at most all but 1/minAccrual of it). When they
-// consumed more than the whole refill (the bucket was handing out what it
-// had stored, as it does after a start or a lull), that says nothing about
-// their part once only the refill is left: the process then counts on its
-// part of all the writes made (1 - others / all), if that is more.
-func (v ShardView) share(s *spec, n int64) float64 {
+// left returns limit s's refill rate on a shard of n and what the other
+// writers leave of it to this process (millitokens per ms), by the view's
+// estimate: what they do not consume (drain at most all but 1/minAccrual
+// of the refill). When they consumed more than the whole refill (the
+// bucket was handing out what it had stored, as it does after a start or a
+// lull), that says nothing about their part once only the refill is left:
+// the process then counts on its part of all the writes made (1 - others /
+// all), if that is more.
+func (v ShardView) left(s *spec, n int64) (rate, left float64) {
 	l := s.perShard(n)
-	rate := float64(l.RefillAmount) / float64(l.RefillPeriod)
-	share := 1 - v.drain(s, n)/rate
+	rate = float64(l.RefillAmount) / float64(l.RefillPeriod)
+	left = rate - v.drain(s, n)
 	if mine, ok := v.mine(s, rate); ok {
-		share = max(share, mine)
+		left = max(left, rate*mine)
 	}
-	return share
+	return rate, left
 }
 
 // mine returns this process's part of the shard's writes (1 - others /

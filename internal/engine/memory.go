@@ -480,17 +480,6 @@ func (m *Memory) promisedIn(b *bucketInfo, shard int, at int64) {
 	}
 }
 
-// ownRefillLocked records that img, the shard's item, was returned by a
-// write of this client that set its rf (ShardView.OwnRefill); the caller
-// holds m.mu.
-func (m *Memory) ownRefillLocked(ref keys.Bucket, shard int, img *Image) {
-	if b := m.get(idOf(ref)); b != nil {
-		if si := b.shards[shard]; si != nil && si.img == img {
-			si.ownRefill = true
-		}
-	}
-}
-
 // promisedBinding records a promise that binds: until at, acquires of the
 // shard are refused locally (see ShardView.Binding).
 func (m *Memory) promisedBinding(ref keys.Bucket, shard int, at int64) {
@@ -761,9 +750,11 @@ const doublingPersistence = int64(2000)
 
 // landedLocked is what a charge write that landed teaches, in one look at
 // the bucket's entry: the write (noteWriteLocked, not throttled) when it
-// was counted in flight, the image it returned (learnLocked) and the end
-// of the shard's promise (promisedLocked with 0). The caller holds m.mu.
-func (m *Memory) landedLocked(ref keys.Bucket, shard int, noted bool, count int64, busy busyness, img *Image, n, now, lat int64, mine *Plan) {
+// was counted in flight, the image it returned (learnLocked), whether that
+// image's rf is the write's own (own: ShardView.OwnRefill, unless a newer
+// image overtook it), and the end of the shard's promise (promisedLocked
+// with 0). The caller holds m.mu.
+func (m *Memory) landedLocked(ref keys.Bucket, shard int, noted bool, count int64, busy busyness, img *Image, own bool, n, now, lat int64, mine *Plan) {
 	id := idOf(ref)
 	b := m.get(id)
 	if noted {
@@ -774,5 +765,8 @@ func (m *Memory) landedLocked(ref keys.Bucket, shard int, noted bool, count int6
 		b, _ = m.getOrAdd(id)
 	}
 	m.learnIn(b, fresh, shard, img, n, now, lat, mine)
+	if si := b.shards[shard]; own && si != nil && si.img == img {
+		si.ownRefill = true
+	}
 	m.promisedIn(b, shard, 0)
 }

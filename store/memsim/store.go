@@ -31,8 +31,7 @@ type Store struct {
 	sleeper      func(context.Context, time.Duration) error
 	stream       bool
 	shared       bool         // WithSharedResults
-	views        bool         // WithViews
-	slots        bool         // keep what Programs write in records (WithViews)
+	views        bool         // WithViews: results are views, Programs write records
 	intercept    bool         // faults != nil || hook != nil
 	plans        sync.Map     // *store.Template -> *tplan
 	plansN       atomic.Int64 // entries in plans
@@ -164,7 +163,7 @@ func WithSharedResults(on bool) Option { return func(s *Store) { s.shared = on }
 // [store.WriteOutput.Image] and [store.ConditionFailedError.Image]. Off by
 // default. Transactions' cancellation reasons, Get, BatchGet, Query, Items
 // and Peek still hand out maps.
-func WithViews(on bool) Option { return func(s *Store) { s.views, s.slots = on, on } }
+func WithViews(on bool) Option { return func(s *Store) { s.views = on } }
 
 // WithHook sets a [Hook] called before every request.
 func WithHook(h Hook) Option { return func(s *Store) { s.hook = h } }

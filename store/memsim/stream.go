@@ -39,21 +39,11 @@ type Record struct {
 
 // OldImage returns the item before the write: OldView, else Old; nil (a
 // nil interface) for INSERT.
-func (r *Record) OldImage() store.View { return viewOr(r.OldView, r.Old) }
+func (r *Record) OldImage() store.View { return store.ViewOf(r.OldView, r.Old) }
 
 // NewImage returns the item after the write: NewView, else New; nil (a
 // nil interface) for REMOVE.
-func (r *Record) NewImage() store.View { return viewOr(r.NewView, r.New) }
-
-func viewOr(v store.View, it store.Item) store.View {
-	switch {
-	case v != nil:
-		return v
-	case it != nil:
-		return it
-	}
-	return nil
-}
+func (r *Record) NewImage() store.View { return store.ViewOf(r.NewView, r.New) }
 
 // emit appends the record of a committed change. Call with s.mu held.
 func (s *Store) emit(key store.Key, ev *evaluation, now int64) {

@@ -305,7 +305,7 @@ func (s *Store) runProgram(w *writeReq, ev *evaluation, v *itemView) bool {
 	}
 	var n store.Item
 	var r *record
-	if s.slots {
+	if s.views {
 		r = s.derive(ev.old, pl, v)
 	} else {
 		n = maps.Clone(ev.old.m)
