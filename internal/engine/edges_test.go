@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/store"
 )
 
@@ -88,5 +89,17 @@ func TestAFailedWritesItemIsDecodedInFull(t *testing.T) {
 	s = c.Feed(failed(bad), T)
 	if s.Err == nil {
 		t.Fatalf("%q: want the item's decoding error", describe(s))
+	}
+}
+
+// A shard whose share of a limit's refill rounds to nothing holds no
+// share to count on: nothing is withheld, whatever the tokens in view.
+func TestWithheldOnAShardThatNeverRefills(t *testing.T) {
+	slow := Limit{Name: "slow", Limit: bucket.Limit{Capacity: 1_000_000, Burst: 1_000_000, RefillAmount: 1, RefillPeriod: 1000}}
+	p := NewPlan(bucketRef, []Limit{slow}, map[string]int64{"slow": 1})
+	im := image(t, shape{rf: T, n: 2, tk: map[string]int64{"slow": 400_000}}.item(p))
+	v := ShardView{At: T, RateAt: T, Rate: 1, Others: 0.5, Drain: map[string]float64{"slow": 1}}
+	if w := v.withheld(&p.specs[0], 2, im, T, T+100); w != 0 {
+		t.Fatalf("withheld %d on a shard that never refills, want 0", w)
 	}
 }
