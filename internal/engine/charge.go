@@ -147,6 +147,11 @@ type Charge struct {
 	// shard 0 showed (see afterDouble).
 	redoubled bool
 
+	// vals holds the values of the charge writes' expressions: reused
+	// from write to write, and kept when the machine is recycled (see
+	// valueBuf).
+	vals valueBuf
+
 	// Spare, when set before Start, is where the first image the machine
 	// decodes the quick way is kept instead of a new allocation (a field
 	// of what the caller allocates anyway: its lease). It must be a zero
@@ -163,7 +168,7 @@ type Charge struct {
 // that is done with it may hand it back with Release.
 func NewCharge(m *Memory, p *Plan, rnd Rand, o Options) *Charge {
 	c := chargePool.Get().(*Charge)
-	*c = Charge{m: m, p: p, rnd: rnd, o: o}
+	*c = Charge{m: m, p: p, rnd: rnd, o: o, vals: c.vals}
 	c.tried = c.triedBuf[:0]
 	return c
 }
@@ -254,7 +259,7 @@ func (c *Charge) nextShard(now int64) Step {
 			continue
 		}
 		q := c.p.withBilled(c.billed)
-		ex, path, err := q.blind(c.view, c.n, now, c.rnd.Float64())
+		ex, path, err := q.blind(&c.vals, c.view, c.n, now, c.rnd.Float64())
 		if err != nil {
 			return Step{Err: err}
 		}
@@ -513,7 +518,7 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		return c.exhausted(&Refusal{Plan: c.p, Img: im, N: c.n, Now: now, View: &v, Outrun: true}, now)
 	}
 	q := c.p.withBilled(c.billed)
-	ex, path, err := q.informed(im, c.view, c.n, now, c.lat, c.contended)
+	ex, path, err := q.informed(&c.vals, im, c.view, c.n, now, c.lat, c.contended)
 	if err != nil {
 		return Step{Err: err}
 	}

@@ -184,11 +184,12 @@ func (t *template) expr(vs *valueSink) store.Expr {
 }
 
 // fill runs emit into the template's values: the Expr of expr, without
-// the copy when the template's places are known.
-func (t *template) fill(emit func(sink)) store.Expr {
+// the copy when the template's places are known. The values go into buf
+// when it is not nil (see valueBuf), else into a new slice.
+func (t *template) fill(buf *valueBuf, emit func(sink)) store.Expr {
 	if t.at != nil {
 		as := argPool.Get().(*argSink) // pooled: emit's interface call would move it to the heap
-		args := make([]store.Value, len(t.at))
+		args := buf.take(len(t.at))
 		*as = argSink{args: args, at: t.at}
 		emit(as)
 		k := as.k
@@ -263,8 +264,29 @@ var valuesPool = sync.Pool{New: func() any {
 	return &valueSink{vals: make([]store.Value, 0, 64)}
 }}
 
-// build returns the expression emit describes, from the template cache.
-func (p *Plan) build(path pathKind, emit func(sink)) (store.Expr, error) {
+// valueBuf is a buffer of expression values that a machine reuses write
+// after write (Charge.vals): fill puts a write's values in it rather than
+// in a new slice. The Expr then points into the buffer and is valid until
+// its next use, which is the next write of the same machine: by then the
+// store has answered the last one, and a store keeps nothing of its input
+// once the call returns (see store.Store). A nil *valueBuf allocates.
+type valueBuf struct{ vals []store.Value }
+
+// take returns n values of the buffer (their old contents are to be
+// overwritten), growing it when it is short; a new slice for a nil buffer.
+func (b *valueBuf) take(n int) []store.Value {
+	if b == nil {
+		return make([]store.Value, n)
+	}
+	if cap(b.vals) < n {
+		b.vals = make([]store.Value, n)
+	}
+	return b.vals[:n]
+}
+
+// build returns the expression emit describes, from the template cache,
+// its values in buf (see valueBuf; nil: a new slice).
+func (p *Plan) build(buf *valueBuf, path pathKind, emit func(sink)) (store.Expr, error) {
 	pt := p.pt
 	if pt == nil {
 		t, err := compile(emit)
@@ -285,7 +307,7 @@ func (p *Plan) build(path pathKind, emit func(sink)) (store.Expr, error) {
 		}
 		t = pt.addShape(k, t)
 	}
-	return t.fill(emit), nil
+	return t.fill(buf, emit), nil
 }
 
 // chargedMask returns which limits the plan charges or refunds (amount
