@@ -188,13 +188,22 @@ func (t *template) expr(vs *valueSink) store.Expr {
 // when it is not nil (see valueBuf), else into a new slice.
 func (t *template) fill(buf *valueBuf, emit func(sink)) store.Expr {
 	if t.at != nil {
-		as := argPool.Get().(*argSink) // pooled: emit's interface call would move it to the heap
+		// The buffer's sink, or a pooled one: emit's interface call would
+		// move a sink of the stack to the heap.
+		var as *argSink
+		if buf != nil {
+			as = &buf.sink
+		} else {
+			as = argPool.Get().(*argSink)
+		}
 		args := buf.take(len(t.at))
 		*as = argSink{args: args, at: t.at}
 		emit(as)
 		k := as.k
-		*as = argSink{} // the pool keeps nothing of the Expr
-		argPool.Put(as)
+		*as = argSink{} // the sink keeps nothing of the Expr
+		if buf == nil {
+			argPool.Put(as)
+		}
 		if k == len(t.at) {
 			return t.t.CompactArgs(args)
 		}
@@ -270,7 +279,10 @@ var valuesPool = sync.Pool{New: func() any {
 // its next use, which is the next write of the same machine: by then the
 // store has answered the last one, and a store keeps nothing of its input
 // once the call returns (see store.Store). A nil *valueBuf allocates.
-type valueBuf struct{ vals []store.Value }
+type valueBuf struct {
+	vals []store.Value
+	sink argSink // the sink fill runs emit into (saves a pool's round trip)
+}
 
 // take returns n values of the buffer (their old contents are to be
 // overwritten), growing it when it is short; a new slice for a nil buffer.
