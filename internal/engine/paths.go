@@ -42,9 +42,17 @@ const (
 // and normal's from the template cache, are in buf (see valueBuf; nil: a
 // new slice).
 func (p *Plan) speculative(buf *valueBuf, n, now int64, burn []int64) (store.Expr, error) {
-	return p.build(buf, pathSpeculative, func(k sink) { p.emitSpeculative(k, n, now, burn) })
+	emit := func(k sink) { p.emitSpeculative(k, n, now, burn) }
+	if buf != nil && burn == nil && p.pt != nil {
+		return buf.speculative(p, n, now, emit)
+	}
+	return p.build(buf, pathSpeculative, emit)
 }
 
+// emitSpeculative emits the speculative write. Each of its values is a
+// constant of the plan, n and burn, or now plus such a constant
+// (saturating): a machine's memory of its last write relies on it (see
+// speccache.go).
 func (p *Plan) emitSpeculative(k sink, n, now int64, burn []int64) {
 	k.cond(condEq, attrLimitsHash, p.hash)
 	k.cond(condEq, attrShardCount, n)

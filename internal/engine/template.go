@@ -282,6 +282,8 @@ var valuesPool = sync.Pool{New: func() any {
 type valueBuf struct {
 	vals []store.Value
 	sink argSink // the sink fill runs emit into (saves a pool's round trip)
+	// spec is the machine's last speculative write (see speccache.go).
+	spec specValues
 }
 
 // take returns n values of the buffer (their old contents are to be
@@ -309,17 +311,27 @@ func (p *Plan) build(buf *valueBuf, path pathKind, emit func(sink)) (store.Expr,
 		emit(&vs)
 		return t.expr(&vs), nil
 	}
+	t, err := p.shape(path, emit)
+	if err != nil {
+		return store.Expr{}, err
+	}
+	return t.fill(buf, emit), nil
+}
+
+// shape returns the template of the plan's write on path whose shape emit
+// gives, compiled the first time. The plan must have a plan template.
+func (p *Plan) shape(path pathKind, emit func(sink)) (*template, error) {
 	charged, positive := p.chargedMask()
 	k := shapeKey{path: path, charged: charged, positive: positive}
-	t := pt.shapeOf(k)
+	t := p.pt.shapeOf(k)
 	if t == nil {
 		var err error
 		if t, err = compile(emit); err != nil {
-			return store.Expr{}, err
+			return nil, err
 		}
-		t = pt.addShape(k, t)
+		t = p.pt.addShape(k, t)
 	}
-	return t.fill(buf, emit), nil
+	return t, nil
 }
 
 // chargedMask returns which limits the plan charges or refunds (amount
