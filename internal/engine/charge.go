@@ -181,7 +181,9 @@ var chargePool = sync.Pool{New: func() any { return new(Charge) }}
 // will not be made, after Drop) back for reuse; the caller must have read
 // what it needs (Shard, N, Img) and must not use it again. What it
 // answered (a Refusal, an Image, the plan) is not part of it and stays
-// valid. Release of nil does nothing.
+// valid; the calls its steps asked for are (their inputs, the values of
+// their expressions included: the next machine reuses them). Release of
+// nil does nothing.
 //
 // The machine is cleared when reused (NewCharge), not here: what it
 // points to stays reachable while it waits in the pool, which the

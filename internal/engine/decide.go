@@ -449,7 +449,9 @@ func (p *Plan) refresh(v ShardView, n, now int64, burn []int64, draw float64) bo
 			return false
 		}
 		need := s.amount + burnOf(burn, i)
-		if !im.pays(s, n, now, need, v.ahead(s, n, now)) {
+		// (Stored tokens that cover need pay: the refill route, and what
+		// the others pushed it by, need not be looked at.)
+		if st.Tokens < need && !im.pays(s, n, now, need, v.ahead(s, n, now)) {
 			must = true
 		}
 		l := s.perShard(n)
