@@ -59,7 +59,8 @@ func BenchmarkAcquire(b *testing.B) {
 	}
 }
 
-// recorder keeps the last update sent through it.
+// recorder keeps a copy of the last update sent through it (a store keeps
+// nothing of an input: the limiter reuses its values).
 type recorder struct {
 	store.Store
 	last store.UpdateInput
@@ -67,6 +68,7 @@ type recorder struct {
 
 func (r *recorder) Update(ctx context.Context, in store.UpdateInput) (store.WriteOutput, error) {
 	r.last = in
+	r.last.Expr = in.Expr.Clone()
 	return r.Store.Update(ctx, in)
 }
 

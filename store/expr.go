@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -45,6 +46,27 @@ func (e Expr) Equal(o Expr) bool {
 	return e.Update == o.Update && e.Condition == o.Condition &&
 		(e.Names == nil) == (o.Names == nil) && maps.Equal(e.Names, o.Names) &&
 		(ev == nil) == (ov == nil) && maps.Equal(ev, ov)
+}
+
+// Clone returns a copy of e that shares nothing its maker may reuse: its
+// values (Values, or those of a [Template]'s form) and its Names are
+// copied; a template's own Names, which never change, are shared. The
+// copy keeps e's template form (see [Expr.Template]). A [Store] that keeps
+// an input after the call returns keeps a Clone of its Expr.
+func (e Expr) Clone() Expr {
+	t, _ := e.Template()
+	c := e
+	c.args = slices.Clone(e.args)
+	if e.Values != nil {
+		c.Values = maps.Clone(e.Values)
+		if t != nil {
+			c.values = mapID(c.Values) // still the template's map
+		}
+	}
+	if t == nil {
+		c.Names = maps.Clone(e.Names)
+	}
+	return c
 }
 
 // ValueMap returns the values of e's placeholders: e.Values, or, for an Expr

@@ -21,6 +21,7 @@ type Template struct {
 	values            []templateValue   // by placeholder number: :v0, :v1, ...
 	placeholders      []string          // ":v0", ":v1", ...
 	slots             int
+	consts            bool // some placeholder is a constant (slot < 0)
 }
 
 // templateValue is where a value placeholder takes its value from: slot
@@ -49,6 +50,8 @@ func Compile(u Update, c Condition) (*Template, error) {
 		if n, ok := v.slot(); ok {
 			tv = templateValue{slot: int(n)}
 			used[n] = true
+		} else {
+			t.consts = true
 		}
 		t.values = append(t.values, tv)
 		t.placeholders = append(t.placeholders, valuePlaceholder(i))
@@ -145,11 +148,18 @@ func (t *Template) CompactArgs(args []Value) Expr {
 	complete := len(args) >= len(t.values)
 	if complete {
 		args = args[:len(t.values):len(t.values)]
-		for i := range args {
-			if t.values[i].slot < 0 {
-				args[i] = t.values[i].v
+		if t.consts {
+			for i := range args {
+				if t.values[i].slot < 0 {
+					args[i] = t.values[i].v
+				}
 			}
-			complete = complete && args[i].IsValid()
+		}
+		for i := range args {
+			if !args[i].IsValid() {
+				complete = false
+				break
+			}
 		}
 	}
 	e := Expr{Update: t.update, Condition: t.condition, Names: t.names, tmpl: t}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -286,4 +287,38 @@ func BenchmarkMakeExpr(b *testing.B) {
 			_ = tmpl.Compact(vals)
 		}
 	})
+}
+
+// Expr.Clone copies what the Expr's maker may reuse: a value buffer given
+// to CompactArgs, a Values map, hand-made Names; a template's form stays.
+func TestExprClone(t *testing.T) {
+	tmpl := store.MustCompile(store.Update{}.Add("n", store.Slot(0)).Set("m", store.Int(7)), store.Name("n").LessThan(store.Slot(1)))
+	buf := []store.Value{{}, store.Int(1), store.Int(2)}
+	hand := store.Expr{Update: "ADD #n :one", Names: map[string]string{"#n": "n"}, Values: map[string]store.Value{":one": store.Int(1)}}
+	for name, c := range map[string]struct {
+		e        store.Expr
+		reuse    func()
+		template bool
+	}{
+		"compact args": {tmpl.CompactArgs(buf), func() { buf[1], buf[2] = store.Int(5), store.Int(6) }, true},
+		"template map": {tmpl.Expr([]store.Value{store.Int(1), store.Int(2)}), nil, true},
+		"by hand": {hand, func() {
+			hand.Values[":one"], hand.Names["#n"] = store.Int(9), "m"
+		}, false},
+	} {
+		want := store.Expr{Update: c.e.Update, Condition: c.e.Condition, Names: maps.Clone(c.e.Names), Values: maps.Clone(c.e.ValueMap())}
+		cl := c.e.Clone()
+		if c.reuse != nil {
+			c.reuse()
+		}
+		if !cl.Equal(want) {
+			t.Errorf("%s: the clone changed with its original: %+v, want %+v", name, cl, want)
+		}
+		if tt, _ := cl.Template(); (tt != nil) != c.template {
+			t.Errorf("%s: the clone's template %v, want one: %v", name, tt, c.template)
+		}
+	}
+	if cl := (store.Expr{}).Clone(); !cl.IsZero() || cl.Names != nil || cl.Values != nil {
+		t.Errorf("Clone of the zero Expr = %+v", cl)
+	}
 }

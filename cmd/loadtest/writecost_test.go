@@ -184,8 +184,9 @@ func TestWriteCost(t *testing.T) {
 	t.Logf("%d writers, %d rounds of %v slices, DynamoDB Local:\n%s", writers, rounds, slice, out.String())
 }
 
-// recordingStore keeps the last conditional update without SET it sent:
-// the limiter's consumption write.
+// recordingStore keeps a copy of the last conditional update without SET
+// it sent: the limiter's consumption write (a store keeps nothing of an
+// input: the limiter reuses its values).
 type recordingStore struct {
 	store.Store
 	last *store.UpdateInput
@@ -194,6 +195,7 @@ type recordingStore struct {
 func (s *recordingStore) Update(ctx context.Context, in store.UpdateInput) (store.WriteOutput, error) {
 	if in.Expr.Condition != "" && !strings.Contains(in.Expr.Update, "SET") {
 		cp := in
+		cp.Expr = in.Expr.Clone()
 		s.last = &cp
 	}
 	return s.Store.Update(ctx, in)

@@ -104,7 +104,7 @@ func (a *Adjust) Feed(r Result, now int64) Step {
 		}
 		return a.update(ex, PathAdjust)
 	}
-	ex, err := a.p.normal(im, a.n, now, false, nil)
+	ex, err := a.p.normal(nil, im, a.n, now, false, nil)
 	if err != nil {
 		return Step{Err: err}
 	}

@@ -147,6 +147,11 @@ type Charge struct {
 	// shard 0 showed (see afterDouble).
 	redoubled bool
 
+	// vals holds the values of the charge writes' expressions: reused
+	// from write to write, and kept when the machine is recycled (see
+	// valueBuf).
+	vals valueBuf
+
 	// Spare, when set before Start, is where the first image the machine
 	// decodes the quick way is kept instead of a new allocation (a field
 	// of what the caller allocates anyway: its lease). It must be a zero
@@ -163,7 +168,7 @@ type Charge struct {
 // that is done with it may hand it back with Release.
 func NewCharge(m *Memory, p *Plan, rnd Rand, o Options) *Charge {
 	c := chargePool.Get().(*Charge)
-	*c = Charge{m: m, p: p, rnd: rnd, o: o}
+	*c = Charge{m: m, p: p, rnd: rnd, o: o, vals: c.vals}
 	c.tried = c.triedBuf[:0]
 	return c
 }
@@ -176,7 +181,9 @@ var chargePool = sync.Pool{New: func() any { return new(Charge) }}
 // will not be made, after Drop) back for reuse; the caller must have read
 // what it needs (Shard, N, Img) and must not use it again. What it
 // answered (a Refusal, an Image, the plan) is not part of it and stays
-// valid. Release of nil does nothing.
+// valid; the calls its steps asked for are (their inputs, the values of
+// their expressions included: the next machine reuses them). Release of
+// nil does nothing.
 //
 // The machine is cleared when reused (NewCharge), not here: what it
 // points to stays reachable while it waits in the pool, which the
@@ -254,7 +261,7 @@ func (c *Charge) nextShard(now int64) Step {
 			continue
 		}
 		q := c.p.withBilled(c.billed)
-		ex, path, err := q.blind(c.view, c.n, now, c.rnd.Float64())
+		ex, path, err := q.blind(&c.vals, c.view, c.n, now, c.rnd.Float64())
 		if err != nil {
 			return Step{Err: err}
 		}
@@ -513,7 +520,7 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		return c.exhausted(&Refusal{Plan: c.p, Img: im, N: c.n, Now: now, View: &v, Outrun: true}, now)
 	}
 	q := c.p.withBilled(c.billed)
-	ex, path, err := q.informed(im, c.view, c.n, now, c.lat, c.contended)
+	ex, path, err := q.informed(&c.vals, im, c.view, c.n, now, c.lat, c.contended)
 	if err != nil {
 		return Step{Err: err}
 	}

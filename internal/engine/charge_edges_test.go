@@ -652,7 +652,7 @@ func TestTheNormalWriteWithoutATemplateKeepsItsFloor(t *testing.T) {
 	if err := apply(st, other); err != nil {
 		t.Fatal(err)
 	}
-	ex, err := p.normal(im, 1, T, true, nil)
+	ex, err := p.normal(nil, im, 1, T, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

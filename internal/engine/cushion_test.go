@@ -44,7 +44,7 @@ func TestCushionOnlyWhenEveryLimitCanPay(t *testing.T) {
 				t.Fatal(err)
 			}
 			im, _ := Decode(st.Peek(bucketRef.Key()))
-			ex, path, err := p.informed(im, ShardView{}, 1, now, 0, true)
+			ex, path, err := p.informed(nil, im, ShardView{}, 1, now, 0, true)
 			if err != nil || path != PathFull {
 				t.Fatalf("informed write: %v %v, want the full write", path, err)
 			}

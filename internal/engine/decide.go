@@ -449,7 +449,9 @@ func (p *Plan) refresh(v ShardView, n, now int64, burn []int64, draw float64) bo
 			return false
 		}
 		need := s.amount + burnOf(burn, i)
-		if !im.pays(s, n, now, need, v.ahead(s, n, now)) {
+		// (Stored tokens that cover need pay: the refill route, and what
+		// the others pushed it by, need not be looked at.)
+		if st.Tokens < need && !im.pays(s, n, now, need, v.ahead(s, n, now)) {
 			must = true
 		}
 		l := s.perShard(n)
@@ -523,11 +525,12 @@ func (v ShardView) ahead(s *spec, n, now int64) int64 {
 // another refilled, would all make the full write, which one of them
 // wins); the normal write when
 // the stored tokens run low (refresh); else the speculative charge, with
-// headroom burnt on a shared shard near its ceiling.
-func (p *Plan) blind(v ShardView, n, now int64, draw float64) (store.Expr, Path, error) {
+// headroom burnt on a shared shard near its ceiling. The expression's
+// values are in buf (see valueBuf; nil: a new slice), as informed's.
+func (p *Plan) blind(buf *valueBuf, v ShardView, n, now int64, draw float64) (store.Expr, Path, error) {
 	im := v.Img
 	if im == nil || !im.matches(p, n) {
-		ex, err := p.speculative(n, now, nil)
+		ex, err := p.speculative(buf, n, now, nil)
 		return ex, PathSpeculative, err
 	}
 	if im.fullBy(p, now) && v.othersSince(now) < 0.5 && (v.OwnRefill || v.RateAt != 0 || v.Rate > 0) {
@@ -535,15 +538,15 @@ func (p *Plan) blind(v ShardView, n, now int64, draw float64) (store.Expr, Path,
 			ex, err := p.fullHeld(im, n, now, 0)
 			return ex, PathFull, err
 		}
-		ex, err := p.full(n, now, 0)
+		ex, err := p.full(buf, n, now, 0)
 		return ex, PathFull, err
 	}
 	burn := p.headroom(v, n, now)
 	if p.refresh(v, n, now, burn, draw) {
-		ex, err := p.normal(im, n, now, true, burn)
+		ex, err := p.normal(buf, im, n, now, true, burn)
 		return ex, PathNormal, err
 	}
-	ex, err := p.speculative(n, now, burn)
+	ex, err := p.speculative(buf, n, now, burn)
 	return ex, PathSpeculative, err
 }
 
@@ -555,7 +558,7 @@ func (p *Plan) blind(v ShardView, n, now int64, draw float64) (store.Expr, Path,
 // tokens suffice; else refill and consume under the rf lock. The caller
 // has checked that the tokens suffice (shortfall). v carries the rate
 // estimates; its image is not used.
-func (p *Plan) informed(im *Image, v ShardView, n, now, lat int64, contended bool) (store.Expr, Path, error) {
+func (p *Plan) informed(buf *valueBuf, im *Image, v ShardView, n, now, lat int64, contended bool) (store.Expr, Path, error) {
 	if im.matches(p, n) && im.fullBy(p, now) {
 		h := int64(0)
 		if contended {
@@ -565,16 +568,16 @@ func (p *Plan) informed(im *Image, v ShardView, n, now, lat int64, contended boo
 			ex, err := p.fullHeld(im, n, now, h)
 			return ex, PathFull, err
 		}
-		ex, err := p.full(n, now, h)
+		ex, err := p.full(buf, n, now, h)
 		return ex, PathFull, err
 	}
 	v.Img, v.At = im, now
 	burn := p.headroom(v, n, now)
 	if p.retryable(im, n, now, burn) {
-		ex, err := p.speculative(n, now, burn)
+		ex, err := p.speculative(buf, n, now, burn)
 		return ex, PathRetry, err
 	}
-	ex, err := p.normal(im, n, now, true, burn)
+	ex, err := p.normal(buf, im, n, now, true, burn)
 	return ex, PathNormal, err
 }
 

@@ -247,7 +247,7 @@ func direct(emit func(sink)) (store.Expr, error) {
 	if err != nil {
 		return store.Expr{}, err
 	}
-	return t.fill(emit), nil
+	return t.fill(nil, emit), nil
 }
 
 // Reserve is the machine of a reservation: one write that charges a plan
@@ -333,7 +333,7 @@ func (r *Reserve) next(im *Image, now int64) Step {
 		ex, err := direct(func(k sink) { r.p.emitReserve(k, r.n, now, g, burn) })
 		return r.write(ex, err, PathSpeculative)
 	}
-	ex, err := r.p.normal(im, r.n, now, true, burn)
+	ex, err := r.p.normal(nil, im, r.n, now, true, burn)
 	return r.write(ex, err, PathNormal)
 }
 

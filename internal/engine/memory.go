@@ -2,7 +2,6 @@ package engine
 
 import (
 	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -544,11 +543,14 @@ func (t *tally) add(name string, d int64) int64 {
 	return d
 }
 
-// remove drops name's amount.
+// remove drops name's amount. The order of the amounts is no part of a
+// tally: the last one takes the place of the one dropped.
 func (t *tally) remove(name string) {
 	for i := range *t {
 		if (*t)[i].name == name {
-			*t = slices.Delete(*t, i, i+1)
+			last := len(*t) - 1
+			(*t)[i], (*t)[last] = (*t)[last], namedAmount{}
+			*t = (*t)[:last]
 			return
 		}
 	}

@@ -38,11 +38,21 @@ const (
 // moving rf. Valid only while every charged bucket is below its burst, the
 // item was written for the same limits and shard count, and every limit
 // holds what it takes: its stored balance does, or the refill since rf
-// pays the rest (the refill route, see refillBound).
-func (p *Plan) speculative(n, now int64, burn []int64) (store.Expr, error) {
-	return p.build(pathSpeculative, func(k sink) { p.emitSpeculative(k, n, now, burn) })
+// pays the rest (the refill route, see refillBound). Its values, as full's
+// and normal's from the template cache, are in buf (see valueBuf; nil: a
+// new slice).
+func (p *Plan) speculative(buf *valueBuf, n, now int64, burn []int64) (store.Expr, error) {
+	emit := func(k sink) { p.emitSpeculative(k, n, now, burn) }
+	if buf != nil && burn == nil && p.pt != nil {
+		return buf.speculative(p, n, now, emit)
+	}
+	return p.build(buf, pathSpeculative, emit)
 }
 
+// emitSpeculative emits the speculative write. Each of its values is a
+// constant of the plan, n and burn, or now plus such a constant
+// (saturating): a machine's memory of its last write relies on it (see
+// speccache.go).
 func (p *Plan) emitSpeculative(k sink, n, now int64, burn []int64) {
 	k.cond(condEq, attrLimitsHash, p.hash)
 	k.cond(condEq, attrShardCount, n)
@@ -137,8 +147,8 @@ func burnOf(burn []int64, i int) int64 {
 // its burst minus the charge, rf to now + h. Blind, like speculative, and
 // the cheap path for lightly used buckets, which are nearly always full. h
 // dates it h ms ahead of now (the cushion, see below; 0 for none).
-func (p *Plan) full(n, now, h int64) (store.Expr, error) {
-	return p.build(pathFull, func(k sink) { p.emitFull(k, n, now, h) })
+func (p *Plan) full(buf *valueBuf, n, now, h int64) (store.Expr, error) {
+	return p.build(buf, pathFull, func(k sink) { p.emitFull(k, n, now, h) })
 }
 
 func (p *Plan) emitFull(k sink, n, now, h int64) {
@@ -304,7 +314,7 @@ func (p *Plan) createWith(shard int, n, now int64, debit bool) store.PutInput {
 // full (if_not_exists, so two writers cannot both create them), removed
 // ones are REMOVEd, changed ones are rewritten. With floors (acquire), no
 // balance may end below zero; without (adjust), debt is allowed.
-func (p *Plan) normal(im *Image, n, now int64, floors bool, burn []int64) (store.Expr, error) {
+func (p *Plan) normal(buf *valueBuf, im *Image, n, now int64, floors bool, burn []int64) (store.Expr, error) {
 	reserves, releases := p.holding()
 	if _, hasTTL := im.raw.Int(store.AttrTTL); hasTTL && im.matches(p, n) && !im.holds && !reserves && !releases {
 		// The common case (same limits, same shard count): one shape per
@@ -313,7 +323,7 @@ func (p *Plan) normal(im *Image, n, now int64, floors bool, burn []int64) (store
 		if floors {
 			path = pathNormalFloors
 		}
-		return p.build(path, func(k sink) { p.emitNormal(k, im, n, now, floors, burn) })
+		return p.build(buf, path, func(k sink) { p.emitNormal(k, im, n, now, floors, burn) })
 	}
 	rf1 := normalRefill(im, now)
 	tks := make([]int64, len(p.specs))
@@ -554,7 +564,7 @@ func (p *Plan) adjustTTL(n int64) int64 {
 // a floor: debt is allowed. A charge must not land on a bucket that is
 // full at now, so it is conditional on fl > now.
 func (p *Plan) adjust(n, now int64) (store.Expr, error) {
-	return p.build(pathAdjust, func(k sink) { p.emitAdjust(k, n, now) })
+	return p.build(nil, pathAdjust, func(k sink) { p.emitAdjust(k, n, now) })
 }
 
 func (p *Plan) emitAdjust(k sink, n, now int64) {

@@ -28,7 +28,7 @@ func TestTheFullWriteRequiresTheLimitsHash(t *testing.T) {
 	old := plan1(bucketRef)
 	now := NewPlan(bucketRef, []Limit{perSecond("rps", 20)}, map[string]int64{"rps": 1})
 	st := sim(t, shape{rf: T - 5000}.item(now))
-	ex, err := old.full(1, T, 0)
+	ex, err := old.full(nil, 1, T, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestWritesKeepTheExpiry(t *testing.T) {
 	stale := shape{rf: T - 5000}.item(p)
 	stale[store.AttrTTL] = store.Int(1) // long past
 	st := sim(t, stale)
-	ex, _ := p.full(1, T, 0)
+	ex, _ := p.full(nil, 1, T, 0)
 	if err := apply(st, ex); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestWritesKeepTheExpiry(t *testing.T) {
 		Expr: store.MustBuild(store.Update{}.Set(store.AttrTTL, store.Int(push[store.AttrTTL])), store.Condition{})}); err != nil {
 		t.Fatal(err)
 	}
-	ex, _ = p.normal(im, 1, T, true, nil)
+	ex, _ = p.normal(nil, im, 1, T, true, nil)
 	if err := apply(st, ex); err != nil {
 		t.Fatal(err)
 	}
@@ -88,19 +88,19 @@ func TestTheNormalWriteRequiresTheImagesHash(t *testing.T) {
 	moved := im.raw.Item().Clone()
 	moved[attrLimitsHash] = store.Int(p.hash + 1) // rewritten for another configuration, same rf
 	st := sim(t, moved)
-	ex, _ := p.normal(im, 1, T, true, nil)
+	ex, _ := p.normal(nil, im, 1, T, true, nil)
 	if err := apply(st, ex); !errors.Is(err, store.ErrConditionFailed) {
 		t.Fatalf("a normal write over an item of another configuration: %v, want a condition failure", err)
 	}
 	// And it sets the hash of the limits it writes for.
 	other := NewPlan(bucketRef, []Limit{perSecond("rps", 20)}, map[string]int64{"rps": 1})
 	st = sim(t, im.raw.Item())
-	ex, _ = other.normal(im, 1, T, true, nil)
+	ex, _ = other.normal(nil, im, 1, T, true, nil)
 	if err := apply(st, ex); err != nil || attr(t, st, bucketRef, 0, attrLimitsHash) != other.hash {
 		t.Fatalf("%v: hash %d, want the new configuration's", err, attr(t, st, bucketRef, 0, attrLimitsHash))
 	}
 	st = sim(t, im.raw.Item())
-	ex, _ = p.normal(im, 1, T, true, nil)
+	ex, _ = p.normal(nil, im, 1, T, true, nil)
 	if err := apply(st, ex); err != nil || attr(t, st, bucketRef, 0, attrLimitsHash) != p.hash {
 		t.Fatalf("%v: hash %d, want the plan's", err, attr(t, st, bucketRef, 0, attrLimitsHash))
 	}
@@ -124,11 +124,11 @@ func TestARescalingNormalWriteRequiresTheTokensAsSeen(t *testing.T) {
 		{"for new limits", NewPlan(bucketRef, []Limit{perSecond("rps", 20)}, map[string]int64{"rps": 1}), 1},
 	} {
 		st := sim(t, item)
-		spec, _ := p.speculative(1, T-100, nil) // another writer, at the old count
+		spec, _ := p.speculative(nil, 1, T-100, nil) // another writer, at the old count
 		if err := apply(st, spec); err != nil {
 			t.Fatal(err)
 		}
-		ex, err := c.plan.normal(im, c.n, T, true, nil)
+		ex, err := c.plan.normal(nil, im, c.n, T, true, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +170,7 @@ func TestTheExpiryCoversDebt(t *testing.T) {
 		q := NewPlan(bucketRef, limits, amounts)
 		im := image(t, shape{rf: T}.item(q))
 		st := sim(t, im.raw.Item())
-		ex, err := q.normal(im, 1, T, false, nil)
+		ex, err := q.normal(nil, im, 1, T, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,7 +252,7 @@ func TestARewritingNormalWriteKeepsTheExpiry(t *testing.T) {
 	im := image(t, shape{rf: T - 5000}.item(old))                                              // full
 	q := NewPlan(bucketRef, []Limit{rps10, perSecond("tpm", 10)}, map[string]int64{"rps": 30}) // 3 bursts: 2 of debt
 	st := sim(t, im.raw.Item())
-	ex, err := q.normal(im, 1, T, false, nil)
+	ex, err := q.normal(nil, im, 1, T, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func TestReserveChooses(t *testing.T) {
 			t.Errorf("%s: the write does not ask for the item when its condition fails", c.name)
 		}
 		if step.Path == PathNormal { // with floors: an acquire's normal write
-			want, err := p.normal(image(t, c.item), 1, resNow, true, nil)
+			want, err := p.normal(nil, image(t, c.item), 1, resNow, true, nil)
 			if err != nil || !want.Equal(step.Call.Update.Expr) {
 				t.Errorf("%s: the normal write is not the acquire's (%v):\n got %s\nwant %s", c.name, err, renderExpr(step.Call.Update.Expr), renderExpr(want))
 			}

@@ -163,7 +163,7 @@ func TestTemplatePlaces(t *testing.T) {
 			t.Fatalf("%s: the values by place differ from a fresh build:\n%s", c.name, diff)
 		}
 		slotted := &template{t: tm.t} // no places: the values go by slot
-		if diff := cmp.Diff(want, slotted.fill(c.emit), cmp.Comparer(store.Value.Equal)); diff != "" {
+		if diff := cmp.Diff(want, slotted.fill(nil, c.emit), cmp.Comparer(store.Value.Equal)); diff != "" {
 			t.Fatalf("%s: the values by slot differ from a fresh build:\n%s", c.name, diff)
 		}
 	}

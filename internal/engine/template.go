@@ -184,16 +184,26 @@ func (t *template) expr(vs *valueSink) store.Expr {
 }
 
 // fill runs emit into the template's values: the Expr of expr, without
-// the copy when the template's places are known.
-func (t *template) fill(emit func(sink)) store.Expr {
+// the copy when the template's places are known. The values go into buf
+// when it is not nil (see valueBuf), else into a new slice.
+func (t *template) fill(buf *valueBuf, emit func(sink)) store.Expr {
 	if t.at != nil {
-		as := argPool.Get().(*argSink) // pooled: emit's interface call would move it to the heap
-		args := make([]store.Value, len(t.at))
+		// The buffer's sink, or a pooled one: emit's interface call would
+		// move a sink of the stack to the heap.
+		var as *argSink
+		if buf != nil {
+			as = &buf.sink
+		} else {
+			as = argPool.Get().(*argSink)
+		}
+		args := buf.take(len(t.at))
 		*as = argSink{args: args, at: t.at}
 		emit(as)
 		k := as.k
-		*as = argSink{} // the pool keeps nothing of the Expr
-		argPool.Put(as)
+		*as = argSink{} // the sink keeps nothing of the Expr
+		if buf == nil {
+			argPool.Put(as)
+		}
 		if k == len(t.at) {
 			return t.t.CompactArgs(args)
 		}
@@ -263,8 +273,34 @@ var valuesPool = sync.Pool{New: func() any {
 	return &valueSink{vals: make([]store.Value, 0, 64)}
 }}
 
-// build returns the expression emit describes, from the template cache.
-func (p *Plan) build(path pathKind, emit func(sink)) (store.Expr, error) {
+// valueBuf is a buffer of expression values that a machine reuses write
+// after write (Charge.vals): fill puts a write's values in it rather than
+// in a new slice. The Expr then points into the buffer and is valid until
+// its next use, which is the next write of the same machine: by then the
+// store has answered the last one, and a store keeps nothing of its input
+// once the call returns (see store.Store). A nil *valueBuf allocates.
+type valueBuf struct {
+	vals []store.Value
+	sink argSink // the sink fill runs emit into (saves a pool's round trip)
+	// spec is the machine's last speculative write (see speccache.go).
+	spec specValues
+}
+
+// take returns n values of the buffer (their old contents are to be
+// overwritten), growing it when it is short; a new slice for a nil buffer.
+func (b *valueBuf) take(n int) []store.Value {
+	if b == nil {
+		return make([]store.Value, n)
+	}
+	if cap(b.vals) < n {
+		b.vals = make([]store.Value, n)
+	}
+	return b.vals[:n]
+}
+
+// build returns the expression emit describes, from the template cache,
+// its values in buf (see valueBuf; nil: a new slice).
+func (p *Plan) build(buf *valueBuf, path pathKind, emit func(sink)) (store.Expr, error) {
 	pt := p.pt
 	if pt == nil {
 		t, err := compile(emit)
@@ -275,17 +311,27 @@ func (p *Plan) build(path pathKind, emit func(sink)) (store.Expr, error) {
 		emit(&vs)
 		return t.expr(&vs), nil
 	}
+	t, err := p.shape(path, emit)
+	if err != nil {
+		return store.Expr{}, err
+	}
+	return t.fill(buf, emit), nil
+}
+
+// shape returns the template of the plan's write on path whose shape emit
+// gives, compiled the first time. The plan must have a plan template.
+func (p *Plan) shape(path pathKind, emit func(sink)) (*template, error) {
 	charged, positive := p.chargedMask()
 	k := shapeKey{path: path, charged: charged, positive: positive}
-	t := pt.shapeOf(k)
+	t := p.pt.shapeOf(k)
 	if t == nil {
 		var err error
 		if t, err = compile(emit); err != nil {
-			return store.Expr{}, err
+			return nil, err
 		}
-		t = pt.addShape(k, t)
+		t = p.pt.addShape(k, t)
 	}
-	return t.fill(emit), nil
+	return t, nil
 }
 
 // chargedMask returns which limits the plan charges or refunds (amount

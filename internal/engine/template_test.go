@@ -80,13 +80,15 @@ func TestTemplatesMatchFreshBuilds(t *testing.T) {
 			tmpl func() (store.Expr, error)
 			emit func(sink)
 		}{
-			{"speculative", func() (store.Expr, error) { return p.speculative(n, now, burn) }, func(k sink) { p.emitSpeculative(k, n, now, burn) }},
-			{"full", func() (store.Expr, error) { return p.full(n, now, h) }, func(k sink) { p.emitFull(k, n, now, h) }},
-			{"adjust", func() (store.Expr, error) { return ap.build(pathAdjust, func(k sink) { ap.emitAdjust(k, n, now) }) },
+			{"speculative", func() (store.Expr, error) { return p.speculative(nil, n, now, burn) }, func(k sink) { p.emitSpeculative(k, n, now, burn) }},
+			{"full", func() (store.Expr, error) { return p.full(nil, n, now, h) }, func(k sink) { p.emitFull(k, n, now, h) }},
+			{"adjust", func() (store.Expr, error) {
+				return ap.build(nil, pathAdjust, func(k sink) { ap.emitAdjust(k, n, now) })
+			},
 				func(k sink) { ap.emitAdjust(k, n, now) }},
-			{"normal", func() (store.Expr, error) { return p.normal(im, n, now+elapsed, false, nil) },
+			{"normal", func() (store.Expr, error) { return p.normal(nil, im, n, now+elapsed, false, nil) },
 				func(k sink) { p.emitNormal(k, im, n, now+elapsed, false, nil) }},
-			{"normal with floors", func() (store.Expr, error) { return p.normal(im, n, now+elapsed, true, burn) },
+			{"normal with floors", func() (store.Expr, error) { return p.normal(nil, im, n, now+elapsed, true, burn) },
 				func(k sink) { p.emitNormal(k, im, n, now+elapsed, true, burn) }},
 		} {
 			for round := 0; round < 2; round++ { // the first compiles, the second reuses

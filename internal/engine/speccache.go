@@ -1,0 +1,140 @@
+package engine
+
+import "github.com/shardlimit/limiter/store"
+
+// An acquire that repeats the machine's last one (the same limits, shard
+// count and amounts: a process taking the same tokens again and again)
+// makes the same speculative write but for the values that hold now.
+// emitSpeculative's values are constants of the plan and the count, or now
+// plus such a constant; the machine's value buffer remembers which is
+// which, and the next such write copies the values and adds now instead of
+// running emitSpeculative again. The memory is built on the second write
+// in a row of the same key, from the values at now and at now + 1: a
+// process whose amounts change from acquire to acquire (tokens per
+// request) pays a comparison, not the second emit.
+
+// maxCachedSpecs is how many limits (the hidden one included) a remembered
+// write may have.
+const maxCachedSpecs = 4
+
+// maxCachedNow bounds the clocks (Unix ms) served from memory, and
+// maxCachedOffset the constants added to now: within them now plus the
+// constant cannot overflow, so a value the write computes as satAdd(now, c)
+// is now + c. (A refill bound adds at most bucket.MaxRefillTime, 2^61.)
+const (
+	maxCachedNow    = 1 << 52
+	maxCachedOffset = 1 << 62
+)
+
+// specKey is what a speculative write's values depend on, but now: its
+// template (the limits and which of them it charges), the shard count and
+// the amounts (the write reserves and releases nothing).
+type specKey struct {
+	t       *template
+	n       int64
+	amounts [maxCachedSpecs]int64
+}
+
+type specState uint8
+
+const (
+	specNone  specState = iota
+	specSeen            // the key was written once
+	specBuilt           // base and atNow hold the key's values
+	specNever           // the key's values are not as emitSpeculative promises
+)
+
+// specValues is a machine's memory of its last speculative write: the
+// values in placeholder order, those at atNow as offsets from now.
+type specValues struct {
+	key   specKey
+	state specState
+	base  []store.Value
+	atNow []int32
+}
+
+// keyOf returns the key of p's speculative write on n shards with template
+// t; ok is false for a write that cannot be remembered.
+func keyOf(t *template, p *Plan, n int64) (k specKey, ok bool) {
+	if t.at == nil || len(p.specs) > maxCachedSpecs {
+		return k, false
+	}
+	k.t, k.n = t, n
+	for i := range p.specs {
+		s := &p.specs[i]
+		if s.hold != 0 || s.release != 0 {
+			return k, false
+		}
+		k.amounts[i] = s.amount
+	}
+	return k, true
+}
+
+// speculative is Plan.speculative without burn, into b: from the memory
+// of the last write when it is of the same key, else through emit (which
+// is p.emitSpeculative at n and now), remembering the key.
+func (b *valueBuf) speculative(p *Plan, n, now int64, emit func(sink)) (store.Expr, error) {
+	t, err := p.shape(pathSpeculative, emit)
+	if err != nil {
+		return store.Expr{}, err
+	}
+	k, ok := keyOf(t, p, n)
+	m := &b.spec
+	switch {
+	case !ok || now < 0 || now > maxCachedNow:
+		return t.fill(b, emit), nil
+	case m.key != k:
+		m.key, m.state = k, specSeen
+		return t.fill(b, emit), nil
+	case m.state == specBuilt:
+		args := b.take(len(m.base))
+		copy(args, m.base)
+		for _, i := range m.atNow {
+			off, _ := m.base[i].AsInt()
+			args[i] = store.Int(now + off)
+		}
+		return t.t.CompactArgs(args), nil
+	}
+	ex := t.fill(b, emit)
+	if _, args := ex.Template(); m.state == specSeen && len(args) == len(t.at) && len(args) > 0 && &args[0] == &b.vals[0] {
+		m.learn(args, b, p, t, n, now) // its values are where fill puts them
+	}
+	return ex, nil
+}
+
+// learn builds the memory of the key from the values of the write just
+// made at now (at, in placeholder order) and those of the same write at
+// now + 1: a value that moved by one holds now, one that did not is a
+// constant. Anything else (a value that is not a number, or moved
+// otherwise) marks the key specNever.
+func (m *specValues) learn(at []store.Value, b *valueBuf, p *Plan, t *template, n, now int64) {
+	m.state = specNever
+	if cap(m.base) < len(at) {
+		m.base = make([]store.Value, len(at))
+	}
+	next := m.base[:len(at)]
+	b.sink = argSink{args: next, at: t.at}
+	p.emitSpeculative(&b.sink, n, now+1, nil)
+	complete := b.sink.k == len(t.at)
+	b.sink = argSink{}
+	if !complete {
+		return
+	}
+	m.atNow = m.atNow[:0]
+	for i := range at {
+		v, ok := at[i].AsInt()
+		w, ok1 := next[i].AsInt()
+		switch {
+		case !ok || !ok1:
+			return
+		case w == v:
+			next[i] = at[i]
+		case w == v+1 && v-now >= -maxCachedOffset && v-now <= maxCachedOffset:
+			next[i] = store.Int(v - now)
+			m.atNow = append(m.atNow, int32(i))
+		default:
+			return
+		}
+	}
+	m.state = specBuilt
+}
