@@ -17,14 +17,12 @@ import "github.com/shardlimit/limiter/store"
 // write may have.
 const maxCachedSpecs = 4
 
-// maxCachedNow bounds the clocks (Unix ms) served from memory, and
-// maxCachedOffset the constants added to now: within them now plus the
-// constant cannot overflow, so a value the write computes as satAdd(now, c)
-// is now + c. (A refill bound adds at most bucket.MaxRefillTime, 2^61.)
-const (
-	maxCachedNow    = 1 << 52
-	maxCachedOffset = 1 << 62
-)
+// maxCachedNow bounds the clocks (Unix ms) served from memory. The
+// constants emitSpeculative adds to now are at most bucket.MaxRefillTime
+// (2^61, a refill bound) or the refill route's age: below maxCachedNow
+// now plus such a constant never saturates, so a value the write computes
+// as satAdd(now, c) is now + c.
+const maxCachedNow = 1 << 52
 
 // specKey is what a speculative write's values depend on, but now: its
 // template (the limits and which of them it charges), the shard count and
@@ -129,7 +127,7 @@ func (m *specValues) learn(at []store.Value, b *valueBuf, p *Plan, t *template, 
 			return
 		case w == v:
 			next[i] = at[i]
-		case w == v+1 && v-now >= -maxCachedOffset && v-now <= maxCachedOffset:
+		case w == v+1:
 			next[i] = store.Int(v - now)
 			m.atNow = append(m.atNow, int32(i))
 		default:

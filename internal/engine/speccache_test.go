@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -75,5 +76,80 @@ func TestSpeculativeMemoryStates(t *testing.T) {
 		if b.spec.state != c.want {
 			t.Errorf("write %d: memory %v, want %v", i, b.spec.state, c.want)
 		}
+	}
+}
+
+// What a machine remembers, and what it does not: a plan of four specs
+// (three limits and the hidden one) is remembered, one of five is not; a
+// write that reserves or releases (its hold and generation are not in the
+// key) is not; nor are clocks outside [0, maxCachedNow]. A write that is
+// not remembered leaves the memory of the last one as it was.
+func TestSpeculativeMemoryKeys(t *testing.T) {
+	three := []Limit{perSecond("a", 10), perSecond("b", 10), perSecond("c", 10)}
+	four := append(slices.Clone(three), perSecond("d", 10))
+	p3 := NewPlan(bucketRef, three, map[string]int64{"a": 1})
+	p4 := NewPlan(bucketRef, four, map[string]int64{"a": 1})
+	if len(p3.specs) != maxCachedSpecs || len(p4.specs) != maxCachedSpecs+1 {
+		t.Fatalf("plans of %d and %d specs, want %d and %d", len(p3.specs), len(p4.specs), maxCachedSpecs, maxCachedSpecs+1)
+	}
+	p := plan1(bucketRef)
+	held := p.WithHold(map[string]int64{"rps": 2000}, nil, 7)
+	released := p.WithHold(nil, map[string]int64{"rps": 1000}, 7)
+	write := func(t *testing.T, b *valueBuf, q *Plan, now int64) {
+		t.Helper()
+		if _, err := q.speculative(b, 1, now, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		plan  *Plan
+		now   int64
+		built bool // twice in a row builds its memory
+	}{
+		{"four specs", p3, T, true},
+		{"five specs", p4, T, false},
+		{"a hold", held, T, false},
+		{"a release", released, T, false},
+		{"the clock at 0", p, 0, true},
+		{"the clock at maxCachedNow", p, maxCachedNow, true},
+		{"the clock before 0", p, -1, false},
+		{"the clock past maxCachedNow", p, maxCachedNow + 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b valueBuf
+			other := NewPlan(bucketRef, []Limit{rps10}, map[string]int64{"rps": 2})
+			write(t, &b, other, T)
+			write(t, &b, other, T+1) // the memory holds other's write
+			remembered := b.spec.key
+			write(t, &b, tc.plan, tc.now)
+			write(t, &b, tc.plan, tc.now)
+			if built := b.spec.state == specBuilt && b.spec.key != remembered; built != tc.built {
+				t.Fatalf("memory %v after two writes, want built %v", b.spec.state, tc.built)
+			}
+			if !tc.built && (b.spec.state != specBuilt || b.spec.key != remembered) {
+				t.Fatalf("a write not remembered changed the memory (%v)", b.spec.state)
+			}
+		})
+	}
+}
+
+// A machine's speculative writes allocate nothing once its buffer has
+// grown, whether made from memory, building it, or afresh.
+func TestSpeculativeWritesAllocateNothing(t *testing.T) {
+	p, q := plan1(bucketRef), NewPlan(bucketRef, []Limit{rps10, perSecond("tpm", 100)}, map[string]int64{"rps": 1, "tpm": 3})
+	var b valueBuf
+	now := T
+	round := func() {
+		for _, x := range []*Plan{q, q, p, p, p} { // q's memory built, then p's, then p's used
+			if _, err := x.speculative(&b, 1, now, nil); err != nil {
+				t.Fatal(err)
+			}
+			now++
+		}
+	}
+	round()
+	if n := testing.AllocsPerRun(20, round); n != 0 {
+		t.Fatalf("%v allocations a round of five writes, want 0", n)
 	}
 }

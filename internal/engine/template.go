@@ -190,22 +190,17 @@ func (t *template) fill(buf *valueBuf, emit func(sink)) store.Expr {
 	if t.at != nil {
 		// The buffer's sink, or a pooled one: emit's interface call would
 		// move a sink of the stack to the heap.
-		var as *argSink
+		var ex store.Expr
+		var ok bool
 		if buf != nil {
-			as = &buf.sink
+			ex, ok = t.fillAt(&buf.sink, buf.take(len(t.at)), emit)
 		} else {
-			as = argPool.Get().(*argSink)
-		}
-		args := buf.take(len(t.at))
-		*as = argSink{args: args, at: t.at}
-		emit(as)
-		k := as.k
-		*as = argSink{} // the sink keeps nothing of the Expr
-		if buf == nil {
+			as := argPool.Get().(*argSink)
+			ex, ok = t.fillAt(as, make([]store.Value, len(t.at)), emit)
 			argPool.Put(as)
 		}
-		if k == len(t.at) {
-			return t.t.CompactArgs(args)
+		if ok {
+			return ex
 		}
 		// Not the shape compiled (cannot happen: a shape key fixes what
 		// emit gives); the slot way handles any count.
@@ -216,6 +211,19 @@ func (t *template) fill(buf *valueBuf, emit func(sink)) store.Expr {
 	ex := t.expr(vs)
 	valuesPool.Put(vs)
 	return ex
+}
+
+// fillAt fills args through the sink as, by place: false when emit gave
+// another count of values than the template has places.
+func (t *template) fillAt(as *argSink, args []store.Value, emit func(sink)) (store.Expr, bool) {
+	*as = argSink{args: args, at: t.at}
+	emit(as)
+	k := as.k
+	*as = argSink{} // the sink keeps nothing of the Expr
+	if k != len(t.at) {
+		return store.Expr{}, false
+	}
+	return t.t.CompactArgs(args), true
 }
 
 type pathKind uint8
@@ -287,11 +295,8 @@ type valueBuf struct {
 }
 
 // take returns n values of the buffer (their old contents are to be
-// overwritten), growing it when it is short; a new slice for a nil buffer.
+// overwritten), growing it when it is short.
 func (b *valueBuf) take(n int) []store.Value {
-	if b == nil {
-		return make([]store.Value, n)
-	}
 	if cap(b.vals) < n {
 		b.vals = make([]store.Value, n)
 	}
