@@ -16,9 +16,10 @@ import (
 )
 
 // TestProperty generates simulation configurations (100 to 256 writers,
-// one to four limits, cascade on or off, sharding pressure, faults, clock
-// skew, seeds) and checks every invariant of the design on each run of the
-// deterministic simulator (package sim).
+// one to four limits, cascade on or off, sharding pressure, reservations
+// (also under sharding pressure), faults, clock skew, seeds) and checks
+// every invariant of the design on each run of the deterministic
+// simulator (package sim).
 //
 // It runs 20 cases by default and shrinks a failure for at most 60 s; 2
 // cases and 20 s under the race detector: the simulator runs one
@@ -182,13 +183,26 @@ func genConfig(t *rapid.T, long bool) sim.Config {
 		}
 	}
 	// Reservations in about a third of the configurations without a
-	// cascade, with processes crashing while they hold them in half of those.
-	// Not under sharding pressure: reservations across doublings are not
-	// drawn here (a doubling halves a shard's burst under the pools'
-	// holds, and a return to a shard whose count changed is dropped, its
-	// hold left to its generation's reclaim).
-	if !cascade && !pressure && rapid.Float64Range(0, 1).Draw(t, "reservations") < 0.35 {
+	// cascade, with processes crashing while they hold them in half of
+	// those; under sharding pressure in half of the configurations without
+	// a cascade, where a doubling halves a shard's burst under the pools'
+	// holds and a pool's return meets a shard count changed since (its
+	// rest dropped, its hold left to its generation's reclaim). There the
+	// load is uneven across the writers and up to twice as high: a process
+	// reserves only when its own demand is a request per 100 ms or more,
+	// and pools take most acquires off the store, so the busiest reserve
+	// while the others charge the store and drive the doublings (in about
+	// a quarter of these configurations).
+	resProb := 0.35
+	if pressure {
+		resProb = 0.5
+	}
+	if !cascade && rapid.Float64Range(0, 1).Draw(t, "reservations") < resProb {
 		wl.Reservations = true
+		if pressure {
+			wl.Uneven = rapid.Float64Range(0, 1).Draw(t, "uneven")
+			wl.Rate *= rapid.Float64Range(1, 2).Draw(t, "pooled_rate_factor")
+		}
 		if rapid.Bool().Draw(t, "crashes") {
 			wl.CrashEvery = time.Duration(rapid.IntRange(1, 5).Draw(t, "crash_every_s")) * time.Second
 			wl.CrashDowntime = 200 * time.Millisecond

@@ -530,7 +530,7 @@ func (p *Plan) blind(v ShardView, n, now int64, draw float64) (store.Expr, Path,
 		ex, err := p.speculative(n, now, nil)
 		return ex, PathSpeculative, err
 	}
-	if im.fullBy(p, now) && v.othersSince(now) < 0.5 && (v.OwnRefill || v.RateAt != 0 || v.Rate > 0) {
+	if im.fullBy(p, n, now) && v.othersSince(now) < 0.5 && (v.OwnRefill || v.RateAt != 0 || v.Rate > 0) {
 		if im.holds { // pools hold part of the burst: see hold.go
 			ex, err := p.fullHeld(im, n, now, 0)
 			return ex, PathFull, err
@@ -556,10 +556,10 @@ func (p *Plan) blind(v ShardView, n, now int64, draw float64) (store.Expr, Path,
 // has checked that the tokens suffice (shortfall). v carries the rate
 // estimates; its image is not used.
 func (p *Plan) informed(im *Image, v ShardView, n, now, lat int64, contended bool) (store.Expr, Path, error) {
-	if im.matches(p, n) && im.fullBy(p, now) {
+	if im.matches(p, n) && im.fullBy(p, n, now) {
 		h := int64(0)
 		if contended {
-			h = p.cushion(n, lat)
+			h = p.cushion(im, n, lat)
 		}
 		if im.holds { // pools hold part of the burst: see hold.go
 			ex, err := p.fullHeld(im, n, now, h)

@@ -312,11 +312,11 @@ func (r *Reserve) next(im *Image, now int64) Step {
 	if !blind {
 		v.Img, v.At = im, now
 	}
-	full := im.fullBy(r.p, now)
+	full := im.fullBy(r.p, r.n, now)
 	if full && (!blind || v.othersSince(now) < 0.5) {
 		h := int64(0)
 		if !blind { // lost a race: see cushion
-			h = r.p.cushion(r.n, r.lat)
+			h = r.p.cushion(im, r.n, r.lat)
 		}
 		ex, err := r.p.fullHeld(im, r.n, now, h)
 		return r.write(ex, err, PathFull)

@@ -130,7 +130,7 @@ func TestReserveAfterAFailedWrite(t *testing.T) {
 	if v := m.View(bucketRef, 0); v.Img == nil || v.Img.hold(&r.p.specs[0]) != 250 {
 		t.Fatalf("the item the store returned was not learned: %+v", v.Img)
 	}
-	h := r.p.cushion(1, 30)
+	h := r.p.cushion(image(t, full), 1, 30)
 	want, err := r.p.fullHeld(image(t, full), 1, resNow, h)
 	if h <= 0 || err != nil || !want.Equal(step.Call.Update.Expr) {
 		t.Fatalf("the full write after a lost race (cushion %d, %v):\n got %s\nwant %s", h, err, renderExpr(step.Call.Update.Expr), renderExpr(want))
