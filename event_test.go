@@ -2,9 +2,12 @@ package limiter
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
 )
 
@@ -23,5 +26,52 @@ func TestEventDuration(t *testing.T) {
 	}
 	if ev := e.last(); ev.Op != "rollback" || ev.Duration != 5*time.Millisecond {
 		t.Fatalf("rollback: %+v", ev)
+	}
+}
+
+// Event.Path names the write path of the call's last store write, also
+// when the store refused it. An acquire that decided to double the bucket,
+// and whose doubling write the store throttled, ends on that write:
+// PathDouble. Its process makes the doubling write first on its next
+// acquires (the partition is hot, and the doubling is what helps): when
+// that write is throttled again, it is the acquire's only write, and its
+// event says PathDouble, not PathNone.
+func TestEventPathOfAThrottledDoubling(t *testing.T) {
+	sc := newScript()
+	e := newEnv(t, memsim.WithFaults(sc.injector()))
+	l := e.limiter()
+	r := Request{Entity: "k", Resource: "r", Limits: []Limit{PerSecond("rps", 100_000)}, Consume: map[string]int64{"rps": 1}}
+	ref := keys.Bucket{Namespace: "ns", Entity: "k", Resource: "r"}
+	// Others write the shard at 960 units a second, and its write units
+	// are spent: the partition is at its ceiling.
+	spend := func(units int64) {
+		t.Helper()
+		hot, err := store.Build(store.Update{}.Add("b_wcu_tc", store.Int(units*1000)).Set("b_wcu_tk", store.Int(0)).
+			Set("rf", store.Int(e.clock.Now().UnixMilli())), store.Condition{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.st.Update(e.ctx, store.UpdateInput{Key: ref.Key(), Expr: hot}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.mustAcquire(l, r) // made, at one shard
+	e.clock.Add(500 * time.Millisecond)
+	spend(480)
+	e.mustAcquire(l, r) // measures the partition at its ceiling
+	spend(0)
+	// The next acquire's charge write fails (no write units), and its
+	// doubling write is throttled; the one after makes the doubling write
+	// first, throttled too.
+	sc.on(ref.PK(), memsim.FaultNone, memsim.FaultThrottle, memsim.FaultThrottle)
+	sc.arm()
+	for i, want := range []int{2, 1} {
+		if _, err := l.Acquire(e.ctx, r); !errors.Is(err, store.ErrThrottled) {
+			t.Fatalf("acquire %d on the hot partition: err %v, want the throttled doubling's", i, err)
+		}
+		if ev := e.last(); ev.Path != PathDouble || ev.Outcome != Unavailable || ev.Throttled != 1 || ev.RoundTrips != want || ev.ShardDoublings != 0 {
+			t.Fatalf("acquire %d: path %v, outcome %v, %d throttled of %d round trips, %d doublings; want double, unavailable, 1 of %d, none",
+				i, ev.Path, ev.Outcome, ev.Throttled, ev.RoundTrips, ev.ShardDoublings, want)
+		}
 	}
 }

@@ -44,7 +44,7 @@ func (t *trace) path(p engine.Path) {
 }
 
 // publicPath maps the engine's paths to the ones an Event reports; the
-// doubling and discovery calls are not paths of their own.
+// discovery reads are not paths of their own (Event.Path names writes).
 func publicPath(p engine.Path) (Path, bool) {
 	switch p {
 	case engine.PathSpeculative, engine.PathAdjust:
@@ -62,6 +62,8 @@ func publicPath(p engine.Path) (Path, bool) {
 		return PathReject, true
 	case engine.PathLocal:
 		return PathLocal, true
+	case engine.PathDouble:
+		return PathDouble, true
 	}
 	return PathNone, false
 }

@@ -174,7 +174,8 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // Path names the write path an acquire took.
 type Path uint8
 
-// Write paths, in the order an acquire may try them.
+// Write paths, in the order an acquire may try them (PathDouble, added
+// later, keeps the values before it).
 const (
 	PathNone        Path = iota
 	PathSpeculative      // one conditional ADD, no read: the hot path
@@ -186,9 +187,16 @@ const (
 	PathFailOpen         // the store failed and the policy admitted anyway
 	PathLocal            // refused from the limiter's last item of the bucket, no I/O at all
 	PathPool             // admitted from this process's reservation, no I/O at all
+	// PathDouble is the doubling of the bucket's shard count (one
+	// conditional write on shard 0, docs/sharding.md). An acquire reports
+	// it when that write was its last: the store refused it (throttled, or
+	// failed), so the acquire ended there, charging nothing. A doubling
+	// that lands is followed by the acquire's charge write, whose path is
+	// reported; Event.ShardDoublings counts it.
+	PathDouble
 )
 
-var pathNames = [...]string{"none", "speculative", "full", "create", "normal", "retry", "reject", "fail-open", "local", "pool"}
+var pathNames = [...]string{"none", "speculative", "full", "create", "normal", "retry", "reject", "fail-open", "local", "pool", "double"}
 
 // String returns the path's name.
 func (p Path) String() string {
@@ -227,7 +235,14 @@ type Event struct {
 	Entity   string
 	Resource string
 	Outcome  Outcome
-	// Path is the last write path taken.
+	// Path is the path of the call's last store write, the one it
+	// attempted last even when the store refused it (a throttle, a
+	// failure): PathDouble when that was the doubling of the bucket's
+	// shard count, which an acquire may make first, before any charge,
+	// when its process's earlier doubling was throttled. Calls answered
+	// without a write report how: PathReject, PathLocal, PathPool,
+	// PathFailOpen (after the write that failed). PathNone when the call
+	// made no write (a read that failed, an invalid request).
 	Path Path
 	// RoundTrips counts store calls; concurrent writes count once.
 	RoundTrips int

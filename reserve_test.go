@@ -175,3 +175,60 @@ func TestReservationsAStalePoolIsNotReturnedToABucketMadeAgain(t *testing.T) {
 		}
 	}
 }
+
+// A pool that holds two limits, and then requests that charge only one of
+// them: the reservation writes those requests make release what the pool
+// handed out of both, the limit they charge nothing of included. Were that
+// release dropped, its hold would stay on the bucket, its cap lower, until
+// the hold's generation was reclaimed (up to 10 minutes), and Close could
+// not give it back: after Close, no hold may be left.
+func TestReservationsReleaseTheHoldOfALimitTheRequestDoesNotCharge(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter(WithReservations())
+	// 5,000 acquires a second against a refill of 4,000 from a burst of
+	// 100,000: the bucket stays below its cap, and the reservations take
+	// the consumption-only write, which must release each limit's hold
+	// itself (the writes at the cap set every hold as they go).
+	lim := func(name string) Limit {
+		return Limit{Name: name, Capacity: 4000, Burst: 100_000, Refill: 4000, Period: time.Second}
+	}
+	limits := []Limit{lim("rps"), lim("tpm")}
+	both := Request{Entity: "k", Resource: "r", Limits: limits, Consume: map[string]int64{"rps": 1, "tpm": 1}}
+	rpsOnly := Request{Entity: "k", Resource: "r", Limits: limits, Consume: map[string]int64{"rps": 1}}
+	admitted := map[string]int64{}
+	acquire := func(r Request, n int) (released bool) {
+		for i := 0; i < n; i++ {
+			e.clock.Add(200 * time.Microsecond) // 5,000 a second
+			before := e.bucketItem("k", "r", 0)
+			e.mustAcquire(l, r)
+			for name, v := range r.Consume {
+				admitted[name] += v
+			}
+			after := e.bucketItem("k", "r", 0)
+			h0, _ := before.Int("b_tpm_hd")
+			h1, _ := after.Int("b_tpm_hd")
+			released = released || (e.last().Path != PathPool && h1 < h0)
+		}
+		return released
+	}
+	acquire(both, 1000) // pools of both limits, handed out and taken again
+	ref := keys.Bucket{Namespace: "ns", Entity: "k", Resource: "r"}
+	if held := l.pools.Held(ref, "tpm", e.clock.Now().UnixMilli()); held == 0 {
+		t.Fatal("the pool holds no tpm")
+	}
+	if !acquire(rpsOnly, 1000) {
+		t.Error("no write of the requests that charge only rps released any of tpm's hold")
+	}
+	if err := l.Close(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	it := e.bucketItem("k", "r", 0)
+	for _, name := range []string{"rps", "tpm"} {
+		if hd, _ := it.Int("b_" + name + "_hd"); hd != 0 {
+			t.Errorf("%s: a hold of %d millitokens is left on the bucket after Close", name, hd)
+		}
+		if got := e.consumed("k", "r", name); got != admitted[name]*1000 {
+			t.Errorf("%s: tc = %d after Close, want %d (exactly what was admitted)", name, got, admitted[name]*1000)
+		}
+	}
+}

@@ -367,3 +367,21 @@ func TestRegressionPoolReturnOnCancelledContext(t *testing.T) {
 		requireOK(t, rep)
 	}
 }
+
+// With reservations at a bucket's limit, processes crashing every second
+// strand their pools' holds until the generation is reclaimed, and the
+// holds come to nearly the whole burst. The full write set the balance to
+// the cap (the burst less the holds) less the charge and the cushion
+// without checking that the cap paid them: the balance went below zero on
+// an acquire (invariant 4; after a doubling, holds above the halved share
+// of the burst did the same). Found by the property test drawing
+// reservations under sharding pressure.
+func TestRegressionFullWriteBelowTheHoldsCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation")
+	}
+	wl := &Workload{Writers: 100, Limits: []limiter.Limit{{Name: "rps", Capacity: 6000, Burst: 6000, Refill: 6000, Period: time.Second}},
+		Consume: []Range{{Min: 2, Max: 11}}, Entities: []Entity{{ID: "key-0"}}, Resources: []string{"gpt-4o"},
+		Rate: 1418, Uneven: 0.79, Reservations: true, CrashEvery: time.Second, CrashDowntime: 200 * time.Millisecond, Duration: 3 * time.Second}
+	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 1, Tail: 3 * time.Second}))
+}

@@ -263,7 +263,7 @@ func (r *Report) WriteTable(out io.Writer) error {
 	fmt.Fprintf(&b, "acquires by last path:  round trips and WCU per acquire, and per admitted acquire of all paths\n")
 	var rt, wcu float64
 	for _, p := range []limiter.Path{limiter.PathSpeculative, limiter.PathFull, limiter.PathCreate, limiter.PathNormal,
-		limiter.PathRetry, limiter.PathReject, limiter.PathLocal, limiter.PathPool, limiter.PathFailOpen, limiter.PathNone} {
+		limiter.PathRetry, limiter.PathReject, limiter.PathLocal, limiter.PathPool, limiter.PathDouble, limiter.PathFailOpen, limiter.PathNone} {
 		c, ok := r.PathCosts[p.String()]
 		if !ok {
 			continue

@@ -816,6 +816,7 @@ func (p *Plan) withBilled(billed int64) *Plan {
 		return p
 	}
 	q := withSpecs(p.Ref, p.hash, p.pt, p.specs)
+	q.gen = p.gen // a reservation's release names its hold generation
 	q.specs[len(q.specs)-1].amount += billed * unit
 	return q
 }

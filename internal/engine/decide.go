@@ -533,7 +533,7 @@ func (p *Plan) blind(buf *valueBuf, v ShardView, n, now int64, draw float64) (st
 		ex, err := p.speculative(buf, n, now, nil)
 		return ex, PathSpeculative, err
 	}
-	if im.fullBy(p, now) && v.othersSince(now) < 0.5 && (v.OwnRefill || v.RateAt != 0 || v.Rate > 0) {
+	if im.fullBy(p, n, now) && v.othersSince(now) < 0.5 && (v.OwnRefill || v.RateAt != 0 || v.Rate > 0) {
 		if im.holds { // pools hold part of the burst: see hold.go
 			ex, err := p.fullHeld(im, n, now, 0)
 			return ex, PathFull, err
@@ -559,10 +559,10 @@ func (p *Plan) blind(buf *valueBuf, v ShardView, n, now int64, draw float64) (st
 // has checked that the tokens suffice (shortfall). v carries the rate
 // estimates; its image is not used.
 func (p *Plan) informed(buf *valueBuf, im *Image, v ShardView, n, now, lat int64, contended bool) (store.Expr, Path, error) {
-	if im.matches(p, n) && im.fullBy(p, now) {
+	if im.matches(p, n) && im.fullBy(p, n, now) {
 		h := int64(0)
 		if contended {
-			h = p.cushion(n, lat)
+			h = p.cushion(im, n, lat)
 		}
 		if im.holds { // pools hold part of the burst: see hold.go
 			ex, err := p.fullHeld(im, n, now, h)

@@ -263,6 +263,14 @@ type Reserve struct {
 	n        int64
 	attempts int
 	lat      int64 // the last round trip (ms)
+	// billed counts the failed writes on the shard not charged yet: the
+	// ones earlier writes left (Memory.carry) and this reservation's own.
+	// DynamoDB bills a failed conditional write like one that lands, and
+	// wcu_tc counts what the partition billed: the next write charges the
+	// hidden limit for them, as the charge path does; a reservation that
+	// ends without a landed write leaves them to the shard's next write.
+	billed int64
+	mine   *Plan // the plan the last write was built from (billed included)
 
 	// Declined is set when Done if nothing was written for the
 	// reservation's sake: charge the plain way.
@@ -289,22 +297,23 @@ func NewReserve(m *Memory, p *Plan, rnd Rand, shard int) *Reserve {
 
 // Start returns the first step.
 func (r *Reserve) Start(now int64) Step {
+	r.billed = r.m.carry(r.p.Ref, r.shard, 0, true, now)
 	return r.next(r.m.View(r.p.Ref, r.shard).Img, now)
 }
 
 // next returns the write to make on im, or declines.
 func (r *Reserve) next(im *Image, now int64) Step {
 	if r.attempts >= maxReserveWrites || im == nil || !im.matches(r.p, r.n) {
-		return r.decline()
+		return r.decline(now)
 	}
 	if !im.genOpen(now) && im.holds && !im.reclaimable(now) && im.held(r.p) {
-		return r.decline() // the generation is closing: its pools go back first
+		return r.decline(now) // the generation is closing: its pools go back first
 	}
 	if _, releases := r.p.holding(); releases && (!im.genOpen(now) || im.gen != r.p.gen) {
-		return r.decline() // the hold it would release is not this generation's
+		return r.decline(now) // the hold it would release is not this generation's
 	}
 	if r.p.shortfall(im, r.n, now, false) != shortNone {
-		return r.decline()
+		return r.decline(now)
 	}
 	blind := r.attempts == 0 // from the client's last image, not a failed write's
 	r.attempts++
@@ -312,13 +321,15 @@ func (r *Reserve) next(im *Image, now int64) Step {
 	if !blind {
 		v.Img, v.At = im, now
 	}
-	full := im.fullBy(r.p, now)
+	q := r.p.withBilled(r.billed)
+	r.mine = q
+	full := im.fullBy(r.p, r.n, now)
 	if full && (!blind || v.othersSince(now) < 0.5) {
 		h := int64(0)
 		if !blind { // lost a race: see cushion
-			h = r.p.cushion(r.n, r.lat)
+			h = q.cushion(im, r.n, r.lat)
 		}
-		ex, err := r.p.fullHeld(im, r.n, now, h)
+		ex, err := q.fullHeld(im, r.n, now, h)
 		return r.write(ex, err, PathFull)
 	}
 	// Headroom, as any write on a shared shard near its cap: the writes
@@ -330,10 +341,10 @@ func (r *Reserve) next(im *Image, now int64) Step {
 	burn := r.p.headroom(v, r.n, now)
 	if im.genOpen(now) && (blind && r.p.covered(im, burn) || r.p.retryable(im, r.n, now, burn)) {
 		g := im.gen
-		ex, err := direct(func(k sink) { r.p.emitReserve(k, r.n, now, g, burn) })
+		ex, err := direct(func(k sink) { q.emitReserve(k, r.n, now, g, burn) })
 		return r.write(ex, err, PathSpeculative)
 	}
-	ex, err := r.p.normal(nil, im, r.n, now, true, burn)
+	ex, err := q.normal(nil, im, r.n, now, true, burn)
 	return r.write(ex, err, PathNormal)
 }
 
@@ -350,9 +361,19 @@ func (p *Plan) covered(im *Image, burn []int64) bool {
 	return true
 }
 
-func (r *Reserve) decline() Step {
+func (r *Reserve) decline(now int64) Step {
 	r.Declined = true
+	r.settleBilled(now)
 	return Step{Done: true}
+}
+
+// settleBilled leaves the failed writes no write charged to the shard's
+// next write (the plain charge that follows a decline takes them).
+func (r *Reserve) settleBilled(now int64) {
+	if r.billed > 0 {
+		r.m.carry(r.p.Ref, r.shard, r.billed, false, now)
+	}
+	r.billed = 0
 }
 
 func (r *Reserve) write(ex store.Expr, err error, path Path) Step {
@@ -372,13 +393,15 @@ func (r *Reserve) Feed(res Result, now int64) Step {
 		if err != nil || img == nil || !img.holds {
 			return Step{Err: errors.Join(err, errors.New("limiter: a reservation's write returned no hold generation"))}
 		}
-		r.m.learn(r.p.Ref, r.shard, img, 0, now, lat, r.p)
+		r.m.learn(r.p.Ref, r.shard, img, 0, now, lat, r.mine) // its write units are this process's own
+		r.billed = 0                                          // the write charged them
 		r.Shard, r.N, r.Gen = r.shard, r.n, img.gen
 		r.Until = min(now+PoolLifeMs, img.genAt+GenLifeMs)
 		return Step{Done: true}
 	}
 	im, err := conditionImage(nil, res.Err)
 	if err != nil {
+		r.settleBilled(now)
 		if store.OutcomeUnknown(err) || errors.Is(err, store.ErrThrottled) {
 			// It may have landed: the caller accounts for it. Or the
 			// partition is at its ceiling: another write now would only
@@ -386,8 +409,9 @@ func (r *Reserve) Feed(res Result, now int64) Step {
 			return Step{Err: err}
 		}
 		// Not applied (a conflict): the plain acquire knows how to go on.
-		return r.decline()
+		return r.decline(now)
 	}
+	r.billed++ // DynamoDB bills a failed conditional write like a successful one
 	if im != nil {
 		r.m.learn(r.p.Ref, r.shard, im, 0, now, lat, nil)
 	}

@@ -157,13 +157,20 @@ func (im *Image) projected(s *spec, n, now int64) (st bucket.State, rf int64) {
 }
 
 // fullBy reports whether, judging by this (possibly stale) image, every
-// application limit is full at now: the blind full write is then likely
-// to succeed.
-func (im *Image) fullBy(p *Plan, now int64) bool {
+// application limit is full at now at n shards: the blind full write is
+// then likely to succeed. A limit whose cap (the burst less what pools
+// hold, see hold.go) is below the charge is not full for it: the full
+// write would set its balance to the cap less the charge, below zero.
+// Pools can hold that much when many processes reserve, or more than a
+// shard's share of the burst once a doubling has halved it.
+func (im *Image) fullBy(p *Plan, n, now int64) bool {
 	for i := range p.specs {
 		s := &p.specs[i]
 		_, _, fh, ok := im.state(s)
 		if !ok || (fh > now && !s.hidden) {
+			return false
+		}
+		if !s.hidden && im.capOf(s, s.perShard(n)) < s.amount {
 			return false
 		}
 	}

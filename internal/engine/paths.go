@@ -196,7 +196,10 @@ const (
 // dates rf, paid for in tokens (cushionTokens): maxCushion, at most what
 // refills 1 % of each limit's burst; or, when the store's round trip (lat,
 // ms) is longer, up to lat (at most maxLatencyCushion), at most what
-// refills 5 % of each burst. 0 when some limit cannot pay.
+// refills 5 % of each burst. 0 when some limit cannot pay: its cap on im
+// (the burst less what pools hold, see hold.go; the burst when im is nil)
+// is less than the charge and the cushion, and the full write would leave
+// its balance below zero.
 //
 // Why: a full write makes the bucket full again a charge's refill time
 // later (1/rate), and until then every other full write fails. Dated h
@@ -210,7 +213,7 @@ const (
 // more than the true bucket, as with a client whose clock runs h ahead.
 // Only writers that lost a race take it: a quiet bucket stays exact (a
 // burst after idle admits exactly the burst).
-func (p *Plan) cushion(n, lat int64) int64 {
+func (p *Plan) cushion(im *Image, n, lat int64) int64 {
 	h := p.cushionWithin(n, maxCushion, 100)
 	if lat > h {
 		h = max(h, p.cushionWithin(n, min(lat, maxLatencyCushion), 20))
@@ -220,8 +223,15 @@ func (p *Plan) cushion(n, lat int64) int64 {
 	}
 	for i := range p.specs {
 		s := &p.specs[i]
+		if s.hidden {
+			continue
+		}
 		l := s.perShard(n)
-		if !s.hidden && l.Burst-s.amount-cushionTokens(l, h) < 0 {
+		c := l.Burst
+		if im != nil {
+			c = im.capOf(s, l)
+		}
+		if c-s.amount-cushionTokens(l, h) < 0 {
 			return 0
 		}
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/shardlimit/limiter/store"
@@ -111,14 +112,23 @@ func TestReserveShard(t *testing.T) {
 	}
 }
 
+// capped is the shard at its cap (the normal write), in generation 4.
+var capped = resItem(resNow, -1, resNow-1000, 0, nil)
+
+// reserveAtCap returns a memory that knows the shard capped and the
+// reservation p of it.
+func reserveAtCap(t *testing.T, p *Plan) (*Memory, *Reserve) {
+	t.Helper()
+	m := NewMemory(16)
+	knows(t, m, bucketRef, capped, 1, resNow)
+	return m, NewReserve(m, p, picks(), 0)
+}
+
 // After a failed write the reservation goes on from the item the store
 // returned, which it learns: the full write with a cushion when that item
 // is full (it lost a race), at most maxReserveWrites writes in all.
 func TestReserveAfterAFailedWrite(t *testing.T) {
-	m := NewMemory(16)
-	capped := resItem(resNow, -1, resNow-1000, 0, nil) // at its cap: the normal write
-	knows(t, m, bucketRef, capped, 1, resNow)
-	r := NewReserve(m, reservation(), picks(), 0)
+	m, r := reserveAtCap(t, reservation())
 	step := r.Start(resNow)
 	full := resItem(resNow-5000, -1, resNow-1000, 250, nil)
 	lost := failed(full)
@@ -130,8 +140,8 @@ func TestReserveAfterAFailedWrite(t *testing.T) {
 	if v := m.View(bucketRef, 0); v.Img == nil || v.Img.hold(&r.p.specs[0]) != 250 {
 		t.Fatalf("the item the store returned was not learned: %+v", v.Img)
 	}
-	h := r.p.cushion(1, 30)
-	want, err := r.p.fullHeld(image(t, full), 1, resNow, h)
+	h := r.p.cushion(image(t, full), 1, 30)
+	want, err := r.p.withBilled(1).fullHeld(image(t, full), 1, resNow, h) // the failed write billed
 	if h <= 0 || err != nil || !want.Equal(step.Call.Update.Expr) {
 		t.Fatalf("the full write after a lost race (cushion %d, %v):\n got %s\nwant %s", h, err, renderExpr(step.Call.Update.Expr), renderExpr(want))
 	}
@@ -257,5 +267,57 @@ func TestAReleaseAtItsCapTakesTheNormalWrite(t *testing.T) {
 	capped := holdRaw(p, shape{rf: resNow - 100, tk: map[string]int64{"rps": 5000}}, 4, resNow-1000, map[string]int64{"tpm": 300})
 	if got := describe(r.Feed(failed(capped), resNow)); got != "update 0 normal" {
 		t.Fatalf("tpm at its cap: %q, want the normal write", got)
+	}
+}
+
+// DynamoDB bills a failed conditional write like one that lands, and the
+// shard's wcu_tc counts what its partition billed (the rate a doubling
+// is judged by). A reservation's failed writes are billed as the charge
+// path's are: its next write charges the hidden limit for them, and when
+// it declines after them, they are left for the next write to the shard
+// (the plain charge that follows takes them).
+func TestReserveBillsItsFailedWrites(t *testing.T) {
+	m, r := reserveAtCap(t, reservation())
+	step := r.Start(resNow)
+	if got := renderExpr(step.Call.Update.Expr); !strings.Contains(got, "b_wcu_tc 1000") {
+		t.Fatalf("the first write charges wcu_tc other than one unit: %s", got)
+	}
+	full := resItem(resNow-5000, -1, resNow-1000, 250, nil)
+	step = r.Feed(failed(full), resNow)
+	if got := renderExpr(step.Call.Update.Expr); describe(step) != "update 0 full" || !strings.Contains(got, "b_wcu_tc 2000") {
+		t.Fatalf("after one failed write: %s, want the full write charging wcu_tc two units: %s", describe(step), got)
+	}
+	for step.Call != nil {
+		step = r.Feed(failed(capped), resNow)
+	}
+	if !r.Declined {
+		t.Fatal("the reservation did not decline after its last failed write")
+	}
+	if taken, _, _ := m.enter(bucketRef, 0, resNow); taken != maxReserveWrites {
+		t.Fatalf("the next write to the shard charges %d failed writes, want the reservation's %d", taken, maxReserveWrites)
+	}
+
+	// A reservation that releases part of its pool's hold does so in the
+	// generation it names, also in the write that charges a failed one.
+	m, r = reserveAtCap(t, resPlan().WithHold(map[string]int64{"rps": 2000}, map[string]int64{"rps": 500}, 4))
+	r.Start(resNow)
+	step = r.Feed(failed(full), resNow)
+	if got := renderExpr(step.Call.Update.Expr); !strings.Contains(got, "b_wcu_tc 2000") || !strings.Contains(got, "(hg = 4)") {
+		t.Fatalf("the write after a failed one does not charge it or does not name the pool's generation 4: %s", got)
+	}
+
+	// A reservation that declines without writing leaves the failed writes
+	// it found carried for the charge that follows.
+	m.carry(bucketRef, 0, 2, false, resNow)
+	r = NewReserve(m, reservation(), picks(), 0)
+	if step = r.Start(resNow); step.Call == nil {
+		t.Fatal("no write")
+	}
+	if got := renderExpr(step.Call.Update.Expr); !strings.Contains(got, "b_wcu_tc 3000") {
+		t.Fatalf("the write does not charge the two failed writes carried on the shard: %s", got)
+	}
+	step = r.Feed(erred(&store.ThrottledError{}), resNow)
+	if taken, _, _ := m.enter(bucketRef, 0, resNow); step.Err == nil || taken != 2 {
+		t.Fatalf("a throttled reservation (err %v) leaves %d failed writes to the shard's next write, want the 2 it took (a throttled write is not billed)", step.Err, taken)
 	}
 }
