@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"maps"
 	"sync"
 	"time"
 
@@ -67,7 +66,9 @@ type shardInfo struct {
 	// write units per ms of all writers (rate) and of the others (others),
 	// from the hidden limit's total consumed; and per limit, the
 	// millitokens per ms the other writers consume (drain), from each
-	// limit's total consumed. rateAt is when they were taken.
+	// limit's total consumed. rateAt is when they were taken. drain is
+	// never changed once made (each estimate makes a new one): views share
+	// it.
 	rate, others float64
 	drain        map[string]float64
 	rateAt       int64
@@ -150,7 +151,8 @@ type ShardView struct {
 	Provisional bool
 	// Drain is, per limit, what the other writers consume (millitokens per
 	// ms); Pending what this process's writes in flight charge
-	// (millitokens). Both nil when none.
+	// (millitokens). Both nil when none. Drain is the memory's own map,
+	// shared by every view of the estimate: read it, never change it.
 	Drain   map[string]float64
 	Pending map[string]int64
 	// Promise is when the last refusal on the shard said the request
@@ -259,7 +261,7 @@ func (si *shardInfo) view() ShardView {
 		v.Others = v.Rate
 	}
 	if len(si.drain) > 0 {
-		v.Drain = maps.Clone(si.drain)
+		v.Drain = si.drain // never changed once made
 	}
 	if len(si.pending) > 0 {
 		v.Pending = si.pending.asMap()
@@ -392,10 +394,8 @@ func (si *shardInfo) own(mine *Plan) {
 func (si *shardInfo) estimate(img *Image, d, dt, now int64) {
 	si.writeRates(d, dt)
 	si.rateAt = now
-	if si.drain == nil {
-		si.drain = make(map[string]float64, len(img.comp.Limits))
-	}
-	clear(si.drain)
+	// A new map: views handed out share the last one.
+	si.drain = make(map[string]float64, len(img.comp.Limits))
 	for _, nl := range img.comp.Limits {
 		if nl.Name == keys.HiddenLimit {
 			continue
