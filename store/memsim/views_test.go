@@ -38,8 +38,16 @@ func viewTemplates(slot func(int) store.Value) []struct {
 // follow each other's writes: eight templates (more than it keeps views
 // of) writing one item in a random order, now and then with a string-path
 // write between them, give the answers (write units included: the item
-// hovers around 1 KB) and items of the string path.
+// hovers around 1 KB) and items of the string path; with WithViews too,
+// where the item is kept in slots, every other seed with more than 64
+// attributes (two words of each kind bitset).
 func TestTemplateViewsFollowEachOther(t *testing.T) {
+	for _, views := range []bool{false, true} {
+		t.Run(fmt.Sprint("views=", views), func(t *testing.T) { templateViewsFollowEachOther(t, views) })
+	}
+}
+
+func templateViewsFollowEachOther(t *testing.T, views bool) {
 	k := key("views")
 	direct := func(i int) store.Value { return store.Slot(i) }
 	tmpls := make([]*store.Template, 0, 8)
@@ -48,10 +56,16 @@ func TestTemplateViewsFollowEachOther(t *testing.T) {
 	}
 	for seed := range uint64(50) {
 		r := rand.New(rand.NewPCG(seed, 2))
-		str, tpl := memsim.New(), memsim.New()
+		str, tpl := memsim.New(), memsim.New(memsim.WithViews(views))
+		first := item(k, "a", 5, "b", 1, "c", 2, "s", "x", "filler", strings.Repeat("f", 960+int(seed)))
+		if seed%2 == 1 {
+			for i := range 70 {
+				first[fmt.Sprintf("n%02d", i)] = store.Int(int64(i))
+			}
+		}
 		for _, s := range []*memsim.Store{str, tpl} {
 			// A filler near 1 KB: sizes that drift show in the write units.
-			mustPut(t, s, item(k, "a", 5, "b", 1, "c", 2, "s", "x", "filler", strings.Repeat("f", 960+int(seed))))
+			mustPut(t, s, first)
 		}
 		for op := range 200 {
 			i := r.IntN(len(tmpls))
