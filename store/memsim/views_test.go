@@ -3,6 +3,7 @@ package memsim_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,11 +32,12 @@ func viewTemplates(slot func(int) store.Value) []struct {
 		{store.Update{}.Set("s", slot(0)).Add("a", slot(1)), store.Name("s").NotEqual(slot(2))},
 		{store.Update{}.Remove("a").Add("f", slot(0)), store.Name("f").LessThanEqual(slot(1))},
 		{store.Update{}.Add("c", slot(0)).Add("f", slot(1)).Add("b", slot(2)), store.Name("d").Exists()},
+		{store.Update{}.Add("b", slot(0)), store.Name("s").Equal(slot(1))}, // reads the string the sixth writes
 	}
 }
 
 // The views memsim keeps beside an item for the templates that write it
-// follow each other's writes: eight templates (more than it keeps views
+// follow each other's writes: nine templates (more than it keeps views
 // of) writing one item in a random order, now and then with a string-path
 // write between them, give the answers (write units included: the item
 // hovers around 1 KB) and items of the string path; with WithViews too,
@@ -73,8 +75,11 @@ func templateViewsFollowEachOther(t *testing.T, views bool) {
 			for j := range vals {
 				vals[j] = store.Int(int64(r.IntN(7)-3) * []int64{1, 100, 10_000, 1_000_000}[r.IntN(4)])
 			}
-			if i == 5 {
+			switch i {
+			case 5:
 				vals[0] = store.Str(fmt.Sprint("s", r.IntN(3)))
+			case 8:
+				vals[1] = store.Str(fmt.Sprint("s", r.IntN(3)))
 			}
 			w := viewTemplates(func(j int) store.Value { return vals[j] })[i]
 			in := store.UpdateInput{Key: k, Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}
@@ -100,5 +105,60 @@ func templateViewsFollowEachOther(t *testing.T, views bool) {
 		if d := cmp.Diff(str.Items(), tpl.Items(), valueCmp); d != "" {
 			t.Fatalf("seed %d: items differ:\n%s", seed, d)
 		}
+	}
+}
+
+// memsim keeps an item in slots in the order of its attributes' names,
+// whatever the order of the map it came from: stores given the same item
+// hand out its attributes in the same order, so a simulation repeats
+// byte for byte.
+func TestViewsOrderAttributesByName(t *testing.T) {
+	k := key("order")
+	it := item(k)
+	for i := range 30 {
+		it[fmt.Sprintf("x%02d", i)] = store.Int(int64(i))
+	}
+	add := store.MustCompile(store.Update{}.Add("x00", store.Slot(0)), store.Condition{})
+	var first []string
+	for run := range 5 {
+		s := memsim.New(memsim.WithViews(true))
+		mustPut(t, s, it)
+		out := mustUpdate(t, s, store.UpdateInput{Key: k, Expr: add.Expr([]store.Value{store.Int(1)}), Return: store.ReturnAllNew})
+		var names []string
+		for name := range out.Image().All() {
+			names = append(names, name)
+		}
+		if run == 0 {
+			first = names
+		} else if !slices.Equal(names, first) {
+			t.Fatalf("store %d hands out the attributes in another order:\n%v\nthe first:\n%v", run, names, first)
+		}
+	}
+}
+
+// An item of exactly 64 attributes, the first ones strings, that a write
+// extends by one more keeps the new one in its map. Slot 64 is the first
+// past the old layout, whose bitsets end on a word: read there, the old
+// record's string bits would pass for a number, the number bits (-8 here:
+// slots 3 to 63) for its value, and the new attribute of that value would
+// look unchanged.
+func TestViewsItemOfAWriteThatAddsSlot64(t *testing.T) {
+	k := key("wide")
+	it := item(k, "a", "s") // PK, SK and a: slots 0 to 2, strings
+	for i := 0; len(it) < 64; i++ {
+		it[fmt.Sprintf("n%02d", i)] = store.Int(int64(i))
+	}
+	s := memsim.New(memsim.WithViews(true))
+	mustPut(t, s, it)
+	add := store.MustCompile(store.Update{}.Add("n00", store.Slot(0)), store.Condition{})
+	out := mustUpdate(t, s, store.UpdateInput{Key: k, Expr: add.Expr([]store.Value{store.Int(1)}), Return: store.ReturnAllNew})
+	_ = out.Image().Item() // the map the next write's item is built from
+	set := store.MustCompile(store.Update{}.Set("zz", store.Slot(0)), store.Condition{})
+	out = mustUpdate(t, s, store.UpdateInput{Key: k, Expr: set.Expr([]store.Value{store.Int(-8)}), Return: store.ReturnAllNew})
+	if v, ok := out.Image().Item()["zz"]; !ok || !v.Equal(store.Int(-8)) {
+		t.Fatalf("zz = %v (%v) in the item's map, want -8", v, ok)
+	}
+	if v, ok := s.Peek(k)["zz"]; !ok || !v.Equal(store.Int(-8)) {
+		t.Fatalf("zz = %v (%v) stored, want -8", v, ok)
 	}
 }
