@@ -3,10 +3,12 @@ package keys
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
 
+	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
 )
@@ -106,5 +108,22 @@ func TestShardCountWritesResetTheGuards(t *testing.T) {
 				t.Errorf("raising a missing shard: err %v, want a condition failure and no item", err)
 			}
 		})
+	}
+}
+
+// LimitsOf names an item's limits in name order, whatever the map's
+// order: the doubling write's expression is built from them, and map
+// order must not reach it (a simulation repeats byte for byte).
+func TestLimitsOfInNameOrder(t *testing.T) {
+	it := store.Item{AttrLimitsHash: store.Int(7)}
+	for i := range 12 {
+		it[bucket.AttrName(fmt.Sprintf("l%02d", 11-i), bucket.FieldTokens)] = store.Int(1)
+	}
+	it[bucket.AttrName(HiddenLimit, bucket.FieldTokens)] = store.Int(1)
+	for range 5 {
+		l := LimitsOf(it)
+		if len(l.Names) != 12 || !slices.IsSorted(l.Names) || l.Hash != 7 || l.NoHash {
+			t.Fatalf("LimitsOf = %+v, want the 12 application limits in name order under hash 7", l)
+		}
 	}
 }
