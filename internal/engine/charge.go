@@ -618,7 +618,10 @@ func (c *Charge) afterDouble(r Result, now int64) Step {
 		return Step{Err: r.Err}
 	}
 	c.m.setPendingDoubling(c.p.Ref, 0, now)
-	shard0 := store.ItemOfView(cf.Image())
+	shard0 := cf.Image()
+	if shard0 == nil {
+		return c.after() // shard 0 is missing: the next acquire creates it
+	}
 	if m, ok := shard0.Int(keys.AttrShardCount); ok && m > c.n {
 		c.m.learn(c.p.Ref, 0, nil, m, now, c.lat, nil) // someone else doubled first
 		c.n, c.tried = m, c.tried[:0]
@@ -633,7 +636,7 @@ func (c *Charge) afterDouble(r Result, now int64) Step {
 		in := keys.DoubleShards(c.p.Ref, c.n, keys.LimitsOf(shard0))
 		return Step{Path: PathDouble, Call: &Call{Update: &in}}
 	}
-	return c.after() // shard 0 is missing or odd: the next acquire creates it
+	return c.after() // shard 0 is odd: the next acquire mends it
 }
 
 // create makes the current shard, which does not exist. Shard 0 is the

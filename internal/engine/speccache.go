@@ -93,9 +93,13 @@ func (b *valueBuf) speculative(p *Plan, n, now int64, emit func(sink)) (store.Ex
 		}
 		return t.t.CompactArgs(args), nil
 	}
-	ex := t.fill(b, emit)
-	if _, args := ex.Template(); m.state == specSeen && len(args) == len(t.at) && len(args) > 0 && &args[0] == &b.vals[0] {
-		m.learn(args, b, p, t, n, now) // its values are where fill puts them
+	args := b.take(len(t.at))
+	ex, ok := t.fillAt(&b.sink, args, emit)
+	if !ok {
+		return t.fill(nil, emit), nil // (cannot happen: see fill)
+	}
+	if m.state == specSeen {
+		m.learn(args, b, p, t, n, now)
 	}
 	return ex, nil
 }

@@ -40,11 +40,12 @@ type Limits struct {
 }
 
 // LimitsOf returns the limits a bucket item holds, read from its
-// attributes (nil: no limits).
-func LimitsOf(it store.Item) Limits {
+// attributes (none for an item without limits). it must not be a nil
+// View; a nil Item is an item without attributes.
+func LimitsOf(it store.View) Limits {
 	h, ok := it.Int(AttrLimitsHash)
 	l := Limits{Hash: h, NoHash: !ok}
-	for attr := range it {
+	for attr := range it.Numbers() { // a limit's tokens are a number
 		if name, field, ok := bucket.ParseAttrName(attr); ok && field == bucket.FieldTokens && name != HiddenLimit {
 			l.Names = append(l.Names, name)
 		}
