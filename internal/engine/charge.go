@@ -453,9 +453,11 @@ func (c *Charge) throttled(err error, now int64) Step {
 		}
 		return Step{Refused: c.lastRL, Path: PathReject}
 	}
-	if c.m.noteWrite(c.p.Ref, c.shard, c.n, true, c.view.busyness(now), now) && !c.m.grewRecently(c.p.Ref, now) {
+	if c.m.noteWrite(c.p.Ref, c.shard, c.n, true, c.view.busyness(now), now) &&
+		(!c.m.grewRecently(c.p.Ref, now) || c.m.overloaded(c.p.Ref, c.shard, c.n, now)) {
 		// The partition keeps refusing writes: it is hot, not merely
-		// unlucky once.
+		// unlucky once (and, right after a doubling, so hot that the
+		// doubling cannot be enough).
 		return c.double(now, func() Step { return c.spread(err, now) })
 	}
 	return c.spread(err, now)

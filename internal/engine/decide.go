@@ -367,6 +367,9 @@ func headroomTarget(l bucket.Limit) int64 {
 // headroom returns the tokens each limit burns beside its charge on a
 // shared shard near its ceiling (nil: none). See above.
 func (p *Plan) headroom(v ShardView, n, now int64) []int64 {
+	if v.unmeasured() {
+		return p.unmeasuredBurn(v.Img, n)
+	}
 	im := v.Img
 	if im == nil || v.Others <= 0 || v.Rate <= 0 {
 		return nil // a client alone on a shard knows when it is full
@@ -405,14 +408,73 @@ func (p *Plan) headroom(v ShardView, n, now int64) []int64 {
 			b = cushionTokens(l, ms) - s.amount
 		}
 		// Leave the stored balance room for the writers that follow.
-		b = min(b, (st.Tokens-s.amount)/2)
-		if b <= 0 {
+		burn = withBurn(burn, len(p.specs), i, min(b, (st.Tokens-s.amount)/2))
+	}
+	return burn
+}
+
+// withBurn returns burn (made for n specs when nil) with spec i's burn set
+// to b, or burn as it is when b is not positive.
+func withBurn(burn []int64, n, i int, b int64) []int64 {
+	if b <= 0 {
+		return burn
+	}
+	if burn == nil {
+		burn = make([]int64, n)
+	}
+	burn[i] = b
+	return burn
+}
+
+// unmeasured reports whether the view's client has no estimate of the
+// shard's write rate yet, and will have one soon (its answers come fast
+// enough to take one from): its first writes to a shard.
+func (v ShardView) unmeasured() bool { return v.Rate <= 0 && v.RateAt == 0 && !v.Slow }
+
+// unmeasuredBurn returns the headroom of a write made before its client
+// has measured the shard (nil: none): each limit whose charge refills in
+// less than a millisecond burns up to a whole one, so that the write moves
+// the limit's fl (which counts whole milliseconds, the floor of each
+// charge's refill time) by 1 ms instead of none; im is the client's item
+// of the shard, or nil.
+//
+// Why: on a bucket far above its load, which is full again a fraction of
+// a millisecond after each charge, the consumption-only writes pass only
+// while fl is ahead of the clock, and writers with an estimate of the
+// others keep it there by burning headroom. Processes that start on a
+// bucket together have none for their first writes; each moved fl by
+// nothing, the clock overtook it, and every write in flight failed (128
+// processes starting at 900 acquires a second with 10 ms round trips: 50
+// to 60 failed writes a wave). Burnt, a millisecond a write keeps fl
+// moving nearly with the clock until the estimates take over.
+//
+// What it costs: a process's first writes to such a bucket (until its
+// first estimate, usually its second item) each take up to 1 ms of
+// refill more than the charge, also from a bucket at its limit; that is
+// at most 0.1 % of a burst of a second's refill per write. None when the
+// client's answers are too slow to estimate from (ShardView.Slow), so that
+// it never burns for long. On an item, each burn leaves the stored balance
+// half its room, as headroom does.
+func (p *Plan) unmeasuredBurn(im *Image, n int64) []int64 {
+	var burn []int64
+	for i := range p.specs {
+		s := &p.specs[i]
+		if s.hidden || s.amount <= 0 {
 			continue
 		}
-		if burn == nil {
-			burn = make([]int64, len(p.specs))
+		l := s.perShard(n)
+		if lo, _ := l.RefillTime(s.amount); lo >= 1 {
+			continue // the charge moves fl by itself
 		}
-		burn[i] = b
+		b := cushionTokens(l, 1) - s.amount
+		if im != nil {
+			st, _, _, ok := im.state(s)
+			if !ok {
+				continue
+			}
+			b = min(b, (st.Tokens-s.amount)/2)
+		}
+		burn = withBurn(burn, len(p.specs), i, b)
 	}
 	return burn
 }
@@ -530,7 +592,11 @@ func (v ShardView) ahead(s *spec, n, now int64) int64 {
 func (p *Plan) blind(buf *valueBuf, v ShardView, n, now int64, draw float64) (store.Expr, Path, error) {
 	im := v.Img
 	if im == nil || !im.matches(p, n) {
-		ex, err := p.speculative(buf, n, now, nil)
+		var burn []int64
+		if v.unmeasured() {
+			burn = p.unmeasuredBurn(nil, n) // its item, if any, is of other limits
+		}
+		ex, err := p.speculative(buf, n, now, burn)
 		return ex, PathSpeculative, err
 	}
 	if im.fullBy(p, n, now) && v.othersSince(now) < 0.5 && (v.OwnRefill || v.RateAt != 0 || v.Rate > 0) {

@@ -100,6 +100,10 @@ type shardInfo struct {
 	// ownRefill says img's rf is this client's: the write that returned
 	// it set rf (full, normal, create). See ShardView.OwnRefill.
 	ownRefill bool
+	// slow says the last answer about the shard came slower than
+	// maxRateLatency: no rate is taken from such answers (see
+	// ShardView.Slow).
+	slow bool
 }
 
 // rateWindowMs is the shortest stretch of time an estimate is taken over:
@@ -167,6 +171,11 @@ type ShardView struct {
 	// An item another writer refilled says nothing of that until the
 	// client has measured the others (see Plan.blind).
 	OwnRefill bool
+	// Slow says the last answer about the shard came too slowly for a
+	// rate to be taken from it (more than maxRateLatency ms): a client
+	// that has not measured the shard will not soon (see
+	// Plan.unmeasuredBurn).
+	Slow bool
 }
 
 // never is the expiry of the memory's entries, and epoch the time of its
@@ -253,7 +262,7 @@ func (m *Memory) shardOf(ref keys.Bucket, shard int) *shardInfo {
 }
 
 func (si *shardInfo) view() ShardView {
-	v := ShardView{Img: si.img, At: si.at, Rate: si.rate, Others: si.others, RateAt: si.rateAt, Provisional: si.provisional, Promise: si.promise, Binding: si.binding, OwnRefill: si.ownRefill}
+	v := ShardView{Img: si.img, At: si.at, Rate: si.rate, Others: si.others, RateAt: si.rateAt, Provisional: si.provisional, Promise: si.promise, Binding: si.binding, OwnRefill: si.ownRefill, Slow: si.slow}
 	if si.inflight > 0 {
 		// Writes of this process are in flight on the shard: its writers
 		// compete with each other as other processes' would, so for the
@@ -326,7 +335,8 @@ func (m *Memory) learnIn(b *bucketInfo, fresh bool, shard int, img *Image, n, no
 		}
 	}
 	si.img, si.at, si.ownRefill = img, now, false
-	if lat > maxRateLatency {
+	si.slow = lat > maxRateLatency
+	if si.slow {
 		// A slow answer describes the item as it was up to lat ms ago: no
 		// rate is taken from it (what mine added stays in the window).
 		return
@@ -575,6 +585,24 @@ func (m *Memory) grewRecently(ref keys.Bucket, now int64) bool {
 	defer m.mu.Unlock()
 	b := m.get(idOf(ref))
 	return b != nil && b.grewAt > 0 && now-b.grewAt < growthCooldown
+}
+
+// overloaded reports whether this client's writes to the shard at count n
+// in the current throttle window show its partition refusing at least two
+// thirds of them (hotThrottles or more): its load is then at least three
+// times what it takes, and one doubling leaves each half of it at one and a
+// half times. The next doubling need not wait growthCooldown: a bucket
+// that needs sixteen shards would otherwise take four seconds to reach
+// them, every write over the ceiling throttled meanwhile.
+func (m *Memory) overloaded(ref keys.Bucket, shard int, n, now int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.get(idOf(ref))
+	if b == nil || b.shards[shard] == nil {
+		return false
+	}
+	w := &b.shards[shard].throttle
+	return w.n == n && now-w.start <= hotWindow && w.count >= hotThrottles && 3*w.count >= 2*w.attempts
 }
 
 // pendingDoubling returns the shard count this client is trying to
