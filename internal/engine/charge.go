@@ -133,9 +133,7 @@ type Charge struct {
 
 	phase chargePhase
 	path  Path
-	sent  *Call // the charge write in flight
-	call  Call  // what sent points to (saves allocations)
-	upd   store.UpdateInput
+	sent  *Call // the charge write in flight (kept.call)
 	lat   int64 // how long the last call took (ms)
 	mine  *Plan // the plan of the charge write in flight
 	// inFlight is true while the memory counts mine as in flight on the
@@ -147,10 +145,9 @@ type Charge struct {
 	// shard 0 showed (see afterDouble).
 	redoubled bool
 
-	// vals holds the values of the charge writes' expressions: reused
-	// from write to write, and kept when the machine is recycled (see
-	// valueBuf).
-	vals valueBuf
+	// kept is what the machine keeps when it is recycled (NewCharge
+	// clears the rest).
+	kept *chargeBufs
 
 	// Spare, when set before Start, is where the first image the machine
 	// decodes the quick way is kept instead of a new allocation (a field
@@ -164,11 +161,28 @@ type Charge struct {
 	Img   *Image
 }
 
+// chargeBufs is the part of a machine that outlives its acquire: the
+// buffers its charge writes are made in, reused from write to write and
+// from machine to machine (every write sets what it uses). Kept apart
+// from the machine, so that clearing the machine for its next acquire
+// need not touch them.
+type chargeBufs struct {
+	call Call // what Charge.sent points to (saves allocations)
+	upd  store.UpdateInput
+	// vals holds the values of the charge writes' expressions (see
+	// valueBuf).
+	vals valueBuf
+}
+
 // NewCharge returns the machine of one acquire of p's bucket. A caller
 // that is done with it may hand it back with Release.
 func NewCharge(m *Memory, p *Plan, rnd Rand, o Options) *Charge {
 	c := chargePool.Get().(*Charge)
-	*c = Charge{m: m, p: p, rnd: rnd, o: o, vals: c.vals}
+	kept := c.kept
+	if kept == nil {
+		kept = new(chargeBufs)
+	}
+	*c = Charge{m: m, p: p, rnd: rnd, o: o, kept: kept}
 	c.tried = c.triedBuf[:0]
 	return c
 }
@@ -261,7 +275,7 @@ func (c *Charge) nextShard(now int64) Step {
 			continue
 		}
 		q := c.p.withBilled(c.billed)
-		ex, path, err := q.blind(&c.vals, c.view, c.n, now, c.rnd.Float64())
+		ex, path, err := q.blind(&c.kept.vals, c.view, c.n, now, c.rnd.Float64())
 		if err != nil {
 			return Step{Err: err}
 		}
@@ -316,9 +330,10 @@ func (c *Charge) write(ex store.Expr, path Path, q *Plan) Step {
 	c.mine = q
 	c.m.reserve(c.entry, q, 1)
 	c.inFlight = true
-	c.upd = store.UpdateInput{Key: c.entry.key, Expr: ex, Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}
-	c.call = Call{Update: &c.upd}
-	c.sent = &c.call
+	k := c.kept
+	k.upd = store.UpdateInput{Key: c.entry.key, Expr: ex, Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}
+	k.call = Call{Update: &k.upd}
+	c.sent = &k.call
 	return Step{Path: path, Call: c.sent}
 }
 
@@ -520,7 +535,7 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		return c.exhausted(&Refusal{Plan: c.p, Img: im, N: c.n, Now: now, View: &v, Outrun: true}, now)
 	}
 	q := c.p.withBilled(c.billed)
-	ex, path, err := q.informed(&c.vals, im, c.view, c.n, now, c.lat, c.contended)
+	ex, path, err := q.informed(&c.kept.vals, im, c.view, c.n, now, c.lat, c.contended)
 	if err != nil {
 		return Step{Err: err}
 	}
