@@ -93,7 +93,7 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 			return nil, err // bad input is reported as such, breaker or not
 		}
 	}
-	if !l.cfg.noBreaker && !l.breaker.allow(l.nowMs()) {
+	if !l.cfg.noBreaker && !l.breaker.allow(l.nowMs) {
 		tr.ev.BreakerOpen = true
 		return nil, &store.UnavailableError{Op: "acquire", Err: ErrBreakerOpen}
 	}
