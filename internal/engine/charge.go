@@ -212,7 +212,7 @@ func (c *Charge) Release() {
 func (c *Charge) Start(now int64) Step { return c.final(c.start(now), now) }
 
 // Feed takes the result of the last step's call and returns the next step.
-func (c *Charge) Feed(r Result, now int64) Step { return c.final(c.feed(r, now), now) }
+func (c *Charge) Feed(r Result, now int64) Step { return c.final(c.feed(&r, now), now) }
 
 func (c *Charge) start(now int64) Step {
 	n, from := c.m.begin(c.p.Ref, now)
@@ -225,7 +225,7 @@ func (c *Charge) start(now int64) Step {
 	return c.nextShard(now)
 }
 
-func (c *Charge) feed(r Result, now int64) Step {
+func (c *Charge) feed(r *Result, now int64) Step {
 	c.lat = r.latency(now)
 	switch c.phase {
 	case phCreate:
@@ -337,7 +337,7 @@ func (c *Charge) write(ex store.Expr, path Path, q *Plan) Step {
 	return Step{Path: path, Call: c.sent}
 }
 
-func (c *Charge) afterWrite(r Result, now int64) Step {
+func (c *Charge) afterWrite(r *Result, now int64) Step {
 	if r.Err == nil {
 		img, err := c.decode(r.Write.Image(), true)
 		if err == nil {
@@ -610,7 +610,7 @@ func (c *Charge) double(now int64, after func() Step) Step {
 	return Step{Path: PathDouble, Call: &Call{Update: &in}}
 }
 
-func (c *Charge) afterDouble(r Result, now int64) Step {
+func (c *Charge) afterDouble(r *Result, now int64) Step {
 	if r.Err == nil {
 		img, _ := Decode(r.Write.Image())
 		c.m.learn(c.p.Ref, 0, img, 2*c.n, now, c.lat, nil)
@@ -680,7 +680,7 @@ func (c *Charge) create(now int64) Step {
 // again with fewer shards), or shard 0 is missing too: choose a shard
 // again at the count shard 0 teaches (1 when it is missing: the write to
 // shard 0 then looks for its siblings).
-func (c *Charge) afterVerify(r Result, now int64) Step {
+func (c *Charge) afterVerify(r *Result, now int64) Step {
 	if r.Err != nil {
 		return c.readFailed(r.Err, now)
 	}
@@ -723,7 +723,7 @@ func (c *Charge) createAt(n, now int64) Step {
 // expired items one by one, in no order) while they live on with their
 // tokens; making shard 0 full at one shard would add a whole burst to
 // theirs. Read them for the count they were written at.
-func (c *Charge) afterDiscover(r Result, now int64) Step {
+func (c *Charge) afterDiscover(r *Result, now int64) Step {
 	if r.Err != nil {
 		return c.readFailed(r.Err, now)
 	}
@@ -741,7 +741,7 @@ func (c *Charge) afterDiscover(r Result, now int64) Step {
 	return Step{Path: PathDiscover, Call: &Call{BatchGet: &store.BatchGetInput{Keys: ks, ConsistentRead: true}}}
 }
 
-func (c *Charge) afterSiblings(r Result, now int64) Step {
+func (c *Charge) afterSiblings(r *Result, now int64) Step {
 	if r.Err != nil {
 		return c.readFailed(r.Err, now)
 	}
@@ -764,7 +764,7 @@ func (c *Charge) readFailed(err error, now int64) Step {
 	return Step{Err: err}
 }
 
-func (c *Charge) afterCreate(r Result, now int64) Step {
+func (c *Charge) afterCreate(r *Result, now int64) Step {
 	if r.Err == nil {
 		img, err := Decode(*c.put)
 		if err != nil {
