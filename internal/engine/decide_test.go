@@ -90,7 +90,7 @@ func TestDrainAndAtLimit(t *testing.T) {
 	if e := v.expected(rps, 1, T-10); e != 300 {
 		t.Fatalf("expected loss before the image's time %d, want 300 (in flight only)", e)
 	}
-	if e := (ShardView{At: T, Pending: v.Pending}).expected(rps, 1, T+10); e != 300 {
+	if e := (&ShardView{At: T, Pending: v.Pending}).expected(rps, 1, T+10); e != 300 {
 		t.Fatalf("expected loss without a drain %d, want 300", e)
 	}
 
