@@ -79,8 +79,14 @@ func (im *Image) hold(s *spec) int64 {
 func (im *Image) ShardCount() int64 { return im.shardCount }
 
 // writes returns the shard's count of write units (the hidden limit's
-// total consumed), in millitokens.
+// total consumed), in millitokens. An image decoded for a plan template
+// has the hidden limit where the template's last spec says (every plan
+// carries it last): no search by name. The memory reads it on every
+// write.
 func (im *Image) writes() (int64, bool) {
+	if im.pt != nil {
+		return im.comp.Limits[im.specAt[len(im.pt.specs)-1]].TotalConsumed, true
+	}
 	st, ok := im.comp.Get(keys.HiddenLimit)
 	return st.TotalConsumed, ok
 }

@@ -205,3 +205,29 @@ func TestDecodeForReadsAnyView(t *testing.T) {
 		}
 	}
 }
+
+// The write units of an image decoded for a plan are found by the plan's
+// place for the hidden limit, not by name: whatever the limits' names
+// (sorted, wcu need not come last), they are the item's.
+func TestWritesOfAQuickImage(t *testing.T) {
+	for _, names := range [][]string{{"rpm"}, {"zz"}, {"a", "zz"}, {"a", "b", "zz"}} {
+		var limits []Limit
+		for _, n := range names {
+			limits = append(limits, perSecond(n, 10))
+		}
+		p := NewPlan(bucketRef, limits, map[string]int64{names[0]: 1})
+		it := p.create(0, 1, T).Item
+		it[p.specs[len(p.specs)-1].tc] = store.Int(7000)
+		quick, err := decodeFor(p, it, nil)
+		if err != nil || quick.pt == nil {
+			t.Fatalf("%v: not decoded the quick way (%v)", names, err)
+		}
+		if w, ok := quick.writes(); !ok || w != 7000 {
+			t.Fatalf("%v: writes %d (%v), want 7000", names, w, ok)
+		}
+		full, _ := Decode(it)
+		if w, ok := full.writes(); !ok || w != 7000 {
+			t.Fatalf("%v: the full decoder's writes %d (%v), want 7000", names, w, ok)
+		}
+	}
+}
