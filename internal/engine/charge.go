@@ -258,7 +258,7 @@ func (c *Charge) nextShard(now int64) Step {
 		c.settleBilled(now)
 		c.shard, c.attempts, c.contended = shard, 0, false
 		c.billed, c.view, c.entry = c.m.enter(c.p.Ref, shard, now)
-		if c.p.refusesLocally(c.view, c.n, now, c.o) {
+		if c.p.refusesLocally(&c.view, c.n, now, c.o) {
 			v := c.view
 			c.lastRL = &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
 			if v.Binding {
@@ -275,7 +275,7 @@ func (c *Charge) nextShard(now int64) Step {
 			continue
 		}
 		q := c.p.withBilled(c.billed)
-		ex, path, err := q.blind(&c.kept.vals, c.view, c.n, now, c.rnd.Float64())
+		ex, path, err := q.blind(&c.kept.vals, &c.view, c.n, now, c.rnd.Float64())
 		if err != nil {
 			return Step{Err: err}
 		}
@@ -408,7 +408,7 @@ func (c *Charge) outrun(im *Image, now int64) (ShardView, bool) {
 	// the tokens in view go to them too. When no one else wrote, the write
 	// failed on a guard, not for the tokens, and a caller who waited a
 	// refusal's wait must find the store's answer, not a guess.
-	if c.p.lacks(v, c.n, now, c.o, c.othersWrote(im)) {
+	if c.p.lacks(&v, c.n, now, c.o, c.othersWrote(im)) {
 		return v, true
 	}
 	return v, c.attempts >= outrunRaces && c.p.atLimit(v, c.n)

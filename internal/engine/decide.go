@@ -94,13 +94,13 @@ const LocalRefusalAge = 1000
 // what the other writers have likely consumed since (at their recent
 // rate) and what this process's writes in flight charge, cannot serve the
 // plan: the acquire is refused without a store call.
-func (p *Plan) refusesLocally(v ShardView, n, now int64, o Options) bool {
+func (p *Plan) refusesLocally(v *ShardView, n, now int64, o Options) bool {
 	return p.lacks(v, n, now, o, true)
 }
 
 // lacks is refusesLocally; shared says whether, at a limit shared with
 // other processes, the process counts on its share only (withheld).
-func (p *Plan) lacks(v ShardView, n, now int64, o Options, shared bool) bool {
+func (p *Plan) lacks(v *ShardView, n, now int64, o Options, shared bool) bool {
 	im := v.Img
 	if o.NoLocalRefusals || im == nil || !im.matches(p, n) || now-v.At > LocalRefusalAge || now < v.At {
 		return false
@@ -366,7 +366,7 @@ func headroomTarget(l bucket.Limit) int64 {
 
 // headroom returns the tokens each limit burns beside its charge on a
 // shared shard near its ceiling (nil: none). See above.
-func (p *Plan) headroom(v ShardView, n, now int64) []int64 {
+func (p *Plan) headroom(v *ShardView, n, now int64) []int64 {
 	im := v.Img
 	if im == nil || v.Others <= 0 || v.Rate <= 0 {
 		return nil // a client alone on a shard knows when it is full
@@ -438,7 +438,7 @@ const refreshSpreadMs = 20
 // refill route is closing (its fh drifted a quarter of a burst's refill
 // ahead of fl, or rf is half its age limit old). draw is a uniform number
 // in [0, 1).
-func (p *Plan) refresh(v ShardView, n, now int64, burn []int64, draw float64) bool {
+func (p *Plan) refresh(v *ShardView, n, now int64, burn []int64, draw float64) bool {
 	im := v.Img
 	must, low := false, false
 	aged := now-im.rf > refillRouteAge/2
@@ -527,7 +527,7 @@ func (v *ShardView) ahead(s *spec, n, now int64) int64 {
 // the stored tokens run low (refresh); else the speculative charge, with
 // headroom burnt on a shared shard near its ceiling. The expression's
 // values are in buf (see valueBuf; nil: a new slice), as informed's.
-func (p *Plan) blind(buf *valueBuf, v ShardView, n, now int64, draw float64) (store.Expr, Path, error) {
+func (p *Plan) blind(buf *valueBuf, v *ShardView, n, now int64, draw float64) (store.Expr, Path, error) {
 	im := v.Img
 	if im == nil || !im.matches(p, n) {
 		ex, err := p.speculative(buf, n, now, nil)
@@ -572,7 +572,7 @@ func (p *Plan) informed(buf *valueBuf, im *Image, v ShardView, n, now, lat int64
 		return ex, PathFull, err
 	}
 	v.Img, v.At = im, now
-	burn := p.headroom(v, n, now)
+	burn := p.headroom(&v, n, now)
 	if p.retryable(im, n, now, burn) {
 		ex, err := p.speculative(buf, n, now, burn)
 		return ex, PathRetry, err
