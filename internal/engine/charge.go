@@ -339,7 +339,11 @@ func (c *Charge) write(ex store.Expr, path Path, q *Plan) Step {
 
 func (c *Charge) afterWrite(r *Result, now int64) Step {
 	if r.Err == nil {
-		img, err := c.decode(r.Write.Image(), true)
+		kind := decodeWrite
+		if c.path == PathSpeculative {
+			kind = decodeHashed // the write was conditional on the plan's hash
+		}
+		img, err := c.decode(r.Write.Image(), kind)
 		if err == nil {
 			return c.charged(img, now) // it ends the write in flight
 		}
@@ -809,14 +813,13 @@ func (c *Charge) conditionImage(err error) (*Image, error) {
 	if !errors.As(err, &cf) {
 		return nil, err
 	}
-	return c.decode(cf.Image(), false)
+	return c.decode(cf.Image(), decodeAny)
 }
 
-// decode is decodeFor for the machine's plan, into Spare the first time
-// it can be; written says the item is what a successful charge write
-// returned (decodeWritten).
-func (c *Charge) decode(it store.View, written bool) (*Image, error) {
-	img, err := decodeQuick(c.p, it, c.Spare, written) // decodeWritten or decodeFor
+// decode is decodeQuick for the machine's plan, into Spare the first time
+// it can be; kind says what the machine knows of the item.
+func (c *Charge) decode(it store.View, kind decodeKind) (*Image, error) {
+	img, err := decodeQuick(c.p, it, c.Spare, kind)
 	switch {
 	case c.Spare == nil:
 	case img == c.Spare:

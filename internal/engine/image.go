@@ -211,7 +211,7 @@ const baseAttrs = 13
 // image is built in dst when dst is not nil (it must be a zero Image),
 // else allocated; the full decoder always allocates.
 func decodeFor(p *Plan, it store.View, dst *Image) (*Image, error) {
-	return decodeQuick(p, it, dst, false)
+	return decodeQuick(p, it, dst, decodeAny)
 }
 
 // decodeWritten is decodeFor for the item a successful charge write of
@@ -228,11 +228,26 @@ func decodeFor(p *Plan, it store.View, dst *Image) (*Image, error) {
 // checked as decodeFor does. An item whose hash differs, or an item of a
 // failed write, is decoded as decodeFor decodes it.
 func decodeWritten(p *Plan, it store.View, dst *Image) (*Image, error) {
-	return decodeQuick(p, it, dst, true)
+	return decodeQuick(p, it, dst, decodeWrite)
 }
 
-// decodeQuick is decodeFor, or decodeWritten when written is set.
-func decodeQuick(p *Plan, it store.View, dst *Image, written bool) (*Image, error) {
+// decodeKind says what a quick decode knows of the item: nothing
+// (decodeFor), that a successful charge write of the plan returned it
+// (decodeWritten), or that a successful write conditional on the plan's
+// limits hash that leaves the hash as it is returned it (decodeHashed: a
+// speculative write). The item then holds the plan's hash, which is not
+// looked up (one lookup by name fewer on the hot path), and its limit
+// fields are taken from the plan as decodeWritten takes them.
+type decodeKind uint8
+
+const (
+	decodeAny decodeKind = iota
+	decodeWrite
+	decodeHashed
+)
+
+// decodeQuick is decodeFor, decodeWritten or decodeHashed, as kind says.
+func decodeQuick(p *Plan, it store.View, dst *Image, kind decodeKind) (*Image, error) {
 	if it == nil || it.Len() == 0 {
 		return nil, nil
 	}
@@ -249,8 +264,12 @@ func decodeQuick(p *Plan, it store.View, dst *Image, written bool) (*Image, erro
 		im = new(Image)
 	}
 	im.raw, im.rf, im.shardCount = it, rf, 1
-	im.hash, _ = f.num(attrLimitsHash)
-	ownLimits := written && im.hash == p.hash // see decodeWritten
+	if kind == decodeHashed {
+		im.hash = p.hash
+	} else {
+		im.hash, _ = f.num(attrLimitsHash)
+	}
+	ownLimits := kind != decodeAny && im.hash == p.hash // see decodeWritten
 	if n, ok := f.num(attrShardCount); ok && n >= 1 {
 		im.shardCount = n
 	}
