@@ -54,9 +54,11 @@ type specValues struct {
 	atNow []int32
 	offs  []int64
 	// held says the buffer's values (valueBuf.vals) are still those of
-	// the last write from this memory: every value but those at atNow is
-	// in place (take clears it).
+	// the last write from this memory, and ex is its Expr, which keeps
+	// them: every value but those at atNow is in place, and setting those
+	// makes ex the next write's (take clears it).
 	held bool
+	ex   store.Expr
 }
 
 // keyOf returns the key of p's speculative write on n shards; ok is false
@@ -80,15 +82,16 @@ func keyOf(p *Plan, n int64) (k specKey, ok bool) {
 // of the last write when it is of the same key, else through emit (which
 // is p.emitSpeculative at n and now), remembering the key. A write from
 // memory leaves its values in b.vals (b.spec.held): the next one from the
-// same memory sets only those that hold now.
+// same memory sets only those that hold now, in the same Expr.
 func (b *valueBuf) speculative(p *Plan, n, now int64, emit func(sink)) (store.Expr, error) {
 	k, ok := keyOf(p, n)
 	m := &b.spec
 	inRange := now >= 0 && now <= maxCachedNow
 	if ok && inRange && m.state == specBuilt && m.key == k {
+		held := m.held
 		var args []store.Value
-		if m.held {
-			args = b.vals[:len(m.base)]
+		if held {
+			args = b.vals[:len(m.base)] // m.ex keeps them
 		} else {
 			args = b.take(len(m.base))
 			copy(args, m.base)
@@ -96,8 +99,11 @@ func (b *valueBuf) speculative(p *Plan, n, now int64, emit func(sink)) (store.Ex
 		for j, i := range m.atNow {
 			args[i] = store.Int(now + m.offs[j])
 		}
-		m.held = true
-		return m.t.t.CompactArgs(args), nil
+		if !held {
+			m.ex = m.t.t.CompactArgs(args)
+			m.held = m.ex.Values == nil // the Expr keeps args (see store.Template.CompactArgs)
+		}
+		return m.ex, nil
 	}
 	t, err := p.shape(pathSpeculative, emit)
 	if err != nil {
