@@ -86,17 +86,21 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 	if resource == "" {
 		resource = DefaultResource
 	}
-	if err := checkRequest(req, resource); err != nil {
-		return nil, err // bad input is reported as such, breaker or not
+	memo := l.memo.last.Load()
+	asked := memo.asks(req, resource) // checked when the memo was made
+	if !asked {
+		if err := checkRequest(req, resource); err != nil {
+			return nil, err // bad input is reported as such, breaker or not
+		}
 	}
-	if !l.cfg.noBreaker && !l.breaker.allow(l.nowMs()) {
+	if !l.cfg.noBreaker && !l.breaker.allow(l.nowMs) {
 		tr.ev.BreakerOpen = true
 		return nil, &store.UnavailableError{Op: "acquire", Err: ErrBreakerOpen}
 	}
 	s, err := l.config(ctx, tr, req)
 	var lease *Lease
 	if err == nil {
-		lease, err = l.charge(ctx, tr, req, s)
+		lease, err = l.charge(ctx, tr, req, s, memo, asked)
 	}
 	if !l.cfg.noBreaker {
 		// The jitter is drawn on every call, used or not: the limiter's
@@ -110,17 +114,17 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 }
 
 // charge runs the write engine for an acquire whose configuration is
-// resolved.
-func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings) (*Lease, error) {
+// resolved; memo is the limiter's repeat memo when the acquire began
+// (nil: none), and asked says req is its request.
+func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings, memo *repeatMemo, asked bool) (*Lease, error) {
 	if s.entity.Cascade {
 		child := l.newPlan(req.Entity, s.resource, s.limits, req.Consume)
 		parent := l.newPlan(s.entity.Parent, s.resource, s.parent, req.Consume)
 		return l.cascade(ctx, tr, child, parent)
 	}
-	// The lease, the plan and the image the write returns, in one
-	// allocation (the lease keeps both).
-	box := new(soloLease)
-	child := l.newPlanIn(&box.plan, req.Entity, s.resource, s.limits, req.Consume)
+	// The lease and room for the image the write returns (and the plan,
+	// unless the memo has it), in one allocation.
+	child, box := l.planned(req, s, memo, asked)
 	if l.pools != nil && l.cfg.reserve.covers(req.Consume) {
 		if lease, err, done := l.reserved(ctx, tr, child); done {
 			return lease, err

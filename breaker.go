@@ -35,8 +35,9 @@ type breaker struct {
 	dirty atomic.Bool
 }
 
-// allow reports whether a call may go to the store at now.
-func (b *breaker) allow(now int64) bool {
+// allow reports whether a call may go to the store now: clock returns
+// the time (Unix ms), read only when the breaker is not clean.
+func (b *breaker) allow(clock func() int64) bool {
 	if !b.dirty.Load() {
 		return true // closed
 	}
@@ -45,7 +46,7 @@ func (b *breaker) allow(now int64) bool {
 	if b.openUntil == 0 {
 		return true
 	}
-	if now < b.openUntil || b.probing {
+	if clock() < b.openUntil || b.probing {
 		return false
 	}
 	b.probing = true // half open: this call probes

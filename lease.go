@@ -287,17 +287,22 @@ func oneLease(l *Limiter, part leasePart) *Lease {
 	return new(soloLease).lease(l, part)
 }
 
-// soloLease is a lease of one bucket allocated with the plan of its write
-// and room for the image the write returns: what an acquire of one bucket
-// allocates once instead of three times. The lease keeps both. Its size
-// is what every acquire allocates and the collector later sweeps: keep it
-// within the allocator's 768-byte size class, its 8-byte header included
-// (TestSoloLeaseFitsItsSizeClass), which is why the structs it holds keep
-// their flags together.
+// soloLease is a lease of one bucket allocated with room for the image
+// the write returns: what an acquire of one bucket allocates once instead
+// of twice. The lease keeps the image. Its size is what every acquire
+// allocates and the collector later sweeps: keep it, and a plannedLease,
+// within the allocator's size classes (TestSoloLeaseFitsItsSizeClass),
+// which is why the structs it holds keep their flags together.
 type soloLease struct {
 	Lease
+	img engine.Image
+}
+
+// plannedLease is a soloLease with the plan of its write: the box of an
+// acquire that builds its plan (see repeatMemo). The lease keeps the plan.
+type plannedLease struct {
+	soloLease
 	plan engine.Plan
-	img  engine.Image
 }
 
 // lease makes b's Lease, which must be zero, a lease of one bucket and

@@ -26,6 +26,7 @@ type Limiter struct {
 	breaker breaker
 
 	meta metaCache
+	memo memoState // the last acquire of one bucket (see repeatMemo)
 }
 
 // New returns a limiter over st. It does no I/O: the table's schema
@@ -89,14 +90,19 @@ type lockedRand struct {
 	r  *rand.Rand
 }
 
+// IntN and Float64 unlock without defer: they are drawn on every acquire,
+// and neither panics (IntN's callers pass n > 0).
+
 func (l *lockedRand) IntN(n int) int {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.r.IntN(n)
+	v := l.r.IntN(n)
+	l.mu.Unlock()
+	return v
 }
 
 func (l *lockedRand) Float64() float64 {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.r.Float64()
+	v := l.r.Float64()
+	l.mu.Unlock()
+	return v
 }

@@ -246,7 +246,7 @@ func (c *Charge) judge(now int64) *Refusal {
 	if v.Img == nil || !v.Img.matches(c.p, c.n) {
 		return nil
 	}
-	if c.p.refusesLocally(v, c.n, now, c.o) {
+	if c.p.refusesLocally(&v, c.n, now, c.o) {
 		return &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
 	}
 	if c.p.shortfall(v.Img, c.n, now, false) == shortApp {

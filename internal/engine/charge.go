@@ -133,9 +133,7 @@ type Charge struct {
 
 	phase chargePhase
 	path  Path
-	sent  *Call // the charge write in flight
-	call  Call  // what sent points to (saves allocations)
-	upd   store.UpdateInput
+	sent  *Call // the charge write in flight (kept.call)
 	lat   int64 // how long the last call took (ms)
 	mine  *Plan // the plan of the charge write in flight
 	// inFlight is true while the memory counts mine as in flight on the
@@ -147,10 +145,9 @@ type Charge struct {
 	// shard 0 showed (see afterDouble).
 	redoubled bool
 
-	// vals holds the values of the charge writes' expressions: reused
-	// from write to write, and kept when the machine is recycled (see
-	// valueBuf).
-	vals valueBuf
+	// kept is what the machine keeps when it is recycled (NewCharge
+	// clears the rest).
+	kept *chargeBufs
 
 	// Spare, when set before Start, is where the first image the machine
 	// decodes the quick way is kept instead of a new allocation (a field
@@ -164,11 +161,28 @@ type Charge struct {
 	Img   *Image
 }
 
+// chargeBufs is the part of a machine that outlives its acquire: the
+// buffers its charge writes are made in, reused from write to write and
+// from machine to machine (every write sets what it uses). Kept apart
+// from the machine, so that clearing the machine for its next acquire
+// need not touch them.
+type chargeBufs struct {
+	call Call // what Charge.sent points to (saves allocations)
+	upd  store.UpdateInput
+	// vals holds the values of the charge writes' expressions (see
+	// valueBuf).
+	vals valueBuf
+}
+
 // NewCharge returns the machine of one acquire of p's bucket. A caller
 // that is done with it may hand it back with Release.
 func NewCharge(m *Memory, p *Plan, rnd Rand, o Options) *Charge {
 	c := chargePool.Get().(*Charge)
-	*c = Charge{m: m, p: p, rnd: rnd, o: o, vals: c.vals}
+	kept := c.kept
+	if kept == nil {
+		kept = new(chargeBufs)
+	}
+	*c = Charge{m: m, p: p, rnd: rnd, o: o, kept: kept}
 	c.tried = c.triedBuf[:0]
 	return c
 }
@@ -198,7 +212,7 @@ func (c *Charge) Release() {
 func (c *Charge) Start(now int64) Step { return c.final(c.start(now), now) }
 
 // Feed takes the result of the last step's call and returns the next step.
-func (c *Charge) Feed(r Result, now int64) Step { return c.final(c.feed(r, now), now) }
+func (c *Charge) Feed(r Result, now int64) Step { return c.final(c.feed(&r, now), now) }
 
 func (c *Charge) start(now int64) Step {
 	n, from := c.m.begin(c.p.Ref, now)
@@ -211,7 +225,7 @@ func (c *Charge) start(now int64) Step {
 	return c.nextShard(now)
 }
 
-func (c *Charge) feed(r Result, now int64) Step {
+func (c *Charge) feed(r *Result, now int64) Step {
 	c.lat = r.latency(now)
 	switch c.phase {
 	case phCreate:
@@ -244,7 +258,7 @@ func (c *Charge) nextShard(now int64) Step {
 		c.settleBilled(now)
 		c.shard, c.attempts, c.contended = shard, 0, false
 		c.billed, c.view, c.entry = c.m.enter(c.p.Ref, shard, now)
-		if c.p.refusesLocally(c.view, c.n, now, c.o) {
+		if c.p.refusesLocally(&c.view, c.n, now, c.o) {
 			v := c.view
 			c.lastRL = &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
 			if v.Binding {
@@ -261,7 +275,7 @@ func (c *Charge) nextShard(now int64) Step {
 			continue
 		}
 		q := c.p.withBilled(c.billed)
-		ex, path, err := q.blind(&c.vals, c.view, c.n, now, c.rnd.Float64())
+		ex, path, err := q.blind(&c.kept.vals, &c.view, c.n, now, c.rnd.Float64())
 		if err != nil {
 			return Step{Err: err}
 		}
@@ -316,15 +330,20 @@ func (c *Charge) write(ex store.Expr, path Path, q *Plan) Step {
 	c.mine = q
 	c.m.reserve(c.entry, q, 1)
 	c.inFlight = true
-	c.upd = store.UpdateInput{Key: c.entry.key, Expr: ex, Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}
-	c.call = Call{Update: &c.upd}
-	c.sent = &c.call
+	k := c.kept
+	k.upd = store.UpdateInput{Key: c.entry.key, Expr: ex, Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}
+	k.call = Call{Update: &k.upd}
+	c.sent = &k.call
 	return Step{Path: path, Call: c.sent}
 }
 
-func (c *Charge) afterWrite(r Result, now int64) Step {
+func (c *Charge) afterWrite(r *Result, now int64) Step {
 	if r.Err == nil {
-		img, err := c.decode(r.Write.Image(), true)
+		kind := decodeWrite
+		if c.path == PathSpeculative {
+			kind = decodeHashed // the write was conditional on the plan's hash
+		}
+		img, err := c.decode(r.Write.Image(), kind)
 		if err == nil {
 			return c.charged(img, now) // it ends the write in flight
 		}
@@ -393,7 +412,7 @@ func (c *Charge) outrun(im *Image, now int64) (ShardView, bool) {
 	// the tokens in view go to them too. When no one else wrote, the write
 	// failed on a guard, not for the tokens, and a caller who waited a
 	// refusal's wait must find the store's answer, not a guess.
-	if c.p.lacks(v, c.n, now, c.o, c.othersWrote(im)) {
+	if c.p.lacks(&v, c.n, now, c.o, c.othersWrote(im)) {
 		return v, true
 	}
 	return v, c.attempts >= outrunRaces && c.p.atLimit(v, c.n)
@@ -522,7 +541,7 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		return c.exhausted(&Refusal{Plan: c.p, Img: im, N: c.n, Now: now, View: &v, Outrun: true}, now)
 	}
 	q := c.p.withBilled(c.billed)
-	ex, path, err := q.informed(&c.vals, im, c.view, c.n, now, c.lat, c.contended)
+	ex, path, err := q.informed(&c.kept.vals, im, c.view, c.n, now, c.lat, c.contended)
 	if err != nil {
 		return Step{Err: err}
 	}
@@ -597,7 +616,7 @@ func (c *Charge) double(now int64, after func() Step) Step {
 	return Step{Path: PathDouble, Call: &Call{Update: &in}}
 }
 
-func (c *Charge) afterDouble(r Result, now int64) Step {
+func (c *Charge) afterDouble(r *Result, now int64) Step {
 	if r.Err == nil {
 		img, _ := Decode(r.Write.Image())
 		c.m.learn(c.p.Ref, 0, img, 2*c.n, now, c.lat, nil)
@@ -667,7 +686,7 @@ func (c *Charge) create(now int64) Step {
 // again with fewer shards), or shard 0 is missing too: choose a shard
 // again at the count shard 0 teaches (1 when it is missing: the write to
 // shard 0 then looks for its siblings).
-func (c *Charge) afterVerify(r Result, now int64) Step {
+func (c *Charge) afterVerify(r *Result, now int64) Step {
 	if r.Err != nil {
 		return c.readFailed(r.Err, now)
 	}
@@ -710,7 +729,7 @@ func (c *Charge) createAt(n, now int64) Step {
 // expired items one by one, in no order) while they live on with their
 // tokens; making shard 0 full at one shard would add a whole burst to
 // theirs. Read them for the count they were written at.
-func (c *Charge) afterDiscover(r Result, now int64) Step {
+func (c *Charge) afterDiscover(r *Result, now int64) Step {
 	if r.Err != nil {
 		return c.readFailed(r.Err, now)
 	}
@@ -728,7 +747,7 @@ func (c *Charge) afterDiscover(r Result, now int64) Step {
 	return Step{Path: PathDiscover, Call: &Call{BatchGet: &store.BatchGetInput{Keys: ks, ConsistentRead: true}}}
 }
 
-func (c *Charge) afterSiblings(r Result, now int64) Step {
+func (c *Charge) afterSiblings(r *Result, now int64) Step {
 	if r.Err != nil {
 		return c.readFailed(r.Err, now)
 	}
@@ -751,7 +770,7 @@ func (c *Charge) readFailed(err error, now int64) Step {
 	return Step{Err: err}
 }
 
-func (c *Charge) afterCreate(r Result, now int64) Step {
+func (c *Charge) afterCreate(r *Result, now int64) Step {
 	if r.Err == nil {
 		img, err := Decode(*c.put)
 		if err != nil {
@@ -796,14 +815,13 @@ func (c *Charge) conditionImage(err error) (*Image, error) {
 	if !errors.As(err, &cf) {
 		return nil, err
 	}
-	return c.decode(cf.Image(), false)
+	return c.decode(cf.Image(), decodeAny)
 }
 
-// decode is decodeFor for the machine's plan, into Spare the first time
-// it can be; written says the item is what a successful charge write
-// returned (decodeWritten).
-func (c *Charge) decode(it store.View, written bool) (*Image, error) {
-	img, err := decodeQuick(c.p, it, c.Spare, written) // decodeWritten or decodeFor
+// decode is decodeQuick for the machine's plan, into Spare the first time
+// it can be; kind says what the machine knows of the item.
+func (c *Charge) decode(it store.View, kind decodeKind) (*Image, error) {
+	img, err := decodeQuick(c.p, it, c.Spare, kind)
 	switch {
 	case c.Spare == nil:
 	case img == c.Spare:

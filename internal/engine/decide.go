@@ -57,12 +57,12 @@ const (
 )
 
 // hot reports whether the view's write rate is at the partition ceiling.
-func (v ShardView) hot(now int64) bool { return v.busyness(now) == busyCeiling }
+func (v *ShardView) hot(now int64) bool { return v.busyness(now) == busyCeiling }
 
 // busyness says how near the partition ceiling the view's estimate of the
 // shard's write rate is; an estimate older than estimateAge, or one from
 // less than a whole window, says nothing.
-func (v ShardView) busyness(now int64) busyness {
+func (v *ShardView) busyness(now int64) busyness {
 	if v.RateAt == 0 || v.Provisional || now-v.RateAt > estimateAge {
 		return busyNo
 	}
@@ -77,7 +77,7 @@ func (v ShardView) busyness(now int64) busyness {
 
 // othersSince is how many writes by other clients the view's rate
 // predicts since its image.
-func (v ShardView) othersSince(now int64) float64 {
+func (v *ShardView) othersSince(now int64) float64 {
 	if v.Img == nil || now <= v.At {
 		return 0
 	}
@@ -94,13 +94,13 @@ const LocalRefusalAge = 1000
 // what the other writers have likely consumed since (at their recent
 // rate) and what this process's writes in flight charge, cannot serve the
 // plan: the acquire is refused without a store call.
-func (p *Plan) refusesLocally(v ShardView, n, now int64, o Options) bool {
+func (p *Plan) refusesLocally(v *ShardView, n, now int64, o Options) bool {
 	return p.lacks(v, n, now, o, true)
 }
 
 // lacks is refusesLocally; shared says whether, at a limit shared with
 // other processes, the process counts on its share only (withheld).
-func (p *Plan) lacks(v ShardView, n, now int64, o Options, shared bool) bool {
+func (p *Plan) lacks(v *ShardView, n, now int64, o Options, shared bool) bool {
 	im := v.Img
 	if o.NoLocalRefusals || im == nil || !im.matches(p, n) || now-v.At > LocalRefusalAge || now < v.At {
 		return false
@@ -163,7 +163,7 @@ const pace = 0.75
 // taken at once; only a sixteenth of the burst at most is ever left
 // aside, so that a bucket whose processes wait for their turn does not
 // fill up and lose its refill.
-func (v ShardView) withheld(s *spec, n int64, im *Image, at, now int64) int64 {
+func (v *ShardView) withheld(s *spec, n int64, im *Image, at, now int64) int64 {
 	l := s.perShard(n)
 	if im == nil || l.RefillAmount <= 0 || l.RefillPeriod <= 0 || !v.contended(s, n) {
 		return 0 // (a shard that never refills has no share to count on)
@@ -184,7 +184,7 @@ func (v ShardView) withheld(s *spec, n int64, im *Image, at, now int64) int64 {
 // accrual returns the refill a process counts on of limit s (millitokens
 // per ms): what the other writers leave of it, and at the limit pace of
 // that (see withheld).
-func (v ShardView) accrual(s *spec, n int64) float64 {
+func (v *ShardView) accrual(s *spec, n int64) float64 {
 	_, a := v.left(s, n)
 	if v.contended(s, n) {
 		a *= pace
@@ -200,7 +200,7 @@ func (v ShardView) accrual(s *spec, n int64) float64 {
 // lull), that says nothing about their part once only the refill is left:
 // the process then counts on its part of all the writes made (1 - others /
 // all), if that is more.
-func (v ShardView) left(s *spec, n int64) (rate, left float64) {
+func (v *ShardView) left(s *spec, n int64) (rate, left float64) {
 	l := s.perShard(n)
 	rate = float64(l.RefillAmount) / float64(l.RefillPeriod)
 	left = rate - v.drain(s, n)
@@ -213,7 +213,7 @@ func (v ShardView) left(s *spec, n int64) (rate, left float64) {
 // mine returns this process's part of the shard's writes (1 - others /
 // all) when the other writers consumed at least the whole refill (rate,
 // millitokens per ms) of limit s; ok false otherwise.
-func (v ShardView) mine(s *spec, rate float64) (float64, bool) {
+func (v *ShardView) mine(s *spec, rate float64) (float64, bool) {
 	d, ok := v.Drain[s.name]
 	if !ok || d < rate || v.RateAt == 0 || v.At-v.RateAt > drainAge || v.Rate <= 0 || v.Others >= v.Rate {
 		return 0, false
@@ -238,7 +238,7 @@ func (p *Plan) atLimit(v ShardView, n int64) bool {
 
 // contended reports whether the other writers consume at least
 // atLimitShare of limit s's refill on the view's shard of n.
-func (v ShardView) contended(s *spec, n int64) bool {
+func (v *ShardView) contended(s *spec, n int64) bool {
 	l := s.perShard(n)
 	return v.drain(s, n) >= atLimitShare*float64(l.RefillAmount)/float64(l.RefillPeriod)
 }
@@ -257,7 +257,7 @@ const minAccrual = 64
 // (millitokens): this process's writes in flight, and the other writers'
 // consumption at their recent rate, which a client measured while the
 // bucket was scarce stands for their share of its refill.
-func (v ShardView) expected(s *spec, n, now int64) int64 {
+func (v *ShardView) expected(s *spec, n, now int64) int64 {
 	e := v.Pending[s.name]
 	if d := v.drain(s, n); d > 0 && now > v.At {
 		e += int64(d * float64(now-v.At))
@@ -268,7 +268,7 @@ func (v ShardView) expected(s *spec, n, now int64) int64 {
 // drain returns the other writers' recent consumption of limit s on the
 // view's shard of n (millitokens per ms), at most 1 - 1/minAccrual of the
 // shard's refill rate; 0 without a fresh estimate.
-func (v ShardView) drain(s *spec, n int64) float64 {
+func (v *ShardView) drain(s *spec, n int64) float64 {
 	d, ok := v.Drain[s.name]
 	if !ok || v.RateAt == 0 || v.At-v.RateAt > drainAge {
 		return 0
@@ -366,7 +366,7 @@ func headroomTarget(l bucket.Limit) int64 {
 
 // headroom returns the tokens each limit burns beside its charge on a
 // shared shard near its ceiling (nil: none). See above.
-func (p *Plan) headroom(v ShardView, n, now int64) []int64 {
+func (p *Plan) headroom(v *ShardView, n, now int64) []int64 {
 	if v.unmeasured() {
 		return p.unmeasuredBurn(v.Img, n)
 	}
@@ -429,7 +429,7 @@ func withBurn(burn []int64, n, i int, b int64) []int64 {
 // unmeasured reports whether the view's client has no estimate of the
 // shard's write rate yet, and will have one soon (its answers come fast
 // enough to take one from): its first writes to a shard.
-func (v ShardView) unmeasured() bool { return v.Rate <= 0 && v.RateAt == 0 && !v.Slow }
+func (v *ShardView) unmeasured() bool { return v.Rate <= 0 && v.RateAt == 0 && !v.Slow }
 
 // unmeasuredBurn returns the headroom of a write made before its client
 // has measured the shard (nil: none): each limit whose charge refills in
@@ -500,7 +500,7 @@ const refreshSpreadMs = 20
 // refill route is closing (its fh drifted a quarter of a burst's refill
 // ahead of fl, or rf is half its age limit old). draw is a uniform number
 // in [0, 1).
-func (p *Plan) refresh(v ShardView, n, now int64, burn []int64, draw float64) bool {
+func (p *Plan) refresh(v *ShardView, n, now int64, burn []int64, draw float64) bool {
 	im := v.Img
 	must, low := false, false
 	aged := now-im.rf > refillRouteAge/2
@@ -574,7 +574,7 @@ func (im *Image) pays(s *spec, n, now, need, ahead int64) bool {
 // have likely pushed limit s's fh (ms): the refill time of what they (and
 // this process's writes in flight) have likely taken, and 1 ms of drift
 // per write of theirs.
-func (v ShardView) ahead(s *spec, n, now int64) int64 {
+func (v *ShardView) ahead(s *spec, n, now int64) int64 {
 	_, hi := s.perShard(n).RefillTime(v.expected(s, n, now))
 	return satAdd(hi, int64(math.Ceil(v.othersSince(now))))
 }
@@ -589,7 +589,7 @@ func (v ShardView) ahead(s *spec, n, now int64) int64 {
 // the stored tokens run low (refresh); else the speculative charge, with
 // headroom burnt on a shared shard near its ceiling. The expression's
 // values are in buf (see valueBuf; nil: a new slice), as informed's.
-func (p *Plan) blind(buf *valueBuf, v ShardView, n, now int64, draw float64) (store.Expr, Path, error) {
+func (p *Plan) blind(buf *valueBuf, v *ShardView, n, now int64, draw float64) (store.Expr, Path, error) {
 	im := v.Img
 	if im == nil || !im.matches(p, n) {
 		var burn []int64
@@ -638,7 +638,7 @@ func (p *Plan) informed(buf *valueBuf, im *Image, v ShardView, n, now, lat int64
 		return ex, PathFull, err
 	}
 	v.Img, v.At = im, now
-	burn := p.headroom(v, n, now)
+	burn := p.headroom(&v, n, now)
 	if p.retryable(im, n, now, burn) {
 		ex, err := p.speculative(buf, n, now, burn)
 		return ex, PathRetry, err

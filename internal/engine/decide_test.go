@@ -90,7 +90,7 @@ func TestDrainAndAtLimit(t *testing.T) {
 	if e := v.expected(rps, 1, T-10); e != 300 {
 		t.Fatalf("expected loss before the image's time %d, want 300 (in flight only)", e)
 	}
-	if e := (ShardView{At: T, Pending: v.Pending}).expected(rps, 1, T+10); e != 300 {
+	if e := (&ShardView{At: T, Pending: v.Pending}).expected(rps, 1, T+10); e != 300 {
 		t.Fatalf("expected loss without a drain %d, want 300", e)
 	}
 
@@ -127,15 +127,15 @@ func TestLocalRefusalsNeedAFreshImageAndNoDuePromise(t *testing.T) {
 		{"promise due", T, T + 100, T + 100, false},
 	} {
 		v := ShardView{Img: im, At: c.at, Promise: c.promise}
-		if got := p.refusesLocally(v, 1, c.now, Options{}); got != c.want {
+		if got := p.refusesLocally(&v, 1, c.now, Options{}); got != c.want {
 			t.Errorf("%s: refuses %v, want %v", c.name, got, c.want)
 		}
 	}
 	// An empty bucket's image a second old: too old to refuse from,
 	// whatever it says.
 	debt := image(t, shape{rf: T, tk: map[string]int64{"rps": -20_000}}.item(p))
-	if !p.refusesLocally(ShardView{Img: debt, At: T}, 1, T+LocalRefusalAge, Options{}) ||
-		p.refusesLocally(ShardView{Img: debt, At: T}, 1, T+LocalRefusalAge+1, Options{}) {
+	if !p.refusesLocally(&ShardView{Img: debt, At: T}, 1, T+LocalRefusalAge, Options{}) ||
+		p.refusesLocally(&ShardView{Img: debt, At: T}, 1, T+LocalRefusalAge+1, Options{}) {
 		t.Fatalf("refusals from an image of a bucket in debt: up to exactly %d ms old", LocalRefusalAge)
 	}
 }
@@ -179,7 +179,7 @@ func TestHeadroom(t *testing.T) {
 		if v.Img != nil && v.Img.hash != p.hash { // a plan of its own limits
 			p = NewPlan(bucketRef, []Limit{{Name: "rps", Limit: bucket.Limit{Capacity: 200_000, Burst: 200_000, RefillAmount: 2000, RefillPeriod: 1}}}, map[string]int64{"rps": 1})
 		}
-		b := p.headroom(v, 1, now)
+		b := p.headroom(&v, 1, now)
 		if b == nil {
 			return 0
 		}
@@ -270,7 +270,7 @@ func TestRefresh(t *testing.T) {
 		{"just below it, rf half the route's age, shared, lucky draw", ShardView{Img: aged(1000 + 2499), At: T, Others: 0.05}, nil, 0.49, true},
 		{"just below it, rf exactly half the route's age, shared, lucky draw", ShardView{Img: image(t, shape{rf: T - refillRouteAge/2, tk: map[string]int64{"rps": 1000 + 2499}}.item(p)), At: T, Others: 0.05}, nil, 0.49, false},
 	} {
-		if got := p.refresh(c.v, 1, T, c.burn, c.draw); got != c.want {
+		if got := p.refresh(&c.v, 1, T, c.burn, c.draw); got != c.want {
 			t.Errorf("%s: refresh %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -296,12 +296,12 @@ func TestRefresh(t *testing.T) {
 		{"wcu above it, but not after the others' 20 writes since", ShardView{Img: gauge(wcu.amount + quarter + 19_000), At: T - 20, Others: 1}, 0.04, true},
 		{"wcu above it even after the others' 20 writes since", ShardView{Img: gauge(wcu.amount + quarter + 20_000), At: T - 20, Others: 1}, 0.04, false},
 	} {
-		if got := p.refresh(c.v, 1, T, nil, c.draw); got != c.want {
+		if got := p.refresh(&c.v, 1, T, nil, c.draw); got != c.want {
 			t.Errorf("%s: refresh %v, want %v", c.name, got, c.want)
 		}
 	}
 	other := NewPlan(bucketRef, []Limit{perSecond("tpm", 10)}, map[string]int64{"tpm": 1})
-	if other.refresh(ShardView{Img: img(0), At: T}, 1, T, nil, 0) {
+	if other.refresh(&ShardView{Img: img(0), At: T}, 1, T, nil, 0) {
 		t.Fatal("refresh for a limit the image lacks: the store must say what it holds")
 	}
 }
@@ -362,7 +362,7 @@ func TestBlindChoosesFromTheView(t *testing.T) {
 		{"short, the refill route pays", ShardView{Img: short, At: T}, 1, PathSpeculative},
 		{"short, refill pays, fh drifted", ShardView{Img: drift, At: T}, 1, PathNormal},
 	} {
-		if _, got, err := p.blind(nil, c.v, c.n, T, 0.99); err != nil || got != c.want {
+		if _, got, err := p.blind(nil, &c.v, c.n, T, 0.99); err != nil || got != c.want {
 			t.Errorf("%s: %s (%v), want %s", c.name, got, err, c.want)
 		}
 	}

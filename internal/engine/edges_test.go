@@ -53,7 +53,7 @@ func TestAfterThePromiseOnlyWritesInFlightRefuse(t *testing.T) {
 		want    bool
 	}{{1000, false}, {1001, true}} {
 		v := ShardView{Img: im, At: T, Promise: T, Pending: map[string]int64{"rps": c.pending}}
-		if got := p.refusesLocally(v, 1, T, Options{}); got != c.want {
+		if got := p.refusesLocally(&v, 1, T, Options{}); got != c.want {
 			t.Errorf("%d millitokens in flight of 2,000: refused %v, want %v", c.pending, got, c.want)
 		}
 	}

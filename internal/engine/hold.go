@@ -338,7 +338,7 @@ func (r *Reserve) next(im *Image, now int64) Step {
 	// client's last image, the consumption-only write goes out as the
 	// speculative write does: the store says whether the bucket is below
 	// its cap by now (the others' headroom keeps it there).
-	burn := r.p.headroom(v, r.n, now)
+	burn := r.p.headroom(&v, r.n, now)
 	if im.genOpen(now) && (blind && r.p.covered(im, burn) || r.p.retryable(im, r.n, now, burn)) {
 		g := im.gen
 		ex, err := direct(func(k sink) { q.emitReserve(k, r.n, now, g, burn) })

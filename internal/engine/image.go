@@ -79,8 +79,14 @@ func (im *Image) hold(s *spec) int64 {
 func (im *Image) ShardCount() int64 { return im.shardCount }
 
 // writes returns the shard's count of write units (the hidden limit's
-// total consumed), in millitokens.
+// total consumed), in millitokens. An image decoded for a plan template
+// has the hidden limit where the template's last spec says (every plan
+// carries it last): no search by name. The memory reads it on every
+// write.
 func (im *Image) writes() (int64, bool) {
+	if im.pt != nil {
+		return im.comp.Limits[im.specAt[len(im.pt.specs)-1]].TotalConsumed, true
+	}
 	st, ok := im.comp.Get(keys.HiddenLimit)
 	return st.TotalConsumed, ok
 }
@@ -127,8 +133,13 @@ func (im *Image) index(s *spec) int {
 
 // guardsOf reads the guard fields of s's limit from an item.
 func guardsOf(it store.View, s *spec) (fl, fh int64) {
-	fl, okl := it.Int(s.fl)
-	fh, okh := it.Int(s.fh)
+	return numbersOf(it).guards(s)
+}
+
+// guards is guardsOf.
+func (f numbers) guards(s *spec) (fl, fh int64) {
+	fl, okl := f.num(s.fl)
+	fh, okh := f.num(s.fh)
 	if !okl || !okh { // written by a layout without guards: treat as unknown
 		fl, fh = math.MinInt64, math.MaxInt64
 	}
@@ -200,7 +211,7 @@ const baseAttrs = 13
 // image is built in dst when dst is not nil (it must be a zero Image),
 // else allocated; the full decoder always allocates.
 func decodeFor(p *Plan, it store.View, dst *Image) (*Image, error) {
-	return decodeQuick(p, it, dst, false)
+	return decodeQuick(p, it, dst, decodeAny)
 }
 
 // decodeWritten is decodeFor for the item a successful charge write of
@@ -217,19 +228,34 @@ func decodeFor(p *Plan, it store.View, dst *Image) (*Image, error) {
 // checked as decodeFor does. An item whose hash differs, or an item of a
 // failed write, is decoded as decodeFor decodes it.
 func decodeWritten(p *Plan, it store.View, dst *Image) (*Image, error) {
-	return decodeQuick(p, it, dst, true)
+	return decodeQuick(p, it, dst, decodeWrite)
 }
 
-// decodeQuick is decodeFor, or decodeWritten when written is set.
-func decodeQuick(p *Plan, it store.View, dst *Image, written bool) (*Image, error) {
+// decodeKind says what a quick decode knows of the item: nothing
+// (decodeFor), that a successful charge write of the plan returned it
+// (decodeWritten), or that a successful write conditional on the plan's
+// limits hash that leaves the hash as it is returned it (decodeHashed: a
+// speculative write). The item then holds the plan's hash, which is not
+// looked up (one lookup by name fewer on the hot path), and its limit
+// fields are taken from the plan as decodeWritten takes them.
+type decodeKind uint8
+
+const (
+	decodeAny decodeKind = iota
+	decodeWrite
+	decodeHashed
+)
+
+// decodeQuick is decodeFor, decodeWritten or decodeHashed, as kind says.
+func decodeQuick(p *Plan, it store.View, dst *Image, kind decodeKind) (*Image, error) {
 	if it == nil || it.Len() == 0 {
 		return nil, nil
 	}
 	if it.Len() != baseAttrs+8*len(p.specs) {
 		return Decode(it)
 	}
-	num := func(name string) (int64, bool) { return it.Int(name) }
-	rf, ok := num(attrRefill)
+	f := numbersOf(it)
+	rf, ok := f.num(attrRefill)
 	if !ok {
 		return Decode(it)
 	}
@@ -238,9 +264,13 @@ func decodeQuick(p *Plan, it store.View, dst *Image, written bool) (*Image, erro
 		im = new(Image)
 	}
 	im.raw, im.rf, im.shardCount = it, rf, 1
-	im.hash, _ = num(attrLimitsHash)
-	ownLimits := written && im.hash == p.hash // see decodeWritten
-	if n, ok := num(attrShardCount); ok && n >= 1 {
+	if kind == decodeHashed {
+		im.hash = p.hash
+	} else {
+		im.hash, _ = f.num(attrLimitsHash)
+	}
+	ownLimits := kind != decodeAny && im.hash == p.hash // see decodeWritten
+	if n, ok := f.num(attrShardCount); ok && n >= 1 {
 		im.shardCount = n
 	}
 	im.comp.Refill = rf
@@ -255,16 +285,16 @@ func decodeQuick(p *Plan, it store.View, dst *Image, written bool) (*Image, erro
 		s := &p.specs[i]
 		var st bucket.State
 		var ok1, ok2 bool
-		st.Tokens, ok1 = num(s.tk)
-		st.TotalConsumed, ok2 = num(s.tc)
+		st.Tokens, ok1 = f.num(s.tk)
+		st.TotalConsumed, ok2 = f.num(s.tc)
 		if ownLimits {
 			st.Limit = s.orig
 		} else {
 			var ok3, ok4, ok5, ok6 bool
-			st.Capacity, ok3 = num(s.cp)
-			st.Burst, ok4 = num(s.bx)
-			st.RefillAmount, ok5 = num(s.ra)
-			st.RefillPeriod, ok6 = num(s.rp)
+			st.Capacity, ok3 = f.num(s.cp)
+			st.Burst, ok4 = f.num(s.bx)
+			st.RefillAmount, ok5 = f.num(s.ra)
+			st.RefillPeriod, ok6 = f.num(s.rp)
 			ok2 = ok2 && ok3 && ok4 && ok5 && ok6 && inBounds(st.Limit)
 		}
 		if !ok1 || !ok2 {
@@ -282,7 +312,7 @@ func decodeQuick(p *Plan, it store.View, dst *Image, written bool) (*Image, erro
 		im.comp.Limits[j] = bucket.Named{Name: s.name, State: st}
 		if fast {
 			from[j] = int8(i)
-			fl, fh := guardsOf(it, s)
+			fl, fh := f.guards(s)
 			im.guards[i] = guard{fl, fh}
 		}
 	}
@@ -300,4 +330,26 @@ func decodeQuick(p *Plan, it store.View, dst *Image, written bool) (*Image, erro
 func inBounds(l bucket.Limit) bool {
 	return l.Capacity >= 1 && l.Capacity <= bucket.MaxTokens && l.Burst >= 1 && l.Burst <= bucket.MaxTokens &&
 		l.RefillAmount >= 1 && l.RefillAmount <= bucket.MaxTokens && l.RefillPeriod >= 1 && l.RefillPeriod <= bucket.MaxRefillPeriod
+}
+
+// numbers reads the numbers of an item: from its map directly when it is
+// a store.Item (what stores answer with), whose lookups the compiler
+// inlines, else through the view. A decode reads a dozen or more fields,
+// and an interface call each costs about as much as the lookup.
+type numbers struct {
+	it   store.View
+	item store.Item
+}
+
+func numbersOf(it store.View) numbers {
+	item, _ := it.(store.Item)
+	return numbers{it: it, item: item}
+}
+
+// num returns the number stored under name, and whether there was one.
+func (f numbers) num(name string) (int64, bool) {
+	if f.item != nil {
+		return f.item.Int(name)
+	}
+	return f.it.Int(name)
 }

@@ -176,3 +176,58 @@ func TestSatAddSaturates(t *testing.T) {
 		}
 	}
 }
+
+// viewOnly hides an Item behind the View interface: the decoders read it
+// as they read a store's own views, not as a map.
+type viewOnly struct{ store.View }
+
+// The quick decoders read an Item's map directly, and any other view
+// through its methods: both give the same image.
+func TestDecodeForReadsAnyView(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rpm", 100), perMinute("tpm", 6000)}, map[string]int64{"rpm": 1})
+	it := p.create(0, 2, T).Item
+	it[p.specs[0].fl], it[p.specs[0].fh] = store.Int(T+5), store.Int(T+9)
+	for name, decode := range map[string]func(store.View) (*Image, error){
+		"quick":   func(v store.View) (*Image, error) { return decodeFor(p, v, nil) },
+		"written": func(v store.View) (*Image, error) { return decodeWritten(p, v, nil) },
+	} {
+		want, err := decode(it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decode(viewOnly{it})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want.comp, got.comp); diff != "" || got.rf != want.rf || got.hash != want.hash ||
+			got.shardCount != 2 || got.guards != want.guards || got.specAt != want.specAt || got.guards[0] != (guard{T + 5, T + 9}) {
+			t.Fatalf("%s: a view decodes unlike its item: %s\n%+v\n%+v", name, diff, got, want)
+		}
+	}
+}
+
+// The write units of an image decoded for a plan are found by the plan's
+// place for the hidden limit, not by name: whatever the limits' names
+// (sorted, wcu need not come last), they are the item's.
+func TestWritesOfAQuickImage(t *testing.T) {
+	for _, names := range [][]string{{"rpm"}, {"zz"}, {"a", "zz"}, {"a", "b", "zz"}} {
+		var limits []Limit
+		for _, n := range names {
+			limits = append(limits, perSecond(n, 10))
+		}
+		p := NewPlan(bucketRef, limits, map[string]int64{names[0]: 1})
+		it := p.create(0, 1, T).Item
+		it[p.specs[len(p.specs)-1].tc] = store.Int(7000)
+		quick, err := decodeFor(p, it, nil)
+		if err != nil || quick.pt == nil {
+			t.Fatalf("%v: not decoded the quick way (%v)", names, err)
+		}
+		if w, ok := quick.writes(); !ok || w != 7000 {
+			t.Fatalf("%v: writes %d (%v), want 7000", names, w, ok)
+		}
+		full, _ := Decode(it)
+		if w, ok := full.writes(); !ok || w != 7000 {
+			t.Fatalf("%v: the full decoder's writes %d (%v), want 7000", names, w, ok)
+		}
+	}
+}

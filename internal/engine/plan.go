@@ -2,6 +2,7 @@ package engine
 
 import (
 	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -357,4 +358,13 @@ func sortSpecs(s []spec) {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
 	}
+}
+
+// Same reports whether p and q are the same charge: of the same bucket,
+// under the same limits (the same cached template, which fixes the
+// hash), of the same amounts, holds and releases, in the same hold
+// generation. It is false when either is nil, or built without a
+// cached template.
+func (p *Plan) Same(q *Plan) bool {
+	return p != nil && q != nil && p.pt != nil && p.pt == q.pt && p.Ref == q.Ref && p.gen == q.gen && slices.Equal(p.specs, q.specs)
 }

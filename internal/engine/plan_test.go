@@ -73,3 +73,41 @@ func TestSameLimits(t *testing.T) {
 		t.Fatal("sameLimits does not compare every limit")
 	}
 }
+
+// Same tells the plans of the same charge (built apart) from those of
+// another bucket, other limits, other amounts, a reservation's or a
+// return's; nil is the same as nothing.
+func TestPlanSame(t *testing.T) {
+	tpm := perMinute("tpm", 6000)
+	two := []Limit{rps10, tpm}
+	consume := map[string]int64{"rps": 1, "tpm": 5}
+	p := NewPlan(bucketRef, two, consume)
+	if q := NewPlan(bucketRef, []Limit{rps10, tpm}, map[string]int64{"rps": 1, "tpm": 5}); !p.Same(q) || !q.Same(p) {
+		t.Fatal("two plans of the same charge are not the same")
+	}
+	other := bucketRef
+	other.Entity = "f"
+	for name, q := range map[string]*Plan{
+		"another bucket":     NewPlan(other, two, consume),
+		"other limits":       NewPlan(bucketRef, []Limit{perSecond("rps", 11), tpm}, consume),
+		"fewer limits":       NewPlan(bucketRef, []Limit{rps10}, consume),
+		"other amounts":      NewPlan(bucketRef, two, map[string]int64{"rps": 1, "tpm": 6}),
+		"an amount left out": NewPlan(bucketRef, two, map[string]int64{"rps": 1}),
+		"with billed writes": p.withBilled(1),
+		"a reservation":      p.WithHold(map[string]int64{"rps": 1000}, nil, 0),
+		"a release":          p.WithReturn(nil, map[string]int64{"rps": 1000}, 3),
+		"another generation": func() *Plan { q := withSpecs(p.Ref, p.hash, p.pt, p.specs); q.gen = 1; return q }(),
+		"nil":                nil,
+	} {
+		if p.Same(q) || q.Same(p) {
+			t.Errorf("%s: the same as the plan", name)
+		}
+	}
+	var none *Plan
+	if none.Same(nil) {
+		t.Error("nil is the same as nil")
+	}
+	if q := withSpecs(p.Ref, p.hash, nil, p.specs); q.Same(q) {
+		t.Error("a plan without a template is the same as itself")
+	}
+}

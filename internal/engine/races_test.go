@@ -180,7 +180,7 @@ func TestStoryLocalRefusalKeepsItsPromise(t *testing.T) {
 	v := m.View(bucketRef, 0)
 	v.Pending = nil
 	v.Drain = map[string]float64{"rps": 9}
-	if p.refusesLocally(v, 1, T+100, Options{}) {
+	if p.refusesLocally(&v, 1, T+100, Options{}) {
 		t.Fatal("without a write in flight, the promise has come: the store is asked, whatever others likely took")
 	}
 	if s = first.Feed(wrote(shape{rf: T + 100, tk: map[string]int64{"rps": 0}}.item(p)), T+100); !s.Done || m.View(bucketRef, 0).Promise != 0 {

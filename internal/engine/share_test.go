@@ -134,14 +134,14 @@ func TestAtALimitTheTokensInViewAreShared(t *testing.T) {
 		{"at the limit", atShare, true},
 	} {
 		c.v.Img, c.v.At = im, T
-		if got := p.refusesLocally(c.v, 1, T, Options{}); got != c.want {
+		if got := p.refusesLocally(&c.v, 1, T, Options{}); got != c.want {
 			t.Errorf("%s: refuses %v, want %v", c.name, got, c.want)
 		}
 	}
 	// Beyond what it leaves aside, the tokens in view are taken at once.
 	many := atShare
 	many.Img = image(t, shape{rf: T, tk: map[string]int64{"rps": 10_000}}.item(p))
-	if p.refusesLocally(many, 1, T, Options{}) {
+	if p.refusesLocally(&many, 1, T, Options{}) {
 		t.Error("refused with a full bucket in view")
 	}
 }

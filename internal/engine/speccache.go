@@ -25,10 +25,11 @@ const maxCachedSpecs = 4
 const maxCachedNow = 1 << 52
 
 // specKey is what a speculative write's values depend on, but now: its
-// template (the limits and which of them it charges), the shard count and
-// the amounts (the write reserves and releases nothing).
+// plan template (the limits), the shard count and the amounts (the write
+// reserves and releases nothing). The amounts say which limits it
+// charges, and so which compiled template (shape) it fills.
 type specKey struct {
-	t       *template
+	pt      *planTemplate
 	n       int64
 	amounts [maxCachedSpecs]int64
 }
@@ -42,22 +43,31 @@ const (
 	specNever           // the key's values are not as emitSpeculative promises
 )
 
-// specValues is a machine's memory of its last speculative write: the
-// values in placeholder order, those at atNow as offsets from now.
+// specValues is a machine's memory of its last speculative write: its
+// compiled template t, the values in placeholder order, those at atNow
+// as offsets from now (offs, in atNow's order).
 type specValues struct {
 	key   specKey
+	t     *template
 	state specState
 	base  []store.Value
 	atNow []int32
+	offs  []int64
+	// held says the buffer's values (valueBuf.vals) are still those of
+	// the last write from this memory, and ex is its Expr, which keeps
+	// them: every value but those at atNow is in place, and setting those
+	// makes ex the next write's (take clears it).
+	held bool
+	ex   store.Expr
 }
 
-// keyOf returns the key of p's speculative write on n shards with template
-// t; ok is false for a write that cannot be remembered.
-func keyOf(t *template, p *Plan, n int64) (k specKey, ok bool) {
-	if t.at == nil || len(p.specs) > maxCachedSpecs {
+// keyOf returns the key of p's speculative write on n shards; ok is false
+// for a write that cannot be remembered.
+func keyOf(p *Plan, n int64) (k specKey, ok bool) {
+	if p.pt == nil || len(p.specs) > maxCachedSpecs {
 		return k, false
 	}
-	k.t, k.n = t, n
+	k.pt, k.n = p.pt, n
 	for i := range p.specs {
 		s := &p.specs[i]
 		if s.hold != 0 || s.release != 0 {
@@ -70,28 +80,41 @@ func keyOf(t *template, p *Plan, n int64) (k specKey, ok bool) {
 
 // speculative is Plan.speculative without burn, into b: from the memory
 // of the last write when it is of the same key, else through emit (which
-// is p.emitSpeculative at n and now), remembering the key.
+// is p.emitSpeculative at n and now), remembering the key. A write from
+// memory leaves its values in b.vals (b.spec.held): the next one from the
+// same memory sets only those that hold now, in the same Expr.
 func (b *valueBuf) speculative(p *Plan, n, now int64, emit func(sink)) (store.Expr, error) {
+	k, ok := keyOf(p, n)
+	m := &b.spec
+	inRange := now >= 0 && now <= maxCachedNow
+	if ok && inRange && m.state == specBuilt && m.key == k {
+		held := m.held
+		var args []store.Value
+		if held {
+			args = b.vals[:len(m.base)] // m.ex keeps them
+		} else {
+			args = b.take(len(m.base))
+			copy(args, m.base)
+		}
+		for j, i := range m.atNow {
+			args[i] = store.Int(now + m.offs[j])
+		}
+		if !held {
+			m.ex = m.t.t.CompactArgs(args)
+			m.held = m.ex.Values == nil // the Expr keeps args (see store.Template.CompactArgs)
+		}
+		return m.ex, nil
+	}
 	t, err := p.shape(pathSpeculative, emit)
 	if err != nil {
 		return store.Expr{}, err
 	}
-	k, ok := keyOf(t, p, n)
-	m := &b.spec
 	switch {
-	case !ok || now < 0 || now > maxCachedNow:
+	case !ok || t.at == nil || !inRange:
 		return t.fill(b, emit), nil
 	case m.key != k:
-		m.key, m.state = k, specSeen
+		m.key, m.t, m.state = k, t, specSeen
 		return t.fill(b, emit), nil
-	case m.state == specBuilt:
-		args := b.take(len(m.base))
-		copy(args, m.base)
-		for _, i := range m.atNow {
-			off, _ := m.base[i].AsInt()
-			args[i] = store.Int(now + off)
-		}
-		return t.t.CompactArgs(args), nil
 	}
 	args := b.take(len(t.at))
 	ex, ok := t.fillAt(&b.sink, args, emit)
@@ -122,7 +145,7 @@ func (m *specValues) learn(at []store.Value, b *valueBuf, p *Plan, t *template, 
 	if !complete {
 		return
 	}
-	m.atNow = m.atNow[:0]
+	m.atNow, m.offs = m.atNow[:0], m.offs[:0]
 	for i := range at {
 		v, ok := at[i].AsInt()
 		w, ok1 := next[i].AsInt()
@@ -134,6 +157,7 @@ func (m *specValues) learn(at []store.Value, b *valueBuf, p *Plan, t *template, 
 		case w == v+1:
 			next[i] = store.Int(v - now)
 			m.atNow = append(m.atNow, int32(i))
+			m.offs = append(m.offs, v-now)
 		default:
 			return
 		}

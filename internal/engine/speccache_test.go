@@ -14,7 +14,7 @@ import (
 // A machine's speculative writes, from its memory of the last one or not,
 // are what a fresh build of emitSpeculative gives, whatever the sequence
 // of plans, shard counts and clocks (the edges of the remembered range
-// included).
+// included), and whatever other writes fill the buffer between them.
 func TestRememberedSpeculativeMatchesFreshBuilds(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		names := rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"rpm", "tpm", "a_b", "x"}), 1, 4, rapid.ID).Draw(t, "names")
@@ -44,6 +44,12 @@ func TestRememberedSpeculativeMatchesFreshBuilds(t *testing.T) {
 			if rapid.Bool().Draw(t, "near") {
 				now = rapid.Int64Range(0, 1<<45).Draw(t, "clock")
 			}
+			if rapid.Bool().Draw(t, "other") {
+				// Another write of the machine fills the buffer in between.
+				if _, err := p.full(&b, n, now, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
 			got, err := p.speculative(&b, n, now, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -59,6 +65,39 @@ func TestRememberedSpeculativeMatchesFreshBuilds(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Writes from memory in a row set only the values that hold now in the
+// buffer; a write of another path in between fills the buffer with its
+// own values, and the next write from memory puts every value back.
+func TestSpeculativeFromMemoryAfterOtherWrites(t *testing.T) {
+	p := plan1(bucketRef)
+	var b valueBuf
+	for i, full := range []bool{false, false, false, false, true, false, false, true, true, false} {
+		now := T + int64(i)
+		if full {
+			if _, err := p.full(&b, 1, now, 0); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := p.speculative(&b, 1, now, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d directSink
+		p.emitSpeculative(&d, 1, now, nil)
+		want, err := store.Build(d.u, store.And(d.conds...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got, cmp.Comparer(store.Value.Equal)); diff != "" {
+			t.Fatalf("write %d (memory %v, held %v): differs from a fresh build:\n%s", i, b.spec.state, b.spec.held, diff)
+		}
+		if built := i >= 2; b.spec.held != built {
+			t.Fatalf("write %d: held %v, want %v", i, b.spec.held, built)
+		}
+	}
 }
 
 // The second write of a key in a row builds the memory; the third is made

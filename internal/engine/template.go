@@ -295,8 +295,10 @@ type valueBuf struct {
 }
 
 // take returns n values of the buffer (their old contents are to be
-// overwritten), growing it when it is short.
+// overwritten), growing it when it is short. The memory of the last
+// speculative write no longer has its values there (specValues.held).
 func (b *valueBuf) take(n int) []store.Value {
+	b.spec.held = false
 	if cap(b.vals) < n {
 		b.vals = make([]store.Value, n)
 	}

@@ -20,7 +20,7 @@ func TestUnmeasuredBurn(t *testing.T) {
 	full := image(t, shape{rf: T}.item(p))
 	low := image(t, shape{rf: T, tk: map[string]int64{"rps": 41_000}}.item(p))
 	burn := func(p *Plan, v ShardView) int64 {
-		b := p.headroom(v, 1, T)
+		b := p.headroom(&v, 1, T)
 		if b == nil {
 			return 0
 		}
@@ -76,7 +76,7 @@ func TestFirstWritesMoveFlByAMillisecond(t *testing.T) {
 			if _, err := st.Put(ctx, p.create(0, 1, T)); err != nil {
 				t.Fatal(err)
 			}
-			ex, path, err := p.blind(nil, c.v, 1, T, 0.5)
+			ex, path, err := p.blind(nil, &c.v, 1, T, 0.5)
 			if err != nil || path != PathSpeculative {
 				t.Fatalf("blind write %v, %v: want the speculative write", path, err)
 			}
