@@ -361,3 +361,22 @@ func TestWaiterOutlivesACancelledLeader(t *testing.T) {
 		t.Fatalf("waiter: %v, want a fresh read", err)
 	}
 }
+
+// A caller adds a limit to a key that has a bucket already, and charges
+// nothing of it (a daily cap the request does not count against yet).
+// The bucket takes the new limit full; every acquire of the key then
+// failed with "missing attribute" (the new limit's total consumed was
+// never written), from every process, until the bucket expired.
+func TestRegressionALimitAddedAndChargedNothing(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter()
+	before := []Limit{PerMinute("rpm", 100), PerMinute("tpm", 1000)}
+	e.mustAcquire(l, req("k1", before, map[string]int64{"rpm": 1, "tpm": 10}))
+	after := append(before[:2:2], PerDay("daily", 50))
+	e.mustAcquire(l, req("k1", after, map[string]int64{"rpm": 1, "tpm": 10}))
+	e.mustAcquire(e.limiter(), req("k1", after, map[string]int64{"rpm": 1, "tpm": 10}))
+	if got := e.tokens("k1", "gpt-4", "daily"); got != 50_000 {
+		t.Fatalf("daily tk = %d, want 50000: the new limit starts full", got)
+	}
+	e.mustAcquire(l, req("k1", after, map[string]int64{"rpm": 1, "daily": 1}))
+}

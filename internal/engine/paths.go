@@ -360,10 +360,10 @@ func (p *Plan) normal(buf *valueBuf, im *Image, n, now int64, floors bool, burn 
 			lo, hi := l.RefillTime(s.amount)
 			u = u.SetIfNotExistsPlus(s.tk, store.Int(l.Burst), store.Int(-s.amount)).
 				SetIfNotExistsPlus(s.fl, store.Int(rf1), store.Int(lo)).
-				SetIfNotExistsPlus(s.fh, store.Int(rf1), store.Int(hi))
-			if s.amount > 0 {
-				u = u.Add(s.tc, store.Int(s.amount))
-			}
+				SetIfNotExistsPlus(s.fh, store.Int(rf1), store.Int(hi)).
+				// Also for a limit charged nothing: an item is decoded
+				// only with every limit's total consumed.
+				SetIfNotExistsPlus(s.tc, store.Int(0), store.Int(max(s.amount, 0)))
 			u = setConfig(u, s)
 			continue
 		}

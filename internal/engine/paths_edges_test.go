@@ -263,3 +263,30 @@ func TestARewritingNormalWriteKeepsTheExpiry(t *testing.T) {
 		t.Fatalf("ttl %d, want %d (the debt's refill twice, and an hour)", got, want)
 	}
 }
+
+// A limit new to an item starts full, as in a new bucket, with its total
+// consumed: also a limit the request charges nothing of. Without its
+// total the item could not be decoded, and every acquire of the bucket
+// failed from then on.
+func TestANormalWriteAddsALimitChargedNothing(t *testing.T) {
+	old := plan1(bucketRef)
+	im := image(t, shape{rf: T - 5000}.item(old))
+	q := NewPlan(bucketRef, []Limit{rps10, perSecond("tpm", 10)}, map[string]int64{"rps": 1})
+	st := sim(t, im.raw.Item())
+	ex, err := q.normal(nil, im, 1, T, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apply(st, ex); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode(st.Peek(bucketRef.Key())); err != nil {
+		t.Fatalf("the item the write left: %v", err)
+	}
+	if tc, tk := attr(t, st, bucketRef, 0, "b_tpm_tc"), attr(t, st, bucketRef, 0, "b_tpm_tk"); tc != 0 || tk != 10_000 {
+		t.Fatalf("tpm: tc %d, tk %d; want 0 and its burst, 10000", tc, tk)
+	}
+	if tc := attr(t, st, bucketRef, 0, "b_rps_tc"); tc != 1000 {
+		t.Fatalf("rps: tc %d, want 1000", tc)
+	}
+}
