@@ -48,7 +48,7 @@ type Options struct {
 
 // hotRate and nearRate are the write rates (write units per ms) at which
 // a client's estimate says a shard is at, or near, the partition ceiling:
-// 90 % and 80 % of its 1000 units a second. An estimate over rateWindowMs
+// 90 % and 85 % of its 1000 units a second. An estimate over rateWindowMs
 // of a partition at 80 % (the aggregator's early threshold) comes out above
 // 80 % half the time, so the stronger signal needs 90 %.
 const (

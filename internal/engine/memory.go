@@ -749,7 +749,7 @@ func (m *Memory) Len() int {
 //   - busyThrottles throttles within hotWindow on a shard measured at 90 %
 //     of the ceiling or more: a partition at its ceiling.
 //   - hotThrottles throttles within hotWindow, at least half of this
-//     client's writes to the shard, on a shard measured at 80 % or more: a
+//     client's writes to the shard, on a shard measured at 85 % or more: a
 //     partition near its ceiling that refuses most writes.
 //
 // Neither counts while throttles hit stormBuckets buckets within a second
@@ -765,7 +765,7 @@ type busyness uint8
 
 const (
 	busyNo      busyness = iota
-	busyNear             // 80 % of the ceiling or more
+	busyNear             // 85 % of the ceiling or more
 	busyCeiling          // 90 % or more
 )
 
