@@ -54,7 +54,7 @@ cover: deps
 ## sim: a long simulation campaign: every scenario on several seeds, then
 ## the rapid property test at 1000 generated configurations.
 sim:
-	for s in steady contention cascade skew faults expiry hot-entity idle-year cold-start new-entities; do \
+	for s in $$($(GO) run ./cmd/simulate -list | awk '{print $$1}'); do \
 		for seed in 1 2 3; do $(GO) run ./cmd/simulate -scenario $$s -seed $$seed >/dev/null || exit 1; done; done
 	LIMITER_PROPERTY_LONG=1 $(GO) test -run TestProperty -rapid.checks=1000 -timeout 6h .
 
