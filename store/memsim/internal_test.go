@@ -65,3 +65,45 @@ func TestCachedSizes(t *testing.T) {
 		checkSizes(t, s)
 	}
 }
+
+// A record of up to 48 words (items of up to three limits) is one
+// allocation, its numbers included; larger ones work the same with two.
+func TestNewRecordOneAllocation(t *testing.T) {
+	for _, names := range []int{1, 20, 29, 30, 45, 46, 80} {
+		lay := &layout{index: map[string]int32{}}
+		for i := range names {
+			lay = lay.extend(fmt.Sprint("a", i))
+		}
+		want := 1.0
+		if len(lay.names)+2*words(len(lay.names)) > 48 {
+			want = 2
+		}
+		if got := testing.AllocsPerRun(100, func() { newRecord(lay) }); got != want {
+			t.Errorf("%d names: newRecord allocates %v times, want %v", names, got, want)
+		}
+		r, shared := newRecord(lay), false
+		if len(r.num) != names+2*words(names) || r.Len() != 0 {
+			t.Fatalf("%d names: %d words, %d attributes", names, len(r.num), r.Len())
+		}
+		for i := range names {
+			r.set(i, store.Int(int64(i)), true, &shared)
+		}
+		if got := r.copyItem(); len(got) != names || !got[fmt.Sprint("a", names-1)].Equal(store.Int(int64(names-1))) {
+			t.Fatalf("%d names: item %v", names, got)
+		}
+	}
+}
+
+// BatchGet of a few keys allocates the answer's slice and the items it
+// copies, nothing per key beyond them.
+func TestBatchGetOfAFewKeysAllocatesOnlyItsAnswer(t *testing.T) {
+	s := New(WithPartitionLimits(0, 0), WithStream(false))
+	ctx := context.Background()
+	in := store.BatchGetInput{ConsistentRead: true}
+	for i := range 5 {
+		in.Keys = append(in.Keys, store.Key{PK: fmt.Sprint("p", i), SK: "s"})
+	}
+	if got := testing.AllocsPerRun(100, func() { s.BatchGet(ctx, in) }); got > 1 {
+		t.Fatalf("BatchGet of %d missing keys allocates %v times, want 1 (its Items)", len(in.Keys), got)
+	}
+}

@@ -89,11 +89,39 @@ type record struct {
 
 var _ store.View = (*record)(nil)
 
-// newRecord returns a record of lay with no attribute.
+// newRecord returns a record of lay with no attribute. Every write of an
+// item makes one: for the layouts of most items its numbers come in the
+// same allocation as the record itself.
 func newRecord(lay *layout) *record {
 	l := len(lay.names)
-	return &record{lay: lay, num: make([]int64, l+2*words(l))}
+	n := l + 2*words(l)
+	var r *record
+	var num []int64
+	switch {
+	case n <= 32: // one limit (31 words)
+		b := new(record32)
+		r, num = &b.record, b.num[:n:n]
+	case n <= 48: // two or three limits
+		b := new(record48)
+		r, num = &b.record, b.num[:n:n]
+	default:
+		r, num = new(record), make([]int64, n)
+	}
+	r.lay, r.num = lay, num
+	return r
 }
+
+// A record with room for its numbers (see newRecord).
+type (
+	record32 struct {
+		record
+		num [32]int64
+	}
+	record48 struct {
+		record
+		num [48]int64
+	}
+)
 
 // words is the number of 64-bit words of a bitset of l bits.
 func words(l int) int { return (l + 63) / 64 }
