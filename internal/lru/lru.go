@@ -15,14 +15,16 @@ import "time"
 // adding one more evicts the least recently used. An entry whose expiry is
 // not after the time of a lookup is gone.
 //
-// The entries live in one slice, linked by index in recency order, and
-// the slots of entries that left are reused: adding an entry allocates
-// nothing once the slice has grown to the cache's working size (a
-// container/list element and its entry were two allocations per insert).
+// The entries live in slots, linked by index in recency order, and the
+// slots of entries that left are reused: adding an entry allocates nothing
+// once the cache has grown to its working size (a container/list element
+// and its entry were two allocations per insert). Slots come in chunks,
+// so that growing never copies the entries held.
 type Cache[K comparable, V any] struct {
-	max   int
-	nodes []node[K, V]
-	items map[K]int32 // index into nodes
+	max    int
+	chunks []*[chunkSize]node[K, V]
+	slots  int32       // slots made so far, in chunks
+	items  map[K]int32 // slot index
 	// head is the most recently used entry, tail the least (nil: -1);
 	// free is the first of the slots no entry holds, linked by next.
 	head, tail, free int32
@@ -31,6 +33,9 @@ type Cache[K comparable, V any] struct {
 	// a lookup of the same key again, the common case, skips hashing it.
 	last int32
 }
+
+// chunkSize is how many slots a chunk holds.
+const chunkSize = 16
 
 type node[K comparable, V any] struct {
 	key        K
@@ -44,18 +49,21 @@ func New[K comparable, V any](size int) *Cache[K, V] {
 	return &Cache[K, V]{max: max(size, 1), items: make(map[K]int32), head: -1, tail: -1, free: -1, last: -1}
 }
 
+// node returns slot i.
+func (c *Cache[K, V]) node(i int32) *node[K, V] { return &c.chunks[i/chunkSize][i%chunkSize] }
+
 // Get returns the value of key if it is cached and has not expired at now,
 // and marks it as the most recently used. An expired entry is removed.
 func (c *Cache[K, V]) Get(key K, now time.Time) (V, bool) {
 	i := c.last
-	if i < 0 || c.nodes[i].key != key {
+	if i < 0 || c.node(i).key != key {
 		var ok bool
 		if i, ok = c.items[key]; !ok {
 			var zero V
 			return zero, false
 		}
 	}
-	e := &c.nodes[i]
+	e := c.node(i)
 	if !now.Before(e.expires) {
 		c.remove(i)
 		var zero V
@@ -68,14 +76,14 @@ func (c *Cache[K, V]) Get(key K, now time.Time) (V, bool) {
 
 // unlink takes node i out of the recency order.
 func (c *Cache[K, V]) unlink(i int32) {
-	e := &c.nodes[i]
+	e := c.node(i)
 	if e.prev >= 0 {
-		c.nodes[e.prev].next = e.next
+		c.node(e.prev).next = e.next
 	} else {
 		c.head = e.next
 	}
 	if e.next >= 0 {
-		c.nodes[e.next].prev = e.prev
+		c.node(e.next).prev = e.prev
 	} else {
 		c.tail = e.prev
 	}
@@ -83,10 +91,10 @@ func (c *Cache[K, V]) unlink(i int32) {
 
 // pushFront makes node i, out of the order, the most recently used.
 func (c *Cache[K, V]) pushFront(i int32) {
-	e := &c.nodes[i]
+	e := c.node(i)
 	e.prev, e.next = -1, c.head
 	if c.head >= 0 {
-		c.nodes[c.head].prev = i
+		c.node(c.head).prev = i
 	} else {
 		c.tail = i
 	}
@@ -108,8 +116,9 @@ func (c *Cache[K, V]) remove(i int32) {
 		c.last = -1
 	}
 	c.unlink(i)
-	delete(c.items, c.nodes[i].key)
-	c.nodes[i] = node[K, V]{next: c.free}
+	e := c.node(i)
+	delete(c.items, e.key)
+	*e = node[K, V]{next: c.free}
 	c.free = i
 	c.n--
 }
@@ -118,7 +127,7 @@ func (c *Cache[K, V]) remove(i int32) {
 // evicts the least recently used entry when the cache is over capacity.
 func (c *Cache[K, V]) Add(key K, val V, expires time.Time) {
 	if i, ok := c.items[key]; ok {
-		e := &c.nodes[i]
+		e := c.node(i)
 		e.val, e.expires = val, expires
 		c.toFront(i)
 		c.last = i
@@ -126,12 +135,15 @@ func (c *Cache[K, V]) Add(key K, val V, expires time.Time) {
 	}
 	i := c.free
 	if i >= 0 {
-		c.free = c.nodes[i].next
-		c.nodes[i] = node[K, V]{key: key, val: val, expires: expires}
+		c.free = c.node(i).next
 	} else {
-		i = int32(len(c.nodes))
-		c.nodes = append(c.nodes, node[K, V]{key: key, val: val, expires: expires})
+		if c.slots%chunkSize == 0 {
+			c.chunks = append(c.chunks, new([chunkSize]node[K, V]))
+		}
+		i = c.slots
+		c.slots++
 	}
+	*c.node(i) = node[K, V]{key: key, val: val, expires: expires}
 	c.items[key] = i
 	c.pushFront(i)
 	c.n++
@@ -143,8 +155,7 @@ func (c *Cache[K, V]) Add(key K, val V, expires time.Time) {
 
 // Purge drops every entry.
 func (c *Cache[K, V]) Purge() {
-	clear(c.nodes)
-	c.nodes = c.nodes[:0]
+	c.chunks, c.slots = nil, 0
 	clear(c.items)
 	c.head, c.tail, c.free, c.last, c.n = -1, -1, -1, -1, 0
 }

@@ -98,10 +98,13 @@ func newRecord(lay *layout) *record {
 	var r *record
 	var num []int64
 	switch {
-	case n <= 32: // one limit (31 words)
+	case n <= 32: // a bucket of one limit (31 words)
 		b := new(record32)
 		r, num = &b.record, b.num[:n:n]
-	case n <= 48: // two or three limits
+	case n <= 40: // two limits (39 words)
+		b := new(record40)
+		r, num = &b.record, b.num[:n:n]
+	case n <= 48: // three limits
 		b := new(record48)
 		r, num = &b.record, b.num[:n:n]
 	default:
@@ -111,11 +114,16 @@ func newRecord(lay *layout) *record {
 	return r
 }
 
-// A record with room for its numbers (see newRecord).
+// A record with room for its numbers (see newRecord), in the allocator's
+// size classes of 352, 416 and 480 bytes.
 type (
 	record32 struct {
 		record
 		num [32]int64
+	}
+	record40 struct {
+		record
+		num [40]int64
 	}
 	record48 struct {
 		record
