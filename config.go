@@ -129,10 +129,10 @@ type metaCache struct {
 	mu        sync.Mutex
 	entities  *lru.Cache[configKey, entityConf]
 	resources *lru.Cache[string, []Limit] // by resource; nil: none stored
-	flights   map[configKey]*flight // see flightKey
-	gen       uint64 // bumped by invalidate: reads begun before are not cached
-	schemaOK  bool   // this process has checked the table's schema version
-	onWait    func() // tests: called when a caller starts waiting for a flight
+	flights   map[configKey]*flight       // see flightKey
+	gen       uint64                      // bumped by invalidate: reads begun before are not cached
+	schemaOK  bool                        // this process has checked the table's schema version
+	onWait    func()                      // tests: called when a caller starts waiting for a flight
 }
 
 // maxCachedConfigs bounds each configuration cache: beyond it the least
