@@ -129,7 +129,7 @@ type metaCache struct {
 	mu        sync.Mutex
 	entities  *lru.Cache[configKey, entityConf]
 	resources *lru.Cache[string, []Limit] // by resource; nil: none stored
-	flights   map[configKey]*flight       // see flightKey
+	flights   map[configKey]*flight       // reads under way (see resourceFlightKey)
 	gen       uint64                      // bumped by invalidate: reads begun before are not cached
 	schemaOK  bool                        // this process has checked the table's schema version
 	onWait    func()                      // tests: called when a caller starts waiting for a flight

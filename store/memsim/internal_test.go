@@ -107,3 +107,23 @@ func TestBatchGetOfAFewKeysAllocatesOnlyItsAnswer(t *testing.T) {
 		t.Fatalf("BatchGet of %d missing keys allocates %v times, want 1 (its Items)", len(in.Keys), got)
 	}
 }
+
+// planMemo finds what was put for a plan, and remembers at most
+// maxCarried plans.
+func TestPlanMemo(t *testing.T) {
+	var m planMemo
+	plans := make([]*tplan, maxCarried+1)
+	for i := range plans {
+		plans[i] = new(tplan)
+		m.put(plans[i], []int32{int32(i)})
+	}
+	for i, pl := range plans {
+		f, ok := m.get(pl)
+		if i < maxCarried && (!ok || len(f) != 1 || f[0] != int32(i)) {
+			t.Fatalf("plan %d: %v, %v", i, f, ok)
+		}
+		if i == maxCarried && ok {
+			t.Fatalf("plan %d beyond the bound remembered", i)
+		}
+	}
+}

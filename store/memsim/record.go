@@ -26,7 +26,7 @@ type layout struct {
 	next map[string]*layout
 	// heads: per plan, the slot of each attribute its actions write (-1:
 	// not in this layout).
-	heads map[*tplan][]int32
+	heads planMemo
 }
 
 func (l *layout) extend(name string) *layout {
@@ -47,7 +47,7 @@ func (l *layout) extend(name string) *layout {
 // slotsOf returns, for each of pl's actions, the slot of the attribute it
 // writes (-1 when the layout has none).
 func (l *layout) slotsOf(pl *tplan) []int32 {
-	if f, ok := l.heads[pl]; ok {
+	if f, ok := l.heads.get(pl); ok {
 		return f
 	}
 	f := make([]int32, len(pl.head))
@@ -57,12 +57,7 @@ func (l *layout) slotsOf(pl *tplan) []int32 {
 			f[i] = j
 		}
 	}
-	if len(l.heads) < maxCarried {
-		if l.heads == nil {
-			l.heads = make(map[*tplan][]int32)
-		}
-		l.heads[pl] = f
-	}
+	l.heads.put(pl, f)
 	return f
 }
 

@@ -72,8 +72,34 @@ type tplan struct {
 	// its names (see carry); written: where the attributes this plan's
 	// actions write are among its names (see writes). Guarded by the
 	// store's mutex.
-	carried map[*tplan][]int32
-	written map[*tplan][]int32
+	carried planMemo
+	written planMemo
+}
+
+// planMemo remembers an index list per other plan, for at most
+// maxCarried plans: a store sees few templates, and scanning a few
+// pointers costs less than hashing one, on every write.
+type planMemo struct {
+	plans []*tplan
+	lists [][]int32
+}
+
+// get returns the list remembered for pl.
+func (m *planMemo) get(pl *tplan) ([]int32, bool) {
+	for i, p := range m.plans {
+		if p == pl {
+			return m.lists[i], true
+		}
+	}
+	return nil, false
+}
+
+// put remembers f for pl, unless maxCarried plans are remembered.
+func (m *planMemo) put(pl *tplan, f []int32) {
+	if len(m.plans) < maxCarried {
+		m.plans = append(m.plans, pl)
+		m.lists = append(m.lists, f)
+	}
 }
 
 // itemViews holds, beside a stored item, views of it for up to maxViews
@@ -239,19 +265,14 @@ func (s *Store) fillView(e *entry, v *itemView, pl *tplan, src *itemView) {
 // -1: what a view of old's attributes gives a view of pl's. Remembered per
 // pair of templates. Call with s.mu held.
 func (pl *tplan) carry(old *tplan) []int32 {
-	if f, ok := pl.carried[old]; ok {
+	if f, ok := pl.carried.get(old); ok {
 		return f
 	}
 	f := make([]int32, len(pl.names))
 	for i, name := range pl.names {
 		f[i] = int32(slices.Index(old.names, name))
 	}
-	if len(pl.carried) < maxCarried {
-		if pl.carried == nil {
-			pl.carried = make(map[*tplan][]int32)
-		}
-		pl.carried[old] = f
-	}
+	pl.carried.put(old, f)
 	return f
 }
 
@@ -260,7 +281,7 @@ func (pl *tplan) carry(old *tplan) []int32 {
 // pair per name of other that an action's attribute has. Remembered per
 // pair of templates. Call with s.mu held.
 func (pl *tplan) writes(other *tplan) []int32 {
-	if f, ok := pl.written[other]; ok {
+	if f, ok := pl.written.get(other); ok {
 		return f
 	}
 	var f []int32
@@ -272,12 +293,7 @@ func (pl *tplan) writes(other *tplan) []int32 {
 			}
 		}
 	}
-	if len(pl.written) < maxCarried {
-		if pl.written == nil {
-			pl.written = make(map[*tplan][]int32)
-		}
-		pl.written[other] = f
-	}
+	pl.written.put(other, f)
 	return f
 }
 
