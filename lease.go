@@ -224,7 +224,7 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 			tr.ev.Path = PathPool
 			continue
 		}
-		m := engine.NewAdjust(l.mem, part.p.WithAmounts(milli), int(part.shard), int64(part.n))
+		m := engine.NewAdjustWith(l.mem, part.p.Plan, milli, int(part.shard), int64(part.n))
 		now := l.nowMs()
 		step, _ := l.drive(ctx, tr, now, m.Start(now), m.Feed)
 		if step.Err != nil {

@@ -136,7 +136,12 @@ func NewPlanIn(p *Plan, ref keys.Bucket, limits []Limit, consume map[string]int6
 // name (absent names, and the hidden limit, charge nothing): the plan of
 // an adjust or a refund.
 func (p *Plan) WithAmounts(milli map[string]int64) *Plan {
-	q := withSpecs(p.Ref, p.hash, p.pt, p.specs)
+	return p.withAmountsIn(new(Plan), milli)
+}
+
+// withAmountsIn is WithAmounts made in q, which must be zero.
+func (p *Plan) withAmountsIn(q *Plan, milli map[string]int64) *Plan {
+	fill(q, p.Ref, p.hash, p.pt, p.specs)
 	for i := range q.specs {
 		q.specs[i].amount = milli[q.specs[i].name]
 	}
