@@ -37,11 +37,12 @@ func NewAdjust(m *Memory, p *Plan, shard int, n int64) *Adjust {
 	return &Adjust{m: m, p: p, shard: shard, n: n}
 }
 
-// NewAdjustWith is NewAdjust(m, p.WithAmounts(milli), shard, n), the plan
-// held in the machine.
-func NewAdjustWith(m *Memory, p *Plan, milli map[string]int64, shard int, n int64) *Adjust {
+// NewAdjustWith is NewAdjust of p with amounts[name]*scale millitokens
+// per limit (p.WithAmounts of those), the plan held in the machine: a
+// caller with amounts in tokens builds no map of millitokens.
+func NewAdjustWith(m *Memory, p *Plan, amounts map[string]int64, scale int64, shard int, n int64) *Adjust {
 	a := &Adjust{m: m, shard: shard, n: n}
-	a.p = p.withAmountsIn(&a.plan, milli)
+	a.p = p.withAmountsIn(&a.plan, amounts, scale)
 	return a
 }
 

@@ -222,7 +222,7 @@ func TestNewAdjustWithIsOneAllocation(t *testing.T) {
 	amounts := map[string]int64{"rps": 500}
 	m := NewMemory(0)
 	want := NewAdjust(m, p.WithAmounts(amounts), 0, 1).Start(T)
-	a := NewAdjustWith(m, p, amounts, 0, 1)
+	a := NewAdjustWith(m, p, map[string]int64{"rps": 5}, 100, 0, 1) // 5 times 100
 	got := a.Start(T)
 	if got.Call == nil || got.Call.Update == nil || want.Call == nil ||
 		got.Call.Update.Key != want.Call.Update.Key || got.Call.Update.Expr.Update != want.Call.Update.Expr.Update ||
@@ -235,7 +235,7 @@ func TestNewAdjustWithIsOneAllocation(t *testing.T) {
 	if p.specs[0].amount == 500 || a.p.specs[0].amount != 500 {
 		t.Fatal("the machine's plan shares the original's specs")
 	}
-	if n := testing.AllocsPerRun(100, func() { NewAdjustWith(m, p, amounts, 0, 1) }); n != 1 {
+	if n := testing.AllocsPerRun(100, func() { NewAdjustWith(m, p, amounts, 1, 0, 1) }); n != 1 {
 		t.Fatalf("NewAdjustWith allocates %v times, want 1", n)
 	}
 }
