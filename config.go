@@ -149,6 +149,9 @@ type flight struct {
 	ec   entityConf // of an entity flight
 	res  []Limit    // of a resource flight
 	err  error
+	// keys: the leader's batch of keys (a store keeps nothing of its
+	// input, so the batch can live in the flight it fills).
+	keys [5]store.Key
 }
 
 func (c *metaCache) init(ttl time.Duration) {
@@ -242,7 +245,11 @@ func (l *Limiter) storedOnce(ctx context.Context, tr *trace, entity, resource st
 // schema is set.
 func (l *Limiter) read(ctx context.Context, tr *trace, entity, resource string, ef, rf *flight, schema bool) {
 	ns := l.cfg.namespace
-	ks := make([]store.Key, 0, 5)
+	lead := ef
+	if lead == nil {
+		lead = rf
+	}
+	ks := lead.keys[:0]
 	if ef != nil {
 		meta, own, all := keys.EntityConfig(ns, entity, resource)
 		ks = append(ks, meta, own, all)

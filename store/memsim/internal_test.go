@@ -127,3 +127,21 @@ func TestPlanMemo(t *testing.T) {
 		}
 	}
 }
+
+// A new view is four allocations; a view with room enough is remade
+// with none, every attribute and result absent.
+func TestItemViewMake(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { new(itemView).make(20, 6) }); n != 4 {
+		t.Fatalf("a new view allocates %v times, want 4", n)
+	}
+	var v itemView
+	v.make(20, 6)
+	v.attrs.Kind[19], v.out.Kind[5], v.size[19], v.next[5] = store.KindNumber, store.KindString, 7, 7
+	if n := testing.AllocsPerRun(100, func() { v.make(12, 4) }); n != 0 {
+		t.Fatalf("remaking a view with room allocates %v times", n)
+	}
+	v.make(20, 6)
+	if len(v.attrs.Kind) != 20 || len(v.out.Kind) != 6 || len(v.size) != 20 || len(v.next) != 6 || v.attrs.Kind[19] != store.KindNone || v.out.Kind[5] != store.KindNone {
+		t.Fatalf("remade view not clear: %+v", v)
+	}
+}

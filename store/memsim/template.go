@@ -244,10 +244,7 @@ func (s *Store) fillView(e *entry, v *itemView, pl *tplan, src *itemView) {
 	if src != nil {
 		from = pl.carry(src.plan)
 	}
-	v.attrs = v.attrs.MakeAttrs(n)
-	v.size = slices.Grow(v.size[:0], n)[:n]
-	v.out = v.out.MakeAttrs(len(pl.head))
-	v.next = slices.Grow(v.next[:0], len(pl.head))[:len(pl.head)]
+	v.make(n, len(pl.head))
 	for i, name := range pl.names {
 		if from != nil && from[i] >= 0 {
 			v.attrs.Copy(i, src.attrs, int(from[i]))
@@ -259,6 +256,25 @@ func (s *Store) fillView(e *entry, v *itemView, pl *tplan, src *itemView) {
 		v.size[i] = attrSize(name, x, has)
 	}
 	v.plan = pl
+}
+
+// make sizes v for n attributes and h results, all absent (their sizes
+// left for the caller to set): in the
+// slices it has when they are large enough, else in new ones, each kind
+// of slice shared by the attributes and the results (a new view costs
+// four allocations, not eight).
+func (v *itemView) make(n, h int) {
+	if cap(v.attrs.Kind) >= n && cap(v.out.Kind) >= h {
+		v.attrs = v.attrs.MakeAttrs(n)
+		v.size = slices.Grow(v.size[:0], n)[:n]
+		v.out = v.out.MakeAttrs(h)
+		v.next = slices.Grow(v.next[:0], h)[:h]
+		return
+	}
+	kinds, nums, strs, sizes := make([]store.Kind, n+h), make([]int64, n+h), make([]string, n+h), make([]int32, n+h)
+	v.attrs = expr.Attrs{Kind: kinds[:n:n], Num: nums[:n:n], Str: strs[:n:n]}
+	v.out = expr.Attrs{Kind: kinds[n:], Num: nums[n:], Str: strs[n:]}
+	v.size, v.next = sizes[:n:n], sizes[n:]
 }
 
 // carry returns, for each of pl's names, its index among old's names, or
