@@ -426,14 +426,18 @@ func (si *shardInfo) own(mine *Plan) {
 func (si *shardInfo) estimate(img *Image, d, dt, now int64) {
 	si.writeRates(d, dt)
 	si.rateAt = now
-	// A new map: views handed out share the last one.
-	si.drain = make(map[string]float64, len(img.comp.Limits))
+	// A new map (views handed out share the last one), made only when some
+	// limit has a drain: a view shows none for an empty one.
+	si.drain = nil
 	for _, nl := range img.comp.Limits {
 		if nl.Name == keys.HiddenLimit {
 			continue
 		}
 		if old, ok := si.ref.comp.Get(nl.Name); ok && nl.TotalConsumed >= old.TotalConsumed {
 			if o := nl.TotalConsumed - old.TotalConsumed - si.ownTc.get(nl.Name); o > 0 {
+				if si.drain == nil {
+					si.drain = make(map[string]float64, len(img.comp.Limits))
+				}
 				si.drain[nl.Name] = float64(o) / float64(dt)
 			}
 		}
