@@ -243,9 +243,10 @@ func (c *Checker) sampleConsumption(is *istate, at int64) {
 	if last.at != 0 && at-last.at < rateSampleGap {
 		return
 	}
-	is.cons[is.consNext] = consSample{at: at, units: c.PartitionConsumed(is.pk)}
+	units := c.PartitionConsumed(is.pk)
+	is.cons[is.consNext] = consSample{at: at, units: units}
 	is.consNext = (is.consNext + 1) % len(is.cons)
-	if c.recentRate(is, at) >= ProactiveRate {
+	if c.rateTo(is, at, units) >= ProactiveRate {
 		is.hotRateAt = at
 	}
 }
@@ -258,27 +259,44 @@ func (c *Checker) recentRate(is *istate, at int64) float64 {
 	if c.PartitionConsumed == nil {
 		return 0
 	}
-	now := c.PartitionConsumed(is.pk)
-	best, oldest := -1, -1
-	for i, s := range is.cons {
-		if s.at == 0 {
-			continue
-		}
-		if oldest < 0 || s.at < is.cons[oldest].at {
-			oldest = i
-		}
-		if at-s.at >= RateWindow && (best < 0 || s.at > is.cons[best].at) {
-			best = i
-		}
-	}
-	if best < 0 {
-		best = oldest
-	}
+	return c.rateTo(is, at, c.PartitionConsumed(is.pk))
+}
+
+// rateTo is recentRate with the partition's consumption at at given.
+func (c *Checker) rateTo(is *istate, at int64, now float64) float64 {
+	best := is.windowStart(at)
 	if best < 0 || at-is.cons[best].at < minRateWindow {
 		return 0
 	}
 	s := is.cons[best]
 	return (now - s.units) / (float64(at-s.at) / 1e9)
+}
+
+// windowStart returns the sample a rate at at is measured from: the
+// latest at least RateWindow old, else the oldest (-1: none). The samples
+// are in the ring in the order of their times, which only grow
+// (sampleConsumption keeps them rateSampleGap apart): from the newest
+// back, the first at least RateWindow old is the latest such, and the
+// last one met the oldest.
+func (is *istate) windowStart(at int64) int {
+	best, oldest := -1, -1
+	n := len(is.cons)
+	for k := 1; k <= n; k++ {
+		i := (is.consNext - k + n) % n
+		s := &is.cons[i]
+		if s.at == 0 {
+			continue
+		}
+		if at-s.at >= RateWindow {
+			best = i
+			break
+		}
+		oldest = i
+	}
+	if best < 0 {
+		best = oldest
+	}
+	return best
 }
 
 // peakRate returns the partition's highest write units per second over
