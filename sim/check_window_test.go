@@ -9,7 +9,7 @@ import (
 // every sample (the latest at least RateWindow old, else the oldest) is
 // the reference, over random sample times kept as sampleConsumption keeps
 // them, and query times before, among and after them.
-func TestRateToMatchesAScanOfEverySample(t *testing.T) {
+func TestWindowStartMatchesAScanOfEverySample(t *testing.T) {
 	ref := func(is *istate, at int64) int {
 		best, oldest := -1, -1
 		for i, s := range is.cons {
