@@ -265,16 +265,24 @@ func (s *Store) fillView(e *entry, v *itemView, pl *tplan, src *itemView) {
 // four allocations, not eight).
 func (v *itemView) make(n, h int) {
 	if cap(v.attrs.Kind) >= n && cap(v.out.Kind) >= h {
-		v.attrs = v.attrs.MakeAttrs(n)
-		v.size = slices.Grow(v.size[:0], n)[:n]
-		v.out = v.out.MakeAttrs(h)
-		v.next = slices.Grow(v.next[:0], h)[:h]
+		// Each slice has the capacity of its Kind (made together below).
+		v.attrs, v.out = cleared(v.attrs, n), cleared(v.out, h)
+		v.size, v.next = v.size[:n], v.next[:h]
 		return
 	}
 	kinds, nums, strs, sizes := make([]store.Kind, n+h), make([]int64, n+h), make([]string, n+h), make([]int32, n+h)
 	v.attrs = expr.Attrs{Kind: kinds[:n:n], Num: nums[:n:n], Str: strs[:n:n]}
 	v.out = expr.Attrs{Kind: kinds[n:], Num: nums[n:], Str: strs[n:]}
 	v.size, v.next = sizes[:n:n], sizes[n:]
+}
+
+// cleared returns a resliced to n attributes, all absent.
+func cleared(a expr.Attrs, n int) expr.Attrs {
+	a.Kind, a.Num, a.Str = a.Kind[:n], a.Num[:n], a.Str[:n]
+	clear(a.Kind)
+	clear(a.Num)
+	clear(a.Str)
+	return a
 }
 
 // carry returns, for each of pl's names, its index among old's names, or

@@ -1,8 +1,13 @@
 package sim
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/shardlimit/limiter/store"
 )
 
 // windowStart finds its sample from the newest back; the plain scan of
@@ -45,5 +50,30 @@ func TestWindowStartMatchesAScanOfEverySample(t *testing.T) {
 				t.Fatalf("run %d: window at %d starts at sample %d, the scan says %d (samples %v)", run, q, got, want, is.cons)
 			}
 		}
+	}
+}
+
+// errCode classes an answer the same whether it comes bare (the fast path
+// by type) or wrapped (the errors.Is chain).
+func TestErrCodeBareAndWrapped(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want errClass
+	}{
+		{&store.ConditionFailedError{}, codeCondition},
+		{&store.ThrottledError{}, codeThrottled},
+		{&store.UnavailableError{Err: context.DeadlineExceeded}, codeUnavailable},
+		{&store.ValidationError{Message: "x"}, codeValidation},
+		{errors.New("other"), codeOther},
+	} {
+		if got := errCode(c.err); got != c.want {
+			t.Errorf("errCode(%T) = %d, want %d", c.err, got, c.want)
+		}
+		if got := errCode(fmt.Errorf("wrapped: %w", c.err)); got != c.want {
+			t.Errorf("errCode(wrapped %T) = %d, want %d", c.err, got, c.want)
+		}
+	}
+	if errCode(nil) != codeOK {
+		t.Error("errCode(nil) is not codeOK")
 	}
 }
