@@ -129,10 +129,10 @@ type metaCache struct {
 	mu        sync.Mutex
 	entities  *lru.Cache[configKey, entityConf]
 	resources *lru.Cache[string, []Limit] // by resource; nil: none stored
-	flights   map[string]*flight
-	gen       uint64 // bumped by invalidate: reads begun before are not cached
-	schemaOK  bool   // this process has checked the table's schema version
-	onWait    func() // tests: called when a caller starts waiting for a flight
+	flights   map[configKey]*flight       // reads under way (see resourceFlightKey)
+	gen       uint64                      // bumped by invalidate: reads begun before are not cached
+	schemaOK  bool                        // this process has checked the table's schema version
+	onWait    func()                      // tests: called when a caller starts waiting for a flight
 }
 
 // maxCachedConfigs bounds each configuration cache: beyond it the least
@@ -142,17 +142,23 @@ const maxCachedConfigs = 1 << 16
 // flight is a read in progress; callers that need the same key wait for
 // it and share its result.
 type flight struct {
+	// done is closed when the read ends. Made by the first caller that
+	// joins the flight (under metaCache.mu): most reads have none, and
+	// their leader needs no channel to know its own read ended.
 	done chan struct{}
 	ec   entityConf // of an entity flight
 	res  []Limit    // of a resource flight
 	err  error
+	// keys: the leader's batch of keys (a store keeps nothing of its
+	// input, so the batch can live in the flight it fills).
+	keys [5]store.Key
 }
 
 func (c *metaCache) init(ttl time.Duration) {
 	c.ttl = ttl
 	c.entities = lru.New[configKey, entityConf](maxCachedConfigs)
 	c.resources = lru.New[string, []Limit](maxCachedConfigs)
-	c.flights = make(map[string]*flight)
+	c.flights = make(map[configKey]*flight)
 }
 
 func (c *metaCache) invalidate() {
@@ -168,10 +174,10 @@ func (c *metaCache) invalidate() {
 // (a struct, so that a lookup builds no string).
 type configKey struct{ entity, resource string }
 
-// Flight keys: an entity's is "entity\x00resource", a resource's
-// "\x00resource" (entity ids are never empty).
-func entityFlightKey(entity, resource string) string { return entity + "\x00" + resource }
-func resourceFlightKey(resource string) string       { return "\x00" + resource }
+// Flight keys: an entity's is its configKey, a resource's the configKey
+// of no entity (entity ids are never empty), so that finding a flight
+// builds no string.
+func resourceFlightKey(resource string) configKey { return configKey{resource: resource} }
 
 // stored returns what is stored for (entity, resource) and for resource.
 func (l *Limiter) stored(ctx context.Context, tr *trace, entity, resource string) (entityConf, []Limit, error) {
@@ -196,18 +202,18 @@ func (l *Limiter) storedOnce(ctx context.Context, tr *trace, entity, resource st
 		c.mu.Unlock()
 		return ec, res, nil
 	}
-	ek := entityFlightKey(entity, resource)
+	ek := configKey{entity, resource}
 	rk := resourceFlightKey(resource)
 	var ef, rf *flight       // the flights whose results this caller takes
 	var eRead, rRead *flight // those of them it reads itself
 	if !eok {
-		if ef = c.flights[ek]; ef == nil {
+		if ef = c.join(ek); ef == nil {
 			ef = c.begin(ek)
 			eRead = ef
 		}
 	}
 	if !rok {
-		if rf = c.flights[rk]; rf == nil {
+		if rf = c.join(rk); rf == nil {
 			rf = c.begin(rk)
 			rRead = rf
 		}
@@ -220,13 +226,13 @@ func (l *Limiter) storedOnce(ctx context.Context, tr *trace, entity, resource st
 		l.publish(gen, entity, eRead, resource, rRead)
 	}
 	if ef != nil {
-		if err := c.wait(ctx, ef); err != nil {
+		if err := c.wait(ctx, ef, ef == eRead); err != nil {
 			return entityConf{}, nil, err
 		}
 		ec = ef.ec
 	}
 	if rf != nil {
-		if err := c.wait(ctx, rf); err != nil {
+		if err := c.wait(ctx, rf, rf == rRead); err != nil {
 			return entityConf{}, nil, err
 		}
 		res = rf.res
@@ -239,9 +245,14 @@ func (l *Limiter) storedOnce(ctx context.Context, tr *trace, entity, resource st
 // schema is set.
 func (l *Limiter) read(ctx context.Context, tr *trace, entity, resource string, ef, rf *flight, schema bool) {
 	ns := l.cfg.namespace
-	ks := make([]store.Key, 0, 5)
+	lead := ef
+	if lead == nil {
+		lead = rf
+	}
+	ks := lead.keys[:0]
 	if ef != nil {
-		ks = append(ks, keys.Entity(ns, entity), keys.EntityLimits(ns, entity, resource), keys.EntityLimits(ns, entity, keys.AnyResource))
+		meta, own, all := keys.EntityConfig(ns, entity, resource)
+		ks = append(ks, meta, own, all)
 	}
 	if rf != nil {
 		ks = append(ks, keys.ResourceLimits(ns, resource))
@@ -304,7 +315,7 @@ func (l *Limiter) publish(gen uint64, entity string, ef *flight, resource string
 		if keep && ef.err == nil {
 			c.entities.Add(configKey{entity, resource}, ef.ec, expires)
 		}
-		c.end(entityFlightKey(entity, resource), ef)
+		c.end(configKey{entity, resource}, ef)
 	}
 	if rf != nil {
 		if keep && rf.err == nil {
@@ -315,23 +326,39 @@ func (l *Limiter) publish(gen uint64, entity string, ef *flight, resource string
 }
 
 // begin registers a flight for key. c.mu must be held.
-func (c *metaCache) begin(key string) *flight {
-	f := &flight{done: make(chan struct{})}
+func (c *metaCache) begin(key configKey) *flight {
+	f := &flight{}
 	c.flights[key] = f
+	return f
+}
+
+// join returns the flight of key under way (nil for none), ready to be
+// waited for. c.mu must be held.
+func (c *metaCache) join(key configKey) *flight {
+	f := c.flights[key]
+	if f != nil && f.done == nil {
+		f.done = make(chan struct{})
+	}
 	return f
 }
 
 // end removes a flight (unless invalidate did) and wakes its waiters. c.mu
 // must be held.
-func (c *metaCache) end(key string, f *flight) {
+func (c *metaCache) end(key configKey, f *flight) {
 	if c.flights[key] == f {
 		delete(c.flights, key)
 	}
-	close(f.done)
+	if f.done != nil {
+		close(f.done)
+	}
 }
 
-// wait returns the result of a flight once it is done, or ctx's error.
-func (c *metaCache) wait(ctx context.Context, f *flight) error {
+// wait returns the result of a flight once it is done, or ctx's error. A
+// flight the caller led (mine) is done.
+func (c *metaCache) wait(ctx context.Context, f *flight, mine bool) error {
+	if mine {
+		return f.err
+	}
 	select {
 	case <-f.done:
 		return f.err

@@ -380,3 +380,31 @@ func TestRegressionALimitAddedAndChargedNothing(t *testing.T) {
 	}
 	e.mustAcquire(l, req("k1", after, map[string]int64{"rpm": 1, "daily": 1}))
 }
+
+// A read nobody joins makes no channel; a caller that joins one gets a
+// channel its end closes, and the flight leaves the map.
+func TestFlightChannelOnlyForJoiners(t *testing.T) {
+	var c metaCache
+	c.init(time.Minute)
+	k := configKey{"k1", "gpt-4"}
+	f := c.begin(k)
+	c.end(k, f)
+	if f.done != nil || c.flights[k] != nil {
+		t.Fatal("a flight nobody joined made a channel or stayed")
+	}
+	if err := c.wait(context.Background(), f, true); err != nil {
+		t.Fatal(err)
+	}
+	g := c.begin(k)
+	if c.join(resourceFlightKey("gpt-4")) != nil {
+		t.Fatal("a resource's flight found under an entity's key")
+	}
+	if j := c.join(k); j != g || g.done == nil {
+		t.Fatal("join did not return the flight with a channel")
+	}
+	g.err = errors.New("boom")
+	c.end(k, g)
+	if err := c.wait(context.Background(), g, false); err == nil || c.flights[k] != nil {
+		t.Fatalf("joiner got %v after the end, flight left %v", err, c.flights[k])
+	}
+}

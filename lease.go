@@ -139,13 +139,8 @@ func (le *Lease) Adjust(ctx context.Context, delta map[string]int64) error {
 			return invalid("Adjust["+name+"]", "the lease has no limit named %q", name)
 		}
 	}
-	milli := make(map[string]int64, len(delta))
-	for name, d := range delta {
-		if d != 0 {
-			milli[name] = d * bucket.MilliPerToken
-		}
-	}
-	return le.apply(ctx, "adjust", milli)
+	// delta itself, scaled as it is read: no map of millitokens to build.
+	return le.applyEach(ctx, "adjust", bucket.MilliPerToken, func(*leasePart) map[string]int64 { return delta })
 }
 
 // Rollback returns everything the lease charged, adjustments included, and
@@ -172,7 +167,7 @@ func (le *Lease) Rollback(ctx context.Context) error {
 	// Each part returns what it was charged: the acquire's amounts plus the
 	// adjustments that reached it (an adjust or an earlier rollback may
 	// have reached one part only).
-	err := le.applyEach(ctx, "rollback", func(part *leasePart) map[string]int64 {
+	err := le.applyEach(ctx, "rollback", 1, func(part *leasePart) map[string]int64 {
 		back := part.p.Amounts()
 		for name, a := range back {
 			if v := -(a + part.net[name]); v != 0 {
@@ -203,28 +198,25 @@ func (le *Lease) Commit() error {
 	return nil
 }
 
-func (le *Lease) apply(ctx context.Context, op string, milli map[string]int64) error {
-	return le.applyEach(ctx, op, func(*leasePart) map[string]int64 { return milli })
-}
-
-// applyEach charges each part of the lease what amounts(part) says, in
-// millitokens, and records what reached it.
-func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePart) map[string]int64) error {
+// applyEach charges each part of the lease what amounts(part) says, times
+// scale millitokens (zero amounts charge nothing), and records what
+// reached it.
+func (le *Lease) applyEach(ctx context.Context, op string, scale int64, amounts func(*leasePart) map[string]int64) error {
 	l := le.l
 	trv := l.newTrace(op, le.parts[0].p.Ref.Entity, le.parts[0].p.Ref.Resource)
 	tr := &trv
 	var err error
 	for i := range le.parts {
 		part := &le.parts[i]
-		milli := amounts(part)
-		if len(milli) == 0 {
+		amts := amounts(part)
+		if !anyNonZero(amts) {
 			continue
 		}
-		if part.pooled && l.pools != nil && l.settleWithPool(part, milli) {
+		if part.pooled && l.pools != nil && l.settleWithPool(part, scaled(amts, scale)) {
 			tr.ev.Path = PathPool
 			continue
 		}
-		m := engine.NewAdjust(l.mem, part.p.WithAmounts(milli), int(part.shard), int64(part.n))
+		m := engine.NewAdjustWith(l.mem, part.p.Plan, amts, scale, int(part.shard), int64(part.n))
 		now := l.nowMs()
 		step, _ := l.drive(ctx, tr, now, m.Start(now), m.Feed)
 		if step.Err != nil {
@@ -234,9 +226,9 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 		if part.net == nil {
 			part.net = make(map[string]int64)
 		}
-		for name, d := range milli {
-			if part.p.Has(name) {
-				part.net[name] += d
+		for name, d := range amts {
+			if d != 0 && part.p.Has(name) {
+				part.net[name] += d * scale
 			}
 		}
 	}
@@ -251,6 +243,26 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 	}
 	l.observe(tr, err, Admitted)
 	return err
+}
+
+func anyNonZero(amounts map[string]int64) bool {
+	for _, v := range amounts {
+		if v != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// scaled returns the amounts times scale, zeros left out.
+func scaled(amounts map[string]int64, scale int64) map[string]int64 {
+	out := make(map[string]int64, len(amounts))
+	for name, v := range amounts {
+		if v != 0 {
+			out[name] = v * scale
+		}
+	}
+	return out
 }
 
 // settleWithPool applies a pooled lease's correction to the pool instead

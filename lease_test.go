@@ -109,3 +109,33 @@ func TestSoloLeaseFitsItsSizeClass(t *testing.T) {
 		t.Fatalf("a soloLease is %d bytes, want at most 568", n)
 	}
 }
+
+// Zero amounts of an Adjust charge nothing and leave nothing for a
+// Rollback to return; the others are charged in millitokens, and returned.
+func TestAdjustWithZeroAmounts(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter()
+	le := e.mustAcquire(l, req("k1", llm, map[string]int64{"rpm": 1, "tpm": 500}))
+	tpm, rpm := e.tokens("k1", "gpt-4", "tpm"), e.tokens("k1", "gpt-4", "rpm")
+	if err := le.Adjust(e.ctx, map[string]int64{"tpm": 0, "rpm": 0}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.tokens("k1", "gpt-4", "tpm"); got != tpm {
+		t.Fatalf("tpm tk after a zero adjust = %d, want %d", got, tpm)
+	}
+	if err := le.Adjust(e.ctx, map[string]int64{"tpm": 7, "rpm": 0}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.tokens("k1", "gpt-4", "tpm"); got != tpm-7_000 {
+		t.Fatalf("tpm tk = %d, want %d", got, tpm-7_000)
+	}
+	if err := le.Rollback(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.consumed("k1", "gpt-4", "tpm"); got != 0 {
+		t.Fatalf("tpm tc after rollback = %d, want 0", got)
+	}
+	if got := e.tokens("k1", "gpt-4", "rpm"); got != rpm+1_000 {
+		t.Fatalf("rpm tk after rollback = %d, want %d", got, rpm+1_000)
+	}
+}

@@ -64,6 +64,11 @@ type Checker struct {
 	base  int64 // Unix ns of virtual time 0
 	names [MaxLimits]limNames
 	nlim  int
+	// reader reads the attributes decode needs (rf, shard_count, then tk,
+	// tc, ra, rp of each limit and of the hidden one) into vals and has.
+	reader *memsim.NumberReader
+	vals   [2 + 4*(MaxLimits+1)]int64
+	has    [2 + 4*(MaxLimits+1)]bool
 
 	buckets []bstate
 	byName  map[[2]string]int32
@@ -238,9 +243,10 @@ func (c *Checker) sampleConsumption(is *istate, at int64) {
 	if last.at != 0 && at-last.at < rateSampleGap {
 		return
 	}
-	is.cons[is.consNext] = consSample{at: at, units: c.PartitionConsumed(is.pk)}
+	units := c.PartitionConsumed(is.pk)
+	is.cons[is.consNext] = consSample{at: at, units: units}
 	is.consNext = (is.consNext + 1) % len(is.cons)
-	if c.recentRate(is, at) >= ProactiveRate {
+	if c.rateTo(is, at, units) >= ProactiveRate {
 		is.hotRateAt = at
 	}
 }
@@ -253,27 +259,44 @@ func (c *Checker) recentRate(is *istate, at int64) float64 {
 	if c.PartitionConsumed == nil {
 		return 0
 	}
-	now := c.PartitionConsumed(is.pk)
-	best, oldest := -1, -1
-	for i, s := range is.cons {
-		if s.at == 0 {
-			continue
-		}
-		if oldest < 0 || s.at < is.cons[oldest].at {
-			oldest = i
-		}
-		if at-s.at >= RateWindow && (best < 0 || s.at > is.cons[best].at) {
-			best = i
-		}
-	}
-	if best < 0 {
-		best = oldest
-	}
+	return c.rateTo(is, at, c.PartitionConsumed(is.pk))
+}
+
+// rateTo is recentRate with the partition's consumption at at given.
+func (c *Checker) rateTo(is *istate, at int64, now float64) float64 {
+	best := is.windowStart(at)
 	if best < 0 || at-is.cons[best].at < minRateWindow {
 		return 0
 	}
 	s := is.cons[best]
 	return (now - s.units) / (float64(at-s.at) / 1e9)
+}
+
+// windowStart returns the sample a rate at at is measured from: the
+// latest at least RateWindow old, else the oldest (-1: none). The samples
+// are in the ring in the order of their times, which only grow
+// (sampleConsumption keeps them rateSampleGap apart): from the newest
+// back, the first at least RateWindow old is the latest such, and the
+// last one met the oldest.
+func (is *istate) windowStart(at int64) int {
+	best, oldest := -1, -1
+	n := len(is.cons)
+	for k := 1; k <= n; k++ {
+		i := (is.consNext - k + n) % n
+		s := &is.cons[i]
+		if s.at == 0 {
+			continue
+		}
+		if at-s.at >= RateWindow {
+			best = i
+			break
+		}
+		oldest = i
+	}
+	if best < 0 {
+		best = oldest
+	}
+	return best
 }
 
 // peakRate returns the partition's highest write units per second over
@@ -303,9 +326,13 @@ func NewChecker(m *Model, base int64) *Checker {
 	c := &Checker{m: m, base: base, byName: make(map[[2]string]int32, len(m.Buckets)),
 		itemOf: make(map[string]int32), perInv: make(map[string]int)}
 	c.nlim = len(m.LimitNames)
+	read := []string{"rf", "shard_count"}
 	for i, n := range m.LimitNames {
 		c.names[i] = namesOf(n)
+		read = append(read, c.names[i].tk, c.names[i].tc, c.names[i].ra, c.names[i].rp)
 	}
+	read = append(read, wcuNames.tk, wcuNames.tc, wcuNames.ra, wcuNames.rp)
+	c.reader = memsim.NewNumberReader(read...)
 	c.buckets = make([]bstate, len(m.Buckets))
 	for bi, bm := range m.Buckets {
 		c.byName[[2]string{bm.Entity, bm.Resource}] = int32(bi)
@@ -404,29 +431,27 @@ func (c *Checker) decode(it store.View, o *img) {
 	if it == nil {
 		return
 	}
+	// One read of every attribute (by slot for memsim's views: a record
+	// of every write goes through here).
+	v, has := c.vals[:], c.has[:]
+	c.reader.Read(it, v, has)
 	o.ok = true
-	o.rf, _ = it.Int("rf")
+	o.rf = v[0]
 	o.n = 1
-	if n, ok := it.Int("shard_count"); ok && n >= 1 {
+	if n := v[1]; has[1] && n >= 1 {
 		o.n, o.hasShardAttr = n, true
 	}
 	for i := 0; i < c.nlim; i++ {
-		nm := &c.names[i]
-		tk, ok := it.Int(nm.tk)
-		if !ok {
+		j := 2 + 4*i
+		if !has[j] {
 			continue
 		}
 		o.has[i] = true
-		o.tk[i] = tk
-		o.tc[i], _ = it.Int(nm.tc)
-		o.ra[i], _ = it.Int(nm.ra)
-		o.rp[i], _ = it.Int(nm.rp)
+		o.tk[i], o.tc[i], o.ra[i], o.rp[i] = v[j], v[j+1], v[j+2], v[j+3]
 	}
-	if tk, ok := it.Int(wcuNames.tk); ok {
-		o.whas, o.wtk = true, tk
-		o.wtc, _ = it.Int(wcuNames.tc)
-		o.wra, _ = it.Int(wcuNames.ra)
-		o.wrp, _ = it.Int(wcuNames.rp)
+	if j := 2 + 4*c.nlim; has[j] {
+		o.whas, o.wtk = true, v[j]
+		o.wtc, o.wra, o.wrp = v[j+1], v[j+2], v[j+3]
 	}
 }
 

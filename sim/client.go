@@ -380,15 +380,17 @@ func (c *client) end(err error) Outcome {
 	if op.Cancelled {
 		s.stats.cancelled++
 	}
-	var rl *limiter.RateLimitedError
-	if o == Rejected && errors.As(err, &rl) {
-		op.RetryAfter, op.ByParent, op.Local = int64(rl.RetryAfter), rl.Parent, rl.Local
-		exceeded := false
-		for _, ls := range rl.Limits {
-			exceeded = exceeded || ls.Exceeded
-		}
-		if !exceeded {
-			s.stats.falseRejections++
+	if o == Rejected {
+		// errors.AsType, not errors.As: no target to allocate per operation.
+		if rl, ok := errors.AsType[*limiter.RateLimitedError](err); ok {
+			op.RetryAfter, op.ByParent, op.Local = int64(rl.RetryAfter), rl.Parent, rl.Local
+			exceeded := false
+			for _, ls := range rl.Limits {
+				exceeded = exceeded || ls.Exceeded
+			}
+			if !exceeded {
+				s.stats.falseRejections++
+			}
 		}
 	}
 	if op.Kind == OpAcquire {

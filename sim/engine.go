@@ -871,6 +871,14 @@ const (
 )
 
 func errCode(err error) errClass {
+	// The common answers by their type first (neither wraps anything):
+	// the same classes as the chain below gives them, without walking it.
+	switch err.(type) {
+	case *store.ConditionFailedError:
+		return codeCondition
+	case *store.ThrottledError:
+		return codeThrottled
+	}
 	switch {
 	case err == nil:
 		return codeOK

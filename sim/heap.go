@@ -26,32 +26,36 @@ type event struct {
 // heap's shape.
 type eventHeap []event
 
-func (h eventHeap) less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
+// before reports whether a comes before b.
+func (a *event) before(b *event) bool {
+	if a.at != b.at {
+		return a.at < b.at
 	}
-	return h[i].seq < h[j].seq
+	return a.seq < b.seq
 }
 
+// push and pop move the event in hand along a hole instead of swapping it
+// down (or up) level by level: one copy of an event per level, not three.
 func (h *eventHeap) push(e event) {
 	*h = append(*h, e)
 	s := *h
 	i := len(s) - 1
 	for i > 0 {
 		p := (i - 1) / 4
-		if !s.less(i, p) {
+		if !e.before(&s[p]) {
 			break
 		}
-		s[i], s[p] = s[p], s[i]
+		s[i] = s[p]
 		i = p
 	}
+	s[i] = e
 }
 
 func (h *eventHeap) pop() event {
 	s := *h
 	top := s[0]
 	n := len(s) - 1
-	s[0] = s[n]
+	x := s[n]
 	s = s[:n]
 	i := 0
 	for {
@@ -61,15 +65,18 @@ func (h *eventHeap) pop() event {
 		}
 		m := first
 		for c := first + 1; c < first+4 && c < n; c++ {
-			if s.less(c, m) {
+			if s[c].before(&s[m]) {
 				m = c
 			}
 		}
-		if !s.less(m, i) {
+		if !s[m].before(&x) {
 			break
 		}
-		s[i], s[m] = s[m], s[i]
+		s[i] = s[m]
 		i = m
+	}
+	if n > 0 {
+		s[i] = x
 	}
 	*h = s
 	return top

@@ -22,12 +22,28 @@ type Adjust struct {
 	// Vanished is set when Done if a refund found the shard gone (expired):
 	// nothing was written, and nothing needed to be.
 	Vanished bool
+
+	// The plan of NewAdjustWith, and the call of the step in progress
+	// (each step's replaces the last's, which has been made by then): a
+	// settle allocates one machine, not a machine, a plan and a call.
+	plan Plan
+	call Call
+	upd  store.UpdateInput
 }
 
 // NewAdjust returns the machine that applies p's amounts (see
 // Plan.WithAmounts) to a shard of n.
 func NewAdjust(m *Memory, p *Plan, shard int, n int64) *Adjust {
 	return &Adjust{m: m, p: p, shard: shard, n: n}
+}
+
+// NewAdjustWith is NewAdjust of p with amounts[name]*scale millitokens
+// per limit (p.WithAmounts of those), the plan held in the machine: a
+// caller with amounts in tokens builds no map of millitokens.
+func NewAdjustWith(m *Memory, p *Plan, amounts map[string]int64, scale int64, shard int, n int64) *Adjust {
+	a := &Adjust{m: m, shard: shard, n: n}
+	a.p = p.withAmountsIn(&a.plan, amounts, scale)
+	return a
 }
 
 // Start returns the first step: the guarded ADD (Done at once when the
@@ -52,8 +68,10 @@ func (a *Adjust) Start(now int64) Step {
 }
 
 func (a *Adjust) update(ex store.Expr, path Path) Step {
-	return Step{Path: path, Call: &Call{Update: &store.UpdateInput{Key: a.p.Ref.WithShard(a.shard).Key(), Expr: ex,
-		Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}}}
+	a.upd = store.UpdateInput{Key: a.p.Ref.WithShard(a.shard).Key(), Expr: ex,
+		Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}
+	a.call = Call{Update: &a.upd}
+	return Step{Path: path, Call: &a.call}
 }
 
 // Feed takes the result of the last call and returns the next step.

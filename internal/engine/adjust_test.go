@@ -214,3 +214,28 @@ func TestAdjustStoryLostEveryRace(t *testing.T) {
 		t.Fatalf("%d calls, then err %v; want %d calls, then an error (nothing applied)", calls, s.Err, 1+maxSlowAttempts)
 	}
 }
+
+// NewAdjustWith is NewAdjust of WithAmounts, made in one allocation: the
+// same first write; and each step's call is the machine's own.
+func TestNewAdjustWithIsOneAllocation(t *testing.T) {
+	p := plan1(bucketRef)
+	amounts := map[string]int64{"rps": 500}
+	m := NewMemory(0)
+	want := NewAdjust(m, p.WithAmounts(amounts), 0, 1).Start(T)
+	a := NewAdjustWith(m, p, map[string]int64{"rps": 5}, 100, 0, 1) // 5 times 100
+	got := a.Start(T)
+	if got.Call == nil || got.Call.Update == nil || want.Call == nil ||
+		got.Call.Update.Key != want.Call.Update.Key || got.Call.Update.Expr.Update != want.Call.Update.Expr.Update ||
+		got.Call.Update.Expr.Condition != want.Call.Update.Expr.Condition || got.Path != want.Path {
+		t.Fatalf("NewAdjustWith starts with %+v, NewAdjust with %+v", got, want)
+	}
+	if got.Call != &a.call || got.Call.Update != &a.upd {
+		t.Fatal("the step's call is not the machine's own")
+	}
+	if p.specs[0].amount == 500 || a.p.specs[0].amount != 500 {
+		t.Fatal("the machine's plan shares the original's specs")
+	}
+	if n := testing.AllocsPerRun(100, func() { NewAdjustWith(m, p, amounts, 1, 0, 1) }); n != 1 {
+		t.Fatalf("NewAdjustWith allocates %v times, want 1", n)
+	}
+}

@@ -55,7 +55,8 @@ func TestRacingDoublingsDoubleOncePerLevel(t *testing.T) {
 			m.learn(ref, 0, nil, start, now, 0, nil)
 			b := m.get(idOf(ref))
 			for s, im := range images {
-				b.shards[s] = &shardInfo{img: im, at: now, rate: 1, others: 1, rateAt: now}
+				si := b.makeShard(s)
+				si.img, si.at, si.rate, si.others, si.rateAt = im, now, 1, 1, now
 			}
 			c := NewCharge(m, p, newRand(uint64(w)), Options{})
 			wg.Add(1)

@@ -98,7 +98,7 @@ func knows(t *testing.T, m *Memory, ref keys.Bucket, it store.Item, n, at int64)
 	im := image(t, it)
 	m.learn(ref, int(shard), im, n, at, 0, nil)
 	m.mu.Lock()
-	m.get(idOf(ref)).shards[int(shard)].ownRefill = true // as if its own write had returned it
+	m.get(idOf(ref)).shard(int(shard)).ownRefill = true // as if its own write had returned it
 	m.mu.Unlock()
 }
 

@@ -48,7 +48,13 @@ func idOf(ref keys.Bucket) bucketID { return bucketID{ref.Entity, ref.Resource} 
 type bucketInfo struct {
 	n      int64
 	grewAt int64 // ms, when n last grew in this memory (0: never)
-	shards map[int]*shardInfo
+	// The shards' entries: shard 0's in the bucket's own allocation (zero
+	// points to s0 once made), the others in more (nil until one is). Most
+	// buckets have one shard: their entry costs no map and no allocation
+	// of its own.
+	zero *shardInfo
+	s0   shardInfo
+	more map[int]*shardInfo
 	// doubling is the count this client decided to double from while its
 	// doubling write was refused by a throttle; every acquire of the
 	// bucket tries the doubling first until it lands, someone else's
@@ -85,6 +91,9 @@ type shardInfo struct {
 	// yet; inflight counts those writes.
 	pending  tally
 	inflight int
+	// The first backing arrays of ownTc and pending (a bucket has few
+	// limits): a shard's first writes allocate nothing for them.
+	tcBuf, pendingBuf [3]namedAmount
 	// unbilled counts this client's recent failed writes to the shard
 	// that no later write of its charged to the hidden limit yet (the last
 	// at unbilledAt): the next write charges them, so that the shard's
@@ -190,10 +199,38 @@ func (m *Memory) get(id bucketID) *bucketInfo {
 func (m *Memory) getOrAdd(id bucketID) (b *bucketInfo, fresh bool) {
 	b, ok := m.buckets.Get(id, epoch)
 	if !ok {
-		b = &bucketInfo{n: 1, shards: make(map[int]*shardInfo, 1)}
+		b = &bucketInfo{n: 1}
 		m.buckets.Add(id, b, never)
 	}
 	return b, !ok
+}
+
+// shard returns the entry of a shard (nil: none yet).
+func (b *bucketInfo) shard(i int) *shardInfo {
+	if i == 0 {
+		return b.zero
+	}
+	return b.more[i]
+}
+
+// makeShard returns the entry of a shard, made if missing.
+func (b *bucketInfo) makeShard(i int) *shardInfo {
+	if si := b.shard(i); si != nil {
+		return si
+	}
+	var si *shardInfo
+	if i == 0 {
+		si = &b.s0
+		b.zero = si
+	} else {
+		if b.more == nil {
+			b.more = make(map[int]*shardInfo)
+		}
+		si = &shardInfo{}
+		b.more[i] = si
+	}
+	si.ownTc, si.pending = si.tcBuf[:0:len(si.tcBuf)], si.pendingBuf[:0:len(si.pendingBuf)]
+	return si
 }
 
 // Count returns the bucket's shard count as this client knows it (1 when
@@ -228,7 +265,7 @@ func (m *Memory) View(ref keys.Bucket, shard int) ShardView {
 	if b == nil {
 		return ShardView{}
 	}
-	si := b.shards[shard]
+	si := b.shard(shard)
 	if si == nil {
 		return ShardView{}
 	}
@@ -250,11 +287,7 @@ func (m *Memory) enter(ref keys.Bucket, shard int, now int64) (taken int64, v Sh
 // The caller holds m.mu.
 func (m *Memory) shardOf(ref keys.Bucket, shard int) *shardInfo {
 	b, _ := m.getOrAdd(idOf(ref))
-	si := b.shards[shard]
-	if si == nil {
-		si = &shardInfo{}
-		b.shards[shard] = si
-	}
+	si := b.makeShard(shard)
 	if si.key.PK == "" {
 		si.key = ref.WithShard(shard).Key()
 	}
@@ -302,7 +335,10 @@ func (m *Memory) learnIn(b *bucketInfo, fresh bool, shard int, img *Image, n, no
 		// A window that straddles the doubling says nothing of the new
 		// count (the writers that have not learned it crowd the old shards
 		// for a moment): the next estimates count from here.
-		for _, si := range b.shards {
+		if b.zero != nil {
+			b.zero.ref = nil
+		}
+		for _, si := range b.more {
 			si.ref = nil
 		}
 	}
@@ -315,11 +351,7 @@ func (m *Memory) learnIn(b *bucketInfo, fresh bool, shard int, img *Image, n, no
 	if img == nil {
 		return
 	}
-	si := b.shards[shard]
-	if si == nil {
-		si = &shardInfo{}
-		b.shards[shard] = si
-	}
+	si := b.makeShard(shard)
 	si.own(mine)
 	w, ok := img.writes()
 	if !ok {
@@ -404,14 +436,18 @@ func (si *shardInfo) own(mine *Plan) {
 func (si *shardInfo) estimate(img *Image, d, dt, now int64) {
 	si.writeRates(d, dt)
 	si.rateAt = now
-	// A new map: views handed out share the last one.
-	si.drain = make(map[string]float64, len(img.comp.Limits))
+	// A new map (views handed out share the last one), made only when some
+	// limit has a drain: a view shows none for an empty one.
+	si.drain = nil
 	for _, nl := range img.comp.Limits {
 		if nl.Name == keys.HiddenLimit {
 			continue
 		}
 		if old, ok := si.ref.comp.Get(nl.Name); ok && nl.TotalConsumed >= old.TotalConsumed {
 			if o := nl.TotalConsumed - old.TotalConsumed - si.ownTc.get(nl.Name); o > 0 {
+				if si.drain == nil {
+					si.drain = make(map[string]float64, len(img.comp.Limits))
+				}
 				si.drain[nl.Name] = float64(o) / float64(dt)
 			}
 		}
@@ -466,7 +502,7 @@ func (m *Memory) promised(ref keys.Bucket, shard int, at, now int64, keep bool) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if b := m.get(idOf(ref)); keep && b != nil {
-		if si := b.shards[shard]; si != nil && !si.binding && si.promise > now && si.promise < at {
+		if si := b.shard(shard); si != nil && !si.binding && si.promise > now && si.promise < at {
 			return
 		}
 	}
@@ -484,7 +520,7 @@ func (m *Memory) promisedIn(b *bucketInfo, shard int, at int64) {
 	if b == nil {
 		return
 	}
-	if si := b.shards[shard]; si != nil {
+	if si := b.shard(shard); si != nil {
 		si.promise, si.binding = at, false
 	}
 }
@@ -495,7 +531,7 @@ func (m *Memory) promisedBinding(ref keys.Bucket, shard int, at int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if b := m.get(idOf(ref)); b != nil {
-		if si := b.shards[shard]; si != nil {
+		if si := b.shard(shard); si != nil {
 			si.promise, si.binding = at, true
 		}
 	}
@@ -598,10 +634,10 @@ func (m *Memory) overloaded(ref keys.Bucket, shard int, n, now int64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.get(idOf(ref))
-	if b == nil || b.shards[shard] == nil {
+	if b == nil || b.shard(shard) == nil {
 		return false
 	}
-	w := &b.shards[shard].throttle
+	w := &b.shard(shard).throttle
 	return w.n == n && now-w.start <= hotWindow && w.count >= hotThrottles && 3*w.count >= 2*w.attempts
 }
 
@@ -660,13 +696,12 @@ func (m *Memory) noteWriteIn(b *bucketInfo, id bucketID, shard int, n int64, thr
 		}
 		b, _ = m.getOrAdd(id)
 	}
-	si := b.shards[shard]
+	si := b.shard(shard)
 	if si == nil {
 		if !throttled {
 			return false
 		}
-		si = &shardInfo{}
-		b.shards[shard] = si
+		si = b.makeShard(shard)
 	}
 	w := &si.throttle
 	if now-w.start > hotWindow || w.n != n {
@@ -795,7 +830,7 @@ func (m *Memory) landedLocked(ref keys.Bucket, shard int, noted bool, count int6
 		b, _ = m.getOrAdd(id)
 	}
 	m.learnIn(b, fresh, shard, img, n, now, lat, mine)
-	if si := b.shards[shard]; own && si != nil && si.img == img {
+	if si := b.shard(shard); own && si != nil && si.img == img {
 		si.ownRefill = true
 	}
 	m.promisedIn(b, shard, 0)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/shardlimit/limiter/internal/keys"
@@ -423,5 +424,32 @@ func TestTheFirstEstimateComesSooner(t *testing.T) {
 	m.learn(bucketRef, 0, counted(t, T, 500, 100_000), 1, T+firstWindowMs+rateWindowMs, 0, nil)
 	if v := m.View(bucketRef, 0); v.Rate != 1 || v.Drain["rps"] != 25 || v.Provisional {
 		t.Fatalf("second estimate: rate %v, drain %v; want 1 and 25", v.Rate, v.Drain["rps"])
+	}
+}
+
+// A client's first write to a bucket of one shard (the common bucket)
+// costs the memory one allocation for the bucket's entry, shard 0's entry
+// and its first tallies included, and one for the shard's key; its own
+// writes' consumption is tallied without allocating.
+func TestAFirstBucketOfOneShardAllocatesItsEntryAndKey(t *testing.T) {
+	m := NewMemory(0)
+	p := plan1(bucketRef)
+	refs := make([]keys.Bucket, 500)
+	for i := range refs {
+		refs[i] = bucketRef
+		refs[i].Entity = fmt.Sprintf("entity-%d", i)
+	}
+	i := 0
+	first := func() {
+		_, _, si := m.enter(refs[i%len(refs)], 0, T)
+		m.reserve(si, p, 1)
+		si.own(p)
+		i++
+	}
+	if got := testing.AllocsPerRun(len(refs)-1, first); got > 2 {
+		t.Fatalf("a first write to a bucket allocates %v times in the memory, want 2", got)
+	}
+	if v := m.View(refs[0], 0); v.Pending["rps"] != p.specs[0].amount {
+		t.Fatalf("pending %v, want rps %d", v.Pending, p.specs[0].amount)
 	}
 }

@@ -137,9 +137,15 @@ func NewPlanIn(p *Plan, ref keys.Bucket, limits []Limit, consume map[string]int6
 // name (absent names, and the hidden limit, charge nothing): the plan of
 // an adjust or a refund.
 func (p *Plan) WithAmounts(milli map[string]int64) *Plan {
-	q := withSpecs(p.Ref, p.hash, p.pt, p.specs)
+	return p.withAmountsIn(new(Plan), milli, 1)
+}
+
+// withAmountsIn is WithAmounts of amounts[name]*scale millitokens, made in
+// q, which must be zero.
+func (p *Plan) withAmountsIn(q *Plan, amounts map[string]int64, scale int64) *Plan {
+	fill(q, p.Ref, p.hash, p.pt, p.specs)
 	for i := range q.specs {
-		q.specs[i].amount = milli[q.specs[i].name]
+		q.specs[i].amount = amounts[q.specs[i].name] * scale
 	}
 	return q
 }

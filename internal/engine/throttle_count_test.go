@@ -36,7 +36,7 @@ func TestEveryWriteCountsAmongTheThrottles(t *testing.T) {
 			m.noteWrite(ref, 0, 1, true, busyNear, T) // a throttle a moment ago
 			c := NewCharge(m, p, picks(), Options{})
 			converse(t, c.Start(T), c.Feed, T, tc.turns)
-			w := m.get(idOf(ref)).shards[0].throttle
+			w := m.get(idOf(ref)).shard(0).throttle
 			if w.attempts != tc.attempts || w.count != 1 {
 				t.Fatalf("window of %d writes, %d throttled; want %d writes, 1 throttled", w.attempts, w.count, tc.attempts)
 			}

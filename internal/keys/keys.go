@@ -158,6 +158,16 @@ func EntityLimits(ns, entity, resource string) store.Key {
 	return store.Key{PK: EntityPK(ns, entity), SK: SKLimits + "#" + resource}
 }
 
+// EntityConfig returns the keys of what an entity's partition holds for
+// one resource, as Entity, EntityLimits(ns, entity, resource) and
+// EntityLimits(ns, entity, AnyResource) do, built with one partition key
+// string (a configuration read names all three).
+func EntityConfig(ns, entity, resource string) (meta, own, all store.Key) {
+	pk := EntityPK(ns, entity)
+	return store.Key{PK: pk, SK: SKEntity}, store.Key{PK: pk, SK: SKLimits + "#" + resource},
+		store.Key{PK: pk, SK: SKLimits + "#" + AnyResource}
+}
+
 // ResourceLimits returns the key of the limits stored for a resource, for
 // every entity.
 func ResourceLimits(ns, resource string) store.Key {

@@ -136,3 +136,17 @@ func TestUsageKeysParseStrictly(t *testing.T) {
 		}
 	}
 }
+
+// EntityConfig names exactly the three items Entity and EntityLimits do.
+func TestEntityConfigIsEntityAndItsLimits(t *testing.T) {
+	meta, own, all := EntityConfig("ns", "key-1", "gpt-4")
+	if want := Entity("ns", "key-1"); meta != want {
+		t.Errorf("meta %v, want %v", meta, want)
+	}
+	if want := EntityLimits("ns", "key-1", "gpt-4"); own != want {
+		t.Errorf("own %v, want %v", own, want)
+	}
+	if want := EntityLimits("ns", "key-1", AnyResource); all != want {
+		t.Errorf("all %v, want %v", all, want)
+	}
+}

@@ -96,3 +96,99 @@ func TestRepeatedLookupAfterTheEntryLeft(t *testing.T) {
 		t.Fatalf("e = %d, %v; want 6", v, ok)
 	}
 }
+
+// The cache against a plain model (a slice in recency order, most recent
+// first) over a long random run of lookups, inserts, removals and
+// expiries: the same answers, the same entries, the same order of
+// eviction.
+func TestAgainstAModel(t *testing.T) {
+	type ent struct {
+		k, v    int
+		expires time.Time
+	}
+	const size = 5
+	c := New[int, int](size)
+	var model []ent // most recently used first
+	find := func(k int) int {
+		for i, e := range model {
+			if e.k == k {
+				return i
+			}
+		}
+		return -1
+	}
+	x := uint64(1)
+	rnd := func(n int) int { // xorshift: deterministic, no global source
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		return int(x % uint64(n))
+	}
+	now := t0
+	for step := 0; step < 20000; step++ {
+		k := rnd(9)
+		switch op := rnd(10); {
+		case op < 4:
+			v, ok := c.Get(k, now)
+			i := find(k)
+			wantOK := i >= 0 && now.Before(model[i].expires)
+			if ok != wantOK || (ok && v != model[i].v) {
+				t.Fatalf("step %d: Get(%d) = %d, %v; want %v (model %v)", step, k, v, ok, wantOK, model)
+			}
+			if i >= 0 {
+				e := model[i]
+				model = append(model[:i], model[i+1:]...)
+				if wantOK {
+					model = append([]ent{e}, model...)
+				}
+			}
+		case op < 8:
+			e := ent{k, step, now.Add(time.Duration(1+rnd(20)) * time.Second)}
+			c.Add(k, e.v, e.expires)
+			if i := find(k); i >= 0 {
+				model = append(model[:i], model[i+1:]...)
+			}
+			model = append([]ent{e}, model...)
+			if len(model) > size {
+				model = model[:size]
+			}
+		case op < 9:
+			c.Remove(k)
+			if i := find(k); i >= 0 {
+				model = append(model[:i], model[i+1:]...)
+			}
+		default:
+			now = now.Add(time.Second)
+		}
+		if c.Len() != len(model) {
+			t.Fatalf("step %d: Len = %d, want %d", step, c.Len(), len(model))
+		}
+	}
+}
+
+// Once the cache has grown to its size, inserting (and evicting) reuses
+// the slots of the entries that left: no allocation per insert.
+func TestAddAllocatesNothingOnceFull(t *testing.T) {
+	type key struct{ a, b string }
+	keys := make([]key, 256)
+	for i := range keys {
+		keys[i] = key{string(rune('a' + i%26)), string(rune('A' + i/26))}
+	}
+	c := New[key, *int](64)
+	v := new(int)
+	i := 0
+	add := func() {
+		c.Add(keys[i%len(keys)], v, t0.Add(time.Hour))
+		i++
+	}
+	for range 4 * len(keys) {
+		add()
+	}
+	if n := testing.AllocsPerRun(1000, add); n != 0 {
+		t.Fatalf("Add allocates %v times per call in a full cache; want 0", n)
+	}
+	get := func() { c.Get(keys[(i+len(keys)-1)%len(keys)], t0) }
+	if n := testing.AllocsPerRun(1000, get); n != 0 {
+		t.Fatalf("Get allocates %v times per call; want 0", n)
+	}
+}

@@ -81,3 +81,26 @@ func ExampleWithViews() {
 	// tokens: 5 attributes: 3 map: false
 	// tokens: 10 attributes: 3 map: false
 }
+
+// A NumberReader takes the same numbers out of every view it is given: a
+// consumer of the change stream reads each record's image with one.
+func ExampleNumberReader() {
+	st := memsim.New(memsim.WithViews(true))
+	ctx := context.Background()
+	take := store.MustCompile(store.Update{}.Add("tokens", store.Slot(0)).Add("used", store.Slot(1)), store.Condition{})
+	r := memsim.NewNumberReader("tokens", "used", "missing")
+	vals, ok := make([]int64, 3), make([]bool, 3)
+	for _, sk := range []string{"a", "b"} {
+		out, err := st.Update(ctx, store.UpdateInput{Key: store.Key{PK: "p", SK: sk},
+			Expr: take.Expr([]store.Value{store.Int(-5), store.Int(5)}), Return: store.ReturnAllNew})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		r.Read(out.Image(), vals, ok)
+		fmt.Println(sk, vals, ok)
+	}
+	// Output:
+	// a [-5 5 0] [true true false]
+	// b [-5 5 0] [true true false]
+}

@@ -65,3 +65,83 @@ func TestCachedSizes(t *testing.T) {
 		checkSizes(t, s)
 	}
 }
+
+// A record of up to 48 words (items of up to three limits) is one
+// allocation, its numbers included; larger ones work the same with two.
+func TestNewRecordOneAllocation(t *testing.T) {
+	for _, names := range []int{1, 20, 29, 30, 45, 46, 80} {
+		lay := &layout{index: map[string]int32{}}
+		for i := range names {
+			lay = lay.extend(fmt.Sprint("a", i))
+		}
+		want := 1.0
+		if len(lay.names)+2*words(len(lay.names)) > 48 {
+			want = 2
+		}
+		if got := testing.AllocsPerRun(100, func() { newRecord(lay) }); got != want {
+			t.Errorf("%d names: newRecord allocates %v times, want %v", names, got, want)
+		}
+		r, shared := newRecord(lay), false
+		if len(r.num) != names+2*words(names) || r.Len() != 0 {
+			t.Fatalf("%d names: %d words, %d attributes", names, len(r.num), r.Len())
+		}
+		for i := range names {
+			r.set(i, store.Int(int64(i)), true, &shared)
+		}
+		if got := r.copyItem(); len(got) != names || !got[fmt.Sprint("a", names-1)].Equal(store.Int(int64(names-1))) {
+			t.Fatalf("%d names: item %v", names, got)
+		}
+	}
+}
+
+// BatchGet of a few keys allocates the answer's slice and the items it
+// copies, nothing per key beyond them.
+func TestBatchGetOfAFewKeysAllocatesOnlyItsAnswer(t *testing.T) {
+	s := New(WithPartitionLimits(0, 0), WithStream(false))
+	ctx := context.Background()
+	in := store.BatchGetInput{ConsistentRead: true}
+	for i := range 5 {
+		in.Keys = append(in.Keys, store.Key{PK: fmt.Sprint("p", i), SK: "s"})
+	}
+	if got := testing.AllocsPerRun(100, func() { s.BatchGet(ctx, in) }); got > 1 {
+		t.Fatalf("BatchGet of %d missing keys allocates %v times, want 1 (its Items)", len(in.Keys), got)
+	}
+}
+
+// planMemo finds what was put for a plan, and remembers at most
+// maxCarried plans.
+func TestPlanMemo(t *testing.T) {
+	var m planMemo
+	plans := make([]*tplan, maxCarried+1)
+	for i := range plans {
+		plans[i] = new(tplan)
+		m.put(plans[i], []int32{int32(i)})
+	}
+	for i, pl := range plans {
+		f, ok := m.get(pl)
+		if i < maxCarried && (!ok || len(f) != 1 || f[0] != int32(i)) {
+			t.Fatalf("plan %d: %v, %v", i, f, ok)
+		}
+		if i == maxCarried && ok {
+			t.Fatalf("plan %d beyond the bound remembered", i)
+		}
+	}
+}
+
+// A new view is four allocations; a view with room enough is remade
+// with none, every attribute and result absent.
+func TestItemViewMake(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { new(itemView).make(20, 6) }); n != 4 {
+		t.Fatalf("a new view allocates %v times, want 4", n)
+	}
+	var v itemView
+	v.make(20, 6)
+	v.attrs.Kind[19], v.out.Kind[5], v.size[19], v.next[5] = store.KindNumber, store.KindString, 7, 7
+	if n := testing.AllocsPerRun(100, func() { v.make(12, 4) }); n != 0 {
+		t.Fatalf("remaking a view with room allocates %v times", n)
+	}
+	v.make(20, 6)
+	if len(v.attrs.Kind) != 20 || len(v.out.Kind) != 6 || len(v.size) != 20 || len(v.next) != 6 || v.attrs.Kind[19] != store.KindNone || v.out.Kind[5] != store.KindNone {
+		t.Fatalf("remade view not clear: %+v", v)
+	}
+}

@@ -80,14 +80,16 @@ func (s *Store) BatchGet(ctx context.Context, in store.BatchGetInput) (store.Bat
 	}
 	now := s.clock.Now().UnixNano()
 	items := make([]store.Item, len(in.Keys))
-	found := make([]img, len(in.Keys))
-	cl := make(chargeList, 0, len(in.Keys))
+	// A batch of a few keys (the common one) needs no heap for these two.
+	var foundBuf [8]img
+	var clBuf [8]charge
+	found, cl := foundBuf[:0], chargeList(clBuf[:0])
 	var units float64
 	var err error
 	s.mu.Lock()
-	for i, k := range in.Keys {
+	for _, k := range in.Keys {
 		e := s.at(k)
-		found[i] = e.item // copied below, outside the lock
+		found = append(found, e.item) // copied below, outside the lock
 		u := ReadUnits(e.size, in.ConsistentRead)
 		units += u
 		cl = cl.add(charge{part: partKey{pk: k.PK}, milli: milli(u)})

@@ -26,7 +26,7 @@ type layout struct {
 	next map[string]*layout
 	// heads: per plan, the slot of each attribute its actions write (-1:
 	// not in this layout).
-	heads map[*tplan][]int32
+	heads planMemo
 }
 
 func (l *layout) extend(name string) *layout {
@@ -47,7 +47,7 @@ func (l *layout) extend(name string) *layout {
 // slotsOf returns, for each of pl's actions, the slot of the attribute it
 // writes (-1 when the layout has none).
 func (l *layout) slotsOf(pl *tplan) []int32 {
-	if f, ok := l.heads[pl]; ok {
+	if f, ok := l.heads.get(pl); ok {
 		return f
 	}
 	f := make([]int32, len(pl.head))
@@ -57,12 +57,7 @@ func (l *layout) slotsOf(pl *tplan) []int32 {
 			f[i] = j
 		}
 	}
-	if len(l.heads) < maxCarried {
-		if l.heads == nil {
-			l.heads = make(map[*tplan][]int32)
-		}
-		l.heads[pl] = f
-	}
+	l.heads.put(pl, f)
 	return f
 }
 
@@ -89,11 +84,47 @@ type record struct {
 
 var _ store.View = (*record)(nil)
 
-// newRecord returns a record of lay with no attribute.
+// newRecord returns a record of lay with no attribute. Every write of an
+// item makes one: for the layouts of most items its numbers come in the
+// same allocation as the record itself.
 func newRecord(lay *layout) *record {
 	l := len(lay.names)
-	return &record{lay: lay, num: make([]int64, l+2*words(l))}
+	n := l + 2*words(l)
+	var r *record
+	var num []int64
+	switch {
+	case n <= 32: // a bucket of one limit (31 words)
+		b := new(record32)
+		r, num = &b.record, b.num[:n:n]
+	case n <= 40: // two limits (39 words)
+		b := new(record40)
+		r, num = &b.record, b.num[:n:n]
+	case n <= 48: // three limits
+		b := new(record48)
+		r, num = &b.record, b.num[:n:n]
+	default:
+		r, num = new(record), make([]int64, n)
+	}
+	r.lay, r.num = lay, num
+	return r
 }
+
+// A record with room for its numbers (see newRecord), in the allocator's
+// size classes of 352, 416 and 480 bytes.
+type (
+	record32 struct {
+		record
+		num [32]int64
+	}
+	record40 struct {
+		record
+		num [40]int64
+	}
+	record48 struct {
+		record
+		num [48]int64
+	}
+)
 
 // words is the number of 64-bit words of a bitset of l bits.
 func words(l int) int { return (l + 63) / 64 }

@@ -72,8 +72,34 @@ type tplan struct {
 	// its names (see carry); written: where the attributes this plan's
 	// actions write are among its names (see writes). Guarded by the
 	// store's mutex.
-	carried map[*tplan][]int32
-	written map[*tplan][]int32
+	carried planMemo
+	written planMemo
+}
+
+// planMemo remembers an index list per other plan, for at most
+// maxCarried plans: a store sees few templates, and scanning a few
+// pointers costs less than hashing one, on every write.
+type planMemo struct {
+	plans []*tplan
+	lists [][]int32
+}
+
+// get returns the list remembered for pl.
+func (m *planMemo) get(pl *tplan) ([]int32, bool) {
+	for i, p := range m.plans {
+		if p == pl {
+			return m.lists[i], true
+		}
+	}
+	return nil, false
+}
+
+// put remembers f for pl, unless maxCarried plans are remembered.
+func (m *planMemo) put(pl *tplan, f []int32) {
+	if len(m.plans) < maxCarried {
+		m.plans = append(m.plans, pl)
+		m.lists = append(m.lists, f)
+	}
 }
 
 // itemViews holds, beside a stored item, views of it for up to maxViews
@@ -218,10 +244,7 @@ func (s *Store) fillView(e *entry, v *itemView, pl *tplan, src *itemView) {
 	if src != nil {
 		from = pl.carry(src.plan)
 	}
-	v.attrs = v.attrs.MakeAttrs(n)
-	v.size = slices.Grow(v.size[:0], n)[:n]
-	v.out = v.out.MakeAttrs(len(pl.head))
-	v.next = slices.Grow(v.next[:0], len(pl.head))[:len(pl.head)]
+	v.make(n, len(pl.head))
 	for i, name := range pl.names {
 		if from != nil && from[i] >= 0 {
 			v.attrs.Copy(i, src.attrs, int(from[i]))
@@ -235,23 +258,45 @@ func (s *Store) fillView(e *entry, v *itemView, pl *tplan, src *itemView) {
 	v.plan = pl
 }
 
+// make sizes v for n attributes and h results, all absent (their sizes
+// left for the caller to set): in the
+// slices it has when they are large enough, else in new ones, each kind
+// of slice shared by the attributes and the results (a new view costs
+// four allocations, not eight).
+func (v *itemView) make(n, h int) {
+	if cap(v.attrs.Kind) >= n && cap(v.out.Kind) >= h {
+		// Each slice has the capacity of its Kind (made together below).
+		v.attrs, v.out = cleared(v.attrs, n), cleared(v.out, h)
+		v.size, v.next = v.size[:n], v.next[:h]
+		return
+	}
+	kinds, nums, strs, sizes := make([]store.Kind, n+h), make([]int64, n+h), make([]string, n+h), make([]int32, n+h)
+	v.attrs = expr.Attrs{Kind: kinds[:n:n], Num: nums[:n:n], Str: strs[:n:n]}
+	v.out = expr.Attrs{Kind: kinds[n:], Num: nums[n:], Str: strs[n:]}
+	v.size, v.next = sizes[:n:n], sizes[n:]
+}
+
+// cleared returns a resliced to n attributes, all absent.
+func cleared(a expr.Attrs, n int) expr.Attrs {
+	a.Kind, a.Num, a.Str = a.Kind[:n], a.Num[:n], a.Str[:n]
+	clear(a.Kind)
+	clear(a.Num)
+	clear(a.Str)
+	return a
+}
+
 // carry returns, for each of pl's names, its index among old's names, or
 // -1: what a view of old's attributes gives a view of pl's. Remembered per
 // pair of templates. Call with s.mu held.
 func (pl *tplan) carry(old *tplan) []int32 {
-	if f, ok := pl.carried[old]; ok {
+	if f, ok := pl.carried.get(old); ok {
 		return f
 	}
 	f := make([]int32, len(pl.names))
 	for i, name := range pl.names {
 		f[i] = int32(slices.Index(old.names, name))
 	}
-	if len(pl.carried) < maxCarried {
-		if pl.carried == nil {
-			pl.carried = make(map[*tplan][]int32)
-		}
-		pl.carried[old] = f
-	}
+	pl.carried.put(old, f)
 	return f
 }
 
@@ -260,7 +305,7 @@ func (pl *tplan) carry(old *tplan) []int32 {
 // pair per name of other that an action's attribute has. Remembered per
 // pair of templates. Call with s.mu held.
 func (pl *tplan) writes(other *tplan) []int32 {
-	if f, ok := pl.written[other]; ok {
+	if f, ok := pl.written.get(other); ok {
 		return f
 	}
 	var f []int32
@@ -272,12 +317,7 @@ func (pl *tplan) writes(other *tplan) []int32 {
 			}
 		}
 	}
-	if len(pl.written) < maxCarried {
-		if pl.written == nil {
-			pl.written = make(map[*tplan][]int32)
-		}
-		pl.written[other] = f
-	}
+	pl.written.put(other, f)
 	return f
 }
 

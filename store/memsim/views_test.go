@@ -162,3 +162,44 @@ func TestViewsItemOfAWriteThatAddsSlot64(t *testing.T) {
 		t.Fatalf("zz = %v (%v) stored, want -8", v, ok)
 	}
 }
+
+// A NumberReader reads what View.Int reads, from views of many layouts
+// (more than it remembers) in turn, from maps, and from no item: strings
+// and absent names read as none.
+func TestNumberReaderReadsWhatIntReads(t *testing.T) {
+	s := memsim.New(memsim.WithViews(true))
+	add := store.MustCompile(store.Update{}.Add("a", store.Slot(0)).Add("n03", store.Slot(1)), store.Condition{})
+	names := []string{"a", "s", "n00", "n03", "n07", "missing"}
+	r := memsim.NewNumberReader(names...)
+	var views []store.View
+	for i := range 7 { // seven item shapes: seven layouts
+		k := key(fmt.Sprint("shape", i))
+		it := item(k, "s", "text")
+		for j := range i + 2 { // n07 in the last only
+			it[fmt.Sprintf("n%02d", j)] = store.Int(int64(10*i + j))
+		}
+		mustPut(t, s, it)
+		out, err := s.Update(ctx, store.UpdateInput{Key: k, Expr: add.Expr([]store.Value{store.Int(int64(i)), store.Int(1)}), Return: store.ReturnAllNew})
+		if err != nil {
+			t.Fatal(err)
+		}
+		views = append(views, out.Image(), out.Image().Item())
+	}
+	views = append(views, nil)
+	dst, ok := make([]int64, len(names)), make([]bool, len(names))
+	for round := range 3 {
+		for i, v := range views {
+			r.Read(v, dst, ok)
+			for j, name := range names {
+				var want int64
+				var wantOK bool
+				if v != nil {
+					want, wantOK = v.Int(name)
+				}
+				if dst[j] != want || ok[j] != wantOK {
+					t.Fatalf("round %d view %d %s: read %d, %v; Int says %d, %v", round, i, name, dst[j], ok[j], want, wantOK)
+				}
+			}
+		}
+	}
+}
