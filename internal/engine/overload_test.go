@@ -38,3 +38,46 @@ func TestStoryAnOverloadedShardDoublesWithoutWaiting(t *testing.T) {
 		})
 	}
 }
+
+// overloaded, window by window: at least hotThrottles throttles, at least
+// two thirds of the client's writes to the shard, at the count asked
+// about, within hotWindow of the window's first throttle; never for a
+// bucket or a shard the memory has no entry of.
+func TestOverloaded(t *testing.T) {
+	type writes struct{ throttled, went int }
+	for _, c := range []struct {
+		name string
+		w    writes
+		n    int64 // the count asked about (the writes are at 2)
+		now  int64 // when asked (the window starts at T)
+		want bool
+	}{
+		{"six throttles of nine: two thirds", writes{6, 3}, 2, T, true},
+		{"six of ten: less", writes{6, 4}, 2, T, false},
+		{"four of four: too few", writes{4, 0}, 2, T, false},
+		{"five of five", writes{5, 0}, 2, T, true},
+		{"at another count", writes{5, 0}, 4, T, false},
+		{"hotWindow after the window began", writes{5, 0}, 2, T + hotWindow, true},
+		{"later: the window is over", writes{5, 0}, 2, T + hotWindow + 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := NewMemory(0)
+			for i := 0; i < c.w.throttled+c.w.went; i++ {
+				m.noteWrite(bucketRef, 0, 2, i < c.w.throttled, busyNo, T)
+			}
+			if got := m.overloaded(bucketRef, 0, c.n, c.now); got != c.want {
+				t.Fatalf("overloaded %v, want %v", got, c.want)
+			}
+		})
+	}
+	m := NewMemory(0)
+	if m.overloaded(bucketRef, 0, 1, T) {
+		t.Fatal("a bucket the memory does not know is overloaded")
+	}
+	for i := 0; i < 5; i++ {
+		m.noteWrite(bucketRef, 0, 2, true, busyNo, T)
+	}
+	if m.overloaded(bucketRef, 1, 2, T) {
+		t.Fatal("a shard the memory does not know is overloaded")
+	}
+}

@@ -154,8 +154,7 @@ func (m *specValues) learn(at []store.Value, b *valueBuf, p *Plan, t *template, 
 			return
 		case w == v:
 			next[i] = at[i]
-		case w == v+1:
-			next[i] = store.Int(v - now)
+		case w == v+1: // (its base value is never read: each write sets it)
 			m.atNow = append(m.atNow, int32(i))
 			m.offs = append(m.offs, v-now)
 		default:
