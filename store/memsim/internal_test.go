@@ -145,3 +145,13 @@ func TestItemViewMake(t *testing.T) {
 		t.Fatalf("remade view not clear: %+v", v)
 	}
 }
+
+// A nil record (a typed nil in a store.View) holds no attribute, as a nil
+// view: the reader says so rather than dereference it.
+func TestNumberReaderOfANilRecord(t *testing.T) {
+	dst, ok := []int64{7}, []bool{true}
+	NewNumberReader("a").Read((*record)(nil), dst, ok)
+	if dst[0] != 0 || ok[0] {
+		t.Fatalf("read %d, %v from a nil record; want 0, false", dst[0], ok[0])
+	}
+}

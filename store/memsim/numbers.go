@@ -32,20 +32,20 @@ func NewNumberReader(names ...string) *NumberReader {
 func (r *NumberReader) Read(v store.View, dst []int64, ok []bool) {
 	dst, ok = dst[:len(r.names)], ok[:len(r.names)]
 	rec, isRec := v.(*record)
-	if !isRec || rec == nil {
-		for i, name := range r.names {
+	if isRec && rec != nil {
+		slots := r.slotsOf(rec.lay)
+		for i, j := range slots {
 			dst[i], ok[i] = 0, false
-			if v != nil {
-				dst[i], ok[i] = v.Int(name)
+			if j >= 0 && rec.kind(int(j)) == store.KindNumber {
+				dst[i], ok[i] = rec.num[j], true
 			}
 		}
 		return
 	}
-	slots := r.slotsOf(rec.lay)
-	for i, j := range slots {
+	for i, name := range r.names {
 		dst[i], ok[i] = 0, false
-		if j >= 0 && rec.kind(int(j)) == store.KindNumber {
-			dst[i], ok[i] = rec.num[j], true
+		if v != nil && !isRec { // a nil record holds none, as a nil view
+			dst[i], ok[i] = v.Int(name)
 		}
 	}
 }

@@ -169,12 +169,14 @@ func TestViewsItemOfAWriteThatAddsSlot64(t *testing.T) {
 func TestNumberReaderReadsWhatIntReads(t *testing.T) {
 	s := memsim.New(memsim.WithViews(true))
 	add := store.MustCompile(store.Update{}.Add("a", store.Slot(0)).Add("n03", store.Slot(1)), store.Condition{})
-	names := []string{"a", "s", "n00", "n03", "n07", "missing"}
+	// A0 sorts before every other name: a layout's slot 0.
+	names := []string{"A0", "a", "s", "n00", "n03", "n07", "missing"}
 	r := memsim.NewNumberReader(names...)
 	var views []store.View
 	for i := range 7 { // seven item shapes: seven layouts
 		k := key(fmt.Sprint("shape", i))
 		it := item(k, "s", "text")
+		it["A0"] = store.Int(int64(100 + i))
 		for j := range i + 2 { // n07 in the last only
 			it[fmt.Sprintf("n%02d", j)] = store.Int(int64(10*i + j))
 		}
