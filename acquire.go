@@ -20,6 +20,9 @@ type Request struct {
 	// limits (WithDefaultLimits). Limits stored for the entity or the
 	// resource override them by name, and add the names they define (see
 	// Scope); a name nothing stored defines keeps the caller's limit.
+	// The lease Acquire returns may keep the slice (Lease.Limits reads
+	// it): do not change its elements while the lease is in use; a new
+	// slice for the next request is always fine.
 	Limits []Limit
 	// Consume maps limit names to the tokens to take (each at least 1).
 	// Every name must be one of the limits that apply (the caller's or

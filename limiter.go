@@ -90,19 +90,18 @@ type lockedRand struct {
 	r  *rand.Rand
 }
 
-// IntN and Float64 unlock without defer: they are drawn on every acquire,
-// and neither panics (IntN's callers pass n > 0).
+// IntN and Float64 unlock with defer: the source is the caller's
+// (WithRand) and may panic; a caller that recovers must not find every
+// later acquire blocked on the lock.
 
 func (l *lockedRand) IntN(n int) int {
 	l.mu.Lock()
-	v := l.r.IntN(n)
-	l.mu.Unlock()
-	return v
+	defer l.mu.Unlock()
+	return l.r.IntN(n)
 }
 
 func (l *lockedRand) Float64() float64 {
 	l.mu.Lock()
-	v := l.r.Float64()
-	l.mu.Unlock()
-	return v
+	defer l.mu.Unlock()
+	return l.r.Float64()
 }

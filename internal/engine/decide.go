@@ -451,9 +451,10 @@ func (v *ShardView) unmeasured() bool { return v.Rate <= 0 && v.RateAt == 0 && !
 // What it costs: a process's first writes to such a bucket (until its
 // first estimate, usually its second item) each take up to 1 ms of
 // refill more than the charge, also from a bucket at its limit; that is
-// at most 0.1 % of a burst of a second's refill per write. None when the
-// client's answers are too slow to estimate from (ShardView.Slow), so that
-// it never burns for long. On an item, each burn leaves the stored balance
+// at most 0.1 % of a burst of a second's refill per write. None after an
+// answer too slow to estimate from (ShardView.Slow): a client whose
+// answers are all slow never gets a rate, and burns on its first write to
+// a shard only. On an item, each burn leaves the stored balance
 // half its room, as headroom does.
 func (p *Plan) unmeasuredBurn(im *Image, n int64) []int64 {
 	var burn []int64

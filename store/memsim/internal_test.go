@@ -155,3 +155,19 @@ func TestNumberReaderOfANilRecord(t *testing.T) {
 		t.Fatalf("read %d, %v from a nil record; want 0, false", dst[0], ok[0])
 	}
 }
+
+// A nil reader reads nothing; one given shorter slices than its names
+// reads as many as they hold.
+func TestNumberReaderOfFewerSlotsOrNone(t *testing.T) {
+	var nilReader *NumberReader
+	nilReader.Read(nil, make([]int64, 1), make([]bool, 1))
+	it := store.Item{store.AttrPK: store.Str("k"), store.AttrSK: store.Str("s"), "a": store.Int(1), "b": store.Int(2)}
+	r := NewNumberReader("a", "b")
+	for _, v := range []store.View{it, nil} {
+		dst, ok := []int64{0}, []bool{false, false, false}
+		r.Read(v, dst, ok)
+		if v != nil && (dst[0] != 1 || !ok[0] || ok[1]) {
+			t.Fatalf("read %v %v, want a only: 1, true", dst, ok)
+		}
+	}
+}

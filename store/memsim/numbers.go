@@ -28,12 +28,18 @@ func NewNumberReader(names ...string) *NumberReader {
 
 // Read sets dst[i] to the number attribute names[i] holds in v, and ok[i]
 // to whether it holds one (dst[i] is 0 when not: absent, or a string). A
-// nil v holds none. dst and ok must be at least as long as the names.
+// nil v holds none. It reads as many names as dst and ok both have room
+// for (all of them when both are at least as long as the names); a nil
+// reader reads none.
 func (r *NumberReader) Read(v store.View, dst []int64, ok []bool) {
-	dst, ok = dst[:len(r.names)], ok[:len(r.names)]
+	if r == nil {
+		return
+	}
+	n := min(len(r.names), len(dst), len(ok))
+	dst, ok = dst[:n], ok[:n]
 	rec, isRec := v.(*record)
 	if isRec && rec != nil {
-		slots := r.slotsOf(rec.lay)
+		slots := r.slotsOf(rec.lay)[:n]
 		for i, j := range slots {
 			dst[i], ok[i] = 0, false
 			if j >= 0 && rec.kind(int(j)) == store.KindNumber {
@@ -42,7 +48,7 @@ func (r *NumberReader) Read(v store.View, dst []int64, ok []bool) {
 		}
 		return
 	}
-	for i, name := range r.names {
+	for i, name := range r.names[:n] {
 		dst[i], ok[i] = 0, false
 		if v != nil && !isRec { // a nil record holds none, as a nil view
 			dst[i], ok[i] = v.Int(name)
