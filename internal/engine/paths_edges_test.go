@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/memsim"
 )
 
 // The writes' expressions at their edges, each made on memsim: what they
@@ -168,15 +169,7 @@ func TestTheExpiryCoversDebt(t *testing.T) {
 		}
 		amounts["l00"] = 30 // 3 bursts: 2 bursts of debt
 		q := NewPlan(bucketRef, limits, amounts)
-		im := image(t, shape{rf: T}.item(q))
-		st := sim(t, im.raw.Item())
-		ex, err := q.normal(nil, im, 1, T, false, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := apply(st, ex); err != nil {
-			t.Fatal(err)
-		}
+		st := normalOn(t, q, image(t, shape{rf: T}.item(q)))
 		got := attr(t, st, bucketRef, 0, store.AttrTTL)
 		covers := (T+2*3000)/1000 + 3600
 		if got != covers {
@@ -244,13 +237,10 @@ func TestAFailedAdjustIsRemembered(t *testing.T) {
 	}
 }
 
-// The normal write that brings an item to new limits (no template: it
-// adds, rewrites and rescales) sets the expiry from the balances it
-// leaves, debt included, by its change from the one the item had.
-func TestARewritingNormalWriteKeepsTheExpiry(t *testing.T) {
-	old := plan1(bucketRef)
-	im := image(t, shape{rf: T - 5000}.item(old))                                              // full
-	q := NewPlan(bucketRef, []Limit{rps10, perSecond("tpm", 10)}, map[string]int64{"rps": 30}) // 3 bursts: 2 of debt
+// normalOn makes q's normal write at T, computed from im, on a store that
+// holds im's item, and returns the store.
+func normalOn(t *testing.T, q *Plan, im *Image) *memsim.Store {
+	t.Helper()
 	st := sim(t, im.raw.Item())
 	ex, err := q.normal(nil, im, 1, T, false, nil)
 	if err != nil {
@@ -259,6 +249,17 @@ func TestARewritingNormalWriteKeepsTheExpiry(t *testing.T) {
 	if err := apply(st, ex); err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+// The normal write that brings an item to new limits (no template: it
+// adds, rewrites and rescales) sets the expiry from the balances it
+// leaves, debt included, by its change from the one the item had.
+func TestARewritingNormalWriteKeepsTheExpiry(t *testing.T) {
+	old := plan1(bucketRef)
+	im := image(t, shape{rf: T - 5000}.item(old))                                              // full
+	q := NewPlan(bucketRef, []Limit{rps10, perSecond("tpm", 10)}, map[string]int64{"rps": 30}) // 3 bursts: 2 of debt
+	st := normalOn(t, q, im)
 	if got, want := attr(t, st, bucketRef, 0, store.AttrTTL), (T+2*3000)/1000+3600; got != want {
 		t.Fatalf("ttl %d, want %d (the debt's refill twice, and an hour)", got, want)
 	}
@@ -272,14 +273,7 @@ func TestANormalWriteAddsALimitChargedNothing(t *testing.T) {
 	old := plan1(bucketRef)
 	im := image(t, shape{rf: T - 5000}.item(old))
 	q := NewPlan(bucketRef, []Limit{rps10, perSecond("tpm", 10)}, map[string]int64{"rps": 1})
-	st := sim(t, im.raw.Item())
-	ex, err := q.normal(nil, im, 1, T, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := apply(st, ex); err != nil {
-		t.Fatal(err)
-	}
+	st := normalOn(t, q, im)
 	if _, err := Decode(st.Peek(bucketRef.Key())); err != nil {
 		t.Fatalf("the item the write left: %v", err)
 	}
