@@ -100,10 +100,23 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 		tr.ev.BreakerOpen = true
 		return nil, &store.UnavailableError{Op: "acquire", Err: ErrBreakerOpen}
 	}
-	s, err := l.config(ctx, tr, req)
+	// now is the clock when the settings came from the memo: nothing
+	// waits between that and the first write (0: read it then).
+	s, served, now := settings{}, false, int64(0)
+	if asked {
+		now = l.nowMs()
+		s, served = memo.settings(l.meta.gen.Load(), now)
+	}
+	var err error
+	if served {
+		tr.ev.Resource = s.resource
+	} else {
+		now = 0
+		s, err = l.config(ctx, tr, req)
+	}
 	var lease *Lease
 	if err == nil {
-		lease, err = l.charge(ctx, tr, req, s, memo, asked)
+		lease, err = l.charge(ctx, tr, req, s, memo, asked, now)
 	}
 	if !l.cfg.noBreaker {
 		// The jitter is drawn on every call, used or not: the limiter's
@@ -118,8 +131,9 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 
 // charge runs the write engine for an acquire whose configuration is
 // resolved; memo is the limiter's repeat memo when the acquire began
-// (nil: none), and asked says req is its request.
-func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings, memo *repeatMemo, asked bool) (*Lease, error) {
+// (nil: none), and asked says req is its request. now is the clock (Unix
+// ms) when nothing has waited since it was read, else 0.
+func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings, memo *repeatMemo, asked bool, now int64) (*Lease, error) {
 	if s.entity.Cascade {
 		child := l.newPlan(req.Entity, s.resource, s.limits, req.Consume)
 		parent := l.newPlan(s.entity.Parent, s.resource, s.parent, req.Consume)
@@ -135,7 +149,9 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 	}
 	m := engine.NewCharge(l.mem, child.Plan, l.rng, l.cfg.engine)
 	m.Spare = &box.img
-	now := l.nowMs()
+	if now == 0 || l.pools != nil {
+		now = l.nowMs() // (a reservation's pool may have written)
+	}
 	step, now := l.drive(ctx, tr, now, m.Start(now), m.Feed)
 	if l.pools != nil {
 		switch {

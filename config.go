@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardlimit/limiter/internal/keys"
@@ -28,6 +29,11 @@ type settings struct {
 	resource string  // the request's, or DefaultResource
 	limits   []Limit // the limits of the entity's bucket, per name
 	parent   []Limit // those of the parent's bucket, when entity.Cascade
+	// cached says until when (Unix ms, exclusive) the configuration
+	// cache keeps what these settings came from, read in cache generation
+	// gen: a repeat memo may serve them until then (0: not cached).
+	cached int64
+	gen    uint64
 }
 
 // config reads the stored configuration that applies to req, which
@@ -41,7 +47,7 @@ func (l *Limiter) config(ctx context.Context, tr *trace, req Request) (settings,
 		tr.ev.Resource = s.resource
 	}
 	var err error
-	s.entity, s.limits, err = l.limitsFor(ctx, tr, req.Entity, s.resource, req.Limits)
+	s.entity, s.limits, s.cached, s.gen, err = l.limitsFor(ctx, tr, req.Entity, s.resource, req.Limits)
 	if err != nil {
 		return s, err
 	}
@@ -51,7 +57,7 @@ func (l *Limiter) config(ctx context.Context, tr *trace, req Request) (settings,
 	if !s.entity.Cascade {
 		return s, nil
 	}
-	_, s.parent, err = l.limitsFor(ctx, tr, s.entity.Parent, s.resource, req.Limits)
+	_, s.parent, _, _, err = l.limitsFor(ctx, tr, s.entity.Parent, s.resource, req.Limits)
 	if err != nil {
 		return s, err
 	}
@@ -66,20 +72,21 @@ func (l *Limiter) config(ctx context.Context, tr *trace, req Request) (settings,
 // {entity, resource}, for {entity, ""}, for {"", resource}, and the
 // caller's (the request's, or the limiter's defaults when the request has
 // none). Names any of them defines apply; a name defined nowhere does not.
-func (l *Limiter) limitsFor(ctx context.Context, tr *trace, entity, resource string, caller []Limit) (Entity, []Limit, error) {
+// cached and gen are those of the stored configuration (see settings).
+func (l *Limiter) limitsFor(ctx context.Context, tr *trace, entity, resource string, caller []Limit) (_ Entity, _ []Limit, cached int64, gen uint64, _ error) {
 	if len(caller) == 0 {
 		caller = l.cfg.defaults
 	}
-	ec, rc, err := l.stored(ctx, tr, entity, resource)
+	ec, rc, gen, err := l.stored(ctx, tr, entity, resource)
 	if err != nil {
-		return Entity{}, nil, err
+		return Entity{}, nil, 0, 0, err
 	}
-	limits := mergeLimits(ec.own, ec.all, rc, caller)
+	limits := mergeLimits(ec.own, ec.all, rc.limits, caller)
 	if len(limits) > maxLimits {
-		return Entity{}, nil, invalid("limits", "%d limits apply to entity %q on resource %q (the caller's and the stored ones); at most %d",
+		return Entity{}, nil, 0, 0, invalid("limits", "%d limits apply to entity %q on resource %q (the caller's and the stored ones); at most %d",
 			len(limits), entity, resource, maxLimits)
 	}
-	return ec.entity, limits, nil
+	return ec.entity, limits, min(ec.cached, rc.cached), gen, nil
 }
 
 // mergeLimits combines scopes, most specific first: per limit name, the
@@ -109,6 +116,13 @@ type entityConf struct {
 	entity Entity
 	own    []Limit // stored for {entity, resource}; nil when none
 	all    []Limit // stored for {entity, ""}; nil when none
+	cached int64   // until when the cache keeps it (Unix ms, exclusive; 0: not cached)
+}
+
+// resourceConf is what is stored for every entity on a resource.
+type resourceConf struct {
+	limits []Limit // nil when none
+	cached int64   // as entityConf's
 }
 
 // metaCache caches stored configuration per process: per (entity,
@@ -128,11 +142,13 @@ type metaCache struct {
 	ttl       time.Duration
 	mu        sync.Mutex
 	entities  *lru.Cache[configKey, entityConf]
-	resources *lru.Cache[string, []Limit] // by resource; nil: none stored
-	flights   map[configKey]*flight       // reads under way (see resourceFlightKey)
-	gen       uint64                      // bumped by invalidate: reads begun before are not cached
-	schemaOK  bool                        // this process has checked the table's schema version
-	onWait    func()                      // tests: called when a caller starts waiting for a flight
+	resources *lru.Cache[string, resourceConf]
+	flights   map[configKey]*flight // reads under way (see resourceFlightKey)
+	// gen is bumped by invalidate: reads begun before are not cached, and
+	// repeat memos made before serve no settings. Written under mu.
+	gen      atomic.Uint64
+	schemaOK bool   // this process has checked the table's schema version
+	onWait   func() // tests: called when a caller starts waiting for a flight
 }
 
 // maxCachedConfigs bounds each configuration cache: beyond it the least
@@ -146,8 +162,8 @@ type flight struct {
 	// joins the flight (under metaCache.mu): most reads have none, and
 	// their leader needs no channel to know its own read ended.
 	done chan struct{}
-	ec   entityConf // of an entity flight
-	res  []Limit    // of a resource flight
+	ec   entityConf   // of an entity flight
+	res  resourceConf // of a resource flight
 	err  error
 	// keys: the leader's batch of keys (a store keeps nothing of its
 	// input, so the batch can live in the flight it fills).
@@ -157,7 +173,7 @@ type flight struct {
 func (c *metaCache) init(ttl time.Duration) {
 	c.ttl = ttl
 	c.entities = lru.New[configKey, entityConf](maxCachedConfigs)
-	c.resources = lru.New[string, []Limit](maxCachedConfigs)
+	c.resources = lru.New[string, resourceConf](maxCachedConfigs)
 	c.flights = make(map[configKey]*flight)
 }
 
@@ -166,7 +182,7 @@ func (c *metaCache) invalidate() {
 	c.entities.Purge()
 	c.resources.Purge()
 	clear(c.flights) // reads in progress may predate the change: new callers read again
-	c.gen++
+	c.gen.Add(1)
 	c.mu.Unlock()
 }
 
@@ -179,28 +195,30 @@ type configKey struct{ entity, resource string }
 // builds no string.
 func resourceFlightKey(resource string) configKey { return configKey{resource: resource} }
 
-// stored returns what is stored for (entity, resource) and for resource.
-func (l *Limiter) stored(ctx context.Context, tr *trace, entity, resource string) (entityConf, []Limit, error) {
-	ec, res, err := l.storedOnce(ctx, tr, entity, resource)
+// stored returns what is stored for (entity, resource) and for resource,
+// and the cache generation it was found or read in.
+func (l *Limiter) stored(ctx context.Context, tr *trace, entity, resource string) (entityConf, resourceConf, uint64, error) {
+	ec, res, gen, err := l.storedOnce(ctx, tr, entity, resource)
 	if err != nil && ctx.Err() == nil && isContextErr(err) {
 		// A read of another caller ended with that caller's context.
-		ec, res, err = l.storedOnce(ctx, tr, entity, resource)
+		ec, res, gen, err = l.storedOnce(ctx, tr, entity, resource)
 	}
-	return ec, res, err
+	return ec, res, gen, err
 }
 
 // storedOnce serves (entity, resource) from the cache, or reads what is
 // missing in one batch (with the schema item while this process has not
 // checked it), or waits for a read of the same key already under way.
-func (l *Limiter) storedOnce(ctx context.Context, tr *trace, entity, resource string) (entityConf, []Limit, error) {
+func (l *Limiter) storedOnce(ctx context.Context, tr *trace, entity, resource string) (entityConf, resourceConf, uint64, error) {
 	c := &l.meta
 	now := l.cfg.clock.Now()
 	c.mu.Lock()
+	gen := c.gen.Load()
 	ec, eok := c.entities.Get(configKey{entity, resource}, now)
 	res, rok := c.resources.Get(resource, now)
 	if eok && rok {
 		c.mu.Unlock()
-		return ec, res, nil
+		return ec, res, gen, nil
 	}
 	ek := configKey{entity, resource}
 	rk := resourceFlightKey(resource)
@@ -218,7 +236,7 @@ func (l *Limiter) storedOnce(ctx context.Context, tr *trace, entity, resource st
 			rRead = rf
 		}
 	}
-	gen, schema := c.gen, !c.schemaOK
+	schema := !c.schemaOK
 	c.mu.Unlock()
 
 	if eRead != nil || rRead != nil {
@@ -227,17 +245,17 @@ func (l *Limiter) storedOnce(ctx context.Context, tr *trace, entity, resource st
 	}
 	if ef != nil {
 		if err := c.wait(ctx, ef, ef == eRead); err != nil {
-			return entityConf{}, nil, err
+			return entityConf{}, resourceConf{}, 0, err
 		}
 		ec = ef.ec
 	}
 	if rf != nil {
 		if err := c.wait(ctx, rf, rf == rRead); err != nil {
-			return entityConf{}, nil, err
+			return entityConf{}, resourceConf{}, 0, err
 		}
 		res = rf.res
 	}
-	return ec, res, nil
+	return ec, res, gen, nil
 }
 
 // read fills the flights this caller leads (ef, rf; either may be nil)
@@ -283,7 +301,7 @@ func (l *Limiter) read(ctx context.Context, tr *trace, entity, resource string, 
 	if rf != nil {
 		rf.err = err
 		if err == nil {
-			rf.res, _, rf.err = limitsOf(items[0])
+			rf.res.limits, _, rf.err = limitsOf(items[0])
 		}
 	}
 }
@@ -310,16 +328,28 @@ func (l *Limiter) publish(gen uint64, entity string, ef *flight, resource string
 	expires := l.cfg.clock.Now().Add(c.ttl)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	keep := c.ttl > 0 && c.gen == gen
+	keep := c.ttl > 0 && c.gen.Load() == gen
+	// The waiters take the results as cached (or not): a memo of them
+	// lasts no longer than the cache's entries.
+	cached := int64(0)
+	if keep {
+		cached = expires.UnixMilli() // rounded down: never past the entry
+	}
 	if ef != nil {
-		if keep && ef.err == nil {
-			c.entities.Add(configKey{entity, resource}, ef.ec, expires)
+		if ef.err == nil {
+			ef.ec.cached = cached
+			if keep {
+				c.entities.Add(configKey{entity, resource}, ef.ec, expires)
+			}
 		}
 		c.end(configKey{entity, resource}, ef)
 	}
 	if rf != nil {
-		if keep && rf.err == nil {
-			c.resources.Add(resource, rf.res, expires)
+		if rf.err == nil {
+			rf.res.cached = cached
+			if keep {
+				c.resources.Add(resource, rf.res, expires)
+			}
 		}
 		c.end(resourceFlightKey(resource), rf)
 	}

@@ -27,7 +27,7 @@ const maxMemoLimits = 4
 // repeatMemo is what an acquire of one bucket checked and planned. It is
 // never changed once published.
 type repeatMemo struct {
-	entity, resource string // as checkRequest accepted them (resource defaulted)
+	resource string // as checkRequest accepted it (defaulted)
 	// req is the request's limits, which checkRequest accepted; limits
 	// those that applied (config), which the plan was built from. Both are
 	// the memo's own copies.
@@ -40,6 +40,14 @@ type repeatMemo struct {
 	count   int
 	plan    bucketPlan // its Plan shared, its limits the memo's own
 	buf     [2 * maxMemoLimits]Limit
+	// The stored configuration the limits came from: the entity as
+	// stored, and until when (Unix ms, exclusive) and in which generation
+	// the configuration cache holds it (see settings). While it does, an
+	// acquire the memo asks for runs with these settings without looking
+	// the configuration up.
+	entity Entity
+	cached int64
+	gen    uint64
 }
 
 // memoState is the limiter's repeat memo, and the plan of its last
@@ -56,7 +64,7 @@ type memoState struct {
 // policy. Such a request passed checkRequest when the memo was made, and
 // does again. It is false for a nil memo.
 func (m *repeatMemo) asks(req Request, resource string) bool {
-	return m != nil && req.Policy <= FailOpen && req.Entity == m.entity && resource == m.resource &&
+	return m != nil && req.Policy <= FailOpen && req.Entity == m.entity.ID && resource == m.resource &&
 		slices.Equal(req.Limits, m.req) && m.sameConsume(req.Consume)
 }
 
@@ -74,15 +82,45 @@ func (m *repeatMemo) sameConsume(consume map[string]int64) bool {
 	return true
 }
 
+// settings returns the settings of the memo's request when the
+// configuration cache still holds what they came from at now (Unix ms)
+// and has not been invalidated since (gen is the cache's generation).
+func (m *repeatMemo) settings(gen uint64, now int64) (settings, bool) {
+	if now >= m.cached || gen != m.gen {
+		return settings{}, false
+	}
+	return settings{entity: m.entity, resource: m.resource, limits: m.limits, cached: m.cached, gen: m.gen}, true
+}
+
 // planFor returns the memo's plan when it is the plan of req with the
 // limits that apply (s.limits): asked says req is the memo's request
 // (asks), which saves comparing its amounts again.
 func (m *repeatMemo) planFor(req Request, s settings, asked bool) (bucketPlan, bool) {
-	if m == nil || (!asked && !(req.Entity == m.entity && s.resource == m.resource && m.sameConsume(req.Consume))) ||
-		!slices.Equal(s.limits, m.limits) {
+	if m == nil || (!asked && !(req.Entity == m.entity.ID && s.resource == m.resource && m.sameConsume(req.Consume))) ||
+		!sameLimits(s.limits, m.limits) {
 		return bucketPlan{}, false
 	}
 	return m.plan, true
+}
+
+// sameLimits is slices.Equal, at once for the same slice (settings the
+// memo served).
+func sameLimits(a, b []Limit) bool {
+	if len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) {
+		return true
+	}
+	return slices.Equal(a, b)
+}
+
+// fresher publishes a copy of memo m that serves settings s (read again
+// since m was made, m's having expired) when s are cached longer.
+func (l *Limiter) fresher(m *repeatMemo, s settings) {
+	if s.cached <= m.cached {
+		return
+	}
+	c := *m
+	c.entity, c.cached, c.gen = s.entity, s.cached, s.gen
+	l.memo.last.CompareAndSwap(m, &c)
 }
 
 // remember records that req, with the limits s, was planned as p: the
@@ -100,7 +138,7 @@ func (l *Limiter) remember(req Request, s settings, p bucketPlan) {
 	if !again {
 		return
 	}
-	m := &repeatMemo{entity: req.Entity, resource: s.resource, count: len(req.Consume)}
+	m := &repeatMemo{entity: s.entity, resource: s.resource, count: len(req.Consume), cached: s.cached, gen: s.gen}
 	m.req = append(m.buf[:0:maxMemoLimits], req.Limits...)
 	m.limits = append(m.buf[maxMemoLimits:maxMemoLimits], s.limits...)
 	for i := range m.limits {
@@ -115,6 +153,7 @@ func (l *Limiter) remember(req Request, s settings, p bucketPlan) {
 // in the box.
 func (l *Limiter) planned(req Request, s settings, memo *repeatMemo, asked bool) (bucketPlan, *soloLease) {
 	if p, ok := memo.planFor(req, s, asked); ok {
+		l.fresher(memo, s)
 		return p, new(soloLease)
 	}
 	box := new(plannedLease)

@@ -52,7 +52,7 @@ func TestRepeatMemoMadeOnTheSecondSameCharge(t *testing.T) {
 	}
 	e.mustAcquire(l, memoRequest("a", 1))
 	m := memo()
-	if m == nil || m.entity != "a" || m.resource != "gpt-4" || m.count != 1 {
+	if m == nil || m.entity.ID != "a" || m.resource != "gpt-4" || m.count != 1 {
 		t.Fatalf("memo %+v after the second acquire in a row, want one of a on gpt-4", m)
 	}
 	lease := e.mustAcquire(l, memoRequest("a", 1))
@@ -215,4 +215,96 @@ func (t *tap) Update(ctx context.Context, in store.UpdateInput) (store.WriteOutp
 		return t.recorder.Update(ctx, in)
 	}
 	return t.Store.Update(ctx, in)
+}
+
+// A memo serves the configuration its limits came from while the cache
+// holds it: limits stored through the same limiter (which invalidates the
+// cache) apply to the very next acquire, limits stored by another process
+// once the cache's TTL has passed, and the memo then serves the new
+// reading.
+func TestRepeatMemoServesTheConfigurationWhileCached(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter(WithCacheTTL(time.Minute))
+	other := e.limiter()
+	req := Request{Entity: "a", Resource: "gpt-4", Consume: map[string]int64{"rpm": 1}, Limits: []Limit{PerMinute("rpm", 100)}}
+	e.mustAcquire(l, req)
+	e.mustAcquire(l, req)
+	m := l.memo.last.Load()
+	if m == nil || m.cached != e.clock.Now().Add(time.Minute).UnixMilli() {
+		t.Fatalf("memo %+v, want one cached until the TTL", m)
+	}
+	if s, ok := m.settings(l.meta.gen.Load(), e.clock.Now().UnixMilli()); !ok || !sameLimits(s.limits, m.limits) {
+		t.Fatalf("the memo serves %+v, %v", s, ok)
+	}
+	capacity := func(when string) int64 {
+		t.Helper()
+		ls := e.mustAcquire(l, req).Limits()
+		if len(ls) != 1 {
+			t.Fatalf("%s: lease limits %+v", when, ls)
+		}
+		return ls[0].Limit.Capacity
+	}
+
+	// Stored through l: its cache is invalidated, the memo no longer serves.
+	if err := l.PutLimits(e.ctx, Scope{Entity: "a"}, []Limit{PerMinute("rpm", 50)}); err != nil {
+		t.Fatal(err)
+	}
+	if c := capacity("after l stored rpm 50"); c != 50 {
+		t.Fatalf("after l stored rpm 50 the acquire ran with capacity %d", c)
+	}
+	capacity("again")
+	m = l.memo.last.Load()
+	if m == nil || m.limits[0].Capacity != 50 {
+		t.Fatalf("memo %+v, want one of rpm 50", m)
+	}
+
+	// Stored by another process: served from the memo until the TTL ends.
+	if err := other.PutLimits(e.ctx, Scope{Entity: "a"}, []Limit{PerMinute("rpm", 40)}); err != nil {
+		t.Fatal(err)
+	}
+	if c := capacity("just after another process stored rpm 40"); c != 50 || l.memo.last.Load() != m {
+		t.Fatalf("capacity %d, memo changed %v: want the memo's 50", c, l.memo.last.Load() != m)
+	}
+	e.clock.Add(time.Minute)
+	if c := capacity("a TTL later"); c != 40 {
+		t.Fatalf("a TTL after another process stored rpm 40 the acquire ran with capacity %d", c)
+	}
+	capacity("again")
+	if n := l.memo.last.Load(); n == nil || n.cached <= m.cached || n.limits[0].Capacity != 40 {
+		t.Fatalf("memo %+v after the cache was read again, want one of rpm 40 cached longer than %d", n, m.cached)
+	}
+	if _, ok := l.memo.last.Load().settings(l.meta.gen.Load(), e.clock.Now().UnixMilli()); !ok {
+		t.Fatal("the memo made after the new reading does not serve")
+	}
+
+	// Read again unchanged: the memo is renewed, its plan kept.
+	n := l.memo.last.Load()
+	e.clock.Add(time.Minute)
+	capacity("a TTL later, nothing changed")
+	if r := l.memo.last.Load(); r == n || r.plan.Plan != n.plan.Plan || r.cached <= n.cached {
+		t.Fatalf("memo %+v after an unchanged reading, want a renewal of %+v", r, n)
+	}
+}
+
+// With the cache off (a TTL of 0) a memo never serves the configuration:
+// every acquire reads it.
+func TestRepeatMemoWithoutACacheReadsEveryTime(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter(WithCacheTTL(0))
+	req := memoRequest("a", 1)
+	for range 3 {
+		e.mustAcquire(l, req)
+	}
+	m := l.memo.last.Load()
+	if m == nil {
+		t.Fatal("no memo")
+	}
+	if _, ok := m.settings(l.meta.gen.Load(), e.clock.Now().UnixMilli()); ok {
+		t.Fatal("a memo serves settings with the cache off")
+	}
+	before := e.st.Totals().Requests
+	e.mustAcquire(l, req)
+	if reads := e.st.Totals().Requests - before; reads != 2 {
+		t.Fatalf("%d store requests for an acquire with the cache off, want 2 (the read, the write)", reads)
+	}
 }

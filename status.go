@@ -33,7 +33,7 @@ func (l *Limiter) Status(ctx context.Context, entity, resource string, limits []
 		return nil, err
 	}
 	tr := &trace{ev: Event{Op: "status", Entity: entity, Resource: resource}}
-	_, limits, err := l.limitsFor(ctx, tr, entity, resource, limits)
+	_, limits, _, _, err := l.limitsFor(ctx, tr, entity, resource, limits)
 	if err != nil {
 		return nil, l.storeErr("status", err)
 	}
