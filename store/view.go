@@ -84,3 +84,26 @@ func ItemOfView(v View) Item {
 	}
 	return v.Item()
 }
+
+// SlotView is a [View] whose attributes sit in slots: every view of one
+// [Layout] holds each of the layout's names in the same slot, so that a
+// reader of many views looks a name up once per layout and then reads by
+// slot. memsim's views (WithViews) are slot views. Reading any other View
+// by name gives the same results; SlotView is only faster.
+type SlotView interface {
+	View
+	// Layout returns the view's layout (never nil).
+	Layout() Layout
+	// IntAt returns the number in slot i of the view's layout, and
+	// whether the view holds a number there (false for a string, for an
+	// attribute this view lacks, and for a slot out of range).
+	IntAt(i int) (int64, bool)
+}
+
+// Layout is the names of the attributes of [SlotView]s, each in its slot.
+// Layouts are compared by identity (==): views whose layouts are equal hold
+// a name in the same slot.
+type Layout interface {
+	// Slot returns the slot of name, or -1 when the layout has none.
+	Slot(name string) int
+}

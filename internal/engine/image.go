@@ -140,8 +140,21 @@ func guardsOf(it store.View, s *spec) (fl, fh int64) {
 func (f numbers) guards(s *spec) (fl, fh int64) {
 	fl, okl := f.num(s.fl)
 	fh, okh := f.num(s.fh)
-	if !okl || !okh { // written by a layout without guards: treat as unknown
-		fl, fh = math.MinInt64, math.MaxInt64
+	return guarded(fl, fh, okl && okh)
+}
+
+// guardsAt is guards of the spec whose fields begin at field k.
+func (f numbers) guardsAt(k int, s *spec) (fl, fh int64) {
+	fl, okl := f.field(k+fieldFullLo, s.fl)
+	fh, okh := f.field(k+fieldFullHi, s.fh)
+	return guarded(fl, fh, okl && okh)
+}
+
+// guarded returns the guards read (ok: both were there), or, for an item
+// written by a layout without guards, guards that say nothing.
+func guarded(fl, fh int64, ok bool) (int64, int64) {
+	if !ok {
+		return math.MinInt64, math.MaxInt64
 	}
 	return fl, fh
 }
@@ -254,8 +267,12 @@ func decodeQuick(p *Plan, it store.View, dst *Image, kind decodeKind) (*Image, e
 	if it.Len() != baseAttrs+8*len(p.specs) {
 		return Decode(it)
 	}
+	fast := p.pt != nil && len(p.specs) <= len(Image{}.specAt)
 	f := numbersOf(it)
-	rf, ok := f.num(attrRefill)
+	if fast {
+		f = numbersFor(it, p.pt)
+	}
+	rf, ok := f.field(fieldRefill, attrRefill)
 	if !ok {
 		return Decode(it)
 	}
@@ -267,10 +284,10 @@ func decodeQuick(p *Plan, it store.View, dst *Image, kind decodeKind) (*Image, e
 	if kind == decodeHashed {
 		im.hash = p.hash
 	} else {
-		im.hash, _ = f.num(attrLimitsHash)
+		im.hash, _ = f.field(fieldHash, attrLimitsHash)
 	}
 	ownLimits := kind != decodeAny && im.hash == p.hash // see decodeWritten
-	if n, ok := f.num(attrShardCount); ok && n >= 1 {
+	if n, ok := f.field(fieldShardCount, attrShardCount); ok && n >= 1 {
 		im.shardCount = n
 	}
 	im.comp.Refill = rf
@@ -279,22 +296,22 @@ func decodeQuick(p *Plan, it store.View, dst *Image, kind decodeKind) (*Image, e
 	} else {
 		im.comp.Limits = make([]bucket.Named, 0, len(p.specs))
 	}
-	fast := p.pt != nil && len(p.specs) <= len(im.specAt)
 	var from [4]int8 // from[k]: the spec whose limit is comp.Limits[k] (when fast)
 	for i := range p.specs {
 		s := &p.specs[i]
 		var st bucket.State
 		var ok1, ok2 bool
-		st.Tokens, ok1 = f.num(s.tk)
-		st.TotalConsumed, ok2 = f.num(s.tc)
+		k := fieldOf(i, 0)
+		st.Tokens, ok1 = f.field(k+fieldTokens, s.tk)
+		st.TotalConsumed, ok2 = f.field(k+fieldTotal, s.tc)
 		if ownLimits {
 			st.Limit = s.orig
 		} else {
 			var ok3, ok4, ok5, ok6 bool
-			st.Capacity, ok3 = f.num(s.cp)
-			st.Burst, ok4 = f.num(s.bx)
-			st.RefillAmount, ok5 = f.num(s.ra)
-			st.RefillPeriod, ok6 = f.num(s.rp)
+			st.Capacity, ok3 = f.field(k+fieldCapacity, s.cp)
+			st.Burst, ok4 = f.field(k+fieldBurst, s.bx)
+			st.RefillAmount, ok5 = f.field(k+fieldRefillAmount, s.ra)
+			st.RefillPeriod, ok6 = f.field(k+fieldRefillPeriod, s.rp)
 			ok2 = ok2 && ok3 && ok4 && ok5 && ok6 && inBounds(st.Limit)
 		}
 		if !ok1 || !ok2 {
@@ -312,7 +329,7 @@ func decodeQuick(p *Plan, it store.View, dst *Image, kind decodeKind) (*Image, e
 		im.comp.Limits[j] = bucket.Named{Name: s.name, State: st}
 		if fast {
 			from[j] = int8(i)
-			fl, fh := f.guards(s)
+			fl, fh := f.guardsAt(k, s)
 			im.guards[i] = guard{fl, fh}
 		}
 	}
@@ -339,11 +356,26 @@ func inBounds(l bucket.Limit) bool {
 type numbers struct {
 	it   store.View
 	item store.Item
+	// sv is it when it is a slot view whose slots for the plan template's
+	// fields are known: at[k] is the slot of field k (see fieldOf), -1
+	// when its layout has none. nil: read by name.
+	sv store.SlotView
+	at []int32
 }
 
 func numbersOf(it store.View) numbers {
 	item, _ := it.(store.Item)
 	return numbers{it: it, item: item}
+}
+
+// numbersFor is numbersOf for reading the fields of plan template pt (nil:
+// by name) from it.
+func numbersFor(it store.View, pt *planTemplate) numbers {
+	f := numbersOf(it)
+	if sv, ok := it.(store.SlotView); ok && pt != nil {
+		f.sv, f.at = sv, pt.slotsIn(sv.Layout())
+	}
+	return f
 }
 
 // num returns the number stored under name, and whether there was one.
@@ -352,4 +384,17 @@ func (f numbers) num(name string) (int64, bool) {
 		return f.item.Int(name)
 	}
 	return f.it.Int(name)
+}
+
+// field returns field k of the plan template (see fieldOf), named name:
+// by slot when f knows the slots, else by name.
+func (f numbers) field(k int, name string) (int64, bool) {
+	if f.at == nil {
+		return f.num(name)
+	}
+	j := f.at[k]
+	if j < 0 {
+		return 0, false
+	}
+	return f.sv.IntAt(int(j))
 }

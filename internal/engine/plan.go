@@ -254,6 +254,10 @@ type planTemplate struct {
 	// shapesMu serialises its replacements.
 	shapes   atomic.Pointer[map[shapeKey]*template]
 	shapesMu sync.Mutex
+
+	// slots is where the template's fields sit in the layouts of the slot
+	// views met last (see slotsIn).
+	slots atomic.Pointer[layoutSlots]
 }
 
 // planCache maps cacheKey to *planTemplate: read on every acquire,
