@@ -472,8 +472,7 @@ func (c *Charge) throttled(err error, now int64) Step {
 		}
 		return Step{Refused: c.lastRL, Path: PathReject}
 	}
-	if c.m.noteWrite(c.p.Ref, c.shard, c.n, true, c.view.busyness(now), now) &&
-		(!c.m.grewRecently(c.p.Ref, now) || c.m.overloaded(c.p.Ref, c.shard, c.n, now)) {
+	if c.m.noteWrite(c.p.Ref, c.shard, c.n, true, c.view.busyness(now), now) && c.m.mayDouble(c.p.Ref, c.shard, c.n, now) {
 		// The partition keeps refusing writes: it is hot, not merely
 		// unlucky once (and, right after a doubling, so hot that the
 		// doubling cannot be enough).
@@ -585,7 +584,7 @@ func (c *Charge) refuse(now int64) Step {
 // hot handles a shard whose wcu gauge is empty on a partition the client
 // measured near its ceiling.
 func (c *Charge) hot(now int64) Step {
-	if c.m.grewRecently(c.p.Ref, now) {
+	if !c.m.mayDouble(c.p.Ref, c.shard, c.n, now) {
 		// The new shards have not had time to take load off this one:
 		// spread to another shard rather than double again.
 		if len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n {

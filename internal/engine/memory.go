@@ -623,21 +623,35 @@ func (m *Memory) grewRecently(ref keys.Bucket, now int64) bool {
 	return b != nil && b.grewAt > 0 && now-b.grewAt < growthCooldown
 }
 
+// mayDouble reports whether this client may double the bucket from the
+// shard count n now, a write to shard having found its partition hot: not
+// within growthCooldown of the last doubling it learned of (the new shards
+// have not had time to take load off this one), unless the shard is
+// overloaded even so.
+func (m *Memory) mayDouble(ref keys.Bucket, shard int, n, now int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.get(idOf(ref))
+	if b == nil || b.grewAt == 0 || now-b.grewAt >= growthCooldown {
+		return true
+	}
+	return b.overloaded(shard, n, now)
+}
+
 // overloaded reports whether this client's writes to the shard at count n
 // in the current throttle window show its partition refusing at least two
 // thirds of them (hotThrottles or more): its load is then at least three
 // times what it takes, and one doubling leaves each half of it at one and a
 // half times. The next doubling need not wait growthCooldown: a bucket
 // that needs sixteen shards would otherwise take four seconds to reach
-// them, every write over the ceiling throttled meanwhile.
-func (m *Memory) overloaded(ref keys.Bucket, shard int, n, now int64) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b := m.get(idOf(ref))
-	if b == nil || b.shard(shard) == nil {
+// them, every write over the ceiling throttled meanwhile. The caller
+// holds m.mu.
+func (b *bucketInfo) overloaded(shard int, n, now int64) bool {
+	si := b.shard(shard)
+	if si == nil {
 		return false
 	}
-	w := &b.shard(shard).throttle
+	w := &si.throttle
 	return w.n == n && now-w.start <= hotWindow && w.count >= hotThrottles && 3*w.count >= 2*w.attempts
 }
 

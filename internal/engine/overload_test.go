@@ -26,7 +26,7 @@ func TestStoryAnOverloadedShardDoublesWithoutWaiting(t *testing.T) {
 			m := NewMemory(0)
 			knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 80_000_000}}.item(p), 1, T-10)
 			m.learn(bucketRef, 0, image(t, shape{n: 2, rf: T - 5, tk: map[string]int64{"rps": 40_000_000}}.item(p)), 2, T-5, 0, nil)
-			if !m.grewRecently(bucketRef, T) {
+			if m.mayDouble(bucketRef, 0, 2, T) {
 				t.Fatal("the doubling is not recent")
 			}
 			measured(m, bucketRef, 0, 1, 0.9, T, nil)
@@ -39,12 +39,48 @@ func TestStoryAnOverloadedShardDoublesWithoutWaiting(t *testing.T) {
 	}
 }
 
-// overloaded, window by window: at least hotThrottles throttles, at least
-// two thirds of the client's writes to the shard, at the count asked
-// about, within hotWindow of the window's first throttle; never for a
-// bucket or a shard the memory has no entry of.
-func TestOverloaded(t *testing.T) {
+// A client learned a moment ago that the bucket doubled to 2 shards, and
+// measured shard 0 at its ceiling; its write there fails on the spent wcu
+// gauge (no throttle: the estimate says the partition is full). As after
+// throttles, it spreads to the other shard while the doubling is recent,
+// unless the partition refused two thirds of its writes at the new count:
+// then it doubles again at once.
+func TestStoryAHotShardDoublesAgainOnlyWhenOverloaded(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100_000)}, map[string]int64{"rps": 1})
+	spent := failed(shape{n: 2, rf: T, tk: map[string]int64{"rps": 40_000_000, "wcu": 0}}.item(p))
+	for _, tc := range []struct {
+		name            string
+		went, throttled int
+		want            string
+	}{
+		{"five throttles of six writes: doubles again", 1, 5, "update 0 double"},
+		{"five of eight: spreads", 3, 5, "update 1 speculative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMemory(0)
+			knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 80_000_000}}.item(p), 1, T-10)
+			m.learn(bucketRef, 0, image(t, shape{n: 2, rf: T - 5, tk: map[string]int64{"rps": 40_000_000}}.item(p)), 2, T-5, 0, nil)
+			measured(m, bucketRef, 0, 2, 0.9, T, nil)
+			for i := 0; i < tc.throttled+tc.went; i++ {
+				m.noteWrite(bucketRef, 0, 2, i < tc.throttled, busyCeiling, T-4+int64(i)/4)
+			}
+			c := NewCharge(m, p, picks(0, 1), Options{})
+			converse(t, c.Start(T), c.Feed, T, []exchange{{"update 0 speculative", spent}, {tc.want, Result{}}})
+		})
+	}
+}
+
+// mayDouble, window by window, right after a doubling: at least
+// hotThrottles throttles, at least two thirds of the client's writes to
+// the shard, at the count asked about, within hotWindow of the window's
+// first throttle (overloaded); never for a shard the memory has no entry
+// of. Without a doubling learned within growthCooldown, always.
+func TestMayDouble(t *testing.T) {
 	type writes struct{ throttled, went int }
+	grown := func(m *Memory, at int64) {
+		m.learn(bucketRef, 0, nil, 1, at-1, 0, nil)
+		m.learn(bucketRef, 0, nil, 2, at, 0, nil)
+	}
 	for _, c := range []struct {
 		name string
 		w    writes
@@ -62,22 +98,30 @@ func TestOverloaded(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := NewMemory(0)
+			grown(m, c.now)
 			for i := 0; i < c.w.throttled+c.w.went; i++ {
 				m.noteWrite(bucketRef, 0, 2, i < c.w.throttled, busyNo, T)
 			}
-			if got := m.overloaded(bucketRef, 0, c.n, c.now); got != c.want {
-				t.Fatalf("overloaded %v, want %v", got, c.want)
+			if got := m.mayDouble(bucketRef, 0, c.n, c.now); got != c.want {
+				t.Fatalf("mayDouble %v, want %v", got, c.want)
 			}
 		})
 	}
 	m := NewMemory(0)
-	if m.overloaded(bucketRef, 0, 1, T) {
-		t.Fatal("a bucket the memory does not know is overloaded")
+	if !m.mayDouble(bucketRef, 0, 1, T) {
+		t.Fatal("a bucket the memory does not know may not double")
 	}
 	for i := 0; i < 5; i++ {
 		m.noteWrite(bucketRef, 0, 2, true, busyNo, T)
 	}
-	if m.overloaded(bucketRef, 1, 2, T) {
+	if !m.mayDouble(bucketRef, 1, 2, T) {
+		t.Fatal("a bucket never seen to double may not")
+	}
+	grown(m, T)
+	if m.mayDouble(bucketRef, 1, 2, T) {
 		t.Fatal("a shard the memory does not know is overloaded")
+	}
+	if !m.mayDouble(bucketRef, 1, 2, T+growthCooldown) || m.mayDouble(bucketRef, 1, 2, T+growthCooldown-1) {
+		t.Fatal("the cooldown is not growthCooldown long")
 	}
 }
