@@ -2,7 +2,6 @@ package limiter
 
 import (
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/shardlimit/limiter/internal/engine"
@@ -55,8 +54,7 @@ type repeatMemo struct {
 // the memo).
 type memoState struct {
 	last atomic.Pointer[repeatMemo]
-	mu   sync.Mutex
-	seen *engine.Plan
+	seen atomic.Pointer[engine.Plan] // swapped, so that no acquire waits on another
 }
 
 // asks reports whether req (its resource defaulted) is the memo's
@@ -131,11 +129,7 @@ func (l *Limiter) remember(req Request, s settings, p bucketPlan) {
 		return
 	}
 	ms := &l.memo
-	ms.mu.Lock()
-	again := p.Same(ms.seen)
-	ms.seen = p.Plan
-	ms.mu.Unlock()
-	if !again {
+	if !p.Same(ms.seen.Swap(p.Plan)) {
 		return
 	}
 	m := &repeatMemo{entity: s.entity, resource: s.resource, count: len(req.Consume), cached: s.cached, gen: s.gen}
