@@ -104,8 +104,9 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 	// waits between that and the first write (0: read it then).
 	s, served, now := settings{}, false, int64(0)
 	if asked {
-		now = l.nowMs()
-		s, served = memo.settings(l.meta.gen.Load(), now)
+		t := l.cfg.clock.Now()
+		s, served = memo.settings(l.meta.gen.Load(), t)
+		now = t.UnixMilli()
 	}
 	var err error
 	if served {

@@ -29,10 +29,10 @@ type settings struct {
 	resource string  // the request's, or DefaultResource
 	limits   []Limit // the limits of the entity's bucket, per name
 	parent   []Limit // those of the parent's bucket, when entity.Cascade
-	// cached says until when (Unix ms, exclusive) the configuration
-	// cache keeps what these settings came from, read in cache generation
-	// gen: a repeat memo may serve them until then (0: not cached).
-	cached int64
+	// cached says until when (exclusive) the configuration cache keeps
+	// what these settings came from, read in cache generation gen: a
+	// repeat memo may serve them until then (zero: not cached).
+	cached time.Time
 	gen    uint64
 }
 
@@ -73,20 +73,24 @@ func (l *Limiter) config(ctx context.Context, tr *trace, req Request) (settings,
 // caller's (the request's, or the limiter's defaults when the request has
 // none). Names any of them defines apply; a name defined nowhere does not.
 // cached and gen are those of the stored configuration (see settings).
-func (l *Limiter) limitsFor(ctx context.Context, tr *trace, entity, resource string, caller []Limit) (_ Entity, _ []Limit, cached int64, gen uint64, _ error) {
+func (l *Limiter) limitsFor(ctx context.Context, tr *trace, entity, resource string, caller []Limit) (_ Entity, _ []Limit, cached time.Time, gen uint64, _ error) {
 	if len(caller) == 0 {
 		caller = l.cfg.defaults
 	}
 	ec, rc, gen, err := l.stored(ctx, tr, entity, resource)
 	if err != nil {
-		return Entity{}, nil, 0, 0, err
+		return Entity{}, nil, time.Time{}, 0, err
 	}
 	limits := mergeLimits(ec.own, ec.all, rc.limits, caller)
 	if len(limits) > maxLimits {
-		return Entity{}, nil, 0, 0, invalid("limits", "%d limits apply to entity %q on resource %q (the caller's and the stored ones); at most %d",
+		return Entity{}, nil, time.Time{}, 0, invalid("limits", "%d limits apply to entity %q on resource %q (the caller's and the stored ones); at most %d",
 			len(limits), entity, resource, maxLimits)
 	}
-	return ec.entity, limits, min(ec.cached, rc.cached), gen, nil
+	cached = ec.cached
+	if rc.cached.Before(cached) {
+		cached = rc.cached
+	}
+	return ec.entity, limits, cached, gen, nil
 }
 
 // mergeLimits combines scopes, most specific first: per limit name, the
@@ -114,15 +118,15 @@ func mergeLimits(own, all, res, caller []Limit) []Limit {
 // entityConf is what is stored on an entity's partition for one resource.
 type entityConf struct {
 	entity Entity
-	own    []Limit // stored for {entity, resource}; nil when none
-	all    []Limit // stored for {entity, ""}; nil when none
-	cached int64   // until when the cache keeps it (Unix ms, exclusive; 0: not cached)
+	own    []Limit   // stored for {entity, resource}; nil when none
+	all    []Limit   // stored for {entity, ""}; nil when none
+	cached time.Time // until when the cache keeps it (exclusive; zero: not cached)
 }
 
 // resourceConf is what is stored for every entity on a resource.
 type resourceConf struct {
-	limits []Limit // nil when none
-	cached int64   // as entityConf's
+	limits []Limit   // nil when none
+	cached time.Time // as entityConf's
 }
 
 // metaCache caches stored configuration per process: per (entity,
@@ -331,9 +335,9 @@ func (l *Limiter) publish(gen uint64, entity string, ef *flight, resource string
 	keep := c.ttl > 0 && c.gen.Load() == gen
 	// The waiters take the results as cached (or not): a memo of them
 	// lasts no longer than the cache's entries.
-	cached := int64(0)
+	var cached time.Time
 	if keep {
-		cached = expires.UnixMilli() // rounded down: never past the entry
+		cached = expires
 	}
 	if ef != nil {
 		if ef.err == nil {

@@ -3,6 +3,7 @@ package limiter
 import (
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/shardlimit/limiter/internal/engine"
 )
@@ -11,7 +12,9 @@ import (
 // again (one API key calling one model). Such an acquire repeats the last
 // one's checks and builds the same plan: a repeat memo remembers what the
 // last acquire of a bucket checked and planned, so that an acquire with
-// the same request skips the identifier checks and shares the plan.
+// the same request skips the identifier checks and shares the plan; and,
+// while the configuration cache holds the stored limits the plan was made
+// from (neither expired nor invalidated), it skips looking them up.
 //
 // A plan is immutable once built, so acquires share it freely. The memo is
 // made on the second acquire in a row of the same bucket (an acquire of
@@ -29,7 +32,7 @@ type repeatMemo struct {
 	resource string // as checkRequest accepted it (defaulted)
 	// req is the request's limits, which checkRequest accepted; limits
 	// those that applied (config), which the plan was built from. Both are
-	// the memo's own copies.
+	// copies the memo made (a renewal shares its original's: see fresher).
 	req, limits []Limit
 	// consume is the request's Consume by the names of limits (every name
 	// it has is one of them: checkConsume); has says which of them it
@@ -40,12 +43,12 @@ type repeatMemo struct {
 	plan    bucketPlan // its Plan shared, its limits the memo's own
 	buf     [2 * maxMemoLimits]Limit
 	// The stored configuration the limits came from: the entity as
-	// stored, and until when (Unix ms, exclusive) and in which generation
-	// the configuration cache holds it (see settings). While it does, an
-	// acquire the memo asks for runs with these settings without looking
-	// the configuration up.
+	// stored, and until when (exclusive; zero: not cached) and in which
+	// generation the configuration cache holds it (see settings). While it
+	// does, an acquire the memo asks for runs with these settings without
+	// looking the configuration up. A memo is never of a cascade.
 	entity Entity
-	cached int64
+	cached time.Time
 	gen    uint64
 }
 
@@ -81,10 +84,12 @@ func (m *repeatMemo) sameConsume(consume map[string]int64) bool {
 }
 
 // settings returns the settings of the memo's request when the
-// configuration cache still holds what they came from at now (Unix ms)
-// and has not been invalidated since (gen is the cache's generation).
-func (m *repeatMemo) settings(gen uint64, now int64) (settings, bool) {
-	if now >= m.cached || gen != m.gen {
+// configuration cache still holds what they came from at now and has not
+// been invalidated since (gen is the cache's generation). The cache's own
+// entries expire by the same comparison (on a real clock, by its monotonic
+// reading: a step of the wall clock moves neither).
+func (m *repeatMemo) settings(gen uint64, now time.Time) (settings, bool) {
+	if m.cached.IsZero() || !now.Before(m.cached) || gen != m.gen {
 		return settings{}, false
 	}
 	return settings{entity: m.entity, resource: m.resource, limits: m.limits, cached: m.cached, gen: m.gen}, true
@@ -110,10 +115,12 @@ func sameLimits(a, b []Limit) bool {
 	return slices.Equal(a, b)
 }
 
-// fresher publishes a copy of memo m that serves settings s (read again
-// since m was made, m's having expired) when s are cached longer.
+// fresher publishes a copy of memo m that serves settings s, found or
+// read again since m was made (m having expired, or been invalidated), when
+// they are newer: of a later cache generation (generations only grow), or
+// cached longer. Only the settings change: the plan was found the same.
 func (l *Limiter) fresher(m *repeatMemo, s settings) {
-	if s.cached <= m.cached {
+	if s.cached.IsZero() || (s.gen <= m.gen && !s.cached.After(m.cached)) {
 		return
 	}
 	c := *m
@@ -125,8 +132,8 @@ func (l *Limiter) fresher(m *repeatMemo, s settings) {
 // second time in a row that an acquire plans the same charge, it makes
 // the limiter's memo of it.
 func (l *Limiter) remember(req Request, s settings, p bucketPlan) {
-	if len(req.Limits) > maxMemoLimits || len(s.limits) > maxMemoLimits {
-		return
+	if len(req.Limits) > maxMemoLimits || len(s.limits) > maxMemoLimits || s.entity.Cascade {
+		return // (a cascade's settings have the parent's limits: not memoised)
 	}
 	ms := &l.memo
 	if !p.Same(ms.seen.Swap(p.Plan)) {

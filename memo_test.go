@@ -230,10 +230,10 @@ func TestRepeatMemoServesTheConfigurationWhileCached(t *testing.T) {
 	e.mustAcquire(l, req)
 	e.mustAcquire(l, req)
 	m := l.memo.last.Load()
-	if m == nil || m.cached != e.clock.Now().Add(time.Minute).UnixMilli() {
+	if m == nil || !m.cached.Equal(e.clock.Now().Add(time.Minute)) {
 		t.Fatalf("memo %+v, want one cached until the TTL", m)
 	}
-	if s, ok := m.settings(l.meta.gen.Load(), e.clock.Now().UnixMilli()); !ok || !sameLimits(s.limits, m.limits) {
+	if s, ok := m.settings(l.meta.gen.Load(), e.clock.Now()); !ok || !sameLimits(s.limits, m.limits) {
 		t.Fatalf("the memo serves %+v, %v", s, ok)
 	}
 	capacity := func(when string) int64 {
@@ -270,10 +270,10 @@ func TestRepeatMemoServesTheConfigurationWhileCached(t *testing.T) {
 		t.Fatalf("a TTL after another process stored rpm 40 the acquire ran with capacity %d", c)
 	}
 	capacity("again")
-	if n := l.memo.last.Load(); n == nil || n.cached <= m.cached || n.limits[0].Capacity != 40 {
-		t.Fatalf("memo %+v after the cache was read again, want one of rpm 40 cached longer than %d", n, m.cached)
+	if n := l.memo.last.Load(); n == nil || !n.cached.After(m.cached) || n.limits[0].Capacity != 40 {
+		t.Fatalf("memo %+v after the cache was read again, want one of rpm 40 cached longer than %v", n, m.cached)
 	}
-	if _, ok := l.memo.last.Load().settings(l.meta.gen.Load(), e.clock.Now().UnixMilli()); !ok {
+	if _, ok := l.memo.last.Load().settings(l.meta.gen.Load(), e.clock.Now()); !ok {
 		t.Fatal("the memo made after the new reading does not serve")
 	}
 
@@ -281,7 +281,7 @@ func TestRepeatMemoServesTheConfigurationWhileCached(t *testing.T) {
 	n := l.memo.last.Load()
 	e.clock.Add(time.Minute)
 	capacity("a TTL later, nothing changed")
-	if r := l.memo.last.Load(); r == n || r.plan.Plan != n.plan.Plan || r.cached <= n.cached {
+	if r := l.memo.last.Load(); r == n || r.plan.Plan != n.plan.Plan || !r.cached.After(n.cached) {
 		t.Fatalf("memo %+v after an unchanged reading, want a renewal of %+v", r, n)
 	}
 }
@@ -299,7 +299,7 @@ func TestRepeatMemoWithoutACacheReadsEveryTime(t *testing.T) {
 	if m == nil {
 		t.Fatal("no memo")
 	}
-	if _, ok := m.settings(l.meta.gen.Load(), e.clock.Now().UnixMilli()); ok {
+	if _, ok := m.settings(l.meta.gen.Load(), e.clock.Now()); ok {
 		t.Fatal("a memo serves settings with the cache off")
 	}
 	before := e.st.Totals().Requests
@@ -307,4 +307,41 @@ func TestRepeatMemoWithoutACacheReadsEveryTime(t *testing.T) {
 	if reads := e.st.Totals().Requests - before; reads != 2 {
 		t.Fatalf("%d store requests for an acquire with the cache off, want 2 (the read, the write)", reads)
 	}
+}
+
+// A memo made without a cache never serves, whatever the clock says (a
+// clock before 1970 included); one the cache was invalidated under is
+// renewed by the next reading, also within the same millisecond, and
+// serves again.
+func TestRepeatMemoEdgesOfItsCache(t *testing.T) {
+	t.Run("no cache, a clock before 1970", func(t *testing.T) {
+		e := newEnv(t)
+		e.clock.Set(time.Date(1969, 12, 31, 23, 0, 0, 0, time.UTC))
+		l, other := e.limiter(WithCacheTTL(0)), e.limiter()
+		req := Request{Entity: "a", Resource: "gpt-4", Consume: map[string]int64{"rpm": 1}, Limits: []Limit{PerMinute("rpm", 100)}}
+		for range 3 {
+			e.mustAcquire(l, req)
+		}
+		if err := other.PutLimits(e.ctx, Scope{Entity: "a"}, []Limit{PerMinute("rpm", 40)}); err != nil {
+			t.Fatal(err)
+		}
+		if c := e.mustAcquire(l, req).Limits()[0].Limit.Capacity; c != 40 {
+			t.Fatalf("capacity %d after another process stored 40, with the cache off", c)
+		}
+	})
+	t.Run("invalidated, read again at once", func(t *testing.T) {
+		e, l, req, m := remembered(t)
+		l.Invalidate()
+		if _, ok := m.settings(l.meta.gen.Load(), e.clock.Now()); ok {
+			t.Fatal("an invalidated memo serves")
+		}
+		e.mustAcquire(l, req)
+		n := l.memo.last.Load()
+		if n == m || n.plan.Plan != m.plan.Plan || n.gen != l.meta.gen.Load() {
+			t.Fatalf("memo %+v after the reading, want a renewal of %+v in generation %d", n, m, l.meta.gen.Load())
+		}
+		if _, ok := n.settings(l.meta.gen.Load(), e.clock.Now()); !ok {
+			t.Fatal("the renewed memo does not serve")
+		}
+	})
 }

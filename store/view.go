@@ -88,11 +88,13 @@ func ItemOfView(v View) Item {
 // SlotView is a [View] whose attributes sit in slots: every view of one
 // [Layout] holds each of the layout's names in the same slot, so that a
 // reader of many views looks a name up once per layout and then reads by
-// slot. memsim's views (WithViews) are slot views. Reading any other View
-// by name gives the same results; SlotView is only faster.
+// slot. memsim's views (WithViews) are slot views. Every attribute a view
+// holds is in its layout, and IntAt(Layout().Slot(name)) reads what
+// Int(name) reads: reading by slot is only faster.
 type SlotView interface {
 	View
-	// Layout returns the view's layout (never nil).
+	// Layout returns the view's layout; nil turns reading by slot off
+	// (readers then read by name).
 	Layout() Layout
 	// IntAt returns the number in slot i of the view's layout, and
 	// whether the view holds a number there (false for a string, for an
@@ -102,7 +104,9 @@ type SlotView interface {
 
 // Layout is the names of the attributes of [SlotView]s, each in its slot.
 // Layouts are compared by identity (==): views whose layouts are equal hold
-// a name in the same slot.
+// a name in the same slot. A layout's dynamic type should be comparable (a
+// pointer, in practice); readers do not remember the slots of one that is
+// not, and look its names up every time.
 type Layout interface {
 	// Slot returns the slot of name, or -1 when the layout has none.
 	Slot(name string) int

@@ -587,16 +587,24 @@ func (c *Charge) hot(now int64) Step {
 	if !c.m.mayDouble(c.p.Ref, c.shard, c.n, now) {
 		// The new shards have not had time to take load off this one:
 		// spread to another shard rather than double again.
-		if len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n {
-			return c.nextShard(now)
-		}
-		return Step{Err: &store.ThrottledError{Code: store.ThrottleProvisionedThroughputExceeded,
-			Reason: "limiter: bucket shards are busy", Key: c.p.Ref.WithShard(c.shard).Key()}}
+		return c.spreadHot(now)
 	}
 	return c.double(now, func() Step {
+		if c.m.grewRecently(c.p.Ref, now) {
+			return c.spreadHot(now) // overloaded right after a doubling, as above
+		}
 		return Step{Err: &store.ThrottledError{Code: store.ThrottleProvisionedThroughputExceeded,
-			Reason: "limiter: bucket at its shard limit", Key: c.p.Ref.WithShard(c.shard).Key()}}
+			Reason: "limiter: bucket cannot be split further", Key: c.p.Ref.WithShard(c.shard).Key()}}
 	})
+}
+
+// spreadHot tries another shard after a hot one, or gives up.
+func (c *Charge) spreadHot(now int64) Step {
+	if len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n {
+		return c.nextShard(now)
+	}
+	return Step{Err: &store.ThrottledError{Code: store.ThrottleProvisionedThroughputExceeded,
+		Reason: "limiter: bucket shards are busy", Key: c.p.Ref.WithShard(c.shard).Key()}}
 }
 
 // double asks for the doubling write from the current count; after says

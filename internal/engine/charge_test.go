@@ -234,7 +234,7 @@ func TestChargePaths(t *testing.T) {
 		},
 		check: func(t *testing.T, _ *Charge, last Step, _ *Memory) {
 			if !errors.Is(last.Err, store.ErrThrottled) {
-				t.Fatalf("err %v, want a throttle (the bucket at its shard limit)", last.Err)
+				t.Fatalf("err %v, want a throttle (the bucket cannot be split further)", last.Err)
 			}
 		},
 	}, {

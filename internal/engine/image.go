@@ -373,7 +373,9 @@ func numbersOf(it store.View) numbers {
 func numbersFor(it store.View, pt *planTemplate) numbers {
 	f := numbersOf(it)
 	if sv, ok := it.(store.SlotView); ok && pt != nil {
-		f.sv, f.at = sv, pt.slotsIn(sv.Layout())
+		if lay := sv.Layout(); lay != nil {
+			f.sv, f.at = sv, pt.slotsIn(lay)
+		}
 	}
 	return f
 }

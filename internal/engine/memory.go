@@ -620,7 +620,12 @@ func (m *Memory) grewRecently(ref keys.Bucket, now int64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.get(idOf(ref))
-	return b != nil && b.grewAt > 0 && now-b.grewAt < growthCooldown
+	return b != nil && b.grewRecently(now)
+}
+
+// grewRecently is Memory.grewRecently of the bucket. The caller holds m.mu.
+func (b *bucketInfo) grewRecently(now int64) bool {
+	return b.grewAt > 0 && now-b.grewAt < growthCooldown
 }
 
 // mayDouble reports whether this client may double the bucket from the
@@ -632,10 +637,7 @@ func (m *Memory) mayDouble(ref keys.Bucket, shard int, n, now int64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.get(idOf(ref))
-	if b == nil || b.grewAt == 0 || now-b.grewAt >= growthCooldown {
-		return true
-	}
-	return b.overloaded(shard, n, now)
+	return b == nil || !b.grewRecently(now) || b.overloaded(shard, n, now)
 }
 
 // overloaded reports whether this client's writes to the shard at count n

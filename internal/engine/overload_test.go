@@ -46,20 +46,27 @@ func TestStoryAnOverloadedShardDoublesWithoutWaiting(t *testing.T) {
 // unless the partition refused two thirds of its writes at the new count:
 // then it doubles again at once.
 func TestStoryAHotShardDoublesAgainOnlyWhenOverloaded(t *testing.T) {
-	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100_000)}, map[string]int64{"rps": 1})
-	spent := failed(shape{n: 2, rf: T, tk: map[string]int64{"rps": 40_000_000, "wcu": 0}}.item(p))
+	// 100,000 a second: doubles again; 800 a second: too few writes to
+	// heat a partition at 4 shards, so an overloaded shard spreads.
+	big := NewPlan(bucketRef, []Limit{perSecond("rps", 100_000)}, map[string]int64{"rps": 1})
+	small := NewPlan(bucketRef, []Limit{perSecond("rps", 800)}, map[string]int64{"rps": 1})
 	for _, tc := range []struct {
 		name            string
+		p               *Plan
 		went, throttled int
 		want            string
 	}{
-		{"five throttles of six writes: doubles again", 1, 5, "update 0 double"},
-		{"five of eight: spreads", 3, 5, "update 1 speculative"},
+		{"five throttles of six writes: doubles again", big, 1, 5, "update 0 double"},
+		{"five of eight: spreads", big, 3, 5, "update 1 speculative"},
+		{"five of six, a bucket that cannot be split further: spreads", small, 1, 5, "update 1 speculative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			p := tc.p
+			full := p.specs[0].orig.Burst
+			spent := failed(shape{n: 2, rf: T, tk: map[string]int64{"rps": full / 2, "wcu": 0}}.item(p))
 			m := NewMemory(0)
-			knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 80_000_000}}.item(p), 1, T-10)
-			m.learn(bucketRef, 0, image(t, shape{n: 2, rf: T - 5, tk: map[string]int64{"rps": 40_000_000}}.item(p)), 2, T-5, 0, nil)
+			knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": full}}.item(p), 1, T-10)
+			m.learn(bucketRef, 0, image(t, shape{n: 2, rf: T - 5, tk: map[string]int64{"rps": full / 2}}.item(p)), 2, T-5, 0, nil)
 			measured(m, bucketRef, 0, 2, 0.9, T, nil)
 			for i := 0; i < tc.throttled+tc.went; i++ {
 				m.noteWrite(bucketRef, 0, 2, i < tc.throttled, busyCeiling, T-4+int64(i)/4)

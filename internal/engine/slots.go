@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/shardlimit/limiter/store"
+import (
+	"reflect"
+
+	"github.com/shardlimit/limiter/store"
+)
 
 // Reading an item by slot. A store whose results are slot views (memsim's)
 // keeps each attribute of the items that share a layout in the same slot:
@@ -44,7 +48,9 @@ type layoutSlots struct {
 // slotsIn returns the slot of each of the template's fields (see fieldOf)
 // in lay, -1 for a field lay has none of. A template remembers the four
 // layouts met last (a store interns layouts: the items of one shape share
-// one), so that this is one comparison after the first time.
+// one), so that this is one comparison after the first time. (The plan
+// template cache is the process's: a template may keep the last layouts of
+// a store that is gone, and stores share its four entries.)
 func (pt *planTemplate) slotsIn(lay store.Layout) []int32 {
 	c := pt.slots.Load()
 	if c != nil {
@@ -69,6 +75,9 @@ func (pt *planTemplate) slotsIn(lay store.Layout) []int32 {
 		slot(k+fieldBurst, s.bx)
 		slot(k+fieldRefillAmount, s.ra)
 		slot(k+fieldRefillPeriod, s.rp)
+	}
+	if !reflect.TypeOf(lay).Comparable() {
+		return at // never remembered: comparing it would panic
 	}
 	// The newest first; the oldest of four falls out. A race between two
 	// publishers loses one of their entries: it is found again next time.

@@ -130,3 +130,54 @@ func TestSlotsInRemembersFourLayouts(t *testing.T) {
 		t.Fatalf("a remembered layout allocates %.0f times", allocs)
 	}
 }
+
+// mapLayout is a layout of a type that == cannot compare.
+type mapLayout map[string]int
+
+func (l mapLayout) Slot(name string) int {
+	if i, ok := l[name]; ok {
+		return i
+	}
+	return -1
+}
+
+// odd is a slot view whose layout is lay (nil, or not comparable).
+type odd struct {
+	store.View
+	lay store.Layout
+}
+
+func (v odd) Layout() store.Layout { return v.lay }
+
+func (v odd) IntAt(i int) (int64, bool) {
+	for name, j := range v.lay.(mapLayout) {
+		if j == i {
+			return v.View.Int(name)
+		}
+	}
+	return 0, false
+}
+
+// A slot view whose layout is nil is read by name; one whose layout's type
+// cannot be compared is read by slot but never remembered (comparing it
+// would panic): both decode as their item, again and again.
+func TestDecodeForOddLayouts(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rpm", 100)}, map[string]int64{"rpm": 1})
+	it := p.create(0, 1, T).Item
+	want, err := decodeFor(p, it, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lay := mapLayout{}
+	for i, name := range layoutOf(it).at {
+		lay[name] = i
+	}
+	for name, v := range map[string]store.View{"nil layout": odd{View: it}, "a map layout": odd{View: it, lay: lay}} {
+		for range 3 {
+			got, err := decodeFor(p, v, nil)
+			if err != nil || got.rf != want.rf || got.guards != want.guards || got.comp.Limits[0] != want.comp.Limits[0] {
+				t.Fatalf("%s: %+v (%v), want %+v", name, got, err, want)
+			}
+		}
+	}
+}
