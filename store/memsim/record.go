@@ -4,6 +4,8 @@ import (
 	"iter"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/shardlimit/limiter/store"
 )
@@ -27,6 +29,61 @@ type layout struct {
 	// heads: per plan, the slot of each attribute its actions write (-1:
 	// not in this layout).
 	heads planMemo
+	// quick remembers the slots of the name strings readers asked for
+	// (see slot); nil until the first read.
+	quick atomic.Pointer[quickSlots]
+}
+
+// quickSlots is a small table of name strings and their slots, keyed by
+// where a string's bytes are: a reader that asks with the same strings
+// again and again (the limiter reads every item it writes by the names of
+// its plan) finds the slot without hashing the name. A string's bytes
+// never change, so the same address and length are the same name. Entries
+// are set once and never replaced: the table is safe for concurrent
+// readers without a lock, and bounded.
+type quickSlots [quickSize]atomic.Pointer[nameSlot]
+
+const quickSize = 64
+
+// nameSlot is one entry of quickSlots: the name's bytes (kept alive by
+// the entry, so that the address is never another string's) and its
+// slot, -1 when the layout lacks it.
+type nameSlot struct {
+	p    *byte
+	n    int
+	slot int32
+}
+
+// slot returns the slot of name in l, and whether l has it.
+func (l *layout) slot(name string) (int32, bool) {
+	p := unsafe.StringData(name)
+	q := l.quick.Load()
+	h := int((uint64(uintptr(unsafe.Pointer(p)))*0x9e3779b97f4a7c15)>>58) ^ len(name)&(quickSize-1)
+	if q != nil {
+		for k := 0; k < 2; k++ {
+			if e := q[(h+k)&(quickSize-1)].Load(); e != nil && e.p == p && e.n == len(name) {
+				return e.slot, e.slot >= 0
+			}
+		}
+	}
+	i, ok := l.index[name]
+	if !ok {
+		i = -1
+	}
+	if q == nil {
+		q = new(quickSlots)
+		if !l.quick.CompareAndSwap(nil, q) {
+			q = l.quick.Load()
+		}
+	}
+	for k := 0; k < 2; k++ {
+		if e := &q[(h+k)&(quickSize-1)]; e.Load() == nil {
+			if e.CompareAndSwap(nil, &nameSlot{p: p, n: len(name), slot: i}) {
+				break
+			}
+		}
+	}
+	return i, ok
 }
 
 func (l *layout) extend(name string) *layout {
@@ -73,7 +130,10 @@ type record struct {
 	// the slots that hold a number, the slots that hold a string.
 	num []int64
 	str []string // by slot (possibly shorter: no string beyond)
-	n   int      // attributes present
+	n   int32    // attributes present
+	// mapped is set once m is built: a writer deriving the next record
+	// asks on every write, without taking mu.
+	mapped atomic.Bool
 
 	mu sync.Mutex // guards base and m
 	// base is the record this one was computed from, while it has a map
@@ -188,7 +248,7 @@ func (r *record) set(i int, v store.Value, has bool, shared *bool) {
 
 // Get implements [store.View.Get].
 func (r *record) Get(name string) (store.Value, bool) {
-	if i, ok := r.lay.index[name]; ok {
+	if i, ok := r.lay.slot(name); ok {
 		return r.at(int(i))
 	}
 	return store.Value{}, false
@@ -196,7 +256,7 @@ func (r *record) Get(name string) (store.Value, bool) {
 
 // Int implements [store.View.Int].
 func (r *record) Int(name string) (int64, bool) {
-	if i, ok := r.lay.index[name]; ok && r.kind(int(i)) == store.KindNumber {
+	if i, ok := r.lay.slot(name); ok && r.kind(int(i)) == store.KindNumber {
 		return r.num[i], true
 	}
 	return 0, false
@@ -204,14 +264,14 @@ func (r *record) Int(name string) (int64, bool) {
 
 // Str implements [store.View.Str].
 func (r *record) Str(name string) (string, bool) {
-	if i, ok := r.lay.index[name]; ok && r.kind(int(i)) == store.KindString {
+	if i, ok := r.lay.slot(name); ok && r.kind(int(i)) == store.KindString {
 		return r.str[i], true
 	}
 	return "", false
 }
 
 // Len implements [store.View.Len].
-func (r *record) Len() int { return r.n }
+func (r *record) Len() int { return int(r.n) }
 
 // All implements [store.View.All]: in slot order.
 func (r *record) All() iter.Seq2[string, store.Value] {
@@ -259,9 +319,11 @@ func (r *record) Item() store.Item {
 			}
 		}
 		r.base = nil
+		r.mapped.Store(true)
 		return r.m
 	}
 	r.m = r.copyItem()
+	r.mapped.Store(true)
 	return r.m
 }
 
@@ -275,11 +337,7 @@ func (r *record) copyItem() store.Item {
 }
 
 // hasMap reports whether the record's map is built.
-func (r *record) hasMap() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.m != nil
-}
+func (r *record) hasMap() bool { return r.mapped.Load() }
 
 // grown returns a copy of r in lay, a layout that extends r's: the same
 // values, the strings shared (see set).
@@ -370,5 +428,6 @@ func (s *Store) slotted(x img) *record {
 		r.set(i, x.m[name], true, &shared)
 	}
 	r.m = x.m
+	r.mapped.Store(true)
 	return r
 }
