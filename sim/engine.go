@@ -81,6 +81,9 @@ type Sim struct {
 
 	seq    uint64
 	events eventHeap
+	// taken: the first event of events is being handled; the next push
+	// replaces it (one pass down the heap instead of a pop and a push).
+	taken  bool
 	st     backend
 	maxReq int64
 	// partThrottles: per partition, the real (ceiling) throttles seen so far
@@ -322,7 +325,13 @@ func (s *Sim) setup() error {
 // push schedules an event.
 func (s *Sim) push(at int64, kind evKind, who, slot int32) {
 	s.seq++
-	s.events.push(event{at: at, seq: s.seq, kind: kind, who: who, slot: slot})
+	e := event{at: at, seq: s.seq, kind: kind, who: who, slot: slot}
+	if s.taken {
+		s.taken = false
+		s.events.replaceTop(e)
+		return
+	}
+	s.events.push(e)
 }
 
 // mix folds x into the trace hash.
@@ -349,10 +358,11 @@ func (s *Sim) Run() *Report {
 		s.push(c.startAt, evWake, c.id, -1)
 	}
 	for len(s.events) > 0 {
-		ev := s.events.pop()
+		ev := s.events[0]
 		if ev.at > s.end {
 			break
 		}
+		s.taken = true
 		if ev.at >= s.stepEnd() {
 			s.closeSteps(ev.at)
 		}
@@ -366,6 +376,10 @@ func (s *Sim) Run() *Report {
 			s.deliver(ev.slot)
 		case evSweep:
 			s.sweep.fire(ev.slot)
+		}
+		if s.taken { // nothing was scheduled in its place
+			s.taken = false
+			s.events.pop()
 		}
 	}
 	s.now = s.end

@@ -57,6 +57,22 @@ func (h *eventHeap) pop() event {
 	n := len(s) - 1
 	x := s[n]
 	s = s[:n]
+	if n > 0 {
+		s.down(x)
+	}
+	*h = s
+	return top
+}
+
+// replaceTop puts e in place of the first event: a pop and a push in one
+// pass down the heap (the scheduler's usual step: an event is handled and
+// schedules the next one of its client).
+func (h eventHeap) replaceTop(e event) { h.down(e) }
+
+// down moves x from the root's place down to where it belongs.
+func (h eventHeap) down(x event) {
+	s := h
+	n := len(s)
 	i := 0
 	for {
 		first := 4*i + 1
@@ -75,9 +91,5 @@ func (h *eventHeap) pop() event {
 		s[i] = s[m]
 		i = m
 	}
-	if n > 0 {
-		s[i] = x
-	}
-	*h = s
-	return top
+	s[i] = x
 }
