@@ -46,44 +46,60 @@ type quickSlots [quickSize]atomic.Pointer[nameSlot]
 const quickSize = 64
 
 // nameSlot is one entry of quickSlots: the name's bytes (kept alive by
-// the entry, so that the address is never another string's) and its
-// slot, -1 when the layout lacks it.
+// the entry, so that the address is never another string's), its slot
+// (-1 when the layout lacks it), and where in a record's num the bits
+// saying whether the slot holds a number or a string are.
 type nameSlot struct {
-	p    *byte
-	n    int
-	slot int32
+	p            *byte
+	n            int
+	slot         int32
+	nword, sword int32
+	bit          uint64
 }
 
-// slot returns the slot of name in l, and whether l has it.
-func (l *layout) slot(name string) (int32, bool) {
+// find returns the quickSlots entry of name, made on the first ask, or
+// nil when the two places it may take are another name's (the caller then
+// looks the name up in index).
+func (l *layout) find(name string) *nameSlot {
 	p := unsafe.StringData(name)
-	q := l.quick.Load()
 	h := int((uint64(uintptr(unsafe.Pointer(p)))*0x9e3779b97f4a7c15)>>58) ^ len(name)&(quickSize-1)
+	q := l.quick.Load()
 	if q != nil {
-		for k := 0; k < 2; k++ {
-			if e := q[(h+k)&(quickSize-1)].Load(); e != nil && e.p == p && e.n == len(name) {
-				return e.slot, e.slot >= 0
-			}
+		if e := q[h].Load(); e != nil && e.p == p && e.n == len(name) {
+			return e
+		}
+		if e := q[(h+1)&(quickSize-1)].Load(); e != nil && e.p == p && e.n == len(name) {
+			return e
 		}
 	}
-	i, ok := l.index[name]
-	if !ok {
-		i = -1
-	}
+	return l.learn(q, h, p, name)
+}
+
+// learn makes name's entry in place h or the next one of q (made when
+// nil), if one is free.
+func (l *layout) learn(q *quickSlots, h int, p *byte, name string) *nameSlot {
 	if q == nil {
 		q = new(quickSlots)
 		if !l.quick.CompareAndSwap(nil, q) {
 			q = l.quick.Load()
 		}
 	}
-	for k := 0; k < 2; k++ {
-		if e := &q[(h+k)&(quickSize-1)]; e.Load() == nil {
-			if e.CompareAndSwap(nil, &nameSlot{p: p, n: len(name), slot: i}) {
-				break
-			}
+	at := &q[h]
+	if at.Load() != nil {
+		if at = &q[(h+1)&(quickSize-1)]; at.Load() != nil {
+			return nil // names asked for with new strings each time fill it
 		}
 	}
-	return i, ok
+	e := &nameSlot{p: p, n: len(name), slot: -1}
+	if i, ok := l.index[name]; ok {
+		nl := len(l.names)
+		e.slot, e.bit = i, 1<<(i%64)
+		e.nword, e.sword = int32(nl+int(i)/64), int32(nl+words(nl)+int(i)/64)
+	}
+	if !at.CompareAndSwap(nil, e) {
+		return nil
+	}
+	return e
 }
 
 func (l *layout) extend(name string) *layout {
@@ -248,7 +264,13 @@ func (r *record) set(i int, v store.Value, has bool, shared *bool) {
 
 // Get implements [store.View.Get].
 func (r *record) Get(name string) (store.Value, bool) {
-	if i, ok := r.lay.slot(name); ok {
+	if e := r.lay.find(name); e != nil {
+		if e.slot >= 0 {
+			return r.at(int(e.slot))
+		}
+		return store.Value{}, false
+	}
+	if i, ok := r.lay.index[name]; ok {
 		return r.at(int(i))
 	}
 	return store.Value{}, false
@@ -256,7 +278,13 @@ func (r *record) Get(name string) (store.Value, bool) {
 
 // Int implements [store.View.Int].
 func (r *record) Int(name string) (int64, bool) {
-	if i, ok := r.lay.slot(name); ok && r.kind(int(i)) == store.KindNumber {
+	if e := r.lay.find(name); e != nil {
+		if e.slot >= 0 && uint64(r.num[e.nword])&e.bit != 0 {
+			return r.num[e.slot], true
+		}
+		return 0, false
+	}
+	if i, ok := r.lay.index[name]; ok && r.kind(int(i)) == store.KindNumber {
 		return r.num[i], true
 	}
 	return 0, false
@@ -264,7 +292,13 @@ func (r *record) Int(name string) (int64, bool) {
 
 // Str implements [store.View.Str].
 func (r *record) Str(name string) (string, bool) {
-	if i, ok := r.lay.slot(name); ok && r.kind(int(i)) == store.KindString {
+	if e := r.lay.find(name); e != nil {
+		if e.slot >= 0 && uint64(r.num[e.sword])&e.bit != 0 {
+			return r.str[e.slot], true
+		}
+		return "", false
+	}
+	if i, ok := r.lay.index[name]; ok && r.kind(int(i)) == store.KindString {
 		return r.str[i], true
 	}
 	return "", false
