@@ -233,9 +233,26 @@ func (r *record) at(i int) (store.Value, bool) {
 // copied before the first string is written: the caller says, in shared,
 // whether they are still another record's.
 func (r *record) set(i int, v store.Value, has bool, shared *bool) {
+	k, n, str := store.KindNone, int64(0), ""
+	if has {
+		var isNum bool
+		if n, isNum = v.AsInt(); isNum {
+			k = store.KindNumber
+		} else {
+			k = store.KindString
+			str, _ = v.AsString()
+		}
+	}
+	r.setKind(i, k, n, str, shared)
+}
+
+// setKind is set with the value given by its kind: the number n, the
+// string str, or none.
+func (r *record) setKind(i int, k store.Kind, n int64, str string, shared *bool) {
 	l := len(r.lay.names)
 	w, bit := i/64, int64(1)<<(i%64)
 	nb, sb := &r.num[l+w], &r.num[l+words(l)+w]
+	has := k == store.KindNumber || k == store.KindString
 	if had := (*nb|*sb)&bit != 0; had != has {
 		if has {
 			r.n++
@@ -245,21 +262,19 @@ func (r *record) set(i int, v store.Value, has bool, shared *bool) {
 	}
 	*nb &^= bit
 	*sb &^= bit
-	if !has {
-		return
-	}
-	if n, ok := v.AsInt(); ok {
+	switch k {
+	case store.KindNumber:
 		r.num[i] = n
 		*nb |= bit
-		return
+	case store.KindString:
+		if *shared || len(r.str) <= i {
+			s := make([]string, l)
+			copy(s, r.str)
+			r.str, *shared = s, false
+		}
+		r.str[i] = str
+		*sb |= bit
 	}
-	if *shared || len(r.str) <= i {
-		str := make([]string, l)
-		copy(str, r.str)
-		r.str, *shared = str, false
-	}
-	r.str[i], _ = v.AsString()
-	*sb |= bit
 }
 
 // Get implements [store.View.Get].

@@ -354,20 +354,32 @@ func (s *Store) runProgram(w *writeReq, ev *evaluation, v *itemView) bool {
 		n = maps.Clone(ev.old.m)
 	}
 	ev.newSize, ev.changed, ev.keysMoved = ev.oldSize, false, pl.writesIndexKey
+	// The results and the attributes they replace, read by kind (what
+	// Attrs.Get and comparing the Values it makes would say), each slice
+	// cut to the length of its kinds.
+	ok, ak := v.out.Kind, v.attrs.Kind
+	onum, ostr, next := v.out.Num[:len(ok)], v.out.Str[:len(ok)], v.next[:len(ok)]
+	anum, astr, asize := v.attrs.Num[:len(ak)], v.attrs.Str[:len(ak)], v.size[:len(ak)]
 	for i, h := range pl.head {
 		name := pl.names[h]
-		x, has := v.out.Get(i)
+		k := ok[i]
 		if r == nil {
-			if has {
+			if x, has := v.out.Get(i); has {
 				n[name] = x
 			} else {
 				delete(n, name)
 			}
 		}
-		size := attrSize(name, x, has)
-		v.next[i] = size
-		ev.newSize += int(size - v.size[h])
-		if old, had := v.attrs.Get(h); had != has || old != x {
+		var size int32
+		switch k {
+		case store.KindNumber:
+			size = int32(len(name) + NumberSize(onum[i]))
+		case store.KindString:
+			size = int32(len(name) + len(ostr[i]))
+		}
+		next[i] = size
+		ev.newSize += int(size - asize[h])
+		if !ev.changed && (ak[h] != k || k == store.KindNumber && anum[h] != onum[i] || k == store.KindString && astr[h] != ostr[i]) {
 			ev.changed = true
 		}
 	}
@@ -392,12 +404,13 @@ func (s *Store) derive(old img, pl *tplan, v *itemView) *record {
 		slots = lay.slotsOf(pl)
 	}
 	r, shared := o.grown(lay), true
+	ok := v.out.Kind
+	onum, ostr := v.out.Num[:len(ok)], v.out.Str[:len(ok)]
 	for i, j := range slots {
 		if j < 0 {
 			continue // absent before and after
 		}
-		x, has := v.out.Get(i)
-		r.set(int(j), x, has, &shared)
+		r.setKind(int(j), ok[i], onum[i], ostr[i], &shared)
 	}
 	if o.hasMap() {
 		r.base = o
@@ -430,32 +443,37 @@ func (s *Store) updateView(e *entry, w *writeReq, programmed bool) {
 	}
 	wv := &vs.v[wi]
 	out, next := wv.out, wv.next
+	// Attrs.Copy with the slices hoisted, each cut to the length of its
+	// kinds (so that one bounds check covers the three slices of an
+	// index): this loop runs for every attribute a write passes on to
+	// each other view. A number is copied whatever the kind (Num is read
+	// only for numbers); a string only when it is one.
+	okind := out.Kind
+	onum, ostr, onext := out.Num[:len(okind)], out.Str[:len(okind)], next[:len(okind)]
 	for i, p := range vs.plans[:n] {
 		if i != wi && p != nil {
 			v := &vs.v[i]
-			f := w.plan.writes(p)
-			// Attrs.Copy with the slices hoisted: this loop runs for
-			// every attribute a write passes on to each other view. A
-			// number is copied whatever the kind (Num is read only for
-			// numbers); a string only when it is one.
-			vk, vn, vstr, vz := v.attrs.Kind, v.attrs.Num, v.attrs.Str, v.size
-			for k := 0; k+1 < len(f); k += 2 {
-				a, j := f[k], f[k+1]
-				kind := out.Kind[a]
-				vk[j], vn[j], vz[j] = kind, out.Num[a], next[a]
+			vk := v.attrs.Kind
+			vn, vstr, vz := v.attrs.Num[:len(vk)], v.attrs.Str[:len(vk)], v.size[:len(vk)]
+			for f := w.plan.writes(p); len(f) >= 2; f = f[2:] {
+				a, j := f[0], f[1]
+				kind := okind[a]
+				vk[j], vn[j], vz[j] = kind, onum[a], onext[a]
 				if kind == store.KindString {
-					vstr[j] = out.Str[a]
+					vstr[j] = ostr[a]
 				}
 			}
 		}
 	}
 	a := &wv.attrs
 	if !w.plan.aliases {
+		ak := a.Kind
+		an, astr, az := a.Num[:len(ak)], a.Str[:len(ak)], wv.size[:len(ak)]
 		for i, j := range w.plan.head {
-			k := out.Kind[i]
-			a.Kind[j], a.Num[j], wv.size[j] = k, out.Num[i], wv.next[i]
+			k := okind[i]
+			ak[j], an[j], az[j] = k, onum[i], onext[i]
 			if k == store.KindString {
-				a.Str[j] = out.Str[i]
+				astr[j] = ostr[i]
 			}
 		}
 		return
