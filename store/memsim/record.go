@@ -218,6 +218,12 @@ func (r *record) kind(i int) store.Kind {
 	return store.KindNone
 }
 
+// isNumber reports whether slot i holds a number.
+func (r *record) isNumber(i int) bool {
+	l := len(r.lay.names)
+	return uint64(r.num[l+i/64])&(1<<(i%64)) != 0
+}
+
 // at returns the value of slot i, and whether there is one.
 func (r *record) at(i int) (store.Value, bool) {
 	switch r.kind(i) {

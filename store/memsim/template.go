@@ -407,10 +407,13 @@ func (s *Store) derive(old img, pl *tplan, v *itemView) *record {
 	ok := v.out.Kind
 	onum, ostr := v.out.Num[:len(ok)], v.out.Str[:len(ok)]
 	for i, j := range slots {
-		if j < 0 {
-			continue // absent before and after
+		switch k := ok[i]; {
+		case j < 0: // absent before and after
+		case k == store.KindNumber && r.isNumber(int(j)):
+			r.num[j] = onum[i] // a number replacing a number: n and the kinds stay
+		default:
+			r.setKind(int(j), k, onum[i], ostr[i], &shared)
 		}
-		r.setKind(int(j), ok[i], onum[i], ostr[i], &shared)
 	}
 	if o.hasMap() {
 		r.base = o
