@@ -123,6 +123,7 @@ type backend interface {
 	Items() []store.Item
 	Totals() memsim.Totals
 	Partition(pk string) memsim.PartitionStats
+	PartitionConsumed(pk string) store.Capacity
 }
 
 type stats struct {
@@ -248,7 +249,7 @@ func New(cfg Config) (*Sim, error) {
 	if !cfg.NoChecks {
 		s.chk = NewChecker(s.model, s.base)
 		s.chk.PartitionAvailable = func(pk string) float64 { return s.st.Partition(pk).WriteAvailable }
-		s.chk.PartitionConsumed = func(pk string) float64 { return s.st.Partition(pk).Consumed.WriteUnits }
+		s.chk.PartitionConsumed = func(pk string) float64 { return s.st.PartitionConsumed(pk).WriteUnits }
 		s.partThrottles = make(map[string]uint64)
 	}
 	opts := []memsim.Option{

@@ -305,7 +305,7 @@ func (r *record) Int(name string) (int64, bool) {
 		}
 		return 0, false
 	}
-	if i, ok := r.lay.index[name]; ok && r.kind(int(i)) == store.KindNumber {
+	if i, ok := r.lay.index[name]; ok && r.isNumber(int(i)) {
 		return r.num[i], true
 	}
 	return 0, false
@@ -343,7 +343,7 @@ func (r *record) All() iter.Seq2[string, store.Value] {
 func (r *record) Numbers() iter.Seq2[string, int64] {
 	return func(yield func(string, int64) bool) {
 		for i, name := range r.lay.names {
-			if r.kind(i) == store.KindNumber && !yield(name, r.num[i]) {
+			if r.isNumber(i) && !yield(name, r.num[i]) {
 				return
 			}
 		}

@@ -330,6 +330,25 @@ func TestPartitionCeilings(t *testing.T) {
 	}
 }
 
+// PartitionConsumed is the Consumed of Partition: zero before any write,
+// then every write's units, a throttled one's none.
+func TestPartitionConsumedIsPartitionsConsumed(t *testing.T) {
+	st := New(WithPartitionLimits(2, 5))
+	ctx := context.Background()
+	if got := st.PartitionConsumed("p"); got != (store.Capacity{}) {
+		t.Fatalf("an unused partition consumed %v", got)
+	}
+	for i := 0; i < 3; i++ { // the third is over the ceiling of 2
+		_, _ = st.Put(ctx, store.PutInput{Item: store.Item{"PK": store.Str("p"), "SK": store.Str("a")}})
+		if got, want := st.PartitionConsumed("p"), st.Partition("p").Consumed; got != want {
+			t.Fatalf("after %d puts: PartitionConsumed %v, Partition's Consumed %v", i+1, got, want)
+		}
+	}
+	if got := st.PartitionConsumed("p").WriteUnits; got != 2 {
+		t.Fatalf("consumed %v write units, want 2 (the throttled put charged none)", got)
+	}
+}
+
 // A throttled read names a read ceiling and the key of the partition that
 // was over it (the first key of that partition in the batch).
 func TestAThrottledBatchReadNamesItsPartition(t *testing.T) {
