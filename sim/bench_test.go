@@ -139,3 +139,4 @@ func BenchmarkScheduler(b *testing.B) {
 
 func (stubStore) Partition(string) memsim.PartitionStats  { return memsim.PartitionStats{} }
 func (stubStore) PartitionConsumed(string) store.Capacity { return store.Capacity{} }
+func (stubStore) PartitionThrottles(string) uint64        { return 0 }

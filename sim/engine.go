@@ -124,6 +124,7 @@ type backend interface {
 	Totals() memsim.Totals
 	Partition(pk string) memsim.PartitionStats
 	PartitionConsumed(pk string) store.Capacity
+	PartitionThrottles(pk string) uint64
 }
 
 type stats struct {
@@ -814,7 +815,7 @@ func (q *request) writePK(op memsim.OpKind) string {
 // not the throttles its fault plan injects).
 func (s *Sim) realThrottles(f *inflight) {
 	check := func(pk string) {
-		n := s.st.Partition(pk).Throttles
+		n := s.st.PartitionThrottles(pk)
 		if n > s.partThrottles[pk] {
 			s.partThrottles[pk] = n
 			s.chk.PartitionThrottled(pk, s.now)

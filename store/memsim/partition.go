@@ -212,6 +212,18 @@ func (s *Store) PartitionConsumed(pk string) store.Capacity {
 	return store.Capacity{}
 }
 
+// PartitionThrottles returns how many requests partition pk of the table
+// has throttled for being over its ceiling: the Throttles of
+// [Store.Partition], without the rest.
+func (s *Store) PartitionThrottles(pk string) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.parts[partKey{pk: pk}]; p != nil {
+		return p.stats.Throttles
+	}
+	return 0
+}
+
 // IndexPartition returns the statistics of partition pk of index (the
 // table for "").
 func (s *Store) IndexPartition(index, pk string) PartitionStats {

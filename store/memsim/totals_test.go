@@ -330,9 +330,10 @@ func TestPartitionCeilings(t *testing.T) {
 	}
 }
 
-// PartitionConsumed is the Consumed of Partition: zero before any write,
-// then every write's units, a throttled one's none.
-func TestPartitionConsumedIsPartitionsConsumed(t *testing.T) {
+// PartitionConsumed and PartitionThrottles are the Consumed and Throttles
+// of Partition: zero before any write, then every write's units, a
+// throttled one's none.
+func TestPartitionConsumedAndThrottlesArePartitions(t *testing.T) {
 	st := New(WithPartitionLimits(2, 5))
 	ctx := context.Background()
 	if got := st.PartitionConsumed("p"); got != (store.Capacity{}) {
@@ -346,6 +347,12 @@ func TestPartitionConsumedIsPartitionsConsumed(t *testing.T) {
 	}
 	if got := st.PartitionConsumed("p").WriteUnits; got != 2 {
 		t.Fatalf("consumed %v write units, want 2 (the throttled put charged none)", got)
+	}
+	if got, want := st.PartitionThrottles("p"), st.Partition("p").Throttles; got != 1 || want != 1 {
+		t.Fatalf("PartitionThrottles %d, Partition's Throttles %d, want 1", got, want)
+	}
+	if got := st.PartitionThrottles("q"); got != 0 {
+		t.Fatalf("an unused partition throttled %d", got)
 	}
 }
 
