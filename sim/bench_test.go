@@ -137,4 +137,6 @@ func BenchmarkScheduler(b *testing.B) {
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(calls), "cpu-ns/call")
 }
 
-func (stubStore) Partition(string) memsim.PartitionStats { return memsim.PartitionStats{} }
+func (stubStore) Partition(string) memsim.PartitionStats  { return memsim.PartitionStats{} }
+func (stubStore) PartitionConsumed(string) store.Capacity { return store.Capacity{} }
+func (stubStore) PartitionThrottles(string) uint64        { return 0 }

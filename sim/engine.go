@@ -81,6 +81,9 @@ type Sim struct {
 
 	seq    uint64
 	events eventHeap
+	// taken: the first event of events is being handled; the next push
+	// replaces it (one pass down the heap instead of a pop and a push).
+	taken  bool
 	st     backend
 	maxReq int64
 	// partThrottles: per partition, the real (ceiling) throttles seen so far
@@ -92,9 +95,10 @@ type Sim struct {
 	faults        faultState
 	sweep         *sweeper // nil unless the fault plan expires items
 
-	clients []*client
-	flights []inflight
-	free    []int32
+	clients   []*client
+	flights   []inflight
+	free      []int32
+	spareReqs []*request // cleared, for inflight.own
 
 	nextOp   uint64
 	stopping bool
@@ -119,6 +123,8 @@ type backend interface {
 	Items() []store.Item
 	Totals() memsim.Totals
 	Partition(pk string) memsim.PartitionStats
+	PartitionConsumed(pk string) store.Capacity
+	PartitionThrottles(pk string) uint64
 }
 
 type stats struct {
@@ -244,7 +250,7 @@ func New(cfg Config) (*Sim, error) {
 	if !cfg.NoChecks {
 		s.chk = NewChecker(s.model, s.base)
 		s.chk.PartitionAvailable = func(pk string) float64 { return s.st.Partition(pk).WriteAvailable }
-		s.chk.PartitionConsumed = func(pk string) float64 { return s.st.Partition(pk).Consumed.WriteUnits }
+		s.chk.PartitionConsumed = func(pk string) float64 { return s.st.PartitionConsumed(pk).WriteUnits }
 		s.partThrottles = make(map[string]uint64)
 	}
 	opts := []memsim.Option{
@@ -321,7 +327,13 @@ func (s *Sim) setup() error {
 // push schedules an event.
 func (s *Sim) push(at int64, kind evKind, who, slot int32) {
 	s.seq++
-	s.events.push(event{at: at, seq: s.seq, kind: kind, who: who, slot: slot})
+	e := event{at: at, seq: s.seq, kind: kind, who: who, slot: slot}
+	if s.taken {
+		s.taken = false
+		s.events.replaceTop(e)
+		return
+	}
+	s.events.push(e)
 }
 
 // mix folds x into the trace hash.
@@ -348,10 +360,11 @@ func (s *Sim) Run() *Report {
 		s.push(c.startAt, evWake, c.id, -1)
 	}
 	for len(s.events) > 0 {
-		ev := s.events.pop()
+		ev := s.events[0]
 		if ev.at > s.end {
 			break
 		}
+		s.taken = true
 		if ev.at >= s.stepEnd() {
 			s.closeSteps(ev.at)
 		}
@@ -365,6 +378,10 @@ func (s *Sim) Run() *Report {
 			s.deliver(ev.slot)
 		case evSweep:
 			s.sweep.fire(ev.slot)
+		}
+		if s.taken { // nothing was scheduled in its place
+			s.taken = false
+			s.events.pop()
 		}
 	}
 	s.now = s.end
@@ -466,13 +483,14 @@ func (s *Sim) dispatch(c *client, cl *call) {
 			w := &cl.writes[i]
 			slot := s.newFlight(c, int32(i))
 			f := &s.flights[slot]
+			q := s.ownRequest(f)
 			switch {
 			case w.Put != nil:
-				f.kind, f.req.put = memsim.OpPut, *w.Put
+				f.kind, q.put = memsim.OpPut, *w.Put
 			case w.Update != nil:
-				f.kind, f.req.upd = memsim.OpUpdate, *w.Update
+				f.kind, q.upd = memsim.OpUpdate, *w.Update
 			case w.Delete != nil:
-				f.kind, f.req.del = memsim.OpDelete, *w.Delete
+				f.kind, q.del = memsim.OpDelete, *w.Delete
 			default:
 				f.kind = memsim.OpUpdate
 				f.bad = true
@@ -484,9 +502,7 @@ func (s *Sim) dispatch(c *client, cl *call) {
 	s.stats.roundTrips++
 	c.pending = 1
 	slot := s.newFlight(c, -1)
-	f := &s.flights[slot]
-	f.kind = cl.op
-	f.req = cl.req
+	s.flights[slot].kind = cl.op // its request stays in cl until it is applied
 	s.send(slot)
 }
 
@@ -506,8 +522,33 @@ type inflight struct {
 	cause    Cause
 	hasCause bool
 	ctx      callCtx
-	req      request
-	out      response
+	// own is the request when it is not its client's call.req (which
+	// stays put while the client waits): one write of a WriteConcurrently,
+	// or a request applied after its caller has moved on.
+	own *request
+	out response
+}
+
+// request returns f's request.
+func (s *Sim) request(f *inflight) *request {
+	if f.own != nil {
+		return f.own
+	}
+	return &s.clients[f.client].call.req
+}
+
+// ownRequest gives f a request of its own (cleared ones are reused) and
+// returns it.
+func (s *Sim) ownRequest(f *inflight) *request {
+	var q *request
+	if n := len(s.spareReqs); n > 0 {
+		q = s.spareReqs[n-1]
+		s.spareReqs = s.spareReqs[:n-1]
+	} else {
+		q = new(request)
+	}
+	f.own = q
+	return q
 }
 
 // callCtx is the context of one store request as the store sees it: its
@@ -611,6 +652,10 @@ func (s *Sim) release(slot int32) {
 	f := &s.flights[slot]
 	f.refs--
 	if f.refs <= 0 {
+		if q := f.own; q != nil {
+			*q = request{}
+			s.spareReqs = append(s.spareReqs, q)
+		}
 		*f = inflight{}
 		s.free = append(s.free, slot)
 	}
@@ -625,7 +670,11 @@ func (s *Sim) send(slot int32) {
 	req := int64(float64(rt) * (0.3 + 0.4*s.rng.Float64()))
 	f.resp = rt - req
 	if req >= s.timeout {
-		f.req.detach() // applied after its caller has moved on
+		// Applied after its caller has moved on: a copy of its own.
+		if f.own == nil {
+			*s.ownRequest(f) = s.clients[f.client].call.req
+		}
+		f.own.detach()
 		f.timedOut, f.orphan, f.refs = true, true, 2
 		s.push(f.deadline, evDeliver, f.client, slot)
 	} else {
@@ -656,6 +705,7 @@ var bgctx = context.Background()
 // apply hands a request to the store at its arrival time.
 func (s *Sim) apply(slot int32) {
 	f := &s.flights[slot]
+	q := s.request(f)
 	f.ctx = callCtx{s: s, slot: slot, deadline: f.deadline}
 	ctx := context.Context(&f.ctx) // valid during the call: s.flights does not grow meanwhile
 	var err error
@@ -666,30 +716,30 @@ func (s *Sim) apply(slot int32) {
 	} else {
 		switch f.kind {
 		case memsim.OpGet:
-			f.out.get, err = s.st.Get(ctx, f.req.get)
-			pk = f.req.get.Key.PK
+			f.out.get, err = s.st.Get(ctx, q.get)
+			pk = q.get.Key.PK
 		case memsim.OpBatchGet:
-			f.out.batch, err = s.st.BatchGet(ctx, f.req.batch)
-			if len(f.req.batch.Keys) > 0 {
-				pk = f.req.batch.Keys[0].PK
+			f.out.batch, err = s.st.BatchGet(ctx, q.batch)
+			if len(q.batch.Keys) > 0 {
+				pk = q.batch.Keys[0].PK
 			}
 		case memsim.OpPut:
-			f.out.write, err = s.st.Put(ctx, f.req.put)
-			pk, _ = f.req.put.Item.Str(store.AttrPK)
+			f.out.write, err = s.st.Put(ctx, q.put)
+			pk, _ = q.put.Item.Str(store.AttrPK)
 		case memsim.OpUpdate:
-			f.out.write, err = s.st.Update(ctx, f.req.upd)
-			pk = f.req.upd.Key.PK
+			f.out.write, err = s.st.Update(ctx, q.upd)
+			pk = q.upd.Key.PK
 		case memsim.OpDelete:
-			f.out.write, err = s.st.Delete(ctx, f.req.del)
-			pk = f.req.del.Key.PK
+			f.out.write, err = s.st.Delete(ctx, q.del)
+			pk = q.del.Key.PK
 		case memsim.OpTransactWrite:
-			f.out.tx, err = s.st.TransactWrite(ctx, f.req.tx)
-			if len(f.req.tx.Actions) > 0 {
-				pk = actionPK(&f.req.tx.Actions[0])
+			f.out.tx, err = s.st.TransactWrite(ctx, q.tx)
+			if len(q.tx.Actions) > 0 {
+				pk = actionPK(&q.tx.Actions[0])
 			}
 		case memsim.OpQuery:
-			f.out.query, err = s.st.Query(ctx, f.req.query)
-			pk = f.req.query.PartitionKey
+			f.out.query, err = s.st.Query(ctx, q.query)
+			pk = q.query.PartitionKey
 		}
 	}
 	s.faults.undo = false
@@ -743,7 +793,7 @@ func (s *Sim) isUndo(f *inflight) bool {
 		return false
 	}
 	c := s.clients[f.client]
-	return c.cur.active && c.cur.op.ID == f.cause.Op && c.chargedBefore(f.req.writePK(f.kind))
+	return c.cur.active && c.cur.op.ID == f.cause.Op && c.chargedBefore(s.request(f).writePK(f.kind))
 }
 
 // writePK returns the partition key a single-item write names.
@@ -765,23 +815,24 @@ func (q *request) writePK(op memsim.OpKind) string {
 // not the throttles its fault plan injects).
 func (s *Sim) realThrottles(f *inflight) {
 	check := func(pk string) {
-		n := s.st.Partition(pk).Throttles
+		n := s.st.PartitionThrottles(pk)
 		if n > s.partThrottles[pk] {
 			s.partThrottles[pk] = n
 			s.chk.PartitionThrottled(pk, s.now)
 		}
 	}
+	q := s.request(f)
 	switch f.kind {
 	case memsim.OpPut:
-		pk, _ := f.req.put.Item.Str(store.AttrPK)
+		pk, _ := q.put.Item.Str(store.AttrPK)
 		check(pk)
 	case memsim.OpUpdate:
-		check(f.req.upd.Key.PK)
+		check(q.upd.Key.PK)
 	case memsim.OpDelete:
-		check(f.req.del.Key.PK)
+		check(q.del.Key.PK)
 	case memsim.OpTransactWrite:
-		for i := range f.req.tx.Actions {
-			check(actionPK(&f.req.tx.Actions[i]))
+		for i := range q.tx.Actions {
+			check(actionPK(&q.tx.Actions[i]))
 		}
 	}
 }

@@ -57,14 +57,51 @@ func (h *eventHeap) pop() event {
 	n := len(s) - 1
 	x := s[n]
 	s = s[:n]
+	if n > 0 {
+		s.down(x)
+	}
+	*h = s
+	return top
+}
+
+// replaceTop puts e in place of the first event: a pop and a push in one
+// pass down the heap (the scheduler's usual step: an event is handled and
+// schedules the next one of its client).
+func (h eventHeap) replaceTop(e event) { h.down(e) }
+
+// down moves x from the root's place down to where it belongs. A node
+// with all four children (the usual case) compares them unrolled, on a
+// slice of exactly four.
+func (h eventHeap) down(x event) {
+	s := h
+	n := len(s)
 	i := 0
 	for {
 		first := 4*i + 1
+		if first+4 <= n {
+			c := s[first : first+4 : first+4]
+			m := 0
+			if c[1].before(&c[m]) {
+				m = 1
+			}
+			if c[2].before(&c[m]) {
+				m = 2
+			}
+			if c[3].before(&c[m]) {
+				m = 3
+			}
+			if !c[m].before(&x) {
+				break
+			}
+			s[i] = c[m]
+			i = first + m
+			continue
+		}
 		if first >= n {
 			break
 		}
 		m := first
-		for c := first + 1; c < first+4 && c < n; c++ {
+		for c := first + 1; c < n; c++ {
 			if s[c].before(&s[m]) {
 				m = c
 			}
@@ -75,9 +112,5 @@ func (h *eventHeap) pop() event {
 		s[i] = s[m]
 		i = m
 	}
-	if n > 0 {
-		s[i] = x
-	}
-	*h = s
-	return top
+	s[i] = x
 }

@@ -42,7 +42,7 @@ func (r *NumberReader) Read(v store.View, dst []int64, ok []bool) {
 		slots := r.slotsOf(rec.lay)[:n]
 		for i, j := range slots {
 			dst[i], ok[i] = 0, false
-			if j >= 0 && rec.kind(int(j)) == store.KindNumber {
+			if j >= 0 && rec.isNumber(int(j)) {
 				dst[i], ok[i] = rec.num[j], true
 			}
 		}

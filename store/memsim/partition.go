@@ -199,6 +199,31 @@ func (s *Store) Partition(pk string) PartitionStats {
 	return s.IndexPartition("", pk)
 }
 
+// PartitionConsumed returns the capacity partition pk of the table has
+// consumed: the Consumed of [Store.Partition], without the rest (no clock
+// read, no bucket refilled), for a caller that samples it on every write.
+// It is zero for a partition nothing was charged to.
+func (s *Store) PartitionConsumed(pk string) store.Capacity {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.parts[partKey{pk: pk}]; p != nil {
+		return p.stats.Consumed
+	}
+	return store.Capacity{}
+}
+
+// PartitionThrottles returns how many requests partition pk of the table
+// has throttled for being over its ceiling: the Throttles of
+// [Store.Partition], without the rest.
+func (s *Store) PartitionThrottles(pk string) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.parts[partKey{pk: pk}]; p != nil {
+		return p.stats.Throttles
+	}
+	return 0
+}
+
 // IndexPartition returns the statistics of partition pk of index (the
 // table for "").
 func (s *Store) IndexPartition(index, pk string) PartitionStats {

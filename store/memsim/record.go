@@ -4,6 +4,8 @@ import (
 	"iter"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/shardlimit/limiter/store"
 )
@@ -27,6 +29,77 @@ type layout struct {
 	// heads: per plan, the slot of each attribute its actions write (-1:
 	// not in this layout).
 	heads planMemo
+	// quick remembers the slots of the name strings readers asked for
+	// (see slot); nil until the first read.
+	quick atomic.Pointer[quickSlots]
+}
+
+// quickSlots is a small table of name strings and their slots, keyed by
+// where a string's bytes are: a reader that asks with the same strings
+// again and again (the limiter reads every item it writes by the names of
+// its plan) finds the slot without hashing the name. A string's bytes
+// never change, so the same address and length are the same name. Entries
+// are set once and never replaced: the table is safe for concurrent
+// readers without a lock, and bounded.
+type quickSlots [quickSize]atomic.Pointer[nameSlot]
+
+const quickSize = 64
+
+// nameSlot is one entry of quickSlots: the name's bytes (kept alive by
+// the entry, so that the address is never another string's), its slot
+// (-1 when the layout lacks it), and where in a record's num the bits
+// saying whether the slot holds a number or a string are.
+type nameSlot struct {
+	p            *byte
+	n            int
+	slot         int32
+	nword, sword int32
+	bit          uint64
+}
+
+// find returns the quickSlots entry of name, made on the first ask, or
+// nil when the two places it may take are another name's (the caller then
+// looks the name up in index).
+func (l *layout) find(name string) *nameSlot {
+	p := unsafe.StringData(name)
+	h := int((uint64(uintptr(unsafe.Pointer(p)))*0x9e3779b97f4a7c15)>>58) ^ len(name)&(quickSize-1)
+	q := l.quick.Load()
+	if q != nil {
+		if e := q[h].Load(); e != nil && e.p == p && e.n == len(name) {
+			return e
+		}
+		if e := q[(h+1)&(quickSize-1)].Load(); e != nil && e.p == p && e.n == len(name) {
+			return e
+		}
+	}
+	return l.learn(q, h, p, name)
+}
+
+// learn makes name's entry in place h or the next one of q (made when
+// nil), if one is free.
+func (l *layout) learn(q *quickSlots, h int, p *byte, name string) *nameSlot {
+	if q == nil {
+		q = new(quickSlots)
+		if !l.quick.CompareAndSwap(nil, q) {
+			q = l.quick.Load()
+		}
+	}
+	at := &q[h]
+	if at.Load() != nil {
+		if at = &q[(h+1)&(quickSize-1)]; at.Load() != nil {
+			return nil // names asked for with new strings each time fill it
+		}
+	}
+	e := &nameSlot{p: p, n: len(name), slot: -1}
+	if i, ok := l.index[name]; ok {
+		nl := len(l.names)
+		e.slot, e.bit = i, 1<<(i%64)
+		e.nword, e.sword = int32(nl+int(i)/64), int32(nl+words(nl)+int(i)/64)
+	}
+	if !at.CompareAndSwap(nil, e) {
+		return nil
+	}
+	return e
 }
 
 func (l *layout) extend(name string) *layout {
@@ -73,7 +146,10 @@ type record struct {
 	// the slots that hold a number, the slots that hold a string.
 	num []int64
 	str []string // by slot (possibly shorter: no string beyond)
-	n   int      // attributes present
+	n   int32    // attributes present
+	// mapped is set once m is built: a writer deriving the next record
+	// asks on every write, without taking mu.
+	mapped atomic.Bool
 
 	mu sync.Mutex // guards base and m
 	// base is the record this one was computed from, while it has a map
@@ -142,6 +218,12 @@ func (r *record) kind(i int) store.Kind {
 	return store.KindNone
 }
 
+// isNumber reports whether slot i holds a number.
+func (r *record) isNumber(i int) bool {
+	l := len(r.lay.names)
+	return uint64(r.num[l+i/64])&(1<<(i%64)) != 0
+}
+
 // at returns the value of slot i, and whether there is one.
 func (r *record) at(i int) (store.Value, bool) {
 	switch r.kind(i) {
@@ -157,9 +239,26 @@ func (r *record) at(i int) (store.Value, bool) {
 // copied before the first string is written: the caller says, in shared,
 // whether they are still another record's.
 func (r *record) set(i int, v store.Value, has bool, shared *bool) {
+	k, n, str := store.KindNone, int64(0), ""
+	if has {
+		var isNum bool
+		if n, isNum = v.AsInt(); isNum {
+			k = store.KindNumber
+		} else {
+			k = store.KindString
+			str, _ = v.AsString()
+		}
+	}
+	r.setKind(i, k, n, str, shared)
+}
+
+// setKind is set with the value given by its kind: the number n, the
+// string str, or none.
+func (r *record) setKind(i int, k store.Kind, n int64, str string, shared *bool) {
 	l := len(r.lay.names)
 	w, bit := i/64, int64(1)<<(i%64)
 	nb, sb := &r.num[l+w], &r.num[l+words(l)+w]
+	has := k == store.KindNumber || k == store.KindString
 	if had := (*nb|*sb)&bit != 0; had != has {
 		if has {
 			r.n++
@@ -169,25 +268,29 @@ func (r *record) set(i int, v store.Value, has bool, shared *bool) {
 	}
 	*nb &^= bit
 	*sb &^= bit
-	if !has {
-		return
-	}
-	if n, ok := v.AsInt(); ok {
+	switch k {
+	case store.KindNumber:
 		r.num[i] = n
 		*nb |= bit
-		return
+	case store.KindString:
+		if *shared || len(r.str) <= i {
+			s := make([]string, l)
+			copy(s, r.str)
+			r.str, *shared = s, false
+		}
+		r.str[i] = str
+		*sb |= bit
 	}
-	if *shared || len(r.str) <= i {
-		str := make([]string, l)
-		copy(str, r.str)
-		r.str, *shared = str, false
-	}
-	r.str[i], _ = v.AsString()
-	*sb |= bit
 }
 
 // Get implements [store.View.Get].
 func (r *record) Get(name string) (store.Value, bool) {
+	if e := r.lay.find(name); e != nil {
+		if e.slot >= 0 {
+			return r.at(int(e.slot))
+		}
+		return store.Value{}, false
+	}
 	if i, ok := r.lay.index[name]; ok {
 		return r.at(int(i))
 	}
@@ -196,7 +299,13 @@ func (r *record) Get(name string) (store.Value, bool) {
 
 // Int implements [store.View.Int].
 func (r *record) Int(name string) (int64, bool) {
-	if i, ok := r.lay.index[name]; ok && r.kind(int(i)) == store.KindNumber {
+	if e := r.lay.find(name); e != nil {
+		if e.slot >= 0 && uint64(r.num[e.nword])&e.bit != 0 {
+			return r.num[e.slot], true
+		}
+		return 0, false
+	}
+	if i, ok := r.lay.index[name]; ok && r.isNumber(int(i)) {
 		return r.num[i], true
 	}
 	return 0, false
@@ -204,6 +313,12 @@ func (r *record) Int(name string) (int64, bool) {
 
 // Str implements [store.View.Str].
 func (r *record) Str(name string) (string, bool) {
+	if e := r.lay.find(name); e != nil {
+		if e.slot >= 0 && uint64(r.num[e.sword])&e.bit != 0 {
+			return r.str[e.slot], true
+		}
+		return "", false
+	}
 	if i, ok := r.lay.index[name]; ok && r.kind(int(i)) == store.KindString {
 		return r.str[i], true
 	}
@@ -211,7 +326,7 @@ func (r *record) Str(name string) (string, bool) {
 }
 
 // Len implements [store.View.Len].
-func (r *record) Len() int { return r.n }
+func (r *record) Len() int { return int(r.n) }
 
 // All implements [store.View.All]: in slot order.
 func (r *record) All() iter.Seq2[string, store.Value] {
@@ -228,7 +343,7 @@ func (r *record) All() iter.Seq2[string, store.Value] {
 func (r *record) Numbers() iter.Seq2[string, int64] {
 	return func(yield func(string, int64) bool) {
 		for i, name := range r.lay.names {
-			if r.kind(i) == store.KindNumber && !yield(name, r.num[i]) {
+			if r.isNumber(i) && !yield(name, r.num[i]) {
 				return
 			}
 		}
@@ -259,9 +374,11 @@ func (r *record) Item() store.Item {
 			}
 		}
 		r.base = nil
+		r.mapped.Store(true)
 		return r.m
 	}
 	r.m = r.copyItem()
+	r.mapped.Store(true)
 	return r.m
 }
 
@@ -275,11 +392,7 @@ func (r *record) copyItem() store.Item {
 }
 
 // hasMap reports whether the record's map is built.
-func (r *record) hasMap() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.m != nil
-}
+func (r *record) hasMap() bool { return r.mapped.Load() }
 
 // grown returns a copy of r in lay, a layout that extends r's: the same
 // values, the strings shared (see set).
@@ -370,5 +483,6 @@ func (s *Store) slotted(x img) *record {
 		r.set(i, x.m[name], true, &shared)
 	}
 	r.m = x.m
+	r.mapped.Store(true)
 	return r
 }

@@ -109,20 +109,23 @@ func (m *planMemo) put(pl *tplan, f []int32) {
 // from its results and passes the attributes it wrote on to the others;
 // any other write that changes the item makes them all stale.
 type itemViews struct {
-	v    []itemView
-	tick uint32 // counts uses, to replace the least recently used view
+	// plans[i] is the plan of view v[i] (nil: stale), used[i] the tick it
+	// was last used at: kept apart from the views, so that finding one
+	// reads a cache line, not every view.
+	plans [maxViews]*tplan
+	used  [maxViews]uint32
+	v     []itemView
+	tick  uint32 // counts uses, to replace the least recently used view
 }
 
 // maxViews bounds the views kept beside one item.
 const maxViews = 6
 
-// itemView holds the attributes plan's expressions name: attrs' i is the
-// item's attribute names[i]. plan nil: the view is stale. Numbers are held
-// without pointers, so that the writes that keep the view up to date cost
-// no write barriers.
+// itemView holds the attributes its plan's expressions name (the plan is
+// itemViews.plans' entry): attrs' i is the item's attribute names[i].
+// Numbers are held without pointers, so that the writes that keep the
+// view up to date cost no write barriers.
 type itemView struct {
-	plan *tplan
-	used uint32 // itemViews.tick when last used
 	// size[i] is the stored size of attribute names[i] (name and value),
 	// 0 when absent.
 	attrs expr.Attrs
@@ -196,22 +199,22 @@ func (s *Store) useView(e *entry, pl *tplan) *itemView {
 		e.views = vs
 	}
 	vs.tick++
-	src, free, lru := -1, -1, -1 // indexes: append may move the views
-	for i := range vs.v {
-		v := &vs.v[i]
+	src, free, lru := -1, -1, -1
+	n := len(vs.v)
+	for i, p := range vs.plans[:n] {
 		switch {
-		case v.plan == pl:
-			v.used = vs.tick
-			return v
-		case v.plan == nil:
+		case p == pl:
+			vs.used[i] = vs.tick
+			return &vs.v[i]
+		case p == nil:
 			if free < 0 {
 				free = i
 			}
 		default:
-			if src < 0 || v.used > vs.v[src].used {
+			if src < 0 || vs.used[i] > vs.used[src] {
 				src = i
 			}
-			if lru < 0 || v.used < vs.v[lru].used {
+			if lru < 0 || vs.used[i] < vs.used[lru] {
 				lru = i
 			}
 		}
@@ -219,30 +222,31 @@ func (s *Store) useView(e *entry, pl *tplan) *itemView {
 	at := free
 	switch {
 	case at >= 0:
-	case len(vs.v) < maxViews:
-		at = len(vs.v)
+	case n < maxViews:
+		at = n
 		vs.v = append(vs.v, itemView{})
 	default:
 		at = lru // maxViews > 1: src, the most recently used, is another
 	}
 	v := &vs.v[at]
 	var from *itemView
+	var fromPlan *tplan
 	if src >= 0 {
-		from = &vs.v[src]
+		from, fromPlan = &vs.v[src], vs.plans[src]
 	}
-	s.fillView(e, v, pl, from)
-	v.used = vs.tick
+	s.fillView(e, v, pl, from, fromPlan)
+	vs.plans[at], vs.used[at] = pl, vs.tick
 	return v
 }
 
 // fillView makes v a view of e's item for pl, taking the attributes src
-// (another up-to-date view of the item, or nil) holds and looking the
-// others up. Call with s.mu held.
-func (s *Store) fillView(e *entry, v *itemView, pl *tplan, src *itemView) {
+// (another up-to-date view of the item, of plan srcPlan, or nil) holds and
+// looking the others up. Call with s.mu held.
+func (s *Store) fillView(e *entry, v *itemView, pl *tplan, src *itemView, srcPlan *tplan) {
 	n := len(pl.names)
 	var from []int32 // pl's name i is src's from[i], or -1
 	if src != nil {
-		from = pl.carry(src.plan)
+		from = pl.carry(srcPlan)
 	}
 	v.make(n, len(pl.head))
 	for i, name := range pl.names {
@@ -255,7 +259,6 @@ func (s *Store) fillView(e *entry, v *itemView, pl *tplan, src *itemView) {
 		v.attrs.Set(i, x, has)
 		v.size[i] = attrSize(name, x, has)
 	}
-	v.plan = pl
 }
 
 // make sizes v for n attributes and h results, all absent (their sizes
@@ -351,20 +354,32 @@ func (s *Store) runProgram(w *writeReq, ev *evaluation, v *itemView) bool {
 		n = maps.Clone(ev.old.m)
 	}
 	ev.newSize, ev.changed, ev.keysMoved = ev.oldSize, false, pl.writesIndexKey
+	// The results and the attributes they replace, read by kind (what
+	// Attrs.Get and comparing the Values it makes would say), each slice
+	// cut to the length of its kinds.
+	ok, ak := v.out.Kind, v.attrs.Kind
+	onum, ostr, next := v.out.Num[:len(ok)], v.out.Str[:len(ok)], v.next[:len(ok)]
+	anum, astr, asize := v.attrs.Num[:len(ak)], v.attrs.Str[:len(ak)], v.size[:len(ak)]
 	for i, h := range pl.head {
 		name := pl.names[h]
-		x, has := v.out.Get(i)
+		k := ok[i]
 		if r == nil {
-			if has {
+			if x, has := v.out.Get(i); has {
 				n[name] = x
 			} else {
 				delete(n, name)
 			}
 		}
-		size := attrSize(name, x, has)
-		v.next[i] = size
-		ev.newSize += int(size - v.size[h])
-		if old, had := v.attrs.Get(h); had != has || old != x {
+		var size int32
+		switch k {
+		case store.KindNumber:
+			size = int32(len(name) + NumberSize(onum[i]))
+		case store.KindString:
+			size = int32(len(name) + len(ostr[i]))
+		}
+		next[i] = size
+		ev.newSize += int(size - asize[h])
+		if !ev.changed && (ak[h] != k || k == store.KindNumber && anum[h] != onum[i] || k == store.KindString && astr[h] != ostr[i]) {
 			ev.changed = true
 		}
 	}
@@ -389,12 +404,16 @@ func (s *Store) derive(old img, pl *tplan, v *itemView) *record {
 		slots = lay.slotsOf(pl)
 	}
 	r, shared := o.grown(lay), true
+	ok := v.out.Kind
+	onum, ostr := v.out.Num[:len(ok)], v.out.Str[:len(ok)]
 	for i, j := range slots {
-		if j < 0 {
-			continue // absent before and after
+		switch k := ok[i]; {
+		case j < 0: // absent before and after
+		case k == store.KindNumber && r.isNumber(int(j)):
+			r.num[j] = onum[i] // a number replacing a number: n and the kinds stay
+		default:
+			r.setKind(int(j), k, onum[i], ostr[i], &shared)
 		}
-		x, has := v.out.Get(i)
-		r.set(int(j), x, has, &shared)
 	}
 	if o.hasMap() {
 		r.base = o
@@ -411,47 +430,53 @@ func (s *Store) updateView(e *entry, w *writeReq, programmed bool) {
 	if vs == nil {
 		return
 	}
-	var wv *itemView
+	n := len(vs.v)
+	wi := -1
 	if programmed {
-		for i := range vs.v {
-			if vs.v[i].plan == w.plan {
-				wv = &vs.v[i]
+		for i, p := range vs.plans[:n] {
+			if p == w.plan {
+				wi = i
 				break
 			}
 		}
 	}
-	if wv == nil {
-		for i := range vs.v {
-			vs.v[i].plan = nil
-		}
+	if wi < 0 {
+		vs.plans = [maxViews]*tplan{}
 		return
 	}
+	wv := &vs.v[wi]
 	out, next := wv.out, wv.next
-	for i := range vs.v {
-		if v := &vs.v[i]; v != wv && v.plan != nil {
-			f := w.plan.writes(v.plan)
-			// Attrs.Copy with the slices hoisted: this loop runs for
-			// every attribute a write passes on to each other view. A
-			// number is copied whatever the kind (Num is read only for
-			// numbers); a string only when it is one.
-			vk, vn, vstr, vz := v.attrs.Kind, v.attrs.Num, v.attrs.Str, v.size
-			for k := 0; k+1 < len(f); k += 2 {
-				a, j := f[k], f[k+1]
-				kind := out.Kind[a]
-				vk[j], vn[j], vz[j] = kind, out.Num[a], next[a]
+	// Attrs.Copy with the slices hoisted, each cut to the length of its
+	// kinds (so that one bounds check covers the three slices of an
+	// index): this loop runs for every attribute a write passes on to
+	// each other view. A number is copied whatever the kind (Num is read
+	// only for numbers); a string only when it is one.
+	okind := out.Kind
+	onum, ostr, onext := out.Num[:len(okind)], out.Str[:len(okind)], next[:len(okind)]
+	for i, p := range vs.plans[:n] {
+		if i != wi && p != nil {
+			v := &vs.v[i]
+			vk := v.attrs.Kind
+			vn, vstr, vz := v.attrs.Num[:len(vk)], v.attrs.Str[:len(vk)], v.size[:len(vk)]
+			for f := w.plan.writes(p); len(f) >= 2; f = f[2:] {
+				a, j := f[0], f[1]
+				kind := okind[a]
+				vk[j], vn[j], vz[j] = kind, onum[a], onext[a]
 				if kind == store.KindString {
-					vstr[j] = out.Str[a]
+					vstr[j] = ostr[a]
 				}
 			}
 		}
 	}
 	a := &wv.attrs
 	if !w.plan.aliases {
+		ak := a.Kind
+		an, astr, az := a.Num[:len(ak)], a.Str[:len(ak)], wv.size[:len(ak)]
 		for i, j := range w.plan.head {
-			k := out.Kind[i]
-			a.Kind[j], a.Num[j], wv.size[j] = k, out.Num[i], wv.next[i]
+			k := okind[i]
+			ak[j], an[j], az[j] = k, onum[i], onext[i]
 			if k == store.KindString {
-				a.Str[j] = out.Str[i]
+				astr[j] = ostr[i]
 			}
 		}
 		return

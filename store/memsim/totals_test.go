@@ -330,6 +330,32 @@ func TestPartitionCeilings(t *testing.T) {
 	}
 }
 
+// PartitionConsumed and PartitionThrottles are the Consumed and Throttles
+// of Partition: zero before any write, then every write's units, a
+// throttled one's none.
+func TestPartitionConsumedAndThrottlesArePartitions(t *testing.T) {
+	st := New(WithPartitionLimits(2, 5))
+	ctx := context.Background()
+	if got := st.PartitionConsumed("p"); got != (store.Capacity{}) {
+		t.Fatalf("an unused partition consumed %v", got)
+	}
+	for i := 0; i < 3; i++ { // the third is over the ceiling of 2
+		_, _ = st.Put(ctx, store.PutInput{Item: store.Item{"PK": store.Str("p"), "SK": store.Str("a")}})
+		if got, want := st.PartitionConsumed("p"), st.Partition("p").Consumed; got != want {
+			t.Fatalf("after %d puts: PartitionConsumed %v, Partition's Consumed %v", i+1, got, want)
+		}
+	}
+	if got := st.PartitionConsumed("p").WriteUnits; got != 2 {
+		t.Fatalf("consumed %v write units, want 2 (the throttled put charged none)", got)
+	}
+	if got, want := st.PartitionThrottles("p"), st.Partition("p").Throttles; got != 1 || want != 1 {
+		t.Fatalf("PartitionThrottles %d, Partition's Throttles %d, want 1", got, want)
+	}
+	if got := st.PartitionThrottles("q"); got != 0 {
+		t.Fatalf("an unused partition throttled %d", got)
+	}
+}
+
 // A throttled read names a read ceiling and the key of the partition that
 // was over it (the first key of that partition in the batch).
 func TestAThrottledBatchReadNamesItsPartition(t *testing.T) {
