@@ -12,7 +12,7 @@ func (r *record) Layout() store.Layout { return r.lay }
 
 // IntAt implements [store.SlotView.IntAt].
 func (r *record) IntAt(i int) (int64, bool) {
-	if i < 0 || i >= len(r.lay.names) || r.kind(i) != store.KindNumber {
+	if i < 0 || i >= len(r.lay.names) || !r.isNumber(i) {
 		return 0, false
 	}
 	return r.num[i], true
