@@ -79,7 +79,11 @@ func TestDecodeForReadsSlotViewsAsItems(t *testing.T) {
 			} else {
 				lay.at = append(lay.at, "b_zz_tk", "b_zz_fl") // names the item lacks
 			}
-			slices.Reverse(lay.at) // the limits' fields first: one in slot 0
+			// A field in slot 0 (the first limit's balance, when the item
+			// has it).
+			if j := slices.Index(lay.at, p.specs[0].tk); j > 0 {
+				lay.at[0], lay.at[j] = lay.at[j], lay.at[0]
+			}
 			want, werr := decode(it)
 			var byName int
 			got, gerr := decode(slotted{it, lay, &byName})
@@ -103,7 +107,10 @@ func TestDecodeForReadsSlotViewsAsItems(t *testing.T) {
 // A template remembers the slots of its fields in the four layouts met
 // last: a fifth replaces the oldest, and every layout reads right.
 func TestSlotsInRemembersFourLayouts(t *testing.T) {
-	p := NewPlan(bucketRef, []Limit{perSecond("rpm", 100)}, map[string]int64{"rpm": 1})
+	// Limits of this test alone: the plan template, and its layouts, are
+	// the process's.
+	p := NewPlan(bucketRef, []Limit{perSecond("slotsin", 100)}, map[string]int64{"slotsin": 1})
+	p.pt.slots.Store(nil) // (as a first run found it)
 	var lays []*names
 	for i := range 5 {
 		it := p.create(0, 1, T).Item
@@ -113,6 +120,11 @@ func TestSlotsInRemembersFourLayouts(t *testing.T) {
 		lays = append(lays, layoutOf(it))
 	}
 	slotsOf := func(l *names) []int32 { return p.pt.slotsIn(l) }
+	slotsOf(lays[0])
+	slotsOf(lays[1])
+	if c := p.pt.slots.Load(); c.n != 2 || c.lays[0] != store.Layout(lays[1]) || c.lays[1] != store.Layout(lays[0]) {
+		t.Fatalf("after two layouts, %d remembered: %v", c.n, c.lays)
+	}
 	for round := range 2 {
 		for i, l := range lays {
 			at := slotsOf(l)
