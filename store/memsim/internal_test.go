@@ -171,3 +171,64 @@ func TestNumberReaderOfFewerSlotsOrNone(t *testing.T) {
 		}
 	}
 }
+
+// A view whose template has not written the item for more than viewAge
+// uses of its views is dropped, not kept up to date by the others' writes;
+// when its template writes again the view is made afresh, and its answer
+// is the item's.
+func TestAViewUnusedForLongIsDropped(t *testing.T) {
+	ctx := context.Background()
+	s := New(WithViews(true))
+	k := store.Key{PK: "p", SK: "s"}
+	if _, err := s.Put(ctx, store.PutInput{Item: store.Item{store.AttrPK: store.Str("p"), store.AttrSK: store.Str("s"), "a": store.Int(0), "b": store.Int(0)}}); err != nil {
+		t.Fatal(err)
+	}
+	addA := store.MustCompile(store.Update{}.Add("a", store.Slot(0)), store.Condition{})
+	addB := store.MustCompile(store.Update{}.Add("b", store.Slot(0)).Add("a", store.Slot(1)), store.Condition{})
+	write := func(tp *store.Template, vals ...int64) store.View {
+		t.Helper()
+		args := make([]store.Value, len(vals))
+		for i, v := range vals {
+			args[i] = store.Int(v)
+		}
+		out, err := s.Update(ctx, store.UpdateInput{Key: k, Expr: tp.Expr(args), Return: store.ReturnAllNew})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Image()
+	}
+	views := func() (n int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, p := range s.items[k].views.plans {
+			if p != nil {
+				n++
+			}
+		}
+		return n
+	}
+	write(addA, 1)
+	write(addB, 1, 1)
+	if n := views(); n != 2 {
+		t.Fatalf("%d views after two templates wrote, want 2", n)
+	}
+	// A was last used at the first of these uses; B's writes are the
+	// next ones: at the (viewAge+1)-th use after A's, A is dropped.
+	for range viewAge - 1 {
+		write(addB, 1, 1)
+	}
+	if n := views(); n != 2 {
+		t.Fatalf("%d views %d uses after A's, want 2 (not yet too old)", n, viewAge)
+	}
+	write(addB, 1, 1)
+	if n := views(); n != 1 {
+		t.Fatalf("%d views %d uses after A's, want 1", n, viewAge+1)
+	}
+	got := write(addA, 10)
+	if a, _ := got.Int("a"); a != 1+(viewAge+1)+10 {
+		t.Fatalf("a = %d after the dropped view's template wrote again, want %d", a, 1+(viewAge+1)+10)
+	}
+	if b, _ := got.Int("b"); b != viewAge+1 {
+		t.Fatalf("b = %d, want %d", b, viewAge+1)
+	}
+}

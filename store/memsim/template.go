@@ -121,6 +121,13 @@ type itemViews struct {
 // maxViews bounds the views kept beside one item.
 const maxViews = 6
 
+// viewAge is how many uses of an item's views a view may go unused and
+// still be kept up to date by the others' writes: one older is dropped
+// instead (made again if its template writes again), so that an item
+// written by one template most of the time (an acquire's speculative
+// write) pays for no view its warm-up or a rare write left behind.
+const viewAge = 64
+
 // itemView holds the attributes its plan's expressions name (the plan is
 // itemViews.plans' entry): attrs' i is the item's attribute names[i].
 // Numbers are held without pointers, so that the writes that keep the
@@ -455,6 +462,10 @@ func (s *Store) updateView(e *entry, w *writeReq, programmed bool) {
 	onum, ostr, onext := out.Num[:len(okind)], out.Str[:len(okind)], next[:len(okind)]
 	for i, p := range vs.plans[:n] {
 		if i != wi && p != nil {
+			if vs.tick-vs.used[i] > viewAge {
+				vs.plans[i] = nil // unused for long: dropped, not kept up to date
+				continue
+			}
 			v := &vs.v[i]
 			vk := v.attrs.Kind
 			vn, vstr, vz := v.attrs.Num[:len(vk)], v.attrs.Str[:len(vk)], v.size[:len(vk)]
