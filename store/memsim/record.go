@@ -62,7 +62,7 @@ type nameSlot struct {
 // looks the name up in index).
 func (l *layout) find(name string) *nameSlot {
 	p := unsafe.StringData(name)
-	h := int((uint64(uintptr(unsafe.Pointer(p)))*0x9e3779b97f4a7c15)>>58) ^ len(name)&(quickSize-1)
+	h := quickPlace(p, len(name))
 	q := l.quick.Load()
 	if q != nil {
 		if e := q[h].Load(); e != nil && e.p == p && e.n == len(name) {
@@ -73,6 +73,12 @@ func (l *layout) find(name string) *nameSlot {
 		}
 	}
 	return l.learn(q, h, p, name)
+}
+
+// quickPlace returns the first of the two places in quickSlots where the
+// entry of a name whose bytes are at p, n of them, may be.
+func quickPlace(p *byte, n int) int {
+	return int((uint64(uintptr(unsafe.Pointer(p)))*0x9e3779b97f4a7c15)>>58) ^ n&(quickSize-1)
 }
 
 // learn makes name's entry in place h or the next one of q (made when
