@@ -243,7 +243,7 @@ func TestQuickTableTellsPrefixesApart(t *testing.T) {
 	// base returns a string "abc" whose places for "ab" (h2) and "abc"
 	// (h3) are as next says, and filler another string whose first place
 	// is at.
-	base := func(next func(h2, h3 int) bool) (string, int, int) {
+	base := func(t *testing.T, next func(h2, h3 int) bool) (string, int, int) {
 		for i := 0; i < 10000; i++ {
 			b := strings.Clone("abc")
 			p := unsafe.StringData(b)
@@ -254,7 +254,7 @@ func TestQuickTableTellsPrefixesApart(t *testing.T) {
 		t.Skip("no string with the places wanted") // 1 in 64 qualify
 		return "", 0, 0
 	}
-	filler := func(at int) string {
+	filler := func(t *testing.T, at int) string {
 		for i := 0; i < 100000; i++ {
 			f := fmt.Sprintf("f%05d", i)
 			if quickPlace(unsafe.StringData(f), len(f)) == at {
@@ -274,9 +274,9 @@ func TestQuickTableTellsPrefixesApart(t *testing.T) {
 		{"abc in ab's second place", func(h2, h3 int) bool { return h3 == next(h2) }, func(h2, h3 int) int { return h2 }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b, h2, h3 := base(c.places)
+			b, h2, h3 := base(t, c.places)
 			lay := (&layout{index: map[string]int32{}}).extend("ab").extend("abc")
-			lay.find(filler(c.filled(h2, h3)))
+			lay.find(filler(t, c.filled(h2, h3)))
 			if e := lay.find(b); e == nil || e.slot != lay.index["abc"] {
 				t.Fatalf("abc: entry %+v, want slot %d", e, lay.index["abc"])
 			}
