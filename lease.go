@@ -27,8 +27,8 @@ type Lease struct {
 
 type leasePart struct {
 	p      bucketPlan
-	net    map[string]int64 // millitokens adjusted beyond the acquire, per limit
-	states []LimitState     // as the acquire's write left the bucket (computed when asked)
+	net    *netAmounts  // millitokens adjusted beyond the acquire, per limit (nil: none)
+	states []LimitState // as the acquire's write left the bucket (computed when asked)
 	// What the states are computed from: the item the write returned and
 	// when (or, for a pooled part, the pool's holdings are added).
 	img *engine.Image
@@ -170,7 +170,7 @@ func (le *Lease) Rollback(ctx context.Context) error {
 	err := le.applyEach(ctx, "rollback", 1, func(part *leasePart) map[string]int64 {
 		back := part.p.Amounts()
 		for name, a := range back {
-			if v := -(a + part.net[name]); v != 0 {
+			if v := -(a + part.net.get(name)); v != 0 {
 				back[name] = v
 			} else {
 				delete(back, name)
@@ -223,12 +223,9 @@ func (le *Lease) applyEach(ctx context.Context, op string, scale int64, amounts 
 			err = errors.Join(err, step.Err)
 			continue
 		}
-		if part.net == nil {
-			part.net = make(map[string]int64)
-		}
 		for name, d := range amts {
 			if d != 0 && part.p.Has(name) {
-				part.net[name] += d * scale
+				part.addNet(name, d*scale)
 			}
 		}
 	}
@@ -285,13 +282,57 @@ func (l *Limiter) settleWithPool(part *leasePart, milli map[string]int64) bool {
 	if !ok {
 		return false
 	}
-	if part.net == nil {
-		part.net = make(map[string]int64)
-	}
 	for name, d := range milli {
-		part.net[name] += d
+		part.addNet(name, d)
 	}
 	return true
+}
+
+// addNet adds d millitokens to what adjusts added to the part's limit
+// name. (A pointer in the part: the lease box stays in its size class.)
+func (part *leasePart) addNet(name string, d int64) {
+	if part.net == nil {
+		part.net = new(netAmounts)
+		part.net.list = part.net.buf[:0]
+	}
+	part.net.add(name, d)
+}
+
+// netAmounts maps limit names to millitokens: a short list, as a lease part
+// has few limits, in one allocation with room for two (a map cost two
+// allocations and a few hundred bytes per adjusted lease).
+type netAmounts struct {
+	list []namedMilli
+	buf  [2]namedMilli
+}
+
+type namedMilli struct {
+	name string
+	v    int64
+}
+
+// get returns name's amount (0 when absent, or n nil).
+func (n *netAmounts) get(name string) int64 {
+	if n == nil {
+		return 0
+	}
+	for _, e := range n.list {
+		if e.name == name {
+			return e.v
+		}
+	}
+	return 0
+}
+
+// add adds d to name's amount.
+func (n *netAmounts) add(name string, d int64) {
+	for i := range n.list {
+		if n.list[i].name == name {
+			n.list[i].v += d
+			return
+		}
+	}
+	n.list = append(n.list, namedMilli{name, d})
 }
 
 // oneLease returns a lease of one bucket.

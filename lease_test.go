@@ -139,3 +139,21 @@ func TestAdjustWithZeroAmounts(t *testing.T) {
 		t.Fatalf("rpm tk after rollback = %d, want %d", got, rpm+1_000)
 	}
 }
+
+// What adjusts added to a lease part, per limit: none at first (a nil set
+// reads 0), sums per name, names apart.
+func TestNetAmounts(t *testing.T) {
+	var part leasePart
+	if part.net.get("rpm") != 0 {
+		t.Fatal("a part never adjusted has a net amount")
+	}
+	part.addNet("rpm", 5)
+	part.addNet("tpm", -3)
+	part.addNet("rpm", 2)
+	if allocs := testing.AllocsPerRun(10, func() { var q leasePart; q.addNet("a", 1); q.addNet("b", 1) }); allocs != 1 {
+		t.Errorf("two names cost %.0f allocations, want 1", allocs)
+	}
+	if r, p := part.net.get("rpm"), part.net.get("tpm"); r != 7 || p != -3 || part.net.get("x") != 0 || len(part.net.list) != 2 {
+		t.Fatalf("rpm %d, tpm %d, %d names: want 7, -3, 2", r, p, len(part.net.list))
+	}
+}
