@@ -9,7 +9,7 @@ OTHER_PKGS  = $$($(GO) list ./... | grep -v -e '/store' -e '/internal/' -e 'limi
 # limiter's): the OpenTelemetry observer and the deploy files' check.
 NESTED     := otel deploy
 # Generated configurations the property test simulates in make test (about
-# about three minutes for 1,500 on two cores; docs/testing.md says which planted
+# three minutes for 1,500 on two cores; docs/testing.md says which planted
 # bugs this budget finds). The simulator is single-threaded and
 # deterministic, so this run is without the race detector (which runs the
 # property test at a few cases only).
