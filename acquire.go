@@ -102,17 +102,19 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 	}
 	// now is the clock when the settings came from the memo: nothing
 	// waits between that and the first write (0: read it then).
-	s, served, now := settings{}, false, int64(0)
+	var s settings
+	var now int64
+	served := false
 	if asked {
 		t := l.cfg.clock.Now()
-		s, served = memo.settings(l.meta.gen.Load(), t)
-		now = t.UnixMilli()
+		if s, served = memo.settings(l.meta.gen.Load(), t); served {
+			now = t.UnixMilli()
+		}
 	}
 	var err error
 	if served {
 		tr.ev.Resource = s.resource
 	} else {
-		now = 0
 		s, err = l.config(ctx, tr, req)
 	}
 	var lease *Lease

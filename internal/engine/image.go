@@ -268,10 +268,7 @@ func decodeQuick(p *Plan, it store.View, dst *Image, kind decodeKind) (*Image, e
 		return Decode(it)
 	}
 	fast := p.pt != nil && len(p.specs) <= len(Image{}.specAt)
-	f := numbersOf(it)
-	if fast {
-		f = numbersFor(it, p.pt)
-	}
+	f := numbersFor(it, p.pt)
 	rf, ok := f.field(fieldRefill, attrRefill)
 	if !ok {
 		return Decode(it)

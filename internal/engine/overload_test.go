@@ -23,15 +23,9 @@ func TestStoryAnOverloadedShardDoublesWithoutWaiting(t *testing.T) {
 		{"five of eight: waits, tries the other shard", 3, 4, "update 1 speculative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := NewMemory(0)
-			knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 80_000_000}}.item(p), 1, T-10)
-			m.learn(bucketRef, 0, image(t, shape{n: 2, rf: T - 5, tk: map[string]int64{"rps": 40_000_000}}.item(p)), 2, T-5, 0, nil)
-			if m.mayDouble(bucketRef, 0, 2, T) {
+			m := justDoubled(t, p, 80_000_000, 1, tc.went, tc.throttled)
+			if !m.grewRecently(bucketRef, T) {
 				t.Fatal("the doubling is not recent")
-			}
-			measured(m, bucketRef, 0, 1, 0.9, T, nil)
-			for i := 0; i < tc.throttled+tc.went; i++ {
-				m.noteWrite(bucketRef, 0, 2, i < tc.throttled, busyCeiling, T-4+int64(i)/4)
 			}
 			c := NewCharge(m, p, picks(0, 1), Options{})
 			converse(t, c.Start(T), c.Feed, T, []exchange{{"update 0 speculative", throttle}, {tc.want, Result{}}})
@@ -64,17 +58,28 @@ func TestStoryAHotShardDoublesAgainOnlyWhenOverloaded(t *testing.T) {
 			p := tc.p
 			full := p.specs[0].orig.Burst
 			spent := failed(shape{n: 2, rf: T, tk: map[string]int64{"rps": full / 2, "wcu": 0}}.item(p))
-			m := NewMemory(0)
-			knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": full}}.item(p), 1, T-10)
-			m.learn(bucketRef, 0, image(t, shape{n: 2, rf: T - 5, tk: map[string]int64{"rps": full / 2}}.item(p)), 2, T-5, 0, nil)
-			measured(m, bucketRef, 0, 2, 0.9, T, nil)
-			for i := 0; i < tc.throttled+tc.went; i++ {
-				m.noteWrite(bucketRef, 0, 2, i < tc.throttled, busyCeiling, T-4+int64(i)/4)
-			}
+			m := justDoubled(t, p, full, 2, tc.went, tc.throttled)
 			c := NewCharge(m, p, picks(0, 1), Options{})
 			converse(t, c.Start(T), c.Feed, T, []exchange{{"update 0 speculative", spent}, {tc.want, Result{}}})
 		})
 	}
+}
+
+// justDoubled returns the memory of a client that knew p's bucket at one
+// shard holding tk millitokens, learned 5 ms before T that it doubled to
+// 2 (half of tk on shard 0), measured shard 0 at rate writes a ms, 0.9 of
+// them others', and saw went of its writes there go through and
+// throttled of them throttled, in the 4 ms before T.
+func justDoubled(t *testing.T, p *Plan, tk int64, rate float64, went, throttled int) *Memory {
+	t.Helper()
+	m := NewMemory(0)
+	knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": tk}}.item(p), 1, T-10)
+	m.learn(bucketRef, 0, image(t, shape{n: 2, rf: T - 5, tk: map[string]int64{"rps": tk / 2}}.item(p)), 2, T-5, 0, nil)
+	measured(m, bucketRef, 0, rate, 0.9, T, nil)
+	for i := 0; i < throttled+went; i++ {
+		m.noteWrite(bucketRef, 0, 2, i < throttled, busyCeiling, T-4+int64(i)/4)
+	}
+	return m
 }
 
 // mayDouble, window by window, right after a doubling: at least

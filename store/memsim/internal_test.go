@@ -3,9 +3,7 @@ package memsim
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/shardlimit/limiter/store"
 )
@@ -232,58 +230,5 @@ func TestAViewUnusedForLongIsDropped(t *testing.T) {
 	}
 	if b, _ := got.Int("b"); b != viewAge+1 {
 		t.Fatalf("b = %d, want %d", b, viewAge+1)
-	}
-}
-
-// A name whose first place in the quick table is taken by another string
-// goes to its second; a shorter name cut from the same bytes must not take
-// a longer one's entry (same address, another length) for its own, in its
-// first place or in its second: it reads its own slot.
-func TestQuickTableTellsPrefixesApart(t *testing.T) {
-	// base returns a string "abc" whose places for "ab" (h2) and "abc"
-	// (h3) are as next says, and filler another string whose first place
-	// is at.
-	base := func(t *testing.T, next func(h2, h3 int) bool) (string, int, int) {
-		for i := 0; i < 10000; i++ {
-			b := strings.Clone("abc")
-			p := unsafe.StringData(b)
-			if h2, h3 := quickPlace(p, 2), quickPlace(p, 3); next(h2, h3) {
-				return b, h2, h3
-			}
-		}
-		t.Skip("no string with the places wanted") // 1 in 64 qualify
-		return "", 0, 0
-	}
-	filler := func(t *testing.T, at int) string {
-		for i := 0; i < 100000; i++ {
-			f := fmt.Sprintf("f%05d", i)
-			if quickPlace(unsafe.StringData(f), len(f)) == at {
-				return f
-			}
-		}
-		t.Skip("no filler string found")
-		return ""
-	}
-	next := func(h int) int { return (h + 1) & (quickSize - 1) }
-	for _, c := range []struct {
-		name   string
-		places func(h2, h3 int) bool
-		filled func(h2, h3 int) int // the place a filler takes first
-	}{
-		{"abc in ab's first place", func(h2, h3 int) bool { return h2 == next(h3) }, func(h2, h3 int) int { return h3 }},
-		{"abc in ab's second place", func(h2, h3 int) bool { return h3 == next(h2) }, func(h2, h3 int) int { return h2 }},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			b, h2, h3 := base(t, c.places)
-			lay := (&layout{index: map[string]int32{}}).extend("ab").extend("abc")
-			lay.find(filler(t, c.filled(h2, h3)))
-			if e := lay.find(b); e == nil || e.slot != lay.index["abc"] {
-				t.Fatalf("abc: entry %+v, want slot %d", e, lay.index["abc"])
-			}
-			e := lay.find(b[:2])
-			if want := lay.index["ab"]; e != nil && e.slot != want {
-				t.Fatalf("ab read slot %d, want %d (abc's entry taken for its own)", e.slot, want)
-			}
-		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/shardlimit/limiter/store"
 )
@@ -29,83 +28,6 @@ type layout struct {
 	// heads: per plan, the slot of each attribute its actions write (-1:
 	// not in this layout).
 	heads planMemo
-	// quick remembers the slots of the name strings readers asked for
-	// (see slot); nil until the first read.
-	quick atomic.Pointer[quickSlots]
-}
-
-// quickSlots is a small table of name strings and their slots, keyed by
-// where a string's bytes are: a reader that asks with the same strings
-// again and again (the limiter reads every item it writes by the names of
-// its plan) finds the slot without hashing the name. A string's bytes
-// never change, so the same address and length are the same name. Entries
-// are set once and never replaced: the table is safe for concurrent
-// readers without a lock, and bounded.
-type quickSlots [quickSize]atomic.Pointer[nameSlot]
-
-const quickSize = 64
-
-// nameSlot is one entry of quickSlots: the name's bytes (kept alive by
-// the entry, so that the address is never another string's), its slot
-// (-1 when the layout lacks it), and where in a record's num the bits
-// saying whether the slot holds a number or a string are.
-type nameSlot struct {
-	p            *byte
-	n            int
-	slot         int32
-	nword, sword int32
-	bit          uint64
-}
-
-// find returns the quickSlots entry of name, made on the first ask, or
-// nil when the two places it may take are another name's (the caller then
-// looks the name up in index).
-func (l *layout) find(name string) *nameSlot {
-	p := unsafe.StringData(name)
-	h := quickPlace(p, len(name))
-	q := l.quick.Load()
-	if q != nil {
-		if e := q[h].Load(); e != nil && e.p == p && e.n == len(name) {
-			return e
-		}
-		if e := q[(h+1)&(quickSize-1)].Load(); e != nil && e.p == p && e.n == len(name) {
-			return e
-		}
-	}
-	return l.learn(q, h, p, name)
-}
-
-// quickPlace returns the first of the two places in quickSlots where the
-// entry of a name whose bytes are at p, n of them, may be.
-func quickPlace(p *byte, n int) int {
-	return int((uint64(uintptr(unsafe.Pointer(p)))*0x9e3779b97f4a7c15)>>58) ^ n&(quickSize-1)
-}
-
-// learn makes name's entry in place h or the next one of q (made when
-// nil), if one is free.
-func (l *layout) learn(q *quickSlots, h int, p *byte, name string) *nameSlot {
-	if q == nil {
-		q = new(quickSlots)
-		if !l.quick.CompareAndSwap(nil, q) {
-			q = l.quick.Load()
-		}
-	}
-	at := &q[h]
-	if at.Load() != nil {
-		if at = &q[(h+1)&(quickSize-1)]; at.Load() != nil {
-			return nil // names asked for with new strings each time fill it
-		}
-	}
-	e := &nameSlot{p: p, n: len(name), slot: -1}
-	if i, ok := l.index[name]; ok {
-		nl := len(l.names)
-		e.slot, e.bit = i, 1<<(i%64)
-		e.nword, e.sword = int32(nl+int(i)/64), int32(nl+words(nl)+int(i)/64)
-	}
-	if !at.CompareAndSwap(nil, e) {
-		return nil
-	}
-	return e
 }
 
 func (l *layout) extend(name string) *layout {
@@ -291,12 +213,6 @@ func (r *record) setKind(i int, k store.Kind, n int64, str string, shared *bool)
 
 // Get implements [store.View.Get].
 func (r *record) Get(name string) (store.Value, bool) {
-	if e := r.lay.find(name); e != nil {
-		if e.slot >= 0 {
-			return r.at(int(e.slot))
-		}
-		return store.Value{}, false
-	}
 	if i, ok := r.lay.index[name]; ok {
 		return r.at(int(i))
 	}
@@ -305,12 +221,6 @@ func (r *record) Get(name string) (store.Value, bool) {
 
 // Int implements [store.View.Int].
 func (r *record) Int(name string) (int64, bool) {
-	if e := r.lay.find(name); e != nil {
-		if e.slot >= 0 && uint64(r.num[e.nword])&e.bit != 0 {
-			return r.num[e.slot], true
-		}
-		return 0, false
-	}
 	if i, ok := r.lay.index[name]; ok && r.isNumber(int(i)) {
 		return r.num[i], true
 	}
@@ -319,12 +229,6 @@ func (r *record) Int(name string) (int64, bool) {
 
 // Str implements [store.View.Str].
 func (r *record) Str(name string) (string, bool) {
-	if e := r.lay.find(name); e != nil {
-		if e.slot >= 0 && uint64(r.num[e.sword])&e.bit != 0 {
-			return r.str[e.slot], true
-		}
-		return "", false
-	}
 	if i, ok := r.lay.index[name]; ok && r.kind(int(i)) == store.KindString {
 		return r.str[i], true
 	}
