@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"sync"
 
 	"github.com/shardlimit/limiter/store"
 )
@@ -29,6 +30,9 @@ type Adjust struct {
 	plan Plan
 	call Call
 	upd  store.UpdateInput
+	// vals holds the values of the first write's expression; a machine
+	// of NewAdjustWith keeps it when recycled (see Release).
+	vals valueBuf
 }
 
 // NewAdjust returns the machine that applies p's amounts (see
@@ -40,10 +44,31 @@ func NewAdjust(m *Memory, p *Plan, shard int, n int64) *Adjust {
 // NewAdjustWith is NewAdjust of p with amounts[name]*scale millitokens
 // per limit (p.WithAmounts of those), the plan held in the machine: a
 // caller with amounts in tokens builds no map of millitokens.
+//
+// The machine comes from a pool of machines handed back with Release.
 func NewAdjustWith(m *Memory, p *Plan, amounts map[string]int64, scale int64, shard int, n int64) *Adjust {
-	a := &Adjust{m: m, shard: shard, n: n}
+	a := adjustPool.Get().(*Adjust)
+	vals := a.vals.vals
+	*a = Adjust{m: m, shard: shard, n: n}
+	a.vals.vals = vals
 	a.p = p.withAmountsIn(&a.plan, amounts, scale)
 	return a
+}
+
+// adjustPool recycles the machines of NewAdjustWith: an application that
+// adjusts every lease (tokens known after the call) would otherwise make
+// one, and the values of its write, garbage per adjust.
+var adjustPool = sync.Pool{New: func() any { return new(Adjust) }}
+
+// Release hands a machine that has answered back for reuse; the caller
+// must have read what it needs (Vanished) and must not use it again. The
+// calls its steps asked for are part of it (their inputs, the values of
+// their expressions included: the next machine reuses them). Release of
+// nil does nothing.
+func (a *Adjust) Release() {
+	if a != nil {
+		adjustPool.Put(a)
+	}
 }
 
 // Start returns the first step: the guarded ADD (Done at once when the
@@ -60,7 +85,7 @@ func (a *Adjust) Start(now int64) Step {
 	if charged, _ := a.p.chargedMask(); charged == 0 {
 		return Step{Done: true}
 	}
-	ex, err := a.p.adjust(a.n, now)
+	ex, err := a.p.adjustIn(&a.vals, a.n, now)
 	if err != nil {
 		return Step{Err: err}
 	}

@@ -239,3 +239,41 @@ func TestNewAdjustWithIsOneAllocation(t *testing.T) {
 		t.Fatalf("NewAdjustWith allocates %v times, want 1", n)
 	}
 }
+
+// A machine handed back with Release is cleared when NewAdjustWith hands
+// it out again: one that lost races and was about to create its shard
+// starts the next adjust as a new machine would, its expression's values
+// (in the buffer it keeps) those of the new amounts.
+func TestAReleasedAdjustStartsAfresh(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	used := NewAdjustWith(m, p, map[string]int64{"rps": 7}, 1000, 1, 2)
+	s := used.Start(T)
+	s = used.Feed(failed(shape{rf: T - 5000}.item(p)), T) // a lost race: a normal write next
+	if s.Call == nil || used.attempts != 1 {
+		t.Fatalf("after a lost race: %+v, %d attempts", s, used.attempts)
+	}
+	if s = used.Feed(failed(nil), T); s.Path != PathCreate || !used.creating {
+		t.Fatalf("after the shard vanished: %+v (creating %v), want its create", s, used.creating)
+	}
+	used.Release()
+	amounts := map[string]int64{"rps": 3}
+	want := NewAdjust(NewMemory(0), p.WithAmounts(map[string]int64{"rps": 3000}), 0, 1).Start(T)
+	for range 4 { // the pool may hand out the used machine or a new one
+		a := NewAdjustWith(m, p, amounts, 1000, 0, 1)
+		if a.attempts != 0 || a.creating || a.put != nil || a.Vanished {
+			t.Fatalf("a recycled machine keeps its state: %+v", a)
+		}
+		got := a.Start(T)
+		if got.Call == nil || got.Call.Update == nil || got.Call.Update.Key != want.Call.Update.Key ||
+			!got.Call.Update.Expr.Equal(want.Call.Update.Expr) || got.Path != want.Path {
+			t.Fatalf("a recycled machine starts with %+v, a new one with %+v", got, want)
+		}
+		a.Release()
+	}
+	if !raceEnabled {
+		if n := testing.AllocsPerRun(100, func() { NewAdjustWith(m, p, amounts, 1000, 0, 1).Release() }); n != 0 {
+			t.Fatalf("NewAdjustWith and Release allocate %v times, want 0", n)
+		}
+	}
+}

@@ -573,8 +573,12 @@ func (p *Plan) adjustTTL(n int64) int64 {
 // adjust charges (amount > 0) or refunds (amount < 0) each limit, without
 // a floor: debt is allowed. A charge must not land on a bucket that is
 // full at now, so it is conditional on fl > now.
-func (p *Plan) adjust(n, now int64) (store.Expr, error) {
-	return p.build(nil, pathAdjust, func(k sink) { p.emitAdjust(k, n, now) })
+func (p *Plan) adjust(n, now int64) (store.Expr, error) { return p.adjustIn(nil, n, now) }
+
+// adjustIn is adjust with the expression's values in buf (nil: a new
+// slice).
+func (p *Plan) adjustIn(buf *valueBuf, n, now int64) (store.Expr, error) {
+	return p.build(buf, pathAdjust, func(k sink) { p.emitAdjust(k, n, now) })
 }
 
 func (p *Plan) emitAdjust(k sink, n, now int64) {
