@@ -148,9 +148,16 @@ func burnOf(burn []int64, i int) int64 {
 // the cheap path for lightly used buckets, which are nearly always full. h
 // dates it h ms ahead of now (the cushion, see below; 0 for none).
 func (p *Plan) full(buf *valueBuf, n, now, h int64) (store.Expr, error) {
-	return p.build(buf, pathFull, func(k sink) { p.emitFull(k, n, now, h) })
+	emit := func(k sink) { p.emitFull(k, n, now, h) }
+	if buf != nil && h == 0 && p.pt != nil {
+		return buf.blindFull(p, n, now, emit)
+	}
+	return p.build(buf, pathFull, emit)
 }
 
+// emitFull emits the full write. Each of its values but the expiry is a
+// constant of the plan, n and h, or now plus such a constant: a machine's
+// memory of its last write relies on it (see speccache.go).
 func (p *Plan) emitFull(k sink, n, now, h int64) {
 	rf := now + h
 	k.set(attrRefill, rf)
@@ -541,7 +548,11 @@ func (p *Plan) hasSpec(name string) bool {
 // without setting the expiry (an Adjust) push it by their own refill time
 // (adjustTTL). A bucket that DynamoDB deletes after its expiry is full by
 // then, so recreating it full loses nothing.
-func (p *Plan) ttl(tks []int64, n, rf int64) int64 {
+func (p *Plan) ttl(tks []int64, n, rf int64) int64 { return expiryAt(rf, p.ttlSpan(tks, n)) }
+
+// ttlSpan is ttl's time (ms) from rf to an hour before the expiry: twice
+// the longest time any limit needs to be full again.
+func (p *Plan) ttlSpan(tks []int64, n int64) int64 {
 	longest := int64(0)
 	for i := range p.specs {
 		s := &p.specs[i]
@@ -551,8 +562,12 @@ func (p *Plan) ttl(tks []int64, n, rf int64) int64 {
 		}
 		longest = max(longest, bucket.State{Limit: s.perShard(n), Tokens: low}.FullAt(0))
 	}
-	return satAdd(rf, 2*longest)/1000 + 3600 // longest <= MaxRefillTime: no overflow
+	return 2 * longest // longest <= MaxRefillTime: no overflow
 }
+
+// expiryAt is the expiry (Unix seconds) of a write that leaves rf, span ms
+// (ttlSpan) before an hour ahead of it.
+func expiryAt(rf, span int64) int64 { return satAdd(rf, span)/1000 + 3600 }
 
 // adjustTTL is how many seconds a charge of this adjust pushes the
 // expiry: twice its refill time, rounded up, per the longest limit.

@@ -17,24 +17,7 @@ import (
 // included), and whatever other writes fill the buffer between them.
 func TestRememberedSpeculativeMatchesFreshBuilds(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		names := rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"rpm", "tpm", "a_b", "x"}), 1, 4, rapid.ID).Draw(t, "names")
-		var limits []Limit
-		for _, n := range names {
-			c := rapid.Int64Range(1, 1e6).Draw(t, "cap")
-			limits = append(limits, Limit{Name: n, Limit: bucket.Limit{Capacity: c * 1000, Burst: c * 1000,
-				RefillAmount: rapid.Int64Range(1, 1e6).Draw(t, "refill"),
-				RefillPeriod: rapid.Int64Range(1, bucket.MaxRefillPeriod).Draw(t, "period")}})
-		}
-		var plans []*Plan
-		for range 2 {
-			consume := map[string]int64{}
-			for _, n := range names {
-				if rapid.Bool().Draw(t, "charged") {
-					consume[n] = rapid.Int64Range(1, 3).Draw(t, "amount")
-				}
-			}
-			plans = append(plans, NewPlan(keys.Bucket{Namespace: "ns", Entity: "e", Resource: "r"}, limits, consume))
-		}
+		plans := drawPlans(t, 4)
 		nows := rapid.SampledFrom([]int64{0, 1, 1 << 45, maxCachedNow - 1, maxCachedNow, maxCachedNow + 1, -1, 1 << 62})
 		var b valueBuf
 		for i := range rapid.IntRange(1, 12).Draw(t, "writes") {
@@ -65,6 +48,30 @@ func TestRememberedSpeculativeMatchesFreshBuilds(t *testing.T) {
 			}
 		}
 	})
+}
+
+// drawPlans draws two plans of the same limits (1 to most of them, of
+// random parameters) charging random amounts of random ones.
+func drawPlans(t *rapid.T, most int) []*Plan {
+	names := rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"rpm", "tpm", "a_b", "x"}), 1, most, rapid.ID).Draw(t, "names")
+	var limits []Limit
+	for _, n := range names {
+		c := rapid.Int64Range(1, 1e6).Draw(t, "cap")
+		limits = append(limits, Limit{Name: n, Limit: bucket.Limit{Capacity: c * 1000, Burst: c * 1000,
+			RefillAmount: rapid.Int64Range(1, 1e6).Draw(t, "refill"),
+			RefillPeriod: rapid.Int64Range(1, bucket.MaxRefillPeriod).Draw(t, "period")}})
+	}
+	var plans []*Plan
+	for range 2 {
+		consume := map[string]int64{}
+		for _, n := range names {
+			if rapid.Bool().Draw(t, "charged") {
+				consume[n] = rapid.Int64Range(1, 3).Draw(t, "amount")
+			}
+		}
+		plans = append(plans, NewPlan(keys.Bucket{Namespace: "ns", Entity: "e", Resource: "r"}, limits, consume))
+	}
+	return plans
 }
 
 // Writes from memory in a row set only the values that hold now in the
@@ -190,5 +197,74 @@ func TestSpeculativeWritesAllocateNothing(t *testing.T) {
 	round()
 	if n := testing.AllocsPerRun(20, round); n != 0 {
 		t.Fatalf("%v allocations a round of five writes, want 0", n)
+	}
+}
+
+// A machine's blind full writes, from its memory of the last one or not,
+// are what a fresh build of emitFull gives, whatever the sequence of
+// plans, shard counts and clocks, its speculative writes in between (the
+// two memories share the buffer), and clocks that move by a few
+// milliseconds at a time, so that the expiry (in seconds) moves now and
+// then and stays put in between: it is computed for each write, neither a
+// constant nor now plus one.
+func TestRememberedFullMatchesFreshBuilds(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		plans := drawPlans(t, 3)
+		var b valueBuf
+		now := rapid.SampledFrom([]int64{0, 999, 1 << 45, maxCachedNow - 2000}).Draw(t, "start")
+		for i := range rapid.IntRange(1, 16).Draw(t, "writes") {
+			p := rapid.SampledFrom(plans).Draw(t, "plan")
+			n := int64(1) << rapid.IntRange(0, 1).Draw(t, "shards")
+			now += rapid.SampledFrom([]int64{0, 1, 2, 999, 1000, 1001}).Draw(t, "step")
+			if rapid.Bool().Draw(t, "other") {
+				// A speculative write of the machine fills the buffer in between.
+				if _, err := p.speculative(&b, n, now, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := p.full(&b, n, now, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d directSink
+			p.emitFull(&d, n, now, 0)
+			want, err := store.Build(d.u, store.And(d.conds...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got, cmp.Comparer(store.Value.Equal)); diff != "" {
+				t.Fatalf("write %d (now %d, %d shards, memory %v): differs from a fresh build:\n%s", i, now, n, b.full.state, diff)
+			}
+		}
+	})
+}
+
+// The blind full write is remembered from its second write in a row, its
+// expiry's placeholder found; a full write with a cushion is never made
+// from memory and leaves it as it was.
+func TestFullMemory(t *testing.T) {
+	p := plan1(bucketRef)
+	var b valueBuf
+	for i := range 3 {
+		if _, err := p.full(&b, 1, T+int64(i), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.full.state != specBuilt || b.full.ttlAt < 0 {
+		t.Fatalf("memory %v, expiry at %d: want built, with its expiry", b.full.state, b.full.ttlAt)
+	}
+	key := b.full.key
+	got, err := p.full(&b, 1, T+5, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d directSink
+	p.emitFull(&d, 1, T+5, 30)
+	want, _ := store.Build(d.u, store.And(d.conds...))
+	if diff := cmp.Diff(want, got, cmp.Comparer(store.Value.Equal)); diff != "" || b.full.key != key || b.full.state != specBuilt {
+		t.Fatalf("a cushioned full write: memory %v; differs from a fresh build:\n%s", b.full.state, diff)
+	}
+	if n := testing.AllocsPerRun(20, func() { _, _ = p.full(&b, 1, T+6, 0) }); n != 0 {
+		t.Fatalf("a full write from memory allocates %v times, want 0", n)
 	}
 }

@@ -290,15 +290,18 @@ var valuesPool = sync.Pool{New: func() any {
 type valueBuf struct {
 	vals []store.Value
 	sink argSink // the sink fill runs emit into (saves a pool's round trip)
-	// spec is the machine's last speculative write (see speccache.go).
-	spec specValues
+	// spec is the machine's last speculative write, full its last blind
+	// full write (see speccache.go); find is where learning the latter
+	// looks for its expiry.
+	spec, full specValues
+	find       valueOf
 }
 
 // take returns n values of the buffer (their old contents are to be
 // overwritten), growing it when it is short. The memory of the last
 // speculative write no longer has its values there (specValues.held).
 func (b *valueBuf) take(n int) []store.Value {
-	b.spec.held = false
+	b.spec.held, b.full.held = false, false
 	if cap(b.vals) < n {
 		b.vals = make([]store.Value, n)
 	}
