@@ -52,8 +52,8 @@ const (
 // specValues is a machine's memory of its last speculative write (or of
 // its last blind full write): its compiled template t, the values in
 // placeholder order, those at atNow as offsets from now (offs, in atNow's
-// order), and the placeholder of the expiry computed for each write
-// (ttlAt; -1: none) with what it is computed from.
+// order), and for a full write the placeholder of the expiry computed for
+// each write (ttlAt) with what it is computed from.
 type specValues struct {
 	key     specKey
 	t       *template
@@ -61,7 +61,7 @@ type specValues struct {
 	base    []store.Value
 	atNow   []int32
 	offs    []int64
-	ttlAt   int32
+	ttlAt   int32 // (a full write's)
 	ttlSpan int64 // the expiry's span (Plan.ttlSpan) for the key
 	// held says the buffer's values (valueBuf.vals) are still those of
 	// the last write from this memory, and ex is its Expr, which keeps
@@ -120,7 +120,7 @@ func (b *valueBuf) remembered(m *specValues, path pathKind, p *Plan, n, now int6
 		for j, i := range m.atNow {
 			args[i] = store.Int(now + m.offs[j])
 		}
-		if m.ttlAt >= 0 {
+		if path == pathFull {
 			args[m.ttlAt] = store.Int(expiryAt(now, m.ttlSpan)) // p.ttl(nil, n, now)
 		}
 		if !held {
@@ -183,13 +183,13 @@ func (m *specValues) learn(at []store.Value, b *valueBuf, path pathKind, p *Plan
 	if !complete {
 		return
 	}
-	m.ttlAt = -1
 	if path == pathFull { // (the speculative write sets no expiry)
 		b.find = valueOf{name: store.AttrTTL, found: -1}
 		p.emitRemembered(path, &b.find, n, now)
-		if f := b.find.found; f >= 0 && f < len(t.at) {
-			m.ttlAt, m.ttlSpan = t.at[f], p.ttlSpan(nil, n)
+		if b.find.found < 0 {
+			return // (cannot happen: emitFull sets it)
 		}
+		m.ttlAt, m.ttlSpan = t.at[b.find.found], p.ttlSpan(nil, n)
 	}
 	m.atNow, m.offs = m.atNow[:0], m.offs[:0]
 	for i := range at {

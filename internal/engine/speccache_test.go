@@ -250,8 +250,8 @@ func TestFullMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if b.full.state != specBuilt || b.full.ttlAt < 0 {
-		t.Fatalf("memory %v, expiry at %d: want built, with its expiry", b.full.state, b.full.ttlAt)
+	if b.full.state != specBuilt || b.full.ttlAt != 1 { // SET rf = :v0, ttl = :v1
+		t.Fatalf("memory %v, expiry at %d: want built, with its expiry at 1", b.full.state, b.full.ttlAt)
 	}
 	key := b.full.key
 	got, err := p.full(&b, 1, T+5, 30)
@@ -266,5 +266,29 @@ func TestFullMemory(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(20, func() { _, _ = p.full(&b, 1, T+6, 0) }); n != 0 {
 		t.Fatalf("a full write from memory allocates %v times, want 0", n)
+	}
+}
+
+// valueOf counts every value a write emits, whatever kind, so that the
+// one set for its name is found by its place: an either counts its terms
+// but the absent one, exists and notExists count none.
+func TestValueOfCountsEveryValue(t *testing.T) {
+	f := valueOf{name: store.AttrTTL, found: -1}
+	f.add("a", 1)
+	f.cond(condGe, "b", 2)
+	f.exists("c")
+	f.notExists("d")
+	f.either(term{condGe, "e", 3}, term{condLe, "f", 4}, term{condGe, "g", 5}, term{k: condAbsent, name: "h"})
+	f.set("i", 6)
+	f.set(store.AttrTTL, 7)
+	f.set(store.AttrTTL, 8) // the first one counts
+	if f.found != 6 || f.k != 8 {
+		t.Fatalf("found %d of %d values, want the 7th of 8 (index 6)", f.found, f.k)
+	}
+	first := valueOf{name: "x", found: -1}
+	first.set("x", 1)
+	first.set("x", 2)
+	if first.found != 0 {
+		t.Fatalf("found %d, want the first value (index 0)", first.found)
 	}
 }
