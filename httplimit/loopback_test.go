@@ -16,14 +16,16 @@ import (
 
 // sfItem is one item of a RateLimit or RateLimit-Policy field.
 type sfItem struct {
-	name   string
-	params map[string]int64
+	name    string
+	params  map[string]int64  // the Integer parameters
+	strings map[string]string // the String ones
 }
 
-var sfItemRE = regexp.MustCompile(`^"([^"\\]*)"((?:;[a-z][a-z0-9_.*-]*=[0-9]{1,15})*)$`)
+var sfItemRE = regexp.MustCompile(`^"([^"\\]*)"((?:;[a-z][a-z0-9_.*-]*=(?:[0-9]{1,15}|"[^"\\]*"))*)$`)
 
 // parseList parses a structured-field list of string items with integer
-// parameters, the shape both fields have; it fails t on anything else.
+// and string parameters (without escapes), the shape both fields have; it
+// fails t on anything else.
 func parseList(t testing.TB, field string) []sfItem {
 	t.Helper()
 	var out []sfItem
@@ -32,10 +34,14 @@ func parseList(t testing.TB, field string) []sfItem {
 		if m == nil {
 			t.Fatalf("not a list of string items with integer parameters: %q", field)
 		}
-		it := sfItem{name: m[1], params: map[string]int64{}}
+		it := sfItem{name: m[1], params: map[string]int64{}, strings: map[string]string{}}
 		for _, p := range strings.Split(m[2], ";")[1:] {
 			k, v, _ := strings.Cut(p, "=")
-			it.params[k], _ = strconv.ParseInt(v, 10, 64)
+			if s, ok := strings.CutPrefix(v, `"`); ok {
+				it.strings[k] = strings.TrimSuffix(s, `"`)
+			} else {
+				it.params[k], _ = strconv.ParseInt(v, 10, 64)
+			}
 		}
 		out = append(out, it)
 	}
