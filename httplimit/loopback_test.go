@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -140,6 +141,44 @@ func TestFieldValuesStayValid(t *testing.T) {
 	for _, it := range cur {
 		if it.params["r"] < 0 {
 			t.Errorf("%+v", it)
+		}
+	}
+}
+
+// The handler's writer keeps what the server's can do: hijacking the
+// connection, and the ResponseController's calls (through Unwrap).
+func TestHandlerWriterKeepsItsAbilities(t *testing.T) {
+	lim, _ := newLimiter(t, nil)
+	srv := httptest.NewServer(newMiddleware(t, lim).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/deadline" {
+			if err := http.NewResponseController(w).SetWriteDeadline(time.Time{}); err != nil {
+				t.Error(err)
+			}
+			return
+		}
+		conn, rw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		rw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nhijacked")
+		rw.Flush()
+	})))
+	defer srv.Close()
+	for _, path := range []string{"/hijack", "/deadline"} {
+		req, _ := http.NewRequest("POST", srv.URL+path, nil)
+		req.Header.Set("X-API-Key", "key-1")
+		req.Header.Set("X-Tokens", "1")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		hijacked := path == "/hijack"
+		if resp.StatusCode != 200 || (string(body) == "hijacked") != hijacked || (resp.Header.Get("RateLimit") == "") != hijacked {
+			t.Errorf("%s: %s %q, RateLimit %q", path, resp.Status, body, resp.Header.Get("RateLimit"))
 		}
 	}
 }
