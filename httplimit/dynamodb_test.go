@@ -51,8 +51,8 @@ func TestEndToEndOnDynamoDBLocal(t *testing.T) {
 		}
 	}
 	// The third request saw the first two at their real cost (250 each)
-	// and its own estimate: 1000 - 500 - 100.
-	if got := last.Header.Get("RateLimit"); got != `"rpm";r=0;t=60, "tpm";r=400;t=36` {
+	// and its own, reported before the handler answered: 1000 - 750.
+	if got := last.Header.Get("RateLimit"); got != `"rpm";r=0;t=20, "tpm";r=250;t=1` {
 		t.Errorf("RateLimit %q", got)
 	}
 	resp := get("key-1")

@@ -14,8 +14,10 @@ import (
 
 // An LLM endpoint limited per API key and model: 2 requests and 1,000
 // tokens a minute. Each request is charged an estimate of 300 tokens; the
-// handler reports the real count, and the middleware adjusts by the
-// difference after it returns. The third request is refused.
+// handler reports the real count before it answers, so the RateLimit field
+// shows it, and the middleware adjusts by the difference after the handler
+// returns. The third request is refused: "t" says when the next request
+// fits, 30 s, not when the limit is full again.
 func Example() {
 	// memsim and a fixed clock keep the example reproducible; in
 	// production: dynamo.New(dynamo.NewClient(cfg), "rate-limits").
@@ -30,7 +32,8 @@ func Example() {
 	}
 	mw, err := httplimit.New(lim, key,
 		httplimit.WithLimits(limiter.PerMinute("rpm", 2), limiter.PerMinute("tpm", 1_000)),
-		httplimit.WithCost(cost))
+		httplimit.WithCost(cost),
+		httplimit.WithQuotaUnits(map[string]string{"tpm": "tokens"}))
 	if err != nil {
 		panic(err)
 	}
@@ -59,10 +62,10 @@ func Example() {
 		}
 	}
 	// Output:
-	// RateLimit-Policy: "rpm";q=2;w=60, "tpm";q=1000;w=60
-	// 200 RateLimit: "rpm";r=1;t=30, "tpm";r=700;t=18
-	// 200 RateLimit: "rpm";r=0;t=60, "tpm";r=580;t=26
-	// 429 RateLimit: "rpm";r=0;t=30, "tpm";r=760;t=15
+	// RateLimit-Policy: "rpm";q=2;w=60, "tpm";q=1000;qu="tokens";w=60
+	// 200 RateLimit: "rpm";r=1;t=30, "tpm";r=880;t=1
+	// 200 RateLimit: "rpm";r=0;t=30, "tpm";r=760;t=1
+	// 429 RateLimit: "rpm";r=0;t=30, "tpm";r=760;t=1
 	// Retry-After: 30
 	// Rate limit exceeded: rpm (requested 1, remaining 0); retry after 30 s.
 }

@@ -3,6 +3,7 @@ package httplimit
 import (
 	"cmp"
 	"math"
+	"math/big"
 	"net/http"
 	"slices"
 	"strconv"
@@ -23,30 +24,54 @@ const (
 // contains '/').
 const ParentPrefix = "parent/"
 
+// Quota units the draft registers, for [WithQuotaUnits]. A limit without a
+// unit counts requests, the draft's default, and its policy item carries
+// no "qu" parameter.
+const (
+	UnitRequests           = "requests"            // one unit per request
+	UnitContentBytes       = "content-bytes"       // bytes of content
+	UnitConcurrentRequests = "concurrent-requests" // requests in flight
+)
+
 // SetLeaseHeaders sets the RateLimit-Policy and RateLimit fields on h for
-// an admitted request: one item per limit of the lease, its cascade
-// parent's included, tightest first (see the package documentation for
-// the values). It sets nothing for a nil lease or one granted under
-// fail-open, which carries no state. The middleware calls it; call it
-// yourself when you call Acquire without the middleware.
-func SetLeaseHeaders(h http.Header, lease *limiter.Lease) {
-	setFields(h, named(lease.Limits(), lease.ParentLimits(), nil), 0)
+// an admitted request: one item per limit of the lease, then one per limit
+// of its cascade parent, each in name order. units maps a limit name to
+// its quota unit (see [WithQuotaUnits]; nil: every limit counts requests).
+// It sets nothing for a nil lease or one granted under fail-open, which
+// carries no state. The middleware sets the fields itself; call this when
+// you call Acquire without it.
+func SetLeaseHeaders(h http.Header, lease *limiter.Lease, units map[string]string) {
+	fields{units: units}.setLease(h, lease, nil)
 }
 
 // SetRefusalHeaders sets RateLimit-Policy, RateLimit and Retry-After on h
-// for a refused request. Every effective window ("t") is capped at the
-// Retry-After, so that no field tells the client to wait longer than
-// Retry-After does. It sets nothing for a nil error.
-func SetRefusalHeaders(h http.Header, e *limiter.RateLimitedError) {
+// for a refused request, its items in name order and units as for
+// [SetLeaseHeaders]. No "t" is above the Retry-After. It sets nothing for
+// a nil error.
+func SetRefusalHeaders(h http.Header, e *limiter.RateLimitedError, units map[string]string) {
 	if e == nil {
 		return
 	}
-	setRefusal(h, e, nil)
+	fields{units: units}.setRefusal(h, e)
 }
 
-func setRefusal(h http.Header, e *limiter.RateLimitedError, keep func(string) bool) {
+// fields is how limits appear in the header fields: their units, their
+// order and which of them are shown.
+type fields struct {
+	units map[string]string // limit name → quota unit; none: requests
+	rank  map[string]int    // limit name → place; names without one follow, in name order
+	keep  func(string) bool // nil: every limit
+}
+
+// setLease sets the fields of an admitted request, with delta (reported
+// cost minus charge, per limit name) taken from its limits as Adjust would.
+func (f fields) setLease(h http.Header, lease *limiter.Lease, delta map[string]int64) {
+	f.set(h, f.items(lease.Limits(), lease.ParentLimits()), delta, 0)
+}
+
+func (f fields) setRefusal(h http.Header, e *limiter.RateLimitedError) {
 	ra := retryAfter(e)
-	setFields(h, refusalStates(e, keep), ra)
+	f.set(h, f.refusalStates(e), nil, ra)
 	h.Set(HeaderRetryAfter, strconv.FormatInt(ra, 10))
 }
 
@@ -54,44 +79,42 @@ func setRefusal(h http.Header, e *limiter.RateLimitedError, keep func(string) bo
 func retryAfter(e *limiter.RateLimitedError) int64 { return max(e.RetryAfterSeconds(), 1) }
 
 // refusalStates returns the named states of the bucket that refused.
-func refusalStates(e *limiter.RateLimitedError, keep func(string) bool) []namedState {
+func (f fields) refusalStates(e *limiter.RateLimitedError) []namedState {
 	if e.Parent {
-		return named(nil, e.Limits, keep)
+		return f.items(nil, e.Limits)
 	}
-	return named(e.Limits, nil, keep)
+	return f.items(e.Limits, nil)
 }
 
 // namedState is a limit's state with the name it has in the fields.
 type namedState struct {
-	name string
+	name   string
+	parent bool
 	limiter.LimitState
 }
 
-// named returns the states of own and parent limits kept by keep (nil
-// keeps all), tightest first: exceeded limits (the longest wait first),
-// then by the fraction of the burst remaining, then by name.
-func named(own, parent []limiter.LimitState, keep func(string) bool) []namedState {
+// items returns the states of own and parent limits that f keeps, in f's
+// order: the entity's limits, then the parent's, each by rank, then name.
+// The order depends only on the names, so it is the same on every answer.
+func (f fields) items(own, parent []limiter.LimitState) []namedState {
 	out := make([]namedState, 0, len(own)+len(parent))
 	add := func(prefix string, ss []limiter.LimitState) {
 		for _, s := range ss {
-			if n := prefix + s.Limit.Name; keep == nil || keep(n) {
-				out = append(out, namedState{n, s})
+			if n := prefix + s.Limit.Name; f.keep == nil || f.keep(n) {
+				out = append(out, namedState{n, prefix != "", s})
 			}
 		}
 	}
 	add("", own)
 	add(ParentPrefix, parent)
-	slices.SortStableFunc(out, func(a, b namedState) int {
-		if a.Exceeded != b.Exceeded {
-			if a.Exceeded {
+	slices.SortFunc(out, func(a, b namedState) int {
+		if a.parent != b.parent {
+			if b.parent {
 				return -1
 			}
 			return 1
 		}
-		if c := cmp.Compare(b.RetryAfter, a.RetryAfter); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(fractionLeft(a.LimitState), fractionLeft(b.LimitState)); c != 0 {
+		if c := cmp.Compare(f.place(a.Limit.Name), f.place(b.Limit.Name)); c != 0 {
 			return c
 		}
 		return strings.Compare(a.name, b.name)
@@ -99,19 +122,21 @@ func named(own, parent []limiter.LimitState, keep func(string) bool) []namedStat
 	return out
 }
 
-func fractionLeft(s limiter.LimitState) float64 {
-	q, _ := quota(s.Limit)
-	return float64(s.Remaining) / float64(max(q, 1))
+func (f fields) place(name string) int {
+	if r, ok := f.rank[name]; ok {
+		return r
+	}
+	return len(f.rank)
 }
 
 // maxSFInteger is the largest Integer a structured field can carry.
 const maxSFInteger = 999_999_999_999_999
 
-// quota returns a limit as a quota policy: q tokens per w seconds. A
-// bucket holds at most its burst and refills it in burst × period /
-// refill, so q is the burst and w that time rounded up to whole seconds
-// (the draft has no sub-second windows). When that time is under a second,
-// w is 1 and q what the bucket refills in a second.
+// quota returns a limit as a quota policy: q units per w seconds. A bucket
+// holds at most its burst and refills it in burst × period / refill, so q
+// is the burst and w that time rounded up to whole seconds (the draft has
+// no sub-second windows). When that time is under a second, w is 1 and q
+// what the bucket refills in a second.
 func quota(l limiter.Limit) (q, w int64) {
 	burst := l.Burst
 	if burst == 0 {
@@ -127,9 +152,64 @@ func quota(l limiter.Limit) (q, w int64) {
 	return int64(float64(l.Refill) / l.Period.Seconds()), 1
 }
 
-// setFields sets RateLimit-Policy and RateLimit for ss; capT > 0 caps
-// every "t" at capT seconds. With no states it sets nothing.
-func setFields(h http.Header, ss []namedState, capT int64) {
+// available returns the "r" and "t" of a state once delta more tokens are
+// charged: r the whole units available (never below 0, never above the
+// burst), t the seconds, rounded up, until one more unit is: the time
+// within which the client can use no more than r. A bucket refills
+// continuously, so more is available long before it is full: a 60-a-minute
+// limit emptied has r=0 and t=1. A full bucket gains its next unit one
+// refill interval after it is next charged, so its t is that interval.
+//
+// Reset is how long until the bucket holds its burst; the next unit comes
+// as long before that as the units between it and the burst take to
+// refill. For a sharded bucket Remaining and Reset are the charged shard's
+// (times the shard count, for Remaining), which refills at refill / shards:
+// an estimate, as they are.
+func available(s limiter.LimitState, delta int64) (r, t int64) {
+	q, _ := quota(s.Limit)
+	n := max(s.Shards, 1)
+	whole := floorDiv(s.Remaining-s.Reserved, n) - delta // the shard's whole tokens
+	r = min(max(whole*n+s.Reserved, 0), q)
+	refill, period := s.Limit.Refill, s.Limit.Period.Milliseconds()
+	if refill <= 0 || period <= 0 {
+		return r, 1
+	}
+	// Times in ms × refill: one shard token takes per.
+	per := big.NewInt(period * n)
+	next := new(big.Int).Set(per) // a full bucket's
+	if whole*n+s.Reserved < q {
+		// Reset + delta tokens, less the tokens from the next unit to the burst.
+		after := floorDiv(q, n) - max(whole, 0) - 1 - delta
+		next.Mul(big.NewInt(max(s.Reset.Milliseconds(), 0)), big.NewInt(refill))
+		next.Sub(next, new(big.Int).Mul(big.NewInt(after), per))
+	}
+	if next.Sign() <= 0 { // rounding: the unit is due now
+		return r, 1
+	}
+	d := big.NewInt(refill * 1000) // a second; refill is at most 10^12
+	secs, rem := next.QuoRem(next, d, new(big.Int))
+	if rem.Sign() > 0 {
+		secs.Add(secs, big.NewInt(1))
+	}
+	if !secs.IsInt64() || secs.Int64() > maxSFInteger {
+		return r, maxSFInteger
+	}
+	return r, secs.Int64()
+}
+
+// floorDiv divides rounding toward negative infinity; b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
+}
+
+// set sets RateLimit-Policy and RateLimit for ss, each charged delta[its
+// limit's name] more; capT > 0 caps every "t" at capT seconds. With no
+// states it sets nothing.
+func (f fields) set(h http.Header, ss []namedState, delta map[string]int64, capT int64) {
 	if len(ss) == 0 {
 		return
 	}
@@ -141,13 +221,18 @@ func setFields(h http.Header, ss []namedState, capT int64) {
 		}
 		q, w := quota(s.Limit)
 		writeSFString(&pol, s.name)
-		pol.WriteString(";q=" + sfInt(q) + ";w=" + sfInt(w))
-		t := s.ResetSeconds()
+		pol.WriteString(";q=" + sfInt(q))
+		if u := f.units[s.Limit.Name]; u != "" && u != UnitRequests {
+			pol.WriteString(";qu=")
+			writeSFString(&pol, u)
+		}
+		pol.WriteString(";w=" + sfInt(w))
+		r, t := available(s.LimitState, delta[s.Limit.Name])
 		if capT > 0 {
 			t = min(t, capT)
 		}
 		writeSFString(&cur, s.name)
-		cur.WriteString(";r=" + sfInt(s.Remaining) + ";t=" + sfInt(t))
+		cur.WriteString(";r=" + sfInt(r) + ";t=" + sfInt(t))
 	}
 	h.Set(HeaderRateLimitPolicy, pol.String())
 	h.Set(HeaderRateLimit, cur.String())

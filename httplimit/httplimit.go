@@ -16,10 +16,11 @@
 //     each limit given to [WithLimits]);
 //  3. calls Acquire: one conditional write on the hot path, whose answer
 //     carries every limit's state, so the headers cost no extra round trip;
-//  4. on admission, sets the RateLimit-Policy and RateLimit fields, runs the
-//     handler with the lease in the request's context, then settles the
-//     lease: Adjust by the difference between the cost the handler reported
-//     with [ReportCost] and the estimate, then Commit;
+//  4. on admission, runs the handler with the lease in the request's
+//     context, setting the RateLimit-Policy and RateLimit fields when the
+//     handler starts its answer; then settles the lease: Adjust by the
+//     difference between the cost the handler reported with [ReportCost]
+//     and the estimate, then Commit;
 //  5. on refusal, sets the fields and Retry-After and answers 429 with an
 //     application/problem+json body (RFC 9457) naming the limits exceeded.
 //
@@ -29,36 +30,51 @@
 //
 // # The header fields
 //
-// They follow the IETF draft "RateLimit header fields for HTTP"
-// (https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/):
-// structured-field lists with one item per limit, named by the limit's
-// name (a cascade parent's with [ParentPrefix]), tightest first: exceeded
-// limits (the longest wait first), then by the fraction of the burst
-// remaining.
+// They follow the IETF draft "RateLimit header fields for HTTP",
+// draft-ietf-httpapi-ratelimit-headers-11
+// (https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers-11/):
+// two structured-field lists with one item per limit, named by the limit's
+// name as a String (a cascade parent's with [ParentPrefix]). The items
+// come in the same order on every answer: the limits given to [WithLimits]
+// in that order, then any other limit that applied (a stored one) in name
+// order, then the cascade parent's limits the same way.
 //
-//	RateLimit-Policy: "rpm";q=100;w=60, "tpm";q=10000;w=60
-//	RateLimit: "rpm";r=99;t=1, "tpm";r=9500;t=3
+//	RateLimit-Policy: "rpm";q=100;w=60, "tpm";q=10000;qu="tokens";w=60
+//	RateLimit: "rpm";r=99;t=1, "tpm";r=9500;t=1
 //
 // In RateLimit-Policy, q is the limit's burst and w the seconds it takes
 // to refill it from empty, rounded up (when that is under a second, w is 1
-// and q what the limit refills in a second).
-// The limits are those that applied: stored overrides included. In
-// RateLimit, r is the tokens remaining after this request's charge (never
-// below 0) and t the seconds until the limit is full again, both from the
-// item the write returned (for a sharded bucket, estimates: see
-// limiter.LimitState). A refusal caps every t at its Retry-After. The
-// optional "qu" (quota unit) and "pk" (partition key) parameters are not
-// sent. [ExposeLimits] chooses which limits appear.
+// and q what the limit refills in a second); qu is the quota unit given
+// with [WithQuotaUnits], left out for requests, the draft's default. The
+// limits are those that applied: stored overrides included.
 //
-// The fields describe the request's charge as acquired: an Adjust after
-// the handler (the real cost) comes after they were sent.
+// In RateLimit, r is the units available (never below 0) and t the
+// seconds, rounded up, until one more unit is: the time within which the
+// client can use no more than r. A token bucket refills continuously, so
+// an emptied 60-a-minute limit says r=0;t=1, not the minute it takes to
+// refill whole; a full one says t is the time one unit takes. Both come
+// from the item the acquire's write returned (for a sharded bucket,
+// estimates: see limiter.LimitState). A refusal caps every t at its
+// Retry-After. The optional partition key ("pk") is not sent.
+// [ExposeLimits] chooses which limits appear.
+//
+// The fields of an admitted request are set when the handler first writes
+// (WriteHeader, Write or Flush), or after it returns when it wrote
+// nothing: a cost reported with [ReportCost] before then counts, as the
+// Adjust after the handler will charge it. What the handler reports after
+// it has started its answer, a streamed one for instance, cannot reach the
+// fields: the draft forbids them in trailers, and the header section is
+// gone by then; those fields show the estimate.
 package httplimit
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,7 +112,7 @@ type Middleware struct {
 	policy        limiter.Policy
 	logger        *slog.Logger
 	onError       ErrorHandler
-	keep          func(name string) bool
+	fields        fields
 	adjustTimeout time.Duration
 }
 
@@ -139,8 +155,21 @@ func ExposeLimits(names ...string) Option {
 		for _, n := range names {
 			set[n] = true
 		}
-		m.keep = func(name string) bool { return set[name] }
+		m.fields.keep = func(name string) bool { return set[name] }
 	}
+}
+
+// WithQuotaUnits says what the named limits count, by limit name: the
+// "qu" parameter of their RateLimit-Policy items, such as
+// {"tpm": "tokens"}. A cascade parent's limit has the unit of the limit of
+// its name. A limit without a unit counts requests ([UnitRequests], the
+// draft's default, sent without "qu"). The draft registers
+// [UnitRequests], [UnitContentBytes] and [UnitConcurrentRequests]; any
+// other unit is sent as given, and a client that knows only the registered
+// ones may not understand it. A unit is lowercase letters, digits and '-',
+// starting with a letter, at most 64 characters.
+func WithQuotaUnits(units map[string]string) Option {
+	return func(m *Middleware) { m.fields.units = maps.Clone(units) }
 }
 
 // WithAdjustTimeout bounds the Adjust that settles a lease after the
@@ -167,9 +196,16 @@ func New(lim *limiter.Limiter, key KeyFunc, opts ...Option) (*Middleware, error)
 	case m.adjustTimeout <= 0:
 		return nil, errors.New("httplimit: WithAdjustTimeout needs a positive duration")
 	}
-	for _, l := range m.limits {
+	m.fields.rank = make(map[string]int, len(m.limits))
+	for i, l := range m.limits {
 		if err := l.Validate(); err != nil {
 			return nil, errors.Join(errors.New("httplimit: WithLimits"), err)
+		}
+		m.fields.rank[l.Name] = i
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.fields.units)) {
+		if u := m.fields.units[name]; !validUnit(u) {
+			return nil, fmt.Errorf("httplimit: WithQuotaUnits: the unit of %q is %q: it must be lowercase letters, digits and '-', starting with a letter, at most 64 characters", name, u)
 		}
 	}
 	if m.cost == nil {
@@ -204,14 +240,11 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			m.refuse(w, r, err)
 			return
 		}
-		if m.keep == nil {
-			SetLeaseHeaders(w.Header(), lease)
-		} else {
-			setFields(w.Header(), named(lease.Limits(), lease.ParentLimits(), m.keep), 0)
-		}
 		u := &usage{lease: lease, charged: consume}
 		defer m.settle(r, u)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), usageKey{}, u)))
+		fw := &fieldsWriter{ResponseWriter: w, set: func() { m.fields.setLease(w.Header(), lease, u.delta()) }}
+		next.ServeHTTP(fw, r.WithContext(context.WithValue(r.Context(), usageKey{}, u)))
+		fw.start() // the handler wrote nothing: net/http answers 200 with the fields
 	})
 }
 
@@ -221,7 +254,7 @@ func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	var ve *limiter.ValidationError
 	switch {
 	case errors.As(err, &rl):
-		setRefusal(w.Header(), rl, m.keep)
+		m.fields.setRefusal(w.Header(), rl)
 	case errors.As(err, &ve) && fromRequest(ve.Field):
 		err = &RequestError{Status: http.StatusBadRequest, Err: err}
 	case r.Context().Err() != nil:
@@ -238,6 +271,19 @@ func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, err error) {
 // the middleware's configuration.
 func fromRequest(field string) bool {
 	return field == "Request.Entity" || field == "Request.Resource" || strings.HasPrefix(field, "Request.Consume[")
+}
+
+// validUnit reports whether u is a quota unit WithQuotaUnits accepts.
+func validUnit(u string) bool {
+	if len(u) == 0 || len(u) > 64 || u[0] < 'a' || u[0] > 'z' {
+		return false
+	}
+	for i := 0; i < len(u); i++ {
+		if c := u[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func asRequestError(err error) error {

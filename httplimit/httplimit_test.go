@@ -110,10 +110,11 @@ func TestAdmittedRequestCarriesItsState(t *testing.T) {
 	if w.Code != 200 || w.Body.String() != "ok\n" {
 		t.Fatalf("%d %s", w.Code, w.Body)
 	}
-	// rpm: 2 of 3 left, one token back in 20 s; tpm: 900 of 1000, full in 6 s.
+	// rpm: 2 of 3 left, the next token in 20 s; tpm: 900 of 1000, the next
+	// token in 60 ms.
 	want := map[string]string{
 		"RateLimit-Policy": `"rpm";q=3;w=60, "tpm";q=1000;w=60`,
-		"RateLimit":        `"rpm";r=2;t=20, "tpm";r=900;t=6`,
+		"RateLimit":        `"rpm";r=2;t=20, "tpm";r=900;t=1`,
 		"Retry-After":      "",
 	}
 	for k, v := range want {
@@ -121,9 +122,9 @@ func TestAdmittedRequestCarriesItsState(t *testing.T) {
 			t.Errorf("%s: %q, want %q", k, got, v)
 		}
 	}
-	// The tightest limit comes first: tpm once it has less left.
+	// The items keep their order when tpm has less left.
 	w = serve(h, "key-1", 800)
-	if got := w.Header().Get("RateLimit"); got != `"tpm";r=100;t=54, "rpm";r=1;t=40` {
+	if got := w.Header().Get("RateLimit"); got != `"rpm";r=1;t=20, "tpm";r=100;t=1` {
 		t.Errorf("RateLimit %q", got)
 	}
 }
@@ -140,10 +141,10 @@ func TestRefusalIs429WithAProblemBody(t *testing.T) {
 	if w.Code != http.StatusTooManyRequests {
 		t.Fatalf("%d %s", w.Code, w.Body)
 	}
-	// rpm is empty: one token in 20 s. Every t is capped at Retry-After.
+	// rpm is empty: one token in 20 s.
 	for k, v := range map[string]string{
 		"Retry-After":      "20",
-		"RateLimit":        `"rpm";r=0;t=20, "tpm";r=700;t=18`,
+		"RateLimit":        `"rpm";r=0;t=20, "tpm";r=700;t=1`,
 		"RateLimit-Policy": `"rpm";q=3;w=60, "tpm";q=1000;w=60`,
 	} {
 		if got := w.Header().Get(k); got != v {
@@ -300,7 +301,7 @@ func TestExposeLimits(t *testing.T) {
 	lim, _ := newLimiter(t, nil)
 	h := newMiddleware(t, lim, httplimit.ExposeLimits("tpm")).Handler(ok)
 	w := serve(h, "key-1", 100)
-	if got := w.Header().Get("RateLimit") + " | " + w.Header().Get("RateLimit-Policy"); got != `"tpm";r=900;t=6 | "tpm";q=1000;w=60` {
+	if got := w.Header().Get("RateLimit") + " | " + w.Header().Get("RateLimit-Policy"); got != `"tpm";r=900;t=1 | "tpm";q=1000;w=60` {
 		t.Errorf("only tpm: %q", got)
 	}
 
@@ -317,10 +318,7 @@ func TestExposeLimits(t *testing.T) {
 // them.
 func TestParentLimits(t *testing.T) {
 	lim, _ := newLimiter(t, nil)
-	ctx := context.Background()
-	must(t, lim.PutEntity(ctx, limiter.Entity{ID: "project-1"}))
-	must(t, lim.PutEntity(ctx, limiter.Entity{ID: "key-1", Parent: "project-1", Cascade: true}))
-	must(t, lim.PutLimits(ctx, limiter.Scope{Entity: "project-1"}, []limiter.Limit{limiter.PerMinute("rpm", 2), limiter.PerMinute("tpm", 1000)}))
+	withParent(t, lim, []limiter.Limit{limiter.PerMinute("rpm", 2), limiter.PerMinute("tpm", 1000)})
 	h := newMiddleware(t, lim).Handler(ok)
 
 	// The first request creates both buckets in a transaction, which
@@ -330,7 +328,7 @@ func TestParentLimits(t *testing.T) {
 	if w.Code != 200 {
 		t.Fatalf("%d %s", w.Code, w.Body)
 	}
-	if got := w.Header().Get("RateLimit"); got != `"parent/rpm";r=0;t=60, "rpm";r=1;t=40, "parent/tpm";r=980;t=2, "tpm";r=980;t=2` {
+	if got := w.Header().Get("RateLimit"); got != `"rpm";r=1;t=20, "tpm";r=980;t=1, "parent/rpm";r=0;t=30, "parent/tpm";r=980;t=1` {
 		t.Errorf("RateLimit %q", got)
 	}
 	w = serve(h, "key-1", 10)
@@ -416,8 +414,8 @@ func TestHeaderHelpers(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := http.Header{}
-	httplimit.SetLeaseHeaders(h, lease)
-	if h.Get("RateLimit") != `"rpm";r=0;t=60` {
+	httplimit.SetLeaseHeaders(h, lease, nil)
+	if h.Get("RateLimit") != `"rpm";r=0;t=20` {
 		t.Errorf("lease: %v", h)
 	}
 	_, err = lim.Acquire(ctx, req)
@@ -426,13 +424,14 @@ func TestHeaderHelpers(t *testing.T) {
 		t.Fatal(err)
 	}
 	h = http.Header{}
-	httplimit.SetRefusalHeaders(h, rl)
-	if h.Get("RateLimit") != `"rpm";r=0;t=60` || h.Get("Retry-After") != "60" {
+	httplimit.SetRefusalHeaders(h, rl, nil)
+	// Three tokens fit in 60 s, the next one comes in 20.
+	if h.Get("RateLimit") != `"rpm";r=0;t=20` || h.Get("Retry-After") != "60" {
 		t.Errorf("refusal: %v", h)
 	}
 	h = http.Header{}
-	httplimit.SetLeaseHeaders(h, nil)
-	httplimit.SetRefusalHeaders(h, nil)
+	httplimit.SetLeaseHeaders(h, nil, nil)
+	httplimit.SetRefusalHeaders(h, nil, nil)
 	if len(h) != 0 {
 		t.Errorf("nil: %v", h)
 	}

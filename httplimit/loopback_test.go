@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -16,14 +17,16 @@ import (
 
 // sfItem is one item of a RateLimit or RateLimit-Policy field.
 type sfItem struct {
-	name   string
-	params map[string]int64
+	name    string
+	params  map[string]int64  // the Integer parameters
+	strings map[string]string // the String ones
 }
 
-var sfItemRE = regexp.MustCompile(`^"([^"\\]*)"((?:;[a-z][a-z0-9_.*-]*=[0-9]{1,15})*)$`)
+var sfItemRE = regexp.MustCompile(`^"([^"\\]*)"((?:;[a-z][a-z0-9_.*-]*=(?:[0-9]{1,15}|"[^"\\]*"))*)$`)
 
 // parseList parses a structured-field list of string items with integer
-// parameters, the shape both fields have; it fails t on anything else.
+// and string parameters (without escapes), the shape both fields have; it
+// fails t on anything else.
 func parseList(t testing.TB, field string) []sfItem {
 	t.Helper()
 	var out []sfItem
@@ -32,10 +35,14 @@ func parseList(t testing.TB, field string) []sfItem {
 		if m == nil {
 			t.Fatalf("not a list of string items with integer parameters: %q", field)
 		}
-		it := sfItem{name: m[1], params: map[string]int64{}}
+		it := sfItem{name: m[1], params: map[string]int64{}, strings: map[string]string{}}
 		for _, p := range strings.Split(m[2], ";")[1:] {
 			k, v, _ := strings.Cut(p, "=")
-			it.params[k], _ = strconv.ParseInt(v, 10, 64)
+			if s, ok := strings.CutPrefix(v, `"`); ok {
+				it.strings[k] = strings.TrimSuffix(s, `"`)
+			} else {
+				it.params[k], _ = strconv.ParseInt(v, 10, 64)
+			}
 		}
 		out = append(out, it)
 	}
@@ -134,6 +141,44 @@ func TestFieldValuesStayValid(t *testing.T) {
 	for _, it := range cur {
 		if it.params["r"] < 0 {
 			t.Errorf("%+v", it)
+		}
+	}
+}
+
+// The handler's writer keeps what the server's can do: hijacking the
+// connection, and the ResponseController's calls (through Unwrap).
+func TestHandlerWriterKeepsItsAbilities(t *testing.T) {
+	lim, _ := newLimiter(t, nil)
+	srv := httptest.NewServer(newMiddleware(t, lim).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/deadline" {
+			if err := http.NewResponseController(w).SetWriteDeadline(time.Time{}); err != nil {
+				t.Error(err)
+			}
+			return
+		}
+		conn, rw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		rw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nhijacked")
+		rw.Flush()
+	})))
+	defer srv.Close()
+	for _, path := range []string{"/hijack", "/deadline"} {
+		req, _ := http.NewRequest("POST", srv.URL+path, nil)
+		req.Header.Set("X-API-Key", "key-1")
+		req.Header.Set("X-Tokens", "1")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		hijacked := path == "/hijack"
+		if resp.StatusCode != 200 || (string(body) == "hijacked") != hijacked || (resp.Header.Get("RateLimit") == "") != hijacked {
+			t.Errorf("%s: %s %q, RateLimit %q", path, resp.Status, body, resp.Header.Get("RateLimit"))
 		}
 	}
 }

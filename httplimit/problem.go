@@ -30,12 +30,13 @@ type Problem struct {
 	Title  string `json:"title"`
 	Status int    `json:"status"`
 	Detail string `json:"detail,omitempty"`
-	// ViolatedPolicies names the limits that refused the request, as the
-	// RateLimit fields name them (a parent's with ParentPrefix).
+	// ViolatedPolicies names the limits that refused the request, in name
+	// order, as the RateLimit fields name them (a parent's with
+	// ParentPrefix).
 	ViolatedPolicies []string `json:"violated-policies,omitempty"`
 	// RetryAfter is the Retry-After of the answer, in seconds.
 	RetryAfter int64 `json:"retry_after,omitempty"`
-	// Limits details each refusing limit.
+	// Limits details each refusing limit, in the same order.
 	Limits []ProblemLimit `json:"limits,omitempty"`
 }
 
@@ -133,12 +134,12 @@ func writeProblem(w http.ResponseWriter, p Problem) {
 	_, _ = w.Write(body.Bytes())
 }
 
-// refusalProblem describes a refusal: the exceeded limits, tightest first.
+// refusalProblem describes a refusal: the exceeded limits, in name order.
 func refusalProblem(e *limiter.RateLimitedError) Problem {
 	p := Problem{Type: ProblemTypeQuotaExceeded, Title: "Rate limit exceeded", Status: http.StatusTooManyRequests,
 		RetryAfter: retryAfter(e)}
 	var parts []string
-	for _, s := range refusalStates(e, nil) {
+	for _, s := range (fields{}).refusalStates(e) {
 		if !s.Exceeded {
 			continue
 		}

@@ -28,7 +28,9 @@ func usageFrom(ctx context.Context) *usage {
 // per limit name: after the handler returns, the middleware adjusts the
 // lease by the difference from what it charged (a larger cost charges
 // more, a smaller one returns tokens). A later report of the same name
-// replaces the earlier one; names not reported keep the charge. It is safe
+// replaces the earlier one; names not reported keep the charge. A cost
+// reported before the handler starts its answer shows in the RateLimit
+// field (see the package documentation). It is safe
 // to call from any goroutine while the handler runs, and reports false
 // when ctx did not come through the middleware (or the request was let
 // through unlimited).

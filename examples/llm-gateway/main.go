@@ -83,7 +83,8 @@ func setup(ctx context.Context, endpoint, table string) (*limiter.Limiter, error
 }
 
 func newHandler(lim *limiter.Limiter) (http.Handler, error) {
-	mw, err := httplimit.New(lim, apiKey, httplimit.WithLimits(defaultLimits...), httplimit.WithCost(estimate))
+	mw, err := httplimit.New(lim, apiKey, httplimit.WithLimits(defaultLimits...), httplimit.WithCost(estimate),
+		httplimit.WithQuotaUnits(map[string]string{"tpm": "tokens"}))
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +142,8 @@ func decode(r *http.Request) (completion, error) {
 func tokens(s string) int64 { return int64(len(strings.Fields(s))) }
 
 // complete is the "model": it echoes the prompt back, at most max_tokens
-// words of it, and reports what the call really used.
+// words of it, and reports what the call really used before it answers,
+// so that the RateLimit field counts it.
 func complete(w http.ResponseWriter, r *http.Request) {
 	c, _ := decode(r) // the cost function checked it
 	words := strings.Fields(c.Prompt)
