@@ -27,7 +27,8 @@ func usageFrom(ctx context.Context) *usage {
 // ReportCost tells the middleware what the request really cost, in tokens
 // per limit name: after the handler returns, the middleware adjusts the
 // lease by the difference from what it charged (a larger cost charges
-// more, a smaller one returns tokens). A later report of the same name
+// more, a smaller one returns tokens, never more than the request was
+// charged: a cost below zero counts as zero). A later report of the same name
 // replaces the earlier one; names not reported keep the charge. It is safe
 // to call from any goroutine while the handler runs, and reports false
 // when ctx did not come through the middleware (or the request was let
