@@ -42,7 +42,8 @@ type Request struct {
 // *UnavailableError when the store fails and the policy is fail-closed.
 // Under fail-open, a store failure returns a lease whose FailedOpen is
 // true. An UnavailableError whose outcome is unknown
-// (store.OutcomeUnknown) may have charged the bucket.
+// (store.OutcomeUnknown) may have charged the bucket; it is never also a
+// refusal (see UnavailableError.Refusal).
 func (l *Limiter) Acquire(ctx context.Context, req Request) (*Lease, error) {
 	if l == nil {
 		return nil, invalid("Limiter", "is nil: create one with New")
@@ -51,14 +52,22 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Lease, error) {
 	tr := &trv
 	lease, err := l.acquire(ctx, tr, req)
 	switch {
-	case err == nil, errors.Is(err, ErrRateLimited):
+	case err == nil, errors.Is(err, ErrRateLimited), refusedUnknown(err):
 		// A refusal is never failed open, also when it comes with an
-		// unknown outcome (a cascade whose compensation failed).
+		// unknown outcome (a cascade whose other side may be charged).
 	case storeDown(err):
 		lease, err = l.unavailable(ctx, tr, req.Policy, err)
 	}
 	l.observe(tr, err, Admitted)
 	return lease, err
+}
+
+// refusedUnknown reports whether err is a cascade's refusal whose other
+// side may have been charged (UnavailableError.Refusal): the limiter's
+// answer already, and not failed open.
+func refusedUnknown(err error) bool {
+	var u *UnavailableError
+	return errors.As(err, &u) && u.Refusal != nil
 }
 
 // unavailable applies the unavailability policy to a store failure.

@@ -2,7 +2,6 @@ package limiter
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/shardlimit/limiter/internal/engine"
@@ -40,11 +39,13 @@ func (l *Limiter) cascade(ctx context.Context, tr *trace, child, parent bucketPl
 		rl.Parent = step.Parent
 		if step.UndoErr != nil {
 			// Refused, but the other side's charge may stand: an outcome the
-			// limiter cannot vouch for. It is reported as unknown, and, being a
-			// refusal, never failed open (see Acquire).
-			l.cfg.logger.Warn("limiter: cascade refused, and the other side's charge could not be returned",
+			// limiter cannot vouch for. The answer says one thing, that the
+			// outcome is unknown (a caller testing ErrRateLimited first would
+			// believe nothing was charged); the refusal goes in Refusal. Being
+			// refused, it is never failed open (see Acquire).
+			l.cfg.logger.Warn("limiter: cascade refused, and the other side's charge may stand",
 				"entity", child.Ref.Entity, "resource", child.Ref.Resource, "err", step.UndoErr)
-			return nil, &UnavailableError{Op: "acquire", Err: errors.Join(step.UndoErr, rl)}
+			return nil, &UnavailableError{Op: "acquire", Err: step.UndoErr, Refusal: rl}
 		}
 		return nil, rl
 	}

@@ -319,3 +319,50 @@ func TestReservationsHoldsOnDynamoDBLocal(t *testing.T) {
 		t.Fatalf("the whole burst after the reclaim: %v", err)
 	}
 }
+
+// A lease never refunds more than it took, on a real server: another
+// request's consumption stays consumed, and Limits follows the Adjust's
+// write.
+func TestLeaseRefundIsCappedOnDynamoDBLocal(t *testing.T) {
+	srv := dynamolocal.Start(t)
+	st := dynamo.New(srv.Client, srv.NewTable(t))
+	ctx := context.Background()
+	clock := memsim.NewManualClock(time.Now().UTC().Truncate(time.Second))
+	lim, err := limiter.New(st, limiter.WithNamespace("it"), limiter.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := []limiter.Limit{limiter.PerMinute("tpm", 10_000)}
+	r := limiter.Request{Entity: "key-1", Resource: "gpt-4", Limits: limits, Consume: map[string]int64{"tpm": 9_000}}
+	other, err := lim.Acquire(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	r.Consume = map[string]int64{"tpm": 100}
+	lease, err := lim.Acquire(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Adjust(ctx, map[string]int64{"tpm": -5_000}); err != nil {
+		t.Fatal(err)
+	}
+	if got := lease.Limits()[0].Remaining; got != 1_000 {
+		t.Fatalf("Limits after the refund: remaining %d, want 1000", got)
+	}
+	if err := lease.Rollback(ctx); err != nil { // holds nothing now
+		t.Fatal(err)
+	}
+	out, err := st.Get(ctx, store.GetInput{ConsistentRead: true,
+		Key: keys.Bucket{Namespace: "it", Entity: "key-1", Resource: "gpt-4"}.Key()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, _ := out.Item.Int("b_tpm_tk")
+	tc, _ := out.Item.Int("b_tpm_tc")
+	if tk != 1_000_000 || tc != 9_000_000 {
+		t.Fatalf("tk %d, tc %d; want 1000000 and 9000000 (the other request's 9,000 stay consumed)", tk, tc)
+	}
+}

@@ -90,17 +90,32 @@ func invalid(field, format string, args ...any) *ValidationError {
 
 // UnavailableError is returned when the store failed (throttled past its
 // retries, a server error, a timeout) and the policy is fail-closed.
+//
+// It is also what a cascade answers when one side refused and the other
+// side's charge may stand (its write timed out, or its undo failed): an
+// unknown outcome, never a refusal as well. errors.Is(err, ErrRateLimited)
+// is false for it, store.OutcomeUnknown(err) true, and Refusal keeps what
+// the refusal said. Such an answer is never failed open: the store did
+// refuse.
 type UnavailableError struct {
 	// Op is what the limiter was doing, such as "acquire" or "adjust".
 	Op string
 	// Err is the store's error; store.OutcomeUnknown(Err) tells whether a
 	// write may have applied.
 	Err error
+	// Refusal, when not nil, is the refusal of one side of a cascade whose
+	// other side may have been charged: which bucket refused and how long
+	// until the request fits (RetryAfter). It is not in the error's chain.
+	Refusal *RateLimitedError
 }
 
 // Error returns the error's message.
 func (e *UnavailableError) Error() string {
-	return "limiter: store unavailable during " + e.Op + ": " + e.Err.Error()
+	s := "limiter: store unavailable during " + e.Op + ": " + e.Err.Error()
+	if e.Refusal != nil {
+		s += "; and refused: " + e.Refusal.Error()
+	}
+	return s
 }
 
 // Unwrap returns the store's error.

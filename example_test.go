@@ -54,7 +54,7 @@ func Example() {
 
 // LLM token reconciliation: charge an estimate before the call, then
 // correct it with the real count. The bucket may go into debt, which later
-// requests wait out.
+// requests wait out; a refund never returns more than the lease took.
 func ExampleLease_Adjust() {
 	lim, _ := newLimiter()
 	ctx := context.Background()
@@ -70,12 +70,13 @@ func ExampleLease_Adjust() {
 	if err := lease.Adjust(ctx, map[string]int64{"tpm": actual - estimate}); err != nil {
 		panic(err)
 	}
+	// Limits shows the settled charge, from the item the Adjust's write
+	// returned (no extra call).
+	for _, a := range lease.Limits() {
+		fmt.Printf("%s: %d left\n", a.Limit.Name, a.Remaining)
+	}
 	if err := lease.Commit(); err != nil {
 		panic(err)
-	}
-	av, _ := lim.Status(ctx, "api-key-123", "gpt-4", limits)
-	for _, a := range av {
-		fmt.Printf("%s: %d left\n", a.Limit.Name, a.Remaining)
 	}
 	// Output:
 	// rpm: 99 left

@@ -28,9 +28,10 @@ type Lease struct {
 type leasePart struct {
 	p      bucketPlan
 	net    *netAmounts  // millitokens adjusted beyond the acquire, per limit (nil: none)
-	states []LimitState // as the acquire's write left the bucket (computed when asked)
-	// What the states are computed from: the item the write returned and
-	// when (or, for a pooled part, the pool's holdings are added).
+	states []LimitState // as the lease's last write left the bucket (computed when asked)
+	// What the states are computed from: the item the lease's last write
+	// returned and when (or, for a pooled part, the pool's holdings are
+	// added).
 	img *engine.Image
 	at  int64
 	// The shard count, the shard and the flags last, in one word (see
@@ -78,11 +79,14 @@ func (le *Lease) valid() error {
 	return nil
 }
 
-// Limits returns the state of the entity's limits as the acquire left
-// them, in name order: the limit that applied, the tokens remaining and the
-// time until full, from the item the write returned (no store call). It
-// does not change with later Adjust calls. It is nil for a lease granted
-// under fail-open, and for a nil Lease.
+// Limits returns the state of the entity's limits as the lease's last
+// write left them, in name order: the limit that applied, the tokens
+// remaining and the time until full, from the item that write returned (no
+// store call). The acquire's write sets it; each Adjust, and a Rollback,
+// that writes sets it again, so after an Adjust it shows the settled
+// charge, not the estimate. A correction that changes nothing (zero
+// amounts, a refund to a shard that expired) leaves it as it was. It is
+// nil for a lease granted under fail-open, and for a nil Lease.
 func (le *Lease) Limits() []LimitState {
 	if le == nil || len(le.parts) == 0 {
 		return nil
@@ -93,7 +97,8 @@ func (le *Lease) Limits() []LimitState {
 }
 
 // ParentLimits returns the state of the cascade parent's limits as the
-// acquire left them (see Limits); nil without a cascade.
+// lease's last write to the parent's bucket left them (see Limits); nil
+// without a cascade.
 func (le *Lease) ParentLimits() []LimitState {
 	if le == nil || len(le.parts) < 2 {
 		return nil
@@ -117,6 +122,15 @@ func (le *Lease) Shard() int {
 // than estimated; the bucket may go into debt), a negative one returns
 // tokens. Limits a cascade parent also has are adjusted there too.
 //
+// A lease never returns more than it took: a refund is capped, per limit
+// and per bucket, at what the lease holds there (what the acquire charged,
+// plus every further charge, less every refund so far). The rest of a
+// larger refund is dropped without an error: tokens other requests
+// consumed stay consumed. A refund that finds nothing to return makes no
+// write. An Adjust whose outcome is unknown (an *UnavailableError with
+// store.OutcomeUnknown) counts its refunds as made and its further charges
+// as not made, so that a later refund cannot return them twice.
+//
 // Adjust is one write when the bucket is below its burst, two when it must
 // first materialize a refill; it never rejects.
 func (le *Lease) Adjust(ctx context.Context, delta map[string]int64) error {
@@ -139,12 +153,24 @@ func (le *Lease) Adjust(ctx context.Context, delta map[string]int64) error {
 			return invalid("Adjust["+name+"]", "the lease has no limit named %q", name)
 		}
 	}
-	// delta itself, scaled as it is read: no map of millitokens to build.
-	return le.applyEach(ctx, "adjust", bucket.MilliPerToken, func(*leasePart) map[string]int64 { return delta })
+	return le.applyEach(ctx, "adjust", func(part *leasePart) map[string]int64 {
+		held := part.held()
+		out := make(map[string]int64, len(delta))
+		for name, d := range delta {
+			if !part.p.Has(name) {
+				continue // a limit the cascade parent does not have
+			}
+			if v := max(d*bucket.MilliPerToken, -held[name]); v != 0 {
+				out[name] = v
+			}
+		}
+		return out
+	})
 }
 
 // Rollback returns everything the lease charged, adjustments included, and
-// ends it. Use it when the work the tokens paid for did not happen.
+// ends it: what it still holds after the refunds of earlier Adjust calls,
+// never more. Use it when the work the tokens paid for did not happen.
 //
 // When the store refuses the refund in a way that proves nothing was
 // applied (a throttle), Rollback returns the error and the lease stays
@@ -164,17 +190,13 @@ func (le *Lease) Rollback(ctx context.Context) error {
 		le.ended = true
 		return nil
 	}
-	// Each part returns what it was charged: the acquire's amounts plus the
+	// Each part returns what it holds: the acquire's amounts plus the
 	// adjustments that reached it (an adjust or an earlier rollback may
 	// have reached one part only).
-	err := le.applyEach(ctx, "rollback", 1, func(part *leasePart) map[string]int64 {
-		back := part.p.Amounts()
-		for name, a := range back {
-			if v := -(a + part.net.get(name)); v != 0 {
-				back[name] = v
-			} else {
-				delete(back, name)
-			}
+	err := le.applyEach(ctx, "rollback", func(part *leasePart) map[string]int64 {
+		back := part.held()
+		for name, v := range back {
+			back[name] = -v
 		}
 		return back
 	})
@@ -198,10 +220,10 @@ func (le *Lease) Commit() error {
 	return nil
 }
 
-// applyEach charges each part of the lease what amounts(part) says, times
-// scale millitokens (zero amounts charge nothing), and records what
-// reached it.
-func (le *Lease) applyEach(ctx context.Context, op string, scale int64, amounts func(*leasePart) map[string]int64) error {
+// applyEach charges each part of the lease what amounts(part) says, in
+// millitokens (zero amounts charge nothing), records what reached it, and
+// keeps the item its write returned for Limits.
+func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePart) map[string]int64) error {
 	l := le.l
 	trv := l.newTrace(op, le.parts[0].p.Ref.Entity, le.parts[0].p.Ref.Resource)
 	tr := &trv
@@ -212,22 +234,34 @@ func (le *Lease) applyEach(ctx context.Context, op string, scale int64, amounts 
 		if !anyNonZero(amts) {
 			continue
 		}
-		if part.pooled && l.pools != nil && l.settleWithPool(part, scaled(amts, scale)) {
+		if part.pooled && l.pools != nil && l.settleWithPool(part, amts) {
 			tr.ev.Path = PathPool
 			continue
 		}
-		m := engine.NewAdjustWith(l.mem, part.p.Plan, amts, scale, int(part.shard), int64(part.n))
+		m := engine.NewAdjustWith(l.mem, part.p.Plan, amts, 1, int(part.shard), int64(part.n))
 		now := l.nowMs()
-		step, _ := l.drive(ctx, tr, now, m.Start(now), m.Feed)
+		step, now := l.drive(ctx, tr, now, m.Start(now), m.Feed)
+		img, n := m.Img, m.N
 		m.Release() // the step holds nothing of it
 		if step.Err != nil {
 			err = errors.Join(err, step.Err)
+			if store.OutcomeUnknown(step.Err) {
+				// The write may have applied: its refunds count as made (a
+				// later refund must not return them again), its charges as
+				// not made (nor return what may never have been taken).
+				for name, d := range amts {
+					if d < 0 {
+						part.addNet(name, d)
+					}
+				}
+			}
 			continue
 		}
 		for name, d := range amts {
-			if d != 0 && part.p.Has(name) {
-				part.addNet(name, d*scale)
-			}
+			part.addNet(name, d)
+		}
+		if img != nil {
+			part.img, part.n, part.at, part.ok = img, shardCount(n), now, false
 		}
 	}
 	switch {
@@ -250,17 +284,6 @@ func anyNonZero(amounts map[string]int64) bool {
 		}
 	}
 	return false
-}
-
-// scaled returns the amounts times scale, zeros left out.
-func scaled(amounts map[string]int64, scale int64) map[string]int64 {
-	out := make(map[string]int64, len(amounts))
-	for name, v := range amounts {
-		if v != 0 {
-			out[name] = v * scale
-		}
-	}
-	return out
 }
 
 // settleWithPool applies a pooled lease's correction to the pool instead
@@ -286,7 +309,31 @@ func (l *Limiter) settleWithPool(part *leasePart, milli map[string]int64) bool {
 	for name, d := range milli {
 		part.addNet(name, d)
 	}
+	// The states show the pool's holdings now, over the last item of the
+	// bucket the limiter saw.
+	if img := l.mem.View(part.p.Ref, int(part.shard)).Img; img != nil {
+		part.img = img
+	}
+	part.at, part.ok = now, false
 	return true
+}
+
+// held returns the millitokens the part holds per limit: what the acquire
+// charged plus what adjusts added, less what they returned (zeros left
+// out). A lease never returns more than this.
+func (part *leasePart) held() map[string]int64 {
+	h := part.p.Amounts()
+	if part.net != nil {
+		for _, e := range part.net.list {
+			h[e.name] += e.v
+		}
+	}
+	for name, v := range h {
+		if v == 0 {
+			delete(h, name)
+		}
+	}
+	return h
 }
 
 // addNet adds d millitokens to what adjusts added to the part's limit
@@ -310,19 +357,6 @@ type netAmounts struct {
 type namedMilli struct {
 	name string
 	v    int64
-}
-
-// get returns name's amount (0 when absent, or n nil).
-func (n *netAmounts) get(name string) int64 {
-	if n == nil {
-		return 0
-	}
-	for _, e := range n.list {
-		if e.name == name {
-			return e.v
-		}
-	}
-	return 0
 }
 
 // add adds d to name's amount.

@@ -140,12 +140,12 @@ func TestAdjustWithZeroAmounts(t *testing.T) {
 	}
 }
 
-// What adjusts added to a lease part, per limit: none at first (a nil set
-// reads 0), sums per name, names apart.
+// What adjusts added to a lease part, per limit: none at first, sums per
+// name, names apart.
 func TestNetAmounts(t *testing.T) {
 	var part leasePart
-	if part.net.get("rpm") != 0 {
-		t.Fatal("a part never adjusted has a net amount")
+	if part.net != nil {
+		t.Fatal("a part never adjusted has net amounts")
 	}
 	part.addNet("rpm", 5)
 	part.addNet("tpm", -3)
@@ -153,7 +153,8 @@ func TestNetAmounts(t *testing.T) {
 	if allocs := testing.AllocsPerRun(10, func() { var q leasePart; q.addNet("a", 1); q.addNet("b", 1) }); allocs != 1 {
 		t.Errorf("two names cost %.0f allocations, want 1", allocs)
 	}
-	if r, p := part.net.get("rpm"), part.net.get("tpm"); r != 7 || p != -3 || part.net.get("x") != 0 || len(part.net.list) != 2 {
-		t.Fatalf("rpm %d, tpm %d, %d names: want 7, -3, 2", r, p, len(part.net.list))
+	want := []namedMilli{{"rpm", 7}, {"tpm", -3}}
+	if len(part.net.list) != 2 || part.net.list[0] != want[0] || part.net.list[1] != want[1] {
+		t.Fatalf("net amounts %v, want %v", part.net.list, want)
 	}
 }

@@ -1,6 +1,7 @@
 package limiter
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -39,7 +40,9 @@ func TestReservationsServeFromThePool(t *testing.T) {
 	}
 }
 
-// A pooled lease's rollback goes back to the pool; Close returns it.
+// A pooled lease's rollback goes back to the pool; Close returns it. A
+// pooled lease's refund goes back to the pool too, capped at what the
+// lease took, and its Limits count it.
 func TestReservationsRollbackToThePool(t *testing.T) {
 	e := newEnv(t)
 	l := e.limiter(WithReservations("rps"))
@@ -50,20 +53,32 @@ func TestReservationsRollbackToThePool(t *testing.T) {
 		e.clock.Add(100 * time.Microsecond)
 		leases = append(leases, e.mustAcquire(l, r))
 	}
+	last := leases[len(leases)-1]
+	before := last.Limits()[0].Remaining
 	calls := e.st.Totals().Requests
-	for _, le := range leases[1000:] {
-		if err := le.Rollback(e.ctx); err != nil {
+	for i, le := range leases[1000:] {
+		end := le.Rollback
+		if i%2 == 0 { // a refund of more than the lease took, which keeps nothing
+			if err := le.Adjust(e.ctx, map[string]int64{"rps": -1_000}); err != nil {
+				t.Fatal(err)
+			}
+			end = func(context.Context) error { return le.Commit() }
+		}
+		if err := end(e.ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if e.st.Totals().Requests > calls+5 {
 		t.Fatalf("rollbacks of pooled leases went to the store: %d calls", e.st.Totals().Requests-calls)
 	}
+	if got := last.Limits()[0].Remaining; got <= before {
+		t.Fatalf("the pooled lease's Limits after its rollback: remaining %d, want above %d", got, before)
+	}
 	if err := l.Close(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.consumed("k", "r", "rps"); got != 1000*1000 {
-		t.Fatalf("tc = %d after Close, want %d", got, 1000*1000)
+		t.Fatalf("tc = %d after Close, want %d (each refund capped at its lease's 1)", got, 1000*1000)
 	}
 }
 

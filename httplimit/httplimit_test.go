@@ -189,6 +189,29 @@ func TestReportCostAdjustsAfterTheHandler(t *testing.T) {
 	}
 }
 
+// A negative reported cost returns the request's charge and no more: one
+// key's handler cannot erase what other requests of the key consumed.
+func TestNegativeReportedCostReturnsOnlyTheCharge(t *testing.T) {
+	lim, _ := newLimiter(t, nil)
+	h := newMiddleware(t, lim).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Tokens") == "100" {
+			httplimit.ReportCost(r.Context(), map[string]int64{"tpm": -5000})
+		}
+	}))
+	for _, tok := range []int64{600, 100} {
+		if w := serve(h, "key-1", tok); w.Code != 200 {
+			t.Fatalf("%d", w.Code)
+		}
+	}
+	st, err := lim.Status(context.Background(), "key-1", "gpt-4", limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[0].Remaining != 1 || st[1].Remaining != 400 {
+		t.Fatalf("rpm %d, tpm %d left; want 1 and 400 (the first request's 600 stay used)", st[0].Remaining, st[1].Remaining)
+	}
+}
+
 func TestHandlerMayRollBack(t *testing.T) {
 	lim, _ := newLimiter(t, nil)
 	var logs bytes.Buffer

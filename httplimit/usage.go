@@ -27,8 +27,9 @@ func usageFrom(ctx context.Context) *usage {
 // ReportCost tells the middleware what the request really cost, in tokens
 // per limit name: after the handler returns, the middleware adjusts the
 // lease by the difference from what it charged (a larger cost charges
-// more, a smaller one returns tokens). A later report of the same name
-// replaces the earlier one; names not reported keep the charge. A cost
+// more, a smaller one returns tokens, never more than the request was
+// charged: a cost below zero counts as zero). A later report of the same
+// name replaces the earlier one; names not reported keep the charge. A cost
 // reported before the handler starts its answer shows in the RateLimit
 // field (see the package documentation). It is safe
 // to call from any goroutine while the handler runs, and reports false

@@ -23,6 +23,11 @@ type Adjust struct {
 	// Vanished is set when Done if a refund found the shard gone (expired):
 	// nothing was written, and nothing needed to be.
 	Vanished bool
+	// Img and N are set when Done after a write: the item the write left
+	// (ALL_NEW, or the item a create put) and the shard count it was made
+	// at. Img is nil when nothing was written or the item did not decode.
+	Img *Image
+	N   int64
 
 	// The plan of NewAdjustWith, and the call of the step in progress
 	// (each step's replaces the last's, which has been made by then): a
@@ -106,9 +111,12 @@ func (a *Adjust) Feed(r Result, now int64) Step {
 		if a.creating {
 			img, _ := Decode(*a.put)
 			a.m.learn(a.p.Ref, a.shard, img, 0, now, lat, a.p)
+			a.Img = img
 		} else if img, err := decodeFor(a.p, r.Write.Image(), nil); err == nil && img != nil {
 			a.m.learn(a.p.Ref, a.shard, img, 0, now, lat, a.p)
+			a.Img = img
 		}
+		a.N = a.n
 		return Step{Done: true}
 	}
 	im, err := conditionImage(a.p, r.Err)

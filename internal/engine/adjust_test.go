@@ -30,9 +30,9 @@ func TestAdjustPaths(t *testing.T) {
 			{"update 0 adjust", wrote(shape{rf: T - 10, tk: map[string]int64{"rps": 7500}}.item(p))},
 			{"done none", Result{}},
 		},
-		check: func(t *testing.T, _ *Adjust, _ Step, m *Memory) {
-			if m.View(ref, 0).Img == nil {
-				t.Fatal("the memory should hold the image the adjust returned")
+		check: func(t *testing.T, a *Adjust, _ Step, m *Memory) {
+			if img := m.View(ref, 0).Img; img == nil || a.Img != img || a.N != 1 {
+				t.Fatalf("memory %p, machine %p at %d shards: want both the image the adjust returned, at 1", img, a.Img, a.N)
 			}
 		},
 	}, {
@@ -76,8 +76,8 @@ func TestAdjustPaths(t *testing.T) {
 			{"done none", Result{}},
 		},
 		check: func(t *testing.T, a *Adjust, _ Step, _ *Memory) {
-			if !a.Vanished {
-				t.Fatal("Vanished should say the refund found nothing to return to")
+			if !a.Vanished || a.Img != nil {
+				t.Fatal("Vanished should say the refund found nothing to return to, and no image")
 			}
 		},
 	}, {
@@ -91,6 +91,9 @@ func TestAdjustPaths(t *testing.T) {
 		check: func(t *testing.T, a *Adjust, _ Step, m *Memory) {
 			if st, _ := m.View(ref, 0).Img.comp.Get("rps"); a.Vanished || st.Tokens != 9500 || st.TotalConsumed != 500 {
 				t.Fatalf("vanished %v, remembered tk %d tc %d; want made with 500 charged", a.Vanished, st.Tokens, st.TotalConsumed)
+			}
+			if a.Img != m.View(ref, 0).Img {
+				t.Fatal("the machine's image should be the item the create put")
 			}
 		},
 	}, {
@@ -197,6 +200,9 @@ func TestAdjustStoryStaleCountFollowsShardZero(t *testing.T) {
 	play(t, st, a.Start(T), a.Feed, T, "update 0 adjust", "update 0 normal", "done none")
 	if n, tk := attr(t, st, bucketRef, 0, "shard_count"), attr(t, st, bucketRef, 0, "b_rps_tk"); n != 1 || tk != 9500 {
 		t.Fatalf("shard 0 at %d shards holding %d; want 1 shard, 10000-500", n, tk)
+	}
+	if st, _ := a.Img.comp.Get("rps"); a.N != 1 || st.Tokens != 9500 {
+		t.Fatalf("the machine says %d shards, tk %d; want the count and item of its last write, 1 and 9500", a.N, st.Tokens)
 	}
 }
 
