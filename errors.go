@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/shardlimit/limiter/internal/items"
 )
 
 // Sentinel errors. Test with errors.Is; the typed errors carry details.
@@ -18,7 +20,7 @@ var (
 	// ErrLeaseEnded: a lease was used after Commit or Rollback.
 	ErrLeaseEnded = errors.New("limiter: lease already ended")
 	// ErrSchemaVersion: the table was written by a limiter with a layout this one does not know.
-	ErrSchemaVersion = errors.New("limiter: unknown table schema version")
+	ErrSchemaVersion = items.ErrSchemaVersion
 )
 
 // RateLimitedError is returned by Acquire when a limit lacks the tokens

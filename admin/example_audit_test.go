@@ -1,4 +1,4 @@
-package limiter_test
+package admin_test
 
 import (
 	"context"
@@ -6,23 +6,29 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
+	"github.com/shardlimit/limiter/store/memsim"
 )
 
 // Configuration changes are audited: who changed what, from what to what.
-func ExampleLimiter_Audit() {
-	lim, clock := newLimiter()
-	ctx := limiter.ContextWithPrincipal(context.Background(), "alice")
-	key1 := limiter.Scope{Entity: "key-1"}
-	_ = lim.PutLimits(ctx, key1, []limiter.Limit{limiter.PerMinute("rpm", 100)})
-	clock.Add(time.Minute)
-	_ = lim.PutLimits(limiter.ContextWithPrincipal(ctx, "bob"), key1, []limiter.Limit{limiter.PerMinute("rpm", 200)})
-	_ = lim.PutLimits(ctx, key1, []limiter.Limit{limiter.PerMinute("rpm", 200)}) // no change: not recorded
-
-	recs, err := lim.Audit(ctx, limiter.AuditQuery{Entity: "key-1"})
+func ExampleAdmin_Audit() {
+	clock := memsim.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	adm, err := admin.New(memsim.New(memsim.WithClock(clock)), admin.WithNamespace("tenant-a"), admin.WithClock(clock))
 	if err != nil {
 		panic(err)
 	}
-	capacity := func(s *limiter.AuditState) any {
+	ctx := admin.ContextWithPrincipal(context.Background(), "alice")
+	key1 := admin.Scope{Entity: "key-1"}
+	_ = adm.PutLimits(ctx, key1, []limiter.Limit{limiter.PerMinute("rpm", 100)})
+	clock.Add(time.Minute)
+	_ = adm.PutLimits(admin.ContextWithPrincipal(ctx, "bob"), key1, []limiter.Limit{limiter.PerMinute("rpm", 200)})
+	_ = adm.PutLimits(ctx, key1, []limiter.Limit{limiter.PerMinute("rpm", 200)}) // no change: not recorded
+
+	recs, err := adm.Audit(ctx, admin.AuditQuery{Entity: "key-1"})
+	if err != nil {
+		panic(err)
+	}
+	capacity := func(s *admin.AuditState) any {
 		if s == nil {
 			return "-"
 		}
