@@ -192,8 +192,9 @@ func (l *Limiter) Invalidate() {
 }
 
 // ForgetBucket drops what this limiter remembers of the (entity,
-// resource) bucket (its shard count, the last item of each shard), so
-// that its next acquire of the bucket starts from the store. An
+// resource) bucket (its shard count, the last item of each shard; resource
+// "" is DefaultResource), so that its next acquire of the bucket starts
+// from the store. An
 // admin.Admin given this limiter (admin.WithLimiter) calls it when it
 // resets the bucket; a limiter that was not told learns of a reset from
 // its next write.
