@@ -21,6 +21,10 @@ var (
 	ErrLeaseEnded = errors.New("limiter: lease already ended")
 	// ErrSchemaVersion: the table was written by a limiter with a layout this one does not know.
 	ErrSchemaVersion = items.ErrSchemaVersion
+	// ErrBreakerOpen: the cause of an *UnavailableError answered without a
+	// store call because the store failed repeatedly just before (see
+	// WithBreaker).
+	ErrBreakerOpen = errors.New("limiter: circuit breaker open after repeated store failures")
 )
 
 // RateLimitedError is returned by Acquire when a limit lacks the tokens
