@@ -8,11 +8,6 @@ import (
 	"github.com/shardlimit/limiter/store"
 )
 
-// ErrBreakerOpen is the cause of an UnavailableError answered without a
-// store call because the store failed repeatedly just before (see
-// WithBreaker).
-var ErrBreakerOpen = errors.New("limiter: circuit breaker open after repeated store failures")
-
 // The circuit breaker: after breakerFailures unavailable answers in a row,
 // no store call for breakerOpenMs (jittered between half and one and a
 // half times, so that a fleet of processes does not probe in step), then

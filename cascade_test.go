@@ -3,19 +3,20 @@ package limiter
 import (
 	"testing"
 
+	"github.com/shardlimit/limiter/internal/items"
 	"github.com/shardlimit/limiter/store/memsim"
 )
 
 func cascadeEnv(t *testing.T, opts ...memsim.Option) (*env, *Limiter) {
 	e := newEnv(t, opts...)
 	l := e.limiter()
-	if err := l.PutEntity(e.ctx, Entity{ID: "project-1"}); err != nil {
+	if err := l.putEntity(e.ctx, items.Entity{ID: "project-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.PutEntity(e.ctx, Entity{ID: "key-1", Parent: "project-1", Cascade: true}); err != nil {
+	if err := l.putEntity(e.ctx, items.Entity{ID: "key-1", Parent: "project-1", Cascade: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.PutLimits(e.ctx, Scope{Entity: "project-1"}, rpm(10)); err != nil {
+	if err := l.putLimits(e.ctx, scope{Entity: "project-1"}, rpm(10)); err != nil {
 		t.Fatal(err)
 	}
 	return e, l
@@ -49,7 +50,7 @@ func TestCascadeIsAllOrNothing(t *testing.T) {
 		t.Fatalf("child charged by a rejected cascade: tk %d->%d, tc %d->%d", child, c, childTC, tc)
 	}
 	// A sibling without cascade is not limited by the project.
-	if err := l.PutEntity(e.ctx, Entity{ID: "key-2", Parent: "project-1"}); err != nil {
+	if err := l.putEntity(e.ctx, items.Entity{ID: "key-2", Parent: "project-1"}); err != nil {
 		t.Fatal(err)
 	}
 	e.mustAcquire(l, req("key-2", rpm(100), one))

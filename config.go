@@ -3,12 +3,11 @@ package limiter
 import (
 	"context"
 	"errors"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/shardlimit/limiter/internal/items"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/internal/lru"
 	"github.com/shardlimit/limiter/store"
@@ -25,10 +24,10 @@ const DefaultResource = "default"
 
 // settings is what one acquire runs with.
 type settings struct {
-	entity   Entity  // as stored (parent, cascade); ID alone when not stored
-	resource string  // the request's, or DefaultResource
-	limits   []Limit // the limits of the entity's bucket, per name
-	parent   []Limit // those of the parent's bucket, when entity.Cascade
+	entity   items.Entity // as stored (parent, cascade); ID alone when not stored
+	resource string       // the request's, or DefaultResource
+	limits   []Limit      // the limits of the entity's bucket, per name
+	parent   []Limit      // those of the parent's bucket, when entity.Cascade
 	// cached says until when (exclusive) the configuration cache keeps
 	// what these settings came from, read in cache generation gen: a
 	// repeat memo may serve them until then (zero: not cached).
@@ -73,17 +72,17 @@ func (l *Limiter) config(ctx context.Context, tr *trace, req Request) (settings,
 // caller's (the request's, or the limiter's defaults when the request has
 // none). Names any of them defines apply; a name defined nowhere does not.
 // cached and gen are those of the stored configuration (see settings).
-func (l *Limiter) limitsFor(ctx context.Context, tr *trace, entity, resource string, caller []Limit) (_ Entity, _ []Limit, cached time.Time, gen uint64, _ error) {
+func (l *Limiter) limitsFor(ctx context.Context, tr *trace, entity, resource string, caller []Limit) (_ items.Entity, _ []Limit, cached time.Time, gen uint64, _ error) {
 	if len(caller) == 0 {
 		caller = l.cfg.defaults
 	}
 	ec, rc, gen, err := l.stored(ctx, tr, entity, resource)
 	if err != nil {
-		return Entity{}, nil, time.Time{}, 0, err
+		return items.Entity{}, nil, time.Time{}, 0, err
 	}
 	limits := mergeLimits(ec.own, ec.all, rc.limits, caller)
 	if len(limits) > maxLimits {
-		return Entity{}, nil, time.Time{}, 0, invalid("limits", "%d limits apply to entity %q on resource %q (the caller's and the stored ones); at most %d",
+		return items.Entity{}, nil, time.Time{}, 0, invalid("limits", "%d limits apply to entity %q on resource %q (the caller's and the stored ones); at most %d",
 			len(limits), entity, resource, maxLimits)
 	}
 	cached = ec.cached
@@ -117,7 +116,7 @@ func mergeLimits(own, all, res, caller []Limit) []Limit {
 
 // entityConf is what is stored on an entity's partition for one resource.
 type entityConf struct {
-	entity Entity
+	entity items.Entity
 	own    []Limit   // stored for {entity, resource}; nil when none
 	all    []Limit   // stored for {entity, ""}; nil when none
 	cached time.Time // until when the cache keeps it (exclusive; zero: not cached)
@@ -179,6 +178,34 @@ func (c *metaCache) init(ttl time.Duration) {
 	c.entities = lru.New[configKey, entityConf](maxCachedConfigs)
 	c.resources = lru.New[string, resourceConf](maxCachedConfigs)
 	c.flights = make(map[configKey]*flight)
+}
+
+// Invalidate drops every cached entity and stored limit, so the next
+// acquire reads them again. Changes made through an admin.Admin given this
+// limiter (admin.WithLimiter) invalidate its cache by themselves; call
+// Invalidate when another process changed them and waiting for the cache
+// TTL (WithCacheTTL) is too slow.
+func (l *Limiter) Invalidate() {
+	if l != nil {
+		l.meta.invalidate()
+	}
+}
+
+// ForgetBucket drops what this limiter remembers of the (entity,
+// resource) bucket (its shard count, the last item of each shard; resource
+// "" is DefaultResource), so that its next acquire of the bucket starts
+// from the store. An
+// admin.Admin given this limiter (admin.WithLimiter) calls it when it
+// resets the bucket; a limiter that was not told learns of a reset from
+// its next write.
+func (l *Limiter) ForgetBucket(entity, resource string) {
+	if l == nil {
+		return
+	}
+	if resource == "" {
+		resource = DefaultResource
+	}
+	l.mem.ForgetBucket(keys.Bucket{Namespace: l.cfg.namespace, Entity: entity, Resource: resource})
 }
 
 func (c *metaCache) invalidate() {
@@ -287,9 +314,9 @@ func (l *Limiter) read(ctx context.Context, tr *trace, entity, resource string, 
 	// nothing.
 	out, err := l.st.BatchGet(ctx, store.BatchGetInput{Keys: ks, ConsistentRead: true})
 	tr.add(out.Consumed, err)
-	items := out.Items
+	got := out.Items
 	if err == nil && schema {
-		if err = l.checkSchema(ctx, tr, items[len(items)-1]); err == nil {
+		if err = items.CheckSchema(ctx, l.st, got[len(got)-1], tr.add); err == nil {
 			l.meta.mu.Lock()
 			l.meta.schemaOK = true
 			l.meta.mu.Unlock()
@@ -298,22 +325,22 @@ func (l *Limiter) read(ctx context.Context, tr *trace, entity, resource string, 
 	if ef != nil {
 		ef.err = err
 		if err == nil {
-			ef.ec, ef.err = decodeEntityConf(entity, items[0], items[1], items[2])
+			ef.ec, ef.err = decodeEntityConf(entity, got[0], got[1], got[2])
 		}
-		items = items[min(3, len(items)):]
+		got = got[min(3, len(got)):]
 	}
 	if rf != nil {
 		rf.err = err
 		if err == nil {
-			rf.res.limits, _, rf.err = limitsOf(items[0])
+			rf.res.limits, _, rf.err = limitsOf(got[0])
 		}
 	}
 }
 
 func decodeEntityConf(id string, meta, own, all store.Item) (entityConf, error) {
-	ec := entityConf{entity: Entity{ID: id}}
+	ec := entityConf{entity: items.Entity{ID: id}}
 	if meta != nil {
-		ec.entity = decodeEntity(id, meta)
+		ec.entity = items.DecodeEntity(id, meta)
 	}
 	var err error
 	if ec.own, _, err = limitsOf(own); err != nil {
@@ -413,68 +440,16 @@ func isContextErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// checkSchema verifies the table's schema version, writing it when the
-// table is new.
-func (l *Limiter) checkSchema(ctx context.Context, tr *trace, it store.Item) error {
-	if it == nil {
-		k := keys.Schema()
-		put := store.PutInput{
-			Item: store.Item{store.AttrPK: store.Str(k.PK), store.AttrSK: store.Str(k.SK), attrVersion: store.Int(SchemaVersion)},
-			Expr: store.MustBuild(store.Update{}, store.Name(store.AttrPK).NotExists()), ReturnOldOnConditionFailure: true,
-		}
-		out, err := l.st.Put(ctx, put)
-		tr.add(out.Consumed, err)
-		var cf *store.ConditionFailedError
-		if errors.As(err, &cf) {
-			return l.checkSchema(ctx, tr, store.ItemOfView(cf.Image()))
-		}
+// limitsOf decodes a stored limits item; ok is false for no item.
+func limitsOf(it store.Item) ([]Limit, bool, error) { return items.DecodeLimits(it, Limit.Validate) }
+
+// storeErr wraps a store failure for the caller.
+func (l *Limiter) storeErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if !storeDown(err) {
 		return err
 	}
-	if v, _ := it.Int(attrVersion); v != SchemaVersion {
-		return errors.Join(ErrSchemaVersion, errors.New("limiter: table has schema version "+strconv.FormatInt(v, 10)+
-			", this limiter writes version "+strconv.Itoa(SchemaVersion)+"; upgrade the library"))
-	}
-	return nil
-}
-
-func decodeEntity(id string, it store.Item) Entity {
-	e := Entity{ID: id}
-	e.Parent, _ = it.Str(attrParent)
-	c, _ := it.Int(attrCascade)
-	e.Cascade = c != 0 && e.Parent != ""
-	return e
-}
-
-// limitsOf decodes a stored limits item (see encodeLimits); ok is false
-// for no item.
-func limitsOf(it store.Item) ([]Limit, bool, error) {
-	if it == nil {
-		return nil, false, nil
-	}
-	s, ok := it.Str(attrLimits)
-	if !ok {
-		return nil, false, errors.New("limiter: stored limits item has no limits attribute")
-	}
-	var ls []Limit
-	for _, part := range strings.Split(s, ";") {
-		name, rest, ok := strings.Cut(part, "=")
-		f := strings.Split(rest, "/")
-		if !ok || len(f) != 4 {
-			return nil, false, errors.New("limiter: malformed stored limits " + strconv.Quote(s))
-		}
-		var v [4]int64
-		for i := range f {
-			n, err := strconv.ParseInt(f[i], 10, 64)
-			if err != nil {
-				return nil, false, errors.New("limiter: malformed stored limits " + strconv.Quote(s))
-			}
-			v[i] = n
-		}
-		x := Limit{Name: name, Capacity: v[0], Burst: v[1], Refill: v[2], Period: time.Duration(v[3]) * time.Millisecond}
-		if err := x.Validate(); err != nil {
-			return nil, false, errors.New("limiter: stored limits: " + err.Error())
-		}
-		ls = append(ls, x)
-	}
-	return ls, true, nil
+	return &UnavailableError{Op: op, Err: err}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 	"github.com/shardlimit/limiter/store/memsim"
 )
 
@@ -15,14 +16,19 @@ import (
 // the others in force.
 func ExampleWithDefaultLimits() {
 	clock := memsim.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	lim, err := limiter.New(memsim.New(memsim.WithClock(clock)), limiter.WithClock(clock),
+	st := memsim.New(memsim.WithClock(clock))
+	lim, err := limiter.New(st, limiter.WithClock(clock),
 		limiter.WithDefaultLimits(limiter.PerMinute("rpm", 100), limiter.PerDay("rpd", 1000)))
+	if err != nil {
+		panic(err)
+	}
+	adm, err := admin.New(st, admin.WithLimiter(lim))
 	if err != nil {
 		panic(err)
 	}
 	ctx := context.Background()
 	// A key with a higher per-minute limit; its daily limit stays 1000.
-	if err := lim.PutLimits(ctx, limiter.Scope{Entity: "key-vip"}, []limiter.Limit{limiter.PerMinute("rpm", 500)}); err != nil {
+	if err := adm.PutLimits(ctx, admin.Scope{Entity: "key-vip"}, []limiter.Limit{limiter.PerMinute("rpm", 500)}); err != nil {
 		panic(err)
 	}
 	for _, key := range []string{"key-1", "key-vip"} {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardlimit/limiter/internal/items"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/internal/lru"
 	"github.com/shardlimit/limiter/store"
@@ -20,7 +21,7 @@ import (
 func TestRegressionOverrideLackingAConsumedName(t *testing.T) {
 	e := newEnv(t)
 	l := e.limiter()
-	if err := l.PutLimits(e.ctx, Scope{Entity: "k1"}, rpm(5)); err != nil {
+	if err := l.putLimits(e.ctx, scope{Entity: "k1"}, rpm(5)); err != nil {
 		t.Fatal(err)
 	}
 	caller := []Limit{PerMinute("rpm", 100), PerMinute("tpm", 1000)}
@@ -40,14 +41,14 @@ func TestRegressionOverrideLackingAConsumedName(t *testing.T) {
 func TestScopesCombinePerName(t *testing.T) {
 	e := newEnv(t)
 	l := e.limiter(WithDefaultLimits(PerMinute("rpm", 99), PerMinute("tpm", 999), PerMinute("x", 5)))
-	put := func(s Scope, ls ...Limit) {
-		if err := l.PutLimits(e.ctx, s, ls); err != nil {
+	put := func(s scope, ls ...Limit) {
+		if err := l.putLimits(e.ctx, s, ls); err != nil {
 			t.Fatal(err)
 		}
 	}
-	put(Scope{Entity: "k1", Resource: "gpt-4"}, PerMinute("rpm", 10))
-	put(Scope{Entity: "k1"}, PerMinute("tpm", 100), PerMinute("rpm", 20))
-	put(Scope{Resource: "gpt-4"}, PerDay("rpd", 1000), PerMinute("rpm", 30), PerMinute("tpm", 300))
+	put(scope{Entity: "k1", Resource: "gpt-4"}, PerMinute("rpm", 10))
+	put(scope{Entity: "k1"}, PerMinute("tpm", 100), PerMinute("rpm", 20))
+	put(scope{Resource: "gpt-4"}, PerDay("rpd", 1000), PerMinute("rpm", 30), PerMinute("tpm", 300))
 	got := map[string]int64{}
 	av, err := l.Status(e.ctx, "k1", "gpt-4", nil)
 	if err != nil {
@@ -120,11 +121,8 @@ func TestDefaultResource(t *testing.T) {
 	if err != nil || len(av) != 1 || av[0].Remaining != 9 {
 		t.Fatalf("Available on the default resource: %+v, %v; want 9 rpm", av, err)
 	}
-	if _, err := l.Usage(e.ctx, UsageQuery{Entity: "k1", Window: UsageHourly, From: t0, To: t0.Add(time.Hour)}); err != nil {
-		t.Fatalf("Usage on the default resource: %v", err)
-	}
 	// Limits stored for the default resource apply like any others.
-	if err := l.PutLimits(e.ctx, Scope{Resource: DefaultResource}, rpm(1)); err != nil {
+	if err := l.putLimits(e.ctx, scope{Resource: DefaultResource}, rpm(1)); err != nil {
 		t.Fatal(err)
 	}
 	e.mustAcquire(l, Request{Entity: "k2", Consume: one})
@@ -137,7 +135,7 @@ func TestDefaultResource(t *testing.T) {
 func TestConsumeCheckedAgainstTheLimitsThatApply(t *testing.T) {
 	e := newEnv(t)
 	l := e.limiter()
-	if err := l.PutLimits(e.ctx, Scope{Entity: "k1"}, []Limit{PerMinute("rpm", 3), PerDay("extra", 50)}); err != nil {
+	if err := l.putLimits(e.ctx, scope{Entity: "k1"}, []Limit{PerMinute("rpm", 3), PerDay("extra", 50)}); err != nil {
 		t.Fatal(err)
 	}
 	writes := func() uint64 {
@@ -231,7 +229,7 @@ func TestSchemaCheckedAgainAfterASchemaError(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	put(SchemaVersion + 1)
+	put(items.SchemaVersion + 1)
 	l := e.limiter()
 	if _, err := l.Acquire(e.ctx, req("k1", rpm(10), one)); !errors.Is(err, ErrSchemaVersion) {
 		t.Fatalf("Acquire = %v, want ErrSchemaVersion", err)
@@ -239,7 +237,7 @@ func TestSchemaCheckedAgainAfterASchemaError(t *testing.T) {
 	if _, err := l.Acquire(e.ctx, req("k2", rpm(10), one)); !errors.Is(err, ErrSchemaVersion) {
 		t.Fatalf("second Acquire = %v, want ErrSchemaVersion (checked again)", err)
 	}
-	put(SchemaVersion)
+	put(items.SchemaVersion)
 	e.mustAcquire(l, req("k1", rpm(10), one))
 }
 
@@ -269,7 +267,7 @@ func TestConfigCacheEvictsLeastRecentlyUsed(t *testing.T) {
 func TestConcurrentColdReads(t *testing.T) {
 	e := newEnv(t)
 	admin := e.limiter()
-	if err := admin.PutLimits(e.ctx, Scope{Resource: "gpt-4"}, rpm(1000)); err != nil {
+	if err := admin.putLimits(e.ctx, scope{Resource: "gpt-4"}, rpm(1000)); err != nil {
 		t.Fatal(err)
 	}
 	l := e.limiter()
@@ -406,5 +404,73 @@ func TestFlightChannelOnlyForJoiners(t *testing.T) {
 	c.end(k, g)
 	if err := c.wait(context.Background(), g, false); err == nil || c.flights[k] != nil {
 		t.Fatalf("joiner got %v after the end, flight left %v", err, c.flights[k])
+	}
+}
+
+// Limits change while buckets live: a lowered limit caps the tokens at the
+// next write, a new limit appears full, a removed one is REMOVEd, and the
+// consumption counter of a limit that stays is kept.
+func TestLimitChangesReachExistingBuckets(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter()
+	e.mustAcquire(l, req("k1", []Limit{PerMinute("rpm", 100), PerMinute("old", 5)}, map[string]int64{"rpm": 2, "old": 1}))
+	e.mustAcquire(l, req("k1", []Limit{PerMinute("rpm", 10), PerMinute("tpm", 1000)}, map[string]int64{"rpm": 1, "tpm": 7}))
+	it := e.bucketItem("k1", "gpt-4", 0)
+	if tk, _ := it.Int("b_rpm_tk"); tk != 9_000 {
+		t.Fatalf("rpm tk = %d, want 9000: capped at the new burst of 10, minus 1", tk)
+	}
+	if tc, _ := it.Int("b_rpm_tc"); tc != 3_000 {
+		t.Fatalf("rpm tc = %d, want 3000 (kept across the change)", tc)
+	}
+	if tk, _ := it.Int("b_tpm_tk"); tk != 993_000 {
+		t.Fatalf("tpm tk = %d, want 993000 (new, full, minus 7)", tk)
+	}
+	for name := range it {
+		if len(name) > 6 && name[:6] == "b_old_" {
+			t.Fatalf("removed limit left %s behind", name)
+		}
+	}
+	// The next acquire with the same limits is back on the hot path.
+	e.mustAcquire(l, req("k1", []Limit{PerMinute("rpm", 10), PerMinute("tpm", 1000)}, map[string]int64{"rpm": 1}))
+	e.expectCost(PathSpeculative, 1, 0, 1)
+}
+
+// A table written by a newer layout is refused before anything is written.
+func TestUnknownSchemaVersionStopsTheLimiter(t *testing.T) {
+	e := newEnv(t)
+	k := keys.Schema()
+	if _, err := e.st.Put(e.ctx, store.PutInput{Item: store.Item{"PK": store.Str(k.PK), "SK": store.Str(k.SK), "version": store.Int(2)}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.limiter().Acquire(e.ctx, req("k1", rpm(10), one))
+	if !errors.Is(err, ErrSchemaVersion) {
+		t.Fatalf("Acquire = %v, want ErrSchemaVersion", err)
+	}
+	if e.bucketItem("k1", "gpt-4", 0) != nil {
+		t.Fatal("a bucket was written despite the unknown schema")
+	}
+}
+
+// New values under the same limit names (rpm 100 → 10) reach a bucket at
+// its next write, the hot path's included: the consumption-only write is
+// conditional on the limits hash, so on a bucket written for other values
+// it fails and the write that follows rewrites the limits. Without that
+// condition the bucket would go on serving the 99 tokens it held under the
+// old limit.
+func TestChangedLimitValuesReachTheHotPath(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter(WithLocalRefusals(false))
+	e.mustAcquire(l, req("k1", rpm(100), one)) // 99 left, below the burst: the hot path's case
+	admitted := 0
+	for i := 0; i < 30; i++ {
+		if _, err := l.Acquire(e.ctx, req("k1", rpm(10), one)); err == nil {
+			admitted++
+		}
+	}
+	if admitted != 10 {
+		t.Fatalf("%d admitted under a limit of 10 a minute (the bucket held 99 under the old limit of 100)", admitted)
+	}
+	if bx, _ := e.bucketItem("k1", "gpt-4", 0).Int("b_rpm_bx"); bx != 10_000 {
+		t.Fatalf("stored burst %d, want 10000: the new limit was never written", bx)
 	}
 }

@@ -31,11 +31,13 @@
 //	err = lease.Commit()
 //
 // Beyond a single bucket: an entity may cascade to a parent (a key to its
-// project), charging both all or nothing ([Limiter.PutEntity]); limits
-// stored for an entity or a resource override the caller's
-// ([Limiter.PutLimits], [Scope]); a bucket too hot for one DynamoDB
-// partition shards itself. When DynamoDB fails, the limiter fails closed
-// ([UnavailableError]) or, by choice, open ([FailOpen]).
+// project), charging both all or nothing; limits stored for an entity or a
+// resource override the caller's. Operators set both up with package
+// admin (the control plane: entities, stored limits, audit, usage,
+// resets), which servers that only acquire need not import; a limiter
+// reads them through its cache (WithCacheTTL). A bucket too hot for one
+// DynamoDB partition shards itself. When DynamoDB fails, the limiter fails
+// closed ([UnavailableError]) or, by choice, open ([FailOpen]).
 //
 // Related packages: store/dynamo is the DynamoDB backend (client settings,
 // table provisioning); store/memsim an in-memory DynamoDB for unit tests;
@@ -45,10 +47,9 @@
 //
 // # JSON
 //
-// [Limit], [LimitState], [Entity], [Scope], [UsageQuery], [UsageSnapshot]
-// and [UsageWindow] have JSON forms with snake_case names, durations as Go
-// duration strings ("1m0s", "250ms"; any form time.ParseDuration reads is
-// accepted) and windows by name ("hourly"):
+// [Limit] and [LimitState] (and package admin's types) have JSON forms
+// with snake_case names and durations as Go duration strings ("1m0s",
+// "250ms"; any form time.ParseDuration reads is accepted):
 //
 //	{"name":"tpm","capacity":10000,"burst":20000,"refill":10000,"period":"1m0s"}
 //

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 	"github.com/shardlimit/limiter/internal/dynamolocal"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
@@ -86,12 +87,16 @@ func TestOnDynamoDBLocal(t *testing.T) {
 
 	// Cascade: two concurrent writes, the child's undone when the parent
 	// refuses: all or nothing.
-	for _, e := range []limiter.Entity{{ID: "project"}, {ID: "key-2", Parent: "project", Cascade: true}} {
-		if err := lim.PutEntity(ctx, e); err != nil {
+	adm, err := admin.New(st, admin.WithNamespace("it"), admin.WithLimiter(lim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []admin.Entity{{ID: "project"}, {ID: "key-2", Parent: "project", Cascade: true}} {
+		if err := adm.PutEntity(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := lim.PutLimits(ctx, limiter.Scope{Entity: "project"}, []limiter.Limit{limiter.PerMinute("rpm", 2), limiter.PerMinute("gpt-3.5", 1000)}); err != nil {
+	if err := adm.PutLimits(ctx, admin.Scope{Entity: "project"}, []limiter.Limit{limiter.PerMinute("rpm", 2), limiter.PerMinute("gpt-3.5", 1000)}); err != nil {
 		t.Fatal(err)
 	}
 	r.Entity = "key-2"

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/shardlimit/limiter/internal/items"
 )
 
 // Sentinel errors. Test with errors.Is; the typed errors carry details.
@@ -18,7 +20,11 @@ var (
 	// ErrLeaseEnded: a lease was used after Commit or Rollback.
 	ErrLeaseEnded = errors.New("limiter: lease already ended")
 	// ErrSchemaVersion: the table was written by a limiter with a layout this one does not know.
-	ErrSchemaVersion = errors.New("limiter: unknown table schema version")
+	ErrSchemaVersion = items.ErrSchemaVersion
+	// ErrBreakerOpen: the cause of an *UnavailableError answered without a
+	// store call because the store failed repeatedly just before (see
+	// WithBreaker).
+	ErrBreakerOpen = errors.New("limiter: circuit breaker open after repeated store failures")
 )
 
 // RateLimitedError is returned by Acquire when a limit lacks the tokens

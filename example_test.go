@@ -82,36 +82,3 @@ func ExampleLease_Adjust() {
 	// rpm: 99 left
 	// tpm: 8750 left
 }
-
-// Cascade: every acquire of a key also charges its project, all or
-// nothing. The project has a smaller limit stored for it.
-func ExampleLimiter_PutEntity() {
-	lim, _ := newLimiter()
-	ctx := context.Background()
-	must := func(err error) {
-		if err != nil {
-			panic(err)
-		}
-	}
-	must(lim.PutEntity(ctx, limiter.Entity{ID: "project-1"}))
-	must(lim.PutEntity(ctx, limiter.Entity{ID: "key-1", Parent: "project-1", Cascade: true}))
-	must(lim.PutLimits(ctx, limiter.Scope{Entity: "project-1"}, []limiter.Limit{limiter.PerMinute("rpm", 2)}))
-
-	for i := 0; i < 3; i++ {
-		_, err := lim.Acquire(ctx, limiter.Request{Entity: "key-1", Resource: "gpt-4",
-			Limits: []limiter.Limit{limiter.PerMinute("rpm", 100)}, Consume: map[string]int64{"rpm": 1}})
-		var rl *limiter.RateLimitedError
-		if errors.As(err, &rl) {
-			fmt.Printf("request %d: limited by %s (parent: %v)\n", i+1, rl.Entity, rl.Parent)
-			continue
-		}
-		fmt.Printf("request %d: admitted\n", i+1)
-	}
-	av, _ := lim.Status(ctx, "key-1", "gpt-4", []limiter.Limit{limiter.PerMinute("rpm", 100)})
-	fmt.Println("key-1 rpm left:", av[0].Remaining)
-	// Output:
-	// request 1: admitted
-	// request 2: admitted
-	// request 3: limited by project-1 (parent: true)
-	// key-1 rpm left: 98
-}

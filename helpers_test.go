@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardlimit/limiter/internal/items"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
@@ -105,4 +106,37 @@ func rpm(n int64) []Limit { return []Limit{PerMinute("rpm", n)} }
 
 func req(entity string, limits []Limit, consume map[string]int64) Request {
 	return Request{Entity: entity, Resource: "gpt-4", Limits: limits, Consume: consume}
+}
+
+// The tests of this package store configuration as package admin does
+// (the items of internal/items), without its audit trail: admin imports
+// this package, so these tests cannot use it. Like an admin.Admin given
+// the limiter (admin.WithLimiter), a change drops the limiter's cache.
+
+// scope addresses stored limits (admin.Scope).
+type scope struct{ Entity, Resource string }
+
+// putEntity stores e.
+func (l *Limiter) putEntity(ctx context.Context, e items.Entity) error {
+	return l.putConfig(ctx, items.EntityItem(l.cfg.namespace, e))
+}
+
+// putLimits stores limits for s.
+func (l *Limiter) putLimits(ctx context.Context, s scope, limits []Limit) error {
+	ns := l.cfg.namespace
+	k := keys.ResourceLimits(ns, s.Resource)
+	if s.Entity != "" {
+		r := s.Resource
+		if r == "" {
+			r = keys.AnyResource
+		}
+		k = keys.EntityLimits(ns, s.Entity, r)
+	}
+	return l.putConfig(ctx, items.LimitsItem(ns, k, s.Entity, s.Resource, limits))
+}
+
+func (l *Limiter) putConfig(ctx context.Context, it store.Item) error {
+	_, err := l.st.Put(ctx, store.PutInput{Item: it})
+	l.Invalidate()
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 )
 
 // roundTrip marshals v, checks the JSON, and unmarshals it into a new *T
@@ -32,7 +33,6 @@ func roundTrip[T any](t *testing.T, v T, want string) {
 }
 
 func TestJSONForms(t *testing.T) {
-	day := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	roundTrip(t, limiter.PerMinute("tpm", 10_000).WithBurst(20_000),
 		`{"name":"tpm","capacity":10000,"burst":20000,"refill":10000,"period":"1m0s"}`)
 	roundTrip(t, limiter.Limit{Name: "x", Capacity: 5, Refill: 1, Period: 250 * time.Millisecond},
@@ -40,18 +40,23 @@ func TestJSONForms(t *testing.T) {
 	roundTrip(t, limiter.LimitState{Limit: limiter.PerSecond("rps", 10), Shards: 2, Requested: 3, Remaining: 1,
 		Reset: 900 * time.Millisecond, RetryAfter: 200 * time.Millisecond, Exceeded: true},
 		`{"limit":{"name":"rps","capacity":10,"burst":10,"refill":10,"period":"1s"},"shards":2,"requested":3,"remaining":1,"reset":"900ms","retry_after":"200ms","exceeded":true}`)
-	roundTrip(t, limiter.Entity{ID: "key-1", Parent: "project-1", Cascade: true}, `{"id":"key-1","parent":"project-1","cascade":true}`)
-	roundTrip(t, limiter.Entity{ID: "project-1"}, `{"id":"project-1"}`)
-	roundTrip(t, limiter.Scope{Resource: "gpt-4"}, `{"resource":"gpt-4"}`)
-	roundTrip(t, limiter.Scope{Entity: "key-1", Resource: "gpt-4"}, `{"entity":"key-1","resource":"gpt-4"}`)
-	roundTrip(t, limiter.UsageQuery{Entity: "key-1", Resource: "gpt-4", Window: limiter.UsageDaily, From: day, To: day.AddDate(0, 1, 0)},
-		`{"entity":"key-1","resource":"gpt-4","window":"daily","from":"2026-03-01T00:00:00Z","to":"2026-04-01T00:00:00Z"}`)
-	roundTrip(t, limiter.UsageSnapshot{Entity: "key-1", Resource: "gpt-4", Limit: "tpm", Window: limiter.UsageHourly,
-		Start: day, End: day.Add(time.Hour), Tokens: 12, Millitokens: 12_500, Events: 3},
-		`{"entity":"key-1","resource":"gpt-4","limit":"tpm","window":"hourly","start":"2026-03-01T00:00:00Z","end":"2026-03-01T01:00:00Z","tokens":12,"millitokens":12500,"events":3}`)
 	roundTrip(t, []limiter.LimitState{{Limit: limiter.PerDay("rpd", 1)}},
 		`[{"limit":{"name":"rpd","capacity":1,"burst":1,"refill":1,"period":"24h0m0s"},"shards":0,"requested":0,"remaining":0,"reset":"0s","retry_after":"0s","exceeded":false}]`)
-	roundTrip(t, map[limiter.UsageWindow]int{limiter.UsageMonthly: 1}, `{"monthly":1}`)
+}
+
+// The JSON forms of package admin's types.
+func TestAdminJSONForms(t *testing.T) {
+	day := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	roundTrip(t, admin.Entity{ID: "key-1", Parent: "project-1", Cascade: true}, `{"id":"key-1","parent":"project-1","cascade":true}`)
+	roundTrip(t, admin.Entity{ID: "project-1"}, `{"id":"project-1"}`)
+	roundTrip(t, admin.Scope{Resource: "gpt-4"}, `{"resource":"gpt-4"}`)
+	roundTrip(t, admin.Scope{Entity: "key-1", Resource: "gpt-4"}, `{"entity":"key-1","resource":"gpt-4"}`)
+	roundTrip(t, admin.UsageQuery{Entity: "key-1", Resource: "gpt-4", Window: admin.UsageDaily, From: day, To: day.AddDate(0, 1, 0)},
+		`{"entity":"key-1","resource":"gpt-4","window":"daily","from":"2026-03-01T00:00:00Z","to":"2026-04-01T00:00:00Z"}`)
+	roundTrip(t, admin.UsageSnapshot{Entity: "key-1", Resource: "gpt-4", Limit: "tpm", Window: admin.UsageHourly,
+		Start: day, End: day.Add(time.Hour), Tokens: 12, Millitokens: 12_500, Events: 3},
+		`{"entity":"key-1","resource":"gpt-4","limit":"tpm","window":"hourly","start":"2026-03-01T00:00:00Z","end":"2026-03-01T01:00:00Z","tokens":12,"millitokens":12500,"events":3}`)
+	roundTrip(t, map[admin.UsageWindow]int{admin.UsageMonthly: 1}, `{"monthly":1}`)
 }
 
 func TestJSONAcceptsAnyDurationForm(t *testing.T) {
@@ -74,11 +79,11 @@ func TestJSONErrorsNameTheProblem(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", in, err, want)
 		}
 	}
-	var w limiter.UsageWindow
+	var w admin.UsageWindow
 	if err := json.Unmarshal([]byte(`"weekly"`), &w); err == nil || !strings.Contains(err.Error(), "hourly, daily or monthly") {
 		t.Errorf("weekly: %v", err)
 	}
-	if _, err := json.Marshal(limiter.UsageWindow(0)); err == nil {
+	if _, err := json.Marshal(admin.UsageWindow(0)); err == nil {
 		t.Error("an invalid window marshalled")
 	}
 }

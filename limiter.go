@@ -33,7 +33,7 @@ type Limiter struct {
 // version is checked on the first call that reads entity configuration.
 func New(st store.Store, opts ...Option) (*Limiter, error) {
 	cfg := config{namespace: "default", clock: systemClock{}, cacheTTL: 60 * time.Second, policy: FailClosed,
-		memorySize: engine.DefaultMemorySize, auditRetention: DefaultAuditRetention}
+		memorySize: engine.DefaultMemorySize}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -53,9 +53,6 @@ func New(st store.Store, opts ...Option) (*Limiter, error) {
 	}
 	if cfg.cacheTTL < 0 {
 		return nil, invalid("WithCacheTTL", "%v must not be negative", cfg.cacheTTL)
-	}
-	if cfg.auditRetention < 0 {
-		return nil, invalid("WithAuditRetention", "%v must not be negative (0 keeps audit records forever)", cfg.auditRetention)
 	}
 	if cfg.policy != FailClosed && cfg.policy != FailOpen {
 		return nil, invalid("WithPolicy", "must be FailClosed or FailOpen")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter/internal/engine"
+	"github.com/shardlimit/limiter/internal/items"
 )
 
 // A process often acquires the same tokens from the same bucket again and
@@ -47,7 +48,7 @@ type repeatMemo struct {
 	// generation the configuration cache holds it (see settings). While it
 	// does, an acquire the memo asks for runs with these settings without
 	// looking the configuration up. A memo is never of a cascade.
-	entity Entity
+	entity items.Entity
 	cached time.Time
 	gen    uint64
 }

@@ -246,7 +246,7 @@ func TestRepeatMemoServesTheConfigurationWhileCached(t *testing.T) {
 	}
 
 	// Stored through l: its cache is invalidated, the memo no longer serves.
-	if err := l.PutLimits(e.ctx, Scope{Entity: "a"}, []Limit{PerMinute("rpm", 50)}); err != nil {
+	if err := l.putLimits(e.ctx, scope{Entity: "a"}, []Limit{PerMinute("rpm", 50)}); err != nil {
 		t.Fatal(err)
 	}
 	if c := capacity("after l stored rpm 50"); c != 50 {
@@ -259,7 +259,7 @@ func TestRepeatMemoServesTheConfigurationWhileCached(t *testing.T) {
 	}
 
 	// Stored by another process: served from the memo until the TTL ends.
-	if err := other.PutLimits(e.ctx, Scope{Entity: "a"}, []Limit{PerMinute("rpm", 40)}); err != nil {
+	if err := other.putLimits(e.ctx, scope{Entity: "a"}, []Limit{PerMinute("rpm", 40)}); err != nil {
 		t.Fatal(err)
 	}
 	if c := capacity("just after another process stored rpm 40"); c != 50 || l.memo.last.Load() != m {
@@ -322,7 +322,7 @@ func TestRepeatMemoEdgesOfItsCache(t *testing.T) {
 		for range 3 {
 			e.mustAcquire(l, req)
 		}
-		if err := other.PutLimits(e.ctx, Scope{Entity: "a"}, []Limit{PerMinute("rpm", 40)}); err != nil {
+		if err := other.putLimits(e.ctx, scope{Entity: "a"}, []Limit{PerMinute("rpm", 40)}); err != nil {
 			t.Fatal(err)
 		}
 		if c := e.mustAcquire(l, req).Limits()[0].Limit.Capacity; c != 40 {

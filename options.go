@@ -50,9 +50,6 @@ type config struct {
 	noBreaker  bool
 	// reserve: reservations on (nil: off); names empty: every limit
 	reserve *reservations
-	// The audit trail (audit.go).
-	principal      string
-	auditRetention time.Duration
 }
 
 // WithNamespace sets the namespace every key is prefixed with (default

@@ -1,7 +1,6 @@
 package limiter
 
 import (
-	"math"
 	"time"
 
 	"github.com/shardlimit/limiter/internal/engine"
@@ -73,15 +72,3 @@ const attrEntity = keys.AttrEntity
 
 // maxCachedBuckets bounds the configuration cache.
 const maxCachedBuckets = 1 << 16
-
-// satAdd is a + b, saturating at the int64 limits.
-func satAdd(a, b int64) int64 {
-	s := a + b
-	if b > 0 && s < a {
-		return math.MaxInt64
-	}
-	if b < 0 && s > a {
-		return math.MinInt64
-	}
-	return s
-}

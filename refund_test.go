@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"errors"
+	"github.com/shardlimit/limiter/internal/items"
 	"testing"
 
 	"github.com/shardlimit/limiter/internal/keys"
@@ -153,7 +154,7 @@ func TestCascadeRefundIsCappedOnBothSides(t *testing.T) {
 	e, l := cascadeEnv(t, memsim.WithFaults(sc.injector()))
 	for i := 0; i < 4; i++ { // key-2's use of the project
 		if i == 0 {
-			if err := l.PutEntity(e.ctx, Entity{ID: "key-2", Parent: "project-1", Cascade: true}); err != nil {
+			if err := l.putEntity(e.ctx, items.Entity{ID: "key-2", Parent: "project-1", Cascade: true}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardlimit/limiter/internal/items"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store/memsim"
 )
@@ -100,13 +101,13 @@ func TestShardedLeaseCorrectsTheShardItCharged(t *testing.T) {
 func TestShardedCascadeUndoRefundsTheShardItCharged(t *testing.T) {
 	parentLimits := []Limit{PerSecond("rps", 400)}
 	e, l := shardedEnv(t, "project", parentLimits)
-	if err := l.PutEntity(e.ctx, Entity{ID: "project"}); err != nil {
+	if err := l.putEntity(e.ctx, items.Entity{ID: "project"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.PutEntity(e.ctx, Entity{ID: "key", Parent: "project", Cascade: true}); err != nil {
+	if err := l.putEntity(e.ctx, items.Entity{ID: "key", Parent: "project", Cascade: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.PutLimits(e.ctx, Scope{Entity: "project"}, parentLimits); err != nil {
+	if err := l.putLimits(e.ctx, scope{Entity: "project"}, parentLimits); err != nil {
 		t.Fatal(err)
 	}
 	child := []Limit{PerMinute("rps", 3)} // three acquires a minute: the rest refused

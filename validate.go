@@ -4,50 +4,19 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/keys"
 )
 
-// The identifier rules. Checked by hand (not regexp) because they run on
-// every acquire.
-//
-//	entity id   ^[a-zA-Z0-9][a-zA-Z0-9_.\-:@]{0,255}$
-//	resource    ^[a-zA-Z0-9][a-zA-Z0-9_.\-:@/]{0,255}$
-//	namespace   ^[a-zA-Z0-9][a-zA-Z0-9_.\-]{0,63}$
-//	limit name  ^[a-zA-Z][a-zA-Z0-9_.\-]{0,63}$, not "wcu"
+// The identifier rules (internal/keys).
 const (
-	ruleEntity    = `must match ^[a-zA-Z0-9][a-zA-Z0-9_.\-:@]{0,255}$`
-	ruleResource  = `must match ^[a-zA-Z0-9][a-zA-Z0-9_.\-:@/]{0,255}$`
-	ruleNamespace = `must match ^[a-zA-Z0-9][a-zA-Z0-9_.\-]{0,63}$`
-	ruleLimitName = `must match ^[a-zA-Z][a-zA-Z0-9_.\-]{0,63}$`
+	ruleEntity    = keys.RuleEntity
+	ruleResource  = keys.RuleResource
+	ruleNamespace = keys.RuleNamespace
+	ruleLimitName = keys.RuleLimitName
 )
-
-func isAlnum(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
 
 func validIdent(s string, max int, firstLetterOnly bool, extra string) bool {
-	if len(s) == 0 || len(s) > max {
-		return false
-	}
-	if !isAlnum(s[0]) || firstLetterOnly && s[0] <= '9' {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		c := s[i]
-		if isAlnum(c) || c == '_' || c == '.' || c == '-' {
-			continue
-		}
-		ok := false
-		for j := 0; j < len(extra); j++ {
-			if c == extra[j] {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+	return keys.ValidIdent(s, max, firstLetterOnly, extra)
 }
 
 func checkEntity(field, id string) error {

@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"context"
+	"github.com/shardlimit/limiter/admin"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -25,12 +26,12 @@ func costOf(n int64, names ...string) httplimit.Option {
 }
 
 // withParent makes key-1 cascade to project-1, which has limits.
-func withParent(t testing.TB, lim *limiter.Limiter, limits []limiter.Limit) {
+func withParent(t testing.TB, adm *admin.Admin, limits []limiter.Limit) {
 	t.Helper()
 	ctx := context.Background()
-	must(t, lim.PutEntity(ctx, limiter.Entity{ID: "project-1"}))
-	must(t, lim.PutEntity(ctx, limiter.Entity{ID: "key-1", Parent: "project-1", Cascade: true}))
-	must(t, lim.PutLimits(ctx, limiter.Scope{Entity: "project-1"}, limits))
+	must(t, adm.PutEntity(ctx, admin.Entity{ID: "project-1"}))
+	must(t, adm.PutEntity(ctx, admin.Entity{ID: "key-1", Parent: "project-1", Cascade: true}))
+	must(t, adm.PutLimits(ctx, admin.Scope{Entity: "project-1"}, limits))
 }
 
 func mustNew(t testing.TB, lim *limiter.Limiter, opts ...httplimit.Option) *httplimit.Middleware {
@@ -120,9 +121,9 @@ func TestEmptiedKeyWaitsOneSecond(t *testing.T) {
 // A limit of tokens says so; requests, the default, need no "qu"; a
 // parent's limit has the unit of its name.
 func TestTokenLimitsCarryTheirUnit(t *testing.T) {
-	lim, _ := newLimiter(t, nil)
+	lim, adm, _ := newPlanes(t)
 	ctx := context.Background()
-	withParent(t, lim, limits)
+	withParent(t, adm, limits)
 	h := newMiddleware(t, lim, httplimit.WithQuotaUnits(map[string]string{"tpm": "tokens", "rpm": httplimit.UnitRequests})).Handler(ok)
 	serve(h, "key-1", 10) // creates the buckets: no state yet
 	w := serve(h, "key-1", 10)
@@ -155,8 +156,8 @@ func TestTokenLimitsCarryTheirUnit(t *testing.T) {
 // each limit has left and whatever order the maps are built in: the
 // limits' order in WithLimits (here not name order), then the parent's.
 func TestOrderIsStable(t *testing.T) {
-	lim, clock := newLimiter(t, nil)
-	withParent(t, lim, limits)
+	lim, adm, clock := newPlanes(t)
+	withParent(t, adm, limits)
 	rnd := rand.New(rand.NewPCG(1, 2))
 	mw := mustNew(t, lim, httplimit.WithLimits(tpm, rpm), httplimit.WithQuotaUnits(map[string]string{"tpm": "tokens"}),
 		httplimit.WithCost(func(*http.Request) (map[string]int64, error) {

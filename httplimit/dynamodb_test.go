@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 	"github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/httplimit"
 	"github.com/shardlimit/limiter/store/dynamo"
@@ -72,7 +73,11 @@ func TestEndToEndOnDynamoDBLocal(t *testing.T) {
 	}
 
 	// A stored override for another key: its policy shows it.
-	if err := lim.PutLimits(context.Background(), limiter.Scope{Entity: "key-2"},
+	adm, err := admin.New(st, admin.WithLimiter(lim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := adm.PutLimits(context.Background(), admin.Scope{Entity: "key-2"},
 		[]limiter.Limit{limiter.PerMinute("rpm", 600), limiter.PerMinute("tpm", 100_000)}); err != nil {
 		t.Fatal(err)
 	}

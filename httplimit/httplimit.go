@@ -121,7 +121,7 @@ type Option func(*Middleware)
 
 // WithLimits sets the limits each request is charged against
 // (limiter.Request.Limits). Limits stored for the entity or resource
-// override them (see limiter.Scope); without any, only stored limits
+// override them (see admin.Scope); without any, only stored limits
 // apply.
 func WithLimits(limits ...limiter.Limit) Option {
 	return func(m *Middleware) { m.limits = append([]limiter.Limit(nil), limits...) }

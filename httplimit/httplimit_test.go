@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 	"github.com/shardlimit/limiter/httplimit"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
@@ -41,6 +42,23 @@ func newLimiter(t testing.TB, st store.Store, opts ...limiter.Option) (*limiter.
 		t.Fatal(err)
 	}
 	return lim, clock
+}
+
+// newPlanes returns a limiter on memsim with a manual clock, and an Admin
+// that keeps it up to date.
+func newPlanes(t testing.TB) (*limiter.Limiter, *admin.Admin, *memsim.ManualClock) {
+	t.Helper()
+	clock := memsim.NewManualClock(t0)
+	st := memsim.New(memsim.WithClock(clock))
+	lim, err := limiter.New(st, limiter.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm, err := admin.New(st, admin.WithClock(clock), admin.WithLimiter(lim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lim, adm, clock
 }
 
 // apiKey keys requests by the X-API-Key header (401 without one) on the
@@ -340,8 +358,8 @@ func TestExposeLimits(t *testing.T) {
 // A cascade parent's limits appear as parent/NAME, and its refusal names
 // them.
 func TestParentLimits(t *testing.T) {
-	lim, _ := newLimiter(t, nil)
-	withParent(t, lim, []limiter.Limit{limiter.PerMinute("rpm", 2), limiter.PerMinute("tpm", 1000)})
+	lim, adm, _ := newPlanes(t)
+	withParent(t, adm, []limiter.Limit{limiter.PerMinute("rpm", 2), limiter.PerMinute("tpm", 1000)})
 	h := newMiddleware(t, lim).Handler(ok)
 
 	// The first request creates both buckets in a transaction, which
@@ -366,8 +384,8 @@ func TestParentLimits(t *testing.T) {
 // Limits stored for an entity override the middleware's, and the policy
 // says so.
 func TestStoredOverrideShowsInThePolicy(t *testing.T) {
-	lim, _ := newLimiter(t, nil)
-	must(t, lim.PutLimits(context.Background(), limiter.Scope{Entity: "key-1"},
+	lim, adm, _ := newPlanes(t)
+	must(t, adm.PutLimits(context.Background(), admin.Scope{Entity: "key-1"},
 		[]limiter.Limit{limiter.PerMinute("rpm", 10), limiter.PerHour("tpm", 3600).WithBurst(7200)}))
 	w := serve(newMiddleware(t, lim).Handler(ok), "key-1", 1)
 	if got := w.Header().Get("RateLimit-Policy"); got != `"rpm";q=10;w=60, "tpm";q=7200;w=7200` {

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
 )
@@ -144,7 +144,7 @@ type stats struct {
 const (
 	streamLatency uint64 = iota + 1
 	streamFaults
-	streamSetup
+	streamSetup // unused: kept so that the streams after it draw as they did
 	streamSkew
 	streamStart
 	streamClient
@@ -292,8 +292,7 @@ var discard = slog.New(slog.DiscardHandler)
 // setup writes the workload's entities and stored limits at virtual time
 // 0, directly (no client, no latency, before any fault window).
 func (s *Sim) setup() error {
-	lim, err := limiter.New(s.st, limiter.WithClock(trueClock{s}), limiter.WithNamespace(s.model.Namespace),
-		limiter.WithLogger(discard), limiter.WithRand(s.derive(streamSetup, 0)))
+	adm, err := admin.New(s.st, admin.WithClock(trueClock{s}), admin.WithNamespace(s.model.Namespace))
 	if err != nil {
 		return err
 	}
@@ -307,14 +306,14 @@ func (s *Sim) setup() error {
 			if e.Parent == "" && !s.wl.isParent(e.ID) {
 				continue
 			}
-			if err := lim.PutEntity(ctx, limiter.Entity{ID: e.ID, Parent: e.Parent, Cascade: e.Cascade}); err != nil {
+			if err := adm.PutEntity(ctx, admin.Entity{ID: e.ID, Parent: e.Parent, Cascade: e.Cascade}); err != nil {
 				return fmt.Errorf("sim: setup: put entity %s: %w", e.ID, err)
 			}
 		}
 	}
 	for _, e := range s.wl.Entities {
 		if e.Limits != nil {
-			if err := lim.PutLimits(ctx, limiter.Scope{Entity: e.ID}, e.Limits); err != nil {
+			if err := adm.PutLimits(ctx, admin.Scope{Entity: e.ID}, e.Limits); err != nil {
 				return fmt.Errorf("sim: setup: put limits of %s: %w", e.ID, err)
 			}
 		}

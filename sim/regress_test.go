@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
 )
@@ -148,10 +149,14 @@ func TestRegressionRollbackRefundsParentTheChildsAdjust(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.PutEntity(ctx, limiter.Entity{ID: "p"}); err != nil {
+	adm, err := admin.New(st, admin.WithClock(clk), admin.WithNamespace("ns"), admin.WithLimiter(l))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.PutEntity(ctx, limiter.Entity{ID: "c", Parent: "p", Cascade: true}); err != nil {
+	if err := adm.PutEntity(ctx, admin.Entity{ID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := adm.PutEntity(ctx, admin.Entity{ID: "c", Parent: "p", Cascade: true}); err != nil {
 		t.Fatal(err)
 	}
 	lease, err := l.Acquire(ctx, limiter.Request{Entity: "c", Resource: "r",

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 	"github.com/shardlimit/limiter/aggregator"
 	"github.com/shardlimit/limiter/internal/dynamolocal"
 	"github.com/shardlimit/limiter/store/dynamo"
@@ -30,6 +31,10 @@ func TestPollOnDynamoDBLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	adm, err := admin.New(st, admin.WithNamespace("ns"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	req := limiter.Request{Entity: "key-1", Resource: "gpt-4", Limits: []limiter.Limit{limiter.PerMinute("tpm", 10_000)},
 		Consume: map[string]int64{"tpm": 300}}
 	for range 3 {
@@ -44,7 +49,7 @@ func TestPollOnDynamoDBLocal(t *testing.T) {
 	streams := dynamodbstreams.New(dynamodbstreams.Options{Region: dynamolocal.Region, BaseEndpoint: aws.String(srv.Endpoint),
 		Credentials: credentials.NewStaticCredentialsProvider(dynamolocal.AccessKeyID, dynamolocal.SecretAccessKey, "")})
 	usage := func() int64 {
-		snaps, err := lim.Usage(ctx, limiter.UsageQuery{Entity: "key-1", Resource: "gpt-4", Window: limiter.UsageHourly,
+		snaps, err := adm.Usage(ctx, admin.UsageQuery{Entity: "key-1", Resource: "gpt-4", Window: admin.UsageHourly,
 			From: time.Now().Add(-2 * time.Hour), To: time.Now().Add(time.Hour)})
 		if err != nil {
 			t.Fatal(err)

@@ -50,11 +50,15 @@ func acquire(c *cmdCtx, consume string, defaults limitFlags) error {
 	if err != nil {
 		return err
 	}
+	adm, err := c.admin()
+	if err != nil {
+		return err
+	}
 	entity, resource := c.args[0], c.args[1]
 	if limits == nil {
 		// Without --limit, the request carries the bucket's own limits, as
 		// the service that wrote it last did; stored limits win anyway.
-		bs, err := lim.Buckets(c.ctx, entity, resource)
+		bs, err := adm.Buckets(c.ctx, entity, resource)
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 )
 
 func init() {
@@ -27,13 +27,13 @@ func init() {
 }
 
 func bucketReset(c *cmdCtx, yes bool) error {
-	lim, err := c.limiter()
+	adm, err := c.admin()
 	if err != nil {
 		return err
 	}
 	entity, resource := c.args[0], c.args[1]
 	if !yes {
-		bs, err := lim.Buckets(c.ctx, entity, resource)
+		bs, err := adm.Buckets(c.ctx, entity, resource)
 		if err != nil {
 			return err
 		}
@@ -44,7 +44,7 @@ func bucketReset(c *cmdCtx, yes bool) error {
 		return usageErrorf("bucket reset deletes every shard of %s on %s (%s) so that it starts full; "+
 			"requests charged before are forgotten. Add --yes to confirm", entity, resource, what)
 	}
-	shards, err := lim.ResetBucket(c.ctx, entity, resource)
+	shards, err := adm.ResetBucket(c.ctx, entity, resource)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ type stateOut struct {
 	Malformed string      `json:"malformed,omitempty"`
 }
 
-func toStateOut(s *limiter.AuditState) *stateOut {
+func toStateOut(s *admin.AuditState) *stateOut {
 	if s == nil {
 		return nil
 	}
@@ -85,18 +85,18 @@ func toStateOut(s *limiter.AuditState) *stateOut {
 }
 
 func auditList(c *cmdCtx, resource string, limit int) error {
-	q := limiter.AuditQuery{Resource: resource, Limit: limit}
+	q := admin.AuditQuery{Resource: resource, Limit: limit}
 	if len(c.args) == 1 {
 		q.Entity = c.args[0]
 	}
 	if q.Entity == "" && q.Resource == "" {
 		return usageErrorf("audit list needs an ENTITY, --resource or both")
 	}
-	lim, err := c.limiter()
+	adm, err := c.admin()
 	if err != nil {
 		return err
 	}
-	recs, err := lim.Audit(c.ctx, q)
+	recs, err := adm.Audit(c.ctx, q)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func auditList(c *cmdCtx, resource string, limit int) error {
 }
 
 // stateText is one side of a change, for people.
-func stateText(a limiter.AuditAction, s *limiter.AuditState) string {
+func stateText(a admin.AuditAction, s *admin.AuditState) string {
 	switch {
 	case s == nil:
 		return "-"
@@ -126,7 +126,7 @@ func stateText(a limiter.AuditAction, s *limiter.AuditState) string {
 			return "no parent"
 		}
 		return "parent " + s.Parent + map[bool]string{true: " (cascade)"}[s.Cascade]
-	case a == limiter.AuditResetBucket:
+	case a == admin.AuditResetBucket:
 		return fmt.Sprintf("%d shard(s)", s.Shards)
 	}
 	return describeLimits(s.Limits)

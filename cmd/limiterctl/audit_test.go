@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 )
 
 // A reset needs --yes, refills the bucket, and the audit trail shows it with
@@ -48,7 +48,7 @@ func TestBucketResetAndAudit(t *testing.T) {
 	}
 	var recs []auditJSON
 	c.json(&recs, "audit", "list", "key-1", "--resource", "gpt-4", "--limit", "1")
-	if len(recs) != 1 || recs[0].Action != string(limiter.AuditResetBucket) || recs[0].Before.Shards != 1 || recs[0].After != nil {
+	if len(recs) != 1 || recs[0].Action != string(admin.AuditResetBucket) || recs[0].Before.Shards != 1 || recs[0].After != nil {
 		t.Fatalf("audit list -o json: %+v", recs)
 	}
 	recs = nil

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
 )
@@ -40,6 +41,7 @@ type cmdCtx struct {
 
 	client *dynamodb.Client
 	lim    *limiter.Limiter
+	adm    *admin.Admin
 }
 
 func newCmdCtx(ctx context.Context, stdout, stderr io.Writer) *cmdCtx {
@@ -144,6 +146,40 @@ func (c *cmdCtx) limiter() (*limiter.Limiter, error) {
 	if c.lim != nil {
 		return c.lim, nil
 	}
+	st, err := c.openStore()
+	if err != nil {
+		return nil, err
+	}
+	opts := []limiter.Option{limiter.WithNamespace(c.namespace), limiter.WithCacheTTL(0),
+		limiter.WithLogger(slog.New(slog.DiscardHandler))}
+	if c.lim, err = limiter.New(st, opts...); err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	return c.lim, nil
+}
+
+// admin returns an Admin on the table and namespace, recording changes as
+// made by --principal when it is set.
+func (c *cmdCtx) admin() (*admin.Admin, error) {
+	if c.adm != nil {
+		return c.adm, nil
+	}
+	st, err := c.openStore()
+	if err != nil {
+		return nil, err
+	}
+	opts := []admin.Option{admin.WithNamespace(c.namespace)}
+	if c.principal != "" {
+		opts = append(opts, admin.WithDefaultPrincipal(c.principal))
+	}
+	if c.adm, err = admin.New(st, opts...); err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	return c.adm, nil
+}
+
+// openStore returns the DynamoDB store of the table.
+func (c *cmdCtx) openStore() (store.Store, error) {
 	table, err := c.tableName()
 	if err != nil {
 		return nil, err
@@ -152,15 +188,7 @@ func (c *cmdCtx) limiter() (*limiter.Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []limiter.Option{limiter.WithNamespace(c.namespace), limiter.WithCacheTTL(0),
-		limiter.WithLogger(slog.New(slog.DiscardHandler))}
-	if c.principal != "" {
-		opts = append(opts, limiter.WithDefaultPrincipal(c.principal))
-	}
-	if c.lim, err = limiter.New(dynamo.New(client, table), opts...); err != nil {
-		return nil, usageErrorf("%v", err)
-	}
-	return c.lim, nil
+	return dynamo.New(client, table), nil
 }
 
 // json reports whether -o json was asked for.

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 )
 
 func init() {
@@ -41,34 +41,34 @@ type entityJSON struct {
 	Cascade bool   `json:"cascade"`
 }
 
-func toEntityJSON(e limiter.Entity) entityJSON { return entityJSON{e.ID, e.Parent, e.Cascade} }
+func toEntityJSON(e admin.Entity) entityJSON { return entityJSON{e.ID, e.Parent, e.Cascade} }
 
 func entityCreate(c *cmdCtx, parent string, cascade bool) error {
-	lim, err := c.limiter()
+	adm, err := c.admin()
 	if err != nil {
 		return err
 	}
 	id := c.args[0]
-	if _, ok, err := lim.GetEntity(c.ctx, id); err != nil {
+	if _, ok, err := adm.GetEntity(c.ctx, id); err != nil {
 		return err
 	} else if ok {
 		return fmt.Errorf("entity %q exists; change its parent with limiterctl entity set-parent", id)
 	}
 	if parent != "" {
-		if _, ok, err := lim.GetEntity(c.ctx, parent); err != nil {
+		if _, ok, err := adm.GetEntity(c.ctx, parent); err != nil {
 			return err
 		} else if !ok {
 			return fmt.Errorf("parent %q does not exist; create it first with limiterctl entity create %s", parent, parent)
 		}
 	}
-	e := limiter.Entity{ID: id, Parent: parent, Cascade: cascade}
-	if err := lim.PutEntity(c.ctx, e); err != nil {
+	e := admin.Entity{ID: id, Parent: parent, Cascade: cascade}
+	if err := adm.PutEntity(c.ctx, e); err != nil {
 		return err
 	}
 	return c.printEntity("Created", e)
 }
 
-func (c *cmdCtx) printEntity(verb string, e limiter.Entity) error {
+func (c *cmdCtx) printEntity(verb string, e admin.Entity) error {
 	if c.json() {
 		return c.printJSON(toEntityJSON(e))
 	}
@@ -76,7 +76,7 @@ func (c *cmdCtx) printEntity(verb string, e limiter.Entity) error {
 	return nil
 }
 
-func parentText(e limiter.Entity) string {
+func parentText(e admin.Entity) string {
 	switch {
 	case e.Parent == "":
 		return ""
@@ -86,8 +86,8 @@ func parentText(e limiter.Entity) string {
 	return " under " + e.Parent
 }
 
-func (c *cmdCtx) mustEntity(lim *limiter.Limiter, id string) (limiter.Entity, error) {
-	e, ok, err := lim.GetEntity(c.ctx, id)
+func (c *cmdCtx) mustEntity(adm *admin.Admin, id string) (admin.Entity, error) {
+	e, ok, err := adm.GetEntity(c.ctx, id)
 	if err != nil {
 		return e, err
 	}
@@ -98,20 +98,20 @@ func (c *cmdCtx) mustEntity(lim *limiter.Limiter, id string) (limiter.Entity, er
 }
 
 func entityShow(c *cmdCtx) error {
-	lim, err := c.limiter()
+	adm, err := c.admin()
 	if err != nil {
 		return err
 	}
 	id := c.args[0]
-	e, found, err := lim.GetEntity(c.ctx, id)
+	e, found, err := adm.GetEntity(c.ctx, id)
 	if err != nil {
 		return err
 	}
-	stored, err := lim.ListLimits(c.ctx, id)
+	stored, err := adm.ListLimits(c.ctx, id)
 	if err != nil {
 		return err
 	}
-	buckets, err := lim.Buckets(c.ctx, id, "")
+	buckets, err := adm.Buckets(c.ctx, id, "")
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func entityShow(c *cmdCtx) error {
 }
 
 // scopeResource names the resource part of an entity's scope.
-func scopeResource(s limiter.Scope) string {
+func scopeResource(s admin.Scope) string {
 	if s.Resource == "" {
 		return "(every resource)"
 	}
@@ -154,11 +154,11 @@ func scopeResource(s limiter.Scope) string {
 }
 
 func entityList(c *cmdCtx, prefix string, limit int) error {
-	lim, err := c.limiter()
+	adm, err := c.admin()
 	if err != nil {
 		return err
 	}
-	ents, err := lim.ListEntities(c.ctx, prefix, limit)
+	ents, err := adm.ListEntities(c.ctx, prefix, limit)
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func entityList(c *cmdCtx, prefix string, limit int) error {
 }
 
 func entitySetParent(c *cmdCtx, cascade, none bool) error {
-	lim, err := c.limiter()
+	adm, err := c.admin()
 	if err != nil {
 		return err
 	}
@@ -193,33 +193,33 @@ func entitySetParent(c *cmdCtx, cascade, none bool) error {
 	case none && cascade:
 		return usageErrorf("entity set-parent: --cascade needs a parent")
 	}
-	e, err := c.mustEntity(lim, c.args[0])
+	e, err := c.mustEntity(adm, c.args[0])
 	if err != nil {
 		return err
 	}
 	e.Parent, e.Cascade = "", false
 	if !none {
-		if _, err := c.mustEntity(lim, c.args[1]); err != nil {
+		if _, err := c.mustEntity(adm, c.args[1]); err != nil {
 			return err
 		}
 		e.Parent, e.Cascade = c.args[1], cascade
 	}
-	if err := lim.PutEntity(c.ctx, e); err != nil {
+	if err := adm.PutEntity(c.ctx, e); err != nil {
 		return err
 	}
 	return c.printEntity("Updated", e)
 }
 
 func entityDelete(c *cmdCtx) error {
-	lim, err := c.limiter()
+	adm, err := c.admin()
 	if err != nil {
 		return err
 	}
-	e, err := c.mustEntity(lim, c.args[0])
+	e, err := c.mustEntity(adm, c.args[0])
 	if err != nil {
 		return err
 	}
-	if err := lim.DeleteEntity(c.ctx, e.ID); err != nil {
+	if err := adm.DeleteEntity(c.ctx, e.ID); err != nil {
 		return err
 	}
 	if c.json() {
@@ -236,7 +236,7 @@ type bucketJSON struct {
 	Limits   []limitJSON `json:"limits"`
 }
 
-func bucketsJSON(bs []limiter.BucketInfo) []bucketJSON {
+func bucketsJSON(bs []admin.BucketInfo) []bucketJSON {
 	out := make([]bucketJSON, len(bs))
 	for i, b := range bs {
 		out[i] = bucketJSON{b.Resource, b.Shards, b.Items, limitsJSON(b.Limits)}

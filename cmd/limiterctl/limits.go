@@ -5,13 +5,14 @@ import (
 	"os"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 )
 
 func init() {
-	scoped := func(c *cmdCtx) func() limiter.Scope {
+	scoped := func(c *cmdCtx) func() admin.Scope {
 		entity := c.stringFlag("entity", "", "the entity (with --resource: on that resource only)")
 		resource := c.stringFlag("resource", "", "the resource (without --entity: for every entity)")
-		return func() limiter.Scope { return limiter.Scope{Entity: *entity, Resource: *resource} }
+		return func() admin.Scope { return admin.Scope{Entity: *entity, Resource: *resource} }
 	}
 	register(
 		&command{path: "limits get", short: "the limits stored for a scope (--entity, --resource or both)",
@@ -58,7 +59,7 @@ func init() {
 	}
 }
 
-func (c *cmdCtx) needScope(s limiter.Scope) error {
+func (c *cmdCtx) needScope(s admin.Scope) error {
 	if s.Entity == "" && s.Resource == "" {
 		return usageErrorf("%s needs --entity, --resource or both", c.cmd.path)
 	}
@@ -66,19 +67,19 @@ func (c *cmdCtx) needScope(s limiter.Scope) error {
 }
 
 // storedFor reads the limits stored for exactly s.
-func (c *cmdCtx) storedFor(s limiter.Scope) (*limiter.Limiter, []limiter.Limit, bool, error) {
+func (c *cmdCtx) storedFor(s admin.Scope) (*admin.Admin, []limiter.Limit, bool, error) {
 	if err := c.needScope(s); err != nil {
 		return nil, nil, false, err
 	}
-	lim, err := c.limiter()
+	adm, err := c.admin()
 	if err != nil {
 		return nil, nil, false, err
 	}
-	ls, ok, err := lim.GetLimits(c.ctx, s)
-	return lim, ls, ok, err
+	ls, ok, err := adm.GetLimits(c.ctx, s)
+	return adm, ls, ok, err
 }
 
-func limitsGet(c *cmdCtx, s limiter.Scope) error {
+func limitsGet(c *cmdCtx, s admin.Scope) error {
 	_, ls, ok, err := c.storedFor(s)
 	if err != nil {
 		return err
@@ -89,7 +90,7 @@ func limitsGet(c *cmdCtx, s limiter.Scope) error {
 	return c.printLimits(s, ls)
 }
 
-func (c *cmdCtx) printLimits(s limiter.Scope, ls []limiter.Limit) error {
+func (c *cmdCtx) printLimits(s admin.Scope, ls []limiter.Limit) error {
 	if c.json() {
 		return c.printJSON(storedLimitsJSON{Entity: s.Entity, Resource: s.Resource, Limits: limitsJSON(ls)})
 	}
@@ -106,7 +107,7 @@ type storedLimitsJSON struct {
 	Limits   []limitJSON `json:"limits"`
 }
 
-func storedJSON(stored []limiter.StoredLimits) []storedLimitsJSON {
+func storedJSON(stored []admin.StoredLimits) []storedLimitsJSON {
 	out := make([]storedLimitsJSON, len(stored))
 	for i, s := range stored {
 		out[i] = storedLimitsJSON{s.Scope.Entity, s.Scope.Resource, limitsJSON(s.Limits)}
@@ -114,7 +115,7 @@ func storedJSON(stored []limiter.StoredLimits) []storedLimitsJSON {
 	return out
 }
 
-func limitsSet(c *cmdCtx, s limiter.Scope) error {
+func limitsSet(c *cmdCtx, s admin.Scope) error {
 	if err := c.needScope(s); err != nil {
 		return err
 	}
@@ -122,11 +123,11 @@ func limitsSet(c *cmdCtx, s limiter.Scope) error {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	lim, err := c.limiter()
+	adm, err := c.admin()
 	if err != nil {
 		return err
 	}
-	if err := lim.PutLimits(c.ctx, s, ls); err != nil {
+	if err := adm.PutLimits(c.ctx, s, ls); err != nil {
 		return err
 	}
 	if c.json() {
@@ -136,15 +137,15 @@ func limitsSet(c *cmdCtx, s limiter.Scope) error {
 	return nil
 }
 
-func limitsDelete(c *cmdCtx, s limiter.Scope) error {
-	lim, ls, ok, err := c.storedFor(s)
+func limitsDelete(c *cmdCtx, s admin.Scope) error {
+	adm, ls, ok, err := c.storedFor(s)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return fmt.Errorf("no limits stored for %v in namespace %q; nothing deleted (limiterctl limits list shows what is stored)", s, c.namespace)
 	}
-	if err := lim.DeleteLimits(c.ctx, s); err != nil {
+	if err := adm.DeleteLimits(c.ctx, s); err != nil {
 		return err
 	}
 	if c.json() {
@@ -155,11 +156,11 @@ func limitsDelete(c *cmdCtx, s limiter.Scope) error {
 }
 
 func limitsList(c *cmdCtx, entity string) error {
-	lim, err := c.limiter()
+	adm, err := c.admin()
 	if err != nil {
 		return err
 	}
-	stored, err := lim.ListLimits(c.ctx, entity)
+	stored, err := adm.ListLimits(c.ctx, entity)
 	if err != nil {
 		return err
 	}
@@ -181,11 +182,11 @@ func orDash(s string) string {
 }
 
 func limitsExport(c *cmdCtx, file string) error {
-	lim, err := c.limiter()
+	adm, err := c.admin()
 	if err != nil {
 		return err
 	}
-	stored, err := lim.ListLimits(c.ctx, "")
+	stored, err := adm.ListLimits(c.ctx, "")
 	if err != nil {
 		return err
 	}

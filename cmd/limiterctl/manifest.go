@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 )
 
 // A manifest declares every limit stored in a namespace:
@@ -40,7 +41,7 @@ type manifest struct {
 }
 
 type manifestScope struct {
-	Scope  limiter.Scope
+	Scope  admin.Scope
 	Limits []limiter.Limit
 	line   int
 }
@@ -62,7 +63,7 @@ func parseManifest(name string, data []byte) (manifest, error) {
 	if root.Kind != yaml.MappingNode {
 		return m, at(root, "want a mapping with namespace and scopes")
 	}
-	seen := map[limiter.Scope]int{}
+	seen := map[admin.Scope]int{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		switch k.Value {
@@ -165,7 +166,7 @@ func parseManifestLimit(n *yaml.Node) (limiter.Limit, error) {
 }
 
 // encodeManifest writes stored limits as a manifest.
-func encodeManifest(ns string, stored []limiter.StoredLimits) ([]byte, error) {
+func encodeManifest(ns string, stored []admin.StoredLimits) ([]byte, error) {
 	type scopeOut struct {
 		Entity   string `yaml:"entity,omitempty"`
 		Resource string `yaml:"resource,omitempty"`
@@ -207,7 +208,7 @@ const (
 // change is one step of a plan.
 type change struct {
 	Action string // add, change, delete
-	Scope  limiter.Scope
+	Scope  admin.Scope
 	Before []limiter.Limit
 	After  []limiter.Limit
 }
@@ -244,11 +245,11 @@ func limitsPlan(c *cmdCtx, file string, keepUnlisted bool, mode planMode) error 
 		}
 		c.namespace = m.Namespace
 	}
-	lim, err := c.limiter()
+	adm, err := c.admin()
 	if err != nil {
 		return err
 	}
-	changes, err := plan(c, lim, m, keepUnlisted)
+	changes, err := plan(c, adm, m, keepUnlisted)
 	if err != nil {
 		return err
 	}
@@ -256,9 +257,9 @@ func limitsPlan(c *cmdCtx, file string, keepUnlisted bool, mode planMode) error 
 	if mode == planApply {
 		for _, ch := range changes {
 			if ch.Action == "delete" {
-				err = lim.DeleteLimits(c.ctx, ch.Scope)
+				err = adm.DeleteLimits(c.ctx, ch.Scope)
 			} else {
-				err = lim.PutLimits(c.ctx, ch.Scope, ch.After)
+				err = adm.PutLimits(c.ctx, ch.Scope, ch.After)
 			}
 			if err != nil {
 				return fmt.Errorf("applied %d of %d changes, then %v: %w (apply again: it is idempotent)", applied, len(changes), ch.Scope, err)
@@ -287,22 +288,22 @@ func (c *cmdCtx) namespaceGiven() bool {
 // from the index; a manifest scope it lacks (stored a moment ago) is read
 // directly, so only stored limits created within the index's lag and absent
 // from the manifest can be missed.
-func plan(c *cmdCtx, lim *limiter.Limiter, m manifest, keepUnlisted bool) ([]change, error) {
-	stored, err := lim.ListLimits(c.ctx, "")
+func plan(c *cmdCtx, adm *admin.Admin, m manifest, keepUnlisted bool) ([]change, error) {
+	stored, err := adm.ListLimits(c.ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	have := map[limiter.Scope][]limiter.Limit{}
+	have := map[admin.Scope][]limiter.Limit{}
 	for _, s := range stored {
 		have[s.Scope] = s.Limits
 	}
 	var changes []change
-	want := map[limiter.Scope]bool{}
+	want := map[admin.Scope]bool{}
 	for _, s := range m.Scopes {
 		want[s.Scope] = true
 		cur, ok := have[s.Scope]
 		if !ok {
-			if cur, ok, err = lim.GetLimits(c.ctx, s.Scope); err != nil {
+			if cur, ok, err = adm.GetLimits(c.ctx, s.Scope); err != nil {
 				return nil, err
 			}
 		}
@@ -326,7 +327,7 @@ func plan(c *cmdCtx, lim *limiter.Limiter, m manifest, keepUnlisted bool) ([]cha
 
 // scopeLess orders entities' scopes (by entity, then resource) before
 // resources'.
-func scopeLess(a, b limiter.Scope) bool {
+func scopeLess(a, b admin.Scope) bool {
 	if (a.Entity == "") != (b.Entity == "") {
 		return a.Entity != ""
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 )
 
 func init() {
@@ -56,7 +57,7 @@ func status(c *cmdCtx, defaults limitFlags) error {
 	if err != nil {
 		return usageErrorf("--limit: %v", err)
 	}
-	lim, err := c.limiter()
+	adm, err := c.admin()
 	if err != nil {
 		return err
 	}
@@ -64,19 +65,19 @@ func status(c *cmdCtx, defaults limitFlags) error {
 	if len(c.args) == 2 {
 		resource = c.args[1]
 	}
-	buckets, err := lim.Buckets(c.ctx, entity, resource)
+	buckets, err := adm.Buckets(c.ctx, entity, resource)
 	if err != nil {
 		return err
 	}
 	if resource != "" && len(buckets) == 0 {
-		buckets = []limiter.BucketInfo{{Entity: entity, Resource: resource}} // never written, expired or reset: full
+		buckets = []admin.BucketInfo{{Entity: entity, Resource: resource}} // never written, expired or reset: full
 	}
 	if len(buckets) == 0 {
 		return fmt.Errorf("entity %q has no buckets in namespace %q (never charged, expired or reset); name a RESOURCE to see its limits", entity, c.namespace)
 	}
 	var out []bucketStatus
 	for _, b := range buckets {
-		st, err := bucketState(c, lim, b, given)
+		st, err := bucketState(c, adm, b, given)
 		if err != nil {
 			return err
 		}
@@ -102,10 +103,10 @@ func status(c *cmdCtx, defaults limitFlags) error {
 // bucketState reads one bucket's balance. The request's limits it passes
 // are --limit, else those the bucket was last written with; the limiter
 // resolves the stored ones over them, as for an acquire.
-func bucketState(c *cmdCtx, lim *limiter.Limiter, b limiter.BucketInfo, given []limiter.Limit) (bucketStatus, error) {
+func bucketState(c *cmdCtx, adm *admin.Admin, b admin.BucketInfo, given []limiter.Limit) (bucketStatus, error) {
 	st := bucketStatus{Entity: b.Entity, Resource: b.Resource, Exists: b.Shards > 0, Shards: b.Shards}
 	var err error
-	if st.StoredFor, err = storedScopes(c, lim, b.Entity, b.Resource); err != nil {
+	if st.StoredFor, err = storedScopes(c, adm, b.Entity, b.Resource); err != nil {
 		return st, err
 	}
 	defaults := given
@@ -116,6 +117,10 @@ func bucketState(c *cmdCtx, lim *limiter.Limiter, b limiter.BucketInfo, given []
 		st.Request, defaults = "the bucket", b.Limits
 	case len(st.StoredFor) == 0:
 		return st, usageErrorf("no limits stored for %s on %s and the bucket holds none: pass the limits your service requests with --limit", b.Entity, b.Resource)
+	}
+	lim, err := c.limiter()
+	if err != nil {
+		return st, err
 	}
 	avail, err := available(c.ctx, lim, b.Entity, b.Resource, defaults)
 	if err != nil {
@@ -150,17 +155,17 @@ func available(ctx context.Context, lim *limiter.Limiter, entity, resource strin
 
 // storedScopes names the scopes with limits stored for (entity,
 // resource), most specific first.
-func storedScopes(c *cmdCtx, lim *limiter.Limiter, entity, resource string) ([]string, error) {
+func storedScopes(c *cmdCtx, adm *admin.Admin, entity, resource string) ([]string, error) {
 	var names []string
 	for _, s := range []struct {
-		scope limiter.Scope
+		scope admin.Scope
 		name  string
 	}{
-		{limiter.Scope{Entity: entity, Resource: resource}, "entity on resource"},
-		{limiter.Scope{Entity: entity}, "entity"},
-		{limiter.Scope{Resource: resource}, "resource"},
+		{admin.Scope{Entity: entity, Resource: resource}, "entity on resource"},
+		{admin.Scope{Entity: entity}, "entity"},
+		{admin.Scope{Resource: resource}, "resource"},
 	} {
-		_, ok, err := lim.GetLimits(c.ctx, s.scope)
+		_, ok, err := adm.GetLimits(c.ctx, s.scope)
 		if err != nil {
 			return nil, err
 		}

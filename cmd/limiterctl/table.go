@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
@@ -45,18 +45,18 @@ func tableCreate(c *cmdCtx, timeout time.Duration) error {
 	if err := dynamo.CreateTable(ctx, client, table); err != nil {
 		return err
 	}
-	lim, err := c.limiter()
+	adm, err := c.admin()
 	if err != nil {
 		return err
 	}
-	if err := lim.InitTable(c.ctx); err != nil {
+	if err := adm.InitTable(c.ctx); err != nil {
 		return err
 	}
 	if c.json() {
-		return c.printJSON(map[string]any{"table": table, "status": "ACTIVE", "schema_version": limiter.SchemaVersion})
+		return c.printJSON(map[string]any{"table": table, "status": "ACTIVE", "schema_version": admin.SchemaVersion})
 	}
 	fmt.Fprintf(c.stdout, "Table %s is ACTIVE: keys PK and SK, indexes GSI2 and GSI3 (keys only), stream NEW_AND_OLD_IMAGES, "+
-		"time to live on %s, on-demand billing; schema version %d.\n", table, store.AttrTTL, limiter.SchemaVersion)
+		"time to live on %s, on-demand billing; schema version %d.\n", table, store.AttrTTL, admin.SchemaVersion)
 	fmt.Fprintln(c.stdout, "For production, also turn on point-in-time recovery and deletion protection (deploy/ does).")
 	return nil
 }
@@ -132,17 +132,17 @@ func tableCheck(c *cmdCtx) error {
 		add("schema version", "warn", "not read: the table has other keys")
 		return c.reportChecks(checks)
 	}
-	lim, err := c.limiter()
+	adm, err := c.admin()
 	if err != nil {
 		return err
 	}
-	switch v, found, err := lim.TableSchemaVersion(c.ctx); {
+	switch v, found, err := adm.TableSchemaVersion(c.ctx); {
 	case err != nil:
 		return err
 	case !found:
 		add("schema version", "warn", "none yet: limiterctl table create writes it (so does a limiter's first read)")
-	case v != limiter.SchemaVersion:
-		add("schema version", "FAIL", "%d; this limiterctl knows %d", v, limiter.SchemaVersion)
+	case v != admin.SchemaVersion:
+		add("schema version", "FAIL", "%d; this limiterctl knows %d", v, admin.SchemaVersion)
 	default:
 		add("schema version", "ok", "%d", v)
 	}
@@ -251,11 +251,11 @@ func tableDescribe(c *cmdCtx, scan bool) error {
 		pb.ContinuousBackupsDescription != nil && pb.ContinuousBackupsDescription.PointInTimeRecoveryDescription != nil {
 		info.PointInTime = string(pb.ContinuousBackupsDescription.PointInTimeRecoveryDescription.PointInTimeRecoveryStatus)
 	}
-	lim, err := c.limiter()
+	adm, err := c.admin()
 	if err != nil {
 		return err
 	}
-	if info.SchemaVersion, _, err = lim.TableSchemaVersion(c.ctx); err != nil {
+	if info.SchemaVersion, _, err = adm.TableSchemaVersion(c.ctx); err != nil {
 		return err
 	}
 	pk := keys.ConfigIndexPK(c.namespace)

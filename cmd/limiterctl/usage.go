@@ -6,14 +6,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 	"github.com/shardlimit/limiter/internal/keys"
 )
 
 func init() {
 	for _, u := range []struct {
 		name, short string
-		run         func(*cmdCtx, limiter.UsageQuery) error
+		run         func(*cmdCtx, admin.UsageQuery) error
 	}{
 		{"list", "consumption per window (from the aggregator's snapshots), with a bar per window", usageList},
 		{"summary", "consumption per limit over the range: total, peak window and a sparkline", usageSummary},
@@ -36,13 +36,13 @@ func init() {
 	}
 }
 
-var windowNames = map[string]limiter.UsageWindow{
-	"hourly": limiter.UsageHourly, "hour": limiter.UsageHourly, "daily": limiter.UsageDaily, "day": limiter.UsageDaily,
-	"monthly": limiter.UsageMonthly, "month": limiter.UsageMonthly,
+var windowNames = map[string]admin.UsageWindow{
+	"hourly": admin.UsageHourly, "hour": admin.UsageHourly, "daily": admin.UsageDaily, "day": admin.UsageDaily,
+	"monthly": admin.UsageMonthly, "month": admin.UsageMonthly,
 }
 
-func usageQuery(c *cmdCtx, window string, since time.Duration, from, to, limit string) (limiter.UsageQuery, error) {
-	q := limiter.UsageQuery{Entity: c.args[0], Resource: c.args[1], Limit: limit}
+func usageQuery(c *cmdCtx, window string, since time.Duration, from, to, limit string) (admin.UsageQuery, error) {
+	q := admin.UsageQuery{Entity: c.args[0], Resource: c.args[1], Limit: limit}
 	w, ok := windowNames[window]
 	if !ok {
 		return q, usageErrorf("--window %q: want hourly, daily or monthly", window)
@@ -85,12 +85,12 @@ type usageRow struct {
 	Events int64     `json:"events"`
 }
 
-func readUsage(c *cmdCtx, q limiter.UsageQuery) ([]limiter.UsageSnapshot, error) {
-	lim, err := c.limiter()
+func readUsage(c *cmdCtx, q admin.UsageQuery) ([]admin.UsageSnapshot, error) {
+	adm, err := c.admin()
 	if err != nil {
 		return nil, err
 	}
-	snaps, err := lim.Usage(c.ctx, q)
+	snaps, err := adm.Usage(c.ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func readUsage(c *cmdCtx, q limiter.UsageQuery) ([]limiter.UsageSnapshot, error)
 	return snaps, nil
 }
 
-func usageList(c *cmdCtx, q limiter.UsageQuery) error {
+func usageList(c *cmdCtx, q admin.UsageQuery) error {
 	snaps, err := readUsage(c, q)
 	if err != nil {
 		return err
@@ -124,11 +124,11 @@ func usageList(c *cmdCtx, q limiter.UsageQuery) error {
 	return w.Flush()
 }
 
-func windowLayout(w limiter.UsageWindow) string {
+func windowLayout(w admin.UsageWindow) string {
 	switch w {
-	case limiter.UsageDaily:
+	case admin.UsageDaily:
 		return "2006-01-02"
-	case limiter.UsageMonthly:
+	case admin.UsageMonthly:
 		return "2006-01"
 	}
 	return "2006-01-02 15:00"
@@ -155,7 +155,7 @@ type usageSummaryJSON struct {
 
 // usageSummary totals each limit over the range and draws one sparkline
 // character per window of the range (windows without usage are blank).
-func usageSummary(c *cmdCtx, q limiter.UsageQuery) error {
+func usageSummary(c *cmdCtx, q admin.UsageQuery) error {
 	snaps, err := readUsage(c, q)
 	if err != nil {
 		return err

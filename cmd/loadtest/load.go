@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
@@ -156,11 +157,15 @@ func (r *loadRun) setup(ctx context.Context) error {
 	o := r.o
 	names := entityNames(o.keys)
 	if o.cascade {
-		if err := r.lims[0].PutLimits(ctx, limiter.Scope{Entity: r.parent}, o.parent); err != nil {
+		adm, err := admin.New(r.st, admin.WithNamespace(r.ns), admin.WithLimiter(r.lims[0]))
+		if err != nil {
+			return err
+		}
+		if err := adm.PutLimits(ctx, admin.Scope{Entity: r.parent}, o.parent); err != nil {
 			return fmt.Errorf("store the parent's limits: %w", err)
 		}
 		for _, e := range names {
-			if err := r.lims[0].PutEntity(ctx, limiter.Entity{ID: e, Parent: r.parent, Cascade: true}); err != nil {
+			if err := adm.PutEntity(ctx, admin.Entity{ID: e, Parent: r.parent, Cascade: true}); err != nil {
 				return fmt.Errorf("store entity %s: %w", e, err)
 			}
 		}

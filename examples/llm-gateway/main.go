@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 	"github.com/shardlimit/limiter/httplimit"
 	"github.com/shardlimit/limiter/store/dynamo"
 )
@@ -75,11 +76,19 @@ func setup(ctx context.Context, endpoint, table string) (*limiter.Limiter, error
 	if err := dynamo.CreateTable(ctx, client, table); err != nil {
 		return nil, err
 	}
-	lim, err := limiter.New(dynamo.New(client, table), limiter.WithNamespace("llm-gateway"))
+	st := dynamo.New(client, table)
+	lim, err := limiter.New(st, limiter.WithNamespace("llm-gateway"))
 	if err != nil {
 		return nil, err
 	}
-	return lim, lim.PutLimits(ctx, limiter.Scope{Entity: entityOf(premiumKey)}, premiumLimits)
+	// The gateway stores the premium key's limits itself, for the demo; in
+	// production an operator does it (limiterctl, or package admin) with
+	// rights the gateway does not need.
+	adm, err := admin.New(st, admin.WithNamespace("llm-gateway"), admin.WithLimiter(lim))
+	if err != nil {
+		return nil, err
+	}
+	return lim, adm.PutLimits(ctx, admin.Scope{Entity: entityOf(premiumKey)}, premiumLimits)
 }
 
 func newHandler(lim *limiter.Limiter) (http.Handler, error) {

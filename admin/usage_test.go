@@ -1,4 +1,4 @@
-package limiter_test
+package admin_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 	"github.com/shardlimit/limiter/aggregator"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
@@ -58,7 +59,7 @@ func TestUsageSumsShardsPerWindow(t *testing.T) {
 	ctx := context.Background()
 	mem := memsim.New()
 	st := &countingStore{Store: mem}
-	lim, err := limiter.New(st, limiter.WithNamespace("ns"))
+	adm, err := admin.New(st, admin.WithNamespace("ns"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,16 +78,16 @@ func TestUsageSumsShardsPerWindow(t *testing.T) {
 	put("gpt-4", D, hour(1, 0), 0, map[string]int64{"tc_rpm": 99_000, "ev_rpm": 9})
 	putSnapshot(t, mem, "other", "e", "gpt-4", H, hour(1, 10), 0, map[string]int64{"tc_rpm": 100_000, "ev_rpm": 9})
 
-	snap := func(limit string, start time.Time, milli, events int64) limiter.UsageSnapshot {
-		return limiter.UsageSnapshot{Entity: "e", Resource: "gpt-4", Limit: limit, Window: limiter.UsageHourly,
+	snap := func(limit string, start time.Time, milli, events int64) admin.UsageSnapshot {
+		return admin.UsageSnapshot{Entity: "e", Resource: "gpt-4", Limit: limit, Window: admin.UsageHourly,
 			Start: start, End: start.Add(time.Hour), Tokens: floorDiv(milli, 1000), Millitokens: milli, Events: events}
 	}
-	got, err := lim.Usage(ctx, limiter.UsageQuery{Entity: "e", Resource: "gpt-4", Window: limiter.UsageHourly,
+	got, err := adm.Usage(ctx, admin.UsageQuery{Entity: "e", Resource: "gpt-4", Window: admin.UsageHourly,
 		From: hour(1, 10).Add(30 * time.Minute), To: hour(2, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []limiter.UsageSnapshot{
+	want := []admin.UsageSnapshot{
 		snap("rpm", hour(1, 10), 6000, 4), snap("tpm", hour(1, 10), 1999, 2),
 		snap("rpm", hour(1, 11), -2500, 1),
 		snap("rpm", hour(1, 23), 4000, 1),
@@ -103,19 +104,19 @@ func TestUsageSumsShardsPerWindow(t *testing.T) {
 		t.Errorf("queries %+v; want one per day of the range", st.queries)
 	}
 
-	got, err = lim.Usage(ctx, limiter.UsageQuery{Entity: "e", Resource: "gpt-4", Limit: "tpm", Window: limiter.UsageHourly,
+	got, err = adm.Usage(ctx, admin.UsageQuery{Entity: "e", Resource: "gpt-4", Limit: "tpm", Window: admin.UsageHourly,
 		From: hour(1, 0), To: hour(3, 0)})
-	if err != nil || !reflect.DeepEqual(got, []limiter.UsageSnapshot{snap("tpm", hour(1, 10), 1999, 2)}) {
+	if err != nil || !reflect.DeepEqual(got, []admin.UsageSnapshot{snap("tpm", hour(1, 10), 1999, 2)}) {
 		t.Errorf("Limit tpm: %+v, %v", got, err)
 	}
-	got, err = lim.Usage(ctx, limiter.UsageQuery{Entity: "e", Resource: "gpt-4", Window: limiter.UsageDaily,
+	got, err = adm.Usage(ctx, admin.UsageQuery{Entity: "e", Resource: "gpt-4", Window: admin.UsageDaily,
 		From: hour(1, 12), To: hour(1, 13)})
-	wantDay := limiter.UsageSnapshot{Entity: "e", Resource: "gpt-4", Limit: "rpm", Window: limiter.UsageDaily,
+	wantDay := admin.UsageSnapshot{Entity: "e", Resource: "gpt-4", Limit: "rpm", Window: admin.UsageDaily,
 		Start: hour(1, 0), End: hour(2, 0), Tokens: 99, Millitokens: 99_000, Events: 9}
-	if err != nil || !reflect.DeepEqual(got, []limiter.UsageSnapshot{wantDay}) {
+	if err != nil || !reflect.DeepEqual(got, []admin.UsageSnapshot{wantDay}) {
 		t.Errorf("daily: %+v, %v", got, err)
 	}
-	if got, err := lim.Usage(ctx, limiter.UsageQuery{Entity: "nobody", Resource: "gpt-4", Window: limiter.UsageMonthly,
+	if got, err := adm.Usage(ctx, admin.UsageQuery{Entity: "nobody", Resource: "gpt-4", Window: admin.UsageMonthly,
 		From: hour(1, 0), To: hour(1, 1)}); err != nil || len(got) != 0 {
 		t.Errorf("no snapshots: %+v, %v", got, err)
 	}
@@ -131,31 +132,31 @@ func floorDiv(a, b int64) int64 {
 
 func TestUsageValidation(t *testing.T) {
 	st := &countingStore{Store: memsim.New()}
-	lim, _ := limiter.New(st)
-	ok := limiter.UsageQuery{Entity: "e", Resource: "r", Window: limiter.UsageHourly, From: hour(1, 0), To: hour(2, 0)}
+	adm, _ := admin.New(st)
+	ok := admin.UsageQuery{Entity: "e", Resource: "r", Window: admin.UsageHourly, From: hour(1, 0), To: hour(2, 0)}
 	for _, tc := range []struct {
 		field string
-		edit  func(*limiter.UsageQuery)
+		edit  func(*admin.UsageQuery)
 	}{
-		{"UsageQuery.Entity", func(q *limiter.UsageQuery) { q.Entity = "" }},
-		{"UsageQuery.Entity", func(q *limiter.UsageQuery) { q.Entity = "a#b" }},
-		{"UsageQuery.Resource", func(q *limiter.UsageQuery) { q.Resource = "r#1" }},
-		{"UsageQuery.Limit", func(q *limiter.UsageQuery) { q.Limit = "9lives" }},
-		{"UsageQuery.Limit", func(q *limiter.UsageQuery) { q.Limit = "wcu" }},
-		{"UsageQuery.Window", func(q *limiter.UsageQuery) { q.Window = 0 }},
-		{"UsageQuery.Window", func(q *limiter.UsageQuery) { q.Window = 7 }},
-		{"UsageQuery.From", func(q *limiter.UsageQuery) { q.From = time.Time{} }},
-		{"UsageQuery.From", func(q *limiter.UsageQuery) { q.From = time.Date(1969, 1, 1, 0, 0, 0, 0, time.UTC) }},
-		{"UsageQuery.To", func(q *limiter.UsageQuery) { q.To = time.Time{} }},
-		{"UsageQuery.To", func(q *limiter.UsageQuery) { q.To = q.From }},
-		{"UsageQuery.To", func(q *limiter.UsageQuery) { q.To = q.From.Add(-time.Hour) }},
-		{"UsageQuery.To", func(q *limiter.UsageQuery) { q.To = q.From.AddDate(0, 0, 101) }},
-		{"UsageQuery.To", func(q *limiter.UsageQuery) { q.Window, q.To = limiter.UsageDaily, q.From.AddDate(0, 101, 0) }},
-		{"UsageQuery.To", func(q *limiter.UsageQuery) { q.Window, q.To = limiter.UsageMonthly, q.From.AddDate(101, 0, 0) }},
+		{"UsageQuery.Entity", func(q *admin.UsageQuery) { q.Entity = "" }},
+		{"UsageQuery.Entity", func(q *admin.UsageQuery) { q.Entity = "a#b" }},
+		{"UsageQuery.Resource", func(q *admin.UsageQuery) { q.Resource = "r#1" }},
+		{"UsageQuery.Limit", func(q *admin.UsageQuery) { q.Limit = "9lives" }},
+		{"UsageQuery.Limit", func(q *admin.UsageQuery) { q.Limit = "wcu" }},
+		{"UsageQuery.Window", func(q *admin.UsageQuery) { q.Window = 0 }},
+		{"UsageQuery.Window", func(q *admin.UsageQuery) { q.Window = 7 }},
+		{"UsageQuery.From", func(q *admin.UsageQuery) { q.From = time.Time{} }},
+		{"UsageQuery.From", func(q *admin.UsageQuery) { q.From = time.Date(1969, 1, 1, 0, 0, 0, 0, time.UTC) }},
+		{"UsageQuery.To", func(q *admin.UsageQuery) { q.To = time.Time{} }},
+		{"UsageQuery.To", func(q *admin.UsageQuery) { q.To = q.From }},
+		{"UsageQuery.To", func(q *admin.UsageQuery) { q.To = q.From.Add(-time.Hour) }},
+		{"UsageQuery.To", func(q *admin.UsageQuery) { q.To = q.From.AddDate(0, 0, 101) }},
+		{"UsageQuery.To", func(q *admin.UsageQuery) { q.Window, q.To = admin.UsageDaily, q.From.AddDate(0, 101, 0) }},
+		{"UsageQuery.To", func(q *admin.UsageQuery) { q.Window, q.To = admin.UsageMonthly, q.From.AddDate(101, 0, 0) }},
 	} {
 		q := ok
 		tc.edit(&q)
-		_, err := lim.Usage(context.Background(), q)
+		_, err := adm.Usage(context.Background(), q)
 		var ve *limiter.ValidationError
 		if !errors.As(err, &ve) || ve.Field != tc.field || !errors.Is(err, limiter.ErrInvalid) {
 			t.Errorf("%+v: err %v, want a ValidationError on %s", q, err, tc.field)
@@ -165,12 +166,12 @@ func TestUsageValidation(t *testing.T) {
 		t.Errorf("validation made %d store calls", st.requests)
 	}
 	// The longest ranges allowed.
-	for _, q := range []limiter.UsageQuery{
-		{Entity: "e", Resource: "r", Window: limiter.UsageHourly, From: hour(1, 0), To: hour(1, 0).AddDate(0, 0, 100)},
-		{Entity: "e", Resource: "r", Window: limiter.UsageDaily, From: hour(1, 0), To: hour(1, 0).AddDate(0, 100, 0)},
-		{Entity: "e", Resource: "r", Window: limiter.UsageMonthly, From: hour(1, 0), To: hour(1, 0).AddDate(100, 0, 0)},
+	for _, q := range []admin.UsageQuery{
+		{Entity: "e", Resource: "r", Window: admin.UsageHourly, From: hour(1, 0), To: hour(1, 0).AddDate(0, 0, 100)},
+		{Entity: "e", Resource: "r", Window: admin.UsageDaily, From: hour(1, 0), To: hour(1, 0).AddDate(0, 100, 0)},
+		{Entity: "e", Resource: "r", Window: admin.UsageMonthly, From: hour(1, 0), To: hour(1, 0).AddDate(100, 0, 0)},
 	} {
-		if _, err := lim.Usage(context.Background(), q); err != nil {
+		if _, err := adm.Usage(context.Background(), q); err != nil {
 			t.Errorf("%v over %v: %v", q.Window, q.To.Sub(q.From), err)
 		}
 	}
@@ -198,6 +199,10 @@ func TestUsageEndToEnd(t *testing.T) {
 	clock := memsim.NewManualClock(hour(1, 9).Add(50 * time.Minute))
 	st := memsim.New(memsim.WithClock(clock))
 	lim, err := limiter.New(st, limiter.WithNamespace("tenant-a"), limiter.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm, err := admin.New(st, admin.WithNamespace("tenant-a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +234,7 @@ func TestUsageEndToEnd(t *testing.T) {
 	seq := deliver(t, st, agg, 0)
 	deliver(t, st, agg, 0) // redelivered: counted once
 
-	got, err := lim.Usage(ctx, limiter.UsageQuery{Entity: "key-1", Resource: "gpt-4", Window: limiter.UsageHourly,
+	got, err := adm.Usage(ctx, admin.UsageQuery{Entity: "key-1", Resource: "gpt-4", Window: admin.UsageHourly,
 		From: hour(1, 0), To: hour(2, 0)})
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +255,7 @@ func TestUsageEndToEnd(t *testing.T) {
 	if !reflect.DeepEqual(rows, want) {
 		t.Errorf("hourly usage\n got %+v\nwant %+v", rows, want)
 	}
-	got, err = lim.Usage(ctx, limiter.UsageQuery{Entity: "key-1", Resource: "gpt-4", Limit: "tpm", Window: limiter.UsageMonthly,
+	got, err = adm.Usage(ctx, admin.UsageQuery{Entity: "key-1", Resource: "gpt-4", Limit: "tpm", Window: admin.UsageMonthly,
 		From: hour(1, 0), To: hour(1, 1)})
 	if err != nil || len(got) != 1 || got[0].Tokens != 2400 || got[0].Millitokens != 2_400_000 || got[0].Events != 6 ||
 		!got[0].Start.Equal(hour(1, 0)) || !got[0].End.Equal(time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)) {
@@ -260,7 +265,7 @@ func TestUsageEndToEnd(t *testing.T) {
 	clock.Add(time.Minute)
 	acquire(100)
 	deliver(t, st, agg, seq)
-	got, _ = lim.Usage(ctx, limiter.UsageQuery{Entity: "key-1", Resource: "gpt-4", Limit: "tpm", Window: limiter.UsageDaily,
+	got, _ = adm.Usage(ctx, admin.UsageQuery{Entity: "key-1", Resource: "gpt-4", Limit: "tpm", Window: admin.UsageDaily,
 		From: hour(1, 0), To: hour(2, 0)})
 	if len(got) != 1 || got[0].Tokens != 2500 {
 		t.Errorf("daily tpm after more traffic: %+v", got)
@@ -269,11 +274,12 @@ func TestUsageEndToEnd(t *testing.T) {
 
 // Usage reads what the aggregator wrote from the change stream: per
 // window, summed over the bucket's shards.
-func ExampleLimiter_Usage() {
+func ExampleAdmin_Usage() {
 	ctx := context.Background()
 	clock := memsim.NewManualClock(time.Date(2026, 1, 1, 9, 58, 0, 0, time.UTC))
 	st := memsim.New(memsim.WithClock(clock))
 	lim, _ := limiter.New(st, limiter.WithNamespace("tenant-a"), limiter.WithClock(clock))
+	adm, _ := admin.New(st, admin.WithNamespace("tenant-a"))
 	limits := []limiter.Limit{limiter.PerMinute("rpm", 100), limiter.PerMinute("tpm", 10_000)}
 	for _, tokens := range []int64{500, 1500, 700} {
 		_, _ = lim.Acquire(ctx, limiter.Request{Entity: "api-key-123", Resource: "gpt-4", Limits: limits,
@@ -290,10 +296,10 @@ func ExampleLimiter_Usage() {
 	}
 	agg.Process(ctx, recs)
 
-	usage, err := lim.Usage(ctx, limiter.UsageQuery{
+	usage, err := adm.Usage(ctx, admin.UsageQuery{
 		Entity:   "api-key-123",
 		Resource: "gpt-4",
-		Window:   limiter.UsageHourly,
+		Window:   admin.UsageHourly,
 		From:     time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		To:       time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC),
 	})
@@ -309,4 +315,19 @@ func ExampleLimiter_Usage() {
 	// 09:00 tpm: 2000 tokens in 2 requests
 	// 10:00 rpm: 1 tokens in 1 requests
 	// 10:00 tpm: 700 tokens in 1 requests
+}
+
+// A query without a resource reads the default resource's usage, as an
+// acquire without one charges it.
+func TestUsageOnTheDefaultResource(t *testing.T) {
+	mem := memsim.New()
+	adm, err := admin.New(mem, admin.WithNamespace("ns"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	putSnapshot(t, mem, "ns", "k1", limiter.DefaultResource, keys.WindowHour, hour(1, 10), 0, map[string]int64{"tc_rpm": 2000, "ev_rpm": 2})
+	got, err := adm.Usage(context.Background(), admin.UsageQuery{Entity: "k1", Window: admin.UsageHourly, From: hour(1, 0), To: hour(2, 0)})
+	if err != nil || len(got) != 1 || got[0].Resource != limiter.DefaultResource || got[0].Tokens != 2 {
+		t.Fatalf("Usage on the default resource: %+v, %v", got, err)
+	}
 }

@@ -1,18 +1,19 @@
-package limiter
+package admin
 
 import (
 	"context"
-	"strconv"
-	"strings"
 
+	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/internal/items"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
 
-// SchemaVersion is the version of the table layout this limiter writes. It
+// SchemaVersion is the version of the table layout this library writes. It
 // is stored once per table (PK "#SCHEMA", SK "#VERSION", attribute
-// "version"); a limiter that finds another version refuses to write.
-const SchemaVersion = 1
+// "version"); a limiter that finds another version refuses to write
+// (limiter.ErrSchemaVersion).
+const SchemaVersion = items.SchemaVersion
 
 // Entity is a rate-limited principal (an API key, a user, a project) and
 // its place in the hierarchy.
@@ -32,8 +33,8 @@ type Entity struct {
 //  1. {Entity, Resource}: this entity on this resource;
 //  2. {Entity, ""}: this entity on every resource;
 //  3. {"", Resource}: every entity on this resource;
-//  4. the caller's: Request.Limits, or the limiter's default limits
-//     (WithDefaultLimits) when the request has none.
+//  4. the caller's: limiter.Request.Limits, or the limiter's default
+//     limits (limiter.WithDefaultLimits) when the request has none.
 //
 // For each name, the first scope that defines it wins; every name some
 // scope defines applies. So a stored override of "rpm" leaves the caller's
@@ -67,18 +68,14 @@ func (s Scope) key(ns string) (store.Key, error) {
 	return keys.EntityLimits(ns, s.Entity, s.Resource), nil
 }
 
-const (
-	attrParent  = "parent_id"
-	attrCascade = "cascade"
-	attrLimits  = "limits"
-	attrVersion = "version"
-)
-
 // PutEntity creates or replaces an entity. An entity may not be its own
 // parent, and a parent chain may not loop back to it. The change and its
 // audit record are one transaction (see Audit); putting an entity as it
 // already is writes nothing.
-func (l *Limiter) PutEntity(ctx context.Context, e Entity) error {
+func (a *Admin) PutEntity(ctx context.Context, e Entity) error {
+	if err := a.begin(ctx); err != nil {
+		return err
+	}
 	if err := checkEntity("Entity.ID", e.ID); err != nil {
 		return err
 	}
@@ -92,7 +89,7 @@ func (l *Limiter) PutEntity(ctx context.Context, e Entity) error {
 		// Walk up from the parent: reaching e.ID would close a cycle.
 		at := e.Parent
 		for depth := 0; depth < 64 && at != ""; depth++ {
-			p, ok, err := l.GetEntity(ctx, at)
+			p, ok, err := a.GetEntity(ctx, at)
 			if err != nil {
 				return err
 			}
@@ -107,45 +104,54 @@ func (l *Limiter) PutEntity(ctx context.Context, e Entity) error {
 	} else if e.Cascade {
 		return invalid("Entity.Cascade", "needs a Parent")
 	}
-	err := l.applyChange(ctx, configChange{op: "put entity", action: AuditPutEntity, scope: Scope{Entity: e.ID},
-		key: keys.Entity(l.cfg.namespace, e.ID), next: l.entityItem(e), state: entityState})
-	l.meta.invalidate()
+	err := a.applyChange(ctx, configChange{op: "put entity", action: AuditPutEntity, scope: Scope{Entity: e.ID},
+		key: keys.Entity(a.ns, e.ID), next: items.EntityItem(a.ns, items.Entity(e)), state: entityState})
+	a.invalidate()
 	return err
 }
 
 // GetEntity reads an entity (consistently, bypassing the cache).
-func (l *Limiter) GetEntity(ctx context.Context, id string) (Entity, bool, error) {
+func (a *Admin) GetEntity(ctx context.Context, id string) (Entity, bool, error) {
+	if err := a.begin(ctx); err != nil {
+		return Entity{}, false, err
+	}
 	if err := checkEntity("entity", id); err != nil {
 		return Entity{}, false, err
 	}
-	out, err := l.st.Get(ctx, store.GetInput{Key: keys.Entity(l.cfg.namespace, id), ConsistentRead: true})
+	out, err := a.st.Get(ctx, store.GetInput{Key: keys.Entity(a.ns, id), ConsistentRead: true})
 	if err != nil {
-		return Entity{}, false, l.storeErr("get entity", err)
+		return Entity{}, false, storeErr("get entity", err)
 	}
 	if out.Item == nil {
 		return Entity{}, false, nil
 	}
-	return decodeEntity(id, out.Item), true, nil
+	return Entity(items.DecodeEntity(id, out.Item)), true, nil
 }
 
 // DeleteEntity deletes an entity's metadata, with an audit record. Its
 // buckets and stored limits stay (buckets expire on their own; delete
 // limits with DeleteLimits). Deleting a missing entity writes nothing.
-func (l *Limiter) DeleteEntity(ctx context.Context, id string) error {
+func (a *Admin) DeleteEntity(ctx context.Context, id string) error {
+	if err := a.begin(ctx); err != nil {
+		return err
+	}
 	if err := checkEntity("entity", id); err != nil {
 		return err
 	}
-	err := l.applyChange(ctx, configChange{op: "delete entity", action: AuditDeleteEntity, scope: Scope{Entity: id},
-		key: keys.Entity(l.cfg.namespace, id), state: entityState})
-	l.meta.invalidate()
+	err := a.applyChange(ctx, configChange{op: "delete entity", action: AuditDeleteEntity, scope: Scope{Entity: id},
+		key: keys.Entity(a.ns, id), state: entityState})
+	a.invalidate()
 	return err
 }
 
 // PutLimits stores limits for a scope, overriding the callers' defaults.
 // The change and its audit record are one transaction; storing the limits
 // already stored writes nothing.
-func (l *Limiter) PutLimits(ctx context.Context, s Scope, limits []Limit) error {
-	k, err := s.key(l.cfg.namespace)
+func (a *Admin) PutLimits(ctx context.Context, s Scope, limits []limiter.Limit) error {
+	if err := a.begin(ctx); err != nil {
+		return err
+	}
+	k, err := s.key(a.ns)
 	if err != nil {
 		return err
 	}
@@ -155,22 +161,25 @@ func (l *Limiter) PutLimits(ctx context.Context, s Scope, limits []Limit) error 
 	if err := checkLimits("limits", limits); err != nil {
 		return err
 	}
-	err = l.applyChange(ctx, configChange{op: "put limits", action: AuditPutLimits, scope: s,
-		key: k, next: l.limitsItem(k, s, limits), state: limitsState})
-	l.meta.invalidate()
+	err = a.applyChange(ctx, configChange{op: "put limits", action: AuditPutLimits, scope: s,
+		key: k, next: items.LimitsItem(a.ns, k, s.Entity, s.Resource, limits), state: limitsState})
+	a.invalidate()
 	return err
 }
 
 // GetLimits reads the limits stored for exactly this scope (consistently,
 // bypassing the cache).
-func (l *Limiter) GetLimits(ctx context.Context, s Scope) ([]Limit, bool, error) {
-	k, err := s.key(l.cfg.namespace)
+func (a *Admin) GetLimits(ctx context.Context, s Scope) ([]limiter.Limit, bool, error) {
+	if err := a.begin(ctx); err != nil {
+		return nil, false, err
+	}
+	k, err := s.key(a.ns)
 	if err != nil {
 		return nil, false, err
 	}
-	out, err := l.st.Get(ctx, store.GetInput{Key: k, ConsistentRead: true})
+	out, err := a.st.Get(ctx, store.GetInput{Key: k, ConsistentRead: true})
 	if err != nil {
-		return nil, false, l.storeErr("get limits", err)
+		return nil, false, storeErr("get limits", err)
 	}
 	ls, ok, err := limitsOf(out.Item)
 	return ls, ok, err
@@ -178,51 +187,24 @@ func (l *Limiter) GetLimits(ctx context.Context, s Scope) ([]Limit, bool, error)
 
 // DeleteLimits deletes the limits stored for a scope, with an audit
 // record. Deleting limits that are not stored writes nothing.
-func (l *Limiter) DeleteLimits(ctx context.Context, s Scope) error {
-	k, err := s.key(l.cfg.namespace)
+func (a *Admin) DeleteLimits(ctx context.Context, s Scope) error {
+	if err := a.begin(ctx); err != nil {
+		return err
+	}
+	k, err := s.key(a.ns)
 	if err != nil {
 		return err
 	}
-	err = l.applyChange(ctx, configChange{op: "delete limits", action: AuditDeleteLimits, scope: s,
+	err = a.applyChange(ctx, configChange{op: "delete limits", action: AuditDeleteLimits, scope: s,
 		key: k, state: limitsState})
-	l.meta.invalidate()
+	a.invalidate()
 	return err
 }
 
-// Invalidate drops every cached entity and stored limit, so the next
-// acquire reads them again. Changes made through this Limiter invalidate
-// its cache by themselves; call Invalidate when another process changed
-// them and waiting for the cache TTL is too slow.
-func (l *Limiter) Invalidate() { l.meta.invalidate() }
-
-// encodeLimits is the stored form: "name=capacity/burst/refill/periodMs;..."
-// in tokens and milliseconds.
-func encodeLimits(ls []Limit) string {
-	var b strings.Builder
-	for i, x := range ls {
-		if i > 0 {
-			b.WriteByte(';')
-		}
-		b.WriteString(x.Name + "=" + strconv.FormatInt(x.Capacity, 10) + "/" + strconv.FormatInt(x.burst(), 10) +
-			"/" + strconv.FormatInt(x.Refill, 10) + "/" + strconv.FormatInt(x.Period.Milliseconds(), 10))
+// invalidate drops the configuration cache of the limiter given with
+// WithLimiter, if any.
+func (a *Admin) invalidate() {
+	if a.lim != nil {
+		a.lim.Invalidate()
 	}
-	return b.String()
-}
-
-func b2i(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// storeErr wraps a store failure for the caller.
-func (l *Limiter) storeErr(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if !storeDown(err) {
-		return err
-	}
-	return &UnavailableError{Op: op, Err: err}
 }

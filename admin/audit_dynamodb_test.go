@@ -1,4 +1,4 @@
-package limiter_test
+package admin_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 	"github.com/shardlimit/limiter/internal/dynamolocal"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
@@ -33,35 +34,39 @@ func (r *raceOnce) TransactWrite(ctx context.Context, in store.TransactWriteInpu
 func TestAuditOnDynamoDBLocal(t *testing.T) {
 	srv := dynamolocal.Start(t)
 	st := &raceOnce{Store: dynamo.New(srv.Client, srv.NewTable(t))}
-	ctx := limiter.ContextWithPrincipal(context.Background(), "alice")
+	ctx := admin.ContextWithPrincipal(context.Background(), "alice")
 	lim, err := limiter.New(st, limiter.WithNamespace("it"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rpm := func(n int64) []limiter.Limit { return []limiter.Limit{limiter.PerMinute("rpm", n)} }
-	if err := lim.PutEntity(ctx, limiter.Entity{ID: "key-1"}); err != nil {
+	adm, err := admin.New(st, admin.WithNamespace("it"), admin.WithLimiter(lim))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lim.PutLimits(ctx, limiter.Scope{Entity: "key-1"}, rpm(1)); err != nil {
+	rpm := func(n int64) []limiter.Limit { return []limiter.Limit{limiter.PerMinute("rpm", n)} }
+	if err := adm.PutEntity(ctx, admin.Entity{ID: "key-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := adm.PutLimits(ctx, admin.Scope{Entity: "key-1"}, rpm(1)); err != nil {
 		t.Fatal(err)
 	}
 	st.rival = func() {
-		bob := limiter.ContextWithPrincipal(context.Background(), "bob")
-		if err := lim.PutLimits(bob, limiter.Scope{Entity: "key-1"}, rpm(2)); err != nil {
+		bob := admin.ContextWithPrincipal(context.Background(), "bob")
+		if err := adm.PutLimits(bob, admin.Scope{Entity: "key-1"}, rpm(2)); err != nil {
 			t.Error(err)
 		}
 	}
-	if err := lim.PutLimits(ctx, limiter.Scope{Entity: "key-1"}, rpm(3)); err != nil {
+	if err := adm.PutLimits(ctx, admin.Scope{Entity: "key-1"}, rpm(3)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := lim.Acquire(ctx, limiter.Request{Entity: "key-1", Resource: "gpt-4", Limits: rpm(9),
 		Consume: map[string]int64{"rpm": 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := lim.ResetBucket(ctx, "key-1", "gpt-4"); err != nil || n != 1 {
+	if n, err := adm.ResetBucket(ctx, "key-1", "gpt-4"); err != nil || n != 1 {
 		t.Fatalf("reset: %d, %v", n, err)
 	}
-	recs, err := lim.Audit(ctx, limiter.AuditQuery{Entity: "key-1"})
+	recs, err := adm.Audit(ctx, admin.AuditQuery{Entity: "key-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,11 +94,11 @@ func TestAuditOnDynamoDBLocal(t *testing.T) {
 			t.Fatalf("records %q, want %q", got, want)
 		}
 	}
-	ents, err := lim.ListEntities(ctx, "", 0)
+	ents, err := adm.ListEntities(ctx, "", 0)
 	if err != nil || len(ents) != 1 || ents[0].ID != "key-1" {
 		t.Fatalf("ListEntities: %+v, %v", ents, err)
 	}
-	ls, err := lim.ListLimits(ctx, "")
+	ls, err := adm.ListLimits(ctx, "")
 	if err != nil || len(ls) != 1 || ls[0].Limits[0].Capacity != 3 {
 		t.Fatalf("ListLimits: %+v, %v", ls, err)
 	}

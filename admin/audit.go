@@ -1,4 +1,4 @@
-package limiter
+package admin
 
 import (
 	"context"
@@ -14,11 +14,13 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/internal/items"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
 
-// The audit trail. Every configuration change made through a Limiter
+// The audit trail. Every configuration change made through an Admin
 // (PutEntity, DeleteEntity, PutLimits, DeleteLimits, ResetBucket) writes
 // an audit record in the same transaction as the change: both happen or
 // neither. A call that would change nothing (the same entity or limits
@@ -60,7 +62,7 @@ type AuditRecord struct {
 type AuditState struct {
 	Parent  string
 	Cascade bool
-	Limits  []Limit
+	Limits  []limiter.Limit
 	// Shards is the shard count of a bucket that was reset.
 	Shards int
 	// Malformed is set, with the reason, when the stored item could not be
@@ -68,7 +70,7 @@ type AuditState struct {
 	Malformed string
 }
 
-// PrincipalEnv is the environment variable a Limiter takes the principal of
+// PrincipalEnv is the environment variable an Admin takes the principal of
 // its audit records from when neither the context nor WithDefaultPrincipal
 // names one. Without it, USER is used, and then "unknown".
 const PrincipalEnv = "LIMITER_PRINCIPAL"
@@ -91,18 +93,18 @@ func ContextWithPrincipal(ctx context.Context, principal string) context.Context
 // WithDefaultPrincipal sets the principal of the audit records of changes
 // whose context names none (see ContextWithPrincipal). The default is the
 // environment: $LIMITER_PRINCIPAL, else $USER, else "unknown".
-func WithDefaultPrincipal(p string) Option { return func(c *config) { c.principal = p } }
+func WithDefaultPrincipal(p string) Option { return func(a *Admin) { a.principal = p } }
 
 // WithAuditRetention sets how long audit records are kept (default
 // DefaultAuditRetention, 90 days): their time to live is the change time
 // plus d, so the table must have time to live enabled (dynamo.CreateTable
-// does it). 0 keeps them forever; a negative d is invalid.
-func WithAuditRetention(d time.Duration) Option { return func(c *config) { c.auditRetention = d } }
+// does it). 0 keeps them forever; New refuses a negative d.
+func WithAuditRetention(d time.Duration) Option { return func(a *Admin) { a.retention = d } }
 
-// principal returns who the changes made with ctx are recorded as.
-func (l *Limiter) principal(ctx context.Context) (string, error) {
+// principalOf returns who the changes made with ctx are recorded as.
+func (a *Admin) principalOf(ctx context.Context) (string, error) {
 	p, _ := ctx.Value(principalKey{}).(string)
-	for _, alt := range []string{l.cfg.principal, os.Getenv(PrincipalEnv), os.Getenv("USER"), "unknown"} {
+	for _, alt := range []string{a.principal, os.Getenv(PrincipalEnv), os.Getenv("USER"), "unknown"} {
 		if p != "" {
 			break
 		}
@@ -143,14 +145,14 @@ const maxChangeAttempts = 8
 // audit record in one transaction, conditional on the item being still as
 // read, so the record's Before is exact. It retries (with the item the
 // failed condition returned) when another writer got there first.
-func (l *Limiter) applyChange(ctx context.Context, c configChange) error {
-	who, err := l.principal(ctx)
+func (a *Admin) applyChange(ctx context.Context, c configChange) error {
+	who, err := a.principalOf(ctx)
 	if err != nil {
 		return err
 	}
-	out, err := l.st.Get(ctx, store.GetInput{Key: c.key, ConsistentRead: true})
+	out, err := a.st.Get(ctx, store.GetInput{Key: c.key, ConsistentRead: true})
 	if err != nil {
-		return l.storeErr(c.op, err)
+		return storeErr(c.op, err)
 	}
 	old := out.Item
 	for attempt := 0; attempt < maxChangeAttempts; attempt++ {
@@ -164,20 +166,20 @@ func (l *Limiter) applyChange(ctx context.Context, c configChange) error {
 		} else {
 			act.Put = &store.PutInput{Item: c.next, Expr: cond, ReturnOldOnConditionFailure: true}
 		}
-		rec := l.auditItem(who, c.action, c.scope, c.state(old), c.state(c.next), attempt)
-		_, err := l.st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{act, rec}})
+		rec := a.auditItem(who, c.action, c.scope, c.state(old), c.state(c.next), attempt)
+		_, err := a.st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{act, rec}})
 		if err == nil {
 			return nil
 		}
 		var tc *store.TransactionCanceledError
 		if !errors.As(err, &tc) || len(tc.Reasons) != 2 || !retryable(tc) {
-			return l.storeErr(c.op, err)
+			return storeErr(c.op, err)
 		}
 		if tc.Reasons[0].Code == store.ReasonConditionalCheckFailed {
 			old = tc.Reasons[0].Item // changed meanwhile: record against what is there now
 		}
 	}
-	return l.storeErr(c.op, fmt.Errorf("limiter: %s: the item changed under every one of %d attempts: %w",
+	return storeErr(c.op, fmt.Errorf("limiter: %s: the item changed under every one of %d attempts: %w",
 		c.op, maxChangeAttempts, store.ErrTransactionConflict))
 }
 
@@ -245,16 +247,16 @@ func unchanged(old, next store.Item) store.Expr {
 // and a hash of the record (attempt included), so records of one
 // millisecond do not collide; the Put is conditional on the key being
 // new all the same.
-func (l *Limiter) auditItem(who string, action AuditAction, s Scope, before, after *AuditState, attempt int) store.TransactAction {
-	now := l.cfg.clock.Now()
-	b, a := encodeState(before), encodeState(after)
+func (a *Admin) auditItem(who string, action AuditAction, s Scope, before, after *AuditState, attempt int) store.TransactAction {
+	now := a.clock.Now()
+	b, af := encodeState(before), encodeState(after)
 	h := fnv.New64a()
-	for _, part := range []string{who, string(action), s.Entity, s.Resource, b, a, strconv.Itoa(attempt)} {
+	for _, part := range []string{who, string(action), s.Entity, s.Resource, b, af, strconv.Itoa(attempt)} {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}
 	it := store.Item{
-		store.AttrPK:       store.Str(keys.AuditPK(l.cfg.namespace, s.Entity, s.Resource)),
+		store.AttrPK:       store.Str(keys.AuditPK(a.ns, s.Entity, s.Resource)),
 		store.AttrSK:       store.Str(keys.AuditSK(now, h.Sum64())),
 		attrAuditAt:        store.Int(now.UnixMilli()),
 		attrAuditPrincipal: store.Str(who),
@@ -269,10 +271,10 @@ func (l *Limiter) auditItem(who string, action AuditAction, s Scope, before, aft
 	if b != "" {
 		it[attrAuditBefore] = store.Str(b)
 	}
-	if a != "" {
-		it[attrAuditAfter] = store.Str(a)
+	if af != "" {
+		it[attrAuditAfter] = store.Str(af)
 	}
-	if r := l.cfg.auditRetention; r > 0 {
+	if r := a.retention; r > 0 {
 		it[store.AttrTTL] = store.Int(now.Add(r).Unix())
 	}
 	return store.TransactAction{Put: &store.PutInput{Item: it,
@@ -303,7 +305,7 @@ func encodeState(s *AuditState) string {
 	}
 	j := stateJSON{Parent: s.Parent, Cascade: s.Cascade, Shards: s.Shards, Malformed: s.Malformed}
 	for _, x := range s.Limits {
-		j.Limits = append(j.Limits, storedLimitJSON{x.Name, x.Capacity, x.burst(), x.Refill, x.Period.Milliseconds()})
+		j.Limits = append(j.Limits, storedLimitJSON{x.Name, x.Capacity, burst(x), x.Refill, x.Period.Milliseconds()})
 	}
 	b, _ := json.Marshal(j) // plain strings, numbers and bools: cannot fail
 	return string(b)
@@ -319,7 +321,7 @@ func decodeState(s string, ok bool) (*AuditState, error) {
 	}
 	st := &AuditState{Parent: j.Parent, Cascade: j.Cascade, Shards: j.Shards, Malformed: j.Malformed}
 	for _, x := range j.Limits {
-		st.Limits = append(st.Limits, Limit{Name: x.Name, Capacity: x.Capacity, Burst: x.Burst, Refill: x.Refill,
+		st.Limits = append(st.Limits, limiter.Limit{Name: x.Name, Capacity: x.Capacity, Burst: x.Burst, Refill: x.Refill,
 			Period: time.Duration(x.PeriodMs) * time.Millisecond})
 	}
 	return st, nil
@@ -331,7 +333,7 @@ func entityState(it store.Item) *AuditState {
 	if it == nil {
 		return nil
 	}
-	e := decodeEntity("", it)
+	e := items.DecodeEntity("", it)
 	return &AuditState{Parent: e.Parent, Cascade: e.Cascade}
 }
 
@@ -365,7 +367,10 @@ type AuditQuery struct {
 // one strongly consistent Query; with both Entity and Resource set it
 // reads the entity's records up to the retention and keeps those of the
 // resource.
-func (l *Limiter) Audit(ctx context.Context, q AuditQuery) ([]AuditRecord, error) {
+func (a *Admin) Audit(ctx context.Context, q AuditQuery) ([]AuditRecord, error) {
+	if err := a.begin(ctx); err != nil {
+		return nil, err
+	}
 	limit := q.Limit
 	switch {
 	case limit == 0:
@@ -386,14 +391,14 @@ func (l *Limiter) Audit(ctx context.Context, q AuditQuery) ([]AuditRecord, error
 			return nil, err
 		}
 	}
-	in := store.QueryInput{PartitionKey: keys.AuditPK(l.cfg.namespace, q.Entity, q.Resource), ConsistentRead: true}
+	in := store.QueryInput{PartitionKey: keys.AuditPK(a.ns, q.Entity, q.Resource), ConsistentRead: true}
 	filter := q.Entity != "" && q.Resource != ""
 	if !filter {
 		in.Limit = limit
 	}
-	out, err := l.st.Query(ctx, in)
+	out, err := a.st.Query(ctx, in)
 	if err != nil {
-		return nil, l.storeErr("audit", err)
+		return nil, storeErr("audit", err)
 	}
 	var recs []AuditRecord
 	for _, it := range out.Items {

@@ -1,4 +1,4 @@
-package limiter
+package admin
 
 import (
 	"context"
@@ -41,21 +41,24 @@ import (
 //     bucket would.
 //   - The usage counters of the deleted items are gone from the bucket;
 //     the aggregator's usage snapshots keep what was consumed.
-func (l *Limiter) ResetBucket(ctx context.Context, entity, resource string) (shards int, err error) {
+func (a *Admin) ResetBucket(ctx context.Context, entity, resource string) (shards int, err error) {
+	if err := a.begin(ctx); err != nil {
+		return 0, err
+	}
 	if err := checkEntity("entity", entity); err != nil {
 		return 0, err
 	}
 	if err := checkResource("resource", resource); err != nil {
 		return 0, err
 	}
-	who, err := l.principal(ctx)
+	who, err := a.principalOf(ctx)
 	if err != nil {
 		return 0, err
 	}
-	ref := keys.Bucket{Namespace: l.cfg.namespace, Entity: entity, Resource: resource}
-	out, err := l.st.Get(ctx, store.GetInput{Key: ref.Key(), ConsistentRead: true})
+	ref := keys.Bucket{Namespace: a.ns, Entity: entity, Resource: resource}
+	out, err := a.st.Get(ctx, store.GetInput{Key: ref.Key(), ConsistentRead: true})
 	if err != nil {
-		return 0, l.storeErr("reset bucket", err)
+		return 0, storeErr("reset bucket", err)
 	}
 	found := map[int]bool{}
 	if out.Item != nil {
@@ -67,10 +70,10 @@ func (l *Limiter) ResetBucket(ctx context.Context, entity, resource string) (sha
 			found[s] = true
 		}
 	}
-	idx, err := l.st.Query(ctx, store.QueryInput{Index: store.IndexGSI3,
+	idx, err := a.st.Query(ctx, store.QueryInput{Index: store.IndexGSI3,
 		PartitionKey: keys.EntityPK(ref.Namespace, entity), SortKeyPrefix: keys.BucketIndexPrefix(resource)})
 	if err != nil {
-		return 0, l.storeErr("reset bucket", err)
+		return 0, storeErr("reset bucket", err)
 	}
 	for _, it := range idx.Items {
 		sk, _ := it.Str(store.AttrGSI3SK)
@@ -89,19 +92,19 @@ func (l *Limiter) ResetBucket(ctx context.Context, entity, resource string) (sha
 	if shards == 0 { // shard 0 is gone, others remain
 		shards = len(all)
 	}
-	defer l.forgetBucket(ref)
+	defer a.forgetBucket(entity, resource)
 	var acts []store.TransactAction
-	acts = append(acts, l.auditItem(who, AuditResetBucket, Scope{Entity: entity, Resource: resource},
+	acts = append(acts, a.auditItem(who, AuditResetBucket, Scope{Entity: entity, Resource: resource},
 		&AuditState{Shards: shards}, nil, 0))
 	for _, s := range all {
 		acts = append(acts, store.TransactAction{Delete: &store.DeleteInput{Key: ref.WithShard(s).Key()}})
 	}
 	for first := 0; first < len(acts); first += 100 {
-		if err := l.transactRetrying(ctx, acts[first:min(first+100, len(acts))]); err != nil {
+		if err := a.transactRetrying(ctx, acts[first:min(first+100, len(acts))]); err != nil {
 			if first > 0 {
 				err = fmt.Errorf("limiter: reset bucket: %d of %d shard items deleted, run the reset again: %w", first-1, len(all), err)
 			}
-			return 0, l.storeErr("reset bucket", err)
+			return 0, storeErr("reset bucket", err)
 		}
 	}
 	return shards, nil
@@ -110,10 +113,10 @@ func (l *Limiter) ResetBucket(ctx context.Context, entity, resource string) (sha
 // transactRetrying runs a transaction of unconditional writes, again when
 // it lost a race with single-item writes on the same items (DynamoDB
 // cancels a transaction that meets a concurrent write).
-func (l *Limiter) transactRetrying(ctx context.Context, acts []store.TransactAction) error {
+func (a *Admin) transactRetrying(ctx context.Context, acts []store.TransactAction) error {
 	var err error
 	for attempt := 0; attempt < maxChangeAttempts; attempt++ {
-		if _, err = l.st.TransactWrite(ctx, store.TransactWriteInput{Actions: acts}); err == nil {
+		if _, err = a.st.TransactWrite(ctx, store.TransactWriteInput{Actions: acts}); err == nil {
 			return nil
 		}
 		var tc *store.TransactionCanceledError
@@ -124,6 +127,11 @@ func (l *Limiter) transactRetrying(ctx context.Context, acts []store.TransactAct
 	return err
 }
 
-// forgetBucket drops what this limiter remembers of a bucket (shard count,
-// last images), so that its next acquire starts from the store.
-func (l *Limiter) forgetBucket(ref keys.Bucket) { l.mem.ForgetBucket(ref) }
+// forgetBucket makes the limiter given with WithLimiter, if any, forget
+// what it remembers of a bucket (shard count, last images), so that its
+// next acquire starts from the store.
+func (a *Admin) forgetBucket(entity, resource string) {
+	if a.lim != nil {
+		a.lim.ForgetBucket(entity, resource)
+	}
+}

@@ -1,4 +1,4 @@
-package limiter
+package admin
 
 import (
 	"context"
@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/shardlimit/limiter"
 	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/items"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
@@ -20,49 +22,28 @@ import (
 // from a listing (typically for well under a second), one deleted a moment
 // ago is dropped by the batch read.
 
-// entityItem is the stored form of an entity, with its index entry.
-func (l *Limiter) entityItem(e Entity) store.Item {
-	k := keys.Entity(l.cfg.namespace, e.ID)
-	it := store.Item{store.AttrPK: store.Str(k.PK), store.AttrSK: store.Str(k.SK),
-		keys.AttrEntity: store.Str(e.ID), attrCascade: store.Int(b2i(e.Cascade)),
-		store.AttrGSI3PK: store.Str(keys.ConfigIndexPK(l.cfg.namespace)), store.AttrGSI3SK: store.Str(keys.EntityIndexSK(e.ID))}
-	if e.Parent != "" {
-		it[attrParent] = store.Str(e.Parent)
-	}
-	return it
-}
-
-// limitsItem is the stored form of the limits of a scope (key from
-// Scope.key), with its index entry.
-func (l *Limiter) limitsItem(k store.Key, s Scope, limits []Limit) store.Item {
-	res := s.Resource
-	if s.Entity != "" && res == "" {
-		res = keys.AnyResource
-	}
-	return store.Item{store.AttrPK: store.Str(k.PK), store.AttrSK: store.Str(k.SK),
-		attrLimits:       store.Str(encodeLimits(limits)),
-		store.AttrGSI3PK: store.Str(keys.ConfigIndexPK(l.cfg.namespace)), store.AttrGSI3SK: store.Str(keys.LimitsIndexSK(s.Entity, res))}
-}
-
 // ListEntities returns the entities of the namespace whose id begins with
 // prefix ("" for all), in id order, at most limit of them (0: no cap).
 // Entities are those written with PutEntity (an entity that only has
 // buckets or stored limits has no entity item).
-func (l *Limiter) ListEntities(ctx context.Context, prefix string, limit int) ([]Entity, error) {
+func (a *Admin) ListEntities(ctx context.Context, prefix string, limit int) ([]Entity, error) {
+	if err := a.begin(ctx); err != nil {
+		return nil, err
+	}
 	if limit < 0 {
 		return nil, invalid("limit", "%d must not be negative", limit)
 	}
-	if prefix != "" && !validIdent(prefix, 256, false, ":@") {
-		return nil, invalid("prefix", "%q must be empty or the start of an entity id (%s)", prefix, ruleEntity)
+	if prefix != "" && !keys.ValidIdent(prefix, 256, false, ":@") {
+		return nil, invalid("prefix", "%q must be empty or the start of an entity id (%s)", prefix, keys.RuleEntity)
 	}
-	ids, items, err := l.listConfig(ctx, keys.EntityIndexSK(prefix), limit)
+	ids, got, err := a.listConfig(ctx, keys.EntityIndexSK(prefix), limit)
 	if err != nil {
 		return nil, err
 	}
 	var res []Entity
-	for i, it := range items {
+	for i, it := range got {
 		if it != nil {
-			res = append(res, decodeEntity(ids[i].entity, it))
+			res = append(res, Entity(items.DecodeEntity(ids[i].entity, it)))
 		}
 	}
 	return res, nil
@@ -71,14 +52,17 @@ func (l *Limiter) ListEntities(ctx context.Context, prefix string, limit int) ([
 // StoredLimits is the limits stored for one scope.
 type StoredLimits struct {
 	Scope  Scope
-	Limits []Limit
+	Limits []limiter.Limit
 }
 
 // ListLimits returns the limits stored in the namespace: with entity "",
 // every one, entities' first (by entity, each one's limits on every
 // resource first, then per resource in order), then resources' (in order);
 // otherwise only that entity's.
-func (l *Limiter) ListLimits(ctx context.Context, entity string) ([]StoredLimits, error) {
+func (a *Admin) ListLimits(ctx context.Context, entity string) ([]StoredLimits, error) {
+	if err := a.begin(ctx); err != nil {
+		return nil, err
+	}
 	prefix := keys.ConfigLimitsPrefix
 	if entity != "" {
 		if err := checkEntity("entity", entity); err != nil {
@@ -86,7 +70,7 @@ func (l *Limiter) ListLimits(ctx context.Context, entity string) ([]StoredLimits
 		}
 		prefix = keys.LimitsIndexSK(entity, "")
 	}
-	ids, items, err := l.listConfig(ctx, prefix, 0)
+	ids, items, err := a.listConfig(ctx, prefix, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -122,11 +106,11 @@ type configID struct {
 
 // listConfig queries the namespace's configuration index for sort keys
 // with prefix and reads the items (nil where one went away meanwhile).
-func (l *Limiter) listConfig(ctx context.Context, prefix string, limit int) ([]configID, []store.Item, error) {
-	out, err := l.st.Query(ctx, store.QueryInput{Index: store.IndexGSI3,
-		PartitionKey: keys.ConfigIndexPK(l.cfg.namespace), SortKeyPrefix: prefix, Limit: limit})
+func (a *Admin) listConfig(ctx context.Context, prefix string, limit int) ([]configID, []store.Item, error) {
+	out, err := a.st.Query(ctx, store.QueryInput{Index: store.IndexGSI3,
+		PartitionKey: keys.ConfigIndexPK(a.ns), SortKeyPrefix: prefix, Limit: limit})
 	if err != nil {
-		return nil, nil, l.storeErr("list", err)
+		return nil, nil, storeErr("list", err)
 	}
 	var ids []configID
 	var ks []store.Key
@@ -147,17 +131,17 @@ func (l *Limiter) listConfig(ctx context.Context, prefix string, limit int) ([]c
 		ids = append(ids, id)
 		ks = append(ks, k)
 	}
-	items, err := l.batchGet(ctx, ks)
+	items, err := a.batchGet(ctx, ks)
 	return ids, items, err
 }
 
 // batchGet reads keys strongly consistently, 100 at a time.
-func (l *Limiter) batchGet(ctx context.Context, ks []store.Key) ([]store.Item, error) {
+func (a *Admin) batchGet(ctx context.Context, ks []store.Key) ([]store.Item, error) {
 	items := make([]store.Item, 0, len(ks))
 	for first := 0; first < len(ks); first += 100 {
-		out, err := l.st.BatchGet(ctx, store.BatchGetInput{Keys: ks[first:min(first+100, len(ks))], ConsistentRead: true})
+		out, err := a.st.BatchGet(ctx, store.BatchGetInput{Keys: ks[first:min(first+100, len(ks))], ConsistentRead: true})
 		if err != nil {
-			return nil, l.storeErr("read", err)
+			return nil, storeErr("read", err)
 		}
 		items = append(items, out.Items...)
 	}
@@ -176,14 +160,17 @@ type BucketInfo struct {
 	// Limits are the limits shard 0 was last written with, in name order
 	// (nil without shard 0). Stored limits, when there are any, are what
 	// the next write applies.
-	Limits []Limit
+	Limits []limiter.Limit
 }
 
 // Buckets returns the buckets of an entity, in resource order: every one
 // when resource is "", else at most the one of that resource. It issues one
 // Query of the entity's GSI3 partition and one strongly consistent batch
 // read of shard 0 per 100 buckets.
-func (l *Limiter) Buckets(ctx context.Context, entity, resource string) ([]BucketInfo, error) {
+func (a *Admin) Buckets(ctx context.Context, entity, resource string) ([]BucketInfo, error) {
+	if err := a.begin(ctx); err != nil {
+		return nil, err
+	}
 	if err := checkEntity("entity", entity); err != nil {
 		return nil, err
 	}
@@ -192,11 +179,11 @@ func (l *Limiter) Buckets(ctx context.Context, entity, resource string) ([]Bucke
 			return nil, err
 		}
 	}
-	ns := l.cfg.namespace
-	out, err := l.st.Query(ctx, store.QueryInput{Index: store.IndexGSI3,
+	ns := a.ns
+	out, err := a.st.Query(ctx, store.QueryInput{Index: store.IndexGSI3,
 		PartitionKey: keys.EntityPK(ns, entity), SortKeyPrefix: keys.BucketIndexPrefix(resource)})
 	if err != nil {
-		return nil, l.storeErr("buckets", err)
+		return nil, storeErr("buckets", err)
 	}
 	count := map[string]int{}
 	for _, it := range out.Items {
@@ -217,7 +204,7 @@ func (l *Limiter) Buckets(ctx context.Context, entity, resource string) ([]Bucke
 	for i, r := range resources {
 		ks[i] = keys.Bucket{Namespace: ns, Entity: entity, Resource: r}.Key()
 	}
-	items, err := l.batchGet(ctx, ks)
+	items, err := a.batchGet(ctx, ks)
 	if err != nil {
 		return nil, err
 	}
@@ -242,18 +229,18 @@ func (l *Limiter) Buckets(ctx context.Context, entity, resource string) ([]Bucke
 
 // bucketLimits returns the original limits a bucket item holds, without
 // the hidden wcu limit.
-func bucketLimits(it store.Item) ([]Limit, error) {
+func bucketLimits(it store.Item) ([]limiter.Limit, error) {
 	comp, err := bucket.Decode(it.Numbers())
 	if err != nil {
 		return nil, err
 	}
-	var ls []Limit
+	var ls []limiter.Limit
 	for _, n := range comp.Limits {
-		if n.Name == wcuName {
+		if n.Name == keys.HiddenLimit {
 			continue
 		}
 		m := int64(bucket.MilliPerToken)
-		ls = append(ls, Limit{Name: n.Name, Capacity: n.Capacity / m, Burst: n.Burst / m, Refill: n.RefillAmount / m,
+		ls = append(ls, limiter.Limit{Name: n.Name, Capacity: n.Capacity / m, Burst: n.Burst / m, Refill: n.RefillAmount / m,
 			Period: time.Duration(n.RefillPeriod) * time.Millisecond})
 	}
 	return ls, nil
@@ -262,26 +249,31 @@ func bucketLimits(it store.Item) ([]Limit, error) {
 // TableSchemaVersion reads the table's schema-version item (see
 // SchemaVersion) without writing: found is false on a table no limiter has
 // used yet.
-func (l *Limiter) TableSchemaVersion(ctx context.Context) (version int64, found bool, err error) {
-	out, err := l.st.Get(ctx, store.GetInput{Key: keys.Schema(), ConsistentRead: true})
+func (a *Admin) TableSchemaVersion(ctx context.Context) (version int64, found bool, err error) {
+	if err := a.begin(ctx); err != nil {
+		return 0, false, err
+	}
+	out, err := a.st.Get(ctx, store.GetInput{Key: keys.Schema(), ConsistentRead: true})
 	if err != nil {
-		return 0, false, l.storeErr("schema version", err)
+		return 0, false, storeErr("schema version", err)
 	}
 	if out.Item == nil {
 		return 0, false, nil
 	}
-	version, _ = out.Item.Int(attrVersion)
-	return version, true, nil
+	return items.Version(out.Item), true, nil
 }
 
 // InitTable writes the table's schema-version item when there is none, and
 // otherwise checks it: an error matching ErrSchemaVersion means the table
 // holds another layout. Limiters do the same on their first read of
 // configuration; an operator runs it once after creating the table.
-func (l *Limiter) InitTable(ctx context.Context) error {
-	out, err := l.st.Get(ctx, store.GetInput{Key: keys.Schema(), ConsistentRead: true})
-	if err != nil {
-		return l.storeErr("schema version", err)
+func (a *Admin) InitTable(ctx context.Context) error {
+	if err := a.begin(ctx); err != nil {
+		return err
 	}
-	return l.storeErr("schema version", l.checkSchema(ctx, &trace{}, out.Item))
+	out, err := a.st.Get(ctx, store.GetInput{Key: keys.Schema(), ConsistentRead: true})
+	if err != nil {
+		return storeErr("schema version", err)
+	}
+	return storeErr("schema version", items.CheckSchema(ctx, a.st, out.Item, func(store.Capacity, error) {}))
 }

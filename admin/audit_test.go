@@ -1,4 +1,4 @@
-package limiter
+package admin
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/shardlimit/limiter"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
@@ -119,8 +120,8 @@ func TestAuditInTheSameTransaction(t *testing.T) {
 		return memsim.Decision{}
 	})))
 	fl := f.limiter()
-	if err := fl.PutLimits(f.ctx, Scope{Entity: "k"}, rpm(3)); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("PutLimits on a failing store: %v, want ErrUnavailable", err)
+	if err := fl.PutLimits(f.ctx, Scope{Entity: "k"}, rpm(3)); !errors.Is(err, limiter.ErrUnavailable) {
+		t.Fatalf("PutLimits on a failing store: %v, want limiter.ErrUnavailable", err)
 	}
 	if n := f.st.Len(); n != 0 {
 		t.Fatalf("%d items after a failed change, want 0: %v", n, f.st.Items())
@@ -131,7 +132,7 @@ func TestAuditInTheSameTransaction(t *testing.T) {
 // Before, so the trail reads as a chain.
 func TestAuditBeforeIsExactUnderRaces(t *testing.T) {
 	var e *env
-	var rival *Limiter
+	var rival *both
 	raced := false
 	e = newEnv(t, memsim.WithHook(func(ctx context.Context, op memsim.Op) {
 		if op.Kind == memsim.OpTransactWrite && !raced && rival != nil {
@@ -165,9 +166,9 @@ func TestAuditPrincipal(t *testing.T) {
 	e := newEnv(t)
 	t.Setenv(PrincipalEnv, "from-env")
 	t.Setenv("USER", "user")
-	principal := func(l *Limiter, ctx context.Context) string {
+	principal := func(l *both, ctx context.Context) string {
 		t.Helper()
-		p, err := l.principal(ctx)
+		p, err := l.principalOf(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +195,7 @@ func TestAuditPrincipal(t *testing.T) {
 	}
 	for _, bad := range []string{"a\nb", strings.Repeat("x", 257), "\xff"} {
 		err := l.PutEntity(ContextWithPrincipal(e.ctx, bad), Entity{ID: "k"})
-		var ve *ValidationError
+		var ve *limiter.ValidationError
 		if !errors.As(err, &ve) || ve.Field != "principal" {
 			t.Errorf("principal %q: %v, want a validation error on principal", bad, err)
 		}
@@ -206,7 +207,7 @@ func TestAuditPrincipal(t *testing.T) {
 
 // Audit records expire after the retention (time to live), or never.
 func TestAuditRetention(t *testing.T) {
-	ttlOf := func(opts ...Option) (int64, bool) {
+	ttlOf := func(opts ...any) (int64, bool) {
 		e := newEnv(t)
 		l := e.limiter(opts...)
 		if err := l.PutEntity(e.ctx, Entity{ID: "k"}); err != nil {
@@ -227,7 +228,7 @@ func TestAuditRetention(t *testing.T) {
 	if _, ok := ttlOf(WithAuditRetention(0)); ok {
 		t.Error("retention 0 set a ttl")
 	}
-	if _, err := New(memsim.New(), WithAuditRetention(-time.Second)); !errors.Is(err, ErrInvalid) {
+	if _, err := New(memsim.New(), WithAuditRetention(-time.Second)); !errors.Is(err, limiter.ErrInvalid) {
 		t.Errorf("negative retention: %v", err)
 	}
 }
@@ -235,7 +236,7 @@ func TestAuditRetention(t *testing.T) {
 func TestAuditQueryValidation(t *testing.T) {
 	l := newEnv(t).limiter()
 	for _, q := range []AuditQuery{{}, {Entity: "a#b"}, {Resource: "r#"}, {Entity: "k", Limit: -1}, {Entity: "k", Limit: 1001}} {
-		if _, err := l.Audit(context.Background(), q); !errors.Is(err, ErrInvalid) {
+		if _, err := l.Audit(context.Background(), q); !errors.Is(err, limiter.ErrInvalid) {
 			t.Errorf("Audit(%+v) = %v, want a validation error", q, err)
 		}
 	}

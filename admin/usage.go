@@ -1,10 +1,12 @@
-package limiter
+package admin
 
 import (
 	"context"
+	"math"
 	"sort"
 	"time"
 
+	"github.com/shardlimit/limiter"
 	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
@@ -31,8 +33,8 @@ func (w UsageWindow) String() string {
 
 // UsageQuery selects usage snapshots of one (entity, resource).
 type UsageQuery struct {
-	// Entity and Resource identify the bucket, as in Request (Resource ""
-	// is DefaultResource).
+	// Entity and Resource identify the bucket, as in limiter.Request
+	// (Resource "" is limiter.DefaultResource).
 	Entity   string
 	Resource string
 	// Limit selects one limit by name; "" selects every limit.
@@ -80,16 +82,19 @@ const maxUsageQueries = 100
 // (typically a second or less). Usage issues one eventually consistent
 // Query per day (hourly windows), month (daily) or year (monthly) of the
 // range, at most 100; a longer range is a *ValidationError.
-func (l *Limiter) Usage(ctx context.Context, q UsageQuery) ([]UsageSnapshot, error) {
+func (a *Admin) Usage(ctx context.Context, q UsageQuery) ([]UsageSnapshot, error) {
+	if err := a.begin(ctx); err != nil {
+		return nil, err
+	}
 	if q.Resource == "" {
-		q.Resource = DefaultResource
+		q.Resource = limiter.DefaultResource
 	}
 	if err := checkUsageQuery(q); err != nil {
 		return nil, err
 	}
 	w := keys.UsageWindow(q.Window)
 	first := w.Start(q.From)
-	pk := keys.UsagePK(l.cfg.namespace, q.Entity)
+	pk := keys.UsagePK(a.ns, q.Entity)
 	type key struct {
 		start time.Time
 		limit string
@@ -97,9 +102,9 @@ func (l *Limiter) Usage(ctx context.Context, q UsageQuery) ([]UsageSnapshot, err
 	sums := make(map[key]*UsageSnapshot)
 	for p := first; p.Before(q.To); {
 		prefix, next := w.Period(p)
-		out, err := l.st.Query(ctx, store.QueryInput{PartitionKey: pk, SortKeyPrefix: keys.UsageSKPrefix(w, q.Resource, prefix)})
+		out, err := a.st.Query(ctx, store.QueryInput{PartitionKey: pk, SortKeyPrefix: keys.UsageSKPrefix(w, q.Resource, prefix)})
 		if err != nil {
-			return nil, l.storeErr("usage", err)
+			return nil, storeErr("usage", err)
 		}
 		for _, it := range out.Items {
 			sk, _ := it.Str(store.AttrSK)
@@ -110,7 +115,7 @@ func (l *Limiter) Usage(ctx context.Context, q UsageQuery) ([]UsageSnapshot, err
 			for name, v := range it {
 				limit, events, ok := keys.ParseUsageAttr(name)
 				n, isNum := v.AsInt()
-				if !ok || !isNum || q.Limit != "" && limit != q.Limit || limit == wcuName {
+				if !ok || !isNum || q.Limit != "" && limit != q.Limit || limit == keys.HiddenLimit {
 					continue
 				}
 				s := sums[key{start, limit}]
@@ -150,10 +155,10 @@ func checkUsageQuery(q UsageQuery) error {
 		return err
 	}
 	if q.Limit != "" {
-		if !validIdent(q.Limit, 64, true, "") {
+		if !keys.ValidLimitName(q.Limit) {
 			return invalid("UsageQuery.Limit", "%q must be empty (every limit) or match ^[a-zA-Z][a-zA-Z0-9_.\\-]{0,63}$", q.Limit)
 		}
-		if q.Limit == wcuName {
+		if q.Limit == keys.HiddenLimit {
 			return invalid("UsageQuery.Limit", `"wcu" is the limiter's own write limit; it has no usage`)
 		}
 	}
@@ -179,4 +184,16 @@ func checkUsageQuery(q UsageQuery) error {
 		}
 	}
 	return nil
+}
+
+// satAdd is a + b, saturating at the int64 limits.
+func satAdd(a, b int64) int64 {
+	s := a + b
+	if b > 0 && s < a {
+		return math.MaxInt64
+	}
+	if b < 0 && s > a {
+		return math.MinInt64
+	}
+	return s
 }

@@ -1,4 +1,4 @@
-package limiter
+package admin
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/internal/items"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
@@ -66,7 +68,7 @@ func TestListEntitiesAndLimits(t *testing.T) {
 		func() error { _, err := l.ListEntities(e.ctx, "a#", 0); return err },
 		func() error { _, err := l.ListEntities(e.ctx, "", -1); return err },
 	} {
-		if err := bad(); !errors.Is(err, ErrInvalid) {
+		if err := bad(); !errors.Is(err, limiter.ErrInvalid) {
 			t.Errorf("bad listing: %v", err)
 		}
 	}
@@ -82,7 +84,7 @@ func TestResetBucket(t *testing.T) {
 	e.mustAcquire(l, req("k", limits, one))
 	le := e.mustAcquire(l, req("k", limits, one))
 	e.mustReject(l, req("k", limits, one))
-	other := Request{Entity: "k", Resource: "gpt-4o", Limits: limits, Consume: one}
+	other := limiter.Request{Entity: "k", Resource: "gpt-4o", Limits: limits, Consume: one}
 	e.mustAcquire(l, other)
 
 	ref := keys.Bucket{Namespace: "ns", Entity: "k", Resource: "gpt-4"}
@@ -136,7 +138,7 @@ func TestResetBucket(t *testing.T) {
 	if n, err := l.ResetBucket(e.ctx, "nobody", "gpt-4"); err != nil || n != 0 {
 		t.Fatalf("reset of a missing bucket: %d, %v", n, err)
 	}
-	if _, err := l.ResetBucket(e.ctx, "k", "a#b"); !errors.Is(err, ErrInvalid) {
+	if _, err := l.ResetBucket(e.ctx, "k", "a#b"); !errors.Is(err, limiter.ErrInvalid) {
 		t.Fatalf("bad resource: %v", err)
 	}
 }
@@ -185,10 +187,10 @@ func TestInitTable(t *testing.T) {
 		t.Fatalf("after InitTable: %d %v %v", v, found, err)
 	}
 	if _, err := e.st.Put(e.ctx, store.PutInput{Item: store.Item{store.AttrPK: store.Str(keys.PKSchema),
-		store.AttrSK: store.Str(keys.SKVersion), attrVersion: store.Int(99)}}); err != nil {
+		store.AttrSK: store.Str(keys.SKVersion), items.AttrVersion: store.Int(99)}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.InitTable(e.ctx); !errors.Is(err, ErrSchemaVersion) {
+	if err := l.InitTable(e.ctx); !errors.Is(err, limiter.ErrSchemaVersion) {
 		t.Fatalf("InitTable on version 99: %v", err)
 	}
 }

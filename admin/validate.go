@@ -1,0 +1,87 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/internal/items"
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+)
+
+// invalid is the error of input that breaks a rule: a
+// *limiter.ValidationError, as the limiter's own.
+func invalid(field, format string, args ...any) error {
+	return &limiter.ValidationError{Field: field, Rule: fmt.Sprintf(format, args...)}
+}
+
+// begin checks what every call needs: an Admin made by New and a context.
+func (a *Admin) begin(ctx context.Context) error {
+	if a == nil || a.st == nil {
+		return invalid("Admin", "must be made with New")
+	}
+	if ctx == nil {
+		return invalid("ctx", "must not be nil (use context.Background())")
+	}
+	return nil
+}
+
+func checkEntity(field, id string) error {
+	if !keys.ValidEntity(id) {
+		return invalid(field, "%q %s", id, keys.RuleEntity)
+	}
+	return nil
+}
+
+func checkResource(field, r string) error {
+	if !keys.ValidResource(r) {
+		return invalid(field, "%q %s", r, keys.RuleResource)
+	}
+	return nil
+}
+
+// maxLimits is the most limits one scope may store (the limiter's bound
+// on the limits of one request).
+const maxLimits = 16
+
+func checkLimits(field string, ls []limiter.Limit) error {
+	if len(ls) > maxLimits {
+		return invalid(field, "%d limits; at most %d", len(ls), maxLimits)
+	}
+	for i, l := range ls {
+		if err := l.Validate(); err != nil {
+			return err
+		}
+		for _, m := range ls[:i] {
+			if m.Name == l.Name {
+				return invalid(field, "limit %q appears twice", l.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// storeErr wraps a store failure (unavailable, or throttled past its
+// retries) in a *limiter.UnavailableError; other errors are returned as
+// they are.
+func storeErr(op string, err error) error {
+	if err != nil && (errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrThrottled)) {
+		return &limiter.UnavailableError{Op: op, Err: err}
+	}
+	return err
+}
+
+// limitsOf decodes a stored limits item; ok is false for no item.
+func limitsOf(it store.Item) ([]limiter.Limit, bool, error) {
+	return items.DecodeLimits(it, limiter.Limit.Validate)
+}
+
+// burst returns l's effective burst in tokens.
+func burst(l limiter.Limit) int64 {
+	if l.Burst == 0 {
+		return l.Capacity
+	}
+	return l.Burst
+}

@@ -1,0 +1,78 @@
+package items
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+)
+
+type limit struct {
+	Name                    string
+	Capacity, Burst, Refill int64
+	Period                  time.Duration
+}
+
+func valid(limit) error { return nil }
+
+// Limits round-trip through their item, a burst of 0 stored as the
+// capacity; the item carries its configuration index entry.
+func TestLimitsRoundTrip(t *testing.T) {
+	ls := []limit{{"rpm", 100, 0, 100, time.Minute}, {"tpm", 10, 20, 5, 250 * time.Millisecond}}
+	k := keys.EntityLimits("ns", "k", keys.AnyResource)
+	it := LimitsItem("ns", k, "k", "", ls)
+	if s, _ := it.Str(AttrLimits); s != "rpm=100/100/100/60000;tpm=10/20/5/250" {
+		t.Fatalf("stored %q", s)
+	}
+	if sk, _ := it.Str(store.AttrGSI3SK); sk != keys.LimitsIndexSK("k", keys.AnyResource) {
+		t.Fatalf("index entry %q", sk)
+	}
+	got, ok, err := DecodeLimits(it, valid)
+	ls[0].Burst = 100
+	if err != nil || !ok || len(got) != 2 || got[0] != ls[0] || got[1] != ls[1] {
+		t.Fatalf("decoded %+v %v %v", got, ok, err)
+	}
+	if got, ok, err := DecodeLimits[limit](nil, valid); got != nil || ok || err != nil {
+		t.Fatalf("no item: %v %v %v", got, ok, err)
+	}
+}
+
+// A malformed or invalid stored limit is an error naming it.
+func TestDecodeLimitsRefusesBadItems(t *testing.T) {
+	for s, want := range map[string]string{"rpm=1/1/1": "malformed", "rpm=1/1/x/1": "malformed", "rpm=1/1/1/1": "no good"} {
+		_, _, err := DecodeLimits(store.Item{AttrLimits: store.Str(s)}, func(limit) error { return errors.New("no good") })
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", s, err, want)
+		}
+	}
+	if _, _, err := DecodeLimits(store.Item{}, valid); err == nil {
+		t.Error("an item without limits decoded")
+	}
+}
+
+// An entity round-trips; cascade needs a parent.
+func TestEntityRoundTrip(t *testing.T) {
+	for _, e := range []Entity{{ID: "k"}, {ID: "k", Parent: "p"}, {ID: "k", Parent: "p", Cascade: true}} {
+		if got := DecodeEntity("k", EntityItem("ns", e)); got != e {
+			t.Errorf("%+v decoded as %+v", e, got)
+		}
+	}
+	if got := DecodeEntity("k", store.Item{AttrCascade: store.Int(1)}); got.Cascade {
+		t.Error("cascade without a parent")
+	}
+}
+
+// The schema check writes the version on a new table and refuses another.
+func TestCheckSchemaVersion(t *testing.T) {
+	if err := CheckSchema(context.Background(), nil, store.Item{AttrVersion: store.Int(SchemaVersion)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	err := CheckSchema(context.Background(), nil, store.Item{AttrVersion: store.Int(SchemaVersion + 1)}, nil)
+	if !errors.Is(err, ErrSchemaVersion) || !strings.Contains(err.Error(), "schema version 2") {
+		t.Fatalf("%v", err)
+	}
+}
