@@ -16,7 +16,7 @@ func init() {
 		setup: func(c *cmdCtx) func() error {
 			consume := c.stringFlag("consume", "", "tokens per limit, e.g. rpm=1,tpm=500 (required)")
 			var defaults limitFlags
-			c.fs.Var(&defaults, "limit", "a limit the request carries (name:rate[/period][:burst]), used when none is stored; repeat for several")
+			c.fs.Var(&defaults, "limit", "a limit the request carries (name:rate/period[:burst], e.g. rpm:100/min), used when none is stored; repeat for several")
 			return func() error { return acquire(c, *consume, defaults) }
 		}})
 }

@@ -137,10 +137,10 @@ func parseScope(n *yaml.Node, at func(*yaml.Node, string, ...any) error) (manife
 // mapping of name, capacity, burst (optional), refill and period.
 func parseManifestLimit(n *yaml.Node) (limiter.Limit, error) {
 	if n.Kind == yaml.ScalarNode {
-		return parseLimit(n.Value)
+		return limiter.ParseLimit(n.Value)
 	}
 	if n.Kind != yaml.MappingNode {
-		return limiter.Limit{}, errors.New("a limit is a string (" + limitSyntax + ") or a mapping of name, capacity, burst, refill, period")
+		return limiter.Limit{}, errors.New("a limit is a string (" + limiter.LimitSyntax + ") or a mapping of name, capacity, burst, refill, period")
 	}
 	var j limitJSON
 	if err := n.Decode(&j); err != nil {
@@ -155,7 +155,7 @@ func parseManifestLimit(n *yaml.Node) (limiter.Limit, error) {
 	}
 	p, err := parsePeriod(j.Period)
 	if err != nil {
-		return limiter.Limit{}, fmt.Errorf("limit %q: period %q %v", j.Name, j.Period, err)
+		return limiter.Limit{}, fmt.Errorf("limit %q: period %q: %v", j.Name, j.Period, err)
 	}
 	l := limiter.Limit{Name: j.Name, Capacity: j.Capacity, Burst: j.Burst, Refill: j.Refill, Period: p}
 	if err := l.Validate(); err != nil {
@@ -178,8 +178,8 @@ func encodeManifest(ns string, stored []limiter.StoredLimits) ([]byte, error) {
 	for _, s := range stored {
 		so := scopeOut{Entity: s.Scope.Entity, Resource: s.Scope.Resource}
 		for _, l := range s.Limits {
-			if spec, ok := formatLimit(l); ok {
-				so.Limits = append(so.Limits, spec)
+			if hasSpec(l) {
+				so.Limits = append(so.Limits, l.String())
 			} else {
 				so.Limits = append(so.Limits, toJSON(l))
 			}

@@ -66,7 +66,7 @@ func TestStatus(t *testing.T) {
 	}
 	contains(t, c.ok("status", "key-2", "gpt-4o", "--limit", "rpm:5/s"), "- (full)", "full")
 	c.fails(exitFailure, []string{"has no buckets"}, "status", "key-2")
-	c.fails(exitUsage, []string{`--limit: limit "bad"`}, "status", "key-2", "gpt-4o", "--limit", "bad")
+	c.fails(exitUsage, []string{`--limit: limiter: invalid limit "bad": must be name:rate/period[:burst]`}, "status", "key-2", "gpt-4o", "--limit", "bad")
 }
 
 // usage list and summary read the aggregator's snapshots.

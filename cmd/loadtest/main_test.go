@@ -85,9 +85,10 @@ func TestOneHotBucketWithRawFloor(t *testing.T) {
 }
 
 func TestOfferedAboveTheLimit(t *testing.T) {
-	// 100 offered per second on 10 per second with a burst of 5: most are
-	// refused, and what is admitted stays within burst + rate x time.
-	rep, _ := runJSON(t, "-writers", "8", "-processes", "8", "-limits", "rps:10/s:5", "-rate", "100",
+	// 100 offered per second on 5 per half second (10 per second, a burst
+	// of 5): most are refused, and what is admitted stays within burst +
+	// rate x time.
+	rep, _ := runJSON(t, "-writers", "8", "-processes", "8", "-limits", "rps:5/500ms", "-rate", "100",
 		"-duration", "500ms", "-raw=false")
 	checkCounts(t, rep)
 	if rep.Refused == 0 || rep.Admitted == 0 {
