@@ -121,7 +121,8 @@ scopes:
 		"scope:\n  - entity: k\n":                                                                      `:1: unknown key "scope"`,
 		"scopes:\n  - entity: k\n    limits: [{name: x, capacity: 1, refill: 1, period: fortnight}]\n": `period "fortnight": "fortnight" must be s, sec`,
 		"scopes:\n  - entity: k\n    limits: [{name: x, capacity: 1, refill: 1, period: 0s}]\n":        `period "0s": 0s must be between 1ms and 366 days`,
-		"scopes:\n  - entity: k#1\n    limits: [rpm:1/s]\n":                                            "Scope.Entity",
+		"scopes:\n  - entity: ok\n    limits: [rpm:1/s]\n  - entity: k#1\n    limits: [rpm:1/s]\n":     `bad.yaml:4: limiter: invalid Scope.Entity: "k#1" must match`,
+		"scopes:\n  - resource: a b\n    limits: [rpm:1/s]\n":                                          `bad.yaml:2: limiter: invalid Scope.Resource`,
 		"scopes: [\n": "yaml:",
 	} {
 		_, errOut, code := c.run("limits", "apply", "-f", write("bad.yaml", text))

@@ -35,6 +35,7 @@ import (
 // from the manifest is deleted by apply (plan and diff show it as a
 // deletion), unless --keep-unlisted.
 type manifest struct {
+	file      string // its name, for errors
 	Namespace string
 	Scopes    []manifestScope
 }
@@ -47,7 +48,7 @@ type manifestScope struct {
 
 // parseManifest reads a manifest; errors name the file and line.
 func parseManifest(name string, data []byte) (manifest, error) {
-	var m manifest
+	m := manifest{file: name}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return m, fmt.Errorf("%s: %v", name, err)
@@ -302,7 +303,9 @@ func plan(c *cmdCtx, lim *limiter.Limiter, m manifest, keepUnlisted bool) ([]cha
 		want[s.Scope] = true
 		cur, ok := have[s.Scope]
 		if !ok {
-			if cur, ok, err = lim.GetLimits(c.ctx, s.Scope); err != nil {
+			if cur, ok, err = lim.GetLimits(c.ctx, s.Scope); errors.Is(err, limiter.ErrInvalid) {
+				return nil, usageErrorf("%s:%d: %v", m.file, s.line, err) // a bad id
+			} else if err != nil {
 				return nil, err
 			}
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -122,7 +123,17 @@ func TestAcquire(t *testing.T) {
 	contains(t, c.ok("acquire", "key-1", "gpt-4", "--consume", "rpm=1", "--limit", "rpm:2/min"), "Admitted: key-1 took rpm=1 on gpt-4.")
 	c.ok("acquire", "key-1", "gpt-4", "--consume", "rpm=1") // the bucket's limits
 	out := c.fails(exitFailure, nil, "acquire", "key-1", "gpt-4", "--consume", "rpm=1")
-	contains(t, out, "Rate limited: retry after")
+	contains(t, out, "Refused by limit rpm:2/min: requested 1, remaining 0, enough in ", "Rate limited: retry after ")
+	var no struct {
+		Admitted  bool           `json:"admitted"`
+		RetryMs   int64          `json:"retry_after_ms"`
+		RefusedBy []refusedLimit `json:"refused_by"`
+	}
+	out = c.fails(exitFailure, nil, "acquire", "key-1", "gpt-4", "--consume", "rpm=1", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &no); err != nil || no.Admitted || len(no.RefusedBy) != 1 ||
+		no.RefusedBy[0].Limit.Spec != "rpm:2/min" || no.RefusedBy[0].Requested != 1 || no.RefusedBy[0].RetryAfterMs != no.RetryMs {
+		t.Fatalf("refused acquire -o json: %+v, %v\n%s", no, err, out)
+	}
 	c.ok("limits", "set", "--entity", "key-2", "rpm:5/min")
 	for range 2 { // the stored 5 a minute, not the request's 1
 		var res map[string]any
