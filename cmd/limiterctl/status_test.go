@@ -134,6 +134,13 @@ func TestAcquire(t *testing.T) {
 		no.RefusedBy[0].Limit.Spec != "rpm:2/min" || no.RefusedBy[0].Requested != 1 || no.RefusedBy[0].RetryAfterMs != no.RetryMs {
 		t.Fatalf("refused acquire -o json: %+v, %v\n%s", no, err, out)
 	}
+	// A cascade refused by the parent names it.
+	c.ok("entity", "create", "team")
+	c.ok("entity", "create", "key-3", "--parent", "team", "--cascade")
+	c.ok("limits", "set", "--entity", "team", "rpm:1/min")
+	c.ok("acquire", "key-3", "gpt-4", "--consume", "rpm=1", "--limit", "rpm:5/min")
+	out = c.fails(exitFailure, nil, "acquire", "key-3", "gpt-4", "--consume", "rpm=1", "--limit", "rpm:5/min")
+	contains(t, out, `Refused by the parent "team"'s limit rpm:1/min: requested 1, remaining 0, enough in `)
 	c.ok("limits", "set", "--entity", "key-2", "rpm:5/min")
 	for range 2 { // the stored 5 a minute, not the request's 1
 		var res map[string]any
