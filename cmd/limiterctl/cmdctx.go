@@ -100,9 +100,9 @@ func (c *cmdCtx) intFlag(name string, def int, usage string) *int {
 	return c.fs.Int(name, def, usage)
 }
 
-// dynamo returns the DynamoDB client: the default AWS configuration
-// (environment, shared config, instance role), with --region and
-// --endpoint. For an --endpoint and no AWS credentials in the environment
+// dynamo returns the DynamoDB client: dynamo.NewClient on the default AWS
+// configuration (environment, shared config, instance role), with --region
+// and --endpoint. For an --endpoint and no AWS credentials in the environment
 // it uses static dummy credentials, which DynamoDB Local accepts.
 func (c *cmdCtx) dynamo() (*dynamodb.Client, error) {
 	if c.client != nil {
@@ -124,7 +124,10 @@ func (c *cmdCtx) dynamo() (*dynamodb.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load the AWS configuration: %w", err)
 	}
-	c.client = dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+	// The limiter's client settings (dynamo.NewClient), not the SDK's: a
+	// refused or silent endpoint fails in well under a second per attempt,
+	// not after the SDK's seconds-long backoffs.
+	c.client = dynamo.NewClient(cfg, func(o *dynamodb.Options) {
 		if c.endpoint != "" {
 			o.BaseEndpoint = aws.String(c.endpoint)
 		}

@@ -21,7 +21,7 @@ func init() {
 				return func() error { return limitsGet(c, scope()) }
 			}},
 		&command{path: "limits set", args: "LIMIT...", minArgs: 1, maxArgs: -1,
-			short: "store limits for a scope: name:rate[/period][:burst], e.g. rpm:100/min:150",
+			short: "store limits for a scope: name:rate/period[:burst], e.g. rpm:100/min:150",
 			setup: func(c *cmdCtx) func() error {
 				scope := scoped(c)
 				return func() error { return limitsSet(c, scope()) }
@@ -96,7 +96,7 @@ func (c *cmdCtx) printLimits(s admin.Scope, ls []limiter.Limit) error {
 	}
 	w := c.tabular("LIMIT", "SPEC", "CAPACITY", "BURST", "REFILL", "PERIOD")
 	for _, l := range ls {
-		row(w, l.Name, describeLimit(l), l.Capacity, burstOf(l), l.Refill, formatPeriod(l.Period))
+		row(w, l.Name, l.String(), l.Capacity, burstOf(l), l.Refill, formatPeriod(l.Period))
 	}
 	return w.Flush()
 }

@@ -34,8 +34,8 @@ func TestLimitsCommands(t *testing.T) {
 	c.fails(exitFailure, []string{"no limits stored", "nothing deleted"}, "limits", "delete", "--entity", "key-1", "--resource", "gpt-4")
 	c.fails(exitFailure, []string{"no limits stored", "limits set"}, "limits", "get", "--entity", "key-1", "--resource", "gpt-4")
 
-	c.fails(exitUsage, []string{`limit "rpm:abc/min": rate "abc" must be a whole number`}, "limits", "set", "--entity", "k", "rpm:abc/min")
-	c.fails(exitUsage, []string{`period "fortnight"`}, "limits", "set", "--entity", "k", "rpm:1/fortnight")
+	c.fails(exitUsage, []string{`invalid rate of limit "rpm:abc/min": "abc" must be a whole number`}, "limits", "set", "--entity", "k", "rpm:abc/min")
+	c.fails(exitUsage, []string{`invalid period of limit "rpm:1/fortnight": "fortnight" must be`}, "limits", "set", "--entity", "k", "rpm:1/fortnight")
 	c.fails(exitUsage, []string{"needs --entity, --resource or both"}, "limits", "set", "rpm:1/min")
 	c.fails(exitUsage, []string{"takes LIMIT..."}, "limits", "set", "--entity", "k")
 	c.fails(exitUsage, []string{"invalid Scope.Entity"}, "limits", "get", "--entity", "a#b")
@@ -112,14 +112,17 @@ scopes:
 
 	// Manifest errors name the file and line; nothing is applied.
 	for text, want := range map[string]string{
-		"scopes:\n  - entity: k\n    limits: [rpm:abc]\n":                                              `:3: limit "rpm:abc": rate "abc"`,
-		"scopes:\n  - entity: k\n    limits: [rpm:1, rpm:2]\n":                                         `:3: limit "rpm" appears twice`,
-		"scopes:\n  - entity: k\n    limits: [rpm:1]\n  - entity: k\n    limits: [x:1]\n":              "appears twice (also at line 2)",
-		"scopes:\n  - limits: [rpm:1]\n":                                                               ":2: a scope needs an entity, a resource or both",
+		"scopes:\n  - entity: k\n    limits: [rpm:abc/min]\n":                                          `bad.yaml:3: limiter: invalid rate of limit "rpm:abc/min": "abc" must be a whole number`,
+		"scopes:\n  - entity: k\n    limits: [rpm:100]\n":                                              `bad.yaml:3: limiter: invalid period of limit "rpm:100": is missing`,
+		"scopes:\n  - entity: k\n    limits: [rpm:1/s, rpm:2/s]\n":                                     `:3: limit "rpm" appears twice`,
+		"scopes:\n  - entity: k\n    limits: [rpm:1/s]\n  - entity: k\n    limits: [x:1/s]\n":          "appears twice (also at line 2)",
+		"scopes:\n  - limits: [rpm:1/s]\n":                                                             ":2: a scope needs an entity, a resource or both",
 		"scopes:\n  - entity: k\n":                                                                     "needs a non-empty list of limits",
 		"scope:\n  - entity: k\n":                                                                      `:1: unknown key "scope"`,
-		"scopes:\n  - entity: k\n    limits: [{name: x, capacity: 1, refill: 1, period: fortnight}]\n": `period "fortnight"`,
-		"scopes:\n  - entity: k#1\n    limits: [rpm:1]\n":                                              "Scope.Entity",
+		"scopes:\n  - entity: k\n    limits: [{name: x, capacity: 1, refill: 1, period: fortnight}]\n": `period "fortnight": "fortnight" must be s, sec`,
+		"scopes:\n  - entity: k\n    limits: [{name: x, capacity: 1, refill: 1, period: 0s}]\n":        `period "0s": 0s must be between 1ms and 366 days`,
+		"scopes:\n  - entity: ok\n    limits: [rpm:1/s]\n  - entity: k#1\n    limits: [rpm:1/s]\n":     `bad.yaml:4: limiter: invalid Scope.Entity: "k#1" must match`,
+		"scopes:\n  - resource: a b\n    limits: [rpm:1/s]\n":                                          `bad.yaml:2: limiter: invalid Scope.Resource`,
 		"scopes: [\n": "yaml:",
 	} {
 		_, errOut, code := c.run("limits", "apply", "-f", write("bad.yaml", text))

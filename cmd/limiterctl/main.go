@@ -1,6 +1,8 @@
 // Command limiterctl operates a limiter table: provisioning and checks,
 // entities, stored limits (one at a time or from a declarative manifest),
-// the status of buckets, usage, bucket resets and the audit trail.
+// the status of buckets, usage, bucket resets and the audit trail; and,
+// for development, "limiterctl local": DynamoDB Local with the limiter's
+// table until Ctrl-C.
 //
 //	limiterctl [global flags] GROUP COMMAND [flags] [args]
 //

@@ -36,6 +36,7 @@ import (
 // from the manifest is deleted by apply (plan and diff show it as a
 // deletion), unless --keep-unlisted.
 type manifest struct {
+	file      string // its name, for errors
 	Namespace string
 	Scopes    []manifestScope
 }
@@ -48,7 +49,7 @@ type manifestScope struct {
 
 // parseManifest reads a manifest; errors name the file and line.
 func parseManifest(name string, data []byte) (manifest, error) {
-	var m manifest
+	m := manifest{file: name}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return m, fmt.Errorf("%s: %v", name, err)
@@ -138,10 +139,10 @@ func parseScope(n *yaml.Node, at func(*yaml.Node, string, ...any) error) (manife
 // mapping of name, capacity, burst (optional), refill and period.
 func parseManifestLimit(n *yaml.Node) (limiter.Limit, error) {
 	if n.Kind == yaml.ScalarNode {
-		return parseLimit(n.Value)
+		return limiter.ParseLimit(n.Value)
 	}
 	if n.Kind != yaml.MappingNode {
-		return limiter.Limit{}, errors.New("a limit is a string (" + limitSyntax + ") or a mapping of name, capacity, burst, refill, period")
+		return limiter.Limit{}, errors.New("a limit is a string (" + limiter.LimitSyntax + ") or a mapping of name, capacity, burst, refill, period")
 	}
 	var j limitJSON
 	if err := n.Decode(&j); err != nil {
@@ -156,7 +157,7 @@ func parseManifestLimit(n *yaml.Node) (limiter.Limit, error) {
 	}
 	p, err := parsePeriod(j.Period)
 	if err != nil {
-		return limiter.Limit{}, fmt.Errorf("limit %q: period %q %v", j.Name, j.Period, err)
+		return limiter.Limit{}, fmt.Errorf("limit %q: period %q: %v", j.Name, j.Period, err)
 	}
 	l := limiter.Limit{Name: j.Name, Capacity: j.Capacity, Burst: j.Burst, Refill: j.Refill, Period: p}
 	if err := l.Validate(); err != nil {
@@ -179,8 +180,8 @@ func encodeManifest(ns string, stored []admin.StoredLimits) ([]byte, error) {
 	for _, s := range stored {
 		so := scopeOut{Entity: s.Scope.Entity, Resource: s.Scope.Resource}
 		for _, l := range s.Limits {
-			if spec, ok := formatLimit(l); ok {
-				so.Limits = append(so.Limits, spec)
+			if hasSpec(l) {
+				so.Limits = append(so.Limits, l.String())
 			} else {
 				so.Limits = append(so.Limits, toJSON(l))
 			}
@@ -303,7 +304,9 @@ func plan(c *cmdCtx, adm *admin.Admin, m manifest, keepUnlisted bool) ([]change,
 		want[s.Scope] = true
 		cur, ok := have[s.Scope]
 		if !ok {
-			if cur, ok, err = adm.GetLimits(c.ctx, s.Scope); err != nil {
+			if cur, ok, err = adm.GetLimits(c.ctx, s.Scope); errors.Is(err, limiter.ErrInvalid) {
+				return nil, usageErrorf("%s:%d: %v", m.file, s.line, err) // a bad id
+			} else if err != nil {
 				return nil, err
 			}
 		}

@@ -16,7 +16,7 @@ func init() {
 		short: "limits, tokens available (summed over shards), shard count and time to full of an entity's buckets",
 		setup: func(c *cmdCtx) func() error {
 			var defaults limitFlags
-			c.fs.Var(&defaults, "limit", "a limit your service requests (name:rate[/period][:burst]); repeat for several. "+
+			c.fs.Var(&defaults, "limit", "a limit your service requests (name:rate/period[:burst], e.g. rpm:100/min); repeat for several. "+
 				"Used when nothing is stored for the bucket; default: the limits the bucket was last written with")
 			return func() error { return status(c, defaults) }
 		}})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func TestStatus(t *testing.T) {
 	}
 	contains(t, c.ok("status", "key-2", "gpt-4o", "--limit", "rpm:5/s"), "- (full)", "full")
 	c.fails(exitFailure, []string{"has no buckets"}, "status", "key-2")
-	c.fails(exitUsage, []string{`--limit: limit "bad"`}, "status", "key-2", "gpt-4o", "--limit", "bad")
+	c.fails(exitUsage, []string{`--limit: limiter: invalid limit "bad": must be name:rate/period[:burst]`}, "status", "key-2", "gpt-4o", "--limit", "bad")
 }
 
 // usage list and summary read the aggregator's snapshots.
@@ -122,7 +123,24 @@ func TestAcquire(t *testing.T) {
 	contains(t, c.ok("acquire", "key-1", "gpt-4", "--consume", "rpm=1", "--limit", "rpm:2/min"), "Admitted: key-1 took rpm=1 on gpt-4.")
 	c.ok("acquire", "key-1", "gpt-4", "--consume", "rpm=1") // the bucket's limits
 	out := c.fails(exitFailure, nil, "acquire", "key-1", "gpt-4", "--consume", "rpm=1")
-	contains(t, out, "Rate limited: retry after")
+	contains(t, out, "Refused by limit rpm:2/min: requested 1, remaining 0, enough in ", "Rate limited: retry after ")
+	var no struct {
+		Admitted  bool           `json:"admitted"`
+		RetryMs   int64          `json:"retry_after_ms"`
+		RefusedBy []refusedLimit `json:"refused_by"`
+	}
+	out = c.fails(exitFailure, nil, "acquire", "key-1", "gpt-4", "--consume", "rpm=1", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &no); err != nil || no.Admitted || len(no.RefusedBy) != 1 ||
+		no.RefusedBy[0].Limit.Spec != "rpm:2/min" || no.RefusedBy[0].Requested != 1 || no.RefusedBy[0].RetryAfterMs != no.RetryMs {
+		t.Fatalf("refused acquire -o json: %+v, %v\n%s", no, err, out)
+	}
+	// A cascade refused by the parent names it.
+	c.ok("entity", "create", "team")
+	c.ok("entity", "create", "key-3", "--parent", "team", "--cascade")
+	c.ok("limits", "set", "--entity", "team", "rpm:1/min")
+	c.ok("acquire", "key-3", "gpt-4", "--consume", "rpm=1", "--limit", "rpm:5/min")
+	out = c.fails(exitFailure, nil, "acquire", "key-3", "gpt-4", "--consume", "rpm=1", "--limit", "rpm:5/min")
+	contains(t, out, `Refused by the parent "team"'s limit rpm:1/min: requested 1, remaining 0, enough in `)
 	c.ok("limits", "set", "--entity", "key-2", "rpm:5/min")
 	for range 2 { // the stored 5 a minute, not the request's 1
 		var res map[string]any

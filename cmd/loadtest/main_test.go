@@ -82,12 +82,18 @@ func TestOneHotBucketWithRawFloor(t *testing.T) {
 	if rep.MaxShards != 1 || rep.ShardDoublings != 0 {
 		t.Errorf("shards %d, doublings %d", rep.MaxShards, rep.ShardDoublings)
 	}
+	// The hot path: admitted by one write, one call and one WCU each.
+	h := rep.HotPath
+	if h.Acquires == 0 || h.Admitted != h.Acquires || h.RoundTrips != h.Acquires || h.WCU != float64(h.Acquires) || h.RCU != 0 {
+		t.Errorf("hot path %+v", h)
+	}
 }
 
 func TestOfferedAboveTheLimit(t *testing.T) {
-	// 100 offered per second on 10 per second with a burst of 5: most are
-	// refused, and what is admitted stays within burst + rate x time.
-	rep, _ := runJSON(t, "-writers", "8", "-processes", "8", "-limits", "rps:10/s:5", "-rate", "100",
+	// 100 offered per second on 5 per half second (10 per second, a burst
+	// of 5): most are refused, and what is admitted stays within burst +
+	// rate x time.
+	rep, _ := runJSON(t, "-writers", "8", "-processes", "8", "-limits", "rps:5/500ms", "-rate", "100",
 		"-duration", "500ms", "-raw=false")
 	checkCounts(t, rep)
 	if rep.Refused == 0 || rep.Admitted == 0 {
@@ -131,7 +137,7 @@ func TestTextReportAndProgress(t *testing.T) {
 	if code := run([]string{"-writers", "2", "-rate", "100", "-duration", "400ms", "-slice", "200ms", "-progress", "150ms"}, &out, &errOut); code != 0 {
 		t.Fatalf("exit status %d: %s", code, errOut.String())
 	}
-	for _, want := range []string{"store      memsim", "acquires   ", "calls      ", "capacity   ", "bound      ", "refusals   ",
+	for _, want := range []string{"store      memsim", "acquires   ", "calls      ", "capacity   ", "hot path   ", "the averages above also count the other paths below", "bound      ", "refusals   ",
 		"latency    p50", "shards     0 doublings", "partition  hottest", "raw floor  ", "limiter/raw throughput", "interleaved in 2 slices",
 		"create", "request", "Update"} {
 		if !strings.Contains(out.String(), want) {

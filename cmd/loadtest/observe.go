@@ -14,6 +14,7 @@ type observer struct {
 	on    atomic.Bool
 	mu    sync.Mutex
 	paths map[limiter.Path]*pathStats
+	hot   pathStats // the acquires admitted by one write, nothing read
 	tl    *timeline // -timeline, or nil
 }
 
@@ -47,6 +48,14 @@ func (o *observer) Observe(ev limiter.Event) {
 		p = &pathStats{Path: ev.Path.String(), path: ev.Path}
 		o.paths[ev.Path] = p
 	}
+	p.add(ev)
+	if ev.Outcome == limiter.Admitted && ev.RoundTrips == 1 && ev.ReadUnits == 0 {
+		o.hot.add(ev)
+	}
+}
+
+// add counts one acquire's event.
+func (p *pathStats) add(ev limiter.Event) {
 	p.Acquires++
 	switch ev.Outcome {
 	case limiter.Admitted:
@@ -64,8 +73,10 @@ func (o *observer) Observe(ev limiter.Event) {
 }
 
 // snapshot returns the paths taken, in the order of the limiter's Path
-// constants, and their sum.
-func (o *observer) snapshot() (paths []pathStats, total pathStats) {
+// constants, their sum, and the hot path: the acquires admitted by one
+// write (speculative, or a lone writer's full write) and no read (their
+// limits were cached).
+func (o *observer) snapshot() (paths []pathStats, total, hot pathStats) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, p := range o.paths {
@@ -82,5 +93,7 @@ func (o *observer) snapshot() (paths []pathStats, total pathStats) {
 	}
 	slices.SortFunc(paths, func(a, b pathStats) int { return int(a.path) - int(b.path) })
 	total.Path = "all"
-	return paths, total
+	hot = o.hot
+	hot.Path = "hot"
+	return paths, total, hot
 }

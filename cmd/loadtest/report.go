@@ -68,7 +68,11 @@ type report struct {
 	ShardDoublings int64   `json:"shard_doublings"`
 	MaxShards      int64   `json:"max_shards"`
 
-	Paths        []pathStats   `json:"paths"`
+	Paths []pathStats `json:"paths"`
+	// HotPath is the acquires admitted by one write and nothing else (no
+	// read): the cost of an admitted acquire on a warm bucket, which the
+	// averages mix with every other path's.
+	HotPath      pathStats     `json:"hot_path"`
 	Ops          []opStats     `json:"store_ops"`
 	HotPartition *hotPartition `json:"hot_partition,omitempty"`
 	Raw          *rawReport    `json:"raw,omitempty"`
@@ -135,8 +139,8 @@ func (r *loadRun) report(ctx context.Context, hot *hotPartition) *report {
 	rep.DroppedSlots = r.dropped.Load()
 	rep.P50Ms, rep.P99Ms = percentileMs(lat, 0.50), percentileMs(lat, 0.99)
 
-	paths, total := r.obs.snapshot()
-	rep.Paths = paths
+	paths, total, fast := r.obs.snapshot()
+	rep.Paths, rep.HotPath = paths, fast
 	rep.Ops = r.st.stats()
 	var calls, writes, failedWrites int64
 	for _, op := range rep.Ops {
@@ -320,6 +324,11 @@ func (rep *report) print(w io.Writer) {
 		p("           billed as AWS bills: %.3f WCU per admitted acquire", rep.BilledWCUPerAdmitted)
 	}
 	p("\n")
+	if h := rep.HotPath; h.Acquires > 0 {
+		p("hot path   %.3f calls, %.3f WCU per acquire admitted by one write, nothing read (%d, %s of the admitted);\n",
+			float64(h.RoundTrips)/float64(h.Acquires), h.WCU/float64(h.Acquires), h.Acquires, pct(h.Acquires, rep.Admitted))
+		p("           the averages above also count the other paths below: unavailable (throttled) attempts, creations, full writes,\n           lost races, refusals, reads of limits not cached yet\n")
+	}
 	p("writes     %.1f per second (not throttled)", rep.WritesPerSecond)
 	if rep.Keys > 0 {
 		p(", %.3f x the rate of %s per key", rep.WritesPerLimitRate, strings.SplitN(rep.Limits, ",", 2)[0])

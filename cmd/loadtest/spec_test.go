@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,31 +15,47 @@ import (
 )
 
 func TestParseLimits(t *testing.T) {
-	ls, err := parseLimits("limits", "rps:100000/s, rpm:200/m:50,tpm:10000/10s:20000,x:5")
+	// The syntax and its meaning are limiter.ParseLimit's, as in
+	// limiterctl: rpm:200/min is 200 a minute, the burst is at least the
+	// rate, and the period is never implied.
+	ls, err := parseLimits("limits", "rps:100000/s, rpm:200/m,tpm:10000/10s:20000,x:5/min")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []limiter.Limit{
-		{Name: "rps", Capacity: 100000, Burst: 100000, Refill: 100000, Period: time.Second},
-		{Name: "rpm", Capacity: 50, Burst: 50, Refill: 200, Period: time.Minute},
-		{Name: "tpm", Capacity: 20000, Burst: 20000, Refill: 10000, Period: 10 * time.Second},
-		{Name: "x", Capacity: 5, Burst: 5, Refill: 5, Period: time.Second},
+		limiter.PerSecond("rps", 100000),
+		limiter.PerMinute("rpm", 200),
+		{Name: "tpm", Capacity: 10000, Burst: 20000, Refill: 10000, Period: 10 * time.Second},
+		limiter.PerMinute("x", 5),
 	}
 	if !reflect.DeepEqual(ls, want) {
 		t.Errorf("got %+v\nwant %+v", ls, want)
 	}
-	if got := formatLimits(ls); got != "rps:100000/s,rpm:200/m:50,tpm:10000/10s:20000,x:5/s" {
+	if got := formatLimits(ls); got != "rps:100000/s,rpm:200/min,tpm:10000/10s:20000,x:5/min" {
 		t.Errorf("formatted %q", got)
 	}
-	for _, bad := range []string{"", "rps", "rps:x/s", "rps:10/s:0", "rps:10/0s", "rps:10/1.5ms", "wcu:10/s", "1x:10/s", "a:1:2:3"} {
-		if _, err := parseLimits("limits", bad); err == nil {
-			t.Errorf("%q: no error", bad)
+	for bad, msg := range map[string]string{
+		"":             "-limits: no limit given (want name:rate/period[:burst]",
+		"rps":          `-limits: limiter: invalid limit "rps": must be name:rate/period[:burst]`,
+		"rpm:100":      `-limits: limiter: invalid period of limit "rpm:100": is missing`,
+		"rps:x/s":      `invalid rate of limit "rps:x/s"`,
+		"rps:10/s:0":   `invalid burst of limit "rps:10/s:0": "0" must be a whole number`,
+		"rps:10/s:5":   `invalid burst of limit "rps:10/s:5": 5 must be at least the rate (10)`,
+		"rps:10/0s":    `invalid period of limit "rps:10/0s": 0s must be between 1ms and 366 days`,
+		"rps:10/1.5ms": "must be a whole number of milliseconds",
+		"wcu:10/s":     "reserved",
+		"1x:10/s":      `invalid name of limit "1x:10/s"`,
+		"a:1:2:3":      `invalid limit "a:1:2:3"`,
+		"a:1/s,a:2/s":  `-limits: limit "a" given twice`,
+	} {
+		if _, err := parseLimits("limits", bad); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q: %v, want an error containing %q", bad, err, msg)
 		}
 	}
 }
 
 func TestParseConsume(t *testing.T) {
-	ls, _ := parseLimits("limits", "rpm:100/m,tpm:1000/m")
+	ls, _ := parseLimits("limits", "rpm:100/min,tpm:1000/min")
 	for in, want := range map[string]map[string]int64{
 		"":             {"rpm": 1, "tpm": 1},
 		"3":            {"rpm": 3, "tpm": 3},
@@ -77,7 +94,7 @@ func TestJudge(t *testing.T) {
 	}
 	// With cascade, a parent of 1 token a second that the first two
 	// admissions emptied makes the refusal at 750 ms a true one.
-	parent, _ := parseLimits("parent-limits", "rps:1/s:2")
+	parent := []limiter.Limit{{Name: "rps", Capacity: 2, Burst: 2, Refill: 1, Period: time.Second}}
 	if f, h := judge(atts, 1, ls, parent, map[string]int64{"rps": 1}, true); f != 0 || h != 0 {
 		t.Errorf("cascade: %d false refusals, %d held, want 0", f, h)
 	}

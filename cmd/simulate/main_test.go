@@ -171,3 +171,29 @@ func TestViolationExits1(t *testing.T) {
 		t.Fatalf("clean report: exit %d", code)
 	}
 }
+
+// The table prints the hot path's cost beside the average over every path
+// and says what the difference is; the JSON report has it as hot_path: the
+// acquires admitted by one write that read nothing, one WCU each here.
+func TestHotPathBesideTheAverage(t *testing.T) {
+	code, out, stderr := runCLI("-duration", "2s", "-writers", "20", "-rate", "200", "-seed", "3", "-quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+	}
+	for _, want := range []string{"hot path (admitted by one write, nothing read):", "1.000 RT, 1.000 WCU",
+		"every path over the admitted acquires:", "reads of limits not cached yet", "creations, full writes, lost races, refusals"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the table lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCLI("-duration", "2s", "-writers", "20", "-rate", "200", "-seed", "3", "-quiet", "-json")
+	var rep sim.Report
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v", code, err)
+	}
+	h, spec, full := rep.HotPath, rep.PathCosts["speculative"], rep.PathCosts["full"]
+	if h.Acquires == 0 || h.Admitted != h.Acquires || h.Acquires > spec.Admitted+full.Admitted || h.RoundTrips != h.Acquires ||
+		h.WCU != float64(h.Acquires) || h.RCU != 0 {
+		t.Errorf("hot_path %+v (speculative: %+v, full: %+v)", h, spec, full)
+	}
+}

@@ -1,8 +1,15 @@
 // Package dynamo is the production [store.Store]: Amazon DynamoDB through
 // aws-sdk-go-v2.
 //
-//	client := dynamodb.NewFromConfig(cfg)
+//	cfg, err := config.LoadDefaultConfig(ctx)
+//	client := dynamo.NewClient(cfg) // the limiter's retries and timeouts
 //	st := dynamo.New(client, "rate-limits")
+//
+// [NewClient] is the SDK's client with [ClientOptions]: 3 attempts, short
+// backoffs and a timeout on each attempt. A client built with the SDK's
+// defaults (dynamodb.NewFromConfig alone) pauses seconds between retries
+// and never times an attempt out, so an acquire against an unreachable
+// endpoint takes seconds to fail (see [ClientOptions]).
 //
 // [CreateTable] provisions a table with the layout the limiter expects
 // (idempotently); docs/dynamodb.md has the same table as CloudFormation and
@@ -87,7 +94,7 @@
 // an ambiguous outcome is reported with OutcomeUnknown set, whatever the
 // last attempt's error.
 //
-// docs/dynamodb.md lists the client settings to use (config.WithRetryer).
+// [NewClient] applies the client settings; docs/dynamodb.md explains them.
 //
 // # Capacity
 //
