@@ -13,9 +13,14 @@ type Clock interface {
 	Now() time.Time
 }
 
-// Epoch returns the instant a default [Store]'s clock starts at:
-// 2026-01-01T00:00:00Z. Fault plans print their windows as offsets from it
-// (see [During]).
+// wallClock is the default [Clock]: the time of day.
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+// Epoch returns 2026-01-01T00:00:00Z, where the simulator's virtual time
+// starts and a natural start for a [ManualClock]. Fault plans print their
+// windows as offsets from it (see [During]).
 func Epoch() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 
 // ManualClock is a [Clock] that moves only when told to. It never sleeps
