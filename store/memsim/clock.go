@@ -1,6 +1,7 @@
 package memsim
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 )
@@ -48,4 +49,18 @@ func (c *ManualClock) Set(t time.Time) { c.ns.Store(t.UnixNano()) }
 // the new time.
 func (c *ManualClock) Add(d time.Duration) time.Time {
 	return time.Unix(0, c.ns.Add(int64(d))).UTC()
+}
+
+// Sleep moves the clock forward by d and returns at once: a wait in
+// virtual time, taking no wall time (limiter.Wait sleeps with it when the
+// limiter reads this clock). It moves nothing and returns ctx's error
+// when ctx is done, and does nothing when d <= 0.
+func (c *ManualClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d > 0 {
+		c.Add(d)
+	}
+	return nil
 }

@@ -33,6 +33,18 @@ func TestManualClock(t *testing.T) {
 	if !c.Now().Equal(at) {
 		t.Fatal(c.Now())
 	}
+	// Sleep moves the clock and returns at once; a done context moves nothing.
+	if err := c.Sleep(context.Background(), time.Second); err != nil || !c.Now().Equal(at.Add(time.Second)) {
+		t.Fatal(err, c.Now())
+	}
+	if err := c.Sleep(context.Background(), -time.Second); err != nil || !c.Now().Equal(at.Add(time.Second)) {
+		t.Fatal(err, c.Now())
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Sleep(done, time.Second); !errors.Is(err, context.Canceled) || !c.Now().Equal(at.Add(time.Second)) {
+		t.Fatal(err, c.Now())
+	}
 }
 
 // A store made without a clock reads the wall clock, as a limiter made
