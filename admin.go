@@ -49,6 +49,9 @@ func (l *Limiter) limitsItem(k store.Key, s Scope, limits []Limit) store.Item {
 // Entities are those written with PutEntity (an entity that only has
 // buckets or stored limits has no entity item).
 func (l *Limiter) ListEntities(ctx context.Context, prefix string, limit int) ([]Entity, error) {
+	if err := l.usable(ctx); err != nil {
+		return nil, err
+	}
 	if limit < 0 {
 		return nil, invalid("limit", "%d must not be negative", limit)
 	}
@@ -79,6 +82,9 @@ type StoredLimits struct {
 // resource first, then per resource in order), then resources' (in order);
 // otherwise only that entity's.
 func (l *Limiter) ListLimits(ctx context.Context, entity string) ([]StoredLimits, error) {
+	if err := l.usable(ctx); err != nil {
+		return nil, err
+	}
 	prefix := keys.ConfigLimitsPrefix
 	if entity != "" {
 		if err := checkEntity("entity", entity); err != nil {
@@ -126,7 +132,7 @@ func (l *Limiter) listConfig(ctx context.Context, prefix string, limit int) ([]c
 	out, err := l.st.Query(ctx, store.QueryInput{Index: store.IndexGSI3,
 		PartitionKey: keys.ConfigIndexPK(l.cfg.namespace), SortKeyPrefix: prefix, Limit: limit})
 	if err != nil {
-		return nil, nil, l.storeErr("list", err)
+		return nil, nil, l.storeErr(ctx, "list", err)
 	}
 	var ids []configID
 	var ks []store.Key
@@ -157,7 +163,7 @@ func (l *Limiter) batchGet(ctx context.Context, ks []store.Key) ([]store.Item, e
 	for first := 0; first < len(ks); first += 100 {
 		out, err := l.st.BatchGet(ctx, store.BatchGetInput{Keys: ks[first:min(first+100, len(ks))], ConsistentRead: true})
 		if err != nil {
-			return nil, l.storeErr("read", err)
+			return nil, l.storeErr(ctx, "read", err)
 		}
 		items = append(items, out.Items...)
 	}
@@ -184,6 +190,9 @@ type BucketInfo struct {
 // Query of the entity's GSI3 partition and one strongly consistent batch
 // read of shard 0 per 100 buckets.
 func (l *Limiter) Buckets(ctx context.Context, entity, resource string) ([]BucketInfo, error) {
+	if err := l.usable(ctx); err != nil {
+		return nil, err
+	}
 	if err := checkEntity("entity", entity); err != nil {
 		return nil, err
 	}
@@ -196,7 +205,7 @@ func (l *Limiter) Buckets(ctx context.Context, entity, resource string) ([]Bucke
 	out, err := l.st.Query(ctx, store.QueryInput{Index: store.IndexGSI3,
 		PartitionKey: keys.EntityPK(ns, entity), SortKeyPrefix: keys.BucketIndexPrefix(resource)})
 	if err != nil {
-		return nil, l.storeErr("buckets", err)
+		return nil, l.storeErr(ctx, "buckets", err)
 	}
 	count := map[string]int{}
 	for _, it := range out.Items {
@@ -263,9 +272,12 @@ func bucketLimits(it store.Item) ([]Limit, error) {
 // SchemaVersion) without writing: found is false on a table no limiter has
 // used yet.
 func (l *Limiter) TableSchemaVersion(ctx context.Context) (version int64, found bool, err error) {
+	if err := l.usable(ctx); err != nil {
+		return 0, false, err
+	}
 	out, err := l.st.Get(ctx, store.GetInput{Key: keys.Schema(), ConsistentRead: true})
 	if err != nil {
-		return 0, false, l.storeErr("schema version", err)
+		return 0, false, l.storeErr(ctx, "schema version", err)
 	}
 	if out.Item == nil {
 		return 0, false, nil
@@ -279,9 +291,12 @@ func (l *Limiter) TableSchemaVersion(ctx context.Context) (version int64, found 
 // holds another layout. Limiters do the same on their first read of
 // configuration; an operator runs it once after creating the table.
 func (l *Limiter) InitTable(ctx context.Context) error {
+	if err := l.usable(ctx); err != nil {
+		return err
+	}
 	out, err := l.st.Get(ctx, store.GetInput{Key: keys.Schema(), ConsistentRead: true})
 	if err != nil {
-		return l.storeErr("schema version", err)
+		return l.storeErr(ctx, "schema version", err)
 	}
-	return l.storeErr("schema version", l.checkSchema(ctx, &trace{}, out.Item))
+	return l.storeErr(ctx, "schema version", l.checkSchema(ctx, &trace{}, out.Item))
 }

@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -79,6 +80,9 @@ const (
 // audit record are one transaction (see Audit); putting an entity as it
 // already is writes nothing.
 func (l *Limiter) PutEntity(ctx context.Context, e Entity) error {
+	if err := l.usable(ctx); err != nil {
+		return err
+	}
 	if err := checkEntity("Entity.ID", e.ID); err != nil {
 		return err
 	}
@@ -115,12 +119,15 @@ func (l *Limiter) PutEntity(ctx context.Context, e Entity) error {
 
 // GetEntity reads an entity (consistently, bypassing the cache).
 func (l *Limiter) GetEntity(ctx context.Context, id string) (Entity, bool, error) {
+	if err := l.usable(ctx); err != nil {
+		return Entity{}, false, err
+	}
 	if err := checkEntity("entity", id); err != nil {
 		return Entity{}, false, err
 	}
 	out, err := l.st.Get(ctx, store.GetInput{Key: keys.Entity(l.cfg.namespace, id), ConsistentRead: true})
 	if err != nil {
-		return Entity{}, false, l.storeErr("get entity", err)
+		return Entity{}, false, l.storeErr(ctx, "get entity", err)
 	}
 	if out.Item == nil {
 		return Entity{}, false, nil
@@ -132,6 +139,9 @@ func (l *Limiter) GetEntity(ctx context.Context, id string) (Entity, bool, error
 // buckets and stored limits stay (buckets expire on their own; delete
 // limits with DeleteLimits). Deleting a missing entity writes nothing.
 func (l *Limiter) DeleteEntity(ctx context.Context, id string) error {
+	if err := l.usable(ctx); err != nil {
+		return err
+	}
 	if err := checkEntity("entity", id); err != nil {
 		return err
 	}
@@ -145,6 +155,9 @@ func (l *Limiter) DeleteEntity(ctx context.Context, id string) error {
 // The change and its audit record are one transaction; storing the limits
 // already stored writes nothing.
 func (l *Limiter) PutLimits(ctx context.Context, s Scope, limits []Limit) error {
+	if err := l.usable(ctx); err != nil {
+		return err
+	}
 	k, err := s.key(l.cfg.namespace)
 	if err != nil {
 		return err
@@ -164,13 +177,16 @@ func (l *Limiter) PutLimits(ctx context.Context, s Scope, limits []Limit) error 
 // GetLimits reads the limits stored for exactly this scope (consistently,
 // bypassing the cache).
 func (l *Limiter) GetLimits(ctx context.Context, s Scope) ([]Limit, bool, error) {
+	if err := l.usable(ctx); err != nil {
+		return nil, false, err
+	}
 	k, err := s.key(l.cfg.namespace)
 	if err != nil {
 		return nil, false, err
 	}
 	out, err := l.st.Get(ctx, store.GetInput{Key: k, ConsistentRead: true})
 	if err != nil {
-		return nil, false, l.storeErr("get limits", err)
+		return nil, false, l.storeErr(ctx, "get limits", err)
 	}
 	ls, ok, err := limitsOf(out.Item)
 	return ls, ok, err
@@ -179,6 +195,9 @@ func (l *Limiter) GetLimits(ctx context.Context, s Scope) ([]Limit, bool, error)
 // DeleteLimits deletes the limits stored for a scope, with an audit
 // record. Deleting limits that are not stored writes nothing.
 func (l *Limiter) DeleteLimits(ctx context.Context, s Scope) error {
+	if err := l.usable(ctx); err != nil {
+		return err
+	}
 	k, err := s.key(l.cfg.namespace)
 	if err != nil {
 		return err
@@ -216,13 +235,35 @@ func b2i(b bool) int64 {
 	return 0
 }
 
-// storeErr wraps a store failure for the caller.
-func (l *Limiter) storeErr(op string, err error) error {
+// storeErr turns a store error into the caller's: the context's error
+// when ctx is done (see ctxDone), an *UnavailableError when the store
+// could not answer, else err as it is.
+func (l *Limiter) storeErr(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
+	}
+	if derr := ctxDone(ctx, err); derr != nil {
+		return derr
 	}
 	if !storeDown(err) {
 		return err
 	}
 	return &UnavailableError{Op: op, Err: err}
+}
+
+// ctxDone returns, when ctx is done, the error of a call that failed with
+// err: the context's error (errors.Is(e, context.Canceled) or
+// context.DeadlineExceeded), joined with err when err is the store's,
+// which says whether a write may have applied (store.OutcomeUnknown). It
+// is never an *UnavailableError: the caller gave up, the store did not
+// fail. nil when ctx is not done.
+func ctxDone(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	switch {
+	case cerr == nil:
+		return nil
+	case errors.Is(err, cerr):
+		return err
+	}
+	return errors.Join(cerr, err)
 }

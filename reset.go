@@ -42,6 +42,9 @@ import (
 //   - The usage counters of the deleted items are gone from the bucket;
 //     the aggregator's usage snapshots keep what was consumed.
 func (l *Limiter) ResetBucket(ctx context.Context, entity, resource string) (shards int, err error) {
+	if err := l.usable(ctx); err != nil {
+		return 0, err
+	}
 	if err := checkEntity("entity", entity); err != nil {
 		return 0, err
 	}
@@ -55,7 +58,7 @@ func (l *Limiter) ResetBucket(ctx context.Context, entity, resource string) (sha
 	ref := keys.Bucket{Namespace: l.cfg.namespace, Entity: entity, Resource: resource}
 	out, err := l.st.Get(ctx, store.GetInput{Key: ref.Key(), ConsistentRead: true})
 	if err != nil {
-		return 0, l.storeErr("reset bucket", err)
+		return 0, l.storeErr(ctx, "reset bucket", err)
 	}
 	found := map[int]bool{}
 	if out.Item != nil {
@@ -70,7 +73,7 @@ func (l *Limiter) ResetBucket(ctx context.Context, entity, resource string) (sha
 	idx, err := l.st.Query(ctx, store.QueryInput{Index: store.IndexGSI3,
 		PartitionKey: keys.EntityPK(ref.Namespace, entity), SortKeyPrefix: keys.BucketIndexPrefix(resource)})
 	if err != nil {
-		return 0, l.storeErr("reset bucket", err)
+		return 0, l.storeErr(ctx, "reset bucket", err)
 	}
 	for _, it := range idx.Items {
 		sk, _ := it.Str(store.AttrGSI3SK)
@@ -101,7 +104,7 @@ func (l *Limiter) ResetBucket(ctx context.Context, entity, resource string) (sha
 			if first > 0 {
 				err = fmt.Errorf("limiter: reset bucket: %d of %d shard items deleted, run the reset again: %w", first-1, len(all), err)
 			}
-			return 0, l.storeErr("reset bucket", err)
+			return 0, l.storeErr(ctx, "reset bucket", err)
 		}
 	}
 	return shards, nil

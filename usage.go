@@ -81,6 +81,9 @@ const maxUsageQueries = 100
 // Query per day (hourly windows), month (daily) or year (monthly) of the
 // range, at most 100; a longer range is a *ValidationError.
 func (l *Limiter) Usage(ctx context.Context, q UsageQuery) ([]UsageSnapshot, error) {
+	if err := l.usable(ctx); err != nil {
+		return nil, err
+	}
 	if q.Resource == "" {
 		q.Resource = DefaultResource
 	}
@@ -99,7 +102,7 @@ func (l *Limiter) Usage(ctx context.Context, q UsageQuery) ([]UsageSnapshot, err
 		prefix, next := w.Period(p)
 		out, err := l.st.Query(ctx, store.QueryInput{PartitionKey: pk, SortKeyPrefix: keys.UsageSKPrefix(w, q.Resource, prefix)})
 		if err != nil {
-			return nil, l.storeErr("usage", err)
+			return nil, l.storeErr(ctx, "usage", err)
 		}
 		for _, it := range out.Items {
 			sk, _ := it.Str(store.AttrSK)
