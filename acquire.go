@@ -37,16 +37,16 @@ type Request struct {
 // the entity, it also charges the parent's bucket, all or none across both.
 //
 // It returns a *RateLimitedError when a limit lacks tokens (nothing is
-// charged), a *ValidationError for bad input (checked before any I/O), the
-// context's error when ctx is done (never a lease), and an
+// charged), a *ValidationError for bad input or a nil ctx (checked before
+// any I/O), the context's error when ctx is done (never a lease), and an
 // *UnavailableError when the store fails and the policy is fail-closed.
 // Under fail-open, a store failure returns a lease whose FailedOpen is
 // true. An UnavailableError whose outcome is unknown
 // (store.OutcomeUnknown) may have charged the bucket; it is never also a
 // refusal (see UnavailableError.Refusal).
 func (l *Limiter) Acquire(ctx context.Context, req Request) (*Lease, error) {
-	if l == nil {
-		return nil, invalid("Limiter", "is nil: create one with New")
+	if err := l.usable(ctx); err != nil {
+		return nil, err
 	}
 	trv := l.newTrace("acquire", req.Entity, req.Resource)
 	tr := &trv
@@ -72,10 +72,10 @@ func refusedUnknown(err error) bool {
 
 // unavailable applies the unavailability policy to a store failure.
 func (l *Limiter) unavailable(ctx context.Context, tr *trace, p Policy, err error) (*Lease, error) {
-	if cerr := ctx.Err(); cerr != nil {
+	if derr := ctxDone(ctx, err); derr != nil {
 		// The caller gave up: its context's error, never a lease. A write
 		// in flight may have applied: the store's error says so.
-		return nil, errors.Join(cerr, err)
+		return nil, derr
 	}
 	if p == PolicyDefault {
 		p = l.cfg.policy

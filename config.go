@@ -443,13 +443,35 @@ func isContextErr(err error) bool {
 // limitsOf decodes a stored limits item; ok is false for no item.
 func limitsOf(it store.Item) ([]Limit, bool, error) { return items.DecodeLimits(it, Limit.Validate) }
 
-// storeErr wraps a store failure for the caller.
-func (l *Limiter) storeErr(op string, err error) error {
+// storeErr turns a store error into the caller's: the context's error
+// when ctx is done (see ctxDone), an *UnavailableError when the store
+// could not answer, else err as it is.
+func (l *Limiter) storeErr(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
+	}
+	if derr := ctxDone(ctx, err); derr != nil {
+		return derr
 	}
 	if !storeDown(err) {
 		return err
 	}
 	return &UnavailableError{Op: op, Err: err}
+}
+
+// ctxDone returns, when ctx is done, the error of a call that failed with
+// err: the context's error (errors.Is(e, context.Canceled) or
+// context.DeadlineExceeded), joined with err when err is the store's,
+// which says whether a write may have applied (store.OutcomeUnknown). It
+// is never an *UnavailableError: the caller gave up, the store did not
+// fail. nil when ctx is not done.
+func ctxDone(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	switch {
+	case cerr == nil:
+		return nil
+	case errors.Is(err, cerr):
+		return err
+	}
+	return errors.Join(cerr, err)
 }

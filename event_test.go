@@ -75,3 +75,51 @@ func TestEventPathOfAThrottledDoubling(t *testing.T) {
 		}
 	}
 }
+
+// Every call the observer is promised reaches it, with a truthful
+// outcome: an admitted acquire is Admitted; an adjust, a rollback and a
+// status read that worked are Succeeded (they admit nothing); a status
+// read counts its reads; bad input is Invalid.
+func TestEventOutcomesOfEveryCall(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter()
+	le := e.mustAcquire(l, req("k", rpm(10), one))
+	want := func(op string, outcome Outcome) Event {
+		t.Helper()
+		ev := e.last()
+		if ev.Op != op || ev.Outcome != outcome {
+			t.Fatalf("last event %s %v, want %s %v", ev.Op, ev.Outcome, op, outcome)
+		}
+		return ev
+	}
+	want("acquire", Admitted)
+	if err := le.Adjust(e.ctx, map[string]int64{"rpm": 1}); err != nil {
+		t.Fatal(err)
+	}
+	want("adjust", Succeeded)
+	if err := le.Rollback(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	want("rollback", Succeeded)
+	n := len(e.events)
+	if _, err := l.Status(e.ctx, "k", "gpt-4", rpm(10)); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.events) != n+1 {
+		t.Fatalf("Status told the observer %d times, want once", len(e.events)-n)
+	}
+	if ev := want("status", Succeeded); ev.Entity != "k" || ev.Resource != "gpt-4" || ev.RoundTrips < 1 || ev.ReadUnits <= 0 || ev.Path != PathNone {
+		t.Fatalf("status event %+v, want its entity, resource, reads and no write path", ev)
+	}
+	if _, err := l.Status(e.ctx, "k", "", nil); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("status without limits: %v", err)
+	}
+	if ev := want("status", Invalid); ev.Resource != DefaultResource {
+		t.Fatalf("status event for resource \"\": %q, want %q", ev.Resource, DefaultResource)
+	}
+	for o, s := range map[Outcome]string{Admitted: "admitted", Rejected: "rejected", Unavailable: "unavailable", Invalid: "invalid", Succeeded: "succeeded"} {
+		if o.String() != s {
+			t.Errorf("Outcome(%d).String() = %q, want %q", o, o.String(), s)
+		}
+	}
+}

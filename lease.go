@@ -132,9 +132,16 @@ func (le *Lease) Shard() int {
 // as not made, so that a later refund cannot return them twice.
 //
 // Adjust is one write when the bucket is below its burst, two when it must
-// first materialize a refill; it never rejects.
+// first materialize a refill; it never rejects. Errors: a *ValidationError
+// for a nil ctx or a bad delta (nothing changed), ErrLeaseEnded, the
+// context's error when ctx is done (as Acquire's: store.OutcomeUnknown
+// tells whether the write may have applied), an *UnavailableError when
+// the store failed.
 func (le *Lease) Adjust(ctx context.Context, delta map[string]int64) error {
 	if err := le.valid(); err != nil {
+		return err
+	}
+	if err := checkCtx(ctx); err != nil {
 		return err
 	}
 	le.mu.Lock()
@@ -179,6 +186,9 @@ func (le *Lease) Adjust(ctx context.Context, delta map[string]int64) error {
 // twice.
 func (le *Lease) Rollback(ctx context.Context) error {
 	if err := le.valid(); err != nil {
+		return err
+	}
+	if err := checkCtx(ctx); err != nil {
 		return err
 	}
 	le.mu.Lock()
@@ -271,9 +281,9 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 		// can hold. Bad input, not an unavailable store.
 		err = &ValidationError{Field: "Adjust", Rule: "the bucket's balance would leave the range a stored number holds: " + err.Error()}
 	default:
-		err = &UnavailableError{Op: op, Err: err}
+		err = l.storeErr(ctx, op, err)
 	}
-	l.observe(tr, err, Admitted)
+	l.observe(tr, err, Succeeded)
 	return err
 }
 

@@ -1,6 +1,7 @@
 package limiter
 
 import (
+	"context"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -77,6 +78,23 @@ func New(st store.Store, opts ...Option) (*Limiter, error) {
 	}
 	l.meta.init(cfg.cacheTTL)
 	return l, nil
+}
+
+// usable returns a ValidationError for a nil or zero Limiter or a nil ctx:
+// what every method taking a context checks before anything else.
+func (l *Limiter) usable(ctx context.Context) error {
+	if l == nil || l.st == nil {
+		return invalid("Limiter", "is nil or zero: create one with New")
+	}
+	return checkCtx(ctx)
+}
+
+// checkCtx returns a ValidationError for a nil ctx.
+func checkCtx(ctx context.Context) error {
+	if ctx == nil {
+		return invalid("ctx", "is nil: pass a context (context.Background() when there is none)")
+	}
+	return nil
 }
 
 func (l *Limiter) nowMs() int64 { return l.cfg.clock.Now().UnixMilli() }

@@ -77,6 +77,9 @@ func storeDown(err error) bool {
 	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrThrottled)
 }
 
+// observe tells the observer and the debug log of a finished call; ok is
+// its outcome when err is nil (Admitted for an acquire, Succeeded for any
+// other call).
 func (l *Limiter) observe(tr *trace, err error, ok Outcome) {
 	debug := l.cfg.logger.Enabled(context.Background(), slog.LevelDebug)
 	if l.cfg.observer == nil && !debug {

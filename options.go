@@ -80,7 +80,8 @@ func WithDefaultLimits(limits ...Limit) Option {
 // WithPolicy sets the unavailability policy (default FailClosed).
 func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
 
-// WithObserver sets the observer told of every acquire (default: none).
+// WithObserver sets the observer told of every acquire, adjust, rollback,
+// status read and Close (default: none).
 func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
 
 // WithLocalRefusals turns refusals answered locally on (the default) or
@@ -203,18 +204,22 @@ func (p Path) String() string {
 	return "unknown"
 }
 
-// Outcome is what an acquire ended with.
+// Outcome is what a call ended with.
 type Outcome uint8
 
-// Outcomes of an acquire.
+// Outcomes of a call. An acquire ends Admitted, Rejected, Unavailable or
+// Invalid; an adjust, a rollback, a status read or a Close ends
+// Succeeded, Unavailable or Invalid (they never reject). A call whose
+// context ended counts as Unavailable.
 const (
 	Admitted Outcome = iota + 1
 	Rejected
 	Unavailable
 	Invalid
+	Succeeded
 )
 
-var outcomeNames = [...]string{"", "admitted", "rejected", "unavailable", "invalid"}
+var outcomeNames = [...]string{"", "admitted", "rejected", "unavailable", "invalid", "succeeded"}
 
 // String returns the outcome's name.
 func (o Outcome) String() string {
@@ -224,10 +229,10 @@ func (o Outcome) String() string {
 	return "unknown"
 }
 
-// Event describes one finished acquire, adjust or rollback for an
-// [Observer].
+// Event describes one finished acquire, adjust, rollback, status read or
+// Close for an [Observer].
 type Event struct {
-	// Op is "acquire", "adjust" or "rollback".
+	// Op is "acquire", "adjust", "rollback", "status" or "close".
 	Op       string
 	Entity   string
 	Resource string

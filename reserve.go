@@ -124,6 +124,9 @@ func tokensOf(milli map[string]int64) map[string]int64 {
 // when the process stops; a limiter without reservations has nothing to
 // return. The limiter stays usable.
 func (l *Limiter) Close(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	if l == nil || l.pools == nil {
 		return nil
 	}
@@ -133,7 +136,7 @@ func (l *Limiter) Close(ctx context.Context) error {
 	for _, r := range l.pools.Expired(keys.Bucket{}, l.nowMs(), true) {
 		errs = errors.Join(errs, l.giveBack(ctx, tr, r))
 	}
-	l.observe(tr, errs, Admitted)
+	l.observe(tr, errs, Succeeded)
 	if errs != nil {
 		return &UnavailableError{Op: "close", Err: errs}
 	}

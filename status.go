@@ -18,11 +18,24 @@ import (
 // the caller's, as in Request (none: the limiter's default limits); stored
 // limits override them by name. A bucket never written is full. It reads
 // shard 0 (for the shard count) and then the other shards in one batch;
-// it writes nothing.
+// it writes nothing. The observer sees it as an Event whose Op is
+// "status".
 func (l *Limiter) Status(ctx context.Context, entity, resource string, limits []Limit) ([]LimitState, error) {
+	if err := l.usable(ctx); err != nil {
+		return nil, err
+	}
+	trv := l.newTrace("status", entity, resource)
+	tr := &trv
+	res, err := l.status(ctx, tr, entity, resource, limits)
+	l.observe(tr, err, Succeeded)
+	return res, err
+}
+
+func (l *Limiter) status(ctx context.Context, tr *trace, entity, resource string, limits []Limit) ([]LimitState, error) {
 	if resource == "" {
 		resource = DefaultResource
 	}
+	tr.ev.Resource = resource
 	if err := checkEntity("entity", entity); err != nil {
 		return nil, err
 	}
@@ -32,18 +45,18 @@ func (l *Limiter) Status(ctx context.Context, entity, resource string, limits []
 	if err := checkLimits("limits", limits); err != nil {
 		return nil, err
 	}
-	tr := &trace{ev: Event{Op: "status", Entity: entity, Resource: resource}}
 	_, limits, _, _, err := l.limitsFor(ctx, tr, entity, resource, limits)
 	if err != nil {
-		return nil, l.storeErr("status", err)
+		return nil, l.storeErr(ctx, "status", err)
 	}
 	if len(limits) == 0 {
 		return nil, invalid("limits", "no limits apply: none given, no default limits (WithDefaultLimits) and none stored for the entity or resource")
 	}
 	p := l.newPlan(entity, resource, limits, nil)
 	out, err := l.st.Get(ctx, store.GetInput{Key: p.Ref.Key(), ConsistentRead: true})
+	tr.add(out.Consumed, err)
 	if err != nil {
-		return nil, l.storeErr("status", err)
+		return nil, l.storeErr(ctx, "status", err)
 	}
 	items := []store.Item{out.Item}
 	n := int64(1)
@@ -58,8 +71,9 @@ func (l *Limiter) Status(ctx context.Context, entity, resource string, limits []
 			ks = append(ks, p.Ref.WithShard(int(s)).Key())
 		}
 		bo, err := l.st.BatchGet(ctx, store.BatchGetInput{Keys: ks, ConsistentRead: true})
+		tr.add(bo.Consumed, err)
 		if err != nil {
-			return nil, l.storeErr("status", err)
+			return nil, l.storeErr(ctx, "status", err)
 		}
 		items = append(items, bo.Items...)
 	}

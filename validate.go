@@ -107,16 +107,21 @@ func checkRequest(req Request, resource string) error {
 	if accounted(req.Limits, req.Consume, false) {
 		return nil
 	}
-	bad := ""
+	// The first bad entry in name order, so the error is the same every
+	// time. found, not bad != "": "" is a name, and a bad one.
+	bad, found := "", false
 	for name, n := range req.Consume {
-		if (n < 1 || n > MaxTokens) && (bad == "" || name < bad) {
-			bad = name // the first in name order, so the error is the same every time
+		if (n < 1 || n > MaxTokens || !validIdent(name, 64, true, "")) && (!found || name < bad) {
+			bad, found = name, true
 		}
 	}
-	if bad != "" {
-		return invalid("Request.Consume["+bad+"]", "%d must be between 1 and %d tokens", req.Consume[bad], MaxTokens)
+	switch {
+	case !found:
+		return nil
+	case !validIdent(bad, 64, true, ""):
+		return invalid("Request.Consume["+bad+"]", "limit name %q %s", bad, ruleLimitName)
 	}
-	return nil
+	return invalid("Request.Consume["+bad+"]", "%d must be between 1 and %d tokens", req.Consume[bad], MaxTokens)
 }
 
 // checkConsume checks a request's Consume against the limits that apply to
@@ -130,16 +135,17 @@ func checkConsume(limits []Limit, consume map[string]int64, whose string) error 
 	if accounted(limits, consume, true) {
 		return nil
 	}
-	bad, found := "", false
+	// The first bad entry in name order (seen, not bad != "": "" is a name).
+	bad, seen, found := "", false, false
 	for name, n := range consume {
-		if name != bad && (bad == "" || name < bad) {
+		if !seen || name < bad {
 			if x, ok := limitNamed(limits, name); !ok || n > x.burst() {
-				bad, found = name, ok
+				bad, seen, found = name, true, ok
 			}
 		}
 	}
 	switch {
-	case bad == "":
+	case !seen:
 		return nil
 	case !found:
 		return invalid("Request.Consume["+bad+"]", "no limit named %q applies%s (not in the request's limits, the default limits or the limits stored for the entity or resource)", bad, whose)

@@ -79,3 +79,37 @@ func TestValidIdentifiers(t *testing.T) {
 		}
 	}
 }
+
+// A Consume entry named "" is a bad limit name: refused before any store
+// call, on its own or beside good entries, whatever limits apply. (""
+// once stood for "no bad entry yet" and was never reported.)
+func TestEmptyConsumeNameIsRefusedBeforeAnyStoreCall(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter(WithDefaultLimits(rpm(10)...))
+	e.mustAcquire(l, req("warm", rpm(10), one))
+	for name, r := range map[string]Request{
+		"beside a good entry":  req("a", rpm(10), map[string]int64{"rpm": 1, "": 1}),
+		"alone":                req("a", rpm(10), map[string]int64{"": 1}),
+		"with default limits":  {Entity: "a", Consume: map[string]int64{"rpm": 1, "": 1}},
+		"with a zero amount":   req("a", rpm(10), map[string]int64{"rpm": 1, "": 0}),
+		"beside a bad amount":  req("a", rpm(10), map[string]int64{"rpm": 0, "": 1}),
+		"beside a bad name":    req("a", rpm(10), map[string]int64{"rpm": 1, "1x": 1, "": 1}),
+		"with no limits given": {Entity: "a", Resource: "r", Consume: map[string]int64{"": 1}},
+	} {
+		before := e.st.Totals().Requests
+		_, err := l.Acquire(e.ctx, r)
+		var ve *ValidationError
+		if !errors.As(err, &ve) || ve.Field != "Request.Consume[]" {
+			t.Errorf("%s: got %v, want a ValidationError for Request.Consume[]", name, err)
+		}
+		if n := e.st.Totals().Requests - before; n != 0 {
+			t.Errorf("%s: %d store calls before the error, want 0", name, n)
+		}
+	}
+	// The check against the limits that apply, on its own.
+	err := checkConsume(rpm(10), map[string]int64{"rpm": 1, "": 1}, "")
+	var ve *ValidationError
+	if !errors.As(err, &ve) || ve.Field != "Request.Consume[]" {
+		t.Fatalf("checkConsume: got %v, want a ValidationError for Request.Consume[]", err)
+	}
+}

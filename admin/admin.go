@@ -110,7 +110,7 @@ func (a *Admin) listConfig(ctx context.Context, prefix string, limit int) ([]con
 	out, err := a.st.Query(ctx, store.QueryInput{Index: store.IndexGSI3,
 		PartitionKey: keys.ConfigIndexPK(a.ns), SortKeyPrefix: prefix, Limit: limit})
 	if err != nil {
-		return nil, nil, storeErr("list", err)
+		return nil, nil, storeErr(ctx, "list", err)
 	}
 	var ids []configID
 	var ks []store.Key
@@ -141,7 +141,7 @@ func (a *Admin) batchGet(ctx context.Context, ks []store.Key) ([]store.Item, err
 	for first := 0; first < len(ks); first += 100 {
 		out, err := a.st.BatchGet(ctx, store.BatchGetInput{Keys: ks[first:min(first+100, len(ks))], ConsistentRead: true})
 		if err != nil {
-			return nil, storeErr("read", err)
+			return nil, storeErr(ctx, "read", err)
 		}
 		items = append(items, out.Items...)
 	}
@@ -183,7 +183,7 @@ func (a *Admin) Buckets(ctx context.Context, entity, resource string) ([]BucketI
 	out, err := a.st.Query(ctx, store.QueryInput{Index: store.IndexGSI3,
 		PartitionKey: keys.EntityPK(ns, entity), SortKeyPrefix: keys.BucketIndexPrefix(resource)})
 	if err != nil {
-		return nil, storeErr("buckets", err)
+		return nil, storeErr(ctx, "buckets", err)
 	}
 	count := map[string]int{}
 	for _, it := range out.Items {
@@ -255,7 +255,7 @@ func (a *Admin) TableSchemaVersion(ctx context.Context) (version int64, found bo
 	}
 	out, err := a.st.Get(ctx, store.GetInput{Key: keys.Schema(), ConsistentRead: true})
 	if err != nil {
-		return 0, false, storeErr("schema version", err)
+		return 0, false, storeErr(ctx, "schema version", err)
 	}
 	if out.Item == nil {
 		return 0, false, nil
@@ -273,7 +273,7 @@ func (a *Admin) InitTable(ctx context.Context) error {
 	}
 	out, err := a.st.Get(ctx, store.GetInput{Key: keys.Schema(), ConsistentRead: true})
 	if err != nil {
-		return storeErr("schema version", err)
+		return storeErr(ctx, "schema version", err)
 	}
-	return storeErr("schema version", items.CheckSchema(ctx, a.st, out.Item, func(store.Capacity, error) {}))
+	return storeErr(ctx, "schema version", items.CheckSchema(ctx, a.st, out.Item, func(store.Capacity, error) {}))
 }

@@ -85,8 +85,12 @@ type principalKey struct{}
 // ContextWithPrincipal returns a context whose configuration changes are
 // recorded as made by principal (a user name, a service, a ticket): 1 to
 // 256 bytes of UTF-8 without control characters. It wins over
-// WithDefaultPrincipal and the environment.
+// WithDefaultPrincipal and the environment. A nil ctx gives a nil context,
+// which the limiter's methods refuse with a ValidationError naming ctx.
 func ContextWithPrincipal(ctx context.Context, principal string) context.Context {
+	if ctx == nil {
+		return nil // refused, naming ctx, by the call it is passed to
+	}
 	return context.WithValue(ctx, principalKey{}, principal)
 }
 
@@ -152,7 +156,7 @@ func (a *Admin) applyChange(ctx context.Context, c configChange) error {
 	}
 	out, err := a.st.Get(ctx, store.GetInput{Key: c.key, ConsistentRead: true})
 	if err != nil {
-		return storeErr(c.op, err)
+		return storeErr(ctx, c.op, err)
 	}
 	old := out.Item
 	for attempt := 0; attempt < maxChangeAttempts; attempt++ {
@@ -173,13 +177,13 @@ func (a *Admin) applyChange(ctx context.Context, c configChange) error {
 		}
 		var tc *store.TransactionCanceledError
 		if !errors.As(err, &tc) || len(tc.Reasons) != 2 || !retryable(tc) {
-			return storeErr(c.op, err)
+			return storeErr(ctx, c.op, err)
 		}
 		if tc.Reasons[0].Code == store.ReasonConditionalCheckFailed {
 			old = tc.Reasons[0].Item // changed meanwhile: record against what is there now
 		}
 	}
-	return storeErr(c.op, fmt.Errorf("limiter: %s: the item changed under every one of %d attempts: %w",
+	return storeErr(ctx, c.op, fmt.Errorf("limiter: %s: the item changed under every one of %d attempts: %w",
 		c.op, maxChangeAttempts, store.ErrTransactionConflict))
 }
 
@@ -398,7 +402,7 @@ func (a *Admin) Audit(ctx context.Context, q AuditQuery) ([]AuditRecord, error) 
 	}
 	out, err := a.st.Query(ctx, in)
 	if err != nil {
-		return nil, storeErr("audit", err)
+		return nil, storeErr(ctx, "audit", err)
 	}
 	var recs []AuditRecord
 	for _, it := range out.Items {

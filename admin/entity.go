@@ -120,7 +120,7 @@ func (a *Admin) GetEntity(ctx context.Context, id string) (Entity, bool, error) 
 	}
 	out, err := a.st.Get(ctx, store.GetInput{Key: keys.Entity(a.ns, id), ConsistentRead: true})
 	if err != nil {
-		return Entity{}, false, storeErr("get entity", err)
+		return Entity{}, false, storeErr(ctx, "get entity", err)
 	}
 	if out.Item == nil {
 		return Entity{}, false, nil
@@ -179,7 +179,7 @@ func (a *Admin) GetLimits(ctx context.Context, s Scope) ([]limiter.Limit, bool, 
 	}
 	out, err := a.st.Get(ctx, store.GetInput{Key: k, ConsistentRead: true})
 	if err != nil {
-		return nil, false, storeErr("get limits", err)
+		return nil, false, storeErr(ctx, "get limits", err)
 	}
 	ls, ok, err := limitsOf(out.Item)
 	return ls, ok, err

@@ -58,7 +58,7 @@ func (a *Admin) ResetBucket(ctx context.Context, entity, resource string) (shard
 	ref := keys.Bucket{Namespace: a.ns, Entity: entity, Resource: resource}
 	out, err := a.st.Get(ctx, store.GetInput{Key: ref.Key(), ConsistentRead: true})
 	if err != nil {
-		return 0, storeErr("reset bucket", err)
+		return 0, storeErr(ctx, "reset bucket", err)
 	}
 	found := map[int]bool{}
 	if out.Item != nil {
@@ -73,7 +73,7 @@ func (a *Admin) ResetBucket(ctx context.Context, entity, resource string) (shard
 	idx, err := a.st.Query(ctx, store.QueryInput{Index: store.IndexGSI3,
 		PartitionKey: keys.EntityPK(ref.Namespace, entity), SortKeyPrefix: keys.BucketIndexPrefix(resource)})
 	if err != nil {
-		return 0, storeErr("reset bucket", err)
+		return 0, storeErr(ctx, "reset bucket", err)
 	}
 	for _, it := range idx.Items {
 		sk, _ := it.Str(store.AttrGSI3SK)
@@ -104,7 +104,7 @@ func (a *Admin) ResetBucket(ctx context.Context, entity, resource string) (shard
 			if first > 0 {
 				err = fmt.Errorf("limiter: reset bucket: %d of %d shard items deleted, run the reset again: %w", first-1, len(all), err)
 			}
-			return 0, storeErr("reset bucket", err)
+			return 0, storeErr(ctx, "reset bucket", err)
 		}
 	}
 	return shards, nil

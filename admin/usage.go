@@ -104,7 +104,7 @@ func (a *Admin) Usage(ctx context.Context, q UsageQuery) ([]UsageSnapshot, error
 		prefix, next := w.Period(p)
 		out, err := a.st.Query(ctx, store.QueryInput{PartitionKey: pk, SortKeyPrefix: keys.UsageSKPrefix(w, q.Resource, prefix)})
 		if err != nil {
-			return nil, storeErr("usage", err)
+			return nil, storeErr(ctx, "usage", err)
 		}
 		for _, it := range out.Items {
 			sk, _ := it.Str(store.AttrSK)

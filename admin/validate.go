@@ -63,11 +63,22 @@ func checkLimits(field string, ls []limiter.Limit) error {
 	return nil
 }
 
-// storeErr wraps a store failure (unavailable, or throttled past its
-// retries) in a *limiter.UnavailableError; other errors are returned as
-// they are.
-func storeErr(op string, err error) error {
-	if err != nil && (errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrThrottled)) {
+// storeErr turns a store error into the caller's: when ctx is done, the
+// context's error (joined with err, which says whether a write may have
+// applied: store.OutcomeUnknown), never a *limiter.UnavailableError; a
+// store failure (unavailable, or throttled past its retries) wrapped in a
+// *limiter.UnavailableError; other errors as they are.
+func storeErr(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		if errors.Is(err, cerr) {
+			return err
+		}
+		return errors.Join(cerr, err)
+	}
+	if errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrThrottled) {
 		return &limiter.UnavailableError{Op: op, Err: err}
 	}
 	return err

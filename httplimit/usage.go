@@ -20,6 +20,9 @@ type usage struct {
 type usageKey struct{}
 
 func usageFrom(ctx context.Context) *usage {
+	if ctx == nil {
+		return nil
+	}
 	u, _ := ctx.Value(usageKey{}).(*usage)
 	return u
 }
@@ -34,7 +37,7 @@ func usageFrom(ctx context.Context) *usage {
 // field (see the package documentation). It is safe
 // to call from any goroutine while the handler runs, and reports false
 // when ctx did not come through the middleware (or the request was let
-// through unlimited).
+// through unlimited, or ctx is nil).
 //
 //	resp, err := callModel(r.Context(), prompt)
 //	httplimit.ReportCost(r.Context(), map[string]int64{"tpm": resp.Usage.TotalTokens})
@@ -55,7 +58,7 @@ func ReportCost(ctx context.Context, cost map[string]int64) bool {
 }
 
 // LeaseFrom returns the lease the middleware acquired for the request, or
-// nil. A handler may end it itself (Rollback when the work the tokens paid
+// nil (also for a nil ctx). A handler may end it itself (Rollback when the work the tokens paid
 // for failed, returning the whole charge); the middleware then neither
 // adjusts nor commits it.
 func LeaseFrom(ctx context.Context) *limiter.Lease {

@@ -6,7 +6,8 @@
 //	obs, err := limiterotel.New(otel.GetMeterProvider())
 //	lim, err := limiter.New(st, limiter.WithObserver(obs))
 //
-// Instruments (meter "github.com/shardlimit/limiter/otel"):
+// Instruments (meter "github.com/shardlimit/limiter/otel", version
+// [Version]):
 //
 //	limiter.calls               counter    {call}        op, outcome, path
 //	limiter.call.duration       histogram  s             op, outcome
@@ -17,12 +18,15 @@
 //	limiter.shard.doublings     counter    {doubling}    op
 //	limiter.fail_open           counter    {call}        op
 //
-// Attributes: limiter.op is "acquire", "adjust", "rollback" or "status";
-// limiter.outcome is "admitted", "rejected", "unavailable" or "invalid";
-// limiter.path is the last write path ("speculative", "full", "create",
-// "normal", "retry", "reject", "fail-open", "local" for a refusal answered
-// without a store call, "pool" for an acquire answered from a
-// reservation, or "none" when no write was made). With [WithResource], every instrument also carries
+// Attributes: limiter.op is "acquire", "adjust", "rollback", "status" or
+// "close"; limiter.outcome is "admitted" (an acquire), "succeeded" (an
+// adjust, rollback, status read or close that worked), "rejected",
+// "unavailable" or "invalid"; limiter.path is the last write path
+// ("speculative", "full", "create", "normal", "retry", "reject",
+// "fail-open", "local" for a refusal answered without a store call, "pool"
+// for an acquire answered from a reservation, "double" for a shard
+// doubling the store refused, or "none" when no write was made, as for a
+// status read). With [WithResource], every instrument also carries
 // limiter.resource. Entity ids are never attributes: there are too many.
 //
 // Through the Prometheus exporter the names become limiter_calls_total,
@@ -41,6 +45,11 @@ import (
 
 // ScopeName is the instrumentation scope (meter name) of the instruments.
 const ScopeName = "github.com/shardlimit/limiter/otel"
+
+// Version is this module's version, without the leading "v": the
+// instrumentation scope's version, so a backend can tell which release
+// recorded a series. It changes with each release of the module.
+const Version = "0.1.0"
 
 // Attribute keys.
 const (
@@ -113,7 +122,7 @@ func New(mp metric.MeterProvider, opts ...Option) (*Observer, error) {
 	for _, f := range opts {
 		f(&o.opts)
 	}
-	m := mp.Meter(ScopeName)
+	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version))
 	var err error
 	i64 := func(name, unit, desc string) metric.Int64Counter {
 		if err != nil {
@@ -131,7 +140,7 @@ func New(mp metric.MeterProvider, opts ...Option) (*Observer, error) {
 		c, err = m.Float64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		return c
 	}
-	o.calls = i64("limiter.calls", "{call}", "Limiter calls (acquire, adjust, rollback, status) by outcome and write path.")
+	o.calls = i64("limiter.calls", "{call}", "Limiter calls (acquire, adjust, rollback, status, close) by outcome and write path.")
 	o.roundTrips = i64("limiter.store.round_trips", "{round_trip}", "Store calls made by limiter calls; concurrent writes count once.")
 	o.readUnits = f64("limiter.store.read_units", "{RCU}", "DynamoDB read capacity consumed by limiter calls.")
 	o.writeUnits = f64("limiter.store.write_units", "{WCU}", "DynamoDB write capacity consumed by limiter calls, index writes included.")

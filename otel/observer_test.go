@@ -26,8 +26,8 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) collected {
 	}
 	out := collected{}
 	for _, sm := range rm.ScopeMetrics {
-		if sm.Scope.Name != limiterotel.ScopeName {
-			t.Fatalf("scope %q", sm.Scope.Name)
+		if sm.Scope.Name != limiterotel.ScopeName || sm.Scope.Version != limiterotel.Version || sm.Scope.Version == "" {
+			t.Fatalf("scope %q version %q, want %q version %q", sm.Scope.Name, sm.Scope.Version, limiterotel.ScopeName, limiterotel.Version)
 		}
 		for _, m := range sm.Metrics {
 			out[m.Name] = m.Data
@@ -186,5 +186,47 @@ func TestObserverOnALimiter(t *testing.T) {
 	}
 	if n != 3 || sum < 0.015 || int(sum*1000+0.5)%5 != 0 {
 		t.Fatalf("durations: %d calls, %v s (every store call takes 5 ms)", n, sum)
+	}
+}
+
+// Adjusts, rollbacks and status reads reach the metrics, as
+// limiter.op "adjust", "rollback" and "status", with the outcome
+// "succeeded": they admit nothing.
+func TestObserverSeesEveryOp(t *testing.T) {
+	obs, r := newObserver(t)
+	clock := memsim.NewManualClock(memsim.Epoch())
+	lim, err := limiter.New(memsim.New(memsim.WithClock(clock)), limiter.WithClock(clock), limiter.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := []limiter.Limit{limiter.PerMinute("rpm", 10)}
+	ctx := context.Background()
+	lease, err := lim.Acquire(ctx, limiter.Request{Entity: "k", Resource: "gpt-4", Limits: limits, Consume: map[string]int64{"rpm": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Adjust(ctx, map[string]int64{"rpm": -1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lim.Status(ctx, "k", "gpt-4", limits); err != nil {
+		t.Fatal(err)
+	}
+	c := collect(t, r)
+	for _, want := range []struct{ op, outcome, path string }{
+		{"acquire", "admitted", "create"},
+		{"adjust", "succeeded", "speculative"},
+		{"rollback", "succeeded", "speculative"},
+		{"status", "succeeded", "none"},
+	} {
+		set := attrs(limiterotel.AttrOp.String(want.op), limiterotel.AttrOutcome.String(want.outcome), limiterotel.AttrPath.String(want.path))
+		if got := c.sum(t, "limiter.calls", set); got != 1 {
+			t.Errorf("limiter.calls{op=%s,outcome=%s,path=%s} = %v, want 1", want.op, want.outcome, want.path, got)
+		}
+	}
+	if got := c.sum(t, "limiter.store.read_units", attrs(limiterotel.AttrOp.String("status"))); got <= 0 {
+		t.Errorf("status read units %v, want its reads counted", got)
 	}
 }

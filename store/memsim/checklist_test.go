@@ -829,7 +829,7 @@ func TestChecklist33_PartitionCeiling(t *testing.T) {
 
 func TestChecklist36_ThrottleCodeAndReason(t *testing.T) {
 	for _, code := range []string{store.ThrottleProvisionedThroughputExceeded, store.ThrottleThrottling, store.ThrottleRequestLimitExceeded} {
-		s := memsim.New(memsim.WithThrottleCode(code), memsim.WithPartitionLimits(1, 1))
+		s := memsim.New(memsim.WithThrottleCode(code), memsim.WithPartitionLimits(1, 1), memsim.WithClock(memsim.NewManualClock(memsim.Epoch())))
 		mustPut(t, s, item(key("a")))
 		_, err := s.Put(ctx, store.PutInput{Item: item(key("a"))})
 		var te *store.ThrottledError

@@ -1,6 +1,7 @@
 package memsim
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 )
@@ -13,9 +14,14 @@ type Clock interface {
 	Now() time.Time
 }
 
-// Epoch returns the instant a default [Store]'s clock starts at:
-// 2026-01-01T00:00:00Z. Fault plans print their windows as offsets from it
-// (see [During]).
+// wallClock is the default [Clock]: the time of day.
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+// Epoch returns 2026-01-01T00:00:00Z, where the simulator's virtual time
+// starts and a natural start for a [ManualClock]. Fault plans print their
+// windows as offsets from it (see [During]).
 func Epoch() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 
 // ManualClock is a [Clock] that moves only when told to. It never sleeps
@@ -43,4 +49,18 @@ func (c *ManualClock) Set(t time.Time) { c.ns.Store(t.UnixNano()) }
 // the new time.
 func (c *ManualClock) Add(d time.Duration) time.Time {
 	return time.Unix(0, c.ns.Add(int64(d))).UTC()
+}
+
+// Sleep moves the clock forward by d and returns at once: a wait in
+// virtual time, taking no wall time (limiter.Wait sleeps with it when the
+// limiter reads this clock). It moves nothing and returns ctx's error
+// when ctx is done, and does nothing when d <= 0.
+func (c *ManualClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d > 0 {
+		c.Add(d)
+	}
+	return nil
 }

@@ -46,11 +46,13 @@
 //
 // # Determinism
 //
-// memsim reads time only from its [Clock] (by default a [ManualClock] at
-// [Epoch] that moves only when told), draws randomness only from seeded
-// injectors, and never lets map order show in results, the stream, errors
-// or counters. The same requests in the same order, with the same clock
-// readings and fault plan, give the same answers, stream and counters.
+// memsim reads time only from its [Clock] (by default the wall clock; pass
+// a [ManualClock] that moves only when told, the same one the limiter
+// reads, for tests and simulations that must replay), draws randomness
+// only from seeded injectors, and never lets map order show in results,
+// the stream, errors or counters. The same requests in the same order,
+// with the same clock readings and fault plan, give the same answers,
+// stream and counters.
 //
 // # Faults
 //

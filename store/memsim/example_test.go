@@ -44,7 +44,7 @@ func Example_faultPlan() {
 // Capacity is reported on every answer, failed conditions included, and
 // summed per partition.
 func ExampleStore_Partition() {
-	st := memsim.New()
+	st := memsim.New(memsim.WithClock(memsim.NewManualClock(memsim.Epoch()))) // no refill unless the clock moves
 	ctx := context.Background()
 	it := store.Item{store.AttrPK: store.Str("p"), store.AttrSK: store.Str("s")}
 	out, _ := st.Put(ctx, store.PutInput{Item: it})

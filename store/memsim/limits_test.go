@@ -134,7 +134,7 @@ func TestACancelledTransactionPaysWriteUnits(t *testing.T) {
 // writing: it reads its items (strongly consistent read units) and counts
 // as a request; the token with other actions is a validation error.
 func TestATransactionRepeatedByToken(t *testing.T) {
-	st := New()
+	st := New(WithClock(NewManualClock(Epoch())))
 	ctx := context.Background()
 	in := store.TransactWriteInput{ClientToken: "tok", Actions: []store.TransactAction{
 		{Put: &store.PutInput{Item: store.Item{"PK": store.Str("p"), "SK": store.Str("a")}}},
@@ -169,7 +169,7 @@ func TestQueryUnitsAndErrors(t *testing.T) {
 	ctx := context.Background()
 	sc := store.DefaultSchema()
 	sc.Indexes[0].Projection = store.ProjectAll
-	st := New(WithSchema(sc), WithPartitionLimits(0, 0))
+	st := New(WithSchema(sc), WithPartitionLimits(0, 0), WithClock(NewManualClock(Epoch())))
 	for _, sk := range []string{"a", "b", "c"} {
 		it := store.Item{"PK": store.Str("p"), "SK": store.Str(sk), store.AttrGSI2PK: store.Str("g"), store.AttrGSI2SK: store.Str(sk),
 			"v": store.Str(strings.Repeat("x", 3000))}
@@ -190,7 +190,7 @@ func TestQueryUnitsAndErrors(t *testing.T) {
 		in     store.QueryInput
 		reason string
 	}{{store.QueryInput{PartitionKey: "p"}, "TableReadKeyRangeThroughputExceeded"}, {store.QueryInput{Index: store.IndexGSI2, PartitionKey: "g"}, "IndexReadKeyRangeThroughputExceeded"}} {
-		hot := New(WithSchema(sc), WithPartitionLimits(0, 0.5))
+		hot := New(WithSchema(sc), WithPartitionLimits(0, 0.5), WithClock(NewManualClock(Epoch())))
 		_, _ = hot.Query(ctx, c.in) // an empty partition: half a unit, all of it
 		_, err := hot.Query(ctx, c.in)
 		var te *store.ThrottledError
@@ -311,7 +311,7 @@ func TestTransactionCancellationReasons(t *testing.T) {
 // applied again.
 func TestTokensOutliveHousekeeping(t *testing.T) {
 	ctx := context.Background()
-	st := New(WithPartitionLimits(0, 0))
+	st := New(WithPartitionLimits(0, 0), WithClock(NewManualClock(Epoch())))
 	k := store.Key{PK: "p", SK: "s"}
 	add := store.TransactWriteInput{ClientToken: "first", Actions: []store.TransactAction{{Update: &store.UpdateInput{Key: k,
 		Expr: store.MustBuild(store.Update{}.Add("n", store.Int(1)), store.Condition{})}}}}

@@ -100,8 +100,11 @@ func WithSchema(sc store.Schema) Option {
 	}
 }
 
-// WithClock sets the store's clock (default: a [ManualClock] standing at
-// [Epoch]). memsim reads time from nothing else.
+// WithClock sets the store's clock (default: the wall clock, as a limiter
+// made without a clock reads it, so that partitions refill as time
+// passes). memsim reads time from nothing else. Tests and simulations
+// that need time to move only when told pass a [ManualClock], shared with
+// the limiter: one clock for both.
 func WithClock(c Clock) Option { return func(s *Store) { s.clock = c } }
 
 // WithPartitionLimits sets the ceiling of every partition (default 1000
@@ -196,7 +199,7 @@ func New(opts ...Option) *Store {
 		o(s)
 	}
 	if s.clock == nil {
-		s.clock = NewManualClock(Epoch())
+		s.clock = wallClock{}
 	}
 	if s.schema.PartitionKey == "" || s.schema.SortKey == "" || s.schema.PartitionKey == s.schema.SortKey {
 		panic("memsim: the schema needs distinct partition and sort key attributes")

@@ -33,9 +33,28 @@ func TestManualClock(t *testing.T) {
 	if !c.Now().Equal(at) {
 		t.Fatal(c.Now())
 	}
-	s := memsim.New()
-	if !s.Clock().Now().Equal(memsim.Epoch()) {
-		t.Fatal("default clock does not start at the epoch")
+	// Sleep moves the clock and returns at once; a done context moves nothing.
+	if err := c.Sleep(context.Background(), time.Second); err != nil || !c.Now().Equal(at.Add(time.Second)) {
+		t.Fatal(err, c.Now())
+	}
+	if err := c.Sleep(context.Background(), -time.Second); err != nil || !c.Now().Equal(at.Add(time.Second)) {
+		t.Fatal(err, c.Now())
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Sleep(done, time.Second); !errors.Is(err, context.Canceled) || !c.Now().Equal(at.Add(time.Second)) {
+		t.Fatal(err, c.Now())
+	}
+}
+
+// A store made without a clock reads the wall clock, as a limiter made
+// without one does: its partitions refill as the limiter's buckets do.
+func TestDefaultClockIsTheWallClock(t *testing.T) {
+	before := time.Now()
+	got := memsim.New().Clock().Now()
+	after := time.Now()
+	if got.Before(before) || got.After(after) {
+		t.Fatalf("default clock read %v, want a time in [%v, %v]", got, before, after)
 	}
 }
 
@@ -232,7 +251,7 @@ func TestIndexWrites(t *testing.T) {
 func TestIndexPartitionThrottles(t *testing.T) {
 	// Every bucket of one resource lands on one GSI2 partition: creating
 	// buckets fast throttles on the index, and the table write fails too.
-	s := memsim.New(memsim.WithPartitionLimits(10, 0))
+	s := memsim.New(memsim.WithPartitionLimits(10, 0), memsim.WithClock(memsim.NewManualClock(memsim.Epoch())))
 	for i := range 10 {
 		mustPut(t, s, bucketItem(fmt.Sprintf("e%d", i), "gpt", 0))
 	}

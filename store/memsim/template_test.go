@@ -278,14 +278,15 @@ func TestTemplatePathMatchesStringPath(t *testing.T) {
 	if testing.Short() {
 		seqs = 60
 	}
+	clk := memsim.WithClock(memsim.NewManualClock(memsim.Epoch())) // the stores' streams carry the same times
 	for seed := range uint64(seqs) {
-		str := &side{g: &storegen.Gen{Src: pcgSource{rand.New(rand.NewPCG(seed, 1))}, NS: "t"}, st: memsim.New()}
+		str := &side{g: &storegen.Gen{Src: pcgSource{rand.New(rand.NewPCG(seed, 1))}, NS: "t"}, st: memsim.New(clk)}
 		tpl := &side{g: &storegen.Gen{Src: pcgSource{rand.New(rand.NewPCG(seed, 1))}, NS: "t", Build: templateBuild()},
-			st: memsim.New(), slots: true, cache: map[string]*store.Template{}}
+			st: memsim.New(clk), slots: true, cache: map[string]*store.Template{}}
 		// The structured path again, its items in slots and its results
 		// handed out as views.
 		vw := &side{g: &storegen.Gen{Src: pcgSource{rand.New(rand.NewPCG(seed, 1))}, NS: "t", Build: templateBuild()},
-			st: memsim.New(memsim.WithViews(true)), slots: true, cache: map[string]*store.Template{}}
+			st: memsim.New(memsim.WithViews(true), clk), slots: true, cache: map[string]*store.Template{}}
 		for i := range ops {
 			desc, want := str.runDrawn()
 			for _, sd := range []*side{tpl, vw} {

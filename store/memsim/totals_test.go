@@ -334,7 +334,7 @@ func TestPartitionCeilings(t *testing.T) {
 // of Partition: zero before any write, then every write's units, a
 // throttled one's none.
 func TestPartitionConsumedAndThrottlesArePartitions(t *testing.T) {
-	st := New(WithPartitionLimits(2, 5))
+	st := New(WithPartitionLimits(2, 5), WithClock(NewManualClock(Epoch())))
 	ctx := context.Background()
 	if got := st.PartitionConsumed("p"); got != (store.Capacity{}) {
 		t.Fatalf("an unused partition consumed %v", got)
