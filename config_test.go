@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
 	"github.com/shardlimit/limiter/internal/keys"
-	"github.com/shardlimit/limiter/internal/lru"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
 )
@@ -249,7 +250,7 @@ func TestSchemaCheckedAgainAfterASchemaError(t *testing.T) {
 func TestConfigCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	e := newEnv(t)
 	l := e.limiter()
-	l.meta.entities = lru.New[configKey, entityConf](4) // small, so the test can pass the bound
+	l.meta.entities, _ = simplelru.NewLRU[configKey, entityConf](4, nil) // small, so the test can pass the bound
 	for i := 0; i < 5; i++ {
 		e.mustAcquire(l, req(fmt.Sprintf("k%d", i), rpm(10), one))
 	}
@@ -339,7 +340,6 @@ func TestWaiterOutlivesACancelledLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	waiting := make(chan struct{})
-	l.meta.onWait = func() { close(waiting) }
 	ctx, cancel := context.WithCancel(e.ctx)
 	leader := make(chan error)
 	go func() {
@@ -347,12 +347,14 @@ func TestWaiterOutlivesACancelledLeader(t *testing.T) {
 		leader <- err
 	}()
 	<-bs.entered // the leader's read is under way
+	var once sync.Once
+	l.meta.onRead = func() { once.Do(func() { close(waiting) }) } // (ordered after the leader's read of it by entered)
 	waiter := make(chan error)
 	go func() {
 		_, err := l.Status(e.ctx, "k1", "gpt-4", rpm(10))
 		waiter <- err
 	}()
-	<-waiting // the second caller waits for the leader's read
+	<-waiting // the second caller joins the leader's read
 	cancel()
 	if err := <-leader; !errors.Is(err, context.Canceled) {
 		t.Fatalf("leader: %v, want its context's error", err)
@@ -379,32 +381,4 @@ func TestRegressionALimitAddedAndChargedNothing(t *testing.T) {
 		t.Fatalf("daily tk = %d, want 50000: the new limit starts full", got)
 	}
 	e.mustAcquire(l, req("k1", after, map[string]int64{"rpm": 1, "daily": 1}))
-}
-
-// A read nobody joins makes no channel; a caller that joins one gets a
-// channel its end closes, and the flight leaves the map.
-func TestFlightChannelOnlyForJoiners(t *testing.T) {
-	var c metaCache
-	c.init(time.Minute)
-	k := configKey{"k1", "gpt-4"}
-	f := c.begin(k)
-	c.end(k, f)
-	if f.done != nil || c.flights[k] != nil {
-		t.Fatal("a flight nobody joined made a channel or stayed")
-	}
-	if err := c.wait(context.Background(), f, true); err != nil {
-		t.Fatal(err)
-	}
-	g := c.begin(k)
-	if c.join(resourceFlightKey("gpt-4")) != nil {
-		t.Fatal("a resource's flight found under an entity's key")
-	}
-	if j := c.join(k); j != g || g.done == nil {
-		t.Fatal("join did not return the flight with a channel")
-	}
-	g.err = errors.New("boom")
-	c.end(k, g)
-	if err := c.wait(context.Background(), g, false); err == nil || c.flights[k] != nil {
-		t.Fatalf("joiner got %v after the end, flight left %v", err, c.flights[k])
-	}
 }
