@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -381,4 +382,31 @@ func TestRegressionALimitAddedAndChargedNothing(t *testing.T) {
 		t.Fatalf("daily tk = %d, want 50000: the new limit starts full", got)
 	}
 	e.mustAcquire(l, req("k1", after, map[string]int64{"rpm": 1, "daily": 1}))
+}
+
+// shortStore answers a BatchGet with one item fewer than it was asked for.
+type shortStore struct{ store.Store }
+
+func (s shortStore) BatchGet(ctx context.Context, in store.BatchGetInput) (store.BatchGetOutput, error) {
+	out, err := s.Store.BatchGet(ctx, in)
+	if len(out.Items) > 0 {
+		out.Items = out.Items[:len(out.Items)-1]
+	}
+	return out, err
+}
+
+// A store that answers a configuration read with fewer items than keys
+// (a broken backend) gets an error naming the counts, not a panic, and
+// nothing is cached.
+func TestConfigurationReadOfTooFewItems(t *testing.T) {
+	e := newEnv(t)
+	l, err := New(shortStore{e.st}, WithNamespace("ns"), WithClock(e.clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := l.Acquire(e.ctx, req("k1", rpm(10), one)); err == nil || !strings.Contains(err.Error(), "items for") {
+			t.Fatalf("Acquire = %v, want the short answer's error", err)
+		}
+	}
 }
