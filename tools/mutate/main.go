@@ -49,13 +49,18 @@ type target struct {
 
 // skipSlow leaves out the tests that start DynamoDB Local (store/dynamo
 // is not what these targets are) and the root's property test (minutes).
-const skipSlow = "-skip=^TestProperty$|DynamoDBLocal"
+// noFailFile keeps rapid, in the packages whose tests use it, from writing
+// a mutant's failure into the worktree as a regression to replay.
+const (
+	skipSlow   = "-skip=^TestProperty$|DynamoDBLocal"
+	noFailFile = "-rapid.nofailfile"
+)
 
 var targets = []target{
-	{name: "bucket", dir: "bucket", runs: [][]string{{"./bucket"}, {"./internal/engine"}}},
-	{name: "engine", dir: "internal/engine", runs: [][]string{{"./internal/engine"}, {skipSlow, "."}}},
-	{name: "keys", dir: "internal/keys", runs: [][]string{{"./internal/keys"}, {"./internal/engine"}, {skipSlow, "./aggregator"}}},
-	{name: "shards", dir: ".", files: []string{"reserve.go", "lease.go"}, runs: [][]string{{skipSlow, "."}}},
+	{name: "bucket", dir: "bucket", runs: [][]string{{"./bucket", noFailFile}, {"./internal/engine", noFailFile}}},
+	{name: "engine", dir: "internal/engine", runs: [][]string{{"./internal/engine", noFailFile}, {skipSlow, ".", noFailFile}}},
+	{name: "keys", dir: "internal/keys", runs: [][]string{{"./internal/keys"}, {"./internal/engine", noFailFile}, {skipSlow, "./aggregator"}}},
+	{name: "shards", dir: ".", files: []string{"reserve.go", "lease.go"}, runs: [][]string{{skipSlow, ".", noFailFile}}},
 	{name: "memsim", dir: "store/memsim", files: []string{"write.go", "partition.go"}, runs: [][]string{{"./store/memsim"}}},
 }
 
