@@ -6,8 +6,9 @@ DDB_LOCAL := testdata/dynamodb-local
 RACE_PKGS  := . ./store/... ./internal/... ./aggregator/... ./httplimit/ ./dynamotest/
 OTHER_PKGS  = $$($(GO) list ./... | grep -v -e '/store' -e '/internal/' -e 'limiter/aggregator' -e '/httplimit' -e '/dynamotest' -e 'limiter$$')
 # Nested modules (their own go.mod, so that their dependencies are not the
-# limiter's): the OpenTelemetry observer and the deploy files' check.
-NESTED     := otel deploy
+# limiter's): the OpenTelemetry observer, the deploy files' check and the
+# mutation tools.
+NESTED     := otel deploy tools
 # Generated configurations the property test simulates in make test (about
 # three minutes for 1,500 on two cores; docs/testing.md says which planted
 # bugs this budget finds). The simulator is single-threaded and
@@ -73,14 +74,22 @@ linearize: deps
 	LINEARIZE_HISTORIES=400 LINEARIZE_OPS=200 $(GO) test -count 1 -run TestLinearizable -v -timeout 1h ./store/memsim/
 	LINEARIZE_HISTORIES=60 LINEARIZE_OPS=100 $(GO) test -count 1 -run TestLinearizable -v -timeout 1h ./store/dynamo/
 
-## mutate: mutation testing of the write protocol, the bucket math, the key layout, memsim
-## and its expressions, and the aggregator (docs/testing.md); rewrites docs/mutation.md.
+## mutate: mutation tests (docs/testing.md) of the write protocol, the bucket math, the key
+## layout, the shard choice and memsim's conditions and partitions: gremlins (pinned in
+## tools/go.mod) flips operators, tools/mutate removes calls, assignments, min/max arguments
+## and if blocks. Hours on two cores; the reports go to build/mutate/.
+MUTATE_PKGS    := ./bucket ./internal/engine ./internal/keys ./store/memsim
+GREMLINS_FLAGS := --invert-logical --invert-assignments --invert-loopctrl --workers 1 --test-cpu 1
 mutate:
-	$(GO) run ./internal/mutate -report docs/mutation.md
+	mkdir -p build/mutate
+	cd tools && $(GO) build -o ../build/gremlins github.com/go-gremlins/gremlins/cmd/gremlins
+	for p in $(MUTATE_PKGS); do n=$$(basename $$p); \
+		build/gremlins unleash $(GREMLINS_FLAGS) -o build/mutate/gremlins-$$n.json $$p > build/mutate/gremlins-$$n.txt || exit 1; done
+	cd tools && $(GO) run ./mutate -root .. -report ../build/mutate/removals.txt
 
 ## sim-acceptance: the sharding acceptance runs (hot-entity at 10,000 req/s for 120 s).
 sim-acceptance:
 	SIM_ACCEPTANCE=1 $(GO) test -run Acceptance -v -timeout 1h ./sim
 
 clean:
-	rm -rf cover.out bench.txt $(DDB_LOCAL)/node_modules
+	rm -rf cover.out bench.txt build $(DDB_LOCAL)/node_modules

@@ -3,13 +3,16 @@ package limiter
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/shardlimit/limiter/internal/items"
+	"golang.org/x/sync/singleflight"
+
 	"github.com/shardlimit/limiter/internal/keys"
-	"github.com/shardlimit/limiter/internal/lru"
 	"github.com/shardlimit/limiter/store"
 )
 
@@ -137,47 +140,38 @@ type resourceConf struct {
 // entities would otherwise read those two keys thousands of times a
 // second, past the 3,000 reads a second one DynamoDB partition serves.
 //
-// At most one read per key runs at a time (flights). No goroutine is
+// At most one read per key runs at a time: callers that need a key being
+// read wait for that read and share its result (a singleflight.Group,
+// whose Do runs the read in its caller's goroutine). No goroutine is
 // started, and a caller waits only for a read of another caller of the
 // same limiter, so a simulator running each limiter as one coroutine sees
-// every read.
+// every read. A waiter waits for the read to end (the reader's context and
+// the store's timeouts bound it), then reads again itself if that read
+// ended with the reader's context.
 type metaCache struct {
 	ttl       time.Duration
 	mu        sync.Mutex
-	entities  *lru.Cache[configKey, entityConf]
-	resources *lru.Cache[string, resourceConf]
-	flights   map[configKey]*flight // reads under way (see resourceFlightKey)
+	entities  *simplelru.LRU[configKey, entityConf]
+	resources *simplelru.LRU[string, resourceConf]
+	// flights are the reads under way, keyed by flightKey; invalidate
+	// starts a new group, so that new callers read again.
+	flights *singleflight.Group
 	// gen is bumped by invalidate: reads begun before are not cached, and
 	// repeat memos made before serve no settings. Written under mu.
 	gen      atomic.Uint64
 	schemaOK bool   // this process has checked the table's schema version
-	onWait   func() // tests: called when a caller starts waiting for a flight
+	onRead   func() // tests: called before a caller joins or starts a read
 }
 
 // maxCachedConfigs bounds each configuration cache: beyond it the least
 // recently used entries are dropped (and read again when next needed).
 const maxCachedConfigs = 1 << 16
 
-// flight is a read in progress; callers that need the same key wait for
-// it and share its result.
-type flight struct {
-	// done is closed when the read ends. Made by the first caller that
-	// joins the flight (under metaCache.mu): most reads have none, and
-	// their leader needs no channel to know its own read ended.
-	done chan struct{}
-	ec   entityConf   // of an entity flight
-	res  resourceConf // of a resource flight
-	err  error
-	// keys: the leader's batch of keys (a store keeps nothing of its
-	// input, so the batch can live in the flight it fills).
-	keys [5]store.Key
-}
-
 func (c *metaCache) init(ttl time.Duration) {
 	c.ttl = ttl
-	c.entities = lru.New[configKey, entityConf](maxCachedConfigs)
-	c.resources = lru.New[string, resourceConf](maxCachedConfigs)
-	c.flights = make(map[configKey]*flight)
+	c.entities, _ = simplelru.NewLRU[configKey, entityConf](maxCachedConfigs, nil)
+	c.resources, _ = simplelru.NewLRU[string, resourceConf](maxCachedConfigs, nil)
+	c.flights = new(singleflight.Group)
 }
 
 // Invalidate drops every cached entity and stored limit, so the next
@@ -212,7 +206,7 @@ func (c *metaCache) invalidate() {
 	c.mu.Lock()
 	c.entities.Purge()
 	c.resources.Purge()
-	clear(c.flights) // reads in progress may predate the change: new callers read again
+	c.flights = new(singleflight.Group) // reads in progress may predate the change: new callers read again
 	c.gen.Add(1)
 	c.mu.Unlock()
 }
@@ -221,10 +215,24 @@ func (c *metaCache) invalidate() {
 // (a struct, so that a lookup builds no string).
 type configKey struct{ entity, resource string }
 
-// Flight keys: an entity's is its configKey, a resource's the configKey
-// of no entity (entity ids are never empty), so that finding a flight
-// builds no string.
-func resourceFlightKey(resource string) configKey { return configKey{resource: resource} }
+// flightKey names the read of an entity's configuration for a resource,
+// or (entity "") of a resource's limits. Identifiers hold no NUL byte.
+func flightKey(entity, resource string) string { return entity + "\x00" + resource }
+
+// fresh returns what an LRU holds for key if it is still fresh at now
+// (cached is its expiry, exclusive); an expired entry is removed.
+func fresh[K comparable, V any](c *simplelru.LRU[K, V], key K, now time.Time, cached func(V) time.Time) (V, bool) {
+	v, ok := c.Get(key)
+	if ok && !now.Before(cached(v)) {
+		c.Remove(key)
+		var zero V
+		return zero, false
+	}
+	return v, ok
+}
+
+func (ec entityConf) expiry() time.Time   { return ec.cached }
+func (rc resourceConf) expiry() time.Time { return rc.cached }
 
 // stored returns what is stored for (entity, resource) and for resource,
 // and the cache generation it was found or read in.
@@ -237,6 +245,13 @@ func (l *Limiter) stored(ctx context.Context, tr *trace, entity, resource string
 	return ec, res, gen, err
 }
 
+// confRead is the result of a read of an entity's configuration: the
+// entity's, and the resource's (read in the same batch, or found).
+type confRead struct {
+	ec  entityConf
+	res resourceConf
+}
+
 // storedOnce serves (entity, resource) from the cache, or reads what is
 // missing in one batch (with the schema item while this process has not
 // checked it), or waits for a read of the same key already under way.
@@ -245,65 +260,71 @@ func (l *Limiter) storedOnce(ctx context.Context, tr *trace, entity, resource st
 	now := l.cfg.clock.Now()
 	c.mu.Lock()
 	gen := c.gen.Load()
-	ec, eok := c.entities.Get(configKey{entity, resource}, now)
-	res, rok := c.resources.Get(resource, now)
+	ec, eok := fresh(c.entities, configKey{entity, resource}, now, entityConf.expiry)
+	res, rok := fresh(c.resources, resource, now, resourceConf.expiry)
+	flights := c.flights
+	c.mu.Unlock()
 	if eok && rok {
-		c.mu.Unlock()
 		return ec, res, gen, nil
 	}
-	ek := configKey{entity, resource}
-	rk := resourceFlightKey(resource)
-	var ef, rf *flight       // the flights whose results this caller takes
-	var eRead, rRead *flight // those of them it reads itself
-	if !eok {
-		if ef = c.join(ek); ef == nil {
-			ef = c.begin(ek)
-			eRead = ef
-		}
+	if c.onRead != nil {
+		c.onRead()
 	}
-	if !rok {
-		if rf = c.join(rk); rf == nil {
-			rf = c.begin(rk)
-			rRead = rf
-		}
-	}
-	schema := !c.schemaOK
-	c.mu.Unlock()
-
-	if eRead != nil || rRead != nil {
-		l.read(ctx, tr, entity, resource, eRead, rRead, schema)
-		l.publish(gen, entity, eRead, resource, rRead)
-	}
-	if ef != nil {
-		if err := c.wait(ctx, ef, ef == eRead); err != nil {
+	if eok { // the resource's limits alone
+		v, err, _ := flights.Do(flightKey("", resource), func() (any, error) {
+			_, res, err := l.read(ctx, tr, gen, entity, resource, false, true)
+			return res, err
+		})
+		if err != nil {
 			return entityConf{}, resourceConf{}, 0, err
 		}
-		ec = ef.ec
+		return ec, v.(resourceConf), gen, nil
 	}
-	if rf != nil {
-		if err := c.wait(ctx, rf, rf == rRead); err != nil {
-			return entityConf{}, resourceConf{}, 0, err
+	v, err, _ := flights.Do(flightKey(entity, resource), func() (any, error) {
+		if rok {
+			ec, _, err := l.read(ctx, tr, gen, entity, resource, true, false)
+			return confRead{ec, res}, err
 		}
-		res = rf.res
+		// Both are missing: lead the resource's read with the entity's
+		// items in its batch, or wait for the resource's read under way
+		// and then read the entity's items alone.
+		var r confRead
+		led := false
+		v, err, _ := flights.Do(flightKey("", resource), func() (any, error) {
+			var err error
+			led = true
+			r.ec, r.res, err = l.read(ctx, tr, gen, entity, resource, true, true)
+			return r.res, err
+		})
+		if err != nil || led {
+			return r, err
+		}
+		r.res = v.(resourceConf)
+		r.ec, _, err = l.read(ctx, tr, gen, entity, resource, true, false)
+		return r, err
+	})
+	if err != nil {
+		return entityConf{}, resourceConf{}, 0, err
 	}
-	return ec, res, gen, nil
+	r := v.(confRead)
+	return r.ec, r.res, gen, nil
 }
 
-// read fills the flights this caller leads (ef, rf; either may be nil)
-// with one consistent batch read, checking the schema version too when
-// schema is set.
-func (l *Limiter) read(ctx context.Context, tr *trace, entity, resource string, ef, rf *flight, schema bool) {
+// read reads an entity's configuration for resource (withEntity), the
+// resource's limits (withResource) or both in one consistent batch, with
+// the schema item too while this process has not checked it, and caches
+// what it read (unless the cache was invalidated since generation gen).
+func (l *Limiter) read(ctx context.Context, tr *trace, gen uint64, entity, resource string, withEntity, withResource bool) (ec entityConf, res resourceConf, err error) {
 	ns := l.cfg.namespace
-	lead := ef
-	if lead == nil {
-		lead = rf
-	}
-	ks := lead.keys[:0]
-	if ef != nil {
+	l.meta.mu.Lock()
+	schema := !l.meta.schemaOK
+	l.meta.mu.Unlock()
+	ks := make([]store.Key, 0, 5)
+	if withEntity {
 		meta, own, all := keys.EntityConfig(ns, entity, resource)
 		ks = append(ks, meta, own, all)
 	}
-	if rf != nil {
+	if withResource {
 		ks = append(ks, keys.ResourceLimits(ns, resource))
 	}
 	if schema {
@@ -314,27 +335,52 @@ func (l *Limiter) read(ctx context.Context, tr *trace, entity, resource string, 
 	// nothing.
 	out, err := l.st.BatchGet(ctx, store.BatchGetInput{Keys: ks, ConsistentRead: true})
 	tr.add(out.Consumed, err)
+	if err != nil {
+		return entityConf{}, resourceConf{}, err
+	}
 	got := out.Items
-	if err == nil && schema {
-		if err = items.CheckSchema(ctx, l.st, got[len(got)-1], tr.add); err == nil {
-			l.meta.mu.Lock()
-			l.meta.schemaOK = true
-			l.meta.mu.Unlock()
+	if len(got) != len(ks) {
+		return entityConf{}, resourceConf{}, errors.New("limiter: configuration read: the store answered " +
+			strconv.Itoa(len(got)) + " items for " + strconv.Itoa(len(ks)) + " keys")
+	}
+	if schema {
+		if err := items.CheckSchema(ctx, l.st, got[len(got)-1], tr.add); err != nil {
+			return entityConf{}, resourceConf{}, err
 		}
 	}
-	if ef != nil {
-		ef.err = err
-		if err == nil {
-			ef.ec, ef.err = decodeEntityConf(entity, got[0], got[1], got[2])
+	if withEntity {
+		if ec, err = decodeEntityConf(entity, got[0], got[1], got[2]); err != nil {
+			return entityConf{}, resourceConf{}, err
 		}
-		got = got[min(3, len(got)):]
+		got = got[3:]
 	}
-	if rf != nil {
-		rf.err = err
-		if err == nil {
-			rf.res.limits, _, rf.err = limitsOf(got[0])
+	if withResource {
+		if res.limits, _, err = limitsOf(got[0]); err != nil {
+			return entityConf{}, resourceConf{}, err
 		}
 	}
+
+	// Cache what was read. Callers take the results as cached (or not): a
+	// memo of them lasts no longer than the cache's entries.
+	c := &l.meta
+	expires := l.cfg.clock.Now().Add(c.ttl)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if schema {
+		c.schemaOK = true
+	}
+	if c.ttl <= 0 || c.gen.Load() != gen {
+		return ec, res, nil
+	}
+	if withEntity {
+		ec.cached = expires
+		c.entities.Add(configKey{entity, resource}, ec)
+	}
+	if withResource {
+		res.cached = expires
+		c.resources.Add(resource, res)
+	}
+	return ec, res, nil
 }
 
 func decodeEntityConf(id string, meta, own, all store.Item) (entityConf, error) {
@@ -350,90 +396,6 @@ func decodeEntityConf(id string, meta, own, all store.Item) (entityConf, error) 
 		return entityConf{}, err
 	}
 	return ec, nil
-}
-
-// publish caches the results of the flights this caller led (unless the
-// cache was invalidated since the read began) and wakes their waiters.
-func (l *Limiter) publish(gen uint64, entity string, ef *flight, resource string, rf *flight) {
-	c := &l.meta
-	expires := l.cfg.clock.Now().Add(c.ttl)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	keep := c.ttl > 0 && c.gen.Load() == gen
-	// The waiters take the results as cached (or not): a memo of them
-	// lasts no longer than the cache's entries.
-	var cached time.Time
-	if keep {
-		cached = expires
-	}
-	if ef != nil {
-		if ef.err == nil {
-			ef.ec.cached = cached
-			if keep {
-				c.entities.Add(configKey{entity, resource}, ef.ec, expires)
-			}
-		}
-		c.end(configKey{entity, resource}, ef)
-	}
-	if rf != nil {
-		if rf.err == nil {
-			rf.res.cached = cached
-			if keep {
-				c.resources.Add(resource, rf.res, expires)
-			}
-		}
-		c.end(resourceFlightKey(resource), rf)
-	}
-}
-
-// begin registers a flight for key. c.mu must be held.
-func (c *metaCache) begin(key configKey) *flight {
-	f := &flight{}
-	c.flights[key] = f
-	return f
-}
-
-// join returns the flight of key under way (nil for none), ready to be
-// waited for. c.mu must be held.
-func (c *metaCache) join(key configKey) *flight {
-	f := c.flights[key]
-	if f != nil && f.done == nil {
-		f.done = make(chan struct{})
-	}
-	return f
-}
-
-// end removes a flight (unless invalidate did) and wakes its waiters. c.mu
-// must be held.
-func (c *metaCache) end(key configKey, f *flight) {
-	if c.flights[key] == f {
-		delete(c.flights, key)
-	}
-	if f.done != nil {
-		close(f.done)
-	}
-}
-
-// wait returns the result of a flight once it is done, or ctx's error. A
-// flight the caller led (mine) is done.
-func (c *metaCache) wait(ctx context.Context, f *flight, mine bool) error {
-	if mine {
-		return f.err
-	}
-	select {
-	case <-f.done:
-		return f.err
-	default:
-	}
-	if c.onWait != nil {
-		c.onWait()
-	}
-	select {
-	case <-f.done:
-		return f.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func isContextErr(err error) bool {

@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/shardlimit/limiter/internal/items"
+
 	"github.com/shardlimit/limiter/internal/keys"
-	"github.com/shardlimit/limiter/internal/lru"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
 )
@@ -247,7 +249,7 @@ func TestSchemaCheckedAgainAfterASchemaError(t *testing.T) {
 func TestConfigCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	e := newEnv(t)
 	l := e.limiter()
-	l.meta.entities = lru.New[configKey, entityConf](4) // small, so the test can pass the bound
+	l.meta.entities, _ = simplelru.NewLRU[configKey, entityConf](4, nil) // small, so the test can pass the bound
 	for i := 0; i < 5; i++ {
 		e.mustAcquire(l, req(fmt.Sprintf("k%d", i), rpm(10), one))
 	}
@@ -337,7 +339,6 @@ func TestWaiterOutlivesACancelledLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	waiting := make(chan struct{})
-	l.meta.onWait = func() { close(waiting) }
 	ctx, cancel := context.WithCancel(e.ctx)
 	leader := make(chan error)
 	go func() {
@@ -345,12 +346,14 @@ func TestWaiterOutlivesACancelledLeader(t *testing.T) {
 		leader <- err
 	}()
 	<-bs.entered // the leader's read is under way
+	var once sync.Once
+	l.meta.onRead = func() { once.Do(func() { close(waiting) }) } // (ordered after the leader's read of it by entered)
 	waiter := make(chan error)
 	go func() {
 		_, err := l.Status(e.ctx, "k1", "gpt-4", rpm(10))
 		waiter <- err
 	}()
-	<-waiting // the second caller waits for the leader's read
+	<-waiting // the second caller joins the leader's read
 	cancel()
 	if err := <-leader; !errors.Is(err, context.Canceled) {
 		t.Fatalf("leader: %v, want its context's error", err)
@@ -379,31 +382,30 @@ func TestRegressionALimitAddedAndChargedNothing(t *testing.T) {
 	e.mustAcquire(l, req("k1", after, map[string]int64{"rpm": 1, "daily": 1}))
 }
 
-// A read nobody joins makes no channel; a caller that joins one gets a
-// channel its end closes, and the flight leaves the map.
-func TestFlightChannelOnlyForJoiners(t *testing.T) {
-	var c metaCache
-	c.init(time.Minute)
-	k := configKey{"k1", "gpt-4"}
-	f := c.begin(k)
-	c.end(k, f)
-	if f.done != nil || c.flights[k] != nil {
-		t.Fatal("a flight nobody joined made a channel or stayed")
+// shortStore answers a BatchGet with one item fewer than it was asked for.
+type shortStore struct{ store.Store }
+
+func (s shortStore) BatchGet(ctx context.Context, in store.BatchGetInput) (store.BatchGetOutput, error) {
+	out, err := s.Store.BatchGet(ctx, in)
+	if len(out.Items) > 0 {
+		out.Items = out.Items[:len(out.Items)-1]
 	}
-	if err := c.wait(context.Background(), f, true); err != nil {
+	return out, err
+}
+
+// A store that answers a configuration read with fewer items than keys
+// (a broken backend) gets an error naming the counts, not a panic, and
+// nothing is cached.
+func TestConfigurationReadOfTooFewItems(t *testing.T) {
+	e := newEnv(t)
+	l, err := New(shortStore{e.st}, WithNamespace("ns"), WithClock(e.clock))
+	if err != nil {
 		t.Fatal(err)
 	}
-	g := c.begin(k)
-	if c.join(resourceFlightKey("gpt-4")) != nil {
-		t.Fatal("a resource's flight found under an entity's key")
-	}
-	if j := c.join(k); j != g || g.done == nil {
-		t.Fatal("join did not return the flight with a channel")
-	}
-	g.err = errors.New("boom")
-	c.end(k, g)
-	if err := c.wait(context.Background(), g, false); err == nil || c.flights[k] != nil {
-		t.Fatalf("joiner got %v after the end, flight left %v", err, c.flights[k])
+	for range 2 {
+		if _, err := l.Acquire(e.ctx, req("k1", rpm(10), one)); err == nil || !strings.Contains(err.Error(), "items for") {
+			t.Fatalf("Acquire = %v, want the short answer's error", err)
+		}
 	}
 }
 

@@ -172,8 +172,8 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // Path names the write path an acquire took.
 type Path uint8
 
-// Write paths, in the order an acquire may try them (PathDouble, added
-// later, keeps the values before it).
+// Write paths, in the order an acquire may try them, but for PathDouble:
+// it comes last so that the values of the others stay as they are.
 const (
 	PathNone        Path = iota
 	PathSpeculative      // one conditional ADD, no read: the hot path

@@ -166,9 +166,9 @@ func TestEffective(t *testing.T) {
 	}
 }
 
-// TestSeedTrace replays the concurrency trace of seed 001: two writers read
-// the same item 1 s after rf; A claims the refill and takes 3, B loses the
-// rf race and only takes 7.
+// TestSeedTrace replays a concurrency trace: two writers read the same
+// item 1 s after rf; A claims the refill and takes 3, B loses the rf race
+// and only takes 7.
 func TestSeedTrace(t *testing.T) {
 	item := State{Limit: rpm100, Tokens: 90_000}
 	rf, t1 := T0, T0+1000

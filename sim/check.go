@@ -17,7 +17,7 @@ import (
 	"github.com/shardlimit/limiter/store/memsim"
 )
 
-// Invariant names, as violations report them (BRIEF section 6).
+// Invariant names, as violations report them (docs/simulation.md).
 const (
 	InvHarness      = "0-harness" // the simulation itself went wrong (a workload bug, a store validation error)
 	InvLostUpdate   = "1-no-lost-update"
@@ -50,7 +50,7 @@ const wcuName = "wcu"
 // wcuBurst is the hidden limit's burst in millitokens: 1000 write units.
 const wcuBurst = 1000 * 1000
 
-// Checker verifies the invariants of BRIEF section 6 from what it is fed:
+// Checker verifies the limiter's invariants from what it is fed:
 // the change stream's records with the operation that caused each
 // ([Checker.Record]), the finished operations of the client history
 // ([Checker.OpDone]), and the store's final items ([Checker.Finish]). It
@@ -104,8 +104,8 @@ type Checker struct {
 	PartitionConsumed func(pk string) float64
 }
 
-// The proactive doubling rule the checker accepts (issue #7: the aggregator
-// doubles at 80 % of a partition's 1000 write units a second).
+// The proactive doubling rule the checker accepts (the aggregator doubles
+// at 80 % of a partition's 1000 write units a second; docs/aggregator.md).
 const (
 	ProactiveRate = 800.0 // write units per second
 	RateWindow    = int64(400 * time.Millisecond)

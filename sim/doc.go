@@ -2,7 +2,7 @@
 // scheduler on virtual time that runs many simulated clients, each with its
 // own limiter.Limiter (own caches, clock, seeded random source), against
 // one simulated DynamoDB (store/memsim), and checks every run against the
-// eight invariants of the design (BRIEF section 6).
+// limiter's eight invariants (docs/simulation.md lists them).
 //
 // The scheduler owns all concurrency at store-operation granularity. Each
 // client is a coroutine (iter.Pull) running ordinary limiter code; its

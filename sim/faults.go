@@ -12,7 +12,7 @@ import (
 // FaultPlan is a composable, seeded fault plan over memsim's injectors.
 // Faults are injected from Start until the end of the run's Duration;
 // the tail after it is fault-free (the liveness phase). Every probability
-// is per request; the seeds come from the run's seed.
+// is per request; every draw comes from the run's seed.
 type FaultPlan struct {
 	// Start is when faults begin (virtual time; default 1 s).
 	Start time.Duration

@@ -70,8 +70,7 @@ func TestRegressionHotEntityNeverDoubles(t *testing.T) {
 // full path, and a full write leaves the bucket not full for only one
 // charge's refill time (3.3 ms at 300/s), so the writers queued on that
 // window: 3.3 round trips per acquire, and 3.5 % of acquires lost ten
-// races in a row and were refused with no limit exceeded (BRIEF: at most
-// 1 %). A full write after a lost race now takes a cushion (paths.go):
+// races in a row and were refused with no limit exceeded (the bound is 1 %). A full write after a lost race now takes a cushion (paths.go):
 // 0 false rejections, 2.0 round trips per acquire.
 func TestRegressionFalseRejectionsUnderContention(t *testing.T) {
 	if testing.Short() {
@@ -205,7 +204,7 @@ func TestRegressionCascadeLostRaces(t *testing.T) {
 		t.Skip("simulation")
 	}
 	// 45 s of the scenario: 0.08 % with twenty attempts, 0.99 % with ten
-	// (1.7 % over the scenario's 60 s). BRIEF allows 1 %; the bar here is
+	// (1.7 % over the scenario's 60 s). The bound is 1 %; the bar here is
 	// half that, so that the regression shows.
 	rep := mustRun(t, Config{Scenario: "cascade", Seed: 1, Duration: 45 * time.Second, Tail: -1})
 	requireOK(t, rep)

@@ -2,11 +2,11 @@ package engine
 
 import (
 	"sync"
-	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/internal/keys"
-	"github.com/shardlimit/limiter/internal/lru"
 	"github.com/shardlimit/limiter/store"
 )
 
@@ -22,7 +22,7 @@ import (
 // time takes it (Unix ms, the client's clock).
 type Memory struct {
 	mu      sync.Mutex
-	buckets *lru.Cache[bucketID, *bucketInfo] // entries never expire
+	buckets *simplelru.LRU[bucketID, *bucketInfo] // entries leave by use, not by age
 
 	// Table-wide throttles, to tell a storm (many buckets throttled at
 	// once) from a hot partition (one bucket).
@@ -38,7 +38,8 @@ func NewMemory(size int) *Memory {
 	if size < 1 {
 		size = DefaultMemorySize
 	}
-	return &Memory{buckets: lru.New[bucketID, *bucketInfo](size)}
+	buckets, _ := simplelru.NewLRU[bucketID, *bucketInfo](size, nil) // errs only for size < 1
+	return &Memory{buckets: buckets}
 }
 
 type bucketID struct{ entity, resource string }
@@ -187,20 +188,16 @@ type ShardView struct {
 	Slow bool
 }
 
-// never is the expiry of the memory's entries, and epoch the time of its
-// lookups: entries leave by use, not by age.
-var never, epoch = time.Unix(1<<40, 0), time.Time{}
-
 func (m *Memory) get(id bucketID) *bucketInfo {
-	b, _ := m.buckets.Get(id, epoch)
+	b, _ := m.buckets.Get(id)
 	return b
 }
 
 func (m *Memory) getOrAdd(id bucketID) (b *bucketInfo, fresh bool) {
-	b, ok := m.buckets.Get(id, epoch)
+	b, ok := m.buckets.Get(id)
 	if !ok {
 		b = &bucketInfo{n: 1}
-		m.buckets.Add(id, b, never)
+		m.buckets.Add(id, b)
 	}
 	return b, !ok
 }

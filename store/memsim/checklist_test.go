@@ -1,8 +1,8 @@
 package memsim_test
 
-// Tests named after the items of the "memsim checklist" in
-// shared/reference/dynamodb-semantics.md. Items 1-11 exercise the expression
-// engine through the store API.
+// Tests named after the items of memsim's checklist of DynamoDB behaviours
+// (docs/memsim.md). Items 1-11 exercise the expression engine through the
+// store API.
 
 import (
 	"errors"

@@ -12,8 +12,7 @@ import (
 // Messages are compared by a stable substring only where DynamoDB and
 // DynamoDB Local 3.3.1 use the same words; the comment of each case quotes
 // the message DynamoDB Local 3.3.1 returned for exactly this request (and
-// AWS's text where it differs, from the project's reference notes
-// /work/shared/reference/dynamodb-semantics.md and from
+// AWS's text where it differs, from DynamoDB's documentation and from
 // DynamoDB-compatibility test suites verified against AWS). Backends should
 // return these texts; the suite holds them to the substring only.
 

@@ -6,8 +6,8 @@ import (
 	"github.com/shardlimit/limiter/store"
 )
 
-// One test per item of the memsim checklist (shared/reference/
-// dynamodb-semantics.md) that concerns the expression engine. Items that
+// One test per item of memsim's checklist of DynamoDB behaviours
+// (docs/memsim.md) that concerns the expression engine. Items that
 // need the table are tested on the engine's part of them.
 
 // 1. UpdateItem on a missing key creates the item (upsert) containing the
