@@ -6,7 +6,6 @@ import (
 	"iter"
 	"slices"
 	"strings"
-	"sync"
 )
 
 // Attribute names. A bucket item stores, for each limit, the six attributes
@@ -28,32 +27,11 @@ const (
 
 const attrPrefix = "b_"
 
-// fields lists the per-limit fields in encoding order; fieldIndex maps a
-// field to its position, which is also its bit in a decode mask.
+// fields lists the per-limit fields in encoding order; a field's position
+// is also its bit in a decode mask.
 var fields = [numFields]string{FieldTokens, FieldCapacity, FieldBurst, FieldRefillAmount, FieldRefillPeriod, FieldTotalConsumed}
 
 const numFields = 6
-
-func fieldIndex(f string) int {
-	if len(f) != 2 {
-		return -1
-	}
-	switch uint16(f[0])<<8 | uint16(f[1]) {
-	case 't'<<8 | 'k':
-		return 0
-	case 'c'<<8 | 'p':
-		return 1
-	case 'b'<<8 | 'x':
-		return 2
-	case 'r'<<8 | 'a':
-		return 3
-	case 'r'<<8 | 'p':
-		return 4
-	case 't'<<8 | 'c':
-		return 5
-	}
-	return -1
-}
 
 // AttrName returns the attribute name b_{limit}_{field}, e.g.
 // AttrName("rpm", FieldTokens) == "b_rpm_tk". It does not validate its
@@ -78,18 +56,14 @@ func ParseAttrName(attr string) (limit, field string, ok bool) {
 }
 
 // parseAttr returns the limit name and field index of a b_{limit}_{field}
-// attribute name, or f < 0.
+// attribute name; f < 0 for any other attribute (limit is then not a name).
 func parseAttr(attr string) (limit string, f int) {
 	// The shortest valid name is "b_" + one byte + "_" + field.
 	n := len(attr)
 	if n < len(attrPrefix)+4 || attr[0] != 'b' || attr[1] != '_' || attr[n-3] != '_' {
 		return "", -1
 	}
-	f = fieldIndex(attr[n-2:])
-	if f < 0 {
-		return "", -1
-	}
-	return attr[len(attrPrefix) : n-3], f
+	return attr[len(attrPrefix) : n-3], slices.Index(fields[:], attr[n-2:])
 }
 
 // Named is the State of one named limit in a [Composite].
@@ -137,40 +111,18 @@ func (c *Composite) Set(name string, s State) {
 // Attrs returns the item attributes that store c, in a deterministic order:
 // AttrRefill first, then for each limit in slice order its six attributes
 // in the order tk, cp, bx, ra, rp, tc. Decode(c.Attrs()) returns c again.
-//
-// All attribute names of one iteration share a single allocation.
 func (c Composite) Attrs() iter.Seq2[string, int64] {
 	return func(yield func(string, int64) bool) {
 		if !yield(AttrRefill, c.Refill) {
 			return
 		}
-		if len(c.Limits) == 0 {
-			return
-		}
-		size := 0
-		for i := range c.Limits {
-			size += numFields * (len(attrPrefix) + len(c.Limits[i].Name) + 3)
-		}
-		var b strings.Builder
-		b.Grow(size)
-		for i := range c.Limits {
-			for _, f := range fields {
-				b.WriteString(attrPrefix)
-				b.WriteString(c.Limits[i].Name)
-				b.WriteByte('_')
-				b.WriteString(f)
-			}
-		}
-		names := b.String()
 		for i := range c.Limits {
 			s := &c.Limits[i].State
 			vals := [numFields]int64{s.Tokens, s.Capacity, s.Burst, s.RefillAmount, s.RefillPeriod, s.TotalConsumed}
-			w := len(attrPrefix) + len(c.Limits[i].Name) + 3
-			for _, v := range vals {
-				if !yield(names[:w], v) {
+			for j, f := range fields {
+				if !yield(AttrName(c.Limits[i].Name, f), vals[j]) {
 					return
 				}
-				names = names[w:]
 			}
 		}
 	}
@@ -207,40 +159,12 @@ func fieldBounds(field string) (lo, hi int64) {
 	return -1 << 63, 1<<63 - 1
 }
 
-// decodeIndexAt is the number of limits above which Decode indexes names in
-// a map instead of searching linearly.
-const decodeIndexAt = 8
-
-// decodeKeep bounds the buffers a pooled decoder keeps between uses.
-const decodeKeep = 64
-
-// A decoder accumulates one item's attributes. Decoders are pooled: with
-// its buffers and its yield function reused, a Decode allocates only its
-// result.
+// A decoder accumulates one item's attributes.
 type decoder struct {
 	refill     int64
 	haveRefill bool
 	limits     []Named
 	seen       []uint8 // seen[i] has bit j set when field j of limits[i] was read
-	index      map[string]int
-	yield      func(string, int64) bool // d.add, bound once
-}
-
-var decoders = sync.Pool{New: func() any {
-	d := &decoder{limits: make([]Named, 0, decodeIndexAt), seen: make([]uint8, 0, decodeIndexAt)}
-	d.yield = d.add
-	return d
-}}
-
-// release clears d and returns it to the pool.
-func (d *decoder) release() {
-	clear(d.limits) // drop the name strings
-	if cap(d.limits) > decodeKeep {
-		d.limits, d.seen = nil, nil
-	}
-	d.refill, d.haveRefill = 0, false
-	d.limits, d.seen, d.index = d.limits[:0], d.seen[:0], nil
-	decoders.Put(d)
 }
 
 // Decode reads the bucket data of an item from its numeric attributes (the
@@ -261,13 +185,9 @@ func (d *decoder) release() {
 //
 // An item without limits decodes to Composite{Refill: rf} (rf is 0 when
 // absent) and no error.
-//
-// For an item of up to eight limits, a successful Decode allocates once:
-// the result's Limits.
 func Decode(attrs iter.Seq2[string, int64]) (Composite, error) {
-	d := decoders.Get().(*decoder)
-	defer d.release()
-	attrs(d.yield)
+	var d decoder
+	attrs(d.add)
 	if len(d.limits) == 0 {
 		return Composite{Refill: d.refill}, nil
 	}
@@ -292,9 +212,9 @@ func Decode(attrs iter.Seq2[string, int64]) (Composite, error) {
 		}
 		return Composite{}, &DecodeError{Limit: first, Attr: AttrRefill, Missing: true}
 	}
-	// An exact-size copy: a Set on one copy of the result never writes
-	// into spare capacity another copy could later append to.
-	limits := slices.Clone(d.limits)
+	// No spare capacity: a Set on one copy of the result never writes
+	// into capacity another copy could later append to.
+	limits := slices.Clip(d.limits)
 	slices.SortFunc(limits, func(a, b Named) int { return cmp.Compare(a.Name, b.Name) })
 	return Composite{Refill: d.refill, Limits: limits}, nil
 }
@@ -309,32 +229,11 @@ func (d *decoder) add(attr string, v int64) bool {
 	if f < 0 {
 		return true
 	}
-	limits := d.limits
-	i := -1
-	if d.index != nil {
-		if j, ok := d.index[name]; ok {
-			i = j
-		}
-	} else {
-		for j := range limits {
-			if limits[j].Name == name {
-				i = j
-				break
-			}
-		}
-	}
+	i := slices.IndexFunc(d.limits, func(n Named) bool { return n.Name == name })
 	if i < 0 {
-		i = len(limits)
-		d.limits = append(limits, Named{Name: name})
+		i = len(d.limits)
+		d.limits = append(d.limits, Named{Name: name})
 		d.seen = append(d.seen, 0)
-		if d.index != nil {
-			d.index[name] = i
-		} else if len(d.limits) > decodeIndexAt {
-			d.index = make(map[string]int, 2*len(d.limits))
-			for j := range d.limits {
-				d.index[d.limits[j].Name] = j
-			}
-		}
 	}
 	d.seen[i] |= 1 << f
 	s := &d.limits[i].State

@@ -344,15 +344,20 @@ func TestGetSet(t *testing.T) {
 	}
 }
 
-// TestDecodeAllocs pins Decode's allocations: the result's Limits only.
-func TestDecodeAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts are meaningless under -race")
-	}
-	c := sample()
-	c.Limits = c.Limits[:3]
-	seq := collect(c).seq()
-	if n := testing.AllocsPerRun(100, func() { Decode(seq) }); n > 1 {
-		t.Errorf("Decode of 3 limits allocates %v times, want 1", n)
+// A DecodeError a caller builds itself has a message too, whatever its
+// attribute name: a name too short to end in a field has no field bounds.
+func TestDecodeErrorOfAnyAttribute(t *testing.T) {
+	for _, tt := range []struct {
+		e    DecodeError
+		want string
+	}{
+		{DecodeError{Limit: "rpm", Attr: "b_rpm_cp", Value: 0}, `bucket: limit "rpm": attribute b_rpm_cp = 0 out of range [1, 1000000000000000]`},
+		{DecodeError{Limit: "rpm", Attr: "p", Value: 7}, `bucket: limit "rpm": attribute p = 7 out of range [-9223372036854775808, 9223372036854775807]`},
+		{DecodeError{}, `bucket: limit "": attribute  = 0 out of range [-9223372036854775808, 9223372036854775807]`},
+		{DecodeError{Limit: "rpm", Attr: "rf", Missing: true}, `bucket: limit "rpm": missing attribute rf`},
+	} {
+		if got := tt.e.Error(); got != tt.want {
+			t.Errorf("%+v.Error() = %s, want %s", tt.e, got, tt.want)
+		}
 	}
 }

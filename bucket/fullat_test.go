@@ -23,6 +23,7 @@ func TestRefillTimeVectors(t *testing.T) {
 		{perMinute100, 0, 0, 0},                                   // nothing to wait for
 		{perMinute100, -5, 0, 0},                                  // a refund takes no time
 		{Limit{RefillPeriod: 1}, 1, MaxRefillTime, MaxRefillTime}, // never refills
+		{Limit{RefillAmount: -1000, RefillPeriod: 1000}, 1, MaxRefillTime, MaxRefillTime}, // below 1: never refills either
 		{Limit{RefillAmount: 1, RefillPeriod: MaxRefillPeriod}, MaxTokens, MaxRefillTime, MaxRefillTime},
 	} {
 		lo, hi := c.l.RefillTime(c.amount)

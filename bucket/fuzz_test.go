@@ -20,7 +20,7 @@ func FuzzParseAttrName(f *testing.F) {
 			}
 			return
 		}
-		if limit == "" || fieldIndex(field) < 0 || AttrName(limit, field) != attr {
+		if limit == "" || !slices.Contains(fields[:], field) || AttrName(limit, field) != attr {
 			t.Fatalf("ParseAttrName(%q) = (%q, %q)", attr, limit, field)
 		}
 	})

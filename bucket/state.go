@@ -206,9 +206,6 @@ func subSat(a, b int64) int64 {
 // rf + ceil((Burst - Tokens) * RefillPeriod / RefillAmount), or rf when it is
 // full already. The wait saturates at MaxRefillTime.
 func (s State) FullAt(rf int64) int64 {
-	if s.Tokens >= s.Burst {
-		return rf
-	}
 	w, ok := s.RetryAfter(rf, rf, s.Burst)
 	if !ok || w > MaxRefillTime {
 		w = MaxRefillTime
