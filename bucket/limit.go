@@ -71,22 +71,28 @@ type Limit struct {
 // order, that breaks a rule, e.g.
 // "bucket: invalid limit: Burst 500 is less than Capacity 1000".
 func (l Limit) Validate() error {
-	switch {
-	case l.Capacity < 1:
+	if l.Capacity < 1 {
 		return fmt.Errorf("%w: Capacity %d must be positive", ErrInvalidLimit, l.Capacity)
-	case l.Capacity > MaxTokens:
+	}
+	if l.Capacity > MaxTokens {
 		return fmt.Errorf("%w: Capacity %d exceeds MaxTokens (%d)", ErrInvalidLimit, l.Capacity, MaxTokens)
-	case l.Burst < l.Capacity:
+	}
+	if l.Burst < l.Capacity {
 		return fmt.Errorf("%w: Burst %d is less than Capacity %d", ErrInvalidLimit, l.Burst, l.Capacity)
-	case l.Burst > MaxTokens:
+	}
+	if l.Burst > MaxTokens {
 		return fmt.Errorf("%w: Burst %d exceeds MaxTokens (%d)", ErrInvalidLimit, l.Burst, MaxTokens)
-	case l.RefillAmount < 1:
+	}
+	if l.RefillAmount < 1 {
 		return fmt.Errorf("%w: RefillAmount %d must be positive", ErrInvalidLimit, l.RefillAmount)
-	case l.RefillAmount > MaxTokens:
+	}
+	if l.RefillAmount > MaxTokens {
 		return fmt.Errorf("%w: RefillAmount %d exceeds MaxTokens (%d)", ErrInvalidLimit, l.RefillAmount, MaxTokens)
-	case l.RefillPeriod < 1:
+	}
+	if l.RefillPeriod < 1 {
 		return fmt.Errorf("%w: RefillPeriod %d ms must be positive", ErrInvalidLimit, l.RefillPeriod)
-	case l.RefillPeriod > MaxRefillPeriod:
+	}
+	if l.RefillPeriod > MaxRefillPeriod {
 		return fmt.Errorf("%w: RefillPeriod %d ms exceeds MaxRefillPeriod (%d ms)", ErrInvalidLimit, l.RefillPeriod, MaxRefillPeriod)
 	}
 	return nil
