@@ -246,11 +246,11 @@ func UsageEventsAttr(limit string) string { return usageEvents + limit }
 // limit and kind (events false: tc_, consumed millitokens; true: ev_, the
 // count). ok is false for any other attribute.
 func ParseUsageAttr(attr string) (limit string, events, ok bool) {
-	switch {
-	case len(attr) > len(usageConsumed) && strings.HasPrefix(attr, usageConsumed):
-		return attr[len(usageConsumed):], false, true
-	case len(attr) > len(usageEvents) && strings.HasPrefix(attr, usageEvents):
-		return attr[len(usageEvents):], true, true
+	if l, ok := strings.CutPrefix(attr, usageConsumed); ok && l != "" {
+		return l, false, true
+	}
+	if l, ok := strings.CutPrefix(attr, usageEvents); ok && l != "" {
+		return l, true, true
 	}
 	return "", false, false
 }
