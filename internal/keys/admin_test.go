@@ -59,10 +59,23 @@ func TestAuditSKOrdersNewestFirst(t *testing.T) {
 	if !sort.IsSorted(sort.Reverse(sort.StringSlice(sks))) {
 		t.Fatalf("later records must sort first: %q", sks)
 	}
+	if !sort.SliceIsSorted(sks, func(i, j int) bool { return sks[i] >= sks[j] }) || sks[0] == sks[1] {
+		t.Fatalf("a record a millisecond later must sort strictly first: %q", sks)
+	}
 	if AuditPK("ns", "e", "") == AuditPK("ns", "", "e") {
 		t.Error("an entity's and a resource's audit partitions must differ")
 	}
+	if e, r := AuditPK("ns", "e", ""), AuditPK("ns", "", "models/x"); e != "ns/AUDIT#ENTITY#e" || r != "ns/AUDIT#RESOURCE#models/x" {
+		t.Errorf("audit partitions %q, %q", e, r)
+	}
 	if got := AuditSK(time.Unix(0, 0), 0); got != "9999999999999#0" {
 		t.Errorf("AuditSK(epoch) = %q", got)
+	}
+	// A clock outside [1970, 2286] writes the nearest time the key holds.
+	if got := AuditSK(time.Unix(-5, 0), 10); got != "9999999999999#a" {
+		t.Errorf("AuditSK(before the epoch) = %q", got)
+	}
+	if got := AuditSK(time.UnixMilli(MaxAuditMs+5), 0); got != "0000000000000#0" {
+		t.Errorf("AuditSK(after 2286) = %q", got)
 	}
 }

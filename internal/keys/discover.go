@@ -19,10 +19,7 @@ func (b Bucket) ShardsQuery() store.QueryInput {
 // ShardOf returns the shard number of a GSI3 entry that ShardsQuery
 // returned for b, or ok false when the item is not one of b's shards.
 func (b Bucket) ShardOf(it store.Item) (shard int, ok bool) {
-	sk, found := it.Str(store.AttrGSI3SK)
-	if !found {
-		return 0, false
-	}
+	sk, _ := it.Str(store.AttrGSI3SK) // "" when absent: not a shard's
 	rest, found := strings.CutPrefix(sk, "BUCKET#"+b.Resource+"#")
 	if !found {
 		return 0, false

@@ -96,7 +96,7 @@ func TestShardNumbersParseStrictly(t *testing.T) {
 			t.Fatalf("ShardOf(BUCKET#r#%d) = %d, %v", want, s, ok)
 		}
 	}
-	for _, sk := range []string{"BUCKET#r#-1", "BUCKET#r#01", "BUCKET#r#x", "BUCKET#other#1", "BUCKET#r"} {
+	for _, sk := range []string{"BUCKET#r#-1", "BUCKET#r#01", "BUCKET#r#x", "BUCKET#other#1", "BUCKET#r", "7", ""} {
 		if s, ok := b.ShardOf(entry(sk)); ok {
 			t.Errorf("ShardOf(%q) = %d, want not a shard", sk, s)
 		}
