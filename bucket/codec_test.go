@@ -132,12 +132,18 @@ func TestAttrsOrder(t *testing.T) {
 	if got := collect(c); !slices.Equal(got, want) {
 		t.Errorf("Attrs:\n got %v\nwant %v", got, want)
 	}
-	// Stopping early is honoured.
-	n := 0
-	for range c.Attrs() {
-		n++
-		if n == 3 {
-			break
+	// Stopping early is honoured, after any attribute (the range panics
+	// if the iterator goes on).
+	for stop := 1; stop <= len(want); stop++ {
+		n := 0
+		for range c.Attrs() {
+			n++
+			if n == stop {
+				break
+			}
+		}
+		if n != stop {
+			t.Errorf("a range that stops after %d attributes saw %d", stop, n)
 		}
 	}
 	if got := collect(Composite{Refill: 9}); !slices.Equal(got, attrList{{"rf", 9}}) {
