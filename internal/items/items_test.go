@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/memsim"
 )
 
 type limit struct {
@@ -49,8 +50,8 @@ func TestDecodeLimitsRefusesBadItems(t *testing.T) {
 			t.Errorf("%s: %v, want %q", s, err, want)
 		}
 	}
-	if _, _, err := DecodeLimits(store.Item{}, valid); err == nil {
-		t.Error("an item without limits decoded")
+	if _, _, err := DecodeLimits(store.Item{}, valid); err == nil || !strings.Contains(err.Error(), "has no limits attribute") {
+		t.Errorf("an item without limits: %v, want the attribute named missing", err)
 	}
 }
 
@@ -74,5 +75,33 @@ func TestCheckSchemaVersion(t *testing.T) {
 	err := CheckSchema(context.Background(), nil, store.Item{AttrVersion: store.Int(SchemaVersion + 1)}, nil)
 	if !errors.Is(err, ErrSchemaVersion) || !strings.Contains(err.Error(), "schema version 2") {
 		t.Fatalf("%v", err)
+	}
+}
+
+// Two clients that find no version item both write it; the one whose
+// write finds the item there already checks that item. A table another
+// version of the library made is refused the same way.
+func TestCheckSchemaOfANewTable(t *testing.T) {
+	ctx := context.Background()
+	st := memsim.New()
+	writes := 0
+	counted := func(store.Capacity, error) { writes++ }
+	for client := 1; client <= 2; client++ {
+		if err := CheckSchema(ctx, st, nil, counted); err != nil || writes != client {
+			t.Fatalf("client %d: %v after %d writes", client, err, writes)
+		}
+	}
+	k := keys.Schema()
+	got, err := st.Get(ctx, store.GetInput{Key: k, ConsistentRead: true})
+	if err != nil || Version(got.Item) != SchemaVersion {
+		t.Fatalf("version item %v, %v", got.Item, err)
+	}
+	other := memsim.New()
+	if _, err := other.Put(ctx, store.PutInput{Item: store.Item{store.AttrPK: store.Str(k.PK), store.AttrSK: store.Str(k.SK),
+		AttrVersion: store.Int(SchemaVersion + 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckSchema(ctx, other, nil, counted); !errors.Is(err, ErrSchemaVersion) {
+		t.Fatalf("a table of version %d: %v", SchemaVersion+1, err)
 	}
 }
