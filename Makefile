@@ -78,7 +78,7 @@ linearize: deps
 ## layout, the shard choice and memsim's conditions and partitions: gremlins (pinned in
 ## tools/go.mod) flips operators, tools/mutate removes calls, assignments, min/max arguments
 ## and if blocks. Hours on two cores; the reports go to build/mutate/.
-MUTATE_PKGS    := ./bucket ./internal/engine ./internal/keys ./store/memsim
+MUTATE_PKGS    := ./bucket ./internal/engine ./internal/keys ./internal/items ./store/memsim
 GREMLINS_FLAGS := --invert-logical --invert-assignments --invert-loopctrl --workers 1 --test-cpu 1
 mutate:
 	mkdir -p build/mutate

@@ -62,6 +62,7 @@ var targets = []target{
 	{name: "keys", dir: "internal/keys", runs: [][]string{{"./internal/keys"}, {"./internal/engine", noFailFile}, {skipSlow, "./aggregator"}}},
 	{name: "shards", dir: ".", files: []string{"reserve.go", "lease.go"}, runs: [][]string{{skipSlow, ".", noFailFile}}},
 	{name: "memsim", dir: "store/memsim", files: []string{"write.go", "partition.go"}, runs: [][]string{{"./store/memsim"}}},
+	{name: "items", dir: "internal/items", runs: [][]string{{"./internal/items"}, {skipSlow, "./admin"}}},
 }
 
 // Statuses of a mutant.
