@@ -131,7 +131,7 @@ func TestUsageKeyLayout(t *testing.T) {
 	if !ok || w != u.Window || r != u.Resource || !start.Equal(u.Start) || shard != u.Shard {
 		t.Errorf("ParseUsageSK(%q) = %v %q %v %d %v", k.SK, w, r, start, shard, ok)
 	}
-	for _, sk := range []string{"H#r#2026-01-05T07", "H##2026-01-05T07#0", "X#r#2026-01-05T07#0", "H#r#2026-01-05#0",
+	for _, sk := range []string{"H#r#2026-01-05T07", "H##2026-01-05T07#0", "X#r#2026-01-05T07#0", "X#r##0", "#r##0", "H#r#2026-01-05#0",
 		"H#r#2026-01-05T07#-1", "H#r#2026-01-05T07#01", "H#r#2026-01-05T07#x", "H#r#2026-01-05T07#0#1"} {
 		if _, _, _, _, ok := ParseUsageSK(sk); ok {
 			t.Errorf("ParseUsageSK(%q) ok", sk)
@@ -189,5 +189,21 @@ func TestShardsQuery(t *testing.T) {
 	q := Bucket{Namespace: "ns", Entity: "e", Resource: "r/x", Shard: 3}.ShardsQuery()
 	if q.Index != store.IndexGSI3 || q.PartitionKey != "ns/ENTITY#e" || q.SortKeyPrefix != "BUCKET#r/x#" {
 		t.Errorf("query %+v", q)
+	}
+}
+
+// A window is aligned on UTC whatever the time's zone: 23:30 on the 5th
+// five hours west of UTC is in the hour, the day and the month of 04:00
+// on the 6th, UTC.
+func TestUsageWindowsAreUTC(t *testing.T) {
+	at := time.Date(2026, 1, 31, 23, 30, 0, 0, time.FixedZone("UTC-5", -5*3600))
+	for w, want := range map[UsageWindow]time.Time{
+		WindowHour:  time.Date(2026, 2, 1, 4, 0, 0, 0, time.UTC),
+		WindowDay:   time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC),
+		WindowMonth: time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		if got := w.Start(at); !got.Equal(want) || got.Location() != time.UTC {
+			t.Errorf("%v.Start(%v) = %v, want %v", w, at, got, want)
+		}
 	}
 }
