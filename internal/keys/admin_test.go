@@ -2,6 +2,7 @@ package keys
 
 import (
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,6 +42,9 @@ func TestBucketIndexSK(t *testing.T) {
 	}
 	if p := BucketIndexPrefix("gpt"); p != "BUCKET#gpt#" {
 		t.Errorf("prefix %q: a resource's prefix must end at its '#', or gpt would select gpt-4", p)
+	}
+	if p := BucketIndexPrefix(""); !strings.HasPrefix(b.IndexAttrs()[3].Value, p) {
+		t.Errorf("prefix %q of every bucket does not select %q", p, b.IndexAttrs()[3].Value)
 	}
 	for _, sk := range []string{"BUCKET#", "BUCKET#r", "BUCKET##0", "BUCKET#r#x", "BUCKET#r#01", "BUCKET#a#b#0", "ENTITY#e"} {
 		if _, _, ok := ParseBucketIndexSK(sk); ok {
