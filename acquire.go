@@ -151,7 +151,6 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 		}
 	}
 	m := engine.NewCharge(l.mem, child.Plan, l.rng, l.cfg.engine)
-	m.Spare = &box.img
 	if now == 0 || l.pools != nil {
 		now = l.nowMs() // (a reservation's pool may have written)
 	}
@@ -168,7 +167,6 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 	if step.Done {
 		part = child.part(m, now)
 	}
-	m.Release() // the step and the part hold nothing of it
 	switch {
 	case step.Done:
 		return box.lease(l, part), nil

@@ -426,7 +426,7 @@ func (l *Limiter) checkSchema(ctx context.Context, tr *trace, it store.Item) err
 		tr.add(out.Consumed, err)
 		var cf *store.ConditionFailedError
 		if errors.As(err, &cf) {
-			return l.checkSchema(ctx, tr, store.ItemOfView(cf.Image()))
+			return l.checkSchema(ctx, tr, cf.Item)
 		}
 		return err
 	}

@@ -216,10 +216,9 @@ func (le *Lease) applyEach(ctx context.Context, op string, scale int64, amounts 
 			tr.ev.Path = PathPool
 			continue
 		}
-		m := engine.NewAdjustWith(l.mem, part.p.Plan, amts, scale, int(part.shard), int64(part.n))
+		m := engine.NewAdjust(l.mem, part.p.WithAmounts(scaled(amts, scale)), int(part.shard), int64(part.n))
 		now := l.nowMs()
 		step, _ := l.drive(ctx, tr, now, m.Start(now), m.Feed)
-		m.Release() // the step holds nothing of it
 		if step.Err != nil {
 			err = errors.Join(err, step.Err)
 			continue

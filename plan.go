@@ -32,7 +32,7 @@ func (l *Limiter) newPlanIn(p *engine.Plan, entity, resource string, limits []Li
 		el = append(el, engine.Limit{Name: x.Name, Limit: x.bucketLimit()})
 	}
 	ref := keys.Bucket{Namespace: l.cfg.namespace, Entity: entity, Resource: resource}
-	return bucketPlan{Plan: engine.NewPlanIn(p, ref, el, consume), limits: limits}
+	return bucketPlan{Plan: engine.NewPlan(ref, el, consume), limits: limits}
 }
 
 // limit returns the limit called name.

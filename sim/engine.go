@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/bits"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/shardlimit/limiter"
@@ -261,7 +260,6 @@ func New(cfg Config) (*Sim, error) {
 		// (the limiter decodes them, the checkers read the stream's
 		// images), so the copy per write is saved.
 		memsim.WithSharedResults(true),
-		memsim.WithViews(true),
 	}
 	if wl.PartitionWCU > 0 {
 		opts = append(opts, memsim.WithPartitionLimits(wl.PartitionWCU, 3*wl.PartitionWCU))
@@ -586,41 +584,6 @@ type request struct {
 	query store.QueryInput
 }
 
-// detach makes q's inputs its own. A request that arrives after its
-// caller was told it timed out outlives the call, and a caller may reuse
-// what its input refers to once the call returns (see store.Store): the
-// limiter's next write reuses the buffer of its expression values.
-func (q *request) detach() {
-	q.put.Item, q.put.Expr = q.put.Item.Clone(), q.put.Expr.Clone()
-	q.upd.Expr = q.upd.Expr.Clone()
-	q.del.Expr = q.del.Expr.Clone()
-	q.batch.Keys = slices.Clone(q.batch.Keys)
-	q.tx.Actions = slices.Clone(q.tx.Actions)
-	for i := range q.tx.Actions {
-		a := &q.tx.Actions[i]
-		if a.Put != nil {
-			p := *a.Put
-			p.Item, p.Expr = p.Item.Clone(), p.Expr.Clone()
-			a.Put = &p
-		}
-		if a.Update != nil {
-			u := *a.Update
-			u.Expr = u.Expr.Clone()
-			a.Update = &u
-		}
-		if a.Delete != nil {
-			d := *a.Delete
-			d.Expr = d.Expr.Clone()
-			a.Delete = &d
-		}
-		if a.Check != nil {
-			c := *a.Check
-			c.Expr = c.Expr.Clone()
-			a.Check = &c
-		}
-	}
-}
-
 // response holds the output of any store call.
 type response struct {
 	get   store.GetOutput
@@ -670,11 +633,11 @@ func (s *Sim) send(slot int32) {
 	req := int64(float64(rt) * (0.3 + 0.4*s.rng.Float64()))
 	f.resp = rt - req
 	if req >= s.timeout {
-		// Applied after its caller has moved on: a copy of its own.
+		// Applied after its caller has moved on: a copy of its own (the
+		// client's call holds its next request by then).
 		if f.own == nil {
 			*s.ownRequest(f) = s.clients[f.client].call.req
 		}
-		f.own.detach()
 		f.timedOut, f.orphan, f.refs = true, true, 2
 		s.push(f.deadline, evDeliver, f.client, slot)
 	} else {

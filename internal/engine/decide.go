@@ -588,16 +588,15 @@ func (v *ShardView) ahead(s *spec, n, now int64) int64 {
 // another refilled, would all make the full write, which one of them
 // wins); the normal write when
 // the stored tokens run low (refresh); else the speculative charge, with
-// headroom burnt on a shared shard near its ceiling. The expression's
-// values are in buf (see valueBuf; nil: a new slice), as informed's.
-func (p *Plan) blind(buf *valueBuf, v *ShardView, n, now int64, draw float64) (store.Expr, Path, error) {
+// headroom burnt on a shared shard near its ceiling.
+func (p *Plan) blind(v *ShardView, n, now int64, draw float64) (store.Expr, Path, error) {
 	im := v.Img
 	if im == nil || !im.matches(p, n) {
 		var burn []int64
 		if v.unmeasured() {
 			burn = p.unmeasuredBurn(nil, n) // its item, if any, is of other limits
 		}
-		ex, err := p.speculative(buf, n, now, burn)
+		ex, err := p.speculative(n, now, burn)
 		return ex, PathSpeculative, err
 	}
 	if im.fullBy(p, n, now) && v.othersSince(now) < 0.5 && (v.OwnRefill || v.RateAt != 0 || v.Rate > 0) {
@@ -605,15 +604,15 @@ func (p *Plan) blind(buf *valueBuf, v *ShardView, n, now int64, draw float64) (s
 			ex, err := p.fullHeld(im, n, now, 0)
 			return ex, PathFull, err
 		}
-		ex, err := p.full(buf, n, now, 0)
+		ex, err := p.full(n, now, 0)
 		return ex, PathFull, err
 	}
 	burn := p.headroom(v, n, now)
 	if p.refresh(v, n, now, burn, draw) {
-		ex, err := p.normal(buf, im, n, now, true, burn)
+		ex, err := p.normal(im, n, now, true, burn)
 		return ex, PathNormal, err
 	}
-	ex, err := p.speculative(buf, n, now, burn)
+	ex, err := p.speculative(n, now, burn)
 	return ex, PathSpeculative, err
 }
 
@@ -625,7 +624,7 @@ func (p *Plan) blind(buf *valueBuf, v *ShardView, n, now int64, draw float64) (s
 // tokens suffice; else refill and consume under the rf lock. The caller
 // has checked that the tokens suffice (shortfall). v carries the rate
 // estimates; its image is not used.
-func (p *Plan) informed(buf *valueBuf, im *Image, v ShardView, n, now, lat int64, contended bool) (store.Expr, Path, error) {
+func (p *Plan) informed(im *Image, v ShardView, n, now, lat int64, contended bool) (store.Expr, Path, error) {
 	if im.matches(p, n) && im.fullBy(p, n, now) {
 		h := int64(0)
 		if contended {
@@ -635,16 +634,16 @@ func (p *Plan) informed(buf *valueBuf, im *Image, v ShardView, n, now, lat int64
 			ex, err := p.fullHeld(im, n, now, h)
 			return ex, PathFull, err
 		}
-		ex, err := p.full(buf, n, now, h)
+		ex, err := p.full(n, now, h)
 		return ex, PathFull, err
 	}
 	v.Img, v.At = im, now
 	burn := p.headroom(&v, n, now)
 	if p.retryable(im, n, now, burn) {
-		ex, err := p.speculative(buf, n, now, burn)
+		ex, err := p.speculative(n, now, burn)
 		return ex, PathRetry, err
 	}
-	ex, err := p.normal(buf, im, n, now, true, burn)
+	ex, err := p.normal(im, n, now, true, burn)
 	return ex, PathNormal, err
 }
 
