@@ -80,9 +80,6 @@ type Sim struct {
 
 	seq    uint64
 	events eventHeap
-	// taken: the first event of events is being handled; the next push
-	// replaces it (one pass down the heap instead of a pop and a push).
-	taken  bool
 	st     backend
 	maxReq int64
 	// partThrottles: per partition, the real (ceiling) throttles seen so far
@@ -325,13 +322,7 @@ func (s *Sim) setup() error {
 // push schedules an event.
 func (s *Sim) push(at int64, kind evKind, who, slot int32) {
 	s.seq++
-	e := event{at: at, seq: s.seq, kind: kind, who: who, slot: slot}
-	if s.taken {
-		s.taken = false
-		s.events.replaceTop(e)
-		return
-	}
-	s.events.push(e)
+	s.events.push(event{at: at, seq: s.seq, kind: kind, who: who, slot: slot})
 }
 
 // mix folds x into the trace hash.
@@ -357,12 +348,8 @@ func (s *Sim) Run() *Report {
 	for _, c := range s.clients {
 		s.push(c.startAt, evWake, c.id, -1)
 	}
-	for len(s.events) > 0 {
-		ev := s.events[0]
-		if ev.at > s.end {
-			break
-		}
-		s.taken = true
+	for len(s.events) > 0 && s.events[0].at <= s.end {
+		ev := s.events.pop()
 		if ev.at >= s.stepEnd() {
 			s.closeSteps(ev.at)
 		}
@@ -376,10 +363,6 @@ func (s *Sim) Run() *Report {
 			s.deliver(ev.slot)
 		case evSweep:
 			s.sweep.fire(ev.slot)
-		}
-		if s.taken { // nothing was scheduled in its place
-			s.taken = false
-			s.events.pop()
 		}
 	}
 	s.now = s.end

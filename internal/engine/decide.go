@@ -11,9 +11,12 @@ import (
 // functions of the plan, an image or a view, and now.
 
 // Path names the write a step makes (or the answer it gives without one).
+// The root package reports the paths up to PathDouble as its own (its
+// Path is this type); the later ones name the steps of adjusts, undos and
+// discovery, which it reports as one of those or not at all.
 type Path uint8
 
-// Write paths.
+// Paths.
 const (
 	PathNone        Path = iota
 	PathSpeculative      // one conditional ADD, no read: the hot path
@@ -22,14 +25,16 @@ const (
 	PathNormal           // refill and consume under the rf lock
 	PathRetry            // consume only, after losing the rf race
 	PathReject           // refused from the returned item, no further I/O
+	PathFailOpen         // the store failed and the policy admitted anyway (the root package's)
 	PathLocal            // refused from the client's last image, no I/O at all
+	PathPool             // admitted from a reservation, no I/O at all (the root package's)
 	PathDouble           // the doubling write
 	PathDiscover         // looking for a bucket's shards before recreating shard 0
 	PathAdjust           // an adjust or refund
 	PathUndo             // a cascade's compensation
 )
 
-var pathNames = [...]string{"none", "speculative", "full", "create", "normal", "retry", "reject", "local", "double", "discover", "adjust", "undo"}
+var pathNames = [...]string{"none", "speculative", "full", "create", "normal", "retry", "reject", "fail-open", "local", "pool", "double", "discover", "adjust", "undo"}
 
 // String returns the path's name.
 func (p Path) String() string {
