@@ -162,7 +162,15 @@ func (c Condition) And(cs ...Condition) Condition {
 // actions. Each method returns a new Update and leaves its receiver as it
 // was, so a base Update can be shared and extended safely.
 type Update struct {
-	actions []action
+	last *actionNode // the last action added (nil: none)
+	n    int
+}
+
+// actionNode is one action of an Update and the actions before it: a
+// list that updates derived from one base share, and never change.
+type actionNode struct {
+	action
+	prev *actionNode
 }
 
 type actionKind uint8
@@ -183,9 +191,18 @@ type action struct {
 }
 
 func (u Update) with(a action) Update {
-	// Three-index slice: the append always copies, so updates derived from
-	// one base never share their tails.
-	return Update{actions: append(u.actions[:len(u.actions):len(u.actions)], a)}
+	return Update{last: &actionNode{action: a, prev: u.last}, n: u.n + 1}
+}
+
+// actions returns u's actions in the order they were added.
+func (u Update) actions() []action {
+	out := make([]action, u.n)
+	i := u.n - 1
+	for n := u.last; n != nil; n = n.prev {
+		out[i] = n.action
+		i--
+	}
+	return out
 }
 
 // Set is SET name = v, where v is a [Value] or another attribute's [Name].
@@ -217,7 +234,7 @@ func (u Update) Add(name string, v Value) Update {
 }
 
 // Len returns the number of actions in u.
-func (u Update) Len() int { return len(u.actions) }
+func (u Update) Len() int { return u.n }
 
 // ErrEmptyName is returned by [Build] for an expression that uses an empty
 // attribute name.
@@ -323,6 +340,7 @@ func (b *builder) operand(o Operand) (string, error) {
 func (b *builder) update(u Update) error {
 	// Clauses in a fixed order: SET, REMOVE, ADD. Within a clause, actions
 	// keep the order they were added in.
+	actions := u.actions()
 	for _, clause := range [...]struct {
 		word  string
 		kinds [3]actionKind
@@ -333,7 +351,7 @@ func (b *builder) update(u Update) error {
 		{"ADD", [3]actionKind{actAdd}, 1},
 	} {
 		first := true
-		for _, a := range u.actions {
+		for _, a := range actions {
 			if !kindIn(a.kind, clause.kinds[:clause.n]) {
 				continue
 			}
@@ -379,31 +397,38 @@ func (b *builder) action(a action) error {
 		if err != nil {
 			return err
 		}
-		w.WriteString(n + " " + v)
+		writeAll(w, n, " ", v)
 		return nil
 	case actSet:
 		v, err := b.operand(a.value)
 		if err != nil {
 			return err
 		}
-		w.WriteString(n + " = " + v)
+		writeAll(w, n, " = ", v)
 		return nil
 	case actSetIfNotExists, actSetPlus:
 		v, err := b.operand(a.value)
 		if err != nil {
 			return err
 		}
-		w.WriteString(n + " = if_not_exists(" + n + ", " + v + ")")
+		writeAll(w, n, " = if_not_exists(", n, ", ", v, ")")
 		if a.kind == actSetPlus {
 			d, err := b.value(a.extra)
 			if err != nil {
 				return err
 			}
-			w.WriteString(" + " + d)
+			writeAll(w, " + ", d)
 		}
 		return nil
 	}
 	return fmt.Errorf("store: unknown update action %d", a.kind)
+}
+
+// writeAll writes each of parts to w.
+func writeAll(w *strings.Builder, parts ...string) {
+	for _, p := range parts {
+		w.WriteString(p)
+	}
 }
 
 func (b *builder) condition(w *strings.Builder, c Condition) error {
@@ -419,7 +444,7 @@ func (b *builder) condition(w *strings.Builder, c Condition) error {
 		if err != nil {
 			return err
 		}
-		w.WriteString(l + " " + comparators[c.op] + " " + r)
+		writeAll(w, l, " ", comparators[c.op], " ", r)
 	case opBetween:
 		var s [3]string
 		for i := range s {
@@ -428,7 +453,7 @@ func (b *builder) condition(w *strings.Builder, c Condition) error {
 				return err
 			}
 		}
-		w.WriteString(s[0] + " BETWEEN " + s[1] + " AND " + s[2])
+		writeAll(w, s[0], " BETWEEN ", s[1], " AND ", s[2])
 	case opBeginsWith:
 		n, err := b.operand(c.operands[0])
 		if err != nil {
@@ -438,7 +463,7 @@ func (b *builder) condition(w *strings.Builder, c Condition) error {
 		if err != nil {
 			return err
 		}
-		w.WriteString("begins_with(" + n + ", " + p + ")")
+		writeAll(w, "begins_with(", n, ", ", p, ")")
 	case opExists, opNotExists:
 		n, err := b.operand(c.operands[0])
 		if err != nil {
@@ -448,7 +473,7 @@ func (b *builder) condition(w *strings.Builder, c Condition) error {
 		if c.op == opNotExists {
 			fn = "attribute_not_exists("
 		}
-		w.WriteString(fn + n + ")")
+		writeAll(w, fn, n, ")")
 	case opNot:
 		w.WriteString("NOT (")
 		if err := b.condition(w, c.children[0]); err != nil {
