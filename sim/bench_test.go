@@ -90,7 +90,7 @@ func BenchmarkAcquireAlone(b *testing.B) {
 func benchAcquireAlone(b *testing.B, limit limiter.Limit, adjust bool, path limiter.Path) {
 	clk := memsim.NewManualClock(memsim.Epoch())
 	st := memsim.New(memsim.WithClock(clk), memsim.WithStream(false), memsim.WithPartitionLimits(0, 0),
-		memsim.WithSharedResults(true), memsim.WithViews(true))
+		memsim.WithSharedResults(true))
 	onPath := 0
 	l, err := limiter.New(st, limiter.WithClock(clk), limiter.WithNamespace("bench"), limiter.WithLogger(discard),
 		limiter.WithObserver(limiter.ObserverFunc(func(e limiter.Event) {

@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
 	"strings"
-	"unsafe"
 )
 
 // Expr is an expression in the form DynamoDB accepts: an update expression
@@ -15,23 +13,13 @@ import (
 // placeholders, bound by Names ("#a0" -> "b_rpm_tk") and Values (":v0" ->
 // Int(-1000)). Either expression may be empty.
 //
-// Build one with [Build], or with a [Template] for a shape used over and
-// over; a hand-written Expr is also accepted by every backend, which must
-// then validate it as DynamoDB does. Backends read the values through
-// [Expr.ValueMap] (Values is nil in an Expr made by [Template.Compact]).
+// Build one with [Build]. A hand-written Expr is also accepted by every
+// backend, which must then validate it as DynamoDB does.
 type Expr struct {
 	Update    string
 	Condition string
 	Names     map[string]string
 	Values    map[string]Value
-
-	// Set by Template.Expr: the template, the values of its placeholders
-	// in order (nil unless every one is valid), and the identity of the
-	// Values map it made (so that an Expr changed since is noticed; see
-	// [Expr.Template]).
-	tmpl   *Template
-	args   []Value
-	values unsafe.Pointer
 }
 
 // IsZero reports whether e has neither an update nor a condition.
@@ -39,74 +27,17 @@ func (e Expr) IsZero() bool { return e.Update == "" && e.Condition == "" }
 
 // Equal reports whether e and o are the same request: the same expression
 // strings, the same Names and the same Values (a nil map and an empty one
-// differ, as they do for DynamoDB). How they were made, by [Build], by a
-// [Template] or by hand, does not matter.
+// differ, as they do for DynamoDB).
 func (e Expr) Equal(o Expr) bool {
-	ev, ov := e.ValueMap(), o.ValueMap()
 	return e.Update == o.Update && e.Condition == o.Condition &&
 		(e.Names == nil) == (o.Names == nil) && maps.Equal(e.Names, o.Names) &&
-		(ev == nil) == (ov == nil) && maps.Equal(ev, ov)
+		(e.Values == nil) == (o.Values == nil) && maps.Equal(e.Values, o.Values)
 }
 
-// Clone returns a copy of e that shares nothing its maker may reuse: its
-// values (Values, or those of a [Template]'s form) and its Names are
-// copied; a template's own Names, which never change, are shared. The
-// copy keeps e's template form (see [Expr.Template]). A [Store] that keeps
-// an input after the call returns keeps a Clone of its Expr.
+// Clone returns a copy of e that shares no map with it.
 func (e Expr) Clone() Expr {
-	t, _ := e.Template()
-	c := e
-	c.args = slices.Clone(e.args)
-	if e.Values != nil {
-		c.Values = maps.Clone(e.Values)
-		if t != nil {
-			c.values = mapID(c.Values) // still the template's map
-		}
-	}
-	if t == nil {
-		c.Names = maps.Clone(e.Names)
-	}
-	return c
-}
-
-// ValueMap returns the values of e's placeholders: e.Values, or, for an Expr
-// made by [Template.Compact] (whose Values is nil), a map made from its
-// template form. Backends that read the maps read this one.
-func (e Expr) ValueMap() map[string]Value {
-	if e.Values != nil || e.tmpl == nil || e.args == nil {
-		return e.Values
-	}
-	if _, args := e.Template(); args == nil {
-		return e.Values // changed since it was made: its own fields rule
-	}
-	m := make(map[string]Value, len(e.args))
-	for i, v := range e.args {
-		m[e.tmpl.placeholders[i]] = v
-	}
-	return m
-}
-
-// Template returns the template e was made from and the values of its
-// value placeholders in order (":v0", ":v1", ..., see
-// [Template.ValuePlaceholders]; constants included), or nil, nil when e was
-// built otherwise, when its Update, Condition, Names or Values field has
-// been replaced since, or when some placeholder has no valid value (a slot
-// left without one, a zero Value). Backends use it to run the template's
-// pre-parsed form instead of parsing the strings; the result must be the
-// same as from the strings and maps. The slice must not be modified.
-func (e Expr) Template() (*Template, []Value) {
-	t := e.tmpl
-	if t == nil || e.Update != t.update || e.Condition != t.condition ||
-		mapID(e.Names) != mapID(t.names) || mapID(e.Values) != e.values ||
-		len(e.args) != len(t.values) || e.args == nil && len(t.values) > 0 {
-		return nil, nil
-	}
-	return t, e.args
-}
-
-// mapID is the identity of a map (nil for a nil map).
-func mapID[K comparable, V any](m map[K]V) unsafe.Pointer {
-	return *(*unsafe.Pointer)(unsafe.Pointer(&m))
+	e.Names, e.Values = maps.Clone(e.Names), maps.Clone(e.Values)
+	return e
 }
 
 // Operand is one side of a comparison: a [Name] or a [Value].
@@ -231,7 +162,15 @@ func (c Condition) And(cs ...Condition) Condition {
 // actions. Each method returns a new Update and leaves its receiver as it
 // was, so a base Update can be shared and extended safely.
 type Update struct {
-	actions []action
+	last *actionNode // the last action added (nil: none)
+	n    int
+}
+
+// actionNode is one action of an Update and the actions before it: a
+// list that updates derived from one base share, and never change.
+type actionNode struct {
+	action
+	prev *actionNode
 }
 
 type actionKind uint8
@@ -252,9 +191,18 @@ type action struct {
 }
 
 func (u Update) with(a action) Update {
-	// Three-index slice: the append always copies, so updates derived from
-	// one base never share their tails.
-	return Update{actions: append(u.actions[:len(u.actions):len(u.actions)], a)}
+	return Update{last: &actionNode{action: a, prev: u.last}, n: u.n + 1}
+}
+
+// actions returns u's actions in the order they were added.
+func (u Update) actions() []action {
+	out := make([]action, u.n)
+	i := u.n - 1
+	for n := u.last; n != nil; n = n.prev {
+		out[i] = n.action
+		i--
+	}
+	return out
 }
 
 // Set is SET name = v, where v is a [Value] or another attribute's [Name].
@@ -286,7 +234,7 @@ func (u Update) Add(name string, v Value) Update {
 }
 
 // Len returns the number of actions in u.
-func (u Update) Len() int { return len(u.actions) }
+func (u Update) Len() int { return u.n }
 
 // ErrEmptyName is returned by [Build] for an expression that uses an empty
 // attribute name.
@@ -353,7 +301,6 @@ type builder struct {
 	names     []string
 	nameIdx   map[string]int
 	values    []Value
-	slots     bool // Compile: store.Slot values are allowed
 }
 
 func (b *builder) name(n Name) (string, error) {
@@ -373,13 +320,7 @@ func (b *builder) name(n Name) (string, error) {
 }
 
 func (b *builder) value(v Value) (string, error) {
-	if i, ok := v.slot(); ok && b.slots {
-		if i < 0 {
-			return "", fmt.Errorf("store: template slot %d is negative", i)
-		}
-	} else if ok {
-		return "", fmt.Errorf("store: expression uses store.Slot(%d) outside a template: use Compile", i)
-	} else if !v.IsValid() {
+	if !v.IsValid() {
 		return "", errors.New("store: expression uses an invalid (zero) Value")
 	}
 	b.values = append(b.values, v)
@@ -399,6 +340,7 @@ func (b *builder) operand(o Operand) (string, error) {
 func (b *builder) update(u Update) error {
 	// Clauses in a fixed order: SET, REMOVE, ADD. Within a clause, actions
 	// keep the order they were added in.
+	actions := u.actions()
 	for _, clause := range [...]struct {
 		word  string
 		kinds [3]actionKind
@@ -409,7 +351,7 @@ func (b *builder) update(u Update) error {
 		{"ADD", [3]actionKind{actAdd}, 1},
 	} {
 		first := true
-		for _, a := range u.actions {
+		for _, a := range actions {
 			if !kindIn(a.kind, clause.kinds[:clause.n]) {
 				continue
 			}
@@ -455,31 +397,38 @@ func (b *builder) action(a action) error {
 		if err != nil {
 			return err
 		}
-		w.WriteString(n + " " + v)
+		writeAll(w, n, " ", v)
 		return nil
 	case actSet:
 		v, err := b.operand(a.value)
 		if err != nil {
 			return err
 		}
-		w.WriteString(n + " = " + v)
+		writeAll(w, n, " = ", v)
 		return nil
 	case actSetIfNotExists, actSetPlus:
 		v, err := b.operand(a.value)
 		if err != nil {
 			return err
 		}
-		w.WriteString(n + " = if_not_exists(" + n + ", " + v + ")")
+		writeAll(w, n, " = if_not_exists(", n, ", ", v, ")")
 		if a.kind == actSetPlus {
 			d, err := b.value(a.extra)
 			if err != nil {
 				return err
 			}
-			w.WriteString(" + " + d)
+			writeAll(w, " + ", d)
 		}
 		return nil
 	}
 	return fmt.Errorf("store: unknown update action %d", a.kind)
+}
+
+// writeAll writes each of parts to w.
+func writeAll(w *strings.Builder, parts ...string) {
+	for _, p := range parts {
+		w.WriteString(p)
+	}
 }
 
 func (b *builder) condition(w *strings.Builder, c Condition) error {
@@ -495,7 +444,7 @@ func (b *builder) condition(w *strings.Builder, c Condition) error {
 		if err != nil {
 			return err
 		}
-		w.WriteString(l + " " + comparators[c.op] + " " + r)
+		writeAll(w, l, " ", comparators[c.op], " ", r)
 	case opBetween:
 		var s [3]string
 		for i := range s {
@@ -504,7 +453,7 @@ func (b *builder) condition(w *strings.Builder, c Condition) error {
 				return err
 			}
 		}
-		w.WriteString(s[0] + " BETWEEN " + s[1] + " AND " + s[2])
+		writeAll(w, s[0], " BETWEEN ", s[1], " AND ", s[2])
 	case opBeginsWith:
 		n, err := b.operand(c.operands[0])
 		if err != nil {
@@ -514,7 +463,7 @@ func (b *builder) condition(w *strings.Builder, c Condition) error {
 		if err != nil {
 			return err
 		}
-		w.WriteString("begins_with(" + n + ", " + p + ")")
+		writeAll(w, "begins_with(", n, ", ", p, ")")
 	case opExists, opNotExists:
 		n, err := b.operand(c.operands[0])
 		if err != nil {
@@ -524,7 +473,7 @@ func (b *builder) condition(w *strings.Builder, c Condition) error {
 		if c.op == opNotExists {
 			fn = "attribute_not_exists("
 		}
-		w.WriteString(fn + n + ")")
+		writeAll(w, fn, n, ")")
 	case opNot:
 		w.WriteString("NOT (")
 		if err := b.condition(w, c.children[0]); err != nil {

@@ -11,14 +11,6 @@ import "context"
 //
 // Writes never apply partially. A method that returns an error other than an
 // [*UnavailableError] with OutcomeUnknown set changed nothing.
-//
-// A method keeps nothing of its input once it returns: the caller may
-// reuse what the input refers to (the values of an [Expr], an [Item], a
-// slice of keys or writes) for its next call, and the limiter does (an
-// acquire fills its write's expression values into a buffer it reuses).
-// An implementation or a wrapper that needs an input after the call, such
-// as one that applies a request after answering its caller or one that
-// records requests, keeps a copy: [Expr.Clone], [Item.Clone].
 type Store interface {
 	// Get reads one item. A missing item is not an error: the output's Item
 	// is nil.
@@ -145,13 +137,9 @@ type CheckInput struct {
 // WriteOutput is the result of a single-item write.
 type WriteOutput struct {
 	// Attributes holds what the input's Return asked for; nil for
-	// ReturnNone, and nil when the backend handed the result out as View.
+	// ReturnNone.
 	Attributes Item
-	// View holds what Return asked for when the backend hands results out
-	// as read-only views instead of maps (memsim's WithViews); Attributes
-	// is then nil. Read either with [WriteOutput.Image].
-	View     View
-	Consumed Capacity
+	Consumed   Capacity
 }
 
 // TransactAction is one action of a transaction: exactly one field is set.
