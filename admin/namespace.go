@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -171,8 +172,8 @@ func (a *Admin) Namespace(ctx context.Context) (NamespaceInfo, error) {
 	return c.info, nil
 }
 
-// DeleteOptions tunes DeleteNamespace.
-type DeleteOptions struct {
+// DeleteNamespaceOptions tunes DeleteNamespace.
+type DeleteNamespaceOptions struct {
 	// WriteUnitsPerSecond bounds the write capacity the deletes consume,
 	// as the store reports it (a delete costs one unit per KB of the item,
 	// at least one, plus one per index entry it removes: a bucket item
@@ -181,8 +182,8 @@ type DeleteOptions struct {
 	// can absorb, so that the data planes of other namespaces are not
 	// throttled.
 	WriteUnitsPerSecond float64
-	// Progress, when set, is called after each batch of deletes with the
-	// counts of the items deleted so far.
+	// Progress, when set, is called after each batch of deletes, on the
+	// calling goroutine, with the counts of the items deleted so far.
 	Progress func(deleted NamespaceInfo)
 }
 
@@ -207,8 +208,9 @@ const (
 // It returns the counts of what it deleted.
 //
 // It scans the table a page at a time (the cost of Namespace) and deletes
-// each page's items in batches of 25 single-item deletes, paced to
-// opts.WriteUnitsPerSecond; a throttled delete is retried after a backoff
+// each page's items in batches of 25 single-item deletes, paced by the
+// wall clock to opts.WriteUnitsPerSecond (the scan's reads are not paced);
+// a throttled delete is retried after a backoff
 // (50 ms, doubling to 5 s). It keeps no state outside the table: when it
 // is interrupted (a cancelled context, a failure), what it deleted is gone
 // and running it again deletes the rest. The deletes are not a
@@ -220,13 +222,13 @@ const (
 // buckets, which a scan already past them does not see; run it again, or
 // check with Namespace. A namespace without any item is an error matching
 // ErrUnknownNamespace, and nothing is written.
-func (a *Admin) DeleteNamespace(ctx context.Context, opts DeleteOptions) (NamespaceInfo, error) {
+func (a *Admin) DeleteNamespace(ctx context.Context, opts DeleteNamespaceOptions) (NamespaceInfo, error) {
 	if err := a.begin(ctx); err != nil {
 		return NamespaceInfo{}, err
 	}
 	rate := opts.WriteUnitsPerSecond
-	if rate < 0 || rate != rate {
-		return NamespaceInfo{}, invalid("WriteUnitsPerSecond", "%v must be positive (0: %d)", rate, DefaultDeleteRate)
+	if rate < 0 || math.IsNaN(rate) {
+		return NamespaceInfo{}, invalid("WriteUnitsPerSecond", "%v must not be negative (0 means DefaultDeleteRate, %d)", rate, DefaultDeleteRate)
 	}
 	if rate == 0 {
 		rate = DefaultDeleteRate

@@ -85,7 +85,7 @@ func TestDeleteNamespaceOnDynamoDBLocal(t *testing.T) {
 	if err != nil || info.Items != n {
 		t.Fatalf("Namespace() = %+v, %v; want %d items", info, err, n)
 	}
-	deleted, err := adm.DeleteNamespace(ctx, admin.DeleteOptions{WriteUnitsPerSecond: 100_000})
+	deleted, err := adm.DeleteNamespace(ctx, admin.DeleteNamespaceOptions{WriteUnitsPerSecond: 100_000})
 	if err != nil || deleted != info {
 		t.Fatalf("DeleteNamespace() = %+v, %v; want %+v", deleted, err, info)
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // fast is a delete rate that never waits in tests.
-var fast = DeleteOptions{WriteUnitsPerSecond: 1e12}
+var fast = DeleteNamespaceOptions{WriteUnitsPerSecond: 1e12}
 
 // seedNamespace fills namespace ns with one item or more of every kind,
 // through the planes that write them (a limiter, an Admin) and, for the
@@ -94,7 +94,7 @@ func TestNamespaceListShowDelete(t *testing.T) {
 	}
 	kept := e.itemsOutside("ns")
 	var calls int
-	deleted, err := a.DeleteNamespace(e.ctx, DeleteOptions{WriteUnitsPerSecond: 1e12, Progress: func(NamespaceInfo) { calls++ }})
+	deleted, err := a.DeleteNamespace(e.ctx, DeleteNamespaceOptions{WriteUnitsPerSecond: 1e12, Progress: func(NamespaceInfo) { calls++ }})
 	if err != nil || deleted != want {
 		t.Fatalf("DeleteNamespace() = %+v, %v; want %+v", deleted, err, want)
 	}
@@ -185,7 +185,7 @@ func TestNamespaceBadInput(t *testing.T) {
 	if _, err := unknown.Namespace(e.ctx); !errors.Is(err, ErrUnknownNamespace) {
 		t.Errorf("Namespace of an unknown namespace: %v, want ErrUnknownNamespace", err)
 	}
-	if _, err := e.admin("ns").DeleteNamespace(e.ctx, DeleteOptions{WriteUnitsPerSecond: -1}); !isField(err, "WriteUnitsPerSecond") {
+	if _, err := e.admin("ns").DeleteNamespace(e.ctx, DeleteNamespaceOptions{WriteUnitsPerSecond: -1}); !isField(err, "WriteUnitsPerSecond") {
 		t.Errorf("DeleteNamespace with a negative rate: %v, want a validation error on WriteUnitsPerSecond", err)
 	}
 	var nilAdmin *Admin

@@ -136,7 +136,7 @@ func namespaceDelete(c *cmdCtx, yes bool, rate int) error {
 	ctx, stop := signal.NotifyContext(c.ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	next := 1000
-	deleted, err := adm.DeleteNamespace(ctx, admin.DeleteOptions{WriteUnitsPerSecond: float64(rate),
+	deleted, err := adm.DeleteNamespace(ctx, admin.DeleteNamespaceOptions{WriteUnitsPerSecond: float64(rate),
 		Progress: func(d admin.NamespaceInfo) {
 			if d.Items >= next {
 				fmt.Fprintf(c.stderr, "%d items deleted\n", d.Items)

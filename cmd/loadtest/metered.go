@@ -162,6 +162,7 @@ func (m *metered) Query(ctx context.Context, in store.QueryInput) (store.QueryOu
 		func(o store.QueryOutput) store.Capacity { return o.Consumed })
 }
 
+// Scan is counted with the queries: the load never scans.
 func (m *metered) Scan(ctx context.Context, in store.ScanInput) (store.ScanOutput, error) {
 	return call(m, ctx, opQuery, func() (store.ScanOutput, error) { return m.Store.Scan(ctx, in) },
 		func(o store.ScanOutput) store.Capacity { return o.Consumed })
