@@ -177,7 +177,7 @@ type DeleteNamespaceOptions struct {
 	// WriteUnitsPerSecond bounds the write capacity the deletes consume,
 	// as the store reports it (a delete costs one unit per KB of the item,
 	// at least one, plus one per index entry it removes: a bucket item
-	// costs three). 0 means DefaultDeleteRate. Keep it well under the
+	// costs at least three). 0 means DefaultDeleteRate. Keep it well under the
 	// table's provisioned write capacity, or under what on-demand traffic
 	// can absorb, so that the data planes of other namespaces are not
 	// throttled.
