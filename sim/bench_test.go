@@ -166,6 +166,9 @@ func (stubStore) TransactWrite(context.Context, store.TransactWriteInput) (store
 func (stubStore) Query(context.Context, store.QueryInput) (store.QueryOutput, error) {
 	return store.QueryOutput{}, nil
 }
+func (stubStore) Scan(context.Context, store.ScanInput) (store.ScanOutput, error) {
+	return store.ScanOutput{}, nil
+}
 func (stubStore) WriteConcurrently(context.Context, []store.Write) []store.WriteResult { return nil }
 func (stubStore) StreamLen() uint64                                                    { return 0 }
 func (stubStore) Stream(uint64) []memsim.Record                                        { return nil }

@@ -15,7 +15,9 @@
 //   - Reads: GetItem, BatchGetItem (at most 100 distinct keys, answers
 //     aligned with the keys), Query on the table or an index (partition key
 //     equality, sort key begins_with, ascending order; keys-only index items
-//     carry only the table and index keys).
+//     carry only the table and index keys), Scan (pages in key order, a
+//     partition-key prefix filter; neither throttled nor faulted, and not
+//     in the totals: it serves operator commands).
 //   - Capacity: item sizes as DynamoDB counts them ([ItemSize]), write
 //     units per started KB of the larger of the old and new item (failed
 //     conditions included), read units per started 4 KB (half for eventually
