@@ -44,7 +44,7 @@ func (s *Store) Scan(ctx context.Context, in store.ScanInput) (store.ScanOutput,
 		e := s.at(k)
 		size += e.size
 		if strings.HasPrefix(k.PK, in.PartitionKeyPrefix) {
-			out.Items = append(out.Items, e.item.copyItem())
+			out.Items = append(out.Items, clone(e.item))
 		}
 	}
 	if size > 0 {
