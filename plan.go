@@ -54,10 +54,6 @@ func (bp bucketPlan) part(m *engine.Charge, now int64) leasePart {
 	return leasePart{p: bp, shard: m.Shard, n: m.N, img: m.Img, at: now}
 }
 
-// LocalRefusalAge is the oldest item of a bucket a refusal is answered
-// from without a store call (see WithLocalRefusals).
-const LocalRefusalAge = time.Duration(engine.LocalRefusalAge) * time.Millisecond
-
 // attrEntity is the entity id attribute, on bucket and entity items.
 const attrEntity = keys.AttrEntity
 

@@ -3,7 +3,7 @@ package sim
 import (
 	"cmp"
 	"fmt"
-	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/internal/engine"
 	"math"
 	"math/bits"
 	"slices"
@@ -1053,10 +1053,10 @@ func (c *Checker) liveness(op *Op, eff *Effects, roles [2]int32) {
 		if c.buckets[bi].shards > 1 {
 			return // a retry may land on another shard than the one that refused
 		}
-		if rt.Local && c.buckets[bi].changedBy(op.Client, rt.Start-int64(limiter.LocalRefusalAge)) {
+		if rt.Local && c.buckets[bi].changedBy(op.Client, rt.Start-engine.LocalRefusalAge) {
 			// A refusal answered from the limiter's last item: its wait
 			// assumed no one consumed since that item, which may predate
-			// the refusal by up to LocalRefusalAge.
+			// the refusal by up to a second (engine.LocalRefusalAge).
 			return
 		}
 		other += int64(c.buckets[bi].changes - rt.Snapshot[r] - rt.Own[r] - eff.Changes[r])
