@@ -1053,7 +1053,7 @@ func (c *Checker) liveness(op *Op, eff *Effects, roles [2]int32) {
 		if c.buckets[bi].shards > 1 {
 			return // a retry may land on another shard than the one that refused
 		}
-		if rt.Local && c.buckets[bi].changedBy(op.Client, rt.Start-engine.LocalRefusalAge) {
+		if rt.Local && c.buckets[bi].changedBy(op.Client, rt.Start-engine.LocalRefusalAge*int64(time.Millisecond)) {
 			// A refusal answered from the limiter's last item: its wait
 			// assumed no one consumed since that item, which may predate
 			// the refusal by up to a second (engine.LocalRefusalAge).
