@@ -275,26 +275,27 @@ func Build(u Update, c Condition) (Expr, error) {
 	// comparison.
 	parts := u.n + c.leaves()
 	b.w.Grow(24 * parts)
-	b.names = make([]string, 0, parts)
-	b.values = make([]Value, 0, parts+1)
+	b.names = make([]placed[string], 0, parts)
+	b.values = make([]placed[Value], 0, parts+1)
 	b.update(u)
 	split := b.w.Len()
 	b.condition(c)
 	if b.err != nil {
 		return Expr{}, b.err
 	}
+	// The maps' keys are the placeholders as the text spells them.
 	text := b.w.String()
 	e := Expr{Update: text[:split], Condition: text[split:]}
 	if len(b.names) > 0 {
 		e.Names = make(map[string]string, len(b.names))
-		for i, n := range b.names {
-			e.Names[placeholder(namePrefix, i)] = n
+		for _, n := range b.names {
+			e.Names[text[n.from:n.to]] = n.v
 		}
 	}
 	if len(b.values) > 0 {
 		e.Values = make(map[string]Value, len(b.values))
-		for i, v := range b.values {
-			e.Values[placeholder(valuePrefix, i)] = v
+		for _, v := range b.values {
+			e.Values[text[v.from:v.to]] = v.v
 		}
 	}
 	return e, nil
@@ -316,8 +317,6 @@ const (
 	valuePrefix = ":v"
 )
 
-func placeholder(prefix string, i int) string { return prefix + strconv.Itoa(i) }
-
 // leaves returns the number of comparisons and functions in c.
 func (c Condition) leaves() int {
 	switch c.op {
@@ -338,9 +337,16 @@ func (c Condition) leaves() int {
 // first error stops nothing but is kept in err, for Build to return.
 type builder struct {
 	w      strings.Builder
-	names  []string // by placeholder index
-	values []Value  // by placeholder index
+	names  []placed[string] // by placeholder index
+	values []placed[Value]  // by placeholder index
 	err    error
+}
+
+// placed is a name or value and where its placeholder is in the text
+// (the first place, for a name used more than once).
+type placed[T any] struct {
+	v        T
+	from, to int
 }
 
 func (b *builder) fail(err error) {
@@ -356,11 +362,13 @@ func (b *builder) text(parts ...string) {
 	}
 }
 
-// placeholder writes prefix and i.
-func (b *builder) placeholder(prefix string, i int) {
+// placeholder writes prefix and i, and returns where they are in w.
+func (b *builder) placeholder(prefix string, i int) (from, to int) {
 	var digits [20]byte
+	from = b.w.Len()
 	b.w.WriteString(prefix)
 	b.w.Write(strconv.AppendInt(digits[:0], int64(i), 10))
+	return from, b.w.Len()
 }
 
 // name writes n's placeholder: the one it already has, or the next.
@@ -368,12 +376,13 @@ func (b *builder) name(n Name) {
 	if n == "" {
 		b.fail(ErrEmptyName)
 	}
-	i := slices.Index(b.names, string(n))
-	if i < 0 {
-		i = len(b.names)
-		b.names = append(b.names, string(n))
+	i := slices.IndexFunc(b.names, func(p placed[string]) bool { return p.v == string(n) })
+	if i >= 0 {
+		b.placeholder(namePrefix, i)
+		return
 	}
-	b.placeholder(namePrefix, i)
+	from, to := b.placeholder(namePrefix, len(b.names))
+	b.names = append(b.names, placed[string]{string(n), from, to})
 }
 
 // value writes the next value placeholder, for v.
@@ -381,8 +390,8 @@ func (b *builder) value(v Value) {
 	if !v.IsValid() {
 		b.fail(errors.New("store: expression uses an invalid (zero) Value"))
 	}
-	b.values = append(b.values, v)
-	b.placeholder(valuePrefix, len(b.values)-1)
+	from, to := b.placeholder(valuePrefix, len(b.values))
+	b.values = append(b.values, placed[Value]{v, from, to})
 }
 
 func (b *builder) operand(o operand) {
