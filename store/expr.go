@@ -216,12 +216,10 @@ func (u Update) with(a action) Update {
 }
 
 // actions returns u's actions in the order they were added.
-func (u Update) actions() []action {
-	out := make([]action, u.n)
-	i := u.n - 1
-	for n := u.last; n != nil; n = n.prev {
-		out[i] = n.action
-		i--
+func (u Update) actions() []*action {
+	out := make([]*action, u.n)
+	for n, i := u.last, u.n-1; n != nil; n, i = n.prev, i-1 {
+		out[i] = &n.action
 	}
 	return out
 }
@@ -434,7 +432,7 @@ func (b *builder) update(u Update) {
 	}
 }
 
-func (b *builder) action(a action) {
+func (b *builder) action(a *action) {
 	b.name(a.name)
 	switch a.kind {
 	case actRemove:
