@@ -269,10 +269,10 @@ var ErrEmptyName = errors.New("store: expression uses an empty attribute name")
 // attributes): backends answer those with a ValidationError.
 func Build(u Update, c Condition) (Expr, error) {
 	var b builder
-	// One string holds both expressions, about 24 bytes per action or
+	// One string holds both expressions, about 16 bytes per action or
 	// comparison.
 	parts := u.n + c.leaves()
-	b.w.Grow(24 * parts)
+	b.w.Grow(16 * parts)
 	b.names = make([]placed[string], 0, parts)
 	b.values = make([]placed[Value], 0, parts+1)
 	b.update(u)
