@@ -1,7 +1,5 @@
 package sim
 
-import "container/heap"
-
 // evKind is what a scheduled event does.
 type evKind uint8
 
@@ -21,9 +19,9 @@ type event struct {
 	kind evKind
 }
 
-// eventHeap is a min-heap of events ordered by (at, seq), on
-// container/heap. (at, seq) is a total order, so the order of pops does
-// not depend on the heap's shape.
+// eventHeap is a binary min-heap of events ordered by (at, seq): h[i]
+// comes before its children h[2i+1] and h[2i+2]. (at, seq) is a total
+// order, so the order of pops does not depend on the heap's shape.
 type eventHeap []event
 
 // before reports whether a comes before b.
@@ -35,19 +33,39 @@ func (a *event) before(b *event) bool {
 }
 
 // push adds e.
-func (h *eventHeap) push(e event) { heap.Push(h, e) }
+func (h *eventHeap) push(e event) {
+	*h = append(*h, e)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !s[i].before(&s[parent]) {
+			break
+		}
+		s[i], s[parent] = s[parent], s[i]
+		i = parent
+	}
+}
 
 // pop removes and returns the first event; the heap must not be empty.
-func (h *eventHeap) pop() event { return heap.Pop(h).(event) }
-
-// The methods of heap.Interface.
-func (h eventHeap) Len() int           { return len(h) }
-func (h eventHeap) Less(i, j int) bool { return h[i].before(&h[j]) }
-func (h eventHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)        { *h = append(*h, x.(event)) }
-func (h *eventHeap) Pop() any {
+func (h *eventHeap) pop() event {
 	s := *h
-	e := s[len(s)-1]
-	*h = s[:len(s)-1]
-	return e
+	first := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s = s[:last]
+	for i := 0; ; {
+		least := i
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < len(s) && s[c].before(&s[least]) {
+				least = c
+			}
+		}
+		if least == i {
+			break
+		}
+		s[i], s[least] = s[least], s[i]
+		i = least
+	}
+	*h = s
+	return first
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -50,6 +51,25 @@ type Name string
 func (Name) operand()  {}
 func (Value) operand() {}
 
+// operand is an Operand as a condition or an action holds it.
+type operand struct {
+	isName bool
+	name   Name
+	value  Value
+}
+
+// toOperand returns o as an operand (nil: the zero Value, which Build
+// rejects).
+func toOperand(o Operand) operand {
+	switch o := o.(type) {
+	case Name:
+		return operand{isName: true, name: o}
+	case Value:
+		return operand{value: o}
+	}
+	return operand{}
+}
+
 // Equal is the condition n = o.
 func (n Name) Equal(o Operand) Condition { return compare(opEq, n, o) }
 
@@ -70,19 +90,19 @@ func (n Name) GreaterThanEqual(o Operand) Condition { return compare(opGe, n, o)
 
 // Between is the condition n BETWEEN lo AND hi (inclusive at both ends).
 func (n Name) Between(lo, hi Operand) Condition {
-	return Condition{op: opBetween, operands: []Operand{n, lo, hi}}
+	return Condition{op: opBetween, name: n, args: [2]operand{toOperand(lo), toOperand(hi)}}
 }
 
 // BeginsWith is the condition begins_with(n, prefix).
 func (n Name) BeginsWith(prefix string) Condition {
-	return Condition{op: opBeginsWith, operands: []Operand{n, Str(prefix)}}
+	return Condition{op: opBeginsWith, name: n, args: [2]operand{{value: Str(prefix)}}}
 }
 
 // Exists is the condition attribute_exists(n).
-func (n Name) Exists() Condition { return Condition{op: opExists, operands: []Operand{n}} }
+func (n Name) Exists() Condition { return Condition{op: opExists, name: n} }
 
 // NotExists is the condition attribute_not_exists(n).
-func (n Name) NotExists() Condition { return Condition{op: opNotExists, operands: []Operand{n}} }
+func (n Name) NotExists() Condition { return Condition{op: opNotExists, name: n} }
 
 type condOp uint8
 
@@ -110,12 +130,13 @@ var comparators = [...]string{opEq: "=", opNe: "<>", opLt: "<", opLe: "<=", opGt
 // [And], [Or] and [Not].
 type Condition struct {
 	op       condOp
-	operands []Operand
-	children []Condition
+	name     Name        // a comparison or a function: the attribute it tests
+	args     [2]operand  // its other operands, as many as op takes
+	children []Condition // And, Or, Not
 }
 
 func compare(op condOp, n Name, o Operand) Condition {
-	return Condition{op: op, operands: []Operand{n, o}}
+	return Condition{op: op, name: n, args: [2]operand{toOperand(o)}}
 }
 
 // IsZero reports whether c is the empty condition.
@@ -186,7 +207,7 @@ const (
 type action struct {
 	kind  actionKind
 	name  Name
-	value Operand
+	value operand
 	extra Value // actSetPlus: the increment
 }
 
@@ -195,31 +216,29 @@ func (u Update) with(a action) Update {
 }
 
 // actions returns u's actions in the order they were added.
-func (u Update) actions() []action {
-	out := make([]action, u.n)
-	i := u.n - 1
-	for n := u.last; n != nil; n = n.prev {
-		out[i] = n.action
-		i--
+func (u Update) actions() []*action {
+	out := make([]*action, u.n)
+	for n, i := u.last, u.n-1; n != nil; n, i = n.prev, i-1 {
+		out[i] = &n.action
 	}
 	return out
 }
 
 // Set is SET name = v, where v is a [Value] or another attribute's [Name].
 func (u Update) Set(name string, v Operand) Update {
-	return u.with(action{kind: actSet, name: Name(name), value: v})
+	return u.with(action{kind: actSet, name: Name(name), value: toOperand(v)})
 }
 
 // SetIfNotExists is SET name = if_not_exists(name, v): it writes v only when
 // the attribute is absent.
 func (u Update) SetIfNotExists(name string, v Value) Update {
-	return u.with(action{kind: actSetIfNotExists, name: Name(name), value: v})
+	return u.with(action{kind: actSetIfNotExists, name: Name(name), value: operand{value: v}})
 }
 
 // SetIfNotExistsPlus is SET name = if_not_exists(name, start) + delta: the
 // safe increment of an attribute that may not exist yet.
 func (u Update) SetIfNotExistsPlus(name string, start, delta Value) Update {
-	return u.with(action{kind: actSetPlus, name: Name(name), value: start, extra: delta})
+	return u.with(action{kind: actSetPlus, name: Name(name), value: operand{value: start}, extra: delta})
 }
 
 // Remove is REMOVE name.
@@ -230,7 +249,7 @@ func (u Update) Remove(name string) Update {
 // Add is ADD name v: for a number, adds v to the attribute, which counts as 0
 // when absent (on a missing item too). A negative v subtracts.
 func (u Update) Add(name string, v Value) Update {
-	return u.with(action{kind: actAdd, name: Name(name), value: v})
+	return u.with(action{kind: actAdd, name: Name(name), value: operand{value: v}})
 }
 
 // Len returns the number of actions in u.
@@ -250,14 +269,31 @@ var ErrEmptyName = errors.New("store: expression uses an empty attribute name")
 // attributes): backends answer those with a ValidationError.
 func Build(u Update, c Condition) (Expr, error) {
 	var b builder
-	if err := b.build(u, c); err != nil {
-		return Expr{}, err
+	// One string holds both expressions, about 16 bytes per action or
+	// comparison.
+	parts := u.n + c.leaves()
+	b.w.Grow(16 * parts)
+	b.names = make([]placed[string], 0, parts)
+	b.values = make([]placed[Value], 0, parts+1)
+	b.update(u)
+	split := b.w.Len()
+	b.condition(c)
+	if b.err != nil {
+		return Expr{}, b.err
 	}
-	e := Expr{Update: b.upd.String(), Condition: b.cond.String(), Names: b.nameMap()}
+	// The maps' keys are the placeholders as the text spells them.
+	text := b.w.String()
+	e := Expr{Update: text[:split], Condition: text[split:]}
+	if len(b.names) > 0 {
+		e.Names = make(map[string]string, len(b.names))
+		for _, n := range b.names {
+			e.Names[text[n.from:n.to]] = n.v
+		}
+	}
 	if len(b.values) > 0 {
 		e.Values = make(map[string]Value, len(b.values))
-		for i, v := range b.values {
-			e.Values[valuePlaceholder(i)] = v
+		for _, v := range b.values {
+			e.Values[text[v.from:v.to]] = v.v
 		}
 	}
 	return e, nil
@@ -273,71 +309,98 @@ func MustBuild(u Update, c Condition) Expr {
 	return e
 }
 
-func namePlaceholder(i int) string  { return "#a" + strconv.Itoa(i) }
-func valuePlaceholder(i int) string { return ":v" + strconv.Itoa(i) }
+// A placeholder is a prefix and an index: #a0, :v0.
+const (
+	namePrefix  = "#a"
+	valuePrefix = ":v"
+)
 
-// build renders u, then c.
-func (b *builder) build(u Update, c Condition) error {
-	if err := b.update(u); err != nil {
-		return err
+// leaves returns the number of comparisons and functions in c.
+func (c Condition) leaves() int {
+	switch c.op {
+	case opNone:
+		return 0
+	case opAnd, opOr, opNot:
+		n := 0
+		for _, ch := range c.children {
+			n += ch.leaves()
+		}
+		return n
 	}
-	return b.condition(&b.cond, c)
+	return 1
 }
 
-// nameMap binds the name placeholders (nil when there are none).
-func (b *builder) nameMap() map[string]string {
-	if len(b.names) == 0 {
-		return nil
-	}
-	m := make(map[string]string, len(b.names))
-	for i, n := range b.names {
-		m[namePlaceholder(i)] = n
-	}
-	return m
-}
-
+// builder writes an update expression, then a condition expression, into
+// w, and collects the names and values their placeholders stand for. The
+// first error stops nothing but is kept in err, for Build to return.
 type builder struct {
-	upd, cond strings.Builder
-	names     []string
-	nameIdx   map[string]int
-	values    []Value
+	w      strings.Builder
+	names  []placed[string] // by placeholder index
+	values []placed[Value]  // by placeholder index
+	err    error
 }
 
-func (b *builder) name(n Name) (string, error) {
+// placed is a name or value and where its placeholder is in the text
+// (the first place, for a name used more than once).
+type placed[T any] struct {
+	v        T
+	from, to int
+}
+
+func (b *builder) fail(err error) {
+	if b.err == nil {
+		b.err = err
+	}
+}
+
+// text writes each of parts.
+func (b *builder) text(parts ...string) {
+	for _, p := range parts {
+		b.w.WriteString(p)
+	}
+}
+
+// placeholder writes prefix and i, and returns where they are in w.
+func (b *builder) placeholder(prefix string, i int) (from, to int) {
+	var digits [20]byte
+	from = b.w.Len()
+	b.w.WriteString(prefix)
+	b.w.Write(strconv.AppendInt(digits[:0], int64(i), 10))
+	return from, b.w.Len()
+}
+
+// name writes n's placeholder: the one it already has, or the next.
+func (b *builder) name(n Name) {
 	if n == "" {
-		return "", ErrEmptyName
+		b.fail(ErrEmptyName)
 	}
-	if i, ok := b.nameIdx[string(n)]; ok {
-		return namePlaceholder(i), nil
+	i := slices.IndexFunc(b.names, func(p placed[string]) bool { return p.v == string(n) })
+	if i >= 0 {
+		b.placeholder(namePrefix, i)
+		return
 	}
-	if b.nameIdx == nil {
-		b.nameIdx = make(map[string]int)
-	}
-	i := len(b.names)
-	b.nameIdx[string(n)] = i
-	b.names = append(b.names, string(n))
-	return namePlaceholder(i), nil
+	from, to := b.placeholder(namePrefix, len(b.names))
+	b.names = append(b.names, placed[string]{string(n), from, to})
 }
 
-func (b *builder) value(v Value) (string, error) {
+// value writes the next value placeholder, for v.
+func (b *builder) value(v Value) {
 	if !v.IsValid() {
-		return "", errors.New("store: expression uses an invalid (zero) Value")
+		b.fail(errors.New("store: expression uses an invalid (zero) Value"))
 	}
-	b.values = append(b.values, v)
-	return valuePlaceholder(len(b.values) - 1), nil
+	from, to := b.placeholder(valuePrefix, len(b.values))
+	b.values = append(b.values, placed[Value]{v, from, to})
 }
 
-func (b *builder) operand(o Operand) (string, error) {
-	switch o := o.(type) {
-	case Name:
-		return b.name(o)
-	case Value:
-		return b.value(o)
+func (b *builder) operand(o operand) {
+	if o.isName {
+		b.name(o.name)
+	} else {
+		b.value(o.value)
 	}
-	return "", fmt.Errorf("store: unsupported operand %T", o)
 }
 
-func (b *builder) update(u Update) error {
+func (b *builder) update(u Update) {
 	// Clauses in a fixed order: SET, REMOVE, ADD. Within a clause, actions
 	// keep the order they were added in.
 	actions := u.actions()
@@ -352,134 +415,79 @@ func (b *builder) update(u Update) error {
 	} {
 		first := true
 		for _, a := range actions {
-			if !kindIn(a.kind, clause.kinds[:clause.n]) {
+			if !slices.Contains(clause.kinds[:clause.n], a.kind) {
 				continue
 			}
-			if first {
-				if b.upd.Len() > 0 {
-					b.upd.WriteByte(' ')
-				}
-				b.upd.WriteString(clause.word)
-				b.upd.WriteByte(' ')
-				first = false
-			} else {
-				b.upd.WriteString(", ")
+			switch {
+			case !first:
+				b.text(", ")
+			case b.w.Len() > 0:
+				b.text(" ", clause.word, " ")
+			default:
+				b.text(clause.word, " ")
 			}
-			if err := b.action(a); err != nil {
-				return err
-			}
+			first = false
+			b.action(a)
 		}
 	}
-	return nil
 }
 
-func kindIn(k actionKind, ks []actionKind) bool {
-	for _, x := range ks {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
-
-func (b *builder) action(a action) error {
-	n, err := b.name(a.name)
-	if err != nil {
-		return err
-	}
-	w := &b.upd
+func (b *builder) action(a *action) {
+	b.name(a.name)
 	switch a.kind {
 	case actRemove:
-		w.WriteString(n)
-		return nil
 	case actAdd:
-		v, err := b.operand(a.value)
-		if err != nil {
-			return err
-		}
-		writeAll(w, n, " ", v)
-		return nil
+		b.text(" ")
+		b.operand(a.value)
 	case actSet:
-		v, err := b.operand(a.value)
-		if err != nil {
-			return err
-		}
-		writeAll(w, n, " = ", v)
-		return nil
+		b.text(" = ")
+		b.operand(a.value)
 	case actSetIfNotExists, actSetPlus:
-		v, err := b.operand(a.value)
-		if err != nil {
-			return err
-		}
-		writeAll(w, n, " = if_not_exists(", n, ", ", v, ")")
+		b.text(" = if_not_exists(")
+		b.name(a.name)
+		b.text(", ")
+		b.operand(a.value)
+		b.text(")")
 		if a.kind == actSetPlus {
-			d, err := b.value(a.extra)
-			if err != nil {
-				return err
-			}
-			writeAll(w, " + ", d)
+			b.text(" + ")
+			b.value(a.extra)
 		}
-		return nil
-	}
-	return fmt.Errorf("store: unknown update action %d", a.kind)
-}
-
-// writeAll writes each of parts to w.
-func writeAll(w *strings.Builder, parts ...string) {
-	for _, p := range parts {
-		w.WriteString(p)
+	default:
+		b.fail(fmt.Errorf("store: unknown update action %d", a.kind))
 	}
 }
 
-func (b *builder) condition(w *strings.Builder, c Condition) error {
+func (b *builder) condition(c Condition) {
 	switch c.op {
 	case opNone:
-		return nil
 	case opEq, opNe, opLt, opLe, opGt, opGe:
-		l, err := b.operand(c.operands[0])
-		if err != nil {
-			return err
-		}
-		r, err := b.operand(c.operands[1])
-		if err != nil {
-			return err
-		}
-		writeAll(w, l, " ", comparators[c.op], " ", r)
+		b.name(c.name)
+		b.text(" ", comparators[c.op], " ")
+		b.operand(c.args[0])
 	case opBetween:
-		var s [3]string
-		for i := range s {
-			var err error
-			if s[i], err = b.operand(c.operands[i]); err != nil {
-				return err
-			}
-		}
-		writeAll(w, s[0], " BETWEEN ", s[1], " AND ", s[2])
+		b.name(c.name)
+		b.text(" BETWEEN ")
+		b.operand(c.args[0])
+		b.text(" AND ")
+		b.operand(c.args[1])
 	case opBeginsWith:
-		n, err := b.operand(c.operands[0])
-		if err != nil {
-			return err
-		}
-		p, err := b.operand(c.operands[1])
-		if err != nil {
-			return err
-		}
-		writeAll(w, "begins_with(", n, ", ", p, ")")
-	case opExists, opNotExists:
-		n, err := b.operand(c.operands[0])
-		if err != nil {
-			return err
-		}
-		fn := "attribute_exists("
-		if c.op == opNotExists {
-			fn = "attribute_not_exists("
-		}
-		writeAll(w, fn, n, ")")
+		b.text("begins_with(")
+		b.name(c.name)
+		b.text(", ")
+		b.operand(c.args[0])
+		b.text(")")
+	case opExists:
+		b.text("attribute_exists(")
+		b.name(c.name)
+		b.text(")")
+	case opNotExists:
+		b.text("attribute_not_exists(")
+		b.name(c.name)
+		b.text(")")
 	case opNot:
-		w.WriteString("NOT (")
-		if err := b.condition(w, c.children[0]); err != nil {
-			return err
-		}
-		w.WriteByte(')')
+		b.text("NOT (")
+		b.condition(c.children[0])
+		b.text(")")
 	case opAnd, opOr:
 		sep := " AND "
 		if c.op == opOr {
@@ -487,16 +495,13 @@ func (b *builder) condition(w *strings.Builder, c Condition) error {
 		}
 		for i, ch := range c.children {
 			if i > 0 {
-				w.WriteString(sep)
+				b.text(sep)
 			}
-			w.WriteByte('(')
-			if err := b.condition(w, ch); err != nil {
-				return err
-			}
-			w.WriteByte(')')
+			b.text("(")
+			b.condition(ch)
+			b.text(")")
 		}
 	default:
-		return fmt.Errorf("store: unknown condition operator %d", c.op)
+		b.fail(fmt.Errorf("store: unknown condition operator %d", c.op))
 	}
-	return nil
 }

@@ -67,7 +67,7 @@ func compare(t term) store.Condition {
 
 // build returns the expression emit describes.
 func build(emit func(*builder)) (store.Expr, error) {
-	var b builder
+	b := builder{conds: make([]store.Condition, 0, 8)} // room for the usual write's
 	emit(&b)
 	return store.Build(b.u, store.And(b.conds...))
 }

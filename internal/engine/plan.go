@@ -47,6 +47,9 @@ type specAttrs struct {
 	hd                             string // the limit's hold (see hold.go)
 }
 
+// hiddenAttrs are the hidden limit's, the same in every plan.
+var hiddenAttrs = newSpec(Hidden).specAttrs
+
 func newSpec(l Limit) spec {
 	n := l.Name
 	return spec{specAttrs: &specAttrs{
@@ -96,7 +99,7 @@ func NewPlan(ref keys.Bucket, limits []Limit, consume map[string]int64) *Plan {
 		specs = append(specs, newSpec(l))
 	}
 	sortSpecs(specs)
-	specs = append(specs, newSpec(Hidden))
+	specs = append(specs, spec{specAttrs: hiddenAttrs})
 	sorted := make([]Limit, len(specs))
 	for i := range specs {
 		s := &specs[i]
