@@ -98,37 +98,17 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 	if resource == "" {
 		resource = DefaultResource
 	}
-	memo := l.memo.last.Load()
-	asked := memo.asks(req, resource) // checked when the memo was made
-	if !asked {
-		if err := checkRequest(req, resource); err != nil {
-			return nil, err // bad input is reported as such, breaker or not
-		}
+	if err := checkRequest(req, resource); err != nil {
+		return nil, err // bad input is reported as such, breaker or not
 	}
 	if !l.cfg.noBreaker && !l.breaker.allow(l.nowMs) {
 		tr.ev.BreakerOpen = true
 		return nil, &store.UnavailableError{Op: "acquire", Err: ErrBreakerOpen}
 	}
-	// now is the clock when the settings came from the memo: nothing
-	// waits between that and the first write (0: read it then).
-	var s settings
-	var now int64
-	served := false
-	if asked {
-		t := l.cfg.clock.Now()
-		if s, served = memo.settings(l.meta.gen.Load(), t); served {
-			now = t.UnixMilli()
-		}
-	}
-	var err error
-	if served {
-		tr.ev.Resource = s.resource
-	} else {
-		s, err = l.config(ctx, tr, req)
-	}
+	s, err := l.config(ctx, tr, req)
 	var lease *Lease
 	if err == nil {
-		lease, err = l.charge(ctx, tr, req, s, memo, asked, now)
+		lease, err = l.charge(ctx, tr, req, s)
 	}
 	if !l.cfg.noBreaker {
 		// The jitter is drawn on every call, used or not: the limiter's
@@ -142,28 +122,21 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 }
 
 // charge runs the write engine for an acquire whose configuration is
-// resolved; memo is the limiter's repeat memo when the acquire began
-// (nil: none), and asked says req is its request. now is the clock (Unix
-// ms) when nothing has waited since it was read, else 0.
-func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings, memo *repeatMemo, asked bool, now int64) (*Lease, error) {
+// resolved.
+func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings) (*Lease, error) {
 	if s.entity.Cascade {
 		child := l.newPlan(req.Entity, s.resource, s.limits, req.Consume)
 		parent := l.newPlan(s.entity.Parent, s.resource, s.parent, req.Consume)
 		return l.cascade(ctx, tr, child, parent)
 	}
-	// The lease and room for the image the write returns (and the plan,
-	// unless the memo has it), in one allocation.
-	child, box := l.planned(req, s, memo, asked)
+	child := l.newPlan(req.Entity, s.resource, s.limits, req.Consume)
 	if l.pools != nil && l.cfg.reserve.covers(req.Consume) {
 		if lease, err, done := l.reserved(ctx, tr, child); done {
 			return lease, err
 		}
 	}
 	m := engine.NewCharge(l.mem, child.Plan, l.rng, l.cfg.engine)
-	m.Spare = &box.img
-	if now == 0 || l.pools != nil {
-		now = l.nowMs() // (a reservation's pool may have written)
-	}
+	now := l.nowMs()
 	step, now := l.drive(ctx, tr, now, m.Start(now), m.Feed)
 	if l.pools != nil {
 		switch {
@@ -177,10 +150,9 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 	if step.Done {
 		part = child.part(m, now)
 	}
-	m.Release() // the step and the part hold nothing of it
 	switch {
 	case step.Done:
-		return box.lease(l, part), nil
+		return oneLease(l, part), nil
 	case step.Refused != nil:
 		return nil, child.rateLimited(step.Refused)
 	}

@@ -42,7 +42,7 @@ type RateLimitedError struct {
 	// Parent is true when the limits are the cascade parent's.
 	Parent bool
 	// Local is true when the refusal was answered without a store call,
-	// from the limiter's last item of the bucket (at most LocalRefusalAge
+	// from the limiter's last item of the bucket (at most a second
 	// old; see WithLocalRefusals). Its RetryAfter then assumes no one
 	// consumed since that item was read: other processes' consumption can
 	// make the real wait longer.

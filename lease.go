@@ -3,7 +3,6 @@ package limiter
 import (
 	"context"
 	"errors"
-	"math"
 	"sync"
 
 	"github.com/shardlimit/limiter/bucket"
@@ -17,12 +16,11 @@ import (
 // after Commit or Rollback every method returns ErrLeaseEnded.
 type Lease struct {
 	l     *Limiter
-	parts []leasePart  // the entity's bucket, then the cascade parent's
-	one   [1]leasePart // parts of a lease of one bucket (saves an allocation)
+	parts []leasePart // the entity's bucket, then the cascade parent's
 
 	mu         sync.Mutex
 	ended      bool
-	failedOpen bool // beside ended: one word for both (see soloLease)
+	failedOpen bool
 }
 
 type leasePart struct {
@@ -32,20 +30,13 @@ type leasePart struct {
 	// What the states are computed from: the item the lease's last write
 	// returned and when (or, for a pooled part, the pool's holdings are
 	// added).
-	img *engine.Image
-	at  int64
-	// The shard count, the shard and the flags last, in one word (see
-	// soloLease): both are at most keys.MaxShards.
-	n      int32
-	shard  int16
+	img    *engine.Image
+	at     int64
+	n      int64 // the shard count
+	shard  int
 	pooled bool // served with reservations: refunds go to the pool
 	ok     bool // states computed
 }
-
-// shardCount narrows a bucket's shard count for a leasePart. A count comes
-// from the bucket's item; a write never makes one above keys.MaxShards, and
-// one read from a damaged item saturates rather than wraps.
-func shardCount(n int64) int32 { return int32(min(max(n, 0), math.MaxInt32)) }
 
 // limitStates returns the part's states, computing them the first time.
 // The caller holds le.mu.
@@ -53,7 +44,7 @@ func (le *Lease) limitStates(i int) []LimitState {
 	part := &le.parts[i]
 	if !part.ok {
 		part.ok = true
-		part.states = part.p.states(part.p.Views(part.img, int64(part.n), part.at, false, false))
+		part.states = part.p.states(part.p.Views(part.img, part.n, part.at, false, false))
 		if part.pooled && le.l.pools != nil {
 			for j := range part.states {
 				held := le.l.pools.Held(part.p.Ref, part.states[j].Limit.Name, part.at)
@@ -114,7 +105,7 @@ func (le *Lease) Shard() int {
 	if le == nil || len(le.parts) == 0 {
 		return 0
 	}
-	return int(le.parts[0].shard)
+	return le.parts[0].shard
 }
 
 // Adjust corrects the charge by delta tokens per limit, on the shard(s) the
@@ -248,11 +239,10 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 			tr.ev.Path = PathPool
 			continue
 		}
-		m := engine.NewAdjustWith(l.mem, part.p.Plan, amts, 1, int(part.shard), int64(part.n))
+		m := engine.NewAdjust(l.mem, part.p.WithAmounts(amts), part.shard, part.n)
 		now := l.nowMs()
 		step, now := l.drive(ctx, tr, now, m.Start(now), m.Feed)
 		img, n := m.Img, m.N
-		m.Release() // the step holds nothing of it
 		if step.Err != nil {
 			err = errors.Join(err, step.Err)
 			if store.OutcomeUnknown(step.Err) {
@@ -271,7 +261,7 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 			part.addNet(name, d)
 		}
 		if img != nil {
-			part.img, part.n, part.at, part.ok = img, shardCount(n), now, false
+			part.img, part.n, part.at, part.ok = img, n, now, false
 		}
 	}
 	switch {
@@ -309,9 +299,9 @@ func (l *Limiter) settleWithPool(part *leasePart, milli map[string]int64) bool {
 	}
 	var ok bool
 	if refund {
-		ok = l.pools.Give(part.p.Plan, int(part.shard), milli, now)
+		ok = l.pools.Give(part.p.Plan, part.shard, milli, now)
 	} else {
-		ok = l.pools.Debit(part.p.Plan, int(part.shard), milli, now)
+		ok = l.pools.Debit(part.p.Plan, part.shard, milli, now)
 	}
 	if !ok {
 		return false
@@ -347,7 +337,7 @@ func (part *leasePart) held() map[string]int64 {
 }
 
 // addNet adds d millitokens to what adjusts added to the part's limit
-// name. (A pointer in the part: the lease box stays in its size class.)
+// name.
 func (part *leasePart) addNet(name string, d int64) {
 	if part.net == nil {
 		part.net = new(netAmounts)
@@ -382,33 +372,5 @@ func (n *netAmounts) add(name string, d int64) {
 
 // oneLease returns a lease of one bucket.
 func oneLease(l *Limiter, part leasePart) *Lease {
-	return new(soloLease).lease(l, part)
-}
-
-// soloLease is a lease of one bucket allocated with room for the image
-// the write returns: what an acquire of one bucket allocates once instead
-// of twice. The lease keeps the image. Its size is what every acquire
-// allocates and the collector later sweeps: keep it, and a plannedLease,
-// within the allocator's size classes (TestSoloLeaseFitsItsSizeClass),
-// which is why the structs it holds keep their flags together.
-type soloLease struct {
-	Lease
-	img engine.Image
-}
-
-// plannedLease is a soloLease with the plan of its write: the box of an
-// acquire that builds its plan (see repeatMemo). The lease keeps the plan.
-type plannedLease struct {
-	soloLease
-	plan engine.Plan
-}
-
-// lease makes b's Lease, which must be zero, a lease of one bucket and
-// returns it.
-func (b *soloLease) lease(l *Limiter, part leasePart) *Lease {
-	le := &b.Lease
-	le.l = l
-	le.one[0] = part
-	le.parts = le.one[:]
-	return le
+	return &Lease{l: l, parts: []leasePart{part}}
 }

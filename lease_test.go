@@ -4,7 +4,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-	"unsafe"
 )
 
 var llm = []Limit{PerMinute("rpm", 100), PerMinute("tpm", 10_000)}
@@ -92,21 +91,6 @@ func TestAdjustRejectsUnknownLimitsAndHugeAmounts(t *testing.T) {
 		if err := le.Adjust(e.ctx, d); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Adjust(%v) = %v, want a validation error", d, err)
 		}
-	}
-}
-
-// Every admitted acquire of one bucket allocates one soloLease (the lease
-// and the decoded item), or one plannedLease (with its plan) when the
-// repeat memo has no plan for it: each must stay within its size class of
-// Go's allocator (576 and 768 bytes), or each acquire allocates (and the
-// collector sweeps) more. An object of more than 512 bytes that holds
-// pointers carries an 8-byte header in its allocation.
-func TestSoloLeaseFitsItsSizeClass(t *testing.T) {
-	if n := unsafe.Sizeof(plannedLease{}); n > 768-8 {
-		t.Fatalf("a plannedLease is %d bytes, want at most 760", n)
-	}
-	if n := unsafe.Sizeof(soloLease{}); n > 576-8 {
-		t.Fatalf("a soloLease is %d bytes, want at most 568", n)
 	}
 }
 

@@ -27,7 +27,6 @@ type Limiter struct {
 	breaker breaker
 
 	meta metaCache
-	memo memoState // the last acquire of one bucket (see repeatMemo)
 }
 
 // New returns a limiter over st. It does no I/O: the table's schema

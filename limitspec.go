@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// LimitSyntax is the grammar of a limit written as text, for error messages
+// limitSyntax is the grammar of a limit written as text, for error messages
 // and help: see [ParseLimit].
-const LimitSyntax = "name:rate/period[:burst], such as rpm:100/min or tpm:10000/min:20000"
+const limitSyntax = "name:rate/period[:burst], such as rpm:100/min or tpm:10000/min:20000"
 
 // periodUnits are the period's unit names; each may follow a count (5min).
 var periodUnits = []struct {
@@ -56,7 +56,7 @@ func ParseLimit(s string) (Limit, error) {
 	}
 	fields := strings.Split(s, ":")
 	if len(fields) < 2 || len(fields) > 3 {
-		return Limit{}, invalid(spec, "must be %s", LimitSyntax)
+		return Limit{}, invalid(spec, "must be %s", limitSyntax)
 	}
 	name, ratePeriod := fields[0], fields[1]
 	rateText, periodText, hasPeriod := strings.Cut(ratePeriod, "/")
@@ -68,7 +68,7 @@ func ParseLimit(s string) (Limit, error) {
 		return bad("rate", "%q must be a whole number of tokens between 1 and %d", rateText, MaxTokens)
 	}
 	if !hasPeriod {
-		return bad("period", "is missing: write %s", LimitSyntax)
+		return bad("period", "is missing: write %s", limitSyntax)
 	}
 	period, ok := parsePeriod(periodText)
 	if !ok {

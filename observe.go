@@ -45,27 +45,15 @@ func (t *trace) path(p engine.Path) {
 
 // publicPath maps the engine's paths to the ones an Event reports; the
 // discovery reads are not paths of their own (Event.Path names writes).
-func publicPath(p engine.Path) (Path, bool) {
+func publicPath(p Path) (Path, bool) {
 	switch p {
-	case engine.PathSpeculative, engine.PathAdjust:
+	case engine.PathAdjust:
 		// An adjust's guarded ADD is the speculative write of a correction.
 		return PathSpeculative, true
-	case engine.PathFull:
-		return PathFull, true
-	case engine.PathCreate:
-		return PathCreate, true
-	case engine.PathNormal:
-		return PathNormal, true
-	case engine.PathRetry:
-		return PathRetry, true
-	case engine.PathReject:
-		return PathReject, true
-	case engine.PathLocal:
-		return PathLocal, true
-	case engine.PathDouble:
-		return PathDouble, true
+	case PathNone, engine.PathDiscover, engine.PathUndo:
+		return PathNone, false
 	}
-	return PathNone, false
+	return p, true
 }
 
 // storeDown reports whether err means the store could not answer

@@ -170,39 +170,28 @@ func WithBreaker(on bool) Option { return func(c *config) { c.noBreaker = !on } 
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // Path names the write path an acquire took.
-type Path uint8
+type Path = engine.Path
 
-// Write paths, in the order an acquire may try them, but for PathDouble:
-// it comes last so that the values of the others stay as they are.
+// Write paths, in the order an acquire may try them.
 const (
-	PathNone        Path = iota
-	PathSpeculative      // one conditional ADD, no read: the hot path
-	PathFull             // one blind write that resets a full bucket
-	PathCreate           // the bucket did not exist
-	PathNormal           // refill and consume under the rf lock
-	PathRetry            // consume only, after losing the rf race
-	PathReject           // refused from the returned item, no further I/O
-	PathFailOpen         // the store failed and the policy admitted anyway
-	PathLocal            // refused from the limiter's last item of the bucket, no I/O at all
-	PathPool             // admitted from this process's reservation, no I/O at all
+	PathNone        = engine.PathNone
+	PathSpeculative = engine.PathSpeculative // one conditional ADD, no read: the hot path
+	PathFull        = engine.PathFull        // one blind write that resets a full bucket
+	PathCreate      = engine.PathCreate      // the bucket did not exist
+	PathNormal      = engine.PathNormal      // refill and consume under the rf lock
+	PathRetry       = engine.PathRetry       // consume only, after losing the rf race
+	PathReject      = engine.PathReject      // refused from the returned item, no further I/O
+	PathFailOpen    = engine.PathFailOpen    // the store failed and the policy admitted anyway
+	PathLocal       = engine.PathLocal       // refused from the limiter's last item of the bucket, no I/O at all
+	PathPool        = engine.PathPool        // admitted from this process's reservation, no I/O at all
 	// PathDouble is the doubling of the bucket's shard count (one
 	// conditional write on shard 0, docs/sharding.md). An acquire reports
 	// it when that write was its last: the store refused it (throttled, or
 	// failed), so the acquire ended there, charging nothing. A doubling
 	// that lands is followed by the acquire's charge write, whose path is
 	// reported; Event.ShardDoublings counts it.
-	PathDouble
+	PathDouble = engine.PathDouble
 )
-
-var pathNames = [...]string{"none", "speculative", "full", "create", "normal", "retry", "reject", "fail-open", "local", "pool", "double"}
-
-// String returns the path's name.
-func (p Path) String() string {
-	if int(p) < len(pathNames) {
-		return pathNames[p]
-	}
-	return "unknown"
-}
 
 // Outcome is what a call ended with.
 type Outcome uint8

@@ -17,21 +17,12 @@ type bucketPlan struct {
 // newPlan returns the plan to charge consume (tokens) from an (entity,
 // resource) bucket under limits, which must be valid.
 func (l *Limiter) newPlan(entity, resource string, limits []Limit, consume map[string]int64) bucketPlan {
-	return l.newPlanIn(new(engine.Plan), entity, resource, limits, consume)
-}
-
-// newPlanIn is newPlan building the engine's plan in p, a zero Plan.
-func (l *Limiter) newPlanIn(p *engine.Plan, entity, resource string, limits []Limit, consume map[string]int64) bucketPlan {
-	var buf [maxLimits]engine.Limit // NewPlan keeps none of it: no allocation
-	el := buf[:0]
-	if len(limits) > len(buf) {
-		el = make([]engine.Limit, 0, len(limits))
-	}
+	el := make([]engine.Limit, 0, len(limits))
 	for _, x := range limits {
 		el = append(el, engine.Limit{Name: x.Name, Limit: x.bucketLimit()})
 	}
 	ref := keys.Bucket{Namespace: l.cfg.namespace, Entity: entity, Resource: resource}
-	return bucketPlan{Plan: engine.NewPlanIn(p, ref, el, consume), limits: limits}
+	return bucketPlan{Plan: engine.NewPlan(ref, el, consume), limits: limits}
 }
 
 // limit returns the limit called name.
@@ -60,12 +51,8 @@ func (bp bucketPlan) rateLimited(rf *engine.Refusal) *RateLimitedError {
 
 // part is the lease part of a charged bucket.
 func (bp bucketPlan) part(m *engine.Charge, now int64) leasePart {
-	return leasePart{p: bp, shard: int16(m.Shard), n: shardCount(m.N), img: m.Img, at: now}
+	return leasePart{p: bp, shard: m.Shard, n: m.N, img: m.Img, at: now}
 }
-
-// LocalRefusalAge is the oldest item of a bucket a refusal is answered
-// from without a store call (see WithLocalRefusals).
-const LocalRefusalAge = time.Duration(engine.LocalRefusalAge) * time.Millisecond
 
 // attrEntity is the entity id attribute, on bucket and entity items.
 const attrEntity = keys.AttrEntity

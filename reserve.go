@@ -147,5 +147,5 @@ func (l *Limiter) Close(ctx context.Context) error {
 // shard of n shards at now: refunds go to the pool, and its states are
 // computed from the client's last item of the shard.
 func (l *Limiter) pooledLease(p bucketPlan, shard int, n, now int64) *Lease {
-	return oneLease(l, leasePart{p: p, shard: int16(shard), n: shardCount(n), pooled: true, img: l.mem.View(p.Ref, shard).Img, at: now})
+	return oneLease(l, leasePart{p: p, shard: shard, n: n, pooled: true, img: l.mem.View(p.Ref, shard).Img, at: now})
 }

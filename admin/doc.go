@@ -8,8 +8,10 @@
 // An Admin writes entities and stored limits (Put, Get, Delete, List),
 // records every change in an audit trail (Audit, ContextWithPrincipal),
 // lists buckets and resets them (Buckets, ResetBucket), reads the usage
-// snapshots the aggregator writes (Usage) and sets a table up (InitTable,
-// TableSchemaVersion). Limiters read entities and stored limits on their
+// snapshots the aggregator writes (Usage), sets a table up (InitTable,
+// TableSchemaVersion) and lists, counts and deletes whole namespaces
+// (ListNamespaces, Namespace, DeleteNamespace: operator commands that scan
+// the table). Limiters read entities and stored limits on their
 // own, through their cache: a change reaches a limiter when its cache
 // entries expire (limiter.WithCacheTTL) or when it is invalidated, at once
 // for the limiter given with WithLimiter. Processes that only acquire need

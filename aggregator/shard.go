@@ -120,7 +120,7 @@ func (p *Processor) maybeDouble(ctx context.Context, e *entry, n int64, st *Stat
 		return err
 	}
 	st.DoublingsLost++
-	if m, ok := store.ItemOfView(cf.Image()).Int(keys.AttrShardCount); ok && m > n {
+	if m, ok := cf.Item.Int(keys.AttrShardCount); ok && m > n {
 		p.learn(e.pk, e.seq, m, e.at, false, true)
 	}
 	return nil

@@ -73,7 +73,7 @@ func (p *Processor) writeSnapshot(ctx context.Context, g *group, st *Stats) ([]*
 		if !errors.As(err, &cf) {
 			return ms, err
 		}
-		mark, ok := store.ItemOfView(cf.Image()).Str(keys.AttrUsageSeq)
+		mark, ok := cf.Item.Str(keys.AttrUsageSeq)
 		if !ok {
 			return ms, fmt.Errorf("aggregator: snapshot %s: condition failed but the item has no high-water mark", g.key)
 		}

@@ -182,7 +182,15 @@ func longForm(n *yaml.Node) {
 
 type m = map[string]any
 
-func fromCloudFormation(t *testing.T, path string) (table, extras, aggregator) {
+// cfnResource is one resource of a CloudFormation template.
+type cfnResource struct {
+	Type       string `yaml:"Type"`
+	Properties m      `yaml:"Properties"`
+}
+
+// readCloudFormation returns the resources of the template at path, by
+// logical id, intrinsic functions in their long form.
+func readCloudFormation(t *testing.T, path string) map[string]cfnResource {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -193,17 +201,19 @@ func fromCloudFormation(t *testing.T, path string) (table, extras, aggregator) {
 	}
 	longForm(&doc)
 	var tpl struct {
-		Resources map[string]struct {
-			Type       string `yaml:"Type"`
-			Properties m      `yaml:"Properties"`
-		} `yaml:"Resources"`
+		Resources map[string]cfnResource `yaml:"Resources"`
 	}
 	if err := doc.Decode(&tpl); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+	return tpl.Resources
+}
+
+func fromCloudFormation(t *testing.T, path string) (table, extras, aggregator) {
+	resources := readCloudFormation(t, path)
 	one := func(typ string) m {
 		var found []m
-		for _, r := range tpl.Resources {
+		for _, r := range resources {
 			if r.Type == typ {
 				found = append(found, r.Properties)
 			}

@@ -114,8 +114,8 @@ func (a *AggregatorActor) Records(recs []memsim.Record) {
 			continue
 		}
 		a.stats.Records++
-		old, new := r.OldImage(), r.NewImage()
-		a.pending = append(a.pending, aggregator.FromStream(strconv.FormatUint(r.Seq, 10), r.Event, r.Keys, store.ItemOfView(old), store.ItemOfView(new), r.At))
+		old, new := r.Old, r.New
+		a.pending = append(a.pending, aggregator.FromStream(strconv.FormatUint(r.Seq, 10), r.Event, r.Keys, old, new, r.At))
 		if new == nil { // REMOVE: no consumption
 			continue
 		}

@@ -90,7 +90,7 @@ func BenchmarkAcquireAlone(b *testing.B) {
 func benchAcquireAlone(b *testing.B, limit limiter.Limit, adjust bool, path limiter.Path) {
 	clk := memsim.NewManualClock(memsim.Epoch())
 	st := memsim.New(memsim.WithClock(clk), memsim.WithStream(false), memsim.WithPartitionLimits(0, 0),
-		memsim.WithSharedResults(true), memsim.WithViews(true))
+		memsim.WithSharedResults(true))
 	onPath := 0
 	l, err := limiter.New(st, limiter.WithClock(clk), limiter.WithNamespace("bench"), limiter.WithLogger(discard),
 		limiter.WithObserver(limiter.ObserverFunc(func(e limiter.Event) {
@@ -165,6 +165,9 @@ func (stubStore) TransactWrite(context.Context, store.TransactWriteInput) (store
 }
 func (stubStore) Query(context.Context, store.QueryInput) (store.QueryOutput, error) {
 	return store.QueryOutput{}, nil
+}
+func (stubStore) Scan(context.Context, store.ScanInput) (store.ScanOutput, error) {
+	return store.ScanOutput{}, nil
 }
 func (stubStore) WriteConcurrently(context.Context, []store.Write) []store.WriteResult { return nil }
 func (stubStore) StreamLen() uint64                                                    { return 0 }

@@ -3,13 +3,12 @@ package sim
 import (
 	"cmp"
 	"fmt"
-	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/internal/engine"
 	"math"
 	"math/bits"
 	"slices"
 	"strconv"
 	"time"
-	"unsafe"
 
 	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/internal/keys"
@@ -65,11 +64,12 @@ type Checker struct {
 	base  int64 // Unix ns of virtual time 0
 	names [MaxLimits]limNames
 	nlim  int
-	// reader reads the attributes decode needs (rf, shard_count, then tk,
-	// tc, ra, rp of each limit and of the hidden one) into vals and has.
-	reader *memsim.NumberReader
-	vals   [2 + 4*(MaxLimits+1)]int64
-	has    [2 + 4*(MaxLimits+1)]bool
+	// read names the attributes decode needs (rf, shard_count, then tk,
+	// tc, ra, rp of each limit and of the hidden one), read into vals and
+	// has.
+	read []string
+	vals [2 + 4*(MaxLimits+1)]int64
+	has  [2 + 4*(MaxLimits+1)]bool
 
 	buckets []bstate
 	byName  map[[2]string]int32
@@ -208,9 +208,6 @@ type istate struct {
 	// the last sample at which the partition had run at ProactiveRate or
 	// more over the window before it (0: never)
 	hotRateAt int64
-	// the item's last new image, decoded, and its identity
-	last    img
-	lastNew unsafe.Pointer
 	// Its life: existed once created; alive from bornAt until a REMOVE at
 	// diedAt; n its shard_count, prevN the one before, nAt when it changed
 	// (for the count a recreated shard 0 may take, invariant 6); gone the
@@ -219,15 +216,6 @@ type istate struct {
 	bornAt, diedAt int64
 	n, prevN, nAt  int64
 	gone           [MaxLimits]int64
-}
-
-// viewID is the identity of an item's view: the map, or the backend's
-// own view (nil for nil).
-func viewID(v store.View) unsafe.Pointer {
-	if v == nil {
-		return nil
-	}
-	return (*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1]
 }
 
 type consSample struct {
@@ -333,7 +321,7 @@ func NewChecker(m *Model, base int64) *Checker {
 		read = append(read, c.names[i].tk, c.names[i].tc, c.names[i].ra, c.names[i].rp)
 	}
 	read = append(read, wcuNames.tk, wcuNames.tc, wcuNames.ra, wcuNames.rp)
-	c.reader = memsim.NewNumberReader(read...)
+	c.read = read
 	c.buckets = make([]bstate, len(m.Buckets))
 	for bi, bm := range m.Buckets {
 		c.byName[[2]string{bm.Entity, bm.Resource}] = int32(bi)
@@ -428,14 +416,14 @@ type img struct {
 	hasShardAttr bool
 }
 
-func (c *Checker) decode(it store.View, o *img) {
+func (c *Checker) decode(it store.Item, o *img) {
 	if it == nil {
 		return
 	}
-	// One read of every attribute (by slot for memsim's views: a record
-	// of every write goes through here).
 	v, has := c.vals[:], c.has[:]
-	c.reader.Read(it, v, has)
+	for i, name := range c.read {
+		v[i], has[i] = it.Int(name)
+	}
 	o.ok = true
 	o.rf = v[0]
 	o.n = 1
@@ -507,16 +495,8 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 	b := &c.buckets[bi]
 	at := rec.At.UnixNano() - c.base
 	var o, n img
-	// A record's old image is the item its previous record left: with
-	// shared results the very same map (or view), decoded then.
-	old, new := rec.OldImage(), rec.NewImage()
-	if old != nil && is.lastNew != nil && viewID(old) == is.lastNew {
-		o = is.last
-	} else {
-		c.decode(old, &o)
-	}
-	c.decode(new, &n)
-	is.last, is.lastNew = n, viewID(new)
+	c.decode(rec.Old, &o)
+	c.decode(rec.New, &n)
 	b.changes++
 	by := int32(-1)
 	if cause != nil {
@@ -1073,10 +1053,10 @@ func (c *Checker) liveness(op *Op, eff *Effects, roles [2]int32) {
 		if c.buckets[bi].shards > 1 {
 			return // a retry may land on another shard than the one that refused
 		}
-		if rt.Local && c.buckets[bi].changedBy(op.Client, rt.Start-int64(limiter.LocalRefusalAge)) {
+		if rt.Local && c.buckets[bi].changedBy(op.Client, rt.Start-engine.LocalRefusalAge*int64(time.Millisecond)) {
 			// A refusal answered from the limiter's last item: its wait
 			// assumed no one consumed since that item, which may predate
-			// the refusal by up to LocalRefusalAge.
+			// the refusal by up to a second (engine.LocalRefusalAge).
 			return
 		}
 		other += int64(c.buckets[bi].changes - rt.Snapshot[r] - rt.Own[r] - eff.Changes[r])

@@ -270,6 +270,12 @@ func (h handle) Query(ctx context.Context, in store.QueryInput) (store.QueryOutp
 	return r.query, r.err
 }
 
+// Scan implements store.Store by reading the table directly, with no
+// latency: the simulated clients never scan (it is for operator commands).
+func (h handle) Scan(ctx context.Context, in store.ScanInput) (store.ScanOutput, error) {
+	return h.c.s.st.Scan(ctx, in)
+}
+
 // WriteConcurrently implements store.Store: each write is a request of its
 // own, with its own latency, applied when it arrives; the call returns
 // when every answer is in.

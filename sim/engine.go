@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/bits"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/shardlimit/limiter/admin"
@@ -81,9 +80,6 @@ type Sim struct {
 
 	seq    uint64
 	events eventHeap
-	// taken: the first event of events is being handled; the next push
-	// replaces it (one pass down the heap instead of a pop and a push).
-	taken  bool
 	st     backend
 	maxReq int64
 	// partThrottles: per partition, the real (ceiling) throttles seen so far
@@ -262,7 +258,6 @@ func New(cfg Config) (*Sim, error) {
 		// (the limiter decodes them, the checkers read the stream's
 		// images), so the copy per write is saved.
 		memsim.WithSharedResults(true),
-		memsim.WithViews(true),
 	}
 	if wl.PartitionWCU > 0 {
 		opts = append(opts, memsim.WithPartitionLimits(wl.PartitionWCU, 3*wl.PartitionWCU))
@@ -327,13 +322,7 @@ func (s *Sim) setup() error {
 // push schedules an event.
 func (s *Sim) push(at int64, kind evKind, who, slot int32) {
 	s.seq++
-	e := event{at: at, seq: s.seq, kind: kind, who: who, slot: slot}
-	if s.taken {
-		s.taken = false
-		s.events.replaceTop(e)
-		return
-	}
-	s.events.push(e)
+	s.events.push(event{at: at, seq: s.seq, kind: kind, who: who, slot: slot})
 }
 
 // mix folds x into the trace hash.
@@ -359,12 +348,8 @@ func (s *Sim) Run() *Report {
 	for _, c := range s.clients {
 		s.push(c.startAt, evWake, c.id, -1)
 	}
-	for len(s.events) > 0 {
-		ev := s.events[0]
-		if ev.at > s.end {
-			break
-		}
-		s.taken = true
+	for len(s.events) > 0 && s.events[0].at <= s.end {
+		ev := s.events.pop()
 		if ev.at >= s.stepEnd() {
 			s.closeSteps(ev.at)
 		}
@@ -378,10 +363,6 @@ func (s *Sim) Run() *Report {
 			s.deliver(ev.slot)
 		case evSweep:
 			s.sweep.fire(ev.slot)
-		}
-		if s.taken { // nothing was scheduled in its place
-			s.taken = false
-			s.events.pop()
 		}
 	}
 	s.now = s.end
@@ -586,41 +567,6 @@ type request struct {
 	query store.QueryInput
 }
 
-// detach makes q's inputs its own. A request that arrives after its
-// caller was told it timed out outlives the call, and a caller may reuse
-// what its input refers to once the call returns (see store.Store): the
-// limiter's next write reuses the buffer of its expression values.
-func (q *request) detach() {
-	q.put.Item, q.put.Expr = q.put.Item.Clone(), q.put.Expr.Clone()
-	q.upd.Expr = q.upd.Expr.Clone()
-	q.del.Expr = q.del.Expr.Clone()
-	q.batch.Keys = slices.Clone(q.batch.Keys)
-	q.tx.Actions = slices.Clone(q.tx.Actions)
-	for i := range q.tx.Actions {
-		a := &q.tx.Actions[i]
-		if a.Put != nil {
-			p := *a.Put
-			p.Item, p.Expr = p.Item.Clone(), p.Expr.Clone()
-			a.Put = &p
-		}
-		if a.Update != nil {
-			u := *a.Update
-			u.Expr = u.Expr.Clone()
-			a.Update = &u
-		}
-		if a.Delete != nil {
-			d := *a.Delete
-			d.Expr = d.Expr.Clone()
-			a.Delete = &d
-		}
-		if a.Check != nil {
-			c := *a.Check
-			c.Expr = c.Expr.Clone()
-			a.Check = &c
-		}
-	}
-}
-
 // response holds the output of any store call.
 type response struct {
 	get   store.GetOutput
@@ -670,11 +616,11 @@ func (s *Sim) send(slot int32) {
 	req := int64(float64(rt) * (0.3 + 0.4*s.rng.Float64()))
 	f.resp = rt - req
 	if req >= s.timeout {
-		// Applied after its caller has moved on: a copy of its own.
+		// Applied after its caller has moved on: a copy of its own (the
+		// client's call holds its next request by then).
 		if f.own == nil {
 			*s.ownRequest(f) = s.clients[f.client].call.req
 		}
-		f.own.detach()
 		f.timedOut, f.orphan, f.refs = true, true, 2
 		s.push(f.deadline, evDeliver, f.client, slot)
 	} else {

@@ -52,8 +52,8 @@ func (w *sweeper) observe(recs []memsim.Record) {
 		r := &recs[i]
 		var v int64
 		ok := false
-		if n := r.NewImage(); n != nil {
-			v, ok = n.Int(store.AttrTTL)
+		if r.New != nil {
+			v, ok = r.New.Int(store.AttrTTL)
 		}
 		if !ok { // removed, or no ttl
 			delete(w.ttl, r.Keys)

@@ -113,7 +113,7 @@ func TestExpiryDeletesOnlyExpiredItems(t *testing.T) {
 	outOfOrder := false
 	last := map[string]int{} // bucket PK prefix -> last shard deleted
 	for _, r := range spy.removes {
-		ttl, ok := r.OldImage().Int(store.AttrTTL)
+		ttl, ok := r.Old.Int(store.AttrTTL)
 		if !ok {
 			t.Fatalf("%s deleted without a ttl", r.Keys.PK)
 		}

@@ -10,8 +10,7 @@ const (
 	evSweep                     // delete the expired items that are due (slot: the sweeper's generation)
 )
 
-// event is one entry of the scheduler's queue. Events are values: pushing
-// one never allocates once the heap has grown to its working size.
+// event is one entry of the scheduler's queue.
 type event struct {
 	at   int64  // virtual time, ns since the simulation's epoch
 	seq  uint64 // insertion order: ties on at are broken by it, so order never depends on the heap's layout
@@ -20,10 +19,9 @@ type event struct {
 	kind evKind
 }
 
-// eventHeap is a 4-ary min-heap of events ordered by (at, seq): half the
-// depth of a binary heap, and a node's children share a cache line or two.
-// (at, seq) is a total order, so the order of pops does not depend on the
-// heap's shape.
+// eventHeap is a binary min-heap of events ordered by (at, seq): h[i]
+// comes before its children h[2i+1] and h[2i+2]. (at, seq) is a total
+// order, so the order of pops does not depend on the heap's shape.
 type eventHeap []event
 
 // before reports whether a comes before b.
@@ -34,83 +32,40 @@ func (a *event) before(b *event) bool {
 	return a.seq < b.seq
 }
 
-// push and pop move the event in hand along a hole instead of swapping it
-// down (or up) level by level: one copy of an event per level, not three.
+// push adds e.
 func (h *eventHeap) push(e event) {
 	*h = append(*h, e)
 	s := *h
-	i := len(s) - 1
-	for i > 0 {
-		p := (i - 1) / 4
-		if !e.before(&s[p]) {
+	for i := len(s) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !s[i].before(&s[parent]) {
 			break
 		}
-		s[i] = s[p]
-		i = p
+		s[i], s[parent] = s[parent], s[i]
+		i = parent
 	}
-	s[i] = e
 }
 
+// pop removes and returns the first event; the heap must not be empty.
 func (h *eventHeap) pop() event {
 	s := *h
-	top := s[0]
-	n := len(s) - 1
-	x := s[n]
-	s = s[:n]
-	if n > 0 {
-		s.down(x)
+	first := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s = s[:last]
+	for i := 0; ; {
+		least := i
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < len(s) && s[c].before(&s[least]) {
+				least = c
+			}
+		}
+		if least == i {
+			break
+		}
+		s[i], s[least] = s[least], s[i]
+		i = least
 	}
 	*h = s
-	return top
-}
-
-// replaceTop puts e in place of the first event: a pop and a push in one
-// pass down the heap (the scheduler's usual step: an event is handled and
-// schedules the next one of its client).
-func (h eventHeap) replaceTop(e event) { h.down(e) }
-
-// down moves x from the root's place down to where it belongs. A node
-// with all four children (the usual case) compares them unrolled, on a
-// slice of exactly four.
-func (h eventHeap) down(x event) {
-	s := h
-	n := len(s)
-	i := 0
-	for {
-		first := 4*i + 1
-		if first+4 <= n {
-			c := s[first : first+4 : first+4]
-			m := 0
-			if c[1].before(&c[m]) {
-				m = 1
-			}
-			if c[2].before(&c[m]) {
-				m = 2
-			}
-			if c[3].before(&c[m]) {
-				m = 3
-			}
-			if !c[m].before(&x) {
-				break
-			}
-			s[i] = c[m]
-			i = first + m
-			continue
-		}
-		if first >= n {
-			break
-		}
-		m := first
-		for c := first + 1; c < n; c++ {
-			if s[c].before(&s[m]) {
-				m = c
-			}
-		}
-		if !s[m].before(&x) {
-			break
-		}
-		s[i] = s[m]
-		i = m
-	}
-	s[i] = x
+	return first
 }

@@ -109,7 +109,7 @@ type RetryInfo struct {
 	RetryAfter int64  // what it told the client to wait (ns)
 	ByParent   bool   // the cascade parent refused
 	// Local: the rejection was answered from the limiter's last item of the
-	// bucket, which may be up to LocalRefusalAge older than the rejection.
+	// bucket, which may be up to engine.LocalRefusalAge (a second) older than the rejection.
 	Local bool
 	// Snapshot holds the change counters of the op's bucket and its parent
 	// when the rejection started, and Own the changes the rejection itself

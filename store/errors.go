@@ -27,13 +27,8 @@ var (
 type ConditionFailedError struct {
 	// Item is the item as it stood when the condition was evaluated, when
 	// the write asked for it with ReturnOldOnConditionFailure and the item
-	// existed; nil otherwise, and nil when the backend handed it out as
-	// View.
+	// existed; nil otherwise.
 	Item Item
-	// View is the item as it stood when the backend hands items out as
-	// read-only views (memsim's WithViews). Read either with
-	// [ConditionFailedError.Image].
-	View View
 }
 
 // Error returns the error's message.

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unsafe"
 )
 
 // Expr is an expression in the form DynamoDB accepts: an update expression
@@ -15,23 +14,13 @@ import (
 // placeholders, bound by Names ("#a0" -> "b_rpm_tk") and Values (":v0" ->
 // Int(-1000)). Either expression may be empty.
 //
-// Build one with [Build], or with a [Template] for a shape used over and
-// over; a hand-written Expr is also accepted by every backend, which must
-// then validate it as DynamoDB does. Backends read the values through
-// [Expr.ValueMap] (Values is nil in an Expr made by [Template.Compact]).
+// Build one with [Build]. A hand-written Expr is also accepted by every
+// backend, which must then validate it as DynamoDB does.
 type Expr struct {
 	Update    string
 	Condition string
 	Names     map[string]string
 	Values    map[string]Value
-
-	// Set by Template.Expr: the template, the values of its placeholders
-	// in order (nil unless every one is valid), and the identity of the
-	// Values map it made (so that an Expr changed since is noticed; see
-	// [Expr.Template]).
-	tmpl   *Template
-	args   []Value
-	values unsafe.Pointer
 }
 
 // IsZero reports whether e has neither an update nor a condition.
@@ -39,74 +28,17 @@ func (e Expr) IsZero() bool { return e.Update == "" && e.Condition == "" }
 
 // Equal reports whether e and o are the same request: the same expression
 // strings, the same Names and the same Values (a nil map and an empty one
-// differ, as they do for DynamoDB). How they were made, by [Build], by a
-// [Template] or by hand, does not matter.
+// differ, as they do for DynamoDB).
 func (e Expr) Equal(o Expr) bool {
-	ev, ov := e.ValueMap(), o.ValueMap()
 	return e.Update == o.Update && e.Condition == o.Condition &&
 		(e.Names == nil) == (o.Names == nil) && maps.Equal(e.Names, o.Names) &&
-		(ev == nil) == (ov == nil) && maps.Equal(ev, ov)
+		(e.Values == nil) == (o.Values == nil) && maps.Equal(e.Values, o.Values)
 }
 
-// Clone returns a copy of e that shares nothing its maker may reuse: its
-// values (Values, or those of a [Template]'s form) and its Names are
-// copied; a template's own Names, which never change, are shared. The
-// copy keeps e's template form (see [Expr.Template]). A [Store] that keeps
-// an input after the call returns keeps a Clone of its Expr.
+// Clone returns a copy of e that shares no map with it.
 func (e Expr) Clone() Expr {
-	t, _ := e.Template()
-	c := e
-	c.args = slices.Clone(e.args)
-	if e.Values != nil {
-		c.Values = maps.Clone(e.Values)
-		if t != nil {
-			c.values = mapID(c.Values) // still the template's map
-		}
-	}
-	if t == nil {
-		c.Names = maps.Clone(e.Names)
-	}
-	return c
-}
-
-// ValueMap returns the values of e's placeholders: e.Values, or, for an Expr
-// made by [Template.Compact] (whose Values is nil), a map made from its
-// template form. Backends that read the maps read this one.
-func (e Expr) ValueMap() map[string]Value {
-	if e.Values != nil || e.tmpl == nil || e.args == nil {
-		return e.Values
-	}
-	if _, args := e.Template(); args == nil {
-		return e.Values // changed since it was made: its own fields rule
-	}
-	m := make(map[string]Value, len(e.args))
-	for i, v := range e.args {
-		m[e.tmpl.placeholders[i]] = v
-	}
-	return m
-}
-
-// Template returns the template e was made from and the values of its
-// value placeholders in order (":v0", ":v1", ..., see
-// [Template.ValuePlaceholders]; constants included), or nil, nil when e was
-// built otherwise, when its Update, Condition, Names or Values field has
-// been replaced since, or when some placeholder has no valid value (a slot
-// left without one, a zero Value). Backends use it to run the template's
-// pre-parsed form instead of parsing the strings; the result must be the
-// same as from the strings and maps. The slice must not be modified.
-func (e Expr) Template() (*Template, []Value) {
-	t := e.tmpl
-	if t == nil || e.Update != t.update || e.Condition != t.condition ||
-		mapID(e.Names) != mapID(t.names) || mapID(e.Values) != e.values ||
-		len(e.args) != len(t.values) || e.args == nil && len(t.values) > 0 {
-		return nil, nil
-	}
-	return t, e.args
-}
-
-// mapID is the identity of a map (nil for a nil map).
-func mapID[K comparable, V any](m map[K]V) unsafe.Pointer {
-	return *(*unsafe.Pointer)(unsafe.Pointer(&m))
+	e.Names, e.Values = maps.Clone(e.Names), maps.Clone(e.Values)
+	return e
 }
 
 // Operand is one side of a comparison: a [Name] or a [Value].
@@ -118,6 +50,25 @@ type Name string
 
 func (Name) operand()  {}
 func (Value) operand() {}
+
+// operand is an Operand as a condition or an action holds it.
+type operand struct {
+	isName bool
+	name   Name
+	value  Value
+}
+
+// toOperand returns o as an operand (nil: the zero Value, which Build
+// rejects).
+func toOperand(o Operand) operand {
+	switch o := o.(type) {
+	case Name:
+		return operand{isName: true, name: o}
+	case Value:
+		return operand{value: o}
+	}
+	return operand{}
+}
 
 // Equal is the condition n = o.
 func (n Name) Equal(o Operand) Condition { return compare(opEq, n, o) }
@@ -139,19 +90,19 @@ func (n Name) GreaterThanEqual(o Operand) Condition { return compare(opGe, n, o)
 
 // Between is the condition n BETWEEN lo AND hi (inclusive at both ends).
 func (n Name) Between(lo, hi Operand) Condition {
-	return Condition{op: opBetween, operands: []Operand{n, lo, hi}}
+	return Condition{op: opBetween, name: n, args: [2]operand{toOperand(lo), toOperand(hi)}}
 }
 
 // BeginsWith is the condition begins_with(n, prefix).
 func (n Name) BeginsWith(prefix string) Condition {
-	return Condition{op: opBeginsWith, operands: []Operand{n, Str(prefix)}}
+	return Condition{op: opBeginsWith, name: n, args: [2]operand{{value: Str(prefix)}}}
 }
 
 // Exists is the condition attribute_exists(n).
-func (n Name) Exists() Condition { return Condition{op: opExists, operands: []Operand{n}} }
+func (n Name) Exists() Condition { return Condition{op: opExists, name: n} }
 
 // NotExists is the condition attribute_not_exists(n).
-func (n Name) NotExists() Condition { return Condition{op: opNotExists, operands: []Operand{n}} }
+func (n Name) NotExists() Condition { return Condition{op: opNotExists, name: n} }
 
 type condOp uint8
 
@@ -179,12 +130,13 @@ var comparators = [...]string{opEq: "=", opNe: "<>", opLt: "<", opLe: "<=", opGt
 // [And], [Or] and [Not].
 type Condition struct {
 	op       condOp
-	operands []Operand
-	children []Condition
+	name     Name        // a comparison or a function: the attribute it tests
+	args     [2]operand  // its other operands, as many as op takes
+	children []Condition // And, Or, Not
 }
 
 func compare(op condOp, n Name, o Operand) Condition {
-	return Condition{op: op, operands: []Operand{n, o}}
+	return Condition{op: op, name: n, args: [2]operand{toOperand(o)}}
 }
 
 // IsZero reports whether c is the empty condition.
@@ -231,7 +183,15 @@ func (c Condition) And(cs ...Condition) Condition {
 // actions. Each method returns a new Update and leaves its receiver as it
 // was, so a base Update can be shared and extended safely.
 type Update struct {
-	actions []action
+	last *actionNode // the last action added (nil: none)
+	n    int
+}
+
+// actionNode is one action of an Update and the actions before it: a
+// list that updates derived from one base share, and never change.
+type actionNode struct {
+	action
+	prev *actionNode
 }
 
 type actionKind uint8
@@ -247,31 +207,38 @@ const (
 type action struct {
 	kind  actionKind
 	name  Name
-	value Operand
+	value operand
 	extra Value // actSetPlus: the increment
 }
 
 func (u Update) with(a action) Update {
-	// Three-index slice: the append always copies, so updates derived from
-	// one base never share their tails.
-	return Update{actions: append(u.actions[:len(u.actions):len(u.actions)], a)}
+	return Update{last: &actionNode{action: a, prev: u.last}, n: u.n + 1}
+}
+
+// actions returns u's actions in the order they were added.
+func (u Update) actions() []*action {
+	out := make([]*action, u.n)
+	for n, i := u.last, u.n-1; n != nil; n, i = n.prev, i-1 {
+		out[i] = &n.action
+	}
+	return out
 }
 
 // Set is SET name = v, where v is a [Value] or another attribute's [Name].
 func (u Update) Set(name string, v Operand) Update {
-	return u.with(action{kind: actSet, name: Name(name), value: v})
+	return u.with(action{kind: actSet, name: Name(name), value: toOperand(v)})
 }
 
 // SetIfNotExists is SET name = if_not_exists(name, v): it writes v only when
 // the attribute is absent.
 func (u Update) SetIfNotExists(name string, v Value) Update {
-	return u.with(action{kind: actSetIfNotExists, name: Name(name), value: v})
+	return u.with(action{kind: actSetIfNotExists, name: Name(name), value: operand{value: v}})
 }
 
 // SetIfNotExistsPlus is SET name = if_not_exists(name, start) + delta: the
 // safe increment of an attribute that may not exist yet.
 func (u Update) SetIfNotExistsPlus(name string, start, delta Value) Update {
-	return u.with(action{kind: actSetPlus, name: Name(name), value: start, extra: delta})
+	return u.with(action{kind: actSetPlus, name: Name(name), value: operand{value: start}, extra: delta})
 }
 
 // Remove is REMOVE name.
@@ -282,11 +249,11 @@ func (u Update) Remove(name string) Update {
 // Add is ADD name v: for a number, adds v to the attribute, which counts as 0
 // when absent (on a missing item too). A negative v subtracts.
 func (u Update) Add(name string, v Value) Update {
-	return u.with(action{kind: actAdd, name: Name(name), value: v})
+	return u.with(action{kind: actAdd, name: Name(name), value: operand{value: v}})
 }
 
 // Len returns the number of actions in u.
-func (u Update) Len() int { return len(u.actions) }
+func (u Update) Len() int { return u.n }
 
 // ErrEmptyName is returned by [Build] for an expression that uses an empty
 // attribute name.
@@ -302,14 +269,31 @@ var ErrEmptyName = errors.New("store: expression uses an empty attribute name")
 // attributes): backends answer those with a ValidationError.
 func Build(u Update, c Condition) (Expr, error) {
 	var b builder
-	if err := b.build(u, c); err != nil {
-		return Expr{}, err
+	// One string holds both expressions, about 16 bytes per action or
+	// comparison.
+	parts := u.n + c.leaves()
+	b.w.Grow(16 * parts)
+	b.names = make([]placed[string], 0, parts)
+	b.values = make([]placed[Value], 0, parts+1)
+	b.update(u)
+	split := b.w.Len()
+	b.condition(c)
+	if b.err != nil {
+		return Expr{}, b.err
 	}
-	e := Expr{Update: b.upd.String(), Condition: b.cond.String(), Names: b.nameMap()}
+	// The maps' keys are the placeholders as the text spells them.
+	text := b.w.String()
+	e := Expr{Update: text[:split], Condition: text[split:]}
+	if len(b.names) > 0 {
+		e.Names = make(map[string]string, len(b.names))
+		for _, n := range b.names {
+			e.Names[text[n.from:n.to]] = n.v
+		}
+	}
 	if len(b.values) > 0 {
 		e.Values = make(map[string]Value, len(b.values))
-		for i, v := range b.values {
-			e.Values[valuePlaceholder(i)] = v
+		for _, v := range b.values {
+			e.Values[text[v.from:v.to]] = v.v
 		}
 	}
 	return e, nil
@@ -325,80 +309,101 @@ func MustBuild(u Update, c Condition) Expr {
 	return e
 }
 
-func namePlaceholder(i int) string  { return "#a" + strconv.Itoa(i) }
-func valuePlaceholder(i int) string { return ":v" + strconv.Itoa(i) }
+// A placeholder is a prefix and an index: #a0, :v0.
+const (
+	namePrefix  = "#a"
+	valuePrefix = ":v"
+)
 
-// build renders u, then c.
-func (b *builder) build(u Update, c Condition) error {
-	if err := b.update(u); err != nil {
-		return err
-	}
-	return b.condition(&b.cond, c)
-}
-
-// nameMap binds the name placeholders (nil when there are none).
-func (b *builder) nameMap() map[string]string {
-	if len(b.names) == 0 {
-		return nil
-	}
-	m := make(map[string]string, len(b.names))
-	for i, n := range b.names {
-		m[namePlaceholder(i)] = n
-	}
-	return m
-}
-
-type builder struct {
-	upd, cond strings.Builder
-	names     []string
-	nameIdx   map[string]int
-	values    []Value
-	slots     bool // Compile: store.Slot values are allowed
-}
-
-func (b *builder) name(n Name) (string, error) {
-	if n == "" {
-		return "", ErrEmptyName
-	}
-	if i, ok := b.nameIdx[string(n)]; ok {
-		return namePlaceholder(i), nil
-	}
-	if b.nameIdx == nil {
-		b.nameIdx = make(map[string]int)
-	}
-	i := len(b.names)
-	b.nameIdx[string(n)] = i
-	b.names = append(b.names, string(n))
-	return namePlaceholder(i), nil
-}
-
-func (b *builder) value(v Value) (string, error) {
-	if i, ok := v.slot(); ok && b.slots {
-		if i < 0 {
-			return "", fmt.Errorf("store: template slot %d is negative", i)
+// leaves returns the number of comparisons and functions in c.
+func (c Condition) leaves() int {
+	switch c.op {
+	case opNone:
+		return 0
+	case opAnd, opOr, opNot:
+		n := 0
+		for _, ch := range c.children {
+			n += ch.leaves()
 		}
-	} else if ok {
-		return "", fmt.Errorf("store: expression uses store.Slot(%d) outside a template: use Compile", i)
-	} else if !v.IsValid() {
-		return "", errors.New("store: expression uses an invalid (zero) Value")
+		return n
 	}
-	b.values = append(b.values, v)
-	return valuePlaceholder(len(b.values) - 1), nil
+	return 1
 }
 
-func (b *builder) operand(o Operand) (string, error) {
-	switch o := o.(type) {
-	case Name:
-		return b.name(o)
-	case Value:
-		return b.value(o)
-	}
-	return "", fmt.Errorf("store: unsupported operand %T", o)
+// builder writes an update expression, then a condition expression, into
+// w, and collects the names and values their placeholders stand for. The
+// first error stops nothing but is kept in err, for Build to return.
+type builder struct {
+	w      strings.Builder
+	names  []placed[string] // by placeholder index
+	values []placed[Value]  // by placeholder index
+	err    error
 }
 
-func (b *builder) update(u Update) error {
+// placed is a name or value and where its placeholder is in the text
+// (the first place, for a name used more than once).
+type placed[T any] struct {
+	v        T
+	from, to int
+}
+
+func (b *builder) fail(err error) {
+	if b.err == nil {
+		b.err = err
+	}
+}
+
+// text writes each of parts.
+func (b *builder) text(parts ...string) {
+	for _, p := range parts {
+		b.w.WriteString(p)
+	}
+}
+
+// placeholder writes prefix and i, and returns where they are in w.
+func (b *builder) placeholder(prefix string, i int) (from, to int) {
+	var digits [20]byte
+	from = b.w.Len()
+	b.w.WriteString(prefix)
+	b.w.Write(strconv.AppendInt(digits[:0], int64(i), 10))
+	return from, b.w.Len()
+}
+
+// name writes n's placeholder: the one it already has, or the next.
+func (b *builder) name(n Name) {
+	if n == "" {
+		b.fail(ErrEmptyName)
+	}
+	i := slices.IndexFunc(b.names, func(p placed[string]) bool { return p.v == string(n) })
+	if i >= 0 {
+		b.placeholder(namePrefix, i)
+		return
+	}
+	from, to := b.placeholder(namePrefix, len(b.names))
+	b.names = append(b.names, placed[string]{string(n), from, to})
+}
+
+// value writes the next value placeholder, for v.
+func (b *builder) value(v Value) {
+	if !v.IsValid() {
+		b.fail(errors.New("store: expression uses an invalid (zero) Value"))
+	}
+	from, to := b.placeholder(valuePrefix, len(b.values))
+	b.values = append(b.values, placed[Value]{v, from, to})
+}
+
+func (b *builder) operand(o operand) {
+	if o.isName {
+		b.name(o.name)
+	} else {
+		b.value(o.value)
+	}
+}
+
+func (b *builder) update(u Update) {
 	// Clauses in a fixed order: SET, REMOVE, ADD. Within a clause, actions
 	// keep the order they were added in.
+	actions := u.actions()
 	for _, clause := range [...]struct {
 		word  string
 		kinds [3]actionKind
@@ -409,128 +414,80 @@ func (b *builder) update(u Update) error {
 		{"ADD", [3]actionKind{actAdd}, 1},
 	} {
 		first := true
-		for _, a := range u.actions {
-			if !kindIn(a.kind, clause.kinds[:clause.n]) {
+		for _, a := range actions {
+			if !slices.Contains(clause.kinds[:clause.n], a.kind) {
 				continue
 			}
-			if first {
-				if b.upd.Len() > 0 {
-					b.upd.WriteByte(' ')
-				}
-				b.upd.WriteString(clause.word)
-				b.upd.WriteByte(' ')
-				first = false
-			} else {
-				b.upd.WriteString(", ")
+			switch {
+			case !first:
+				b.text(", ")
+			case b.w.Len() > 0:
+				b.text(" ", clause.word, " ")
+			default:
+				b.text(clause.word, " ")
 			}
-			if err := b.action(a); err != nil {
-				return err
-			}
+			first = false
+			b.action(a)
 		}
 	}
-	return nil
 }
 
-func kindIn(k actionKind, ks []actionKind) bool {
-	for _, x := range ks {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
-
-func (b *builder) action(a action) error {
-	n, err := b.name(a.name)
-	if err != nil {
-		return err
-	}
-	w := &b.upd
+func (b *builder) action(a *action) {
+	b.name(a.name)
 	switch a.kind {
 	case actRemove:
-		w.WriteString(n)
-		return nil
 	case actAdd:
-		v, err := b.operand(a.value)
-		if err != nil {
-			return err
-		}
-		w.WriteString(n + " " + v)
-		return nil
+		b.text(" ")
+		b.operand(a.value)
 	case actSet:
-		v, err := b.operand(a.value)
-		if err != nil {
-			return err
-		}
-		w.WriteString(n + " = " + v)
-		return nil
+		b.text(" = ")
+		b.operand(a.value)
 	case actSetIfNotExists, actSetPlus:
-		v, err := b.operand(a.value)
-		if err != nil {
-			return err
-		}
-		w.WriteString(n + " = if_not_exists(" + n + ", " + v + ")")
+		b.text(" = if_not_exists(")
+		b.name(a.name)
+		b.text(", ")
+		b.operand(a.value)
+		b.text(")")
 		if a.kind == actSetPlus {
-			d, err := b.value(a.extra)
-			if err != nil {
-				return err
-			}
-			w.WriteString(" + " + d)
+			b.text(" + ")
+			b.value(a.extra)
 		}
-		return nil
+	default:
+		b.fail(fmt.Errorf("store: unknown update action %d", a.kind))
 	}
-	return fmt.Errorf("store: unknown update action %d", a.kind)
 }
 
-func (b *builder) condition(w *strings.Builder, c Condition) error {
+func (b *builder) condition(c Condition) {
 	switch c.op {
 	case opNone:
-		return nil
 	case opEq, opNe, opLt, opLe, opGt, opGe:
-		l, err := b.operand(c.operands[0])
-		if err != nil {
-			return err
-		}
-		r, err := b.operand(c.operands[1])
-		if err != nil {
-			return err
-		}
-		w.WriteString(l + " " + comparators[c.op] + " " + r)
+		b.name(c.name)
+		b.text(" ", comparators[c.op], " ")
+		b.operand(c.args[0])
 	case opBetween:
-		var s [3]string
-		for i := range s {
-			var err error
-			if s[i], err = b.operand(c.operands[i]); err != nil {
-				return err
-			}
-		}
-		w.WriteString(s[0] + " BETWEEN " + s[1] + " AND " + s[2])
+		b.name(c.name)
+		b.text(" BETWEEN ")
+		b.operand(c.args[0])
+		b.text(" AND ")
+		b.operand(c.args[1])
 	case opBeginsWith:
-		n, err := b.operand(c.operands[0])
-		if err != nil {
-			return err
-		}
-		p, err := b.operand(c.operands[1])
-		if err != nil {
-			return err
-		}
-		w.WriteString("begins_with(" + n + ", " + p + ")")
-	case opExists, opNotExists:
-		n, err := b.operand(c.operands[0])
-		if err != nil {
-			return err
-		}
-		fn := "attribute_exists("
-		if c.op == opNotExists {
-			fn = "attribute_not_exists("
-		}
-		w.WriteString(fn + n + ")")
+		b.text("begins_with(")
+		b.name(c.name)
+		b.text(", ")
+		b.operand(c.args[0])
+		b.text(")")
+	case opExists:
+		b.text("attribute_exists(")
+		b.name(c.name)
+		b.text(")")
+	case opNotExists:
+		b.text("attribute_not_exists(")
+		b.name(c.name)
+		b.text(")")
 	case opNot:
-		w.WriteString("NOT (")
-		if err := b.condition(w, c.children[0]); err != nil {
-			return err
-		}
-		w.WriteByte(')')
+		b.text("NOT (")
+		b.condition(c.children[0])
+		b.text(")")
 	case opAnd, opOr:
 		sep := " AND "
 		if c.op == opOr {
@@ -538,16 +495,13 @@ func (b *builder) condition(w *strings.Builder, c Condition) error {
 		}
 		for i, ch := range c.children {
 			if i > 0 {
-				w.WriteString(sep)
+				b.text(sep)
 			}
-			w.WriteByte('(')
-			if err := b.condition(w, ch); err != nil {
-				return err
-			}
-			w.WriteByte(')')
+			b.text("(")
+			b.condition(ch)
+			b.text(")")
 		}
 	default:
-		return fmt.Errorf("store: unknown condition operator %d", c.op)
+		b.fail(fmt.Errorf("store: unknown condition operator %d", c.op))
 	}
-	return nil
 }

@@ -88,3 +88,25 @@ func TestErrorsMatchSentinels(t *testing.T) {
 		t.Error("OutcomeUnknown")
 	}
 }
+
+// Build allocates a fixed handful of objects whatever the expression's
+// size: the text (one string for both expressions), the two maps and the
+// builder's lists, with no string per placeholder and no boxed operand.
+func TestBuildAllocations(t *testing.T) {
+	u := store.Update{}
+	var cs []store.Condition
+	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
+		u = u.Add("b_"+n+"_tk", store.Int(-1000)).Set("b_"+n+"_fl", store.Int(1700))
+		cs = append(cs, store.Or(store.Name("b_"+n+"_tk").GreaterThanEqual(store.Int(1000)),
+			store.And(store.Name("b_"+n+"_fh").LessThanEqual(store.Int(5)), store.Name("gen").NotExists())))
+	}
+	c := store.And(cs...)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := store.Build(u, c); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 16 { // 12 today; a string per placeholder or a boxed operand would add dozens
+		t.Fatalf("Build allocates %v objects for 12 actions and 18 comparisons, want at most 16", allocs)
+	}
+}

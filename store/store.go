@@ -11,14 +11,6 @@ import "context"
 //
 // Writes never apply partially. A method that returns an error other than an
 // [*UnavailableError] with OutcomeUnknown set changed nothing.
-//
-// A method keeps nothing of its input once it returns: the caller may
-// reuse what the input refers to (the values of an [Expr], an [Item], a
-// slice of keys or writes) for its next call, and the limiter does (an
-// acquire fills its write's expression values into a buffer it reuses).
-// An implementation or a wrapper that needs an input after the call, such
-// as one that applies a request after answering its caller or one that
-// records requests, keeps a copy: [Expr.Clone], [Item.Clone].
 type Store interface {
 	// Get reads one item. A missing item is not an error: the output's Item
 	// is nil.
@@ -43,6 +35,12 @@ type Store interface {
 	// with a prefix. Implementations follow pagination to the end (or to
 	// Limit).
 	Query(ctx context.Context, in QueryInput) (QueryOutput, error)
+	// Scan returns one page of the table's items whose partition key
+	// begins with a prefix. It reads the whole table, a page at a time,
+	// and is billed for every item it reads, matching or not: it is for
+	// operator commands (listing and deleting namespaces), never for the
+	// data plane.
+	Scan(ctx context.Context, in ScanInput) (ScanOutput, error)
 	// WriteConcurrently issues independent single-item writes at the same
 	// time and returns their results in order. The writes are not a
 	// transaction: each may succeed or fail alone. It exists so that a
@@ -145,13 +143,9 @@ type CheckInput struct {
 // WriteOutput is the result of a single-item write.
 type WriteOutput struct {
 	// Attributes holds what the input's Return asked for; nil for
-	// ReturnNone, and nil when the backend handed the result out as View.
+	// ReturnNone.
 	Attributes Item
-	// View holds what Return asked for when the backend hands results out
-	// as read-only views instead of maps (memsim's WithViews); Attributes
-	// is then nil. Read either with [WriteOutput.Image].
-	View     View
-	Consumed Capacity
+	Consumed   Capacity
 }
 
 // TransactAction is one action of a transaction: exactly one field is set.
@@ -199,6 +193,32 @@ type QueryOutput struct {
 	// Items in ascending sort-key order. Items of a keys-only index carry
 	// only the table and index key attributes.
 	Items    []Item
+	Consumed Capacity
+}
+
+// ScanInput selects one page of a Scan.
+type ScanInput struct {
+	// PartitionKeyPrefix keeps only items whose table partition key begins
+	// with it; "" keeps every item.
+	PartitionKeyPrefix string
+	// Start continues a scan after the key a previous page returned as
+	// Next; nil starts at the beginning of the table.
+	Start *Key
+	// Limit caps the number of items the page reads (before the prefix
+	// filter, as DynamoDB's Limit); 0 means the backend's page size (1 MB
+	// of items on DynamoDB). It must not be negative.
+	Limit int
+}
+
+// ScanOutput is one page of [Store.Scan].
+type ScanOutput struct {
+	// Items of the page whose partition key matched, in no particular
+	// order. A page may hold no item and still have a Next.
+	Items []Item
+	// Next is the Start of the next page; nil when the scan has read the
+	// whole table. Items written or deleted while a scan runs may or may
+	// not be seen, as in DynamoDB (the read is eventually consistent).
+	Next     *Key
 	Consumed Capacity
 }
 

@@ -66,9 +66,6 @@ func (v Value) String() string {
 	case KindNumber:
 		return strconv.FormatInt(v.n, 10)
 	}
-	if i, ok := v.slot(); ok {
-		return "<slot " + strconv.FormatInt(i, 10) + ">"
-	}
 	return "<invalid>"
 }
 
@@ -80,23 +77,8 @@ func (v Value) GoString() string {
 	case KindNumber:
 		return fmt.Sprintf("store.Int(%d)", v.n)
 	}
-	if i, ok := v.slot(); ok {
-		return fmt.Sprintf("store.Slot(%d)", i)
-	}
 	return "store.Value{}"
 }
-
-// slotMark tells a [Slot] from the zero Value: both have kind KindNone.
-const slotMark = "\x00store.Slot"
-
-// Slot returns a stand-in for value number i of a [Template]: pass it to
-// the builders wherever a [Value] goes, compile with [Compile], and give the
-// value itself to [Template.Expr] as vals[i]. A slot is not a valid value
-// (its Kind is KindNone): [Build] and every backend reject it.
-func Slot(i int) Value { return Value{s: slotMark, n: int64(i)} }
-
-// slot returns the number of a slot, and whether v is one.
-func (v Value) slot() (int64, bool) { return v.n, v.kind == KindNone && v.s == slotMark }
 
 // Item is one stored item: attribute name to value, key attributes included.
 // A nil Item means "no item".

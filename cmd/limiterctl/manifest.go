@@ -142,7 +142,7 @@ func parseManifestLimit(n *yaml.Node) (limiter.Limit, error) {
 		return limiter.ParseLimit(n.Value)
 	}
 	if n.Kind != yaml.MappingNode {
-		return limiter.Limit{}, errors.New("a limit is a string (" + limiter.LimitSyntax + ") or a mapping of name, capacity, burst, refill, period")
+		return limiter.Limit{}, errors.New("a limit is a string (name:rate/period[:burst], such as rpm:100/min) or a mapping of name, capacity, burst, refill, period")
 	}
 	var j limitJSON
 	if err := n.Decode(&j); err != nil {

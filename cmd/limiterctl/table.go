@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -175,21 +174,21 @@ func (c *cmdCtx) reportChecks(checks []check) error {
 
 // tableInfo is "table describe" in -o json.
 type tableInfo struct {
-	Table              string      `json:"table"`
-	Status             string      `json:"status"`
-	BillingMode        string      `json:"billing_mode"`
-	ItemCountEstimate  int64       `json:"item_count_estimate"`
-	SizeBytesEstimate  int64       `json:"size_bytes_estimate"`
-	Stream             string      `json:"stream"`
-	TimeToLive         string      `json:"time_to_live"`
-	PointInTime        string      `json:"point_in_time_recovery"`
-	DeletionProtection bool        `json:"deletion_protection"`
-	SchemaVersion      int64       `json:"schema_version"`
-	Indexes            []indexInfo `json:"indexes"`
-	Namespace          string      `json:"namespace"`
-	Entities           int64       `json:"entities"`
-	StoredLimits       int64       `json:"stored_limits"`
-	Scan               []scanCount `json:"scan,omitempty"`
+	Table              string          `json:"table"`
+	Status             string          `json:"status"`
+	BillingMode        string          `json:"billing_mode"`
+	ItemCountEstimate  int64           `json:"item_count_estimate"`
+	SizeBytesEstimate  int64           `json:"size_bytes_estimate"`
+	Stream             string          `json:"stream"`
+	TimeToLive         string          `json:"time_to_live"`
+	PointInTime        string          `json:"point_in_time_recovery"`
+	DeletionProtection bool            `json:"deletion_protection"`
+	SchemaVersion      int64           `json:"schema_version"`
+	Indexes            []indexInfo     `json:"indexes"`
+	Namespace          string          `json:"namespace"`
+	Entities           int64           `json:"entities"`
+	StoredLimits       int64           `json:"stored_limits"`
+	Scan               []namespaceJSON `json:"scan,omitempty"`
 }
 
 type indexInfo struct {
@@ -198,18 +197,6 @@ type indexInfo struct {
 	Projection        string `json:"projection"`
 	Status            string `json:"status"`
 	ItemCountEstimate int64  `json:"item_count_estimate"`
-}
-
-// scanCount counts the items of one namespace by kind.
-type scanCount struct {
-	Namespace      string `json:"namespace"`
-	Buckets        int64  `json:"buckets"`
-	BucketShards   int64  `json:"bucket_shard_items"`
-	Entities       int64  `json:"entities"`
-	StoredLimits   int64  `json:"stored_limits"`
-	UsageSnapshots int64  `json:"usage_snapshots"`
-	AuditRecords   int64  `json:"audit_records"`
-	Other          int64  `json:"other"`
 }
 
 func tableDescribe(c *cmdCtx, scan bool) error {
@@ -265,10 +252,16 @@ func tableDescribe(c *cmdCtx, scan bool) error {
 	if info.StoredLimits, err = countIndex(c.ctx, client, table, pk, keys.ConfigLimitsPrefix); err != nil {
 		return err
 	}
+	var namespaces []admin.NamespaceInfo
 	if scan {
-		if info.Scan, err = scanTable(c.ctx, client, table); err != nil {
+		st, err := c.openStore()
+		if err != nil {
 			return err
 		}
+		if namespaces, err = admin.ListNamespaces(c.ctx, st); err != nil {
+			return err
+		}
+		info.Scan = namespacesJSON(namespaces)
 	}
 	if c.json() {
 		return c.printJSON(info)
@@ -298,11 +291,7 @@ func tableDescribe(c *cmdCtx, scan bool) error {
 	w.Flush()
 	if scan {
 		fmt.Fprintln(c.stdout, "\nScan (exact as of the scan):")
-		w = c.tabular("NAMESPACE", "BUCKETS", "SHARD ITEMS", "ENTITIES", "STORED LIMITS", "USAGE SNAPSHOTS", "AUDIT RECORDS", "OTHER")
-		for _, s := range info.Scan {
-			row(w, s.Namespace, s.Buckets, s.BucketShards, s.Entities, s.StoredLimits, s.UsageSnapshots, s.AuditRecords, s.Other)
-		}
-		w.Flush()
+		return c.printNamespaces(namespaces)
 	}
 	return nil
 }
@@ -335,59 +324,4 @@ func countIndex(ctx context.Context, client *dynamodb.Client, table, pk, prefix 
 		n += int64(out.Count)
 	}
 	return n, nil
-}
-
-// scanTable counts every item by namespace and kind, reading keys only.
-func scanTable(ctx context.Context, client *dynamodb.Client, table string) ([]scanCount, error) {
-	in := &dynamodb.ScanInput{TableName: &table, ProjectionExpression: aws.String("#pk, #sk"),
-		ExpressionAttributeNames: map[string]string{"#pk": store.AttrPK, "#sk": store.AttrSK}}
-	counts := map[string]*scanCount{}
-	buckets := map[string]bool{}
-	for p := dynamodb.NewScanPaginator(client, in); p.HasMorePages(); {
-		out, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range out.Items {
-			pk, _ := it[store.AttrPK].(*types.AttributeValueMemberS)
-			sk, _ := it[store.AttrSK].(*types.AttributeValueMemberS)
-			if pk == nil || sk == nil {
-				continue
-			}
-			ns, rest, found := strings.Cut(pk.Value, "/")
-			if !found {
-				continue // the schema version, outside every namespace
-			}
-			s := counts[ns]
-			if s == nil {
-				s = &scanCount{Namespace: ns}
-				counts[ns] = s
-			}
-			kind, _, _ := strings.Cut(rest, "#")
-			switch {
-			case kind == "BUCKET" && sk.Value == keys.SKBucket:
-				s.BucketShards++
-				if b, ok := keys.ParseBucketPK(pk.Value); ok && !buckets[b.WithShard(0).PK()] {
-					buckets[b.WithShard(0).PK()] = true
-					s.Buckets++
-				}
-			case kind == "ENTITY" && sk.Value == keys.SKEntity:
-				s.Entities++
-			case (kind == "ENTITY" || kind == "RESOURCE") && strings.HasPrefix(sk.Value, keys.SKLimits):
-				s.StoredLimits++
-			case kind == "USAGE":
-				s.UsageSnapshots++
-			case kind == "AUDIT":
-				s.AuditRecords++
-			default:
-				s.Other++
-			}
-		}
-	}
-	res := make([]scanCount, 0, len(counts))
-	for _, s := range counts {
-		res = append(res, *s)
-	}
-	sort.Slice(res, func(i, j int) bool { return res[i].Namespace < res[j].Namespace })
-	return res, nil
 }

@@ -162,6 +162,12 @@ func (m *metered) Query(ctx context.Context, in store.QueryInput) (store.QueryOu
 		func(o store.QueryOutput) store.Capacity { return o.Consumed })
 }
 
+// Scan is counted with the queries: the load never scans.
+func (m *metered) Scan(ctx context.Context, in store.ScanInput) (store.ScanOutput, error) {
+	return call(m, ctx, opQuery, func() (store.ScanOutput, error) { return m.Store.Scan(ctx, in) },
+		func(o store.ScanOutput) store.Capacity { return o.Consumed })
+}
+
 // WriteConcurrently is one round trip for all its writes; each write is
 // counted as the request it is.
 func (m *metered) WriteConcurrently(ctx context.Context, writes []store.Write) []store.WriteResult {

@@ -29,7 +29,8 @@ func parseLimits(flagName, s string) ([]limiter.Limit, error) {
 		out = append(out, l)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("-%s: no limit given (want %s)", flagName, limiter.LimitSyntax)
+		_, err := limiter.ParseLimit("")
+		return nil, fmt.Errorf("-%s: no limit given: %w", flagName, err)
 	}
 	return out, nil
 }

@@ -35,7 +35,7 @@ func TestParseLimits(t *testing.T) {
 		t.Errorf("formatted %q", got)
 	}
 	for bad, msg := range map[string]string{
-		"":             "-limits: no limit given (want name:rate/period[:burst]",
+		"":             "-limits: no limit given: limiter: invalid limit \"\": must be name:rate/period[:burst]",
 		"rps":          `-limits: limiter: invalid limit "rps": must be name:rate/period[:burst]`,
 		"rpm:100":      `-limits: limiter: invalid period of limit "rpm:100": is missing`,
 		"rps:x/s":      `invalid rate of limit "rps:x/s"`,

@@ -95,7 +95,7 @@ func TestWriteCost(t *testing.T) {
 	t.Logf("the limiter's item: %d attributes; its write: UPDATE %s CONDITION %s", len(got.Item), spec.Expr.Update, spec.Expr.Condition)
 
 	names, values := spec.Expr.Names, map[string]types.AttributeValue{}
-	for k, v := range spec.Expr.ValueMap() {
+	for k, v := range spec.Expr.Values {
 		values[k] = dynamoValue(v)
 	}
 	addN := func(table string, key map[string]types.AttributeValue, rv types.ReturnValue) *dynamodb.UpdateItemInput {

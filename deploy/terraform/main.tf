@@ -161,3 +161,35 @@ resource "aws_lambda_event_source_mapping" "aggregator" {
     }
   }
 }
+
+# The data plane's policy, one per namespace in var.namespaces: what a
+# service that acquires with limiter.WithNamespace(ns) needs, confined to
+# that namespace's items by the dynamodb:LeadingKeys condition. Every
+# partition key of a namespace, in the table and in its indexes, begins
+# with "{ns}/" (deploy/deploy_test.go checks the key layout against the
+# condition). The table's one item outside every namespace, the schema
+# version (#SCHEMA), is read by every limiter and written by the first.
+resource "aws_iam_policy" "namespace" {
+  for_each    = toset(var.namespaces)
+  name        = "${var.table_name}-${each.key}-data-plane"
+  description = "limiter data plane, namespace ${each.key} of table ${var.table_name}"
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [
+      {
+        Sid       = "NamespaceItems"
+        Effect    = "Allow"
+        Action    = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
+        Resource  = aws_dynamodb_table.rate_limits.arn
+        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["${each.key}/*", "#SCHEMA"] } }
+      },
+      {
+        Sid       = "NamespaceShards"
+        Effect    = "Allow"
+        Action    = "dynamodb:Query"
+        Resource  = "${aws_dynamodb_table.rate_limits.arn}/index/GSI3"
+        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["${each.key}/*"] } }
+      },
+    ]
+  })
+}

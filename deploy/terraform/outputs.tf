@@ -13,3 +13,7 @@ output "stream_arn" {
 output "aggregator_function_arn" {
   value = aws_lambda_function.aggregator.arn
 }
+
+output "namespace_policy_arns" {
+  value = { for ns, p in aws_iam_policy.namespace : ns => p.arn }
+}

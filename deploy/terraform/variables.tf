@@ -21,3 +21,9 @@ variable "log_retention_days" {
   type        = number
   default     = 30
 }
+
+variable "namespaces" {
+  description = "Namespaces to create a data-plane policy for (aws_iam_policy.namespace[ns]), each confined to its own items."
+  type        = list(string)
+  default     = []
+}

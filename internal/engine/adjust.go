@@ -2,7 +2,6 @@ package engine
 
 import (
 	"errors"
-	"sync"
 
 	"github.com/shardlimit/limiter/store"
 )
@@ -28,16 +27,6 @@ type Adjust struct {
 	// at. Img is nil when nothing was written or the item did not decode.
 	Img *Image
 	N   int64
-
-	// The plan of NewAdjustWith, and the call of the step in progress
-	// (each step's replaces the last's, which has been made by then): a
-	// settle allocates one machine, not a machine, a plan and a call.
-	plan Plan
-	call Call
-	upd  store.UpdateInput
-	// vals holds the values of the first write's expression; a machine
-	// of NewAdjustWith keeps it when recycled (see Release).
-	vals valueBuf
 }
 
 // NewAdjust returns the machine that applies p's amounts (see
@@ -46,51 +35,21 @@ func NewAdjust(m *Memory, p *Plan, shard int, n int64) *Adjust {
 	return &Adjust{m: m, p: p, shard: shard, n: n}
 }
 
-// NewAdjustWith is NewAdjust of p with amounts[name]*scale millitokens
-// per limit (p.WithAmounts of those), the plan held in the machine: a
-// caller with amounts in tokens builds no map of millitokens.
-//
-// The machine comes from a pool of machines handed back with Release.
-func NewAdjustWith(m *Memory, p *Plan, amounts map[string]int64, scale int64, shard int, n int64) *Adjust {
-	a := adjustPool.Get().(*Adjust)
-	vals := a.vals.vals
-	*a = Adjust{m: m, shard: shard, n: n}
-	a.vals.vals = vals
-	a.p = p.withAmountsIn(&a.plan, amounts, scale)
-	return a
-}
-
-// adjustPool recycles the machines of NewAdjustWith: an application that
-// adjusts every lease (tokens known after the call) would otherwise make
-// one, and the values of its write, garbage per adjust.
-var adjustPool = sync.Pool{New: func() any { return new(Adjust) }}
-
-// Release hands a machine that has answered back for reuse; the caller
-// must have read what it needs (Vanished) and must not use it again. The
-// calls its steps asked for are part of it (their inputs, the values of
-// their expressions included: the next machine reuses them). Release of
-// nil does nothing.
-func (a *Adjust) Release() {
-	if a != nil {
-		adjustPool.Put(a)
-	}
-}
-
 // Start returns the first step: the guarded ADD (Done at once when the
 // plan charges nothing).
 func (a *Adjust) Start(now int64) Step {
 	if _, releases := a.p.holding(); releases {
 		// A pool's return (see hold.go).
-		ex, err := direct(func(k sink) { a.p.emitReturn(k, a.n, now) })
+		ex, err := build(func(k *builder) { a.p.emitReturn(k, a.n, now) })
 		if err != nil {
 			return Step{Err: err}
 		}
 		return a.update(ex, PathAdjust)
 	}
-	if charged, _ := a.p.chargedMask(); charged == 0 {
+	if !a.p.charges() {
 		return Step{Done: true}
 	}
-	ex, err := a.p.adjustIn(&a.vals, a.n, now)
+	ex, err := a.p.adjust(a.n, now)
 	if err != nil {
 		return Step{Err: err}
 	}
@@ -98,10 +57,9 @@ func (a *Adjust) Start(now int64) Step {
 }
 
 func (a *Adjust) update(ex store.Expr, path Path) Step {
-	a.upd = store.UpdateInput{Key: a.p.Ref.WithShard(a.shard).Key(), Expr: ex,
+	in := store.UpdateInput{Key: a.p.Ref.WithShard(a.shard).Key(), Expr: ex,
 		Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}
-	a.call = Call{Update: &a.upd}
-	return Step{Path: path, Call: &a.call}
+	return Step{Path: path, Call: &Call{Update: &in}}
 }
 
 // Feed takes the result of the last call and returns the next step.
@@ -112,14 +70,14 @@ func (a *Adjust) Feed(r Result, now int64) Step {
 			img, _ := Decode(*a.put)
 			a.m.learn(a.p.Ref, a.shard, img, 0, now, lat, a.p)
 			a.Img = img
-		} else if img, err := decodeFor(a.p, r.Write.Image(), nil); err == nil && img != nil {
+		} else if img, err := Decode(r.Write.Attributes); err == nil && img != nil {
 			a.m.learn(a.p.Ref, a.shard, img, 0, now, lat, a.p)
 			a.Img = img
 		}
 		a.N = a.n
 		return Step{Done: true}
 	}
-	im, err := conditionImage(a.p, r.Err)
+	im, err := conditionImage(r.Err)
 	if err != nil {
 		return Step{Err: err}
 	}
@@ -155,7 +113,7 @@ func (a *Adjust) Feed(r Result, now int64) Step {
 		}
 		return a.update(ex, PathAdjust)
 	}
-	ex, err := a.p.normal(nil, im, a.n, now, false, nil)
+	ex, err := a.p.normal(im, a.n, now, false, nil)
 	if err != nil {
 		return Step{Err: err}
 	}

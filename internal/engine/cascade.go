@@ -192,12 +192,12 @@ func (c *Cascade) afterUndo(r Result, now int64) CascadeStep {
 	o := c.Sides[c.undoIdx]
 	switch {
 	case r.Err == nil:
-		if img, err := decodeFor(o.p, r.Write.Image(), nil); err == nil && img != nil {
+		if img, err := Decode(r.Write.Attributes); err == nil && img != nil {
 			o.m.learn(o.p.Ref, o.Shard, img, 0, now, r.latency(now), c.undo)
 		}
 		return *c.settled
 	case errors.Is(r.Err, store.ErrConditionFailed):
-		im, err := conditionImage(o.p, r.Err)
+		im, err := conditionImage(r.Err)
 		if err == nil && im != nil && im.shardCount > c.undoN {
 			// The bucket doubled since the charge: the refund's refill
 			// times must be computed at the count the shard now has (the

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"slices"
-	"sync"
 
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
@@ -133,7 +132,7 @@ type Charge struct {
 
 	phase chargePhase
 	path  Path
-	sent  *Call // the charge write in flight (kept.call)
+	sent  *Call // the charge write in flight
 	lat   int64 // how long the last call took (ms)
 	mine  *Plan // the plan of the charge write in flight
 	// inFlight is true while the memory counts mine as in flight on the
@@ -145,67 +144,15 @@ type Charge struct {
 	// shard 0 showed (see afterDouble).
 	redoubled bool
 
-	// kept is what the machine keeps when it is recycled (NewCharge
-	// clears the rest).
-	kept *chargeBufs
-
-	// Spare, when set before Start, is where the first image the machine
-	// decodes the quick way is kept instead of a new allocation (a field
-	// of what the caller allocates anyway: its lease). It must be a zero
-	// Image that nothing else uses; once taken it is never written again.
-	Spare *Image
-
 	// Set when Done.
 	Shard int
 	N     int64
 	Img   *Image
 }
 
-// chargeBufs is the part of a machine that outlives its acquire: the
-// buffers its charge writes are made in, reused from write to write and
-// from machine to machine (every write sets what it uses). Kept apart
-// from the machine, so that clearing the machine for its next acquire
-// need not touch them.
-type chargeBufs struct {
-	call Call // what Charge.sent points to (saves allocations)
-	upd  store.UpdateInput
-	// vals holds the values of the charge writes' expressions (see
-	// valueBuf).
-	vals valueBuf
-}
-
-// NewCharge returns the machine of one acquire of p's bucket. A caller
-// that is done with it may hand it back with Release.
+// NewCharge returns the machine of one acquire of p's bucket.
 func NewCharge(m *Memory, p *Plan, rnd Rand, o Options) *Charge {
-	c := chargePool.Get().(*Charge)
-	kept := c.kept
-	if kept == nil {
-		kept = new(chargeBufs)
-	}
-	*c = Charge{m: m, p: p, rnd: rnd, o: o, kept: kept}
-	c.tried = c.triedBuf[:0]
-	return c
-}
-
-// chargePool recycles the machines of the hot path: one per acquire would
-// otherwise be garbage as soon as the acquire answers.
-var chargePool = sync.Pool{New: func() any { return new(Charge) }}
-
-// Release hands a machine that has answered (or whose last step's call
-// will not be made, after Drop) back for reuse; the caller must have read
-// what it needs (Shard, N, Img) and must not use it again. What it
-// answered (a Refusal, an Image, the plan) is not part of it and stays
-// valid; the calls its steps asked for are (their inputs, the values of
-// their expressions included: the next machine reuses them). Release of
-// nil does nothing.
-//
-// The machine is cleared when reused (NewCharge), not here: what it
-// points to stays reachable while it waits in the pool, which the
-// garbage collector empties.
-func (c *Charge) Release() {
-	if c != nil {
-		chargePool.Put(c)
-	}
+	return &Charge{m: m, p: p, rnd: rnd, o: o}
 }
 
 // Start returns the first step.
@@ -275,7 +222,7 @@ func (c *Charge) nextShard(now int64) Step {
 			continue
 		}
 		q := c.p.withBilled(c.billed)
-		ex, path, err := q.blind(&c.kept.vals, &c.view, c.n, now, c.rnd.Float64())
+		ex, path, err := q.blind(&c.view, c.n, now, c.rnd.Float64())
 		if err != nil {
 			return Step{Err: err}
 		}
@@ -330,20 +277,14 @@ func (c *Charge) write(ex store.Expr, path Path, q *Plan) Step {
 	c.mine = q
 	c.m.reserve(c.entry, q, 1)
 	c.inFlight = true
-	k := c.kept
-	k.upd = store.UpdateInput{Key: c.entry.key, Expr: ex, Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}
-	k.call = Call{Update: &k.upd}
-	c.sent = &k.call
+	in := store.UpdateInput{Key: c.entry.key, Expr: ex, Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}
+	c.sent = &Call{Update: &in}
 	return Step{Path: path, Call: c.sent}
 }
 
 func (c *Charge) afterWrite(r *Result, now int64) Step {
 	if r.Err == nil {
-		kind := decodeWrite
-		if c.path == PathSpeculative {
-			kind = decodeHashed // the write was conditional on the plan's hash
-		}
-		img, err := c.decode(r.Write.Image(), kind)
+		img, err := Decode(r.Write.Attributes)
 		if err == nil {
 			return c.charged(img, now) // it ends the write in flight
 		}
@@ -363,7 +304,7 @@ func (c *Charge) afterWrite(r *Result, now int64) Step {
 		return Step{Path: c.path, Call: c.sent}
 	}
 	c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.busyness(now), now)
-	im, err := c.conditionImage(r.Err)
+	im, err := conditionImage(r.Err)
 	if err != nil {
 		return Step{Err: err}
 	}
@@ -540,7 +481,7 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		return c.exhausted(&Refusal{Plan: c.p, Img: im, N: c.n, Now: now, View: &v, Outrun: true}, now)
 	}
 	q := c.p.withBilled(c.billed)
-	ex, path, err := q.informed(&c.kept.vals, im, c.view, c.n, now, c.lat, c.contended)
+	ex, path, err := q.informed(im, c.view, c.n, now, c.lat, c.contended)
 	if err != nil {
 		return Step{Err: err}
 	}
@@ -625,7 +566,7 @@ func (c *Charge) double(now int64, after func() Step) Step {
 
 func (c *Charge) afterDouble(r *Result, now int64) Step {
 	if r.Err == nil {
-		img, _ := Decode(r.Write.Image())
+		img, _ := Decode(r.Write.Attributes)
 		c.m.learn(c.p.Ref, 0, img, 2*c.n, now, c.lat, nil)
 		c.m.setPendingDoubling(c.p.Ref, 0, now)
 		c.n, c.tried = 2*c.n, c.tried[:0]
@@ -646,7 +587,7 @@ func (c *Charge) afterDouble(r *Result, now int64) Step {
 		return Step{Err: r.Err}
 	}
 	c.m.setPendingDoubling(c.p.Ref, 0, now)
-	shard0 := cf.Image()
+	shard0 := cf.Item
 	if shard0 == nil {
 		return c.after() // shard 0 is missing: the next acquire creates it
 	}
@@ -794,7 +735,7 @@ func (c *Charge) afterCreate(r *Result, now int64) Step {
 	if errors.Is(r.Err, store.ErrThrottled) {
 		return c.throttled(r.Err, now)
 	}
-	im, err := conditionImage(nil, r.Err)
+	im, err := conditionImage(r.Err)
 	if err != nil {
 		return Step{Err: err}
 	}
@@ -803,40 +744,13 @@ func (c *Charge) afterCreate(r *Result, now int64) Step {
 }
 
 // conditionImage turns a condition failure into the item it returned
-// (nil when there was none), decoded the quick way for plan p (see
-// decodeFor; nil p: in full); any other error is returned as is.
-func conditionImage(p *Plan, err error) (*Image, error) {
+// (nil when there was none); any other error is returned as is.
+func conditionImage(err error) (*Image, error) {
 	var cf *store.ConditionFailedError
 	if !errors.As(err, &cf) {
 		return nil, err
 	}
-	if p == nil {
-		return Decode(cf.Image())
-	}
-	return decodeFor(p, cf.Image(), nil)
-}
-
-// conditionImage is conditionImage with the quick decoder for the plan.
-func (c *Charge) conditionImage(err error) (*Image, error) {
-	var cf *store.ConditionFailedError
-	if !errors.As(err, &cf) {
-		return nil, err
-	}
-	return c.decode(cf.Image(), decodeAny)
-}
-
-// decode is decodeQuick for the machine's plan, into Spare the first time
-// it can be; kind says what the machine knows of the item.
-func (c *Charge) decode(it store.View, kind decodeKind) (*Image, error) {
-	img, err := decodeQuick(c.p, it, c.Spare, kind)
-	switch {
-	case c.Spare == nil:
-	case img == c.Spare:
-		c.Spare = nil
-	default: // the full decoder answered: Spare may be half written
-		*c.Spare = Image{}
-	}
-	return img, err
+	return Decode(cf.Item)
 }
 
 // withBilled returns p charging the hidden limit for billed failed writes
@@ -845,7 +759,7 @@ func (p *Plan) withBilled(billed int64) *Plan {
 	if billed <= 0 {
 		return p
 	}
-	q := withSpecs(p.Ref, p.hash, p.pt, p.specs)
+	q := withSpecs(p.Ref, p.hash, p.specs)
 	q.gen = p.gen // a reservation's release names its hold generation
 	q.specs[len(q.specs)-1].amount += billed * unit
 	return q

@@ -652,39 +652,11 @@ func TestTheNormalWriteWithoutATemplateKeepsItsFloor(t *testing.T) {
 	if err := apply(st, other); err != nil {
 		t.Fatal(err)
 	}
-	ex, err := p.normal(nil, im, 1, T, true, nil)
+	ex, err := p.normal(im, 1, T, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := apply(st, ex); !errors.Is(err, store.ErrConditionFailed) {
 		t.Fatalf("the normal write over a charge it did not see: %v, want a condition failure (it would end below 0)", err)
-	}
-}
-
-// A successful speculative write was conditional on the plan's limits
-// hash, which it leaves: its image takes the plan's hash without looking
-// it up. Any other write's image is read as returned (here an item that
-// breaks the normal write's promise, as no store answers).
-func TestSpeculativeImageTakesThePlansHash(t *testing.T) {
-	p := plan1(bucketRef)
-	other := shape{rf: T}.item(p)
-	other[attrLimitsHash] = store.Int(p.hash + 1)
-
-	c := NewCharge(NewMemory(0), p, picks(), Options{})
-	converse(t, c.Start(T), c.Feed, T, []exchange{{"update 0 speculative", wrote(other)}, {"done speculative", Result{}}})
-	if c.Img == nil || c.Img.hash != p.hash {
-		t.Fatalf("the image of a speculative write: %+v, want the plan's hash %d", c.Img, p.hash)
-	}
-
-	m := NewMemory(0)
-	measured(m, bucketRef, 0, 0.5, 0.1, T, nil)
-	c = NewCharge(m, p, picks(), Options{})
-	converse(t, c.Start(T), c.Feed, T, []exchange{
-		{"update 0 speculative", failed(shape{rf: T - 200, tk: map[string]int64{"rps": 500}, ahead: drifted}.item(p))},
-		{"update 0 normal", wrote(other)},
-		{"done normal", Result{}},
-	})
-	if c.Img == nil || c.Img.hash != p.hash+1 {
-		t.Fatalf("the image of a normal write: %+v, want the hash it holds, %d", c.Img, p.hash+1)
 	}
 }

@@ -45,7 +45,7 @@ func TestLaggingClientMovesRefillForward(t *testing.T) {
 			}
 			// A client with a fast clock refills the bucket at start + 1 s.
 			fast := start + 1000
-			ex, _ := p.normal(nil, read(), 1, fast, true, nil)
+			ex, _ := p.normal(read(), 1, fast, true, nil)
 			if err := update(ex); err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +55,7 @@ func TestLaggingClientMovesRefillForward(t *testing.T) {
 			}
 			// Two clients hold that item: one lags 400 ms behind it.
 			lagging := fast - 400
-			ex, _ = p.normal(nil, seen, 1, lagging, tc.floors, nil)
+			ex, _ = p.normal(seen, 1, lagging, tc.floors, nil)
 			if err := update(ex); err != nil {
 				t.Fatalf("the lagging client's normal write: %v", err)
 			}
@@ -66,7 +66,7 @@ func TestLaggingClientMovesRefillForward(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The other holder of the same item must lose the rf race.
-			ex, _ = p.normal(nil, seen, 1, fast+10, tc.floors, nil)
+			ex, _ = p.normal(seen, 1, fast+10, tc.floors, nil)
 			if err := update(ex); !errors.Is(err, store.ErrConditionFailed) {
 				t.Fatalf("a second normal write from the same item: %v, want a condition failure (the refill would count twice)", err)
 			}
@@ -146,7 +146,7 @@ func TestFullWriteMovesRefillForward(t *testing.T) {
 	if step, _ := drive(st, clock.Now().UnixMilli, refund.Start(now), refund.Feed); !step.Done {
 		t.Fatalf("refund: %+v", step)
 	}
-	full, _ := NewPlan(bucketRef, limits, map[string]int64{"rps": 2}).full(nil, 1, now, 0)
+	full, _ := NewPlan(bucketRef, limits, map[string]int64{"rps": 2}).full(1, now, 0)
 	_, err := st.Update(ctx, store.UpdateInput{Key: key, Expr: full})
 	if !errors.Is(err, store.ErrConditionFailed) {
 		t.Fatalf("a full write in the millisecond of rf: %v, want a condition failure", err)
@@ -154,12 +154,12 @@ func TestFullWriteMovesRefillForward(t *testing.T) {
 	// A full write a millisecond later moves rf; the old image's normal
 	// write then loses the race.
 	clock.Add(time.Millisecond)
-	full, _ = NewPlan(bucketRef, limits, map[string]int64{"rps": 2}).full(nil, 1, now+1, 0)
+	full, _ = NewPlan(bucketRef, limits, map[string]int64{"rps": 2}).full(1, now+1, 0)
 	if _, err := st.Update(ctx, store.UpdateInput{Key: key, Expr: full}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Add(40 * time.Millisecond)
-	normal, _ := NewPlan(bucketRef, limits, map[string]int64{"rps": 17}).normal(nil, old, 1, now+41, true, nil)
+	normal, _ := NewPlan(bucketRef, limits, map[string]int64{"rps": 17}).normal(old, 1, now+41, true, nil)
 	if _, err := st.Update(ctx, store.UpdateInput{Key: key, Expr: normal}); !errors.Is(err, store.ErrConditionFailed) {
 		t.Fatalf("a normal write from the item before the full write: %v, want a condition failure", err)
 	}

@@ -122,7 +122,7 @@ func TestCushionOnlyWhenEveryCapCanPay(t *testing.T) {
 // full write, with a cushion) and returns the item it leaves.
 func contendedFull(t *testing.T, st *memsim.Store, p *Plan, im *Image, now int64) store.Item {
 	t.Helper()
-	ex, path, err := p.informed(nil, im, ShardView{}, 1, now, 0, true)
+	ex, path, err := p.informed(im, ShardView{}, 1, now, 0, true)
 	if err != nil || path != PathFull {
 		t.Fatalf("informed write: %v %v, want the full write", path, err)
 	}
@@ -180,7 +180,7 @@ func TestFullWriteOnlyWhenTheCapPaysTheCharge(t *testing.T) {
 			now := clock.Now().UnixMilli()
 			im := heldItem(t, st, rps, now, tc.hold)
 			p := NewPlan(bucketRef, []Limit{rps}, map[string]int64{"rps": 5})
-			ex, path, err := p.blind(nil, &ShardView{Img: im, At: now, OwnRefill: true}, 1, now, 0.999)
+			ex, path, err := p.blind(&ShardView{Img: im, At: now, OwnRefill: true}, 1, now, 0.999)
 			if err != nil {
 				t.Fatal(err)
 			}

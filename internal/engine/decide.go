@@ -11,9 +11,12 @@ import (
 // functions of the plan, an image or a view, and now.
 
 // Path names the write a step makes (or the answer it gives without one).
+// The root package reports the paths up to PathDouble as its own (its
+// Path is this type); the later ones name the steps of adjusts, undos and
+// discovery, which it reports as one of those or not at all.
 type Path uint8
 
-// Write paths.
+// Paths.
 const (
 	PathNone        Path = iota
 	PathSpeculative      // one conditional ADD, no read: the hot path
@@ -22,14 +25,16 @@ const (
 	PathNormal           // refill and consume under the rf lock
 	PathRetry            // consume only, after losing the rf race
 	PathReject           // refused from the returned item, no further I/O
+	PathFailOpen         // the store failed and the policy admitted anyway (the root package's)
 	PathLocal            // refused from the client's last image, no I/O at all
+	PathPool             // admitted from a reservation, no I/O at all (the root package's)
 	PathDouble           // the doubling write
 	PathDiscover         // looking for a bucket's shards before recreating shard 0
 	PathAdjust           // an adjust or refund
 	PathUndo             // a cascade's compensation
 )
 
-var pathNames = [...]string{"none", "speculative", "full", "create", "normal", "retry", "reject", "local", "double", "discover", "adjust", "undo"}
+var pathNames = [...]string{"none", "speculative", "full", "create", "normal", "retry", "reject", "fail-open", "local", "pool", "double", "discover", "adjust", "undo"}
 
 // String returns the path's name.
 func (p Path) String() string {
@@ -588,16 +593,15 @@ func (v *ShardView) ahead(s *spec, n, now int64) int64 {
 // another refilled, would all make the full write, which one of them
 // wins); the normal write when
 // the stored tokens run low (refresh); else the speculative charge, with
-// headroom burnt on a shared shard near its ceiling. The expression's
-// values are in buf (see valueBuf; nil: a new slice), as informed's.
-func (p *Plan) blind(buf *valueBuf, v *ShardView, n, now int64, draw float64) (store.Expr, Path, error) {
+// headroom burnt on a shared shard near its ceiling.
+func (p *Plan) blind(v *ShardView, n, now int64, draw float64) (store.Expr, Path, error) {
 	im := v.Img
 	if im == nil || !im.matches(p, n) {
 		var burn []int64
 		if v.unmeasured() {
 			burn = p.unmeasuredBurn(nil, n) // its item, if any, is of other limits
 		}
-		ex, err := p.speculative(buf, n, now, burn)
+		ex, err := p.speculative(n, now, burn)
 		return ex, PathSpeculative, err
 	}
 	if im.fullBy(p, n, now) && v.othersSince(now) < 0.5 && (v.OwnRefill || v.RateAt != 0 || v.Rate > 0) {
@@ -605,15 +609,15 @@ func (p *Plan) blind(buf *valueBuf, v *ShardView, n, now int64, draw float64) (s
 			ex, err := p.fullHeld(im, n, now, 0)
 			return ex, PathFull, err
 		}
-		ex, err := p.full(buf, n, now, 0)
+		ex, err := p.full(n, now, 0)
 		return ex, PathFull, err
 	}
 	burn := p.headroom(v, n, now)
 	if p.refresh(v, n, now, burn, draw) {
-		ex, err := p.normal(buf, im, n, now, true, burn)
+		ex, err := p.normal(im, n, now, true, burn)
 		return ex, PathNormal, err
 	}
-	ex, err := p.speculative(buf, n, now, burn)
+	ex, err := p.speculative(n, now, burn)
 	return ex, PathSpeculative, err
 }
 
@@ -625,7 +629,7 @@ func (p *Plan) blind(buf *valueBuf, v *ShardView, n, now int64, draw float64) (s
 // tokens suffice; else refill and consume under the rf lock. The caller
 // has checked that the tokens suffice (shortfall). v carries the rate
 // estimates; its image is not used.
-func (p *Plan) informed(buf *valueBuf, im *Image, v ShardView, n, now, lat int64, contended bool) (store.Expr, Path, error) {
+func (p *Plan) informed(im *Image, v ShardView, n, now, lat int64, contended bool) (store.Expr, Path, error) {
 	if im.matches(p, n) && im.fullBy(p, n, now) {
 		h := int64(0)
 		if contended {
@@ -635,16 +639,16 @@ func (p *Plan) informed(buf *valueBuf, im *Image, v ShardView, n, now, lat int64
 			ex, err := p.fullHeld(im, n, now, h)
 			return ex, PathFull, err
 		}
-		ex, err := p.full(buf, n, now, h)
+		ex, err := p.full(n, now, h)
 		return ex, PathFull, err
 	}
 	v.Img, v.At = im, now
 	burn := p.headroom(&v, n, now)
 	if p.retryable(im, n, now, burn) {
-		ex, err := p.speculative(buf, n, now, burn)
+		ex, err := p.speculative(n, now, burn)
 		return ex, PathRetry, err
 	}
-	ex, err := p.normal(buf, im, n, now, true, burn)
+	ex, err := p.normal(im, n, now, true, burn)
 	return ex, PathNormal, err
 }
 

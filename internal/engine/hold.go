@@ -204,7 +204,7 @@ func (p *Plan) fullHeld(im *Image, n, now, h int64) (store.Expr, error) {
 // emitReserve is the consumption-only write of a reservation in the
 // image's open generation g: the speculative write, plus hd +k per limit
 // (emitSpeculative moves fl and fh by the charge only), in generation g.
-func (p *Plan) emitReserve(k sink, n, now, g int64, burn []int64) {
+func (p *Plan) emitReserve(k *builder, n, now, g int64, burn []int64) {
 	k.cond(condEq, attrGen, g)
 	p.emitSpeculative(k, n, now, burn)
 }
@@ -213,7 +213,7 @@ func (p *Plan) emitReserve(k sink, n, now, g int64, burn []int64) {
 // (release) in the generation it was reserved under: ADD tk +rest, hd -k,
 // fl and fh by the refill of k - rest. Exact only below the cap (fl >
 // now); else the normal write.
-func (p *Plan) emitReturn(k sink, n, now int64) {
+func (p *Plan) emitReturn(k *builder, n, now int64) {
 	k.cond(condEq, attrShardCount, n)
 	k.cond(condEq, attrGen, p.gen)
 	for i := range p.specs {
@@ -238,16 +238,6 @@ func (p *Plan) emitReturn(k sink, n, now int64) {
 		k.exists(s.tk)
 		k.cond(condGt, s.fl, now)
 	}
-}
-
-// direct builds an expression from emit without the template cache (the
-// reservation writes: rare, and of shapes the cache does not key).
-func direct(emit func(sink)) (store.Expr, error) {
-	t, err := compile(emit)
-	if err != nil {
-		return store.Expr{}, err
-	}
-	return t.fill(nil, emit), nil
 }
 
 // Reserve is the machine of a reservation: one write that charges a plan
@@ -341,10 +331,10 @@ func (r *Reserve) next(im *Image, now int64) Step {
 	burn := r.p.headroom(&v, r.n, now)
 	if im.genOpen(now) && (blind && r.p.covered(im, burn) || r.p.retryable(im, r.n, now, burn)) {
 		g := im.gen
-		ex, err := direct(func(k sink) { q.emitReserve(k, r.n, now, g, burn) })
+		ex, err := build(func(k *builder) { q.emitReserve(k, r.n, now, g, burn) })
 		return r.write(ex, err, PathSpeculative)
 	}
-	ex, err := q.normal(nil, im, r.n, now, true, burn)
+	ex, err := q.normal(im, r.n, now, true, burn)
 	return r.write(ex, err, PathNormal)
 }
 
@@ -389,7 +379,7 @@ func (r *Reserve) Feed(res Result, now int64) Step {
 	lat := res.latency(now)
 	r.lat = lat
 	if res.Err == nil {
-		img, err := Decode(res.Write.Image())
+		img, err := Decode(res.Write.Attributes)
 		if err != nil || img == nil || !img.holds {
 			return Step{Err: errors.Join(err, errors.New("limiter: a reservation's write returned no hold generation"))}
 		}
@@ -399,7 +389,7 @@ func (r *Reserve) Feed(res Result, now int64) Step {
 		r.Until = min(now+PoolLifeMs, img.genAt+GenLifeMs)
 		return Step{Done: true}
 	}
-	im, err := conditionImage(nil, res.Err)
+	im, err := conditionImage(res.Err)
 	if err != nil {
 		r.settleBilled(now)
 		if store.OutcomeUnknown(err) || errors.Is(err, store.ErrThrottled) {

@@ -15,7 +15,7 @@ import (
 // renderExpr returns ex's update and condition with every placeholder
 // replaced by what it stands for.
 func renderExpr(ex store.Expr) string {
-	vals := ex.ValueMap()
+	vals := ex.Values
 	sub := regexp.MustCompile(`[#:][A-Za-z0-9_]+`)
 	f := func(s string) string {
 		return sub.ReplaceAllStringFunc(s, func(ph string) string {
@@ -76,7 +76,7 @@ func TestHoldWriteExpressions(t *testing.T) {
 	// 4. Every cap moves by the release less the hold, fl and fh by the
 	// refill of what the cap and the tokens do not share.
 	res := p.WithHold(map[string]int64{"rps": 2000}, map[string]int64{"rps": 500, "tpm": 300}, 4)
-	ex, err := direct(func(k sink) { res.emitReserve(k, 2, now, 4, nil) })
+	ex, err := build(func(k *builder) { res.emitReserve(k, 2, now, 4, nil) })
 	wantExpr(t, "reserve", ex, err,
 		"ADD b_rps_tk -3000, b_rps_tc 3000, b_rps_hd 1500, b_rps_fl 300, b_rps_fh 300, b_tpm_tk 0, b_tpm_tc 0, b_tpm_hd -300, b_tpm_fl 600, b_tpm_fh 600, b_wcu_tk -1000, b_wcu_tc 1000, b_wcu_fl 1, b_wcu_fh 1 IF "+
 			"(hg = 4) AND (lh = 3231279557889561086) AND (shard_count = 2) AND ((b_rps_tk >= 3000) OR ((b_rps_fh <= 1767225610400) AND (rf >= 1767223810000) AND (attribute_not_exists(hg)))) AND (b_rps_fl > 1767225610000) AND ((b_tpm_tk >= 0) OR ((b_tpm_fh <= 1767225670000) AND (rf >= 1767223810000) AND (attribute_not_exists(hg)))) AND (b_tpm_fl > 1767225610000) AND (b_wcu_tk >= 1000)")
@@ -84,7 +84,7 @@ func TestHoldWriteExpressions(t *testing.T) {
 	// A return of generation 4: the rest (0.6 token of rps) back, the hold
 	// (1 token of rps, 0.2 of tpm, all of it handed out) released.
 	ret := p.WithReturn(map[string]int64{"rps": 600}, map[string]int64{"rps": 1000, "tpm": 200}, 4)
-	ex, err = direct(func(k sink) { ret.emitReturn(k, 2, now) })
+	ex, err = build(func(k *builder) { ret.emitReturn(k, 2, now) })
 	wantExpr(t, "return", ex, err,
 		"ADD b_rps_tk 600, b_rps_tc -600, b_rps_hd -1000, b_rps_fl 80, b_rps_fh 80, b_tpm_hd -200, b_tpm_fl 400, b_tpm_fh 400 IF "+
 			"(shard_count = 2) AND (hg = 4) AND (attribute_exists(b_rps_tk)) AND (b_rps_fl > 1767225610000) AND (attribute_exists(b_tpm_tk)) AND (b_tpm_fl > 1767225610000)")
@@ -92,7 +92,7 @@ func TestHoldWriteExpressions(t *testing.T) {
 	// A return of more rest than hold (a pool that was given refunds):
 	// the distance to the cap shrinks, fl and fh move earlier.
 	back := p.WithReturn(map[string]int64{"rps": 1500}, map[string]int64{"rps": 1000}, 4)
-	ex, err = direct(func(k sink) { back.emitReturn(k, 2, now) })
+	ex, err = build(func(k *builder) { back.emitReturn(k, 2, now) })
 	wantExpr(t, "return of more rest than hold", ex, err,
 		"ADD b_rps_tk 1500, b_rps_tc -1500, b_rps_hd -1000, b_rps_fl -100, b_rps_fh -100 IF "+
 			"(shard_count = 2) AND (hg = 4) AND (attribute_exists(b_rps_tk)) AND (b_rps_fl > 1767225610000)")

@@ -38,22 +38,13 @@ const (
 // moving rf. Valid only while every charged bucket is below its burst, the
 // item was written for the same limits and shard count, and every limit
 // holds what it takes: its stored balance does, or the refill since rf
-// pays the rest (the refill route, see refillBound). Its values, as full's
-// and normal's from the template cache, are in buf (see valueBuf; nil: a
-// new slice).
-func (p *Plan) speculative(buf *valueBuf, n, now int64, burn []int64) (store.Expr, error) {
-	emit := func(k sink) { p.emitSpeculative(k, n, now, burn) }
-	if buf != nil && burn == nil && p.pt != nil {
-		return buf.speculative(p, n, now, emit)
-	}
-	return p.build(buf, pathSpeculative, emit)
+// pays the rest (the refill route, see refillBound).
+func (p *Plan) speculative(n, now int64, burn []int64) (store.Expr, error) {
+	return build(func(k *builder) { p.emitSpeculative(k, n, now, burn) })
 }
 
-// emitSpeculative emits the speculative write. Each of its values is a
-// constant of the plan, n and burn, or now plus such a constant
-// (saturating): a machine's memory of its last write relies on it (see
-// speccache.go).
-func (p *Plan) emitSpeculative(k sink, n, now int64, burn []int64) {
+// emitSpeculative emits the speculative write.
+func (p *Plan) emitSpeculative(k *builder, n, now int64, burn []int64) {
 	k.cond(condEq, attrLimitsHash, p.hash)
 	k.cond(condEq, attrShardCount, n)
 	rfMin := satAdd(now, -refillRouteAge)
@@ -147,18 +138,12 @@ func burnOf(burn []int64, i int) int64 {
 // its burst minus the charge, rf to now + h. Blind, like speculative, and
 // the cheap path for lightly used buckets, which are nearly always full. h
 // dates it h ms ahead of now (the cushion, see below; 0 for none).
-func (p *Plan) full(buf *valueBuf, n, now, h int64) (store.Expr, error) {
-	emit := func(k sink) { p.emitFull(k, n, now, h) }
-	if buf != nil && h == 0 && p.pt != nil {
-		return buf.blindFull(p, n, now, emit)
-	}
-	return p.build(buf, pathFull, emit)
+func (p *Plan) full(n, now, h int64) (store.Expr, error) {
+	return build(func(k *builder) { p.emitFull(k, n, now, h) })
 }
 
-// emitFull emits the full write. Each of its values but the expiry is a
-// constant of the plan, n and h, or now plus such a constant: a machine's
-// memory of its last write relies on it (see speccache.go).
-func (p *Plan) emitFull(k sink, n, now, h int64) {
+// emitFull emits the full write.
+func (p *Plan) emitFull(k *builder, n, now, h int64) {
 	rf := now + h
 	k.set(attrRefill, rf)
 	k.set(store.AttrTTL, p.ttl(nil, n, rf))
@@ -331,16 +316,11 @@ func (p *Plan) createWith(shard int, n, now int64, debit bool) store.PutInput {
 // full (if_not_exists, so two writers cannot both create them), removed
 // ones are REMOVEd, changed ones are rewritten. With floors (acquire), no
 // balance may end below zero; without (adjust), debt is allowed.
-func (p *Plan) normal(buf *valueBuf, im *Image, n, now int64, floors bool, burn []int64) (store.Expr, error) {
+func (p *Plan) normal(im *Image, n, now int64, floors bool, burn []int64) (store.Expr, error) {
 	reserves, releases := p.holding()
 	if _, hasTTL := im.raw.Int(store.AttrTTL); hasTTL && im.matches(p, n) && !im.holds && !reserves && !releases {
-		// The common case (same limits, same shard count): one shape per
-		// set of charged limits, from the template cache.
-		path := pathNormal
-		if floors {
-			path = pathNormalFloors
-		}
-		return p.build(buf, path, func(k sink) { p.emitNormal(k, im, n, now, floors, burn) })
+		// The common case (same limits, same shard count).
+		return build(func(k *builder) { p.emitNormal(k, im, n, now, floors, burn) })
 	}
 	rf1 := normalRefill(im, now)
 	tks := make([]int64, len(p.specs))
@@ -419,16 +399,9 @@ func (p *Plan) normal(buf *valueBuf, im *Image, n, now int64, floors bool, burn 
 // emitNormal is the normal write of the common case: the item has this
 // plan's limits and shard count, so nothing is added, removed, rewritten
 // or rescaled.
-func (p *Plan) emitNormal(k sink, im *Image, n, now int64, floors bool, burn []int64) {
+func (p *Plan) emitNormal(k *builder, im *Image, n, now int64, floors bool, burn []int64) {
 	rf1 := normalRefill(im, now)
-	var buf [maxTTLSpecs]int64
-	tks := buf[:]
-	if len(p.specs) > len(buf) {
-		// More limits than the stack holds (the most a request may have,
-		// and the hidden one): their balances all the same, or a debt
-		// among them would outlive the expiry.
-		tks = make([]int64, len(p.specs))
-	}
+	tks := make([]int64, len(p.specs))
 	for i := range p.specs {
 		st, _ := p.normalStep(&p.specs[i], im, n, rf1, burnOf(burn, i), 0)
 		tks[i] = st.old + st.delta
@@ -461,10 +434,6 @@ func (p *Plan) emitNormal(k sink, im *Image, n, now int64, floors bool, burn []i
 		}
 	}
 }
-
-// maxTTLSpecs is how many limits' balances emitNormal keeps on the stack
-// for the TTL; plans with more (rare) allocate them.
-const maxTTLSpecs = 16
 
 // normalRefill is the rf a normal write sets. rf moves on every normal
 // write, at least by 1 ms: the lock "rf = :seen" then fails for every
@@ -588,15 +557,11 @@ func (p *Plan) adjustTTL(n int64) int64 {
 // adjust charges (amount > 0) or refunds (amount < 0) each limit, without
 // a floor: debt is allowed. A charge must not land on a bucket that is
 // full at now, so it is conditional on fl > now.
-func (p *Plan) adjust(n, now int64) (store.Expr, error) { return p.adjustIn(nil, n, now) }
-
-// adjustIn is adjust with the expression's values in buf (nil: a new
-// slice).
-func (p *Plan) adjustIn(buf *valueBuf, n, now int64) (store.Expr, error) {
-	return p.build(buf, pathAdjust, func(k sink) { p.emitAdjust(k, n, now) })
+func (p *Plan) adjust(n, now int64) (store.Expr, error) {
+	return build(func(k *builder) { p.emitAdjust(k, n, now) })
 }
 
-func (p *Plan) emitAdjust(k sink, n, now int64) {
+func (p *Plan) emitAdjust(k *builder, n, now int64) {
 	if push := p.adjustTTL(n); push > 0 {
 		k.add(store.AttrTTL, push) // a charge may deepen a debt: see ttl
 	}

@@ -29,7 +29,7 @@ func TestTheFullWriteRequiresTheLimitsHash(t *testing.T) {
 	old := plan1(bucketRef)
 	now := NewPlan(bucketRef, []Limit{perSecond("rps", 20)}, map[string]int64{"rps": 1})
 	st := sim(t, shape{rf: T - 5000}.item(now))
-	ex, err := old.full(nil, 1, T, 0)
+	ex, err := old.full(1, T, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestWritesKeepTheExpiry(t *testing.T) {
 	stale := shape{rf: T - 5000}.item(p)
 	stale[store.AttrTTL] = store.Int(1) // long past
 	st := sim(t, stale)
-	ex, _ := p.full(nil, 1, T, 0)
+	ex, _ := p.full(1, T, 0)
 	if err := apply(st, ex); err != nil {
 		t.Fatal(err)
 	}
@@ -57,14 +57,14 @@ func TestWritesKeepTheExpiry(t *testing.T) {
 	// A normal write: its change to the expiry lands on top of what an
 	// adjust pushed meanwhile.
 	im := image(t, shape{rf: T - 200, tk: map[string]int64{"rps": 500}}.item(p))
-	st = sim(t, im.raw.Item())
+	st = sim(t, im.raw)
 	seen, _ := im.raw.Int(store.AttrTTL)
 	push := map[string]int64{store.AttrTTL: seen + 60}
 	if _, err := st.Update(context.Background(), store.UpdateInput{Key: bucketRef.Key(),
 		Expr: store.MustBuild(store.Update{}.Set(store.AttrTTL, store.Int(push[store.AttrTTL])), store.Condition{})}); err != nil {
 		t.Fatal(err)
 	}
-	ex, _ = p.normal(nil, im, 1, T, true, nil)
+	ex, _ = p.normal(im, 1, T, true, nil)
 	if err := apply(st, ex); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestWritesKeepTheExpiry(t *testing.T) {
 	if got := attr(t, st, bucketRef, 0, store.AttrTTL); got != want {
 		t.Fatalf("ttl %d after the normal write, want %d (its change on top of the push)", got, want)
 	}
-	noTTL := im.raw.Item().Clone()
+	noTTL := im.raw.Clone()
 	delete(noTTL, store.AttrTTL)
 	st = sim(t, noTTL)
 	if err := apply(st, ex); !errors.Is(err, store.ErrConditionFailed) {
@@ -86,22 +86,22 @@ func TestWritesKeepTheExpiry(t *testing.T) {
 func TestTheNormalWriteRequiresTheImagesHash(t *testing.T) {
 	p := plan1(bucketRef)
 	im := image(t, shape{rf: T - 200, tk: map[string]int64{"rps": 500}}.item(p))
-	moved := im.raw.Item().Clone()
+	moved := im.raw.Clone()
 	moved[attrLimitsHash] = store.Int(p.hash + 1) // rewritten for another configuration, same rf
 	st := sim(t, moved)
-	ex, _ := p.normal(nil, im, 1, T, true, nil)
+	ex, _ := p.normal(im, 1, T, true, nil)
 	if err := apply(st, ex); !errors.Is(err, store.ErrConditionFailed) {
 		t.Fatalf("a normal write over an item of another configuration: %v, want a condition failure", err)
 	}
 	// And it sets the hash of the limits it writes for.
 	other := NewPlan(bucketRef, []Limit{perSecond("rps", 20)}, map[string]int64{"rps": 1})
-	st = sim(t, im.raw.Item())
-	ex, _ = other.normal(nil, im, 1, T, true, nil)
+	st = sim(t, im.raw)
+	ex, _ = other.normal(im, 1, T, true, nil)
 	if err := apply(st, ex); err != nil || attr(t, st, bucketRef, 0, attrLimitsHash) != other.hash {
 		t.Fatalf("%v: hash %d, want the new configuration's", err, attr(t, st, bucketRef, 0, attrLimitsHash))
 	}
-	st = sim(t, im.raw.Item())
-	ex, _ = p.normal(nil, im, 1, T, true, nil)
+	st = sim(t, im.raw)
+	ex, _ = p.normal(im, 1, T, true, nil)
 	if err := apply(st, ex); err != nil || attr(t, st, bucketRef, 0, attrLimitsHash) != p.hash {
 		t.Fatalf("%v: hash %d, want the plan's", err, attr(t, st, bucketRef, 0, attrLimitsHash))
 	}
@@ -125,11 +125,11 @@ func TestARescalingNormalWriteRequiresTheTokensAsSeen(t *testing.T) {
 		{"for new limits", NewPlan(bucketRef, []Limit{perSecond("rps", 20)}, map[string]int64{"rps": 1}), 1},
 	} {
 		st := sim(t, item)
-		spec, _ := p.speculative(nil, 1, T-100, nil) // another writer, at the old count
+		spec, _ := p.speculative(1, T-100, nil) // another writer, at the old count
 		if err := apply(st, spec); err != nil {
 			t.Fatal(err)
 		}
-		ex, err := c.plan.normal(nil, im, c.n, T, true, nil)
+		ex, err := c.plan.normal(im, c.n, T, true, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,10 +141,8 @@ func TestARescalingNormalWriteRequiresTheTokensAsSeen(t *testing.T) {
 
 // The expiry covers a debt: an hour after twice the time the deepest
 // balance needs to be full again (a balance of zero or more counts as
-// empty). Also for a plan of more limits than maxTTLSpecs: a request may
-// have 16 limits, and with the hidden one that is 17; the normal write
-// once judged such a plan's balances all empty, and a debt among them
-// outlived the expiry.
+// empty). Also for a plan of the most limits a request may have (16,
+// and with the hidden one 17).
 func TestTheExpiryCoversDebt(t *testing.T) {
 	p := plan1(bucketRef) // rps10: 10 a ms
 	if got, want := p.ttl([]int64{-20_000, 0}, 1, T), (T+2*3000)/1000+3600; got != want {
@@ -159,7 +157,7 @@ func TestTheExpiryCoversDebt(t *testing.T) {
 
 	// The normal write of an adjust (no floors) leaving a debt sets an
 	// expiry that covers it, for a plan of 16 specs and of 17.
-	for _, n := range []int{maxTTLSpecs - 1, maxTTLSpecs} {
+	for _, n := range []int{15, 16} {
 		var limits []Limit
 		amounts := map[string]int64{}
 		for i := 0; i < n; i++ {
@@ -241,8 +239,8 @@ func TestAFailedAdjustIsRemembered(t *testing.T) {
 // holds im's item, and returns the store.
 func normalOn(t *testing.T, q *Plan, im *Image) *memsim.Store {
 	t.Helper()
-	st := sim(t, im.raw.Item())
-	ex, err := q.normal(nil, im, 1, T, false, nil)
+	st := sim(t, im.raw)
+	ex, err := q.normal(im, 1, T, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,21 +37,21 @@ func TestSeedConcurrencyTraceCountsRefillOnce(t *testing.T) {
 	}
 
 	a := p.WithAmounts(map[string]int64{"rpm": 3000})
-	exA, _ := a.normal(nil, seen, 1, now, true, nil)
+	exA, _ := a.normal(seen, 1, now, true, nil)
 	if err := update(exA); err != nil {
 		t.Fatalf("A's normal write: %v", err)
 	}
 
 	b := p.WithAmounts(map[string]int64{"rpm": 7000})
-	exB, _ := b.normal(nil, seen, 1, now, true, nil)
-	fresh, err := conditionImage(nil, update(exB))
+	exB, _ := b.normal(seen, 1, now, true, nil)
+	fresh, err := conditionImage(update(exB))
 	if err != nil || fresh == nil || fresh.rf != now {
 		t.Fatalf("B's normal write should lose the rf race and return the item: %v", err)
 	}
 	if !b.retryable(fresh, 1, now, nil) {
 		t.Fatal("after A's write nothing is left to refill: B must take the retry path")
 	}
-	exR, _ := b.speculative(nil, 1, now, nil) // the retry path: consumption only
+	exR, _ := b.speculative(1, now, nil) // the retry path: consumption only
 	if err := update(exR); err != nil {
 		t.Fatalf("B's retry: %v", err)
 	}

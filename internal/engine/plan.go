@@ -1,10 +1,7 @@
 package engine
 
 import (
-	"hash/maphash"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/internal/keys"
@@ -40,21 +37,18 @@ type spec struct {
 	hold, release int64
 }
 
-// specAttrs is the part of a spec that depends only on the limit: computed
-// once per plan template, so that a plan copies a pointer, not nine
-// strings, per limit.
+// specAttrs is the part of a spec that depends only on the limit: its
+// name, its original limit and the names of its attributes.
 type specAttrs struct {
 	name                           string
 	orig                           bucket.Limit
 	hidden                         bool
 	tk, cp, bx, ra, rp, tc, fl, fh string
 	hd                             string // the limit's hold (see hold.go)
-	// tmpl is the plan template whose spec this is, at index pos (nil
-	// for a spec of no template): an image decoded for a plan of tmpl
-	// finds the spec's limit by pos (Image.index).
-	tmpl *planTemplate
-	pos  int
 }
+
+// hiddenAttrs are the hidden limit's, the same in every plan.
+var hiddenAttrs = newSpec(Hidden).specAttrs
 
 func newSpec(l Limit) spec {
 	n := l.Name
@@ -86,66 +80,47 @@ type Plan struct {
 	Ref   keys.Bucket
 	specs []spec
 	hash  int64
-	pt    *planTemplate
-	buf   [3]spec // specs of a plan of up to two limits (saves an allocation)
 	// gen is the hold generation a pool's return was reserved under
 	// (meaningful when a spec has a release).
 	gen int64
 }
 
 // withSpecs returns a plan of ref charging specs (copied).
-func withSpecs(ref keys.Bucket, hash int64, pt *planTemplate, specs []spec) *Plan {
-	return fill(new(Plan), ref, hash, pt, specs)
-}
-
-// fill makes p, which must be zero, a plan of ref charging specs (copied).
-func fill(p *Plan, ref keys.Bucket, hash int64, pt *planTemplate, specs []spec) *Plan {
-	p.Ref, p.hash, p.pt = ref, hash, pt
-	if len(specs) <= len(p.buf) {
-		p.specs = p.buf[:len(specs)]
-	} else {
-		p.specs = make([]spec, len(specs))
-	}
-	copy(p.specs, specs)
-	return p
+func withSpecs(ref keys.Bucket, hash int64, specs []spec) *Plan {
+	return &Plan{Ref: ref, hash: hash, specs: slices.Clone(specs)}
 }
 
 // NewPlan returns the plan to charge consume (tokens per limit name; names
 // not given are charged nothing) under limits. Every write also charges
 // the hidden limit one unit. limits must be valid and distinctly named.
 func NewPlan(ref keys.Bucket, limits []Limit, consume map[string]int64) *Plan {
-	return NewPlanIn(new(Plan), ref, limits, consume)
-}
-
-// NewPlanIn is NewPlan building the plan in p, which must be a zero Plan
-// (a field of something the caller allocates anyway, saving an
-// allocation), and returns p. p must not be written to afterwards.
-func NewPlanIn(p *Plan, ref keys.Bucket, limits []Limit, consume map[string]int64) *Plan {
-	pt := lookupPlanTemplate(limits)
-	fill(p, ref, pt.hash, pt, pt.specs)
-	for i := range p.specs {
-		if p.specs[i].hidden {
-			p.specs[i].amount = unit
+	specs := make([]spec, 0, len(limits)+1)
+	for _, l := range limits {
+		specs = append(specs, newSpec(l))
+	}
+	sortSpecs(specs)
+	specs = append(specs, spec{specAttrs: hiddenAttrs})
+	sorted := make([]Limit, len(specs))
+	for i := range specs {
+		s := &specs[i]
+		sorted[i] = Limit{Name: s.name, Limit: s.orig}
+		if s.hidden {
+			s.amount = unit
 		} else {
-			p.specs[i].amount = consume[p.specs[i].name] * bucket.MilliPerToken
+			s.amount = consume[s.name] * bucket.MilliPerToken
 		}
 	}
-	return p
+	hash := int64(fnv64(sorted) &^ (1 << 63)) // positive: readable in the console
+	return &Plan{Ref: ref, hash: hash, specs: specs}
 }
 
 // WithAmounts returns a copy of p charging the given millitokens per limit
 // name (absent names, and the hidden limit, charge nothing): the plan of
 // an adjust or a refund.
 func (p *Plan) WithAmounts(milli map[string]int64) *Plan {
-	return p.withAmountsIn(new(Plan), milli, 1)
-}
-
-// withAmountsIn is WithAmounts of amounts[name]*scale millitokens, made in
-// q, which must be zero.
-func (p *Plan) withAmountsIn(q *Plan, amounts map[string]int64, scale int64) *Plan {
-	fill(q, p.Ref, p.hash, p.pt, p.specs)
+	q := withSpecs(p.Ref, p.hash, p.specs)
 	for i := range q.specs {
-		q.specs[i].amount = amounts[q.specs[i].name] * scale
+		q.specs[i].amount = milli[q.specs[i].name]
 	}
 	return q
 }
@@ -153,7 +128,7 @@ func (p *Plan) withAmountsIn(q *Plan, amounts map[string]int64, scale int64) *Pl
 // WithExtra returns a copy of p that also charges extra millitokens per
 // limit name (a reservation taken with the charge).
 func (p *Plan) WithExtra(extra map[string]int64) *Plan {
-	q := withSpecs(p.Ref, p.hash, p.pt, p.specs)
+	q := withSpecs(p.Ref, p.hash, p.specs)
 	for i := range q.specs {
 		q.specs[i].amount += extra[q.specs[i].name]
 	}
@@ -177,7 +152,7 @@ func (p *Plan) WithHold(hold, release map[string]int64, gen int64) *Plan {
 // WithReturn returns the plan of a pool's return: refund rest and release
 // held millitokens per limit name of the hold generation gen.
 func (p *Plan) WithReturn(rest, held map[string]int64, gen int64) *Plan {
-	q := withSpecs(p.Ref, p.hash, p.pt, p.specs)
+	q := withSpecs(p.Ref, p.hash, p.specs)
 	q.gen = gen
 	for i := range q.specs {
 		s := &q.specs[i]
@@ -194,6 +169,17 @@ func (p *Plan) holding() (reserves, releases bool) {
 		releases = releases || p.specs[i].release > 0
 	}
 	return reserves, releases
+}
+
+// charges reports whether the plan charges or refunds anything (an
+// amount not 0).
+func (p *Plan) charges() bool {
+	for i := range p.specs {
+		if p.specs[i].amount != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // keysLimits returns the plan's application limits as the writes that
@@ -243,104 +229,6 @@ func (p *Plan) Divisible(n int64) bool {
 	return true
 }
 
-// planTemplate is the part of a plan that depends only on the limits: it
-// is computed once per distinct set of limits and shared.
-type planTemplate struct {
-	source []Limit // the limits as given, to verify a cache hit
-	specs  []spec  // amounts zero
-	hash   int64
-
-	// shapes maps shapeKey to the compiled template (see shapeOf);
-	// shapesMu serialises its replacements.
-	shapes   atomic.Pointer[map[shapeKey]*template]
-	shapesMu sync.Mutex
-
-	// slots is where the template's fields sit in the layouts of the slot
-	// views met last (see slotsIn).
-	slots atomic.Pointer[layoutSlots]
-}
-
-// planCache maps cacheKey to *planTemplate: read on every acquire,
-// written once per set of limits (a sync.Map: no lock to share between
-// the readers). size counts its entries. last is the template of the last
-// lookup: most processes acquire under one set of limits most of the time,
-// and comparing them with it is cheaper than hashing them.
-var planCache struct {
-	m    sync.Map
-	size atomic.Int64
-	last atomic.Pointer[planTemplate]
-}
-
-// maxPlanTemplates bounds the plan cache; past it, plans are built afresh.
-const maxPlanTemplates = 4096
-
-func lookupPlanTemplate(limits []Limit) *planTemplate {
-	if pt := planCache.last.Load(); pt != nil && sameLimits(pt.source, limits) {
-		return pt
-	}
-	pt := findPlanTemplate(limits)
-	planCache.last.Store(pt)
-	return pt
-}
-
-func findPlanTemplate(limits []Limit) *planTemplate {
-	h := cacheKey(limits)
-	if v, ok := planCache.m.Load(h); ok {
-		if pt := v.(*planTemplate); sameLimits(pt.source, limits) {
-			return pt
-		}
-	}
-	pt := buildPlanTemplate(limits)
-	if planCache.size.Load() < maxPlanTemplates {
-		if _, taken := planCache.m.LoadOrStore(h, pt); !taken {
-			planCache.size.Add(1)
-		}
-	}
-	return pt
-}
-
-func buildPlanTemplate(limits []Limit) *planTemplate {
-	pt := &planTemplate{source: append([]Limit(nil), limits...), specs: make([]spec, 0, len(limits)+1)}
-	for _, l := range limits {
-		pt.specs = append(pt.specs, newSpec(l))
-	}
-	sortSpecs(pt.specs)
-	pt.specs = append(pt.specs, newSpec(Hidden))
-	sorted := make([]Limit, len(pt.specs))
-	for i := range pt.specs {
-		pt.specs[i].tmpl, pt.specs[i].pos = pt, i
-		sorted[i] = Limit{Name: pt.specs[i].name, Limit: pt.specs[i].orig}
-	}
-	pt.hash = int64(fnv64(sorted) &^ (1 << 63)) // positive: readable in the console
-	return pt
-}
-
-// cacheSeed seeds cacheKey: the cache's keys are never stored or
-// compared across processes.
-var cacheSeed = maphash.MakeSeed()
-
-// cacheKey is the plan cache's key of limits: a fast hash (a hit is
-// verified with sameLimits), not the stored hash of a bucket (fnv64).
-func cacheKey(ls []Limit) uint64 {
-	h := uint64(len(ls))
-	for _, l := range ls {
-		h = h*1099511628211 ^ maphash.Comparable(cacheSeed, l)
-	}
-	return h
-}
-
-func sameLimits(a, b []Limit) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // fnv64 hashes limit names and parameters (in millitokens and ms) with
 // FNV-1a, without allocating. The stored hash of a bucket is this value
 // over the sorted limits and the hidden one: it must not change, or every
@@ -371,10 +259,17 @@ func sortSpecs(s []spec) {
 }
 
 // Same reports whether p and q are the same charge: of the same bucket,
-// under the same limits (the same cached template, which fixes the
-// hash), of the same amounts, holds and releases, in the same hold
-// generation. It is false when either is nil, or built without a
-// cached template.
+// under the same limits, of the same amounts, holds and releases, in the
+// same hold generation. It is false when either is nil.
 func (p *Plan) Same(q *Plan) bool {
-	return p != nil && q != nil && p.pt != nil && p.pt == q.pt && p.Ref == q.Ref && p.gen == q.gen && slices.Equal(p.specs, q.specs)
+	if p == nil || q == nil || p.Ref != q.Ref || p.hash != q.hash || p.gen != q.gen || len(p.specs) != len(q.specs) {
+		return false
+	}
+	for i := range p.specs {
+		a, b := &p.specs[i], &q.specs[i]
+		if a.name != b.name || a.orig != b.orig || a.amount != b.amount || a.hold != b.hold || a.release != b.release {
+			return false
+		}
+	}
+	return true
 }

@@ -40,7 +40,7 @@ func TestRefundBeforeANormalWriteKeepsTheCap(t *testing.T) {
 		t.Fatalf("refund: %+v", step)
 	}
 	// The normal write computed from the item before the refund must fail.
-	ex, err := p.normal(nil, seen, 1, now(), true, nil)
+	ex, err := p.normal(seen, 1, now(), true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func TestReserveChooses(t *testing.T) {
 			t.Errorf("%s: the write does not ask for the item when its condition fails", c.name)
 		}
 		if step.Path == PathNormal { // with floors: an acquire's normal write
-			want, err := p.normal(nil, image(t, c.item), 1, resNow, true, nil)
+			want, err := p.normal(image(t, c.item), 1, resNow, true, nil)
 			if err != nil || !want.Equal(step.Call.Update.Expr) {
 				t.Errorf("%s: the normal write is not the acquire's (%v):\n got %s\nwant %s", c.name, err, renderExpr(step.Call.Update.Expr), renderExpr(want))
 			}
@@ -230,7 +230,7 @@ func TestANewGenerationSeesEveryHoldTakenMeanwhile(t *testing.T) {
 	// B reserves tpm in generation 4 (open by its clock): tpm is below
 	// its cap at nowB.
 	b := NewPlan(bucketRef, limits, map[string]int64{"tpm": 1}).WithHold(map[string]int64{"tpm": 1000}, nil, 0)
-	ex, err := direct(func(k sink) { b.emitReserve(k, 1, nowB, 4, nil) })
+	ex, err := build(func(k *builder) { b.emitReserve(k, 1, nowB, 4, nil) })
 	if err != nil {
 		t.Fatal(err)
 	}

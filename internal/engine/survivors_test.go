@@ -3,7 +3,6 @@ package engine
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/shardlimit/limiter/store"
 )
 
@@ -42,19 +41,6 @@ func TestALandedWriteThatCannotBeReadEndsInFlight(t *testing.T) {
 	}
 	if _, si := m.viewOf(bucketRef, 0); si.inflight != 0 || len(si.pending) != 0 {
 		t.Fatalf("after an unreadable answer: %d writes in flight, %v pending; want none", si.inflight, si.pending)
-	}
-}
-
-// Release of a nil machine puts nothing in the pool: the next machine is
-// a real one.
-func TestReleaseOfNilPoolsNothing(t *testing.T) {
-	var none *Charge
-	for i := 0; i < 4; i++ {
-		none.Release()
-	}
-	c := NewCharge(NewMemory(0), plan1(bucketRef), picks(), Options{})
-	if c == nil || describe(c.Start(T)) != "update 0 speculative" {
-		t.Fatal("a machine after releasing nil does not work")
 	}
 }
 
@@ -122,80 +108,5 @@ func TestWriteRatesFromTheGrowthOfWriteUnits(t *testing.T) {
 	m.learn(bucketRef, 0, image(t, at(50_000+3*firstWindowMs*1000)), 1, T+firstWindowMs, 0, nil)
 	if v := m.View(bucketRef, 0); v.Rate != 3 || v.RateAt != T+firstWindowMs {
 		t.Fatalf("first estimated rate %v at T%+d, want 3 writes a ms at T%+d", v.Rate, v.RateAt-T, firstWindowMs)
-	}
-}
-
-// placesOf maps every slot of a compiled write to its placeholder, and
-// gives up (nil) on a template whose values are not one slot each; the
-// value sinks then fill the same Expr a fresh build makes.
-func TestTemplatePlaces(t *testing.T) {
-	p := NewPlan(bucketRef, twoLimits, map[string]int64{"rps": 1, "tpm": 2})
-	im := holdItem(p, shape{n: 2, rf: T - 5000}, 4, T-1000, map[string]int64{"rps": 1000})
-	for _, c := range []struct {
-		name string
-		emit func(sink)
-	}{
-		{"speculative", func(k sink) { p.emitSpeculative(k, 2, T, []int64{5, 0, 0}) }},
-		{"normal", func(k sink) { p.emitNormal(k, im, 2, T, true, nil) }},
-		{"return", func(k sink) {
-			p.WithReturn(map[string]int64{"rps": 1}, map[string]int64{"tpm": 7}, 4).emitReturn(k, 2, T)
-		}},
-	} {
-		tm, err := compile(c.emit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tm.at == nil || len(tm.at) != tm.t.Slots() {
-			t.Fatalf("%s: places %v for %d slots", c.name, tm.at, tm.t.Slots())
-		}
-		var d directSink
-		c.emit(&d)
-		want, err := store.Build(d.u, store.And(d.conds...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		as := argSink{args: make([]store.Value, len(tm.at)), at: tm.at}
-		c.emit(&as)
-		if as.k != len(tm.at) {
-			t.Fatalf("%s: %d values put, want %d", c.name, as.k, len(tm.at))
-		}
-		if diff := cmp.Diff(want, tm.t.CompactArgs(as.args), cmp.Comparer(store.Value.Equal)); diff != "" {
-			t.Fatalf("%s: the values by place differ from a fresh build:\n%s", c.name, diff)
-		}
-		slotted := &template{t: tm.t} // no places: the values go by slot
-		if diff := cmp.Diff(want, slotted.fill(nil, c.emit), cmp.Comparer(store.Value.Equal)); diff != "" {
-			t.Fatalf("%s: the values by slot differ from a fresh build:\n%s", c.name, diff)
-		}
-	}
-	// A value that is a constant of the template (not a slot), and a slot
-	// taken twice: no places.
-	u := store.Update{}.Add("a", store.Slot(0)).Add("b", store.Int(3))
-	if tm, err := store.Compile(u, store.Name("c").Equal(store.Slot(1))); err != nil || placesOf(tm) != nil {
-		t.Fatalf("a template with a constant: places %v (%v), want none", placesOf(tm), err)
-	}
-	u = store.Update{}.Add("a", store.Slot(0)).Add("b", store.Slot(0))
-	if tm, err := store.Compile(u, store.Name("c").Equal(store.Slot(1))); err != nil || placesOf(tm) != nil {
-		t.Fatalf("a template with a slot taken twice: places %v (%v), want none", placesOf(tm), err)
-	}
-}
-
-// A shape compiled once is kept beside the others: a plan's template
-// holds every shape it compiled, and a second compile of one returns the
-// first.
-func TestPlanTemplateKeepsEveryShape(t *testing.T) {
-	pt := buildPlanTemplate([]Limit{rps10})
-	a, b := &template{}, &template{}
-	k1, k2 := shapeKey{path: pathSpeculative}, shapeKey{path: pathFull}
-	if got := pt.addShape(k1, a); got != a {
-		t.Fatal("the first shape was not kept")
-	}
-	if got := pt.addShape(k2, b); got != b {
-		t.Fatal("the second shape was not kept")
-	}
-	if pt.shapeOf(k1) != a || pt.shapeOf(k2) != b {
-		t.Fatalf("shapes %p %p, want %p %p: a new shape dropped an older one", pt.shapeOf(k1), pt.shapeOf(k2), a, b)
-	}
-	if got := pt.addShape(k1, &template{}); got != a {
-		t.Fatal("a second compile of a shape replaced the first")
 	}
 }

@@ -166,7 +166,7 @@ func CheckSchema(ctx context.Context, st store.Store, it store.Item, counted fun
 		counted(out.Consumed, err)
 		var cf *store.ConditionFailedError
 		if errors.As(err, &cf) {
-			return CheckSchema(ctx, st, store.ItemOfView(cf.Image()), counted)
+			return CheckSchema(ctx, st, cf.Item, counted)
 		}
 		return err
 	}

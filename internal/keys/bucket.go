@@ -42,7 +42,7 @@ type Limits struct {
 // LimitsOf returns the limits a bucket item holds, read from its
 // attributes (none for an item without limits). it must not be a nil
 // View; a nil Item is an item without attributes.
-func LimitsOf(it store.View) Limits {
+func LimitsOf(it store.Item) Limits {
 	h, ok := it.Int(AttrLimitsHash)
 	l := Limits{Hash: h, NoHash: !ok}
 	for attr := range it.Numbers() { // a limit's tokens are a number

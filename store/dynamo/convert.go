@@ -79,12 +79,10 @@ func (s *Store) encodeKey(k store.Key) (map[string]types.AttributeValue, error) 
 }
 
 // encodeExpr passes the placeholder maps through unchanged, as DynamoDB
-// must judge them: a nil map stays absent, an empty one is sent empty. The
-// values of an Expr made by store.Template.Compact come from its template
-// form (Expr.ValueMap).
+// must judge them: a nil map stays absent, an empty one is sent empty.
 func encodeExpr(e store.Expr) (map[string]string, map[string]types.AttributeValue, error) {
 	var values map[string]types.AttributeValue
-	if vm := e.ValueMap(); vm != nil {
+	if vm := e.Values; vm != nil {
 		values = make(map[string]types.AttributeValue, len(vm))
 		for k, v := range vm {
 			av, err := encodeValue(k, v)

@@ -174,22 +174,6 @@ func (r rapidSource) Draw(label string, n int) int { return rapid.IntRange(0, n-
 
 func newDiffGen(rt *rapid.T, ns string) *diffGen {
 	g := &diffGen{Gen: storegen.Gen{Src: rapidSource{rt}, NS: ns}, rt: rt}
-	if g.Chance("templates", 30) {
-		// The Exprs of this sequence come from store.Templates, with or
-		// without their Values map: store/dynamo sends the same strings
-		// and maps, memsim runs its structured path.
-		compact := g.Chance("compact", 50)
-		g.Build = func(u store.Update, c store.Condition) (store.Expr, error) {
-			t, vals, err := store.Parametrize(u, c)
-			if err != nil {
-				return store.Expr{}, err
-			}
-			if compact {
-				return t.Compact(vals), nil
-			}
-			return t.Expr(vals), nil
-		}
-	}
 	return g
 }
 

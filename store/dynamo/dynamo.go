@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ type API interface {
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 }
 
 // Option configures [New] and [CreateTable].
@@ -114,6 +116,7 @@ const (
 	opDelete        = "Delete"
 	opTransactWrite = "TransactWrite"
 	opQuery         = "Query"
+	opScan          = "Scan"
 )
 
 // Get implements [store.Store].
@@ -599,6 +602,61 @@ func (s *Store) Query(ctx context.Context, in store.QueryInput) (store.QueryOutp
 		}
 		req.ExclusiveStartKey = resp.LastEvaluatedKey
 	}
+}
+
+// Scan implements [store.Store]: one Scan request, with a begins_with
+// filter on the partition key when a prefix is given (DynamoDB bills the
+// items read, before the filter).
+func (s *Store) Scan(ctx context.Context, in store.ScanInput) (store.ScanOutput, error) {
+	var out store.ScanOutput
+	if err := ctx.Err(); err != nil {
+		return out, notSent(opScan, err)
+	}
+	if in.Limit < 0 {
+		return out, store.Validationf("Scan limit must be positive or zero, got %d", in.Limit)
+	}
+	pkName, skName := s.schema.PartitionKey, s.schema.SortKey
+	req := &dynamodb.ScanInput{
+		TableName:              s.table,
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
+	}
+	if in.PartitionKeyPrefix != "" {
+		filter := "begins_with(#pk, :p)"
+		req.FilterExpression = &filter
+		req.ExpressionAttributeNames = map[string]string{"#pk": pkName}
+		req.ExpressionAttributeValues = map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: in.PartitionKeyPrefix}}
+	}
+	if in.Start != nil {
+		req.ExclusiveStartKey = map[string]types.AttributeValue{
+			pkName: &types.AttributeValueMemberS{Value: in.Start.PK},
+			skName: &types.AttributeValueMemberS{Value: in.Start.SK},
+		}
+	}
+	if in.Limit > 0 {
+		n := int32(min(in.Limit, 1<<30))
+		req.Limit = &n
+	}
+	resp, err := s.api.Scan(ctx, req)
+	if err != nil {
+		return out, s.mapError(opScan, readCall, store.Key{}, err)
+	}
+	out.Consumed = capacityOf(resp.ConsumedCapacity, false)
+	for _, raw := range resp.Items {
+		it, err := decodeItem(raw)
+		if err != nil {
+			return out, err
+		}
+		out.Items = append(out.Items, it)
+	}
+	if len(resp.LastEvaluatedKey) > 0 {
+		pk, okPK := resp.LastEvaluatedKey[pkName].(*types.AttributeValueMemberS)
+		sk, okSK := resp.LastEvaluatedKey[skName].(*types.AttributeValueMemberS)
+		if !okPK || !okSK {
+			return out, fmt.Errorf("dynamo: Scan: LastEvaluatedKey without string %s and %s", pkName, skName)
+		}
+		out.Next = &store.Key{PK: pk.Value, SK: sk.Value}
+	}
+	return out, nil
 }
 
 // WriteConcurrently implements [store.Store]: each write runs on its own

@@ -24,6 +24,9 @@ type fakeAPI struct {
 	put      func(context.Context, *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error)
 }
 
+func (f *fakeAPI) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	panic("unexpected Scan")
+}
 func (f *fakeAPI) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	panic("unexpected GetItem")
 }

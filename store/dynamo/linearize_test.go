@@ -24,7 +24,7 @@ func TestLinearizable(t *testing.T) {
 	for h := range histories {
 		seed := uint64(h + 1)
 		s := linearize.Check(t, st, linearize.Config{Clients: 6, Ops: ops, Seed: seed, NS: "l" + strconv.Itoa(h),
-			TimeoutPct: 3, Timeout: 3 * time.Millisecond, Templates: h%2 == 1, Groups: 2, NoOldOnBlindDelete: true}, 2*time.Minute)
+			TimeoutPct: 3, Timeout: 3 * time.Millisecond, Groups: 2, NoOldOnBlindDelete: true}, 2*time.Minute)
 		total.Ops += s.Ops
 		total.Unknown += s.Unknown
 		total.Refused += s.Refused

@@ -25,21 +25,16 @@ const bucketAnswer = `{"Attributes":{"GSI2PK":{"S":"ns/RESOURCE#default#0"},"GSI
 
 // bucketWrite is the shape of the limiter's speculative write on such an
 // item (eight SETs, two ADDs, a five-part condition; 13 names, 14 values),
-// as a template the way the limiter sends it, with one set of its values.
-func bucketWrite() (*store.Template, []store.Value) {
-	s := store.Slot
-	u := store.Update{}.Set("rf", s(0)).Set("ttl", s(1)).
-		Set("b_rps_tk", s(2)).Set("b_rps_fl", s(3)).Set("b_rps_fh", s(4)).
-		Set("b_wcu_tk", s(5)).Set("b_wcu_fl", s(6)).Set("b_wcu_fh", s(7)).
-		Add("b_rps_tc", s(8)).Add("b_wcu_tc", s(9))
-	c := store.And(store.Name("lh").Equal(s(10)), store.Name("shard_count").Equal(s(11)),
-		store.Name("rf").LessThan(s(12)), store.Name("hg").NotExists(), store.Name("b_rps_fh").LessThanEqual(s(13)))
-	vals := []store.Value{store.Int(1795572856930), store.Int(1795576458),
-		store.Int(99999000), store.Int(1795572856931), store.Int(1795572856931),
-		store.Int(999000), store.Int(1795572856931), store.Int(1795572856931),
-		store.Int(1000), store.Int(1000),
-		store.Int(5852862709464147555), store.Int(1), store.Int(1795572856930), store.Int(1795572856930)}
-	return store.MustCompile(u, c), vals
+// with one set of its values.
+func bucketWrite() store.Expr {
+	s := store.Int
+	u := store.Update{}.Set("rf", s(1795572856930)).Set("ttl", s(1795576458)).
+		Set("b_rps_tk", s(99999000)).Set("b_rps_fl", s(1795572856931)).Set("b_rps_fh", s(1795572856931)).
+		Set("b_wcu_tk", s(999000)).Set("b_wcu_fl", s(1795572856931)).Set("b_wcu_fh", s(1795572856931)).
+		Add("b_rps_tc", s(1000)).Add("b_wcu_tc", s(1000))
+	c := store.And(store.Name("lh").Equal(s(5852862709464147555)), store.Name("shard_count").Equal(s(1)),
+		store.Name("rf").LessThan(s(1795572856930)), store.Name("hg").NotExists(), store.Name("b_rps_fh").LessThanEqual(s(1795572856930)))
+	return store.MustBuild(u, c)
 }
 
 // BenchmarkClientOverhead is the client-side cost of the limiter's
@@ -57,9 +52,9 @@ func BenchmarkClientOverhead(b *testing.B) {
 	}))
 	defer srv.Close()
 	client := wireClient(srv.URL)
-	tmpl, vals := bucketWrite()
+	ex := bucketWrite()
 	input := func() store.UpdateInput {
-		return store.UpdateInput{Key: counterKey, Expr: tmpl.Compact(vals), Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}
+		return store.UpdateInput{Key: counterKey, Expr: ex, Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}
 	}
 	st := New(client, "t")
 	raw, err := st.updateInput(input())

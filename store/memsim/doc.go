@@ -15,7 +15,9 @@
 //   - Reads: GetItem, BatchGetItem (at most 100 distinct keys, answers
 //     aligned with the keys), Query on the table or an index (partition key
 //     equality, sort key begins_with, ascending order; keys-only index items
-//     carry only the table and index keys).
+//     carry only the table and index keys), Scan (pages in key order, a
+//     partition-key prefix filter; neither throttled nor faulted, and not
+//     in the totals: it serves operator commands).
 //   - Capacity: item sizes as DynamoDB counts them ([ItemSize]), write
 //     units per started KB of the larger of the old and new item (failed
 //     conditions included), read units per started 4 KB (half for eventually
@@ -74,14 +76,11 @@
 // tell); on a read OutcomeUnknown is false. Injected latency goes to the
 // sleeper set with [WithSleeper]; memsim never sleeps on its own.
 //
-// # Templates
+// # Expressions
 //
-// An Expr made by a [store.Template] is run on a structured path: the
-// template is parsed once, each write binds its values by position and,
-// for the shapes store's builders give the limiter, evaluates a flat
-// program over the attributes kept beside the item, without parsing or
-// looking anything up. The answers are those of the string path, which
-// any other Expr takes (docs/memsim.md, "The structured path").
+// Every Expr is parsed once per distinct pair of expression strings (the
+// parse is cached by text, shared by all stores) and bound to its Names
+// and Values on every call, with DynamoDB's validation rules and messages.
 //
 // # Concurrency
 //
@@ -89,7 +88,6 @@
 // items are never modified in place (a write builds a new item and swaps it
 // in), so stream records share them without copying, and every item handed
 // to a caller is a copy it may keep and modify (unless [WithSharedResults]
-// says the caller only reads write results, or [WithViews] hands them out
-// as read-only views). The [Hook], the injector and the sleeper are called
+// says the caller only reads write results). The [Hook], the injector and the sleeper are called
 // without the lock held.
 package memsim

@@ -13,8 +13,8 @@ import (
 
 // TestLinearizable records concurrent histories of random calls on a few
 // keys (8 clients, faults injected: lost answers, 5xx before and after
-// apply, conflicts, throttles; half the Exprs of two histories in three
-// from store.Templates) and checks each against the sequential model. make linearize
+// apply, conflicts, throttles) and checks each against the sequential
+// model. make linearize
 // runs the long campaign.
 func TestLinearizable(t *testing.T) {
 	histories, ops := linearize.Budget(t, 10, 80)
@@ -32,7 +32,7 @@ func TestLinearizable(t *testing.T) {
 		// of different clients overlap more than memsim's speed allows.
 		yield := memsim.WithHook(func(context.Context, memsim.Op) { runtime.Gosched() })
 		st := memsim.New(memsim.WithPartitionLimits(0, 0), memsim.WithFaults(plan), memsim.WithSharedResults(h%2 == 0), yield)
-		s := linearize.Check(t, st, linearize.Config{Clients: 8, Ops: ops, Seed: seed, NS: "m" + strconv.Itoa(h), Templates: h%3 != 0, Groups: 4}, time.Minute)
+		s := linearize.Check(t, st, linearize.Config{Clients: 8, Ops: ops, Seed: seed, NS: "m" + strconv.Itoa(h), Groups: 4}, time.Minute)
 		total.Ops += s.Ops
 		total.Unknown += s.Unknown
 		total.Refused += s.Refused

@@ -47,7 +47,7 @@ func (s *Store) Get(ctx context.Context, in store.GetInput) (store.GetOutput, er
 	}
 	s.mu.Unlock()
 	if err == nil {
-		out.Item = e.item.copyItem()
+		out.Item = clone(e.item)
 	}
 	if lerr := s.late(OpGet, d); lerr != nil {
 		return store.GetOutput{}, lerr
@@ -81,7 +81,7 @@ func (s *Store) BatchGet(ctx context.Context, in store.BatchGetInput) (store.Bat
 	now := s.clock.Now().UnixNano()
 	items := make([]store.Item, len(in.Keys))
 	// A batch of a few keys (the common one) needs no heap for these two.
-	var foundBuf [8]img
+	var foundBuf [8]store.Item
 	var clBuf [8]charge
 	found, cl := foundBuf[:0], chargeList(clBuf[:0])
 	var units float64
@@ -108,7 +108,7 @@ func (s *Store) BatchGet(ctx context.Context, in store.BatchGetInput) (store.Bat
 		return store.BatchGetOutput{}, err
 	}
 	for i, x := range found {
-		items[i] = x.copyItem()
+		items[i] = clone(x)
 	}
 	return store.BatchGetOutput{Items: items, Consumed: store.Capacity{ReadUnits: units}}, nil
 }
@@ -265,7 +265,7 @@ func (s *Store) queryTable(in store.QueryInput) ([]store.Item, float64) {
 	size := 0
 	for i, sk := range keys {
 		e := s.at(store.Key{PK: in.PartitionKey, SK: sk})
-		items[i] = e.item.copyItem()
+		items[i] = clone(e.item)
 		size += e.size
 	}
 	return items, ReadUnits(size, in.ConsistentRead)
@@ -281,7 +281,7 @@ func (s *Store) queryIndex(pos int, in store.QueryInput) ([]store.Item, float64)
 	members := st.members[in.PartitionKey]
 	hits := make([]hit, 0, len(members))
 	for k := range members {
-		sk, _ := s.at(k).item.str(st.ix.SortKey)
+		sk, _ := s.at(k).item.Str(st.ix.SortKey)
 		if strings.HasPrefix(sk, in.SortKeyPrefix) {
 			hits = append(hits, hit{sk, k})
 		}
@@ -294,8 +294,8 @@ func (s *Store) queryIndex(pos int, in store.QueryInput) ([]store.Item, float64)
 	size := 0
 	for i, h := range hits {
 		e := s.at(h.key)
-		items[i] = s.projected(e.item.item(), st.ix)
-		size += s.indexEntrySize(e.item.item(), e.size, st.ix)
+		items[i] = s.projected(e.item, st.ix)
+		size += s.indexEntrySize(e.item, e.size, st.ix)
 	}
 	return items, ReadUnits(size, false)
 }

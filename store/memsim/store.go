@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/shardlimit/limiter/store"
@@ -30,15 +29,10 @@ type Store struct {
 	hook         Hook
 	sleeper      func(context.Context, time.Duration) error
 	stream       bool
-	shared       bool         // WithSharedResults
-	views        bool         // WithViews: results are views, Programs write records
-	intercept    bool         // faults != nil || hook != nil
-	plans        sync.Map     // *store.Template -> *tplan
-	plansN       atomic.Int64 // entries in plans
-	lastPlan     atomic.Pointer[tplan]
+	shared       bool // WithSharedResults
+	intercept    bool // faults != nil || hook != nil
 
 	mu      sync.Mutex
-	root    *layout // of records: no names yet
 	items   map[store.Key]*entry
 	byPK    map[string]map[string]struct{} // table partition key -> sort keys
 	indexes []indexState                   // parallel to schema.Indexes
@@ -55,13 +49,10 @@ type Store struct {
 // records; a write replaces it in the entry, which lives as long as the
 // item.
 type entry struct {
-	item img
+	item store.Item
 	size int
 	// part is the item's table partition (resolved once).
 	part *partition
-	// views hold the attributes the templates that wrote the item lately
-	// read (nil: none yet).
-	views *itemViews
 }
 
 // at returns the entry at k, or the zero entry (no item). Call with s.mu
@@ -155,19 +146,6 @@ func WithStream(on bool) Option { return func(s *Store) { s.stream = on } }
 // and Peek always return copies.
 func WithSharedResults(on bool) Option { return func(s *Store) { s.shared = on } }
 
-// WithViews makes the items a write hands back read-only views instead of
-// maps: WriteOutput.View instead of Attributes, ConditionFailedError.View
-// instead of Item, and the images of [Store.Stream] in [Record.OldImage]
-// and [Record.NewImage] (Old and New are then nil). Items that a
-// template's Program writes are then kept in slots, and no map is built
-// for them unless someone asks a view for one ([store.View.Item]): a write
-// copies a slice of values instead of a map. Views are immutable and shared,
-// whatever [WithSharedResults] says. The caller must read results with
-// [store.WriteOutput.Image] and [store.ConditionFailedError.Image]. Off by
-// default. Transactions' cancellation reasons, Get, BatchGet, Query, Items
-// and Peek still hand out maps.
-func WithViews(on bool) Option { return func(s *Store) { s.views = on } }
-
 // WithHook sets a [Hook] called before every request.
 func WithHook(h Hook) Option { return func(s *Store) { s.hook = h } }
 
@@ -193,7 +171,6 @@ func New(opts ...Option) *Store {
 		byPK:         make(map[string]map[string]struct{}),
 		parts:        make(map[partKey]*partition),
 		tokens:       make(map[string]tokenEntry),
-		root:         &layout{index: map[string]int32{}},
 	}
 	for _, o := range opts {
 		o(s)
@@ -247,7 +224,7 @@ func (s *Store) Items() []store.Item {
 	slices.SortFunc(keys, compareKeys)
 	out := make([]store.Item, len(keys))
 	for i, k := range keys {
-		out[i] = s.at(k).item.copyItem()
+		out[i] = clone(s.at(k).item)
 	}
 	s.mu.Unlock()
 	return out
@@ -258,7 +235,7 @@ func (s *Store) Items() []store.Item {
 func (s *Store) Peek(key store.Key) store.Item {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.at(key).item.copyItem()
+	return clone(s.at(key).item)
 }
 
 // Len returns the number of items.

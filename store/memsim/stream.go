@@ -27,41 +27,23 @@ type Record struct {
 	// Keys is the item's key.
 	Keys store.Key
 	// Old is the item before the write (nil for INSERT); New the item after
-	// it (nil for REMOVE). Both are nil with [WithViews].
+	// it (nil for REMOVE).
 	Old, New store.Item
-	// OldView and NewView are Old and New as the store's read-only views,
-	// set instead of them with [WithViews]. Read either with
-	// [Record.OldImage] and [Record.NewImage].
-	OldView, NewView store.View
 	// At is the store clock's time when the write was applied.
 	At time.Time
 }
-
-// OldImage returns the item before the write: OldView, else Old; nil (a
-// nil interface) for INSERT.
-func (r *Record) OldImage() store.View { return store.ViewOf(r.OldView, r.Old) }
-
-// NewImage returns the item after the write: NewView, else New; nil (a
-// nil interface) for REMOVE.
-func (r *Record) NewImage() store.View { return store.ViewOf(r.NewView, r.New) }
 
 // emit appends the record of a committed change. Call with s.mu held.
 func (s *Store) emit(key store.Key, ev *evaluation, now int64) {
 	s.lastSeq++
 	r := Record{Seq: s.lastSeq, Keys: key, At: time.Unix(0, now).UTC()}
-	var old, new img
 	switch {
 	case ev.remove:
-		r.Event, old = EventRemove, ev.old
+		r.Event, r.Old = EventRemove, ev.old
 	case !ev.exists:
-		r.Event, new = EventInsert, ev.new
+		r.Event, r.New = EventInsert, ev.new
 	default:
-		r.Event, old, new = EventModify, ev.old, ev.new
-	}
-	if s.views {
-		r.OldView, r.NewView = old.view(), new.view()
-	} else {
-		r.Old, r.New = old.item(), new.item()
+		r.Event, r.Old, r.New = EventModify, ev.old, ev.new
 	}
 	s.records = append(s.records, r)
 	s.totals.StreamRecords++

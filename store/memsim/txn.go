@@ -87,9 +87,6 @@ func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) 
 	s.mu.Lock()
 	out, err := s.transactLocked(in.ClientToken, fp, reqs, now)
 	s.mu.Unlock()
-	for i := range reqs {
-		reqs[i].bound.Release()
-	}
 	if lerr := s.late(OpTransactWrite, d); lerr != nil {
 		return store.TransactWriteOutput{}, lerr
 	}
@@ -379,7 +376,7 @@ func writeExpr(h hash.Hash, e store.Expr, retOld bool) {
 		writeStr(h, e.Names[n])
 	}
 	writeStr(h, "values")
-	values := e.ValueMap()
+	values := e.Values
 	vals := make([]string, 0, len(values))
 	for n := range values {
 		vals = append(vals, n)

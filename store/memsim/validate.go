@@ -175,38 +175,25 @@ func parse(update, condition string) (*expr.Parsed, error) {
 	return p, err
 }
 
-// bind parses and binds e. It returns nil, nil, nil when e has neither an
+// bind parses and binds e. It returns nil, nil when e has neither an
 // update nor a condition (and then no names or values either). allowUpdate
-// is false for Put, Delete and Check. An Expr made by a store.Template is
-// bound from its slot values (and its plan returned) when it can be; any
-// other Expr, and a template's that cannot, from its strings and maps.
-func (s *Store) bind(e store.Expr, allowUpdate bool) (*expr.Bound, *tplan, error) {
+// is false for Put, Delete and Check.
+func (s *Store) bind(e store.Expr, allowUpdate bool) (*expr.Bound, error) {
 	if e.Update != "" && !allowUpdate {
-		return nil, nil, verr(msgUpdateInPut)
+		return nil, verr(msgUpdateInPut)
 	}
 	if e.Update == "" && e.Condition == "" {
 		if len(e.Names) > 0 {
-			return nil, nil, verr(msgNamesWithoutExpr)
+			return nil, verr(msgNamesWithoutExpr)
 		}
 		if len(e.Values) > 0 {
-			return nil, nil, verr(msgValuesWithoutExpr)
+			return nil, verr(msgValuesWithoutExpr)
 		}
-		return nil, nil, nil
-	}
-	if t, args := e.Template(); t != nil {
-		if pl := s.plan(t, e); pl != nil {
-			if b, ok, err := pl.fixed.Bind(args, pl.isKey); ok {
-				if err != nil {
-					return nil, nil, err
-				}
-				return b, pl, nil
-			}
-		}
+		return nil, nil
 	}
 	p, err := parse(e.Update, e.Condition)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	b, err := p.Bind(e.Names, e.ValueMap(), s.isKey)
-	return b, nil, err
+	return p.Bind(e.Names, e.Values, s.isKey)
 }

@@ -24,7 +24,6 @@ type writeReq struct {
 	item    store.Item // wPut: the item to store, already copied
 	size    int        // wPut: its size
 	bound   *expr.Bound
-	plan    *tplan // the bound's template plan, when it was bound from slot values
 	ret     store.ReturnValue
 	retOld  bool // ReturnOldOnConditionFailure
 	txn     bool // an action of a transaction: units double
@@ -36,10 +35,10 @@ type writeReq struct {
 // without changing anything.
 type evaluation struct {
 	ent     *entry // the stored item's entry (nil when absent)
-	old     img
+	old     store.Item
 	oldSize int
 	exists  bool
-	new     img // none when the write deletes or only checks
+	new     store.Item // none when the write deletes or only checks
 	newSize int
 	touched []string
 	// failed is set when the condition was false; err when the write is
@@ -47,9 +46,6 @@ type evaluation struct {
 	failed  bool
 	err     error
 	changed bool // the item changes (a stream record, index maintenance)
-	// programmed: the update's template's Program computed it (see
-	// updateView).
-	programmed bool
 	// keysMoved is false when the write provably left every index key
 	// attribute as it was (an update that touched none of them).
 	keysMoved bool
@@ -115,11 +111,11 @@ func (s *Store) preparePut(in *store.PutInput, txn bool) (writeReq, error) {
 	if size > MaxItemSize {
 		return writeReq{}, verr(msgItemTooLarge)
 	}
-	b, pl, err := s.bind(in.Expr, false)
+	b, err := s.bind(in.Expr, false)
 	if err != nil {
 		return writeReq{}, err
 	}
-	return writeReq{kind: wPut, key: key, item: clone(in.Item), size: size, bound: b, plan: pl, ret: in.Return,
+	return writeReq{kind: wPut, key: key, item: clone(in.Item), size: size, bound: b, ret: in.Return,
 		retOld: in.ReturnOldOnConditionFailure, txn: txn, hasCond: b != nil}, nil
 }
 
@@ -130,11 +126,11 @@ func (s *Store) prepareUpdate(in *store.UpdateInput, txn bool) (writeReq, error)
 	if err := s.checkKey(in.Key); err != nil {
 		return writeReq{}, err
 	}
-	b, pl, err := s.bind(in.Expr, true)
+	b, err := s.bind(in.Expr, true)
 	if err != nil {
 		return writeReq{}, err
 	}
-	return writeReq{kind: wUpdate, key: in.Key, bound: b, plan: pl, ret: in.Return,
+	return writeReq{kind: wUpdate, key: in.Key, bound: b, ret: in.Return,
 		retOld: in.ReturnOldOnConditionFailure, txn: txn, hasCond: in.Expr.Condition != "", hasUpd: in.Expr.Update != ""}, nil
 }
 
@@ -148,11 +144,11 @@ func (s *Store) prepareDelete(in *store.DeleteInput, txn bool) (writeReq, error)
 	if err := s.checkKey(in.Key); err != nil {
 		return writeReq{}, err
 	}
-	b, pl, err := s.bind(in.Expr, false)
+	b, err := s.bind(in.Expr, false)
 	if err != nil {
 		return writeReq{}, err
 	}
-	return writeReq{kind: wDelete, key: in.Key, bound: b, plan: pl, ret: in.Return,
+	return writeReq{kind: wDelete, key: in.Key, bound: b, ret: in.Return,
 		retOld: in.ReturnOldOnConditionFailure, txn: txn, hasCond: b != nil}, nil
 }
 
@@ -166,31 +162,21 @@ func (s *Store) prepareCheck(in *store.CheckInput) (writeReq, error) {
 		}
 		return writeReq{}, verr(msgCheckNeedsCondition)
 	}
-	b, pl, err := s.bind(in.Expr, false)
+	b, err := s.bind(in.Expr, false)
 	if err != nil {
 		return writeReq{}, err
 	}
-	return writeReq{kind: wCheck, key: in.Key, bound: b, plan: pl, retOld: in.ReturnOldOnConditionFailure, txn: true, hasCond: true}, nil
+	return writeReq{kind: wCheck, key: in.Key, bound: b, retOld: in.ReturnOldOnConditionFailure, txn: true, hasCond: true}, nil
 }
 
 // evaluate computes into ev what w would do. Call with s.mu held.
 func (s *Store) evaluate(w *writeReq, ev *evaluation) {
 	*ev = evaluation{keysMoved: true}
-	var view *itemView // the stored item's view, when w runs its template's Program
 	if e := s.items[w.key]; e != nil {
 		ev.ent, ev.old, ev.oldSize, ev.exists = e, e.item, e.size, true
-		if w.plan != nil && w.plan.prog != nil {
-			view = s.useView(e, w.plan)
-		}
 	}
 	if w.hasCond {
-		var ok bool
-		var err error
-		if view != nil {
-			ok = w.plan.prog.Check(w.bound.Values(), view.attrs)
-		} else {
-			ok, err = w.bound.Check(ev.old.item())
-		}
+		ok, err := w.bound.Check(ev.old)
 		if err != nil {
 			ev.err = err
 			return
@@ -210,12 +196,11 @@ func (s *Store) evaluate(w *writeReq, ev *evaluation) {
 		ev.remove = true
 		ev.changed = ev.exists
 	case wPut:
-		ev.new, ev.newSize = mapImg(w.item), w.size
-		ev.changed = !ev.exists || !itemsEqual(ev.old.item(), w.item)
+		ev.new, ev.newSize = (w.item), w.size
+		ev.changed = !ev.exists || !itemsEqual(ev.old, w.item)
 		ev.units = WriteUnits(max(ev.oldSize, ev.newSize))
 	case wUpdate:
 		switch {
-		case w.hasUpd && view != nil && s.runProgram(w, ev, view):
 		case w.hasUpd:
 			if !s.applyUpdate(w, ev) {
 				return
@@ -223,14 +208,14 @@ func (s *Store) evaluate(w *writeReq, ev *evaluation) {
 		case ev.exists:
 			ev.new = ev.old
 		default:
-			ev.new = mapImg(store.Item{s.schema.PartitionKey: store.Str(w.key.PK), s.schema.SortKey: store.Str(w.key.SK)})
+			ev.new = (store.Item{s.schema.PartitionKey: store.Str(w.key.PK), s.schema.SortKey: store.Str(w.key.SK)})
 		}
 		if !ev.exists || !w.hasUpd {
-			ev.newSize = ItemSize(ev.new.item())
+			ev.newSize = ItemSize(ev.new)
 			ev.changed = !ev.exists
 		}
 		if ev.keysMoved {
-			if err := s.checkIndexKeys(ev.new.item()); err != nil {
+			if err := s.checkIndexKeys(ev.new); err != nil {
 				ev.err = err
 				return
 			}
@@ -244,8 +229,7 @@ func (s *Store) evaluate(w *writeReq, ev *evaluation) {
 	s.indexCost(ev)
 }
 
-// applyUpdate computes w's update of ev.old with the expression engine
-// (the string path, and a template's whose Program cannot run it). It
+// applyUpdate computes w's update of ev.old with the expression engine. It
 // returns false when evaluate is done: an error, or a REMOVE-only update
 // of a missing item, which creates nothing. Call with s.mu held.
 func (s *Store) applyUpdate(w *writeReq, ev *evaluation) bool {
@@ -254,7 +238,7 @@ func (s *Store) applyUpdate(w *writeReq, ev *evaluation) bool {
 		{Name: s.schema.SortKey, Value: store.Str(w.key.SK)},
 	}
 	var chg [16]expr.Change // the update's changes, off the heap
-	n, touched, changes, err := w.bound.ApplyChanges(ev.old.item(), keys, chg[:0])
+	n, touched, changes, err := w.bound.ApplyChanges(ev.old, keys, chg[:0])
 	if err != nil {
 		ev.err = err
 		return false
@@ -263,7 +247,7 @@ func (s *Store) applyUpdate(w *writeReq, ev *evaluation) bool {
 		ev.units = WriteUnits(0)
 		return false
 	}
-	ev.new, ev.touched = mapImg(n), touched
+	ev.new, ev.touched = (n), touched
 	s.accountChanges(w, ev, changes)
 	return true
 }
@@ -280,18 +264,15 @@ func (s *Store) accountChanges(w *writeReq, ev *evaluation, changes []expr.Chang
 	ev.newSize, ev.changed, ev.keysMoved = ev.oldSize, false, false
 	if changes == nil {
 		for _, name := range ev.touched {
-			ov, had := ev.old.get(name)
-			nv, has := ev.new.get(name)
+			ov, had := ev.old[name]
+			nv, has := ev.new[name]
 			s.account(ev, name, ov, had, nv, has, true)
 		}
 		return
 	}
-	if w.plan != nil {
-		ev.keysMoved = w.plan.writesIndexKey
-	}
 	for i := range changes {
 		c := &changes[i]
-		s.account(ev, c.Name, c.Old, c.Had, c.New, c.Has, w.plan == nil)
+		s.account(ev, c.Name, c.Old, c.Had, c.New, c.Has, true)
 	}
 }
 
@@ -327,7 +308,7 @@ func (s *Store) indexCost(ev *evaluation) {
 			// Same keys: only a ProjectAll entry is rewritten.
 			if ix.Projection == store.ProjectAll {
 				if pk, _, in := indexKey(ev.new, ix); in {
-					ev.index.add(indexWrite{i, pk, WriteUnits(s.indexEntrySize(ev.new.item(), ev.newSize, ix))})
+					ev.index.add(indexWrite{i, pk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
 				}
 			}
 			continue
@@ -341,14 +322,14 @@ func (s *Store) indexCost(ev *evaluation) {
 		switch {
 		case oin && nin && opk == npk && osk == nsk:
 			if ix.Projection == store.ProjectAll {
-				ev.index.add(indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new.item(), ev.newSize, ix))})
+				ev.index.add(indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
 			}
 		default:
 			if oin {
-				ev.index.add(indexWrite{i, opk, WriteUnits(s.indexEntrySize(ev.old.item(), ev.oldSize, ix))})
+				ev.index.add(indexWrite{i, opk, WriteUnits(s.indexEntrySize(ev.old, ev.oldSize, ix))})
 			}
 			if nin {
-				ev.index.add(indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new.item(), ev.newSize, ix))})
+				ev.index.add(indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
 			}
 		}
 	}
@@ -366,12 +347,12 @@ func (s *Store) isIndexKey(name string) bool {
 
 // indexKey returns the index key of it in ix, and whether it is in the
 // index (it has both key attributes, as strings).
-func indexKey(it img, ix store.Index) (pk, sk string, ok bool) {
-	if it.none() {
+func indexKey(it store.Item, ix store.Index) (pk, sk string, ok bool) {
+	if it == nil {
 		return "", "", false
 	}
-	pk, ok1 := it.str(ix.PartitionKey)
-	sk, ok2 := it.str(ix.SortKey)
+	pk, ok1 := it.Str(ix.PartitionKey)
+	sk, ok2 := it.Str(ix.SortKey)
 	return pk, sk, ok1 && ok2
 }
 
@@ -435,7 +416,6 @@ func (s *Store) commit(w *writeReq, ev *evaluation, now int64) {
 	} else {
 		if ev.ent != nil {
 			ev.ent.item, ev.ent.size = ev.new, ev.newSize
-			s.updateView(ev.ent, w, ev.programmed)
 		} else {
 			s.items[key] = &entry{item: ev.new, size: ev.newSize}
 		}
@@ -486,17 +466,16 @@ func (s *Store) commit(w *writeReq, ev *evaluation, now int64) {
 
 // result hands a stored item to a caller: a copy, unless the store shares
 // its immutable items ([WithSharedResults]).
-func (s *Store) result(it img) store.Item {
+func (s *Store) result(it store.Item) store.Item {
 	if s.shared {
-		return it.item()
+		return it
 	}
-	return it.copyItem()
+	return clone(it)
 }
 
-// returned sets a successful write's Attributes, or its View
-// ([WithViews]).
+// returned sets a successful write's Attributes.
 func (s *Store) returned(out *store.WriteOutput, r store.ReturnValue, ev *evaluation) {
-	var it img
+	var it store.Item
 	switch r {
 	case store.ReturnAllOld:
 		if ev.exists {
@@ -509,29 +488,20 @@ func (s *Store) returned(out *store.WriteOutput, r store.ReturnValue, ev *evalua
 	case store.ReturnUpdatedNew:
 		out.Attributes = pick(ev.new, ev.touched)
 	}
-	switch {
-	case it.none():
-	case s.views:
-		out.View = it.view()
-	default:
+	if it != nil {
 		out.Attributes = s.result(it)
 	}
 }
 
-// failedWith sets the item a failed condition hands back: Item, or View
-// ([WithViews]).
-func (s *Store) failedWith(cf *store.ConditionFailedError, old img) {
-	if s.views {
-		cf.View = old.view()
-		return
-	}
+// failedWith sets the item a failed condition hands back.
+func (s *Store) failedWith(cf *store.ConditionFailedError, old store.Item) {
 	cf.Item = s.result(old)
 }
 
-func pick(it img, names []string) store.Item {
+func pick(it store.Item, names []string) store.Item {
 	var out store.Item
 	for _, n := range names {
-		if v, ok := it.get(n); ok {
+		if v, ok := it[n]; ok {
 			if out == nil {
 				out = make(store.Item, len(names))
 			}
@@ -596,7 +566,6 @@ func (s *Store) write(ctx context.Context, kind OpKind, w writeReq, prepErr erro
 		s.returned(&out, w.ret, &ev)
 	}
 	s.mu.Unlock()
-	w.bound.Release()
 	if lerr := s.late(kind, d); lerr != nil {
 		return store.WriteOutput{}, lerr
 	}

@@ -50,6 +50,7 @@ var groups = []group{
 	{"TransactWrite", transactCases},
 	{"BatchGet", batchGetCases},
 	{"Query", queryCases},
+	{"Scan", scanCases},
 	{"WriteConcurrently", writeConcurrentlyCases},
 	{"Concurrency", concurrencyCases},
 }

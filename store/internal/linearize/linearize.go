@@ -57,8 +57,6 @@ type Config struct {
 	// Timeout, so that some answers are lost (ambiguous outcomes).
 	TimeoutPct int
 	Timeout    time.Duration
-	// Templates makes some of the requests' Exprs from store.Templates.
-	Templates bool
 	// Groups is the number of independent key groups (at least 1): six
 	// keys each, in three partitions; a transaction stays within a group.
 	// The checker takes the groups one at a time (their histories are
@@ -114,9 +112,6 @@ func Record(st store.Store, cfg Config) []porcupine.Operation {
 			gens := make([]*storegen.Gen, max(cfg.Groups, 1))
 			for i := range gens {
 				gens[i] = &storegen.Gen{Src: pcg{r}, NS: cfg.NS + "g" + strconv.Itoa(i)}
-				if cfg.Templates {
-					gens[i].Build = templateBuild(r)
-				}
 			}
 			for range cfg.Ops {
 				group := r.IntN(len(gens))
@@ -147,28 +142,6 @@ func Record(st store.Store, cfg Config) []porcupine.Operation {
 	}
 	wg.Wait()
 	return history
-}
-
-// templateBuild makes half of the Exprs from store.Templates (with and
-// without their Values map).
-func templateBuild(r *rand.Rand) func(u store.Update, c store.Condition) (store.Expr, error) {
-	return func(u store.Update, c store.Condition) (store.Expr, error) {
-		switch r.IntN(4) {
-		case 0:
-			t, vals, err := store.Parametrize(u, c)
-			if err != nil {
-				return store.Expr{}, err
-			}
-			return t.Compact(vals), nil
-		case 1:
-			t, vals, err := store.Parametrize(u, c)
-			if err != nil {
-				return store.Expr{}, err
-			}
-			return t.Expr(vals), nil
-		}
-		return store.Build(u, c)
-	}
 }
 
 // draw draws one call: conditional updates and ADDs most often, puts,
@@ -350,11 +323,11 @@ func describe(c call) string {
 	case c.get != nil:
 		return fmt.Sprintf("Get %s", c.get.Key)
 	case c.put != nil:
-		return fmt.Sprintf("Put %s if %q %v", canon(c.put.Item), c.put.Expr.Condition, c.put.Expr.ValueMap())
+		return fmt.Sprintf("Put %s if %q %v", canon(c.put.Item), c.put.Expr.Condition, c.put.Expr.Values)
 	case c.upd != nil:
-		return fmt.Sprintf("Update %s %q if %q %v", c.upd.Key, c.upd.Expr.Update, c.upd.Expr.Condition, c.upd.Expr.ValueMap())
+		return fmt.Sprintf("Update %s %q if %q %v", c.upd.Key, c.upd.Expr.Update, c.upd.Expr.Condition, c.upd.Expr.Values)
 	case c.del != nil:
-		return fmt.Sprintf("Delete %s if %q %v", c.del.Key, c.del.Expr.Condition, c.del.Expr.ValueMap())
+		return fmt.Sprintf("Delete %s if %q %v", c.del.Key, c.del.Expr.Condition, c.del.Expr.Values)
 	}
 	if c.tx == nil {
 		return "nothing"
@@ -362,7 +335,7 @@ func describe(c call) string {
 	parts := make([]string, len(c.tx.Actions))
 	for i, a := range c.tx.Actions {
 		if a.Check != nil {
-			parts[i] = fmt.Sprintf("Check %s if %q %v", a.Check.Key, a.Check.Expr.Condition, a.Check.Expr.ValueMap())
+			parts[i] = fmt.Sprintf("Check %s if %q %v", a.Check.Key, a.Check.Expr.Condition, a.Check.Expr.Values)
 			continue
 		}
 		parts[i] = describe(call{put: a.Put, upd: a.Update, del: a.Delete})

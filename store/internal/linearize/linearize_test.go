@@ -74,7 +74,7 @@ func TestCheckerFindsViolations(t *testing.T) {
 func TestSequentialHistories(t *testing.T) {
 	st := memsim.New(memsim.WithPartitionLimits(0, 0),
 		memsim.WithFaults(memsim.Probability(0.2, 1, memsim.FaultLostResponse)))
-	h := Record(st, Config{Clients: 1, Ops: 300, Seed: 7, NS: "s", Groups: 1, Templates: true})
+	h := Record(st, Config{Clients: 1, Ops: 300, Seed: 7, NS: "s", Groups: 1})
 	if s := stats(h); s.Unknown == 0 {
 		t.Fatalf("no lost answer in %+v", s)
 	}

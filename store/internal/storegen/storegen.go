@@ -24,12 +24,10 @@ type Source interface {
 }
 
 // Gen draws requests. NS prefixes every partition key, so that runs sharing
-// a table do not meet. Build makes the Expr of a drawn update and condition
-// (store.Build when nil); it must not draw.
+// a table do not meet.
 type Gen struct {
-	Src   Source
-	NS    string
-	Build func(u store.Update, c store.Condition) (store.Expr, error)
+	Src Source
+	NS  string
 }
 
 var (
@@ -277,14 +275,10 @@ func (g *Gen) Update(tx bool) store.Update {
 	return u
 }
 
-// Expr makes the Expr of u and c with g.Build. Generated builders always
-// build; an error is a bug of the generator, and panics.
+// Expr makes the Expr of u and c with store.Build. Generated builders
+// always build; an error is a bug of the generator, and panics.
 func (g *Gen) Expr(u store.Update, c store.Condition) store.Expr {
-	build := g.Build
-	if build == nil {
-		build = store.Build
-	}
-	e, err := build(u, c)
+	e, err := store.Build(u, c)
 	if err != nil {
 		panic("storegen: generated expression does not build: " + err.Error())
 	}

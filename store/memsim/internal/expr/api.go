@@ -12,16 +12,6 @@
 //
 // Every error is a *store.ValidationError carrying DynamoDB's message.
 //
-// The Exprs of a store.Template skip the maps (see fixed.go and
-// program.go): the template's Parsed is fixed to its names once, each call
-// binds the values by position, and expressions of the shape store's
-// builders give the limiter also run as a flat Program over attributes the
-// caller keeps beside the item:
-//
-//	f, ok := p.Fix(names, template.ValuePlaceholders()) // once per template
-//	b, ok, err := f.Bind(values, isKey)                   // per call
-//	ok = f.Program().Check(b.Values(), attrs)
-//
 // # Fidelity
 //
 // The grammar, the checks and their order follow DynamoDB Local (whose
@@ -73,9 +63,7 @@
 package expr
 
 import (
-	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/shardlimit/limiter/store"
 )
@@ -124,37 +112,6 @@ type Bound struct {
 	names   []string      // resolved name placeholders, by index
 	values  []store.Value // resolved value placeholders, by index
 	touched []string      // sorted distinct top-level names the update writes
-
-	known     []store.Value // see Known
-	knownHas  []bool
-	knownItem unsafe.Pointer
-
-	nameBuf  [16]string
-	valueBuf [24]store.Value
-}
-
-// Bounds are recycled: a store binds one per write.
-var boundPool = sync.Pool{New: func() any { return new(Bound) }}
-
-func newBound(p *Parsed) *Bound {
-	b := boundPool.Get().(*Bound)
-	b.p = p
-	return b
-}
-
-// Release hands b back for reuse by a later Bind; b must not be used
-// afterwards. Release of
-// nil does nothing.
-func (b *Bound) Release() {
-	if b == nil {
-		return
-	}
-	// The buffers are overwritten before they are read again; they keep
-	// their strings reachable until then (the pool is emptied by the
-	// garbage collector anyway).
-	b.p, b.names, b.values, b.touched = nil, nil, nil, nil
-	b.known, b.knownHas, b.knownItem = nil, nil, nil
-	boundPool.Put(b)
 }
 
 // Bind resolves placeholders and checks what depends on them, as DynamoDB
@@ -199,10 +156,6 @@ func (b *Bound) Apply(old store.Item, keyAttrs [2]KeyAttr) (store.Item, []string
 func (b *Bound) ApplyChanges(old store.Item, keyAttrs [2]KeyAttr, chg []Change) (store.Item, []string, []Change, error) {
 	return b.apply(old, keyAttrs, chg, true)
 }
-
-// Values returns the values of b's value placeholders, by index (what a
-// Program reads). The slice must not be modified.
-func (b *Bound) Values() []store.Value { return b.values }
 
 // Touched returns the names of the attributes the update writes, in
 // sorted order (what Apply returns beside the new item). The slice may be

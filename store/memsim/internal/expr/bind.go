@@ -34,11 +34,9 @@ func (p *Parsed) bind(names map[string]string, values map[string]store.Value, is
 		if values != nil {
 			return nil, verr("ExpressionAttributeValues can only be specified when using expressions: UpdateExpression and ConditionExpression are null")
 		}
-		return newBound(p), nil
+		return &Bound{p: p}, nil
 	}
-	b := newBound(p)
-	b.names = bufOrMake(b.nameBuf[:], len(p.names))
-	b.values = bufOrMake(b.valueBuf[:], len(p.values))
+	b := &Bound{p: p, names: make([]string, len(p.names)), values: make([]store.Value, len(p.values))}
 	namesAll, valuesAll := true, true
 	badName, badValue := false, false // a used entry is invalid (or undefined)
 	// A map holding exactly the used placeholders skips the checks of its

@@ -72,21 +72,6 @@ func TestBindLongPlaceholderInUse(t *testing.T) {
 	bind(t, "SET "+name[:255]+" = "+value[:255], "", names{name[:255]: "x"}, values{value[:255]: N(1)})
 }
 
-// TestFixRefusesLongPlaceholders: a template with such a placeholder is
-// left to Bind, which gives DynamoDB's message.
-func TestFixRefusesLongPlaceholders(t *testing.T) {
-	name, value := "#"+strings.Repeat("n", 255), ":"+strings.Repeat("v", 255)
-	if _, ok := mustParse(t, "SET "+name+" = :v", "").Fix(names{name: "x"}, []string{":v"}); ok {
-		t.Error("Fix accepted a name placeholder of 256 characters")
-	}
-	if _, ok := mustParse(t, "SET #a = "+value, "").Fix(names{"#a": "x"}, []string{value}); ok {
-		t.Error("Fix accepted a value placeholder of 256 characters")
-	}
-	if _, ok := mustParse(t, "SET "+name[:255]+" = "+value[:255], "").Fix(names{name[:255]: "x"}, []string{value[:255]}); !ok {
-		t.Error("Fix refused placeholders of 255 characters")
-	}
-}
-
 // TestNestedKeyAnywhere: a key attribute reached through a map or list
 // ("PK.x") is refused wherever it stands in the expressions, not only as
 // the first operand of the first comparison; a key attribute at the top

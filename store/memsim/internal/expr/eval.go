@@ -3,7 +3,6 @@ package expr
 import (
 	"maps"
 	"strings"
-	"unsafe"
 
 	"github.com/shardlimit/limiter/store"
 )
@@ -33,39 +32,14 @@ func (b *Bound) lookup(pn *pathNode, item store.Item) (store.Value, bool) {
 		return store.Value{}, false
 	}
 	e := pn.els[0]
-	if e.kind == peName && b.known != nil && mapID(item) == b.knownItem {
-		return b.known[e.ph], b.knownHas[e.ph]
-	}
 	v, ok := item[b.elName(e)]
 	return v, ok
 }
 
-// Known tells b what item holds under the names of its name placeholders:
-// the attribute of placeholder i is vals[i] when has[i], else absent. Check
-// and Apply on that same item (the same map) then read them from there
-// instead of looking them up: a caller that keeps the attributes a
-// template reads beside the item spares the hashing. vals and has must
-// have one entry per name placeholder and stay unchanged until b is
-// released.
-func (b *Bound) Known(item store.Item, vals []store.Value, has []bool) {
-	if len(vals) != len(b.p.names) || len(has) != len(vals) {
-		return
-	}
-	b.known, b.knownHas, b.knownItem = vals, has, mapID(item)
-}
-
 // get returns the attribute update action i writes, as it stands in old.
 func (b *Bound) get(i int, old store.Item) (store.Value, bool) {
-	if h := b.p.heads[i]; h.ph >= 0 && b.known != nil && mapID(old) == b.knownItem {
-		return b.known[h.ph], b.knownHas[h.ph]
-	}
 	v, ok := old[b.head(i)]
 	return v, ok
-}
-
-// mapID is the identity of a map (nil for a nil map).
-func mapID(m store.Item) unsafe.Pointer {
-	return *(*unsafe.Pointer)(unsafe.Pointer(&m))
 }
 
 // ---- conditions ----

@@ -45,44 +45,6 @@ func TestMissingAttributes(t *testing.T) {
 	}
 }
 
-// TestKnownWithRawNames: Known gives the attributes of the name
-// placeholders only; an attribute named in the expression itself is read
-// from the item, in conditions and updates alike.
-func TestKnownWithRawNames(t *testing.T) {
-	it := item("PK", S("p"), "SK", S("s"), "a", N(1), "b", N(2))
-	b := bind(t, "ADD a :one, #b :one", "a = :one AND #b = :two", names{"#b": "b"}, values{":one": N(1), ":two": N(2)})
-	b.Known(it, []store.Value{N(2)}, []bool{true})
-	if ok, _ := b.Check(it); !ok {
-		t.Fatal("a = 1 AND b = 2 is false with b known")
-	}
-	got, _, err := b.Apply(it, testKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := item("PK", S("p"), "SK", S("s"), "a", N(2), "b", N(3)); !sameItem(got, want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-	// What Known says holds for that item (that map) only.
-	other := item("PK", S("p"), "SK", S("s"), "a", N(1), "b", N(5))
-	if ok, _ := b.Check(other); ok {
-		t.Fatal("b = 2 holds on another item with b = 5")
-	}
-	if got, _, _ := b.Apply(other, testKey); !sameItem(got, item("PK", S("p"), "SK", S("s"), "a", N(2), "b", N(6))) {
-		t.Fatalf("on another item: %v", got)
-	}
-	// Slices of another length than the placeholders are ignored.
-	for _, k := range []struct {
-		vals []store.Value
-		has  []bool
-	}{{nil, []bool{true}}, {[]store.Value{N(7)}, nil}, {nil, nil}} {
-		b := bind(t, "", "#b = :v", names{"#b": "b"}, values{":v": N(2)})
-		b.Known(it, k.vals, k.has)
-		if ok, _ := b.Check(it); !ok {
-			t.Fatalf("Known(%v, %v): the item's b = 2 was not read", k.vals, k.has)
-		}
-	}
-}
-
 // TestBeginsWithAndContainsNeedStrings: begins_with and contains hold only
 // for a string attribute and a string operand; a number does not begin
 // with, nor contain, even the empty string, and a missing attribute holds

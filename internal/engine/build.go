@@ -1,0 +1,73 @@
+package engine
+
+import "github.com/shardlimit/limiter/store"
+
+// The writes are described by emit functions (paths.go) that give a
+// builder their actions and conditions in order; build renders them with
+// store.Build.
+
+type condKind uint8
+
+const (
+	condEq condKind = iota
+	condGe
+	condGt
+	condLe
+	condLt
+	condAbsent // attribute_not_exists(name): takes no value
+)
+
+// term is one comparison of an attribute with a value (condAbsent: the
+// attribute's absence, no value).
+type term struct {
+	k    condKind
+	name string
+	v    int64
+}
+
+// builder collects the actions and conditions of one write (values are
+// numbers: the writes of the engine set and compare numbers only).
+type builder struct {
+	u     store.Update
+	conds []store.Condition
+}
+
+func (b *builder) add(name string, v int64) { b.u = b.u.Add(name, store.Int(v)) }
+func (b *builder) set(name string, v int64) { b.u = b.u.Set(name, store.Int(v)) }
+func (b *builder) exists(name string)       { b.conds = append(b.conds, store.Name(name).Exists()) }
+func (b *builder) notExists(name string)    { b.conds = append(b.conds, store.Name(name).NotExists()) }
+
+// cond is the condition name k v.
+func (b *builder) cond(k condKind, name string, v int64) {
+	b.conds = append(b.conds, compare(term{k, name, v}))
+}
+
+// either is the condition a OR (b AND c AND d).
+func (b *builder) either(ta, tb, tc, td term) {
+	b.conds = append(b.conds, store.Or(compare(ta), store.And(compare(tb), compare(tc), compare(td))))
+}
+
+// compare is the condition of t.
+func compare(t term) store.Condition {
+	n, v := store.Name(t.name), store.Int(t.v)
+	switch t.k {
+	case condGe:
+		return n.GreaterThanEqual(v)
+	case condGt:
+		return n.GreaterThan(v)
+	case condLe:
+		return n.LessThanEqual(v)
+	case condLt:
+		return n.LessThan(v)
+	case condAbsent:
+		return n.NotExists()
+	}
+	return n.Equal(v)
+}
+
+// build returns the expression emit describes.
+func build(emit func(*builder)) (store.Expr, error) {
+	b := builder{conds: make([]store.Condition, 0, 8)} // room for the usual write's
+	emit(&b)
+	return store.Build(b.u, store.And(b.conds...))
+}
