@@ -10,11 +10,11 @@ OTHER_PKGS  = $$($(GO) list ./... | grep -v -e '/store' -e '/internal/' -e 'limi
 # mutation tools.
 NESTED     := otel deploy tools
 # Generated configurations the property test simulates in make test (about
-# three minutes for 1,500 on two cores; docs/testing.md says which planted
+# five minutes for 500 on two cores; docs/testing.md says which planted
 # bugs this budget finds). The simulator is single-threaded and
 # deterministic, so this run is without the race detector (which runs the
 # property test at a few cases only).
-PROPERTY_CHECKS ?= 1500
+PROPERTY_CHECKS ?= 500
 
 .PHONY: test deps vet lint bench cover clean sim sim-acceptance differential linearize mutate local
 
