@@ -11,6 +11,7 @@ import (
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
+	"github.com/shardlimit/limiter/store/storetest"
 )
 
 // script injects faults into the writes of chosen items: faults[pk][i] is
@@ -177,7 +178,7 @@ func TestRegressionAdjustOverflowIsValidation(t *testing.T) {
 	l := e.limiter()
 	le := e.mustAcquire(l, req("k1", rpm(10), one))
 	k := keys.Bucket{Namespace: "ns", Entity: "k1", Resource: "gpt-4"}.Key()
-	u := store.MustBuild(store.Update{}.Set("b_rpm_tk", store.Int(math.MinInt64+1)).Set("b_rpm_tc", store.Int(math.MaxInt64-1)), store.Condition{})
+	u := storetest.Build(t, store.Update{}.Set("b_rpm_tk", store.Int(math.MinInt64+1)).Set("b_rpm_tc", store.Int(math.MaxInt64-1)), store.Condition{})
 	if _, err := e.st.Update(e.ctx, store.UpdateInput{Key: k, Expr: u}); err != nil {
 		t.Fatal(err)
 	}

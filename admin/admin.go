@@ -117,7 +117,7 @@ func (a *Admin) listConfig(ctx context.Context, prefix string, limit int) ([]con
 	for _, it := range out.Items {
 		sk, _ := it.Str(store.AttrGSI3SK)
 		e, r, isLimits, ok := keys.ParseConfigIndexSK(sk)
-		k, okKey := store.DefaultSchema().KeyOf(it)
+		k, okKey := it.Key()
 		if !ok || !okKey {
 			continue
 		}

@@ -163,15 +163,18 @@ func (a *Admin) applyChange(ctx context.Context, c configChange) error {
 		if sameItem(old, c.next) {
 			return nil // nothing to change, nothing to record
 		}
-		act := store.TransactAction{}
-		cond := unchanged(old, c.next)
+		act := store.Write{}
+		cond, err := unchanged(old, c.next)
+		if err != nil {
+			return err
+		}
 		if c.next == nil {
 			act.Delete = &store.DeleteInput{Key: c.key, Expr: cond, ReturnOldOnConditionFailure: true}
 		} else {
 			act.Put = &store.PutInput{Item: c.next, Expr: cond, ReturnOldOnConditionFailure: true}
 		}
 		rec := a.auditItem(who, c.action, c.scope, c.state(old), c.state(c.next), attempt)
-		_, err := a.st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{act, rec}})
+		_, err = a.st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.Write{act, rec}})
 		if err == nil {
 			return nil
 		}
@@ -216,9 +219,11 @@ func sameItem(a, b store.Item) bool {
 // unchanged is the condition that the item is still old: absent when old
 // is nil, else every attribute of old equal and every other attribute next
 // writes absent. Names are sorted, so the expression is deterministic.
-func unchanged(old, next store.Item) store.Expr {
+// It fails, with a *store.ValidationError, only on an item with an empty
+// attribute name.
+func unchanged(old, next store.Item) (store.Expr, error) {
 	if old == nil {
-		return store.MustBuild(store.Update{}, store.Name(store.AttrPK).NotExists())
+		return keys.IfAbsent(), nil
 	}
 	names := make([]string, 0, len(old)+len(next))
 	for k := range old {
@@ -244,14 +249,14 @@ func unchanged(old, next store.Item) store.Expr {
 	if len(conds) == 0 {
 		conds = append(conds, store.Name(store.AttrPK).Exists())
 	}
-	return store.MustBuild(store.Update{}, store.And(conds...))
+	return store.Build(store.Update{}, store.And(conds...))
 }
 
 // auditItem is the Put of one audit record. Its sort key holds the time
 // and a hash of the record (attempt included), so records of one
 // millisecond do not collide; the Put is conditional on the key being
 // new all the same.
-func (a *Admin) auditItem(who string, action AuditAction, s Scope, before, after *AuditState, attempt int) store.TransactAction {
+func (a *Admin) auditItem(who string, action AuditAction, s Scope, before, after *AuditState, attempt int) store.Write {
 	now := a.clock.Now()
 	b, af := encodeState(before), encodeState(after)
 	h := fnv.New64a()
@@ -281,8 +286,7 @@ func (a *Admin) auditItem(who string, action AuditAction, s Scope, before, after
 	if r := a.retention; r > 0 {
 		it[store.AttrTTL] = store.Int(now.Add(r).Unix())
 	}
-	return store.TransactAction{Put: &store.PutInput{Item: it,
-		Expr: store.MustBuild(store.Update{}, store.Name(store.AttrPK).NotExists())}}
+	return store.Write{Put: &store.PutInput{Item: it, Expr: keys.IfAbsent()}}
 }
 
 // stateJSON is the stored form of an AuditState: JSON, so that tools

@@ -20,7 +20,7 @@ type raceOnce struct {
 	rival func()
 }
 
-func (r *raceOnce) TransactWrite(ctx context.Context, in store.TransactWriteInput) (store.TransactWriteOutput, error) {
+func (r *raceOnce) TransactWrite(ctx context.Context, in store.TransactWriteInput) (store.WriteOutput, error) {
 	if f := r.rival; f != nil {
 		r.rival = nil
 		f()

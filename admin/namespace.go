@@ -95,7 +95,7 @@ func scanPages(ctx context.Context, st store.Store, prefix string, page func([]s
 		}
 		ks := make([]store.Key, 0, len(out.Items))
 		for _, it := range out.Items {
-			if k, ok := store.DefaultSchema().KeyOf(it); ok && strings.HasPrefix(k.PK, prefix) {
+			if k, ok := it.Key(); ok && strings.HasPrefix(k.PK, prefix) {
 				ks = append(ks, k)
 			}
 		}

@@ -99,7 +99,7 @@ func TestDeleteNamespaceOnDynamoDBLocal(t *testing.T) {
 	for first := 0; first < len(kept); first += 100 {
 		var ks []store.Key
 		for _, it := range kept[first:min(first+100, len(kept))] {
-			k, _ := store.DefaultSchema().KeyOf(it)
+			k, _ := it.Key()
 			ks = append(ks, k)
 		}
 		out, err := st.BatchGet(ctx, store.BatchGetInput{Keys: ks, ConsistentRead: true})

@@ -93,11 +93,11 @@ func (a *Admin) ResetBucket(ctx context.Context, entity, resource string) (shard
 		shards = len(all)
 	}
 	defer a.forgetBucket(entity, resource)
-	var acts []store.TransactAction
+	var acts []store.Write
 	acts = append(acts, a.auditItem(who, AuditResetBucket, Scope{Entity: entity, Resource: resource},
 		&AuditState{Shards: shards}, nil, 0))
 	for _, s := range all {
-		acts = append(acts, store.TransactAction{Delete: &store.DeleteInput{Key: ref.WithShard(s).Key()}})
+		acts = append(acts, store.Write{Delete: &store.DeleteInput{Key: ref.WithShard(s).Key()}})
 	}
 	for first := 0; first < len(acts); first += 100 {
 		if err := a.transactRetrying(ctx, acts[first:min(first+100, len(acts))]); err != nil {
@@ -113,7 +113,7 @@ func (a *Admin) ResetBucket(ctx context.Context, entity, resource string) (shard
 // transactRetrying runs a transaction of unconditional writes, again when
 // it lost a race with single-item writes on the same items (DynamoDB
 // cancels a transaction that meets a concurrent write).
-func (a *Admin) transactRetrying(ctx context.Context, acts []store.TransactAction) error {
+func (a *Admin) transactRetrying(ctx context.Context, acts []store.Write) error {
 	var err error
 	for attempt := 0; attempt < maxChangeAttempts; attempt++ {
 		if _, err = a.st.TransactWrite(ctx, store.TransactWriteInput{Actions: acts}); err == nil {

@@ -148,7 +148,7 @@ func checkImage(field string, k store.Key, it store.Item) error {
 				continue
 			}
 		}
-		if v.Kind() != store.KindNumber {
+		if v.Kind() != "N" {
 			bad = malformed(field+"."+name, "is "+v.String()+", want a number")
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
+	"github.com/shardlimit/limiter/store/storetest"
 )
 
 // wcuLimit is the limiter's hidden per-partition limit: 1000 writes a
@@ -86,7 +87,7 @@ func charge(t testing.TB, st store.Store, b keys.Bucket, amounts map[string]int6
 	u = u.Add(bucket.AttrName(keys.HiddenLimit, bucket.FieldTokens), store.Int(-1000)).
 		Add(bucket.AttrName(keys.HiddenLimit, bucket.FieldTotalConsumed), store.Int(1000))
 	_, err := st.Update(context.Background(), store.UpdateInput{Key: b.Key(),
-		Expr: store.MustBuild(u, store.Name(store.AttrPK).Exists())})
+		Expr: storetest.Build(t, u, store.Name(store.AttrPK).Exists())})
 	if err != nil {
 		t.Fatalf("charge %s: %v", b.PK(), err)
 	}
@@ -99,7 +100,7 @@ func set(t testing.TB, st store.Store, key store.Key, attrs map[string]int64) {
 	for _, n := range sortedKeys(attrs) {
 		u = u.Set(n, store.Int(attrs[n]))
 	}
-	if _, err := st.Update(context.Background(), store.UpdateInput{Key: key, Expr: store.MustBuild(u, store.Condition{})}); err != nil {
+	if _, err := st.Update(context.Background(), store.UpdateInput{Key: key, Expr: storetest.Build(t, u, store.Condition{})}); err != nil {
 		t.Fatalf("set %v: %v", key, err)
 	}
 }

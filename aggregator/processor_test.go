@@ -14,6 +14,7 @@ import (
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
+	"github.com/shardlimit/limiter/store/storetest"
 )
 
 var allWindows = []keys.UsageWindow{keys.WindowHour, keys.WindowDay, keys.WindowMonth}
@@ -91,7 +92,7 @@ func runWorkload(t *testing.T, rng *rand.Rand, st *memsim.Store, clk *memsim.Man
 			for _, f := range []string{"tk", "cp", "bx", "ra", "rp", "tc", "fl", "fh"} {
 				u = u.Remove("b_a_b_c_" + f)
 			}
-			if _, err := st.Update(context.Background(), store.UpdateInput{Key: b.Key(), Expr: store.MustBuild(u, store.Condition{})}); err != nil {
+			if _, err := st.Update(context.Background(), store.UpdateInput{Key: b.Key(), Expr: storetest.Build(t, u, store.Condition{})}); err != nil {
 				t.Fatal(err)
 			}
 			removed[b.PK()] = true
@@ -103,7 +104,7 @@ func runWorkload(t *testing.T, rng *rand.Rand, st *memsim.Store, clk *memsim.Man
 				SetIfNotExists("b_a_b_c_ra", store.Int(l.RefillAmount)).SetIfNotExists("b_a_b_c_rp", store.Int(l.RefillPeriod)).
 				SetIfNotExists("b_a_b_c_fl", store.Int(now)).SetIfNotExists("b_a_b_c_fh", store.Int(now)).
 				Add("b_a_b_c_tc", store.Int(c))
-			if _, err := st.Update(context.Background(), store.UpdateInput{Key: b.Key(), Expr: store.MustBuild(u, store.Condition{})}); err != nil {
+			if _, err := st.Update(context.Background(), store.UpdateInput{Key: b.Key(), Expr: storetest.Build(t, u, store.Condition{})}); err != nil {
 				t.Fatal(err)
 			}
 			removed[b.PK()] = false

@@ -64,7 +64,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
 )
 
@@ -221,11 +220,10 @@ var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 // ([dynamo.CreateTable] with opts) and returns its name; the table is
 // deleted when t ends.
 //
-// Without opts the table has the default schema with time to live off:
+// Without opts time to live is off:
 // DynamoDB Local expires items by the wall clock, so a test that writes
 // ttl values of its own (a fake clock, fixtures) would lose items at
-// random. Pass dynamo.WithSchema(store.DefaultSchema()) for the production
-// table exactly.
+// random. Pass dynamo.WithTTL(true) for the production table exactly.
 func (s *Server) NewTable(t testing.TB, opts ...dynamo.Option) string {
 	t.Helper()
 	name := unsafeName.ReplaceAllString(t.Name(), "_")
@@ -237,9 +235,7 @@ func (s *Server) NewTable(t testing.TB, opts ...dynamo.Option) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if len(opts) == 0 {
-		sc := store.DefaultSchema()
-		sc.TTLAttribute = ""
-		opts = []dynamo.Option{dynamo.WithSchema(sc)}
+		opts = []dynamo.Option{dynamo.WithTTL(false)}
 	}
 	if err := dynamo.CreateTable(ctx, s.Client, name, opts...); err != nil {
 		t.Fatalf("create table %s: %v", name, err)

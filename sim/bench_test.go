@@ -160,8 +160,8 @@ func (stubStore) Update(context.Context, store.UpdateInput) (store.WriteOutput, 
 func (stubStore) Delete(context.Context, store.DeleteInput) (store.WriteOutput, error) {
 	return store.WriteOutput{}, nil
 }
-func (stubStore) TransactWrite(context.Context, store.TransactWriteInput) (store.TransactWriteOutput, error) {
-	return store.TransactWriteOutput{}, nil
+func (stubStore) TransactWrite(context.Context, store.TransactWriteInput) (store.WriteOutput, error) {
+	return store.WriteOutput{}, nil
 }
 func (stubStore) Query(context.Context, store.QueryInput) (store.QueryOutput, error) {
 	return store.QueryOutput{}, nil

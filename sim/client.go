@@ -259,7 +259,7 @@ func (h handle) Delete(ctx context.Context, in store.DeleteInput) (store.WriteOu
 }
 
 // TransactWrite implements store.Store.
-func (h handle) TransactWrite(ctx context.Context, in store.TransactWriteInput) (store.TransactWriteOutput, error) {
+func (h handle) TransactWrite(ctx context.Context, in store.TransactWriteInput) (store.WriteOutput, error) {
 	r := h.do(ctx, memsim.OpTransactWrite, func(q *request) { q.tx = in })
 	return r.tx, r.err
 }

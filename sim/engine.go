@@ -572,7 +572,7 @@ type response struct {
 	get   store.GetOutput
 	batch store.BatchGetOutput
 	write store.WriteOutput
-	tx    store.TransactWriteOutput
+	tx    store.WriteOutput
 	query store.QueryOutput
 	err   error
 }
@@ -783,7 +783,7 @@ func (s *Sim) realThrottles(f *inflight) {
 	}
 }
 
-func actionPK(a *store.TransactAction) string {
+func actionPK(a *store.Write) string {
 	switch {
 	case a.Put != nil:
 		pk, _ := a.Put.Item.Str(store.AttrPK)

@@ -172,10 +172,13 @@ func (w *sweeper) fire(gen int32) {
 func (w *sweeper) remove(k store.Key) {
 	s := w.s
 	nowSec := (s.base + s.now) / int64(time.Second)
-	in := store.DeleteInput{Key: k, Expr: store.MustBuild(store.Update{}, store.Name(store.AttrTTL).LessThan(store.Int(nowSec)))}
-	s.faults.bypass = true
-	out, err := s.st.Delete(bgctx, in)
-	s.faults.bypass = false
+	expired, err := store.Build(store.Update{}, store.Name(store.AttrTTL).LessThan(store.Int(nowSec)))
+	var out store.WriteOutput
+	if err == nil { // Build fails only on an empty name or a zero Value
+		s.faults.bypass = true
+		out, err = s.st.Delete(bgctx, store.DeleteInput{Key: k, Expr: expired})
+		s.faults.bypass = false
+	}
 	w.consumed.WriteUnits += out.Consumed.WriteUnits
 	w.consumed.ReadUnits += out.Consumed.ReadUnits
 	code := errCode(err)

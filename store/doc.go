@@ -2,7 +2,8 @@
 // that hold its state.
 //
 // It models DynamoDB's conditional single-item writes, not a generic
-// key-value store: values are strings or int64 numbers; items are maps of
+// key-value store, on one table of fixed layout (the Attr* and Index*
+// constants): values are strings or int64 numbers; items are maps of
 // attribute name to value; every write may carry a condition; updates are
 // DynamoDB update expressions (ADD, SET, SET if_not_exists, REMOVE);
 // conditions are DynamoDB condition expressions (comparisons,
@@ -26,11 +27,17 @@
 //	ErrConditionFailed      a condition was false; *ConditionFailedError holds the old item
 //	ErrThrottled            the request exceeded a capacity ceiling; nothing changed
 //	ErrTransactionCanceled  a transaction was cancelled; *TransactionCanceledError holds per-action reasons
-//	ErrTransactionConflict  a single-item write collided with an in-flight transaction
+//	ErrTransactionConflict  a single-item write collided with an in-flight transaction (wrapped with the key)
 //	ErrValidation           the request is malformed; *ValidationError holds DynamoDB's message
 //	ErrUnavailable          the backend failed; *UnavailableError says whether the write may have applied
 //
+// A backend implements [Store]: the methods and their inputs and outputs
+// are in store.go, the expressions it must evaluate in expr.go, the errors
+// it returns in errors.go. A [Write] is one write of WriteConcurrently or
+// one action of TransactWrite (only there may it be a Check). The
+// conformance suite in store/storetest says what a backend must do, case by
+// case; a backend's test runs it with storetest.Run.
+//
 // Backends: store/memsim (in memory, for tests and simulation) and
-// store/dynamo (Amazon DynamoDB). store/storetest is the conformance suite
-// both pass.
+// store/dynamo (Amazon DynamoDB). Both pass store/storetest.
 package store

@@ -2,7 +2,6 @@ package store
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 )
 
@@ -15,7 +14,9 @@ var (
 	ErrThrottled = errors.New("store: throttled")
 	// ErrTransactionCanceled: a transaction was cancelled; nothing changed.
 	ErrTransactionCanceled = errors.New("store: transaction cancelled")
-	// ErrTransactionConflict: a single-item write met an in-flight transaction on its item; nothing changed.
+	// ErrTransactionConflict: a single-item write met an in-flight
+	// transaction on its item; nothing changed. Backends wrap it with the
+	// item's key: fmt.Errorf("%w on %s", ErrTransactionConflict, key).
 	ErrTransactionConflict = errors.New("store: transaction conflict")
 	// ErrValidation: the request is malformed; nothing changed.
 	ErrValidation = errors.New("store: validation error")
@@ -118,20 +119,6 @@ func (e *TransactionCanceledError) Error() string {
 // Is makes errors.Is(err, ErrTransactionCanceled) true.
 func (e *TransactionCanceledError) Is(target error) bool { return target == ErrTransactionCanceled }
 
-// TransactionConflictError is returned when a single-item write targets an
-// item that an in-flight transaction is writing.
-type TransactionConflictError struct {
-	Key Key
-}
-
-// Error returns the error's message.
-func (e *TransactionConflictError) Error() string {
-	return "Operation was rejected because there is an ongoing transaction for the item"
-}
-
-// Is makes errors.Is(err, ErrTransactionConflict) true.
-func (e *TransactionConflictError) Is(target error) bool { return target == ErrTransactionConflict }
-
 // ValidationError is returned for a malformed request. Message is
 // DynamoDB's own text where DynamoDB has one, so that tests can compare
 // backends.
@@ -144,11 +131,6 @@ func (e *ValidationError) Error() string { return e.Message }
 
 // Is makes errors.Is(err, ErrValidation) true.
 func (e *ValidationError) Is(target error) bool { return target == ErrValidation }
-
-// Validationf returns a *ValidationError with a formatted message.
-func Validationf(format string, args ...any) *ValidationError {
-	return &ValidationError{Message: fmt.Sprintf(format, args...)}
-}
 
 // UnavailableError is returned when the backend failed: a server error, a
 // timeout, a lost connection, throttling that outlasted the retries, or a

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -255,17 +254,15 @@ func (u Update) Add(name string, v Value) Update {
 // Len returns the number of actions in u.
 func (u Update) Len() int { return u.n }
 
-// ErrEmptyName is returned by [Build] for an expression that uses an empty
-// attribute name.
-var ErrEmptyName = errors.New("store: expression uses an empty attribute name")
-
 // Build renders u and c into an [Expr] with deterministic placeholders:
 // attribute names get #a0, #a1, ... in order of first use (update actions
 // first, then the condition) and each value gets its own :v0, :v1, ....
 // The same inputs always give the same Expr.
 //
-// Build fails on an empty attribute name or an invalid (zero) Value. It does
-// not check what only the backend can judge (overlapping paths, key
+// Build fails with a [*ValidationError] (errors.Is(err, ErrValidation)) on
+// an empty attribute name or an invalid (zero) Value, and on nothing else:
+// with non-empty names and valid values it always succeeds. It does not
+// check what only the backend can judge (overlapping paths, key
 // attributes): backends answer those with a ValidationError.
 func Build(u Update, c Condition) (Expr, error) {
 	var b builder
@@ -297,16 +294,6 @@ func Build(u Update, c Condition) (Expr, error) {
 		}
 	}
 	return e, nil
-}
-
-// MustBuild is [Build] for expressions fixed at compile time; it panics on
-// an error. Use it only with constant names.
-func MustBuild(u Update, c Condition) Expr {
-	e, err := Build(u, c)
-	if err != nil {
-		panic(err)
-	}
-	return e
 }
 
 // A placeholder is a prefix and an index: #a0, :v0.
@@ -372,7 +359,7 @@ func (b *builder) placeholder(prefix string, i int) (from, to int) {
 // name writes n's placeholder: the one it already has, or the next.
 func (b *builder) name(n Name) {
 	if n == "" {
-		b.fail(ErrEmptyName)
+		b.fail(&ValidationError{Message: "store: expression uses an empty attribute name"})
 	}
 	i := slices.IndexFunc(b.names, func(p placed[string]) bool { return p.v == string(n) })
 	if i >= 0 {
@@ -386,7 +373,7 @@ func (b *builder) name(n Name) {
 // value writes the next value placeholder, for v.
 func (b *builder) value(v Value) {
 	if !v.IsValid() {
-		b.fail(errors.New("store: expression uses an invalid (zero) Value"))
+		b.fail(&ValidationError{Message: "store: expression uses an invalid (zero) Value"})
 	}
 	from, to := b.placeholder(valuePrefix, len(b.values))
 	b.values = append(b.values, placed[Value]{v, from, to})

@@ -53,11 +53,14 @@ func TestUpdateIsImmutable(t *testing.T) {
 }
 
 func TestBuildRejectsBadInput(t *testing.T) {
-	if _, err := store.Build(store.Update{}.Add("", store.Int(1)), store.Condition{}); !errors.Is(err, store.ErrEmptyName) {
+	if _, err := store.Build(store.Update{}.Add("", store.Int(1)), store.Condition{}); !errors.Is(err, store.ErrValidation) {
 		t.Fatalf("empty name: got %v", err)
 	}
-	if _, err := store.Build(store.Update{}.Add("a", store.Value{}), store.Condition{}); err == nil {
-		t.Fatal("zero Value accepted")
+	if _, err := store.Build(store.Update{}.Add("a", store.Value{}), store.Condition{}); !errors.Is(err, store.ErrValidation) {
+		t.Fatalf("zero Value: got %v", err)
+	}
+	if _, err := store.Build(store.Update{}, store.Name("").Exists()); !errors.Is(err, store.ErrValidation) {
+		t.Fatalf("empty name in a condition: got %v", err)
 	}
 	if e, err := store.Build(store.Update{}, store.And()); err != nil || !e.IsZero() || e.Names != nil {
 		t.Fatalf("empty build: %+v %v", e, err)
@@ -72,7 +75,6 @@ func TestErrorsMatchSentinels(t *testing.T) {
 		{&store.ConditionFailedError{}, store.ErrConditionFailed},
 		{&store.ThrottledError{}, store.ErrThrottled},
 		{&store.TransactionCanceledError{}, store.ErrTransactionCanceled},
-		{&store.TransactionConflictError{}, store.ErrTransactionConflict},
 		{&store.ValidationError{Message: "x"}, store.ErrValidation},
 		{&store.UnavailableError{Op: "Update"}, store.ErrUnavailable},
 	} {

@@ -27,9 +27,9 @@ type Store interface {
 	// Delete removes one item if the condition (when given) holds. Deleting
 	// a missing item succeeds.
 	Delete(ctx context.Context, in DeleteInput) (WriteOutput, error)
-	// TransactWrite applies up to 100 actions on distinct items, all or
-	// none.
-	TransactWrite(ctx context.Context, in TransactWriteInput) (TransactWriteOutput, error)
+	// TransactWrite applies up to 100 writes on distinct items, all or
+	// none. Its output's Attributes is nil.
+	TransactWrite(ctx context.Context, in TransactWriteInput) (WriteOutput, error)
 	// Query returns the items of one partition of the table or of an
 	// index, in sort-key order, optionally only those whose sort key begins
 	// with a prefix. Implementations follow pagination to the end (or to
@@ -43,7 +43,8 @@ type Store interface {
 	Scan(ctx context.Context, in ScanInput) (ScanOutput, error)
 	// WriteConcurrently issues independent single-item writes at the same
 	// time and returns their results in order. The writes are not a
-	// transaction: each may succeed or fail alone. It exists so that a
+	// transaction: each may succeed or fail alone. A Write with a Check
+	// fails alone with a [*ValidationError]. It exists so that a
 	// caller that needs several writes in one round trip (a cascade to a
 	// parent entity) says so, and a scheduler can see every write.
 	WriteConcurrently(ctx context.Context, writes []Write) []WriteResult
@@ -132,45 +133,34 @@ type DeleteInput struct {
 	ReturnOldOnConditionFailure bool
 }
 
-// CheckInput is a transaction action that writes nothing: the transaction
-// proceeds only if Expr.Condition holds for the item at Key.
+// CheckInput is a transaction's write that writes nothing: the transaction
+// proceeds only if Expr.Condition holds for the item at Key. Expr.Update
+// must be empty.
 type CheckInput struct {
 	Key                         Key
 	Expr                        Expr
 	ReturnOldOnConditionFailure bool
 }
 
-// WriteOutput is the result of a single-item write.
+// WriteOutput is the result of a write: of Put, Update, Delete, one Write
+// of WriteConcurrently, or TransactWrite.
 type WriteOutput struct {
 	// Attributes holds what the input's Return asked for; nil for
-	// ReturnNone.
+	// ReturnNone and for a transaction.
 	Attributes Item
 	Consumed   Capacity
 }
 
-// TransactAction is one action of a transaction: exactly one field is set.
-// The Return fields of the inputs are ignored in a transaction.
-type TransactAction struct {
-	Put    *PutInput
-	Update *UpdateInput
-	Delete *DeleteInput
-	Check  *CheckInput
-}
-
-// TransactWriteInput is an all-or-nothing group of up to 100 actions on
+// TransactWriteInput is an all-or-nothing group of up to 100 writes on
 // distinct items.
 type TransactWriteInput struct {
-	Actions []TransactAction
+	// Actions are the writes, in the order a cancellation's reasons follow.
+	Actions []Write
 	// ClientToken, when set, makes the call idempotent for 10 minutes: a
 	// repeat with the same token and the same actions succeeds without
 	// applying again; with other actions it fails with a ValidationError
 	// (DynamoDB's IdempotentParameterMismatch).
 	ClientToken string
-}
-
-// TransactWriteOutput is the result of [Store.TransactWrite].
-type TransactWriteOutput struct {
-	Consumed Capacity
 }
 
 // QueryInput selects the items of one partition.
@@ -222,12 +212,15 @@ type ScanOutput struct {
 	Consumed Capacity
 }
 
-// Write is one single-item write of [Store.WriteConcurrently]: exactly one
-// field is set.
+// Write is one single-item write of [Store.WriteConcurrently] or one
+// action of [Store.TransactWrite]: exactly one field is set. Check is
+// accepted only in a transaction, and in a transaction the inputs' Return
+// fields are ignored.
 type Write struct {
 	Put    *PutInput
 	Update *UpdateInput
 	Delete *DeleteInput
+	Check  *CheckInput
 }
 
 // WriteResult is the outcome of one [Write].

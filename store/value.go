@@ -6,54 +6,50 @@ import (
 	"strconv"
 )
 
-// Kind is the type of a [Value].
-type Kind uint8
+// valueKind is the type of a [Value].
+type valueKind uint8
 
-// The kinds of value a store holds. The zero Value has kind KindNone and is
-// not a valid attribute value.
 const (
-	KindNone Kind = iota
-	KindString
-	KindNumber
+	kindNone valueKind = iota // the zero Value: not a valid attribute value
+	kindString
+	kindNumber
 )
 
-// String returns the DynamoDB type descriptor of k: "S", "N", or "" for
-// KindNone.
-func (k Kind) String() string {
-	switch k {
-	case KindString:
+// Value is an attribute value: a string or an int64 number. The zero Value is
+// invalid; backends reject it.
+type Value struct {
+	s    string
+	n    int64
+	kind valueKind
+}
+
+// Str returns a string value.
+func Str(s string) Value { return Value{s: s, kind: kindString} }
+
+// Int returns a number value.
+func Int(n int64) Value { return Value{n: n, kind: kindNumber} }
+
+// Kind returns DynamoDB's type descriptor of v: "S" for a string, "N" for
+// a number, "" for the zero Value. Two values of the same kind have the
+// same Kind.
+func (v Value) Kind() string {
+	switch v.kind {
+	case kindString:
 		return "S"
-	case KindNumber:
+	case kindNumber:
 		return "N"
 	}
 	return ""
 }
 
-// Value is an attribute value: a string or an int64 number. The zero Value is
-// invalid (KindNone); backends reject it.
-type Value struct {
-	s    string
-	n    int64
-	kind Kind
-}
-
-// Str returns a string value.
-func Str(s string) Value { return Value{s: s, kind: KindString} }
-
-// Int returns a number value.
-func Int(n int64) Value { return Value{n: n, kind: KindNumber} }
-
-// Kind returns the kind of v.
-func (v Value) Kind() Kind { return v.kind }
-
 // IsValid reports whether v is a string or a number.
-func (v Value) IsValid() bool { return v.kind == KindString || v.kind == KindNumber }
+func (v Value) IsValid() bool { return v.kind == kindString || v.kind == kindNumber }
 
 // AsString returns v's string and true, or "" and false when v is not a string.
-func (v Value) AsString() (string, bool) { return v.s, v.kind == KindString }
+func (v Value) AsString() (string, bool) { return v.s, v.kind == kindString }
 
 // AsInt returns v's number and true, or 0 and false when v is not a number.
-func (v Value) AsInt() (int64, bool) { return v.n, v.kind == KindNumber }
+func (v Value) AsInt() (int64, bool) { return v.n, v.kind == kindNumber }
 
 // Equal reports whether v and w have the same kind and value.
 func (v Value) Equal(w Value) bool { return v == w }
@@ -61,9 +57,9 @@ func (v Value) Equal(w Value) bool { return v == w }
 // String formats v for humans and logs: numbers in decimal, strings quoted.
 func (v Value) String() string {
 	switch v.kind {
-	case KindString:
+	case kindString:
 		return strconv.Quote(v.s)
-	case KindNumber:
+	case kindNumber:
 		return strconv.FormatInt(v.n, 10)
 	}
 	return "<invalid>"
@@ -72,9 +68,9 @@ func (v Value) String() string {
 // GoString formats v as the Go expression that builds it.
 func (v Value) GoString() string {
 	switch v.kind {
-	case KindString:
+	case kindString:
 		return fmt.Sprintf("store.Str(%q)", v.s)
-	case KindNumber:
+	case kindNumber:
 		return fmt.Sprintf("store.Int(%d)", v.n)
 	}
 	return "store.Value{}"
@@ -114,11 +110,19 @@ func (it Item) Str(name string) (string, bool) {
 	return v.AsString()
 }
 
+// Key returns the table key of it (its [AttrPK] and [AttrSK] strings), and
+// false when it lacks either as a string.
+func (it Item) Key() (Key, bool) {
+	pk, ok1 := it.Str(AttrPK)
+	sk, ok2 := it.Str(AttrSK)
+	return Key{PK: pk, SK: sk}, ok1 && ok2
+}
+
 // Numbers yields every number attribute of it, in no particular order.
 func (it Item) Numbers() iter.Seq2[string, int64] {
 	return func(yield func(string, int64) bool) {
 		for k, v := range it {
-			if v.kind == KindNumber && !yield(k, v.n) {
+			if v.kind == kindNumber && !yield(k, v.n) {
 				return
 			}
 		}
@@ -126,7 +130,7 @@ func (it Item) Numbers() iter.Seq2[string, int64] {
 }
 
 // Key identifies one item: the values of the table's partition and sort key
-// attributes (named by the [Schema]). Both are strings.
+// attributes ([AttrPK] and [AttrSK]). Both are strings.
 type Key struct {
 	PK string
 	SK string

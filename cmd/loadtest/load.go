@@ -402,7 +402,11 @@ func (w *writer) refusal(err error) {
 // rawSlice runs the raw floor for d: every writer sends one unconditional
 // UpdateItem ADD to key, at the same pace as the limiter's acquires.
 func (r *loadRun) rawSlice(ctx context.Context, d time.Duration, key store.Key, measure bool) time.Duration {
-	in := store.UpdateInput{Key: key, Expr: store.MustBuild(store.Update{}.Add("n", store.Int(1)), store.Condition{})}
+	add, err := store.Build(store.Update{}.Add("n", store.Int(1)), store.Condition{})
+	if err != nil { // unreachable: Build fails only on an empty name or a zero Value
+		return 0
+	}
+	in := store.UpdateInput{Key: key, Expr: add}
 	p, stop := r.newPace(ctx, d, false)
 	defer stop()
 	return r.each(func(w *writer) {

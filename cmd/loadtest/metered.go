@@ -152,9 +152,9 @@ func (m *metered) Delete(ctx context.Context, in store.DeleteInput) (store.Write
 	return call(m, ctx, opDelete, func() (store.WriteOutput, error) { return m.Store.Delete(ctx, in) }, writeCap)
 }
 
-func (m *metered) TransactWrite(ctx context.Context, in store.TransactWriteInput) (store.TransactWriteOutput, error) {
-	return call(m, ctx, opTransactWrite, func() (store.TransactWriteOutput, error) { return m.Store.TransactWrite(ctx, in) },
-		func(o store.TransactWriteOutput) store.Capacity { return o.Consumed })
+func (m *metered) TransactWrite(ctx context.Context, in store.TransactWriteInput) (store.WriteOutput, error) {
+	return call(m, ctx, opTransactWrite, func() (store.WriteOutput, error) { return m.Store.TransactWrite(ctx, in) },
+		func(o store.WriteOutput) store.Capacity { return o.Consumed })
 }
 
 func (m *metered) Query(ctx context.Context, in store.QueryInput) (store.QueryOutput, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/shardlimit/limiter"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
+	"github.com/shardlimit/limiter/store/storetest"
 )
 
 func TestParseLimits(t *testing.T) {
@@ -137,7 +138,7 @@ func TestMeteredCountsAndDelays(t *testing.T) {
 	m := newMetered(memsim.New(memsim.WithClock(wallClock{})), 4*time.Millisecond)
 	m.on.Store(true)
 	key := store.Key{PK: "p", SK: "s"}
-	add := store.MustBuild(store.Update{}.Add("n", store.Int(1)), store.Condition{})
+	add := storetest.Build(t, store.Update{}.Add("n", store.Int(1)), store.Condition{})
 	t0 := time.Now()
 	if _, err := m.Update(ctx, store.UpdateInput{Key: key, Expr: add}); err != nil {
 		t.Fatal(err)
@@ -145,7 +146,7 @@ func TestMeteredCountsAndDelays(t *testing.T) {
 	if took := time.Since(t0); took < 4*time.Millisecond {
 		t.Errorf("a call took %v with 4ms of latency", took)
 	}
-	failing := store.MustBuild(store.Update{}.Add("n", store.Int(1)), store.Name("n").GreaterThan(store.Int(5)))
+	failing := storetest.Build(t, store.Update{}.Add("n", store.Int(1)), store.Name("n").GreaterThan(store.Int(5)))
 	if _, err := m.Update(ctx, store.UpdateInput{Key: key, Expr: failing}); !errors.Is(err, store.ErrConditionFailed) {
 		t.Fatalf("error %v", err)
 	}

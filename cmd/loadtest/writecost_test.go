@@ -48,7 +48,7 @@ func TestWriteCost(t *testing.T) {
 	if err := dynamo.CreateTable(ctx, client, indexed, dynamo.WithStream(false)); err != nil {
 		t.Fatal(err)
 	}
-	pk, sk := store.DefaultSchema().PartitionKey, store.DefaultSchema().SortKey
+	pk, sk := store.AttrPK, store.AttrSK
 	if _, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName: &plain, BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{
@@ -203,8 +203,8 @@ func (s *recordingStore) Update(ctx context.Context, in store.UpdateInput) (stor
 
 func dynamoKey(k store.Key) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
-		store.DefaultSchema().PartitionKey: &types.AttributeValueMemberS{Value: k.PK},
-		store.DefaultSchema().SortKey:      &types.AttributeValueMemberS{Value: k.SK},
+		store.AttrPK: &types.AttributeValueMemberS{Value: k.PK},
+		store.AttrSK: &types.AttributeValueMemberS{Value: k.SK},
 	}
 }
 

@@ -125,7 +125,7 @@ func TestTransactionConflictsAreRetriedBoundedly(t *testing.T) {
 	p := plan1(bucketRef)
 	m := NewMemory(0)
 	c := NewCharge(m, p, picks(), Options{})
-	conflict := erred(&store.TransactionConflictError{})
+	conflict := erred(store.ErrTransactionConflict)
 	step := c.Start(T)
 	for i := 0; i < maxSlowAttempts; i++ {
 		step = c.Feed(conflict, T)
@@ -531,7 +531,7 @@ func TestADroppedResendLeavesNothingInFlight(t *testing.T) {
 	m := NewMemory(0)
 	c := NewCharge(m, plan1(bucketRef), picks(), Options{})
 	c.Start(T)
-	if s := c.Feed(erred(&store.TransactionConflictError{}), T); s.Call == nil {
+	if s := c.Feed(erred(store.ErrTransactionConflict), T); s.Call == nil {
 		t.Fatal("no resend after the conflict")
 	}
 	c.Drop(T)

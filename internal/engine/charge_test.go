@@ -332,7 +332,7 @@ func TestChargePaths(t *testing.T) {
 		},
 	}, {
 		name:  "transaction conflict: nothing applied, the same write again",
-		turns: []exchange{{"update 0 speculative", erred(&store.TransactionConflictError{})}, {"update 0 speculative", Result{}}},
+		turns: []exchange{{"update 0 speculative", erred(store.ErrTransactionConflict)}, {"update 0 speculative", Result{}}},
 	}, {
 		name:  "outcome unknown: the error, which says the charge may stand",
 		turns: []exchange{{"update 0 speculative", unknown}, {"err", Result{}}},

@@ -304,7 +304,7 @@ func (p *Plan) createWith(shard int, n, now int64, debit bool) store.PutInput {
 	it[store.AttrTTL] = store.Int(p.ttl(tks, n, now))
 	return store.PutInput{
 		Item:                        it,
-		Expr:                        store.MustBuild(store.Update{}, store.Name(store.AttrPK).NotExists()),
+		Expr:                        keys.IfAbsent(),
 		ReturnOldOnConditionFailure: true,
 	}
 }

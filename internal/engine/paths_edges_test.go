@@ -9,6 +9,7 @@ import (
 	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
+	"github.com/shardlimit/limiter/store/storetest"
 )
 
 // The writes' expressions at their edges, each made on memsim: what they
@@ -61,7 +62,7 @@ func TestWritesKeepTheExpiry(t *testing.T) {
 	seen, _ := im.raw.Int(store.AttrTTL)
 	push := map[string]int64{store.AttrTTL: seen + 60}
 	if _, err := st.Update(context.Background(), store.UpdateInput{Key: bucketRef.Key(),
-		Expr: store.MustBuild(store.Update{}.Set(store.AttrTTL, store.Int(push[store.AttrTTL])), store.Condition{})}); err != nil {
+		Expr: storetest.Build(t, store.Update{}.Set(store.AttrTTL, store.Int(push[store.AttrTTL])), store.Condition{})}); err != nil {
 		t.Fatal(err)
 	}
 	ex, _ = p.normal(im, 1, T, true, nil)

@@ -160,7 +160,7 @@ func CheckSchema(ctx context.Context, st store.Store, it store.Item, counted fun
 		k := keys.Schema()
 		put := store.PutInput{
 			Item: store.Item{store.AttrPK: store.Str(k.PK), store.AttrSK: store.Str(k.SK), AttrVersion: store.Int(SchemaVersion)},
-			Expr: store.MustBuild(store.Update{}, store.Name(store.AttrPK).NotExists()), ReturnOldOnConditionFailure: true,
+			Expr: keys.IfAbsent(), ReturnOldOnConditionFailure: true,
 		}
 		out, err := st.Put(ctx, put)
 		counted(out.Consumed, err)

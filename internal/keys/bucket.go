@@ -98,7 +98,7 @@ func DoubleShards(b Bucket, from int64, limits Limits) store.UpdateInput {
 		store.Name(AttrShardCount).Equal(store.Int(from)))
 	return store.UpdateInput{
 		Key:                         b.WithShard(0).Key(),
-		Expr:                        store.MustBuild(u, cond),
+		Expr:                        build(u, cond),
 		Return:                      store.ReturnAllNew,
 		ReturnOldOnConditionFailure: true,
 	}
@@ -112,7 +112,23 @@ func DoubleShards(b Bucket, from int64, limits Limits) store.UpdateInput {
 func RaiseShardCount(b Bucket, n int64, limits Limits) store.UpdateInput {
 	u, cond := limits.withCount(store.Update{}.Set(AttrShardCount, store.Int(n)),
 		store.And(store.Name(store.AttrPK).Exists(), store.Name(AttrShardCount).LessThan(store.Int(n))))
-	return store.UpdateInput{Key: b.Key(), Expr: store.MustBuild(u, cond)}
+	return store.UpdateInput{Key: b.Key(), Expr: build(u, cond)}
+}
+
+// IfAbsent is the condition of a Put that creates an item:
+// attribute_not_exists(PK), true only when no item has the Put's key.
+func IfAbsent() store.Expr {
+	return build(store.Update{}, store.Name(store.AttrPK).NotExists())
+}
+
+// build is store.Build for this package's writes, which it cannot fail:
+// their names are never empty and their values are numbers.
+func build(u store.Update, c store.Condition) store.Expr {
+	e, err := store.Build(u, c)
+	if err != nil {
+		panic("keys: " + err.Error())
+	}
+	return e
 }
 
 // MaxShards bounds doubling, for the clients and the aggregator alike: 256

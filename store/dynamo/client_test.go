@@ -18,6 +18,7 @@ import (
 
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
+	"github.com/shardlimit/limiter/store/storetest"
 )
 
 func TestRetryerSettings(t *testing.T) {
@@ -122,7 +123,7 @@ func TestNewClientAgainstAClosedPort(t *testing.T) {
 	if !errors.As(err, &u) || u.OutcomeUnknown || !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("Get: %v (%#v), want an UnavailableError from a refused connection", err, u)
 	}
-	_, err = st.Update(ctx, store.UpdateInput{Key: key, Expr: store.MustBuild(store.Update{}.Add("n", store.Int(1)), store.Condition{})})
+	_, err = st.Update(ctx, store.UpdateInput{Key: key, Expr: storetest.Build(t, store.Update{}.Add("n", store.Int(1)), store.Condition{})})
 	if !errors.As(err, &u) || u.OutcomeUnknown {
 		t.Fatalf("Update: %v, want an UnavailableError with OutcomeUnknown false", err)
 	}
@@ -151,7 +152,7 @@ func TestNewClientAgainstASilentEndpoint(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	_, err := st.Update(ctx, store.UpdateInput{Key: store.Key{PK: "a", SK: "b"},
-		Expr: store.MustBuild(store.Update{}.Add("n", store.Int(1)), store.Condition{})})
+		Expr: storetest.Build(t, store.Update{}.Add("n", store.Int(1)), store.Condition{})})
 	var u *store.UnavailableError
 	if !errors.As(err, &u) || !u.OutcomeUnknown {
 		t.Fatalf("Update: %v, want an UnavailableError with OutcomeUnknown true", err)

@@ -54,7 +54,7 @@ func encodeValue(name string, v store.Value) (types.AttributeValue, error) {
 	if n, ok := v.AsInt(); ok {
 		return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}, nil
 	}
-	return nil, store.Validationf("attribute %s has an invalid (zero) value", name)
+	return nil, validationf("attribute %s has an invalid (zero) value", name)
 }
 
 func encodeItem(it store.Item) (map[string]types.AttributeValue, error) {

@@ -35,7 +35,7 @@
 //
 //	ConditionalCheckFailedException   *store.ConditionFailedError (Item from ReturnValuesOnConditionCheckFailure=ALL_OLD)
 //	TransactionCanceledException      *store.TransactionCanceledError (Code, Message, Item per action)
-//	TransactionConflictException      *store.TransactionConflictError
+//	TransactionConflictException      store.ErrTransactionConflict, wrapped with the key
 //	ValidationException, SerializationException,
 //	IdempotentParameterMismatchException,
 //	client-side parameter validation  *store.ValidationError (the server's message)

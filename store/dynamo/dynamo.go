@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/internal/schema"
 )
 
 // API is the part of the DynamoDB client that [Store] calls. A
@@ -30,14 +31,22 @@ type API interface {
 type Option func(*options)
 
 type options struct {
-	schema   store.Schema
+	schema   schema.Schema
 	noStream bool
 }
 
-// WithSchema sets the table's schema: key attribute names, indexes and TTL
-// attribute. The default is [store.DefaultSchema], the limiter's table.
-func WithSchema(s store.Schema) Option {
-	return func(o *options) { o.schema = s }
+// WithTTL sets whether [CreateTable] turns time to live on for the "ttl"
+// attribute of a table it creates or finds: on by default; off, it leaves
+// time to live as it is. Turn it off for tests on DynamoDB Local that write
+// ttl values of a fake clock: DynamoDB Local expires items by the wall
+// clock. [New] and [CheckTable] ignore it.
+func WithTTL(on bool) Option {
+	return func(o *options) {
+		o.schema.TTLAttribute = ""
+		if on {
+			o.schema.TTLAttribute = store.AttrTTL
+		}
+	}
 }
 
 // WithStream sets whether [CreateTable] gives a table it creates a stream
@@ -51,7 +60,7 @@ func WithStream(on bool) Option {
 }
 
 func buildOptions(opts []Option) options {
-	o := options{schema: store.DefaultSchema()}
+	o := options{schema: schema.Default()}
 	for _, fn := range opts {
 		fn(&o)
 	}
@@ -63,7 +72,7 @@ func buildOptions(opts []Option) options {
 type Store struct {
 	api    API
 	table  *string
-	schema store.Schema
+	schema schema.Schema
 
 	// Backoff between BatchGetItem rounds that left keys unprocessed:
 	// equal jitter over min(batchMax, batchBase<<round).
@@ -93,9 +102,6 @@ func New(client API, table string, opts ...Option) *Store {
 
 // Table returns the name of the table.
 func (s *Store) Table() string { return *s.table }
-
-// Schema returns the table's schema.
-func (s *Store) Schema() store.Schema { return s.schema }
 
 func sleepContext(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
@@ -180,7 +186,7 @@ func (s *Store) BatchGet(ctx context.Context, in store.BatchGetInput) (store.Bat
 			if err != nil {
 				return out, err
 			}
-			k, ok := s.schema.KeyOf(it)
+			k, ok := it.Key()
 			if !ok {
 				return out, &DecodeError{Attribute: s.schema.PartitionKey, Reason: "a BatchGetItem result lacks the table key"}
 			}
@@ -227,7 +233,7 @@ func (s *Store) Put(ctx context.Context, in store.PutInput) (store.WriteOutput, 
 	if err := ctx.Err(); err != nil {
 		return out, notSent(opPut, err)
 	}
-	key, ok := s.schema.KeyOf(in.Item)
+	key, ok := in.Item.Key()
 	if !ok {
 		key = store.Key{} // the caller's item lacks its keys: a refusal is about the item, not the table
 	}
@@ -304,7 +310,7 @@ func (s *Store) writeFailure(op string, key store.Key, wantOld bool, err error) 
 
 func (s *Store) putInput(in store.PutInput) (*dynamodb.PutItemInput, error) {
 	if in.Expr.Update != "" {
-		return nil, store.Validationf("Put takes no update expression")
+		return nil, validationf("Put takes no update expression")
 	}
 	item, err := encodeItem(in.Item)
 	if err != nil {
@@ -352,7 +358,7 @@ func (s *Store) updateInput(in store.UpdateInput) (*dynamodb.UpdateItemInput, er
 
 func (s *Store) deleteInput(in store.DeleteInput) (*dynamodb.DeleteItemInput, error) {
 	if in.Expr.Update != "" {
-		return nil, store.Validationf("Delete takes no update expression")
+		return nil, validationf("Delete takes no update expression")
 	}
 	key, err := s.encodeKey(in.Key)
 	if err != nil {
@@ -378,8 +384,8 @@ func (s *Store) deleteInput(in store.DeleteInput) (*dynamodb.DeleteItemInput, er
 // TransactWrite implements [store.Store]. The SDK's retries stay on: every
 // attempt carries the same ClientRequestToken (in.ClientToken, or one the
 // SDK generates), so DynamoDB applies the transaction at most once.
-func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) (store.TransactWriteOutput, error) {
-	var out store.TransactWriteOutput
+func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) (store.WriteOutput, error) {
+	var out store.WriteOutput
 	if err := ctx.Err(); err != nil {
 		return out, notSent(opTransactWrite, err)
 	}
@@ -404,7 +410,7 @@ func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) 
 	return out, nil
 }
 
-func (s *Store) transactItem(a store.TransactAction) (types.TransactWriteItem, error) {
+func (s *Store) transactItem(a store.Write) (types.TransactWriteItem, error) {
 	var (
 		ti types.TransactWriteItem
 		n  int
@@ -458,7 +464,7 @@ func (s *Store) transactItem(a store.TransactAction) (types.TransactWriteItem, e
 	if a.Check != nil {
 		n++
 		if a.Check.Expr.Update != "" {
-			return ti, store.Validationf("a condition check takes no update expression")
+			return ti, validationf("a condition check takes no update expression")
 		}
 		k, err := s.encodeKey(a.Check.Key)
 		if err != nil {
@@ -479,7 +485,7 @@ func (s *Store) transactItem(a store.TransactAction) (types.TransactWriteItem, e
 	}
 	if n != 1 {
 		// DynamoDB's message for the same mistake on the wire.
-		return ti, store.Validationf("TransactItems can only contain one of Check, Put, Update or Delete")
+		return ti, validationf("TransactItems can only contain one of Check, Put, Update or Delete")
 	}
 	return ti, nil
 }
@@ -493,7 +499,7 @@ func oldOnFailure(cond bool) types.ReturnValuesOnConditionCheckFailure {
 	return ""
 }
 
-func wantOld(actions []store.TransactAction) []bool {
+func wantOld(actions []store.Write) []bool {
 	want := make([]bool, len(actions))
 	for i, a := range actions {
 		switch {
@@ -510,8 +516,8 @@ func wantOld(actions []store.TransactAction) []bool {
 	return want
 }
 
-func (s *Store) transactFailure(in store.TransactWriteInput, ambiguous bool, err error) (store.TransactWriteOutput, error) {
-	var out store.TransactWriteOutput
+func (s *Store) transactFailure(in store.TransactWriteInput, ambiguous bool, err error) (store.WriteOutput, error) {
+	var out store.WriteOutput
 	if tc, ok := asTransactionCanceled(err); ok {
 		mapped, decErr := transactionCanceled(tc, wantOld(in.Actions))
 		// Estimate: the transactional price of each action, sized by the
@@ -556,12 +562,12 @@ func (s *Store) Query(ctx context.Context, in store.QueryInput) (store.QueryOutp
 		ix, ok := s.schema.Index(in.Index)
 		if !ok {
 			// DynamoDB's message for an unknown index.
-			return out, store.Validationf("The table does not have the specified index: %s", in.Index)
+			return out, validationf("The table does not have the specified index: %s", in.Index)
 		}
 		pkName, skName, index = ix.PartitionKey, ix.SortKey, &in.Index
 	}
 	if in.Limit < 0 {
-		return out, store.Validationf("Query limit must be positive or zero, got %d", in.Limit)
+		return out, validationf("Query limit must be positive or zero, got %d", in.Limit)
 	}
 	cond := "#pk = :pk"
 	names := map[string]string{"#pk": pkName}
@@ -613,7 +619,7 @@ func (s *Store) Scan(ctx context.Context, in store.ScanInput) (store.ScanOutput,
 		return out, notSent(opScan, err)
 	}
 	if in.Limit < 0 {
-		return out, store.Validationf("Scan limit must be positive or zero, got %d", in.Limit)
+		return out, validationf("Scan limit must be positive or zero, got %d", in.Limit)
 	}
 	pkName, skName := s.schema.PartitionKey, s.schema.SortKey
 	req := &dynamodb.ScanInput{
@@ -688,8 +694,10 @@ func (s *Store) write(ctx context.Context, w store.Write) store.WriteResult {
 		n++
 	}
 	switch {
+	case w.Check != nil:
+		r.Err = validationf("A Write with a Check is accepted only in TransactWrite")
 	case n != 1:
-		r.Err = store.Validationf("a Write must set exactly one of Put, Update or Delete")
+		r.Err = validationf("a Write must set exactly one of Put, Update or Delete")
 	case w.Put != nil:
 		r.Output, r.Err = s.Put(ctx, *w.Put)
 	case w.Update != nil:

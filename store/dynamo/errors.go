@@ -13,6 +13,11 @@ import (
 	"github.com/shardlimit/limiter/store"
 )
 
+// validationf returns a *store.ValidationError with a formatted message.
+func validationf(format string, args ...any) error {
+	return &store.ValidationError{Message: fmt.Sprintf(format, args...)}
+}
+
 // callKind says whether a failed call could have changed the table.
 type callKind bool
 
@@ -48,7 +53,7 @@ func (s *Store) mapError(op string, kind callKind, key store.Key, err error) err
 	}
 	var tcx *types.TransactionConflictException
 	if errors.As(err, &tcx) {
-		return &store.TransactionConflictError{Key: key}
+		return fmt.Errorf("%w on %s", store.ErrTransactionConflict, key)
 	}
 	var ipm *types.IdempotentParameterMismatchException
 	if errors.As(err, &ipm) {

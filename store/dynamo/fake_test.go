@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/storetest"
 )
 
 // fakeAPI implements API with functions; a nil function panics.
@@ -271,7 +272,7 @@ func TestWriteConcurrentlyRunsWritesAtOnce(t *testing.T) {
 			continue
 		}
 		writes[i] = store.Write{Update: &store.UpdateInput{Key: k, Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true,
-			Expr: store.MustBuild(store.Update{}.Add("n", store.Int(1)), store.Name("n").LessThan(store.Int(10)))}}
+			Expr: storetest.Build(t, store.Update{}.Add("n", store.Int(1)), store.Name("n").LessThan(store.Int(10)))}}
 	}
 	res := New(api, "t").WriteConcurrently(context.Background(), append(writes, store.Write{}))
 	if len(res) != n+1 {

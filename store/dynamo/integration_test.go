@@ -20,21 +20,14 @@ import (
 	"github.com/shardlimit/limiter/internal/dynamolocal"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
+	"github.com/shardlimit/limiter/store/internal/schema"
+	"github.com/shardlimit/limiter/store/storetest"
 )
 
 func newStore(t *testing.T) (*dynamo.Store, *dynamolocal.Server) {
 	t.Helper()
 	srv := dynamolocal.Start(t)
 	return dynamo.New(srv.Client, srv.NewTable(t)), srv
-}
-
-func mustBuild(t *testing.T, u store.Update, c store.Condition) store.Expr {
-	t.Helper()
-	e, err := store.Build(u, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
 }
 
 // The keys-only indexes are written when a bucket is created, never by a
@@ -56,7 +49,7 @@ func TestIndexWritesOnlyWhenIndexKeysChange(t *testing.T) {
 		t.Errorf("create: Consumed = %+v, want 1 table + 2 index WCU", out.Consumed)
 	}
 	up, err := st.Update(ctx, store.UpdateInput{Key: k, Return: store.ReturnAllNew,
-		Expr: mustBuild(t, store.Update{}.Add("b_rpm_tk", store.Int(-1000)).Add("b_rpm_tc", store.Int(1000)),
+		Expr: storetest.Build(t, store.Update{}.Add("b_rpm_tk", store.Int(-1000)).Add("b_rpm_tc", store.Int(1000)),
 			store.And(store.Name("PK").Exists(), store.Name("b_rpm_tk").GreaterThanEqual(store.Int(1000))))})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +77,7 @@ func TestConditionFailureOnDynamoDBLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := store.UpdateInput{Key: k, ReturnOldOnConditionFailure: true,
-		Expr: mustBuild(t, store.Update{}.Add("tk", store.Int(-10)), store.Name("tk").GreaterThanEqual(store.Int(10)))}
+		Expr: storetest.Build(t, store.Update{}.Add("tk", store.Int(-10)), store.Name("tk").GreaterThanEqual(store.Int(10)))}
 	out, err := st.Update(ctx, in)
 	var cf *store.ConditionFailedError
 	if !errors.As(err, &cf) {
@@ -138,14 +131,14 @@ func TestForeignData(t *testing.T) {
 	// An applied write whose result cannot be read: the outcome is known
 	// to the server but not to the caller.
 	_, err = st.Update(ctx, store.UpdateInput{Key: store.Key{PK: "p", SK: "bool"}, Return: store.ReturnAllNew,
-		Expr: mustBuild(t, store.Update{}.Add("n", store.Int(1)), store.Condition{})})
+		Expr: storetest.Build(t, store.Update{}.Add("n", store.Int(1)), store.Condition{})})
 	if !store.OutcomeUnknown(err) {
 		t.Errorf("undecodable ALL_NEW: %v", err)
 	}
 	// The old item of a failed condition cannot be read: still a condition
 	// failure.
 	_, err = st.Update(ctx, store.UpdateInput{Key: store.Key{PK: "p", SK: "bool"}, ReturnOldOnConditionFailure: true,
-		Expr: mustBuild(t, store.Update{}.Add("n", store.Int(1)), store.Name("n").GreaterThan(store.Int(5)))})
+		Expr: storetest.Build(t, store.Update{}.Add("n", store.Int(1)), store.Name("n").GreaterThan(store.Int(5)))})
 	var de *dynamo.DecodeError
 	if !errors.Is(err, store.ErrConditionFailed) || !errors.As(err, &de) {
 		t.Errorf("undecodable old item: %v", err)
@@ -157,7 +150,7 @@ func TestMissingTable(t *testing.T) {
 	srv := dynamolocal.Start(t)
 	st := dynamo.New(srv.Client, "no-such-table")
 	_, err := st.Update(context.Background(), store.UpdateInput{Key: store.Key{PK: "a", SK: "b"},
-		Expr: mustBuild(t, store.Update{}.Add("n", store.Int(1)), store.Condition{})})
+		Expr: storetest.Build(t, store.Update{}.Add("n", store.Int(1)), store.Condition{})})
 	var api smithy.APIError
 	if err == nil || errors.Is(err, store.ErrUnavailable) || !errors.As(err, &api) || api.ErrorCode() != "ResourceNotFoundException" {
 		t.Errorf("error %v", err)
@@ -193,9 +186,9 @@ func TestCreateTableOnDynamoDBLocal(t *testing.T) {
 		t.Errorf("ttl %+v %v", ttl, err)
 	}
 
-	other := store.DefaultSchema()
+	other := schema.Default()
 	other.Indexes = other.Indexes[:1]
-	other.Indexes[0].Projection = store.ProjectAll
+	other.Indexes[0].Projection = schema.ProjectAll
 	otherName := srv.NewTable(t, dynamo.WithSchema(other))
 	err = dynamo.CreateTable(ctx, srv.Client, otherName)
 	if !errors.Is(err, dynamo.ErrSchemaMismatch) || !strings.Contains(err.Error(), "index GSI2 projects ALL, want KEYS_ONLY; index GSI3 is missing") {
@@ -286,7 +279,7 @@ func TestPlaceholderNames(t *testing.T) {
 	ctx := context.Background()
 	k := store.Key{PK: "p", SK: "s"}
 	out, err := st.Update(ctx, store.UpdateInput{Key: k, Return: store.ReturnUpdatedNew,
-		Expr: mustBuild(t, store.Update{}.Set("ttl", store.Int(1_800_000_000)).Add("b_gpt-3.5_tk", store.Int(-1)).Add("rate-limit", store.Int(1)).Set("size", store.Str("x")),
+		Expr: storetest.Build(t, store.Update{}.Set("ttl", store.Int(1_800_000_000)).Add("b_gpt-3.5_tk", store.Int(-1)).Add("rate-limit", store.Int(1)).Set("size", store.Str("x")),
 			store.Or(store.Name("PK").NotExists(), store.Name("ttl").LessThan(store.Int(0))))})
 	if err != nil {
 		t.Fatal(err)

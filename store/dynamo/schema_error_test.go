@@ -13,6 +13,7 @@ import (
 	"github.com/shardlimit/limiter/internal/dynamolocal"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
+	"github.com/shardlimit/limiter/store/storetest"
 )
 
 // wrongTable creates a table with the given keys (attribute name and type,
@@ -46,7 +47,7 @@ func TestWrongKeySchemaNamesTableAndCreateTable(t *testing.T) {
 	ctx := context.Background()
 	k := store.Key{PK: "a", SK: "b"}
 	item := store.Item{"PK": store.Str("a"), "SK": store.Str("b")}
-	add := store.MustBuild(store.Update{}.Add("n", store.Int(1)), store.Condition{})
+	add := storetest.Build(t, store.Update{}.Add("n", store.Int(1)), store.Condition{})
 	ops := map[string]func(st *dynamo.Store) error{
 		"Get": func(st *dynamo.Store) error { _, err := st.Get(ctx, store.GetInput{Key: k}); return err },
 		"BatchGet": func(st *dynamo.Store) error {

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/internal/schema"
 )
 
 // ProvisionAPI is the part of the DynamoDB client that [CreateTable] calls.
@@ -29,18 +29,19 @@ type ProvisionAPI interface {
 // to CreateTable; it also matches store.ErrValidation).
 var ErrSchemaMismatch = errors.New("dynamo: the table exists with a different schema")
 
-// CreateTable creates table for the schema (default [store.DefaultSchema];
-// see [WithSchema]) and waits until it and its indexes are ACTIVE:
+// CreateTable creates table with the limiter's layout (see [store.AttrPK])
+// and waits until it and its indexes are ACTIVE:
 //
 //   - partition and sort keys of type S;
-//   - each index of the schema as a global secondary index with S keys and
-//     its projection (KEYS_ONLY for the limiter's GSI2 and GSI3);
+//   - the indexes GSI2 and GSI3 as global secondary indexes with S keys,
+//     projecting KEYS_ONLY;
 //   - billing mode PAY_PER_REQUEST;
 //   - a stream with NEW_AND_OLD_IMAGES (for the usage aggregator), unless
 //     [WithStream](false);
-//   - time to live on the schema's TTL attribute (UpdateTimeToLive).
+//   - time to live on the "ttl" attribute (UpdateTimeToLive), unless
+//     [WithTTL](false).
 //
-// It is idempotent: when the table exists with the schema's key schema and
+// It is idempotent: when the table exists with the layout's key schema and
 // indexes it only waits for it and enables time to live (an "already
 // enabled" answer counts as success), leaving billing mode and stream as
 // they are. When the table exists with other keys, or lacks an index or has
@@ -49,13 +50,12 @@ var ErrSchemaMismatch = errors.New("dynamo: the table exists with a different sc
 // allows.
 func CreateTable(ctx context.Context, client ProvisionAPI, table string, opts ...Option) error {
 	o := buildOptions(opts)
-	schema := o.schema
 	desc, err := describe(ctx, client, table)
 	if err != nil {
 		return err
 	}
 	if desc == nil {
-		out, err := client.CreateTable(ctx, createTableInput(table, schema, !o.noStream))
+		out, err := client.CreateTable(ctx, createTableInput(table, o.schema, !o.noStream))
 		var inUse *types.ResourceInUseException
 		switch {
 		case errors.As(err, &inUse):
@@ -73,18 +73,18 @@ func CreateTable(ctx context.Context, client ProvisionAPI, table string, opts ..
 			desc = out.TableDescription
 		}
 	}
-	if err := checkSchema(table, desc, schema); err != nil {
+	if err := checkSchema(table, desc, o.schema); err != nil {
 		return err
 	}
 	if err := waitActive(ctx, client, table, desc); err != nil {
 		return err
 	}
-	return enableTTL(ctx, client, table, schema.TTLAttribute)
+	return enableTTL(ctx, client, table, o.schema.TTLAttribute)
 }
 
 // CheckTable reports whether a table, as DescribeTable describes it, has
-// the schema's keys and indexes (default [store.DefaultSchema]; see
-// [WithSchema]), as [CreateTable] checks an existing table: the error
+// the limiter's keys and indexes, as [CreateTable] checks an existing
+// table: the error
 // matches [ErrSchemaMismatch] and lists every difference. It does no I/O;
 // billing mode, stream and time to live are not part of the check.
 func CheckTable(d *types.TableDescription, opts ...Option) error {
@@ -110,7 +110,7 @@ func describe(ctx context.Context, client ProvisionAPI, table string) (*types.Ta
 	return out.Table, nil
 }
 
-func createTableInput(table string, schema store.Schema, stream bool) *dynamodb.CreateTableInput {
+func createTableInput(table string, sc schema.Schema, stream bool) *dynamodb.CreateTableInput {
 	var attrs []types.AttributeDefinition
 	seen := map[string]bool{}
 	def := func(name string) {
@@ -119,11 +119,11 @@ func createTableInput(table string, schema store.Schema, stream bool) *dynamodb.
 			attrs = append(attrs, types.AttributeDefinition{AttributeName: &name, AttributeType: types.ScalarAttributeTypeS})
 		}
 	}
-	def(schema.PartitionKey)
-	def(schema.SortKey)
+	def(sc.PartitionKey)
+	def(sc.SortKey)
 	in := &dynamodb.CreateTableInput{
 		TableName:   &table,
-		KeySchema:   keySchema(schema.PartitionKey, schema.SortKey),
+		KeySchema:   keySchema(sc.PartitionKey, sc.SortKey),
 		BillingMode: types.BillingModePayPerRequest,
 	}
 	if stream {
@@ -132,7 +132,7 @@ func createTableInput(table string, schema store.Schema, stream bool) *dynamodb.
 			StreamViewType: types.StreamViewTypeNewAndOldImages,
 		}
 	}
-	for _, ix := range schema.Indexes {
+	for _, ix := range sc.Indexes {
 		def(ix.PartitionKey)
 		def(ix.SortKey)
 		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
@@ -153,8 +153,8 @@ func keySchema(pk, sk string) []types.KeySchemaElement {
 	return ks
 }
 
-func projection(p store.Projection) types.ProjectionType {
-	if p == store.ProjectAll {
+func projection(p schema.Projection) types.ProjectionType {
+	if p == schema.ProjectAll {
 		return types.ProjectionTypeAll
 	}
 	return types.ProjectionTypeKeysOnly
@@ -163,7 +163,7 @@ func projection(p store.Projection) types.ProjectionType {
 // checkSchema compares an existing table with the schema: table keys,
 // their types, and each of the schema's indexes (extra indexes are
 // allowed).
-func checkSchema(table string, d *types.TableDescription, schema store.Schema) error {
+func checkSchema(table string, d *types.TableDescription, sc schema.Schema) error {
 	var diffs []string
 	attrType := map[string]types.ScalarAttributeType{}
 	for _, a := range d.AttributeDefinitions {
@@ -181,8 +181,8 @@ func checkSchema(table string, d *types.TableDescription, schema store.Schema) e
 			}
 		}
 	}
-	keys("table", d.KeySchema, schema.PartitionKey, schema.SortKey)
-	for _, ix := range schema.Indexes {
+	keys("table", d.KeySchema, sc.PartitionKey, sc.SortKey)
+	for _, ix := range sc.Indexes {
 		var found bool
 		for _, g := range d.GlobalSecondaryIndexes {
 			if deref(g.IndexName) != ix.Name {

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/internal/schema"
 )
 
 // fakeProvision keeps one table description and scripts TTL answers.
@@ -113,6 +113,20 @@ func TestCreateTableCreatesTheLimiterLayoutAndWaits(t *testing.T) {
 	}
 }
 
+func TestCreateTableWithoutTTL(t *testing.T) {
+	noSleep(t)
+	f := &fakeProvision{}
+	if err := CreateTable(context.Background(), f, "limits", WithTTL(false)); err != nil {
+		t.Fatal(err)
+	}
+	if f.created == nil || f.ttl != nil {
+		t.Fatalf("created %v, ttl %+v; want a table and no UpdateTimeToLive", f.created != nil, f.ttl)
+	}
+	if err := CreateTable(context.Background(), f, "limits", WithTTL(false), WithTTL(true)); err != nil || f.ttl == nil || *f.ttl.AttributeName != "ttl" {
+		t.Fatalf("WithTTL(true) after false: %v, ttl %+v", err, f.ttl)
+	}
+}
+
 func TestCreateTableIsIdempotent(t *testing.T) {
 	noSleep(t)
 	f := &fakeProvision{}
@@ -135,10 +149,10 @@ func TestCreateTableIsIdempotent(t *testing.T) {
 
 func TestCreateTableRejectsAnotherSchema(t *testing.T) {
 	noSleep(t)
-	other := store.DefaultSchema()
+	other := schema.Default()
 	other.SortKey = "sk"
-	other.Indexes = []store.Index{
-		{Name: "GSI2", PartitionKey: "GSI2PK", SortKey: "GSI2SK", Projection: store.ProjectAll},
+	other.Indexes = []schema.Index{
+		{Name: "GSI2", PartitionKey: "GSI2PK", SortKey: "GSI2SK", Projection: schema.ProjectAll},
 	}
 	f := &fakeProvision{}
 	if err := CreateTable(context.Background(), f, "limits", WithSchema(other)); err != nil {

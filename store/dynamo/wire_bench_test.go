@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/storetest"
 )
 
 // bucketAnswer is DynamoDB's answer to the limiter's speculative write
@@ -26,7 +27,7 @@ const bucketAnswer = `{"Attributes":{"GSI2PK":{"S":"ns/RESOURCE#default#0"},"GSI
 // bucketWrite is the shape of the limiter's speculative write on such an
 // item (eight SETs, two ADDs, a five-part condition; 13 names, 14 values),
 // with one set of its values.
-func bucketWrite() store.Expr {
+func bucketWrite(t testing.TB) store.Expr {
 	s := store.Int
 	u := store.Update{}.Set("rf", s(1795572856930)).Set("ttl", s(1795576458)).
 		Set("b_rps_tk", s(99999000)).Set("b_rps_fl", s(1795572856931)).Set("b_rps_fh", s(1795572856931)).
@@ -34,7 +35,7 @@ func bucketWrite() store.Expr {
 		Add("b_rps_tc", s(1000)).Add("b_wcu_tc", s(1000))
 	c := store.And(store.Name("lh").Equal(s(5852862709464147555)), store.Name("shard_count").Equal(s(1)),
 		store.Name("rf").LessThan(s(1795572856930)), store.Name("hg").NotExists(), store.Name("b_rps_fh").LessThanEqual(s(1795572856930)))
-	return store.MustBuild(u, c)
+	return storetest.Build(t, u, c)
 }
 
 // BenchmarkClientOverhead is the client-side cost of the limiter's
@@ -52,7 +53,7 @@ func BenchmarkClientOverhead(b *testing.B) {
 	}))
 	defer srv.Close()
 	client := wireClient(srv.URL)
-	ex := bucketWrite()
+	ex := bucketWrite(b)
 	input := func() store.UpdateInput {
 		return store.UpdateInput{Key: counterKey, Expr: ex, Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/storetest"
 )
 
 // reply is one scripted answer.
@@ -133,8 +134,8 @@ func wireStore(t *testing.T, script ...reply) (*Store, *scriptServer) {
 
 var counterKey = store.Key{PK: "E#1", SK: "#STATE"}
 
-func addOne() store.UpdateInput {
-	return store.UpdateInput{Key: counterKey, Expr: store.MustBuild(store.Update{}.Add("tk", store.Int(-1)), store.Condition{}), Return: store.ReturnAllNew}
+func addOne(t testing.TB) store.UpdateInput {
+	return store.UpdateInput{Key: counterKey, Expr: storetest.Build(t, store.Update{}.Add("tk", store.Int(-1)), store.Condition{}), Return: store.ReturnAllNew}
 }
 
 func expectUnavailable(t *testing.T, err error, outcomeUnknown bool) *store.UnavailableError {
@@ -163,14 +164,14 @@ func expectRequests(t *testing.T, srv *scriptServer, n int) []wireRequest {
 // is unknown.
 func TestUpdateIsNotRetriedAfterServerError(t *testing.T) {
 	st, srv := wireStore(t, internal500, ok200)
-	_, err := st.Update(context.Background(), addOne())
+	_, err := st.Update(context.Background(), addOne(t))
 	expectUnavailable(t, err, true)
 	expectRequests(t, srv, 1)
 }
 
 func TestUpdateIsNotRetriedAfterLostAnswer(t *testing.T) {
 	st, srv := wireStore(t, reply{lose: true}, ok200)
-	_, err := st.Update(context.Background(), addOne())
+	_, err := st.Update(context.Background(), addOne(t))
 	u := expectUnavailable(t, err, true)
 	if u.Op != "Update" {
 		t.Errorf("Op = %q", u.Op)
@@ -192,7 +193,7 @@ func TestUpdateTimeoutIsOutcomeUnknown(t *testing.T) {
 	st, srv := wireStore(t, reply{hang: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	_, err := st.Update(ctx, addOne())
+	_, err := st.Update(ctx, addOne(t))
 	expectUnavailable(t, err, true)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("error %v does not wrap context.DeadlineExceeded", err)
@@ -204,7 +205,7 @@ func TestUpdateTimeoutIsOutcomeUnknown(t *testing.T) {
 // and one that outlasts the retries is both throttled and unavailable.
 func TestUpdateRetriesThrottles(t *testing.T) {
 	st, srv := wireStore(t, throttled400, provisioned, ok200)
-	out, err := st.Update(context.Background(), addOne())
+	out, err := st.Update(context.Background(), addOne(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestUpdateRetriesThrottles(t *testing.T) {
 
 func TestThrottleThatOutlastsRetries(t *testing.T) {
 	st, srv := wireStore(t, throttled400, throttled400, throttled400, ok200)
-	_, err := st.Update(context.Background(), addOne())
+	_, err := st.Update(context.Background(), addOne(t))
 	expectUnavailable(t, err, false)
 	var te *store.ThrottledError
 	if !errors.As(err, &te) || !errors.Is(err, store.ErrThrottled) {
@@ -238,7 +239,7 @@ func TestConnectionRefusedIsNotOutcomeUnknown(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	st := New(wireClient("http://"+addr), "t")
-	_, err = st.Update(context.Background(), addOne())
+	_, err = st.Update(context.Background(), addOne(t))
 	expectUnavailable(t, err, false)
 }
 
@@ -246,11 +247,11 @@ func TestCancelledContextSendsNothing(t *testing.T) {
 	st, srv := wireStore(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := st.Update(ctx, addOne())
+	_, err := st.Update(ctx, addOne(t))
 	expectUnavailable(t, err, false)
 	_, err = st.Get(ctx, store.GetInput{Key: counterKey})
 	expectUnavailable(t, err, false)
-	_, err = st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{{Update: ptr(addOne())}}})
+	_, err = st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.Write{{Update: ptr(addOne(t))}}})
 	expectUnavailable(t, err, false)
 	expectRequests(t, srv, 0)
 }
@@ -280,7 +281,7 @@ func TestReadFailureIsNotOutcomeUnknown(t *testing.T) {
 // ClientRequestToken, so DynamoDB applies it once.
 func TestTransactWriteRetriesWithTheSameToken(t *testing.T) {
 	st, srv := wireStore(t, internal500, reply{status: 200, body: `{}`})
-	_, err := st.TransactWrite(context.Background(), store.TransactWriteInput{Actions: []store.TransactAction{{Update: ptr(addOne())}}})
+	_, err := st.TransactWrite(context.Background(), store.TransactWriteInput{Actions: []store.Write{{Update: ptr(addOne(t))}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +296,7 @@ func TestTransactWriteRetriesWithTheSameToken(t *testing.T) {
 func TestTransactWriteUsesTheCallersToken(t *testing.T) {
 	st, srv := wireStore(t, reply{status: 200, body: `{}`})
 	_, err := st.TransactWrite(context.Background(), store.TransactWriteInput{
-		Actions: []store.TransactAction{{Update: ptr(addOne())}}, ClientToken: "token-1",
+		Actions: []store.Write{{Update: ptr(addOne(t))}}, ClientToken: "token-1",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -309,7 +310,7 @@ func TestTransactWriteUsesTheCallersToken(t *testing.T) {
 // not prove that nothing was applied.
 func TestTransactWriteAmbiguousThenThrottled(t *testing.T) {
 	st, _ := wireStore(t, internal500, throttled400, throttled400)
-	_, err := st.TransactWrite(context.Background(), store.TransactWriteInput{Actions: []store.TransactAction{{Update: ptr(addOne())}}})
+	_, err := st.TransactWrite(context.Background(), store.TransactWriteInput{Actions: []store.Write{{Update: ptr(addOne(t))}}})
 	expectUnavailable(t, err, true)
 	if !errors.Is(err, store.ErrThrottled) {
 		t.Errorf("error %v does not match ErrThrottled", err)
@@ -318,7 +319,7 @@ func TestTransactWriteAmbiguousThenThrottled(t *testing.T) {
 
 func TestTransactWriteThrottledOnly(t *testing.T) {
 	st, _ := wireStore(t, throttled400, throttled400, throttled400)
-	_, err := st.TransactWrite(context.Background(), store.TransactWriteInput{Actions: []store.TransactAction{{Update: ptr(addOne())}}})
+	_, err := st.TransactWrite(context.Background(), store.TransactWriteInput{Actions: []store.Write{{Update: ptr(addOne(t))}}})
 	expectUnavailable(t, err, false)
 	if !errors.Is(err, store.ErrThrottled) {
 		t.Errorf("error %v does not match ErrThrottled", err)
@@ -327,7 +328,7 @@ func TestTransactWriteThrottledOnly(t *testing.T) {
 
 func TestTransactWriteServerErrors(t *testing.T) {
 	st, srv := wireStore(t, internal500, internal500, internal500)
-	_, err := st.TransactWrite(context.Background(), store.TransactWriteInput{Actions: []store.TransactAction{{Update: ptr(addOne())}}})
+	_, err := st.TransactWrite(context.Background(), store.TransactWriteInput{Actions: []store.Write{{Update: ptr(addOne(t))}}})
 	expectUnavailable(t, err, true)
 	expectRequests(t, srv, 3)
 }
@@ -340,8 +341,8 @@ func TestConditionFailure(t *testing.T) {
 	ccf := apiErr(400, "ConditionalCheckFailedException", "The conditional request failed", `"Item":`+oldItem(2000))
 	for _, wantOld := range []bool{true, false} {
 		st, srv := wireStore(t, ccf)
-		in := addOne()
-		in.Expr = store.MustBuild(store.Update{}.Add("tk", store.Int(-1)), store.Name("tk").GreaterThanEqual(store.Int(1)))
+		in := addOne(t)
+		in.Expr = storetest.Build(t, store.Update{}.Add("tk", store.Int(-1)), store.Name("tk").GreaterThanEqual(store.Int(1)))
 		in.ReturnOldOnConditionFailure = wantOld
 		out, err := st.Update(context.Background(), in)
 		var cf *store.ConditionFailedError
@@ -367,8 +368,8 @@ func TestConditionFailure(t *testing.T) {
 	}
 	// No item: 1 WCU.
 	st, _ := wireStore(t, apiErr(400, "ConditionalCheckFailedException", "The conditional request failed"))
-	in := addOne()
-	in.Expr = store.MustBuild(store.Update{}.Add("tk", store.Int(-1)), store.Name("PK").Exists())
+	in := addOne(t)
+	in.Expr = storetest.Build(t, store.Update{}.Add("tk", store.Int(-1)), store.Name("PK").Exists())
 	in.ReturnOldOnConditionFailure = true
 	out, err := st.Update(context.Background(), in)
 	var cf *store.ConditionFailedError
@@ -380,11 +381,11 @@ func TestConditionFailure(t *testing.T) {
 func TestTransactionCanceled(t *testing.T) {
 	body := `"CancellationReasons":[{"Code":"None"},{"Code":"ConditionalCheckFailed","Message":"The conditional request failed","Item":` + oldItem(10) + `},{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item."}]`
 	st, _ := wireStore(t, apiErr(400, "TransactionCanceledException", "Transaction cancelled, please refer cancellation reasons for specific reasons [None, ConditionalCheckFailed, TransactionConflict]", body))
-	cond := store.MustBuild(store.Update{}.Add("tk", store.Int(-1)), store.Name("tk").GreaterThanEqual(store.Int(1)))
-	out, err := st.TransactWrite(context.Background(), store.TransactWriteInput{Actions: []store.TransactAction{
+	cond := storetest.Build(t, store.Update{}.Add("tk", store.Int(-1)), store.Name("tk").GreaterThanEqual(store.Int(1)))
+	out, err := st.TransactWrite(context.Background(), store.TransactWriteInput{Actions: []store.Write{
 		{Update: &store.UpdateInput{Key: store.Key{PK: "a", SK: "b"}, Expr: cond}},
 		{Update: &store.UpdateInput{Key: counterKey, Expr: cond, ReturnOldOnConditionFailure: true}},
-		{Check: &store.CheckInput{Key: store.Key{PK: "c", SK: "d"}, Expr: store.MustBuild(store.Update{}, store.Name("PK").Exists())}},
+		{Check: &store.CheckInput{Key: store.Key{PK: "c", SK: "d"}, Expr: storetest.Build(t, store.Update{}, store.Name("PK").Exists())}},
 	}})
 	var tc *store.TransactionCanceledError
 	if !errors.As(err, &tc) || errors.Is(err, store.ErrConditionFailed) {
@@ -421,8 +422,7 @@ func TestErrorsByCode(t *testing.T) {
 			}
 		}},
 		{"transaction conflict", apiErr(400, "TransactionConflictException", "Operation was rejected because there is an ongoing transaction for the item"), func(t *testing.T, err error) {
-			var tc *store.TransactionConflictError
-			if !errors.As(err, &tc) || tc.Key != counterKey {
+			if !errors.Is(err, store.ErrTransactionConflict) || !strings.Contains(err.Error(), counterKey.String()) {
 				t.Errorf("%v", err)
 			}
 		}},
@@ -453,12 +453,12 @@ func TestErrorsByCode(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			// Enough replies for every retry.
 			st, _ := wireStore(t, c.reply, c.reply, c.reply)
-			_, err := st.Update(context.Background(), addOne())
+			_, err := st.Update(context.Background(), addOne(t))
 			c.check(t, err)
 		})
 	}
 	st, _ := wireStore(t, apiErr(400, "IdempotentParameterMismatchException", "Different parameters with the same client token"))
-	_, err := st.TransactWrite(context.Background(), store.TransactWriteInput{Actions: []store.TransactAction{{Update: ptr(addOne())}}, ClientToken: "x"})
+	_, err := st.TransactWrite(context.Background(), store.TransactWriteInput{Actions: []store.Write{{Update: ptr(addOne(t))}}, ClientToken: "x"})
 	var ve *store.ValidationError
 	if !errors.As(err, &ve) || !strings.Contains(ve.Message, "client token") {
 		t.Errorf("idempotent parameter mismatch: %v", err)

@@ -34,7 +34,7 @@ func limiterWrite(b *testing.B) (store.Item, store.UpdateInput) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	k, _ := store.DefaultSchema().KeyOf(it)
+	k, _ := it.Key()
 	return it, store.UpdateInput{Key: k, Expr: e, Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}
 }
 

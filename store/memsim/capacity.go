@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/internal/schema"
 )
 
 // Size limits and capacity unit sizes, as DynamoDB defines them.
@@ -136,8 +137,8 @@ func attrsSize(it store.Item, names []string) int {
 // index key attributes, plus, for ProjectAll, every other attribute. (The
 // 100 bytes of per-entry overhead DynamoDB adds are storage only, not
 // throughput.)
-func (s *Store) indexEntrySize(it store.Item, size int, ix store.Index) int {
-	if ix.Projection == store.ProjectAll {
+func (s *Store) indexEntrySize(it store.Item, size int, ix schema.Index) int {
+	if ix.Projection == schema.ProjectAll {
 		return size
 	}
 	return attrsSize(it, []string{s.schema.PartitionKey, s.schema.SortKey, ix.PartitionKey, ix.SortKey})
@@ -145,8 +146,8 @@ func (s *Store) indexEntrySize(it store.Item, size int, ix store.Index) int {
 
 // projected returns the entry of it in a keys-only index, or a clone of it
 // for ProjectAll.
-func (s *Store) projected(it store.Item, ix store.Index) store.Item {
-	if ix.Projection == store.ProjectAll {
+func (s *Store) projected(it store.Item, ix schema.Index) store.Item {
+	if ix.Projection == schema.ProjectAll {
 		return clone(it)
 	}
 	out := make(store.Item, 4)

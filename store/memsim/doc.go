@@ -22,8 +22,7 @@
 //     units per started KB of the larger of the old and new item (failed
 //     conditions included), read units per started 4 KB (half for eventually
 //     consistent reads), double for transactions, index writes when an
-//     item gains, loses or changes its index keys (or, for ProjectAll,
-//     changes at all), the 400 KB item limit. Every answer reports what it
+//     item gains, loses or changes its index keys, the 400 KB item limit. Every answer reports what it
 //     consumed; [Store.Totals] and [Store.Partition] add it up.
 //   - Partitions: every partition key (of the table and of each index) has
 //     its own ceiling, 1000 write and 3000 read units per second by

@@ -86,10 +86,10 @@ const (
 	// caller gets a timeout, *store.UnavailableError wrapping
 	// context.DeadlineExceeded, OutcomeUnknown true for writes.
 	FaultLostResponse
-	// FaultConflict rejects a single-item write with a
-	// *store.TransactionConflictError, and a transaction with a
-	// *store.TransactionCanceledError whose every reason is
-	// TransactionConflict, as if another transaction held the items.
+	// FaultConflict rejects a single-item write with
+	// store.ErrTransactionConflict (wrapped with the item's key), and a
+	// transaction with a *store.TransactionCanceledError whose every reason
+	// is TransactionConflict, as if another transaction held the items.
 	// Reads are not affected (DynamoDB's reads do not conflict).
 	FaultConflict
 	numFaults

@@ -65,7 +65,7 @@ func TestChecklist37_InternalServerError(t *testing.T) {
 func TestChecklist38_LostResponse(t *testing.T) {
 	plan := memsim.OnOps([]memsim.OpKind{memsim.OpTransactWrite}, memsim.Nth(1, memsim.FaultLostResponse))
 	s := memsim.New(memsim.WithFaults(plan))
-	in := store.TransactWriteInput{ClientToken: "t", Actions: []store.TransactAction{putAction(item(key("a"), "n", 1))}}
+	in := store.TransactWriteInput{ClientToken: "t", Actions: []store.Write{putAction(item(key("a"), "n", 1))}}
 	_, err := s.TransactWrite(ctx, in)
 	ue := wantUnavailable(t, err, true)
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(ue, memsim.ErrResponseLost) {
@@ -123,7 +123,7 @@ func TestInjectedThrottle(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	mustPut(t, s, item(key("cold")))
-	_, err = s.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{putAction(item(key("cold"))), putAction(item(key("hot")))}})
+	_, err = s.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.Write{putAction(item(key("cold"))), putAction(item(key("hot")))}})
 	var tc *store.TransactionCanceledError
 	if !errors.As(err, &tc) || tc.Reasons[1].Code != store.ReasonThrottlingError {
 		t.Fatalf("transaction: %v", err)
@@ -257,7 +257,7 @@ func run(t *testing.T, seed uint64) string {
 		case 2:
 			_, err = s.Delete(ctx, store.DeleteInput{Key: key(fmt.Sprintf("p%d", (i+1)%5))})
 		case 3:
-			_, err = s.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{
+			_, err = s.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.Write{
 				putAction(item(key(pk), "t", i)), putAction(item(store.Key{PK: pk, SK: "other"}, "t", i)),
 			}})
 		}

@@ -20,12 +20,12 @@ func TestFingerprintTellsAStringFromANumber(t *testing.T) {
 		binary.LittleEndian.PutUint64(b[:], n)
 		return string(b[:])
 	}
-	put := func(it store.Item) []store.TransactAction {
+	put := func(it store.Item) []store.Write {
 		it[store.AttrPK], it[store.AttrSK] = store.Str("p"), store.Str("s")
-		return []store.TransactAction{{Put: &store.PutInput{Item: it}}}
+		return []store.Write{{Put: &store.PutInput{Item: it}}}
 	}
 	y := strings.Repeat("A", 74)
-	for name, pr := range map[string][2][]store.TransactAction{
+	for name, pr := range map[string][2][]store.Write{
 		// A number's eight bytes, untagged, read as the length of a
 		// string "S" tag and all.
 		"a number where a tagged string stood": {

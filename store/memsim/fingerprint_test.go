@@ -34,8 +34,8 @@ func TestFingerprintTellsTransactionsApart(t *testing.T) {
 		f(c)
 		return c
 	}
-	base := []store.TransactAction{{Update: &store.UpdateInput{Key: key, Expr: expr}}, {Put: &store.PutInput{Item: item, Expr: expr}}}
-	variants := map[string][]store.TransactAction{
+	base := []store.Write{{Update: &store.UpdateInput{Key: key, Expr: expr}}, {Put: &store.PutInput{Item: item, Expr: expr}}}
+	variants := map[string][]store.Write{
 		"another kind":      {{Delete: &store.DeleteInput{Key: key, Expr: expr}}, base[1]},
 		"a check":           {{Check: &store.CheckInput{Key: key, Expr: expr}}, base[1]},
 		"another PK":        {{Update: &store.UpdateInput{Key: store.Key{PK: "q", SK: "s"}, Expr: expr}}, base[1]},
@@ -55,12 +55,12 @@ func TestFingerprintTellsTransactionsApart(t *testing.T) {
 		"one action":        base[:1],
 	}
 	// Deletes and checks, by key and expression.
-	del := []store.TransactAction{{Delete: &store.DeleteInput{Key: key, Expr: expr}}}
-	chk := []store.TransactAction{{Check: &store.CheckInput{Key: key, Expr: expr}}}
+	del := []store.Write{{Delete: &store.DeleteInput{Key: key, Expr: expr}}}
+	chk := []store.Write{{Check: &store.CheckInput{Key: key, Expr: expr}}}
 	other := store.Key{PK: "q", SK: "s"}
 	bare := with(func(e *store.Expr) { e.Condition = "" })
 	zeros := string(make([]byte, 8)) // a length prefix of 0, spelled out
-	pairs := map[string][2][]store.TransactAction{
+	pairs := map[string][2][]store.Write{
 		"deletes of two keys":       {del, {{Delete: &store.DeleteInput{Key: other, Expr: expr}}}},
 		"deletes of two conditions": {del, {{Delete: &store.DeleteInput{Key: key, Expr: bare}}}},
 		"deletes returning or not":  {del, {{Delete: &store.DeleteInput{Key: key, Expr: expr, ReturnOldOnConditionFailure: true}}}},

@@ -38,15 +38,6 @@ func item(k store.Key, kv ...any) store.Item {
 	return it
 }
 
-func build(t testing.TB, u store.Update, c store.Condition) store.Expr {
-	t.Helper()
-	e, err := store.Build(u, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
-
 func mustPut(t testing.TB, s *memsim.Store, it store.Item) store.WriteOutput {
 	t.Helper()
 	out, err := s.Put(ctx, store.PutInput{Item: it})

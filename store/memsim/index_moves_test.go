@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/internal/schema"
+	"github.com/shardlimit/limiter/store/storetest"
 )
 
 // An update that moves an item's key in the table's only index moves the
@@ -16,8 +18,8 @@ import (
 // key attributes must be recognised.)
 func TestAnUpdateMovesTheItemInTheOnlyIndex(t *testing.T) {
 	ctx := context.Background()
-	st := New(WithSchema(store.Schema{PartitionKey: "PK", SortKey: "SK", Indexes: []store.Index{
-		{Name: "i", PartitionKey: "a", SortKey: "b", Projection: store.ProjectKeysOnly},
+	st := New(WithSchema(schema.Schema{PartitionKey: "PK", SortKey: "SK", Indexes: []schema.Index{
+		{Name: "i", PartitionKey: "a", SortKey: "b", Projection: schema.ProjectKeysOnly},
 	}}), WithPartitionLimits(0, 0))
 	k := store.Key{PK: "p", SK: "s"}
 	if _, err := st.Put(ctx, store.PutInput{Item: store.Item{"PK": store.Str("p"), "SK": store.Str("s"), "a": store.Str("x"), "b": store.Str("y")}}); err != nil {
@@ -39,7 +41,7 @@ func TestAnUpdateMovesTheItemInTheOnlyIndex(t *testing.T) {
 		{"a", "z", "z", "y", "x", "y"},
 		{"b", "w", "z", "w", "z", "y"},
 	} {
-		out, err := st.Update(ctx, store.UpdateInput{Key: k, Expr: store.MustBuild(store.Update{}.Set(step.attr, store.Str(step.value)), store.Condition{})})
+		out, err := st.Update(ctx, store.UpdateInput{Key: k, Expr: storetest.Build(t, store.Update{}.Set(step.attr, store.Str(step.value)), store.Condition{})})
 		if err != nil || out.Consumed.IndexWriteUnits != 2 {
 			t.Fatalf("SET %s = %s: %v, %v index units; want 2 (the old entry deleted, the new one put)", step.attr, step.value, err, out.Consumed.IndexWriteUnits)
 		}
@@ -55,13 +57,13 @@ func TestAnUpdateMovesTheItemInTheOnlyIndex(t *testing.T) {
 // index that projects all attributes: one index write, its keys unmoved.
 func TestAnUnmovedKeyRewritesAProjectAllEntry(t *testing.T) {
 	ctx := context.Background()
-	st := New(WithSchema(store.Schema{PartitionKey: "PK", SortKey: "SK", Indexes: []store.Index{
-		{Name: "i", PartitionKey: "a", SortKey: "b", Projection: store.ProjectAll},
+	st := New(WithSchema(schema.Schema{PartitionKey: "PK", SortKey: "SK", Indexes: []schema.Index{
+		{Name: "i", PartitionKey: "a", SortKey: "b", Projection: schema.ProjectAll},
 	}}), WithPartitionLimits(0, 0))
 	if _, err := st.Put(ctx, store.PutInput{Item: store.Item{"PK": store.Str("p"), "SK": store.Str("s"), "a": store.Str("x"), "b": store.Str("y")}}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := st.Update(ctx, store.UpdateInput{Key: store.Key{PK: "p", SK: "s"}, Expr: store.MustBuild(
+	out, err := st.Update(ctx, store.UpdateInput{Key: store.Key{PK: "p", SK: "s"}, Expr: storetest.Build(t,
 		store.Update{}.Set("a", store.Str("x")).Set("c", store.Int(1)), store.Condition{})})
 	if err != nil || out.Consumed.IndexWriteUnits != 1 {
 		t.Fatalf("%v, %v index units; want 1", err, out.Consumed.IndexWriteUnits)
@@ -75,12 +77,12 @@ func TestAnUnmovedKeyRewritesAProjectAllEntry(t *testing.T) {
 func TestAnInvalidActionCancelsBeforeTheSizeCheck(t *testing.T) {
 	ctx := context.Background()
 	st := New(WithPartitionLimits(0, 0))
-	var acts []store.TransactAction
+	var acts []store.Write
 	for i := 0; i < 11; i++ {
-		acts = append(acts, store.TransactAction{Update: &store.UpdateInput{Key: store.Key{PK: "q", SK: string(rune('a' + i))},
-			Expr: store.MustBuild(store.Update{}.Set("v", store.Str(strings.Repeat("y", 390*1024))), store.Condition{})}})
+		acts = append(acts, store.Write{Update: &store.UpdateInput{Key: store.Key{PK: "q", SK: string(rune('a' + i))},
+			Expr: storetest.Build(t, store.Update{}.Set("v", store.Str(strings.Repeat("y", 390*1024))), store.Condition{})}})
 	}
-	acts = append(acts, store.TransactAction{Update: &store.UpdateInput{Key: store.Key{PK: "q", SK: "z"},
+	acts = append(acts, store.Write{Update: &store.UpdateInput{Key: store.Key{PK: "q", SK: "z"},
 		Expr: store.Expr{Update: "SET #v = #w + :d", Names: map[string]string{"#v": "v", "#w": "w"}, Values: map[string]store.Value{":d": store.Int(1)}}}})
 	_, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: acts})
 	var tc *store.TransactionCanceledError

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/internal/schema"
+	"github.com/shardlimit/limiter/store/storetest"
 )
 
 // bucketLike is an item in both default indexes (keys-only).
@@ -42,11 +44,11 @@ func TestUpdatesKeepTheIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := store.Key{PK: "p", SK: "a"}
-	out, err := st.Update(ctx, store.UpdateInput{Key: k, Expr: store.MustBuild(store.Update{}.Add("n", store.Int(1)), store.Condition{})})
+	out, err := st.Update(ctx, store.UpdateInput{Key: k, Expr: storetest.Build(t, store.Update{}.Add("n", store.Int(1)), store.Condition{})})
 	if err != nil || out.Consumed.IndexWriteUnits != 0 {
 		t.Fatalf("an update of no index key: %v, %v index units; want none", err, out.Consumed.IndexWriteUnits)
 	}
-	out, err = st.Update(ctx, store.UpdateInput{Key: k, Expr: store.MustBuild(store.Update{}.Set(store.AttrGSI2PK, store.Str("h")), store.Condition{})})
+	out, err = st.Update(ctx, store.UpdateInput{Key: k, Expr: storetest.Build(t, store.Update{}.Set(store.AttrGSI2PK, store.Str("h")), store.Condition{})})
 	if err != nil || out.Consumed.IndexWriteUnits != 2 {
 		t.Fatalf("moving GSI2PK: %v, %v index units; want 2 (the old entry and the new)", err, out.Consumed.IndexWriteUnits)
 	}
@@ -61,10 +63,10 @@ func TestUpdatesKeepTheIndexes(t *testing.T) {
 // An item in three indexes whose keys all move writes six index entries
 // (more than the four the common case keeps without allocating).
 func TestManyIndexWrites(t *testing.T) {
-	sc := store.Schema{PartitionKey: "PK", SortKey: "SK", Indexes: []store.Index{
-		{Name: "i1", PartitionKey: "a1", SortKey: "b1", Projection: store.ProjectKeysOnly},
-		{Name: "i2", PartitionKey: "a2", SortKey: "b2", Projection: store.ProjectKeysOnly},
-		{Name: "i3", PartitionKey: "a3", SortKey: "b3", Projection: store.ProjectKeysOnly},
+	sc := schema.Schema{PartitionKey: "PK", SortKey: "SK", Indexes: []schema.Index{
+		{Name: "i1", PartitionKey: "a1", SortKey: "b1", Projection: schema.ProjectKeysOnly},
+		{Name: "i2", PartitionKey: "a2", SortKey: "b2", Projection: schema.ProjectKeysOnly},
+		{Name: "i3", PartitionKey: "a3", SortKey: "b3", Projection: schema.ProjectKeysOnly},
 	}}
 	st := New(WithSchema(sc), WithPartitionLimits(0, 0))
 	ctx := context.Background()
@@ -76,7 +78,7 @@ func TestManyIndexWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := store.Update{}.Set("a1", store.Str("z")).Set("a2", store.Str("z")).Set("a3", store.Str("z"))
-	out, err := st.Update(ctx, store.UpdateInput{Key: store.Key{PK: "p", SK: "s"}, Expr: store.MustBuild(u, store.Condition{})})
+	out, err := st.Update(ctx, store.UpdateInput{Key: store.Key{PK: "p", SK: "s"}, Expr: storetest.Build(t, u, store.Condition{})})
 	if err != nil || out.Consumed.IndexWriteUnits != 6 {
 		t.Fatalf("%v, %v index units; want 6", err, out.Consumed.IndexWriteUnits)
 	}
@@ -109,7 +111,7 @@ func TestKeyAndExpressionLimits(t *testing.T) {
 		if _, err := st.Put(ctx, store.PutInput{Item: base}); err != nil {
 			return err
 		}
-		_, err := st.Update(ctx, store.UpdateInput{Key: k, Expr: store.MustBuild(
+		_, err := st.Update(ctx, store.UpdateInput{Key: k, Expr: storetest.Build(t,
 			store.Update{}.Set("v", store.Str(strings.Repeat("x", n-ItemSize(base)-1))), store.Condition{})})
 		return err
 	}
@@ -120,7 +122,7 @@ func TestKeyAndExpressionLimits(t *testing.T) {
 		t.Fatalf("an update to a byte more: %v", err)
 	}
 	before := st.Totals().Ops[OpUpdate].ValidationErrors
-	_, err := st.Update(ctx, store.UpdateInput{Key: store.Key{PK: "p", SK: "t"}, Expr: store.MustBuild(store.Update{}.Add("s", store.Int(1)), store.Condition{})})
+	_, err := st.Update(ctx, store.UpdateInput{Key: store.Key{PK: "p", SK: "t"}, Expr: storetest.Build(t, store.Update{}.Add("s", store.Int(1)), store.Condition{})})
 	if !errors.Is(err, store.ErrValidation) || st.Totals().Ops[OpUpdate].ValidationErrors != before+1 {
 		t.Fatalf("an ADD to a string: %v, counted %d", err, st.Totals().Ops[OpUpdate].ValidationErrors-before)
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/internal/schema"
+	"github.com/shardlimit/limiter/store/storetest"
 )
 
 // panics reports whether f panicked.
@@ -26,17 +28,17 @@ func TestBadOptionsPanic(t *testing.T) {
 		"negative ceiling":   func() { New(WithPartitionLimits(-1, 0)) },
 		"NaN ceiling":        func() { New(WithPartitionLimits(0, math.NaN())) },
 		"ceiling too high":   func() { New(WithPartitionLimits(maxRate+1, 0)) },
-		"no partition key":   func() { New(WithSchema(store.Schema{SortKey: "SK"})) },
-		"no sort key":        func() { New(WithSchema(store.Schema{PartitionKey: "PK"})) },
-		"the same key twice": func() { New(WithSchema(store.Schema{PartitionKey: "K", SortKey: "K"})) },
+		"no partition key":   func() { New(WithSchema(schema.Schema{SortKey: "SK"})) },
+		"no sort key":        func() { New(WithSchema(schema.Schema{PartitionKey: "PK"})) },
+		"the same key twice": func() { New(WithSchema(schema.Schema{PartitionKey: "K", SortKey: "K"})) },
 		"index without a name": func() {
-			New(WithSchema(store.Schema{PartitionKey: "PK", SortKey: "SK", Indexes: []store.Index{{PartitionKey: "a", SortKey: "b"}}}))
+			New(WithSchema(schema.Schema{PartitionKey: "PK", SortKey: "SK", Indexes: []schema.Index{{PartitionKey: "a", SortKey: "b"}}}))
 		},
 		"index without a partition key": func() {
-			New(WithSchema(store.Schema{PartitionKey: "PK", SortKey: "SK", Indexes: []store.Index{{Name: "i", SortKey: "b"}}}))
+			New(WithSchema(schema.Schema{PartitionKey: "PK", SortKey: "SK", Indexes: []schema.Index{{Name: "i", SortKey: "b"}}}))
 		},
 		"index without a sort key": func() {
-			New(WithSchema(store.Schema{PartitionKey: "PK", SortKey: "SK", Indexes: []store.Index{{Name: "i", PartitionKey: "a"}}}))
+			New(WithSchema(schema.Schema{PartitionKey: "PK", SortKey: "SK", Indexes: []schema.Index{{Name: "i", PartitionKey: "a"}}}))
 		},
 	}
 	for name, f := range bad {
@@ -60,12 +62,12 @@ func TestTransactionSizeLimit(t *testing.T) {
 		it["v"] = store.Str(strings.Repeat("x", size-ItemSize(it)-1))
 		return it
 	}
-	puts := func(last int) []store.TransactAction {
-		var as []store.TransactAction
+	puts := func(last int) []store.Write {
+		var as []store.Write
 		for i := 0; i < 10; i++ {
-			as = append(as, store.TransactAction{Put: &store.PutInput{Item: item(i, MaxItemSize)}})
+			as = append(as, store.Write{Put: &store.PutInput{Item: item(i, MaxItemSize)}})
 		}
-		return append(as, store.TransactAction{Put: &store.PutInput{Item: item(10, last)}})
+		return append(as, store.Write{Put: &store.PutInput{Item: item(10, last)}})
 	}
 	exact := MaxTransactionSize - 10*MaxItemSize
 	if _, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: puts(exact)}); err != nil {
@@ -81,15 +83,15 @@ func TestTransactionSizeLimit(t *testing.T) {
 		t.Fatalf("a transaction a byte over, with a throttle injected: %v, want the validation error first", err)
 	}
 	// Updates that make the items: small requests, large results.
-	var ups []store.TransactAction
+	var ups []store.Write
 	for i := 0; i < 11; i++ {
-		ups = append(ups, store.TransactAction{Update: &store.UpdateInput{Key: store.Key{PK: "q", SK: string(rune('a' + i))},
-			Expr: store.MustBuild(store.Update{}.Set("v", store.Str(strings.Repeat("y", 390*1024))), store.Condition{})}})
+		ups = append(ups, store.Write{Update: &store.UpdateInput{Key: store.Key{PK: "q", SK: string(rune('a' + i))},
+			Expr: storetest.Build(t, store.Update{}.Set("v", store.Str(strings.Repeat("y", 390*1024))), store.Condition{})}})
 	}
 	// With a condition that fails among them, the cancellation comes
 	// first: the size is checked only when every action would apply.
-	failing := append([]store.TransactAction{}, ups...)
-	failing[0] = store.TransactAction{Update: &store.UpdateInput{Key: ups[0].Update.Key, Expr: store.MustBuild(
+	failing := append([]store.Write{}, ups...)
+	failing[0] = store.Write{Update: &store.UpdateInput{Key: ups[0].Update.Key, Expr: storetest.Build(t,
 		store.Update{}.Set("v", store.Str(strings.Repeat("y", 390*1024))), store.Name("PK").Exists())}}
 	var tc *store.TransactionCanceledError
 	if _, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: failing}); !errors.As(err, &tc) || tc.Reasons[0].Code != store.ReasonConditionalCheckFailed {
@@ -118,8 +120,8 @@ func TestACancelledTransactionPaysWriteUnits(t *testing.T) {
 	if _, err := st.Put(ctx, store.PutInput{Item: store.Item{"PK": store.Str("p"), "SK": store.Str("s")}}); err != nil {
 		t.Fatal(err)
 	}
-	failing := store.TransactWriteInput{Actions: []store.TransactAction{{Check: &store.CheckInput{Key: k,
-		Expr: store.MustBuild(store.Update{}, store.Name("PK").NotExists())}}}}
+	failing := store.TransactWriteInput{Actions: []store.Write{{Check: &store.CheckInput{Key: k,
+		Expr: storetest.Build(t, store.Update{}, store.Name("PK").NotExists())}}}}
 	_, err := st.TransactWrite(ctx, failing)
 	var tc *store.TransactionCanceledError
 	if !errors.As(err, &tc) || tc.Reasons[0].Code == store.ReasonConditionalCheckFailed {
@@ -136,7 +138,7 @@ func TestACancelledTransactionPaysWriteUnits(t *testing.T) {
 func TestATransactionRepeatedByToken(t *testing.T) {
 	st := New(WithClock(NewManualClock(Epoch())))
 	ctx := context.Background()
-	in := store.TransactWriteInput{ClientToken: "tok", Actions: []store.TransactAction{
+	in := store.TransactWriteInput{ClientToken: "tok", Actions: []store.Write{
 		{Put: &store.PutInput{Item: store.Item{"PK": store.Str("p"), "SK": store.Str("a")}}},
 		{Put: &store.PutInput{Item: store.Item{"PK": store.Str("p"), "SK": store.Str("b")}}},
 	}}
@@ -167,8 +169,8 @@ func TestATransactionRepeatedByToken(t *testing.T) {
 // without a partition key names the index's key.
 func TestQueryUnitsAndErrors(t *testing.T) {
 	ctx := context.Background()
-	sc := store.DefaultSchema()
-	sc.Indexes[0].Projection = store.ProjectAll
+	sc := schema.Default()
+	sc.Indexes[0].Projection = schema.ProjectAll
 	st := New(WithSchema(sc), WithPartitionLimits(0, 0), WithClock(NewManualClock(Epoch())))
 	for _, sk := range []string{"a", "b", "c"} {
 		it := store.Item{"PK": store.Str("p"), "SK": store.Str(sk), store.AttrGSI2PK: store.Str("g"), store.AttrGSI2SK: store.Str(sk),
@@ -249,8 +251,8 @@ func TestTransactionCancellationReasons(t *testing.T) {
 		t.Fatal(err)
 	}
 	var tc *store.TransactionCanceledError
-	_, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{
-		{Update: &store.UpdateInput{Key: store.Key{PK: "a", SK: "1"}, Expr: store.MustBuild(store.Update{}.Add("s", store.Int(1)), store.Condition{})}},
+	_, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.Write{
+		{Update: &store.UpdateInput{Key: store.Key{PK: "a", SK: "1"}, Expr: storetest.Build(t, store.Update{}.Add("s", store.Int(1)), store.Condition{})}},
 		{Put: put("b", "2", "g")},
 	}})
 	if !errors.As(err, &tc) || tc.Reasons[0].Code != store.ReasonValidationError || tc.Reasons[1].Code != store.ReasonNone {
@@ -259,7 +261,7 @@ func TestTransactionCancellationReasons(t *testing.T) {
 	if st.Totals().Ops[OpTransactWrite].ValidationErrors != 1 {
 		t.Fatal("the invalid transaction is not counted as a validation error")
 	}
-	if _, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{{Check: &store.CheckInput{Key: store.Key{PK: "a", SK: "1"},
+	if _, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.Write{{Check: &store.CheckInput{Key: store.Key{PK: "a", SK: "1"},
 		Expr: store.Expr{Update: "SET #a = :v", Condition: "attribute_exists(#a)", Names: map[string]string{"#a": "a"}, Values: map[string]store.Value{":v": store.Int(1)}}}}}}); !errors.Is(err, store.ErrValidation) {
 		t.Fatalf("a check with an update expression: %v", err)
 	}
@@ -270,7 +272,7 @@ func TestTransactionCancellationReasons(t *testing.T) {
 		{store.Expr{Update: "SET #a = :v", Names: map[string]string{"#a": "a"}, Values: map[string]store.Value{":v": store.Int(1)}}, "An update expression is not allowed"},
 		{store.Expr{}, "conditionExpression"},
 	} {
-		_, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{{Check: &store.CheckInput{Key: store.Key{PK: "a", SK: "1"}, Expr: c.expr}}}})
+		_, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.Write{{Check: &store.CheckInput{Key: store.Key{PK: "a", SK: "1"}, Expr: c.expr}}}})
 		if !errors.Is(err, store.ErrValidation) || !strings.Contains(err.Error(), c.msg) {
 			t.Fatalf("a check without a condition (update %q): %v, want %q", c.expr.Update, err, c.msg)
 		}
@@ -284,13 +286,13 @@ func TestTransactionCancellationReasons(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err = hot.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{{Put: put("d", "4", "h")}, {Put: put("e", "5", "g")}}})
+	_, err = hot.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.Write{{Put: put("d", "4", "h")}, {Put: put("e", "5", "g")}}})
 	if !errors.As(err, &tc) || tc.Reasons[0].Code != store.ReasonNone || tc.Reasons[1].Code == store.ReasonNone {
 		t.Fatalf("a transaction writing the hot index partition g: %v; want the second action throttled, the first None", err)
 	}
 	// A repeat by token reads its items: throttled on a hot partition.
 	clock.Add(time.Hour)
-	in := store.TransactWriteInput{ClientToken: "t", Actions: []store.TransactAction{{Put: put("f", "6", "i")}, {Put: put("k", "7", "j")}}}
+	in := store.TransactWriteInput{ClientToken: "t", Actions: []store.Write{{Put: put("f", "6", "i")}, {Put: put("k", "7", "j")}}}
 	if _, err := hot.TransactWrite(ctx, in); err != nil {
 		t.Fatal(err)
 	}
@@ -313,14 +315,14 @@ func TestTokensOutliveHousekeeping(t *testing.T) {
 	ctx := context.Background()
 	st := New(WithPartitionLimits(0, 0), WithClock(NewManualClock(Epoch())))
 	k := store.Key{PK: "p", SK: "s"}
-	add := store.TransactWriteInput{ClientToken: "first", Actions: []store.TransactAction{{Update: &store.UpdateInput{Key: k,
-		Expr: store.MustBuild(store.Update{}.Add("n", store.Int(1)), store.Condition{})}}}}
+	add := store.TransactWriteInput{ClientToken: "first", Actions: []store.Write{{Update: &store.UpdateInput{Key: k,
+		Expr: storetest.Build(t, store.Update{}.Add("n", store.Int(1)), store.Condition{})}}}}
 	if _, err := st.TransactWrite(ctx, add); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 1100; i++ {
 		other := store.TransactWriteInput{ClientToken: "t" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676)),
-			Actions: []store.TransactAction{{Put: &store.PutInput{Item: store.Item{"PK": store.Str("q"), "SK": store.Str("s")}}}}}
+			Actions: []store.Write{{Put: &store.PutInput{Item: store.Item{"PK": store.Str("q"), "SK": store.Str("s")}}}}}
 		_, _ = st.TransactWrite(ctx, other)
 	}
 	if _, err := st.TransactWrite(ctx, add); err != nil {

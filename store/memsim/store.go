@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/internal/schema"
 )
 
 // Store is DynamoDB in memory: one table with its secondary indexes,
@@ -19,7 +20,7 @@ import (
 // clock readings and fault plan, it gives the same answers, stream and
 // counters.
 type Store struct {
-	schema       store.Schema
+	schema       schema.Schema
 	isKey        func(string) bool
 	clock        Clock
 	wcuRate      int64 // milli-units per second per partition; 0: unlimited
@@ -65,7 +66,7 @@ func (s *Store) at(k store.Key) entry {
 }
 
 type indexState struct {
-	ix store.Index
+	ix schema.Index
 	// members maps an index partition key value to the table keys of the
 	// items in that index partition.
 	members map[string]map[store.Key]struct{}
@@ -81,10 +82,10 @@ type Hook func(ctx context.Context, op Op)
 // Option configures a [Store].
 type Option func(*Store)
 
-// WithSchema sets the table's key attributes and indexes (default
-// store.DefaultSchema()). The schema must name both a partition key and a
-// sort key.
-func WithSchema(sc store.Schema) Option {
+// withSchema sets the table's key attributes and indexes (default
+// schema.Default(), the limiter's layout), for the tests of other layouts.
+// The schema must name both a partition key and a sort key.
+func withSchema(sc schema.Schema) Option {
 	return func(s *Store) {
 		sc.Indexes = slices.Clone(sc.Indexes)
 		s.schema = sc
@@ -162,7 +163,7 @@ func WithSleeper(sleep func(ctx context.Context, d time.Duration) error) Option 
 // New returns an empty store.
 func New(opts ...Option) *Store {
 	s := &Store{
-		schema:       store.DefaultSchema(),
+		schema:       schema.Default(),
 		wcuRate:      1000 * 1000,
 		rcuRate:      3000 * 1000,
 		throttleCode: store.ThrottleProvisionedThroughputExceeded,
@@ -199,13 +200,6 @@ func New(opts ...Option) *Store {
 }
 
 var _ store.Store = (*Store)(nil)
-
-// Schema returns the table's schema.
-func (s *Store) Schema() store.Schema {
-	sc := s.schema
-	sc.Indexes = slices.Clone(sc.Indexes)
-	return sc
-}
 
 // Clock returns the store's clock.
 func (s *Store) Clock() Clock { return s.clock }
@@ -379,7 +373,7 @@ func (s *Store) early(kind OpKind, d Decision, key store.Key) error {
 	case FaultConflict:
 		if kind == OpPut || kind == OpUpdate || kind == OpDelete {
 			s.countLocked(kind, outFault, store.Capacity{})
-			return &store.TransactionConflictError{Key: key}
+			return fmt.Errorf("%w on %s", store.ErrTransactionConflict, key)
 		}
 	}
 	return nil

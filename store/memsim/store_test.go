@@ -11,7 +11,9 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/google/go-cmp/cmp"
 	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/internal/schema"
 	"github.com/shardlimit/limiter/store/memsim"
+	"github.com/shardlimit/limiter/store/storetest"
 )
 
 var (
@@ -112,7 +114,7 @@ func TestUpdateWithoutActions(t *testing.T) {
 	// Only REMOVE on a missing item: nothing is created, 1 WCU is billed.
 	k2 := key("b")
 	out = mustUpdate(t, s, store.UpdateInput{Key: k2, Return: store.ReturnAllNew,
-		Expr: build(t, store.Update{}.Remove("x"), store.Condition{})})
+		Expr: storetest.Build(t, store.Update{}.Remove("x"), store.Condition{})})
 	if out.Attributes != nil || s.Peek(k2) != nil || out.Consumed.WriteUnits != 1 || s.StreamLen() != 1 {
 		t.Fatalf("REMOVE on a missing item: %+v, item %v, stream %d", out, s.Peek(k2), s.StreamLen())
 	}
@@ -192,24 +194,24 @@ func TestQuery(t *testing.T) {
 func TestIndexWrites(t *testing.T) {
 	s := memsim.New()
 	it := bucketItem("e1", "gpt", 0, "tk", 5)
-	k, _ := s.Schema().KeyOf(it)
+	k, _ := it.Key()
 	out := mustPut(t, s, it)
 	// 1 table write and one entry in each of GSI2 and GSI3.
 	if out.Consumed != (store.Capacity{WriteUnits: 3, IndexWriteUnits: 2}) {
 		t.Fatalf("create: %+v", out.Consumed)
 	}
 	// The hot path changes no index key: keys-only indexes are not written.
-	out = mustUpdate(t, s, store.UpdateInput{Key: k, Expr: build(t, store.Update{}.Add("tk", store.Int(-1)).Set("rf", store.Int(1)), store.Condition{})})
+	out = mustUpdate(t, s, store.UpdateInput{Key: k, Expr: storetest.Build(t, store.Update{}.Add("tk", store.Int(-1)).Set("rf", store.Int(1)), store.Condition{})})
 	if out.Consumed != (store.Capacity{WriteUnits: 1}) {
 		t.Fatalf("token write: %+v", out.Consumed)
 	}
 	// Changing an index key moves the entry: a delete and a put.
-	out = mustUpdate(t, s, store.UpdateInput{Key: k, Expr: build(t, store.Update{}.Set(store.AttrGSI2SK, store.Str("BUCKET#e1#9")), store.Condition{})})
+	out = mustUpdate(t, s, store.UpdateInput{Key: k, Expr: storetest.Build(t, store.Update{}.Set(store.AttrGSI2SK, store.Str("BUCKET#e1#9")), store.Condition{})})
 	if out.Consumed != (store.Capacity{WriteUnits: 3, IndexWriteUnits: 2}) {
 		t.Fatalf("index key change: %+v", out.Consumed)
 	}
 	// Losing an index key removes the entry.
-	out = mustUpdate(t, s, store.UpdateInput{Key: k, Expr: build(t, store.Update{}.Remove(store.AttrGSI3PK), store.Condition{})})
+	out = mustUpdate(t, s, store.UpdateInput{Key: k, Expr: storetest.Build(t, store.Update{}.Remove(store.AttrGSI3PK), store.Condition{})})
 	if out.Consumed != (store.Capacity{WriteUnits: 2, IndexWriteUnits: 1}) {
 		t.Fatalf("index key removed: %+v", out.Consumed)
 	}
@@ -230,15 +232,15 @@ func TestIndexWrites(t *testing.T) {
 	}
 
 	// ProjectAll: any change of the item rewrites the entry.
-	all := memsim.New(memsim.WithSchema(store.Schema{PartitionKey: store.AttrPK, SortKey: store.AttrSK, Indexes: []store.Index{
-		{Name: "ALL", PartitionKey: store.AttrGSI2PK, SortKey: store.AttrGSI2SK, Projection: store.ProjectAll},
+	all := memsim.New(memsim.WithSchema(schema.Schema{PartitionKey: store.AttrPK, SortKey: store.AttrSK, Indexes: []schema.Index{
+		{Name: "ALL", PartitionKey: store.AttrGSI2PK, SortKey: store.AttrGSI2SK, Projection: schema.ProjectAll},
 	}}))
 	mustPut(t, all, it)
-	out = mustUpdate(t, all, store.UpdateInput{Key: k, Expr: build(t, store.Update{}.Add("tk", store.Int(-1)), store.Condition{})})
+	out = mustUpdate(t, all, store.UpdateInput{Key: k, Expr: storetest.Build(t, store.Update{}.Add("tk", store.Int(-1)), store.Condition{})})
 	if out.Consumed != (store.Capacity{WriteUnits: 2, IndexWriteUnits: 1}) {
 		t.Fatalf("ProjectAll token write: %+v", out.Consumed)
 	}
-	out = mustUpdate(t, all, store.UpdateInput{Key: k, Expr: build(t, store.Update{}.Add("tk", store.Int(0)), store.Condition{})})
+	out = mustUpdate(t, all, store.UpdateInput{Key: k, Expr: storetest.Build(t, store.Update{}.Add("tk", store.Int(0)), store.Condition{})})
 	if out.Consumed != (store.Capacity{WriteUnits: 1}) {
 		t.Fatalf("ProjectAll no-op write: %+v", out.Consumed)
 	}
@@ -284,7 +286,7 @@ func TestWriteConcurrently(t *testing.T) {
 	mustPut(t, s, item(b, "n", 1))
 	res := s.WriteConcurrently(ctx, []store.Write{
 		{Put: &store.PutInput{Item: item(a)}},
-		{Delete: &store.DeleteInput{Key: b, Expr: build(t, store.Update{}, store.Name("n").Equal(store.Int(2)))}},
+		{Delete: &store.DeleteInput{Key: b, Expr: storetest.Build(t, store.Update{}, store.Name("n").Equal(store.Int(2)))}},
 		{},
 		{Delete: &store.DeleteInput{Key: b}, Put: &store.PutInput{Item: item(b)}},
 		{Delete: &store.DeleteInput{Key: b, Return: store.ReturnAllOld}},
@@ -315,14 +317,14 @@ func TestHookForcesLostRace(t *testing.T) {
 		if op.Kind == memsim.OpUpdate && !raced {
 			raced = true
 			// Calls made with the hook's context do not re-enter the hook.
-			if _, err := s.Update(hctx, store.UpdateInput{Key: k, Expr: build(t, store.Update{}.Set("rf", store.Int(200)), store.Condition{})}); err != nil {
+			if _, err := s.Update(hctx, store.UpdateInput{Key: k, Expr: storetest.Build(t, store.Update{}.Set("rf", store.Int(200)), store.Condition{})}); err != nil {
 				t.Errorf("competing write: %v", err)
 			}
 		}
 	}))
 	mustPut(t, s, item(k, "rf", 100))
 	_, err := s.Update(ctx, store.UpdateInput{Key: k, ReturnOldOnConditionFailure: true,
-		Expr: build(t, store.Update{}.Set("rf", store.Int(150)), store.Name("rf").Equal(store.Int(100)))})
+		Expr: storetest.Build(t, store.Update{}.Set("rf", store.Int(150)), store.Name("rf").Equal(store.Int(100)))})
 	cf := wantCondFailed(t, err)
 	wantItem(t, cf.Item, item(k, "rf", 200))
 	if s.Totals().Ops[memsim.OpUpdate].Requests != 2 {
@@ -340,7 +342,7 @@ func TestConcurrentWriters(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				e := build(t, store.Update{}.Add("n", store.Int(1)).Add(fmt.Sprintf("w%d", w), store.Int(1)), store.Condition{})
+				e := storetest.Build(t, store.Update{}.Add("n", store.Int(1)).Add(fmt.Sprintf("w%d", w), store.Int(1)), store.Condition{})
 				if _, err := s.Update(ctx, store.UpdateInput{Key: k, Expr: e, Return: store.ReturnAllNew}); err != nil {
 					t.Error(err)
 					return
@@ -393,7 +395,7 @@ func TestSharedResults(t *testing.T) {
 	s := memsim.New(memsim.WithSharedResults(true))
 	k := key("a")
 	out := mustUpdate(t, s, store.UpdateInput{Key: k, Return: store.ReturnAllNew,
-		Expr: build(t, store.Update{}.Add("n", store.Int(1)), store.Condition{})})
+		Expr: storetest.Build(t, store.Update{}.Add("n", store.Int(1)), store.Condition{})})
 	wantItem(t, out.Attributes, item(k, "n", 1))
 	wantItem(t, s.Stream(0)[0].New, item(k, "n", 1))
 	// Reads still hand out copies.
@@ -413,7 +415,7 @@ func TestOpsSeenByHookAndInjector(t *testing.T) {
 		})))
 	clk.Add(time.Second)
 	a, b := key("a"), key("b")
-	s.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{putAction(item(b)), {Delete: &store.DeleteInput{Key: a}}}})
+	s.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.Write{putAction(item(b)), {Delete: &store.DeleteInput{Key: a}}}})
 	s.Query(ctx, store.QueryInput{Index: store.IndexGSI3, PartitionKey: "e"})
 	s.BatchGet(ctx, store.BatchGetInput{Keys: []store.Key{a, b}})
 	s.Put(ctx, store.PutInput{Item: store.Item{}}) // invalid: neither hook nor injector sees it

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/internal/schema"
+	"github.com/shardlimit/limiter/store/storetest"
 )
 
 // Totals count every request once, by kind and outcome: what the simulator
@@ -33,13 +35,13 @@ func TestTotalsCountEveryRequestByOutcome(t *testing.T) {
 		},
 		OpPut: put,
 		OpUpdate: func(c context.Context) error {
-			_, err := st.Update(c, store.UpdateInput{Key: k, Expr: store.MustBuild(store.Update{}.Add("n", store.Int(1)), store.Condition{})})
+			_, err := st.Update(c, store.UpdateInput{Key: k, Expr: storetest.Build(t, store.Update{}.Add("n", store.Int(1)), store.Condition{})})
 			return err
 		},
 		OpDelete: func(c context.Context) error { _, err := st.Delete(c, store.DeleteInput{Key: k}); return err },
 		OpTransactWrite: func(c context.Context) error {
-			_, err := st.TransactWrite(c, store.TransactWriteInput{Actions: []store.TransactAction{{Update: &store.UpdateInput{Key: k,
-				Expr: store.MustBuild(store.Update{}.Add("n", store.Int(1)), store.Condition{})}}}})
+			_, err := st.TransactWrite(c, store.TransactWriteInput{Actions: []store.Write{{Update: &store.UpdateInput{Key: k,
+				Expr: storetest.Build(t, store.Update{}.Add("n", store.Int(1)), store.Condition{})}}}})
 			return err
 		},
 		OpQuery: func(c context.Context) error { _, err := st.Query(c, store.QueryInput{PartitionKey: "p"}); return err },
@@ -92,12 +94,12 @@ func TestTotalsCountEveryRequestByOutcome(t *testing.T) {
 		{"a conflict", OpUpdate, Decision{Fault: FaultConflict}, func() error { return ops[OpUpdate](ctx) }, 0, 0},
 		{"a failed condition", OpPut, Decision{}, func() error {
 			_, err := st.Put(ctx, store.PutInput{Item: store.Item{"PK": store.Str("p"), "SK": store.Str("s")},
-				Expr: store.MustBuild(store.Update{}, store.Name("PK").NotExists())})
+				Expr: storetest.Build(t, store.Update{}, store.Name("PK").NotExists())})
 			return err
 		}, 1, 0},
 		{"a failed condition in a transaction", OpTransactWrite, Decision{}, func() error {
-			_, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{{Check: &store.CheckInput{Key: k,
-				Expr: store.MustBuild(store.Update{}, store.Name("PK").NotExists())}}}})
+			_, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.Write{{Check: &store.CheckInput{Key: k,
+				Expr: storetest.Build(t, store.Update{}, store.Name("PK").NotExists())}}}})
 			return err
 		}, 1, 0},
 		{"a malformed update", OpUpdate, Decision{}, func() error {
@@ -135,7 +137,7 @@ func TestTotalsCountEveryRequestByOutcome(t *testing.T) {
 		OpUpdate: func() error { _, err := st.Update(ctx, store.UpdateInput{Key: long}); return err },
 		OpDelete: func() error { _, err := st.Delete(ctx, store.DeleteInput{Key: long}); return err },
 		OpTransactWrite: func() error {
-			_, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.TransactAction{{Delete: &store.DeleteInput{Key: long}}}})
+			_, err := st.TransactWrite(ctx, store.TransactWriteInput{Actions: []store.Write{{Delete: &store.DeleteInput{Key: long}}}})
 			return err
 		},
 		OpQuery: func() error {
@@ -318,7 +320,7 @@ func TestPartitionCeilings(t *testing.T) {
 	}
 	// Two items of the partition in one transaction: 4 units, more than
 	// the 3 it holds: throttled, nothing charged.
-	txn := store.TransactWriteInput{Actions: []store.TransactAction{{Put: &store.PutInput{Item: item("b")}}, {Put: &store.PutInput{Item: item("c")}}}}
+	txn := store.TransactWriteInput{Actions: []store.Write{{Put: &store.PutInput{Item: item("b")}}, {Put: &store.PutInput{Item: item("c")}}}}
 	if _, err := st.TransactWrite(ctx, txn); err == nil {
 		t.Fatal("a transaction of 4 units passed a partition holding 3")
 	}
@@ -379,8 +381,8 @@ func TestAThrottledBatchReadNamesItsPartition(t *testing.T) {
 // An index that projects every attribute writes entries the size of the
 // item; a keys-only one, its keys.
 func TestIndexEntriesOfAllAttributes(t *testing.T) {
-	sc := store.DefaultSchema()
-	sc.Indexes[0].Projection = store.ProjectAll // GSI2
+	sc := schema.Default()
+	sc.Indexes[0].Projection = schema.ProjectAll // GSI2
 	st := New(WithSchema(sc))
 	it := store.Item{"PK": store.Str("p"), "SK": store.Str("s"), store.AttrGSI2PK: store.Str("g"), store.AttrGSI2SK: store.Str("h"),
 		"big": store.Str(string(make([]byte, 1500)))}
@@ -393,7 +395,7 @@ func TestIndexEntriesOfAllAttributes(t *testing.T) {
 	}
 	// An update of another attribute rewrites the entry where it is.
 	out, err = st.Update(context.Background(), store.UpdateInput{Key: store.Key{PK: "p", SK: "s"},
-		Expr: store.MustBuild(store.Update{}.Set("n", store.Int(1)), store.Condition{})})
+		Expr: storetest.Build(t, store.Update{}.Set("n", store.Int(1)), store.Condition{})})
 	if err != nil || out.Consumed.IndexWriteUnits != 2 {
 		t.Fatalf("an update of another attribute: %v, %v index units; want 2", err, out.Consumed.IndexWriteUnits)
 	}

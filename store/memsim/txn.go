@@ -39,14 +39,14 @@ const (
 // fault consumes nothing. A repeat of a completed transaction with its
 // client token applies nothing and consumes one strongly consistent read
 // per item.
-func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) (store.TransactWriteOutput, error) {
+func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) (store.WriteOutput, error) {
 	if err := ctx.Err(); err != nil {
-		return store.TransactWriteOutput{}, s.canceled(OpTransactWrite, err)
+		return store.WriteOutput{}, s.canceled(OpTransactWrite, err)
 	}
 	reqs, err := s.prepareTxn(in.Actions)
 	if err != nil {
 		s.countLocked(OpTransactWrite, outValidation, store.Capacity{})
-		return store.TransactWriteOutput{}, err
+		return store.WriteOutput{}, err
 	}
 	var fp [sha256.Size]byte
 	if in.ClientToken != "" {
@@ -62,7 +62,7 @@ func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) 
 			return keys
 		})
 		if err != nil {
-			return store.TransactWriteOutput{}, err
+			return store.WriteOutput{}, err
 		}
 		switch d.Fault {
 		case FaultThrottle, FaultConflict:
@@ -76,10 +76,10 @@ func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) 
 			for i := range reasons {
 				reasons[i] = store.CancellationReason{Code: code, Message: msg}
 			}
-			return store.TransactWriteOutput{}, &store.TransactionCanceledError{Reasons: reasons}
+			return store.WriteOutput{}, &store.TransactionCanceledError{Reasons: reasons}
 		case Fault5xxBeforeApply:
 			if err := s.early(OpTransactWrite, d, reqs[0].key); err != nil {
-				return store.TransactWriteOutput{}, err
+				return store.WriteOutput{}, err
 			}
 		}
 	}
@@ -88,7 +88,7 @@ func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) 
 	out, err := s.transactLocked(in.ClientToken, fp, reqs, now)
 	s.mu.Unlock()
 	if lerr := s.late(OpTransactWrite, d); lerr != nil {
-		return store.TransactWriteOutput{}, lerr
+		return store.WriteOutput{}, lerr
 	}
 	return out, err
 }
@@ -101,7 +101,7 @@ func (s *Store) throttleReason() (code, msg string) {
 }
 
 // prepareTxn validates a transaction before any item is looked at.
-func (s *Store) prepareTxn(actions []store.TransactAction) ([]writeReq, error) {
+func (s *Store) prepareTxn(actions []store.Write) ([]writeReq, error) {
 	switch {
 	case len(actions) == 0:
 		return nil, verr(msgNoActions)
@@ -151,12 +151,12 @@ func (s *Store) prepareTxn(actions []store.TransactAction) ([]writeReq, error) {
 
 // transactLocked evaluates and, when every action passes, applies a
 // transaction. Call with s.mu held.
-func (s *Store) transactLocked(token string, fp [sha256.Size]byte, reqs []writeReq, now int64) (store.TransactWriteOutput, error) {
+func (s *Store) transactLocked(token string, fp [sha256.Size]byte, reqs []writeReq, now int64) (store.WriteOutput, error) {
 	if token != "" {
 		if te, ok := s.tokens[token]; ok && now < te.expires {
 			if te.fp != fp {
 				s.count(OpTransactWrite, outValidation, store.Capacity{})
-				return store.TransactWriteOutput{}, verr(msgIdempotentMismatch)
+				return store.WriteOutput{}, verr(msgIdempotentMismatch)
 			}
 			return s.replayLocked(reqs, now)
 		}
@@ -176,7 +176,7 @@ func (s *Store) transactLocked(token string, fp [sha256.Size]byte, reqs []writeR
 	}
 	if !invalid && !failed && size > MaxTransactionSize {
 		s.count(OpTransactWrite, outValidation, store.Capacity{})
-		return store.TransactWriteOutput{}, verr(msgTxnTooLarge)
+		return store.WriteOutput{}, verr(msgTxnTooLarge)
 	}
 	if invalid || failed {
 		reasons := make([]store.CancellationReason, len(reqs))
@@ -203,14 +203,14 @@ func (s *Store) transactLocked(token string, fp [sha256.Size]byte, reqs []writeR
 		}
 		if invalid {
 			s.count(OpTransactWrite, outValidation, store.Capacity{})
-			return store.TransactWriteOutput{}, &store.TransactionCanceledError{Reasons: reasons}
+			return store.WriteOutput{}, &store.TransactionCanceledError{Reasons: reasons}
 		}
 		if p, ok := s.admit(now, cl); !ok {
 			s.count(OpTransactWrite, outThrottle, store.Capacity{})
-			return store.TransactWriteOutput{}, s.throttledTxn(reqs, evs, p)
+			return store.WriteOutput{}, s.throttledTxn(reqs, evs, p)
 		}
 		s.count(OpTransactWrite, outCondition, consumed)
-		return store.TransactWriteOutput{Consumed: consumed}, &store.TransactionCanceledError{Reasons: reasons}
+		return store.WriteOutput{Consumed: consumed}, &store.TransactionCanceledError{Reasons: reasons}
 	}
 	var cl chargeList
 	var consumed store.Capacity
@@ -220,7 +220,7 @@ func (s *Store) transactLocked(token string, fp [sha256.Size]byte, reqs []writeR
 	}
 	if p, ok := s.admit(now, cl); !ok {
 		s.count(OpTransactWrite, outThrottle, store.Capacity{})
-		return store.TransactWriteOutput{}, s.throttledTxn(reqs, evs, p)
+		return store.WriteOutput{}, s.throttledTxn(reqs, evs, p)
 	}
 	for i := range reqs {
 		s.commit(&reqs[i], &evs[i], now)
@@ -229,7 +229,7 @@ func (s *Store) transactLocked(token string, fp [sha256.Size]byte, reqs []writeR
 	if token != "" {
 		s.rememberToken(token, fp, now)
 	}
-	return store.TransactWriteOutput{Consumed: consumed}, nil
+	return store.WriteOutput{Consumed: consumed}, nil
 }
 
 // throttledTxn is the cancellation of a transaction one of whose partitions
@@ -255,7 +255,7 @@ func (s *Store) throttledTxn(reqs []writeReq, evs []evaluation, p partKey) error
 }
 
 // replayLocked answers a repeat of a completed transaction.
-func (s *Store) replayLocked(reqs []writeReq, now int64) (store.TransactWriteOutput, error) {
+func (s *Store) replayLocked(reqs []writeReq, now int64) (store.WriteOutput, error) {
 	var cl chargeList
 	var consumed store.Capacity
 	for i := range reqs {
@@ -273,10 +273,10 @@ func (s *Store) replayLocked(reqs []writeReq, now int64) (store.TransactWriteOut
 				reasons[i] = store.CancellationReason{Code: code, Message: msg}
 			}
 		}
-		return store.TransactWriteOutput{}, &store.TransactionCanceledError{Reasons: reasons}
+		return store.WriteOutput{}, &store.TransactionCanceledError{Reasons: reasons}
 	}
 	s.count(OpTransactWrite, outOK, consumed)
-	return store.TransactWriteOutput{Consumed: consumed}, nil
+	return store.WriteOutput{Consumed: consumed}, nil
 }
 
 func (s *Store) rememberToken(token string, fp [sha256.Size]byte, now int64) {
@@ -297,7 +297,7 @@ func (s *Store) rememberToken(token string, fp [sha256.Size]byte, now int64) {
 // fingerprint hashes a transaction's actions canonically (map entries in
 // sorted order), for client-token idempotency. The Return fields, which a
 // transaction ignores, are left out.
-func fingerprint(actions []store.TransactAction) [sha256.Size]byte {
+func fingerprint(actions []store.Write) [sha256.Size]byte {
 	h := sha256.New()
 	for _, a := range actions {
 		switch {

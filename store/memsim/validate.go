@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/internal/schema"
 	"github.com/shardlimit/limiter/store/memsim/internal/expr"
 )
 
@@ -31,6 +32,7 @@ const (
 	msgUpdateInPut         = "An update expression is not allowed in this operation: only a condition expression is"
 	msgCheckNeedsCondition = "1 validation error detected: Value null at 'conditionExpression' failed to satisfy constraint: Member must not be null"
 	msgOneWrite            = "A Write must set exactly one of Put, Update or Delete"
+	msgCheckAlone          = "A Write with a Check is accepted only in TransactWrite"
 	msgEmptyAttrName       = "One or more parameter values were invalid: An attribute name cannot be empty"
 )
 
@@ -40,19 +42,19 @@ func msgMissingKey(name string) string {
 	return "One or more parameter values were invalid: Missing the key " + name + " in the item"
 }
 
-func msgKeyType(name string, got store.Kind) string {
-	return "One or more parameter values were invalid: Type mismatch for key " + name + " expected: S actual: " + got.String()
+func msgKeyType(name string, got string) string {
+	return "One or more parameter values were invalid: Type mismatch for key " + name + " expected: S actual: " + got
 }
 
 func msgEmptyKey(name string) string {
 	return "One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty string value. Key: " + name
 }
 
-func msgIndexKeyType(ix store.Index, name string, got store.Kind) string {
-	return "One or more parameter values were invalid: Type mismatch for Index Key " + name + " Expected: S Actual: " + got.String() + " IndexName: " + ix.Name
+func msgIndexKeyType(ix schema.Index, name string, got string) string {
+	return "One or more parameter values were invalid: Type mismatch for Index Key " + name + " Expected: S Actual: " + got + " IndexName: " + ix.Name
 }
 
-func msgEmptyIndexKey(ix store.Index, name string) string {
+func msgEmptyIndexKey(ix schema.Index, name string) string {
 	return "One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty string value. IndexName: " + ix.Name + ", IndexKey: " + name
 }
 

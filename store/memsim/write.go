@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/internal/schema"
 	"github.com/shardlimit/limiter/store/memsim/internal/expr"
 )
 
@@ -306,7 +307,7 @@ func (s *Store) indexCost(ev *evaluation) {
 		ix := s.indexes[i].ix
 		if !ev.keysMoved {
 			// Same keys: only a ProjectAll entry is rewritten.
-			if ix.Projection == store.ProjectAll {
+			if ix.Projection == schema.ProjectAll {
 				if pk, _, in := indexKey(ev.new, ix); in {
 					ev.index.add(indexWrite{i, pk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
 				}
@@ -321,7 +322,7 @@ func (s *Store) indexCost(ev *evaluation) {
 		}
 		switch {
 		case oin && nin && opk == npk && osk == nsk:
-			if ix.Projection == store.ProjectAll {
+			if ix.Projection == schema.ProjectAll {
 				ev.index.add(indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
 			}
 		default:
@@ -347,7 +348,7 @@ func (s *Store) isIndexKey(name string) bool {
 
 // indexKey returns the index key of it in ix, and whether it is in the
 // index (it has both key attributes, as strings).
-func indexKey(it store.Item, ix store.Index) (pk, sk string, ok bool) {
+func indexKey(it store.Item, ix schema.Index) (pk, sk string, ok bool) {
 	if it == nil {
 		return "", "", false
 	}
@@ -608,6 +609,8 @@ func (s *Store) WriteConcurrently(ctx context.Context, writes []store.Write) []s
 	for i, w := range writes {
 		r := &out[i]
 		switch {
+		case w.Check != nil:
+			r.Err = verr(msgCheckAlone)
 		case w.Put != nil && w.Update == nil && w.Delete == nil:
 			r.Output, r.Err = s.Put(ctx, *w.Put)
 		case w.Update != nil && w.Put == nil && w.Delete == nil:

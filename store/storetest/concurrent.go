@@ -80,6 +80,25 @@ func testWCValidation(f *fixture) {
 	}
 	f.expect(a, itemA)
 	f.expect(b, item(b, "n", 1))
+
+	// A Check belongs to a transaction: alone or beside a write, it fails
+	// that Write alone and nothing is written.
+	exists := f.expr(store.Update{}, nm(store.AttrPK).Exists())
+	results = f.s.WriteConcurrently(f.ctx, []store.Write{
+		{Check: &store.CheckInput{Key: a, Expr: exists}},
+		{Put: &store.PutInput{Item: item(b, "n", 7)}, Check: &store.CheckInput{Key: a, Expr: exists}},
+		{Update: &store.UpdateInput{Key: b, Expr: f.expr(store.Update{}.Add("n", num(1)), store.Condition{})}},
+	})
+	for i, r := range results[:2] {
+		if !errors.Is(r.Err, store.ErrValidation) {
+			f.t.Errorf("write %d with a Check: %v, want a ValidationError", i, r.Err)
+		}
+	}
+	if results[2].Err != nil {
+		f.t.Errorf("write 2: %v", results[2].Err)
+	}
+	f.expect(a, itemA)
+	f.expect(b, item(b, "n", 2))
 }
 
 func testWCEmpty(f *fixture) {

@@ -14,9 +14,10 @@
 //		})
 //	}
 //
-// The store must use [store.DefaultSchema]: string table keys PK and SK, and
-// the keys-only global secondary indexes GSI2 (GSI2PK, GSI2SK) and GSI3
-// (GSI3PK, GSI3SK). newStore may use t for t.Cleanup (to delete a DynamoDB
+// The store must have the limiter's table layout (see [store.AttrPK]):
+// string table keys PK and SK, and the keys-only global secondary indexes
+// GSI2 (GSI2PK, GSI2SK) and GSI3 (GSI3PK, GSI3SK). [Build] is
+// [store.Build] for a backend's own tests: it ends the test on an error. newStore may use t for t.Cleanup (to delete a DynamoDB
 // table, say) and t.Skip (when DynamoDB Local is not installed). It is
 // called once per case, about 75 times in all; a table-driven case (such as
 // Conditions/OnExistingItem) runs its subtests on that one store, each on
@@ -33,7 +34,8 @@
 // The suite checks only what real DynamoDB does (it runs against DynamoDB
 // Local too): item round trips, conditional writes and their old items,
 // update expressions (ADD, SET, if_not_exists, REMOVE) and ReturnValues,
-// validation errors, transactions and their cancellation reasons, batch
+// validation errors, transactions and their cancellation reasons (a Check
+// is accepted only there: WriteConcurrently rejects it), batch
 // reads, queries of the table and of the keys-only indexes, concurrent
 // writes and the absence of lost updates.
 //

@@ -163,7 +163,7 @@ func testKeysDistinct(f *fixture) {
 		f.put(it)
 	}
 	for _, it := range items {
-		k, _ := store.DefaultSchema().KeyOf(it)
+		k, _ := it.Key()
 		f.expect(k, it)
 	}
 	f.expect(store.Key{PK: "p2", SK: "s2"}, nil)

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/internal/schema"
 )
 
 // Reads of many items: BatchGet and Query (table and keys-only indexes).
@@ -277,7 +278,7 @@ func (f *fixture) putIndexItems() {
 
 // project is it as a keys-only index returns it: the table keys and the
 // index keys, nothing else.
-func project(it store.Item, ix store.Index) store.Item {
+func project(it store.Item, ix schema.Index) store.Item {
 	p := store.Item{}
 	for _, n := range []string{store.AttrPK, store.AttrSK, ix.PartitionKey, ix.SortKey} {
 		p[n] = it[n]
@@ -285,8 +286,8 @@ func project(it store.Item, ix store.Index) store.Item {
 	return p
 }
 
-func index(name string) store.Index {
-	ix, ok := store.DefaultSchema().Index(name)
+func index(name string) schema.Index {
+	ix, ok := schema.Default().Index(name)
 	if !ok {
 		panic("storetest: no index " + name)
 	}
@@ -334,7 +335,7 @@ func testQueryIndexPrefixLimit(f *fixture) {
 func testQueryIndexFollows(f *fixture) {
 	f.putIndexItems()
 	gsi2, gsi3 := index(store.IndexGSI2), index(store.IndexGSI3)
-	k := func(it store.Item) store.Key { k, _ := store.DefaultSchema().KeyOf(it); return k }
+	k := func(it store.Item) store.Key { k, _ := it.Key(); return k }
 
 	// E#5 gains GSI3 keys; E#2 loses its GSI3 partition key.
 	f.update(k(ixE5), store.Update{}.Set("GSI3PK", str("SHARD#1")).Set("GSI3SK", str("E#5")), store.Condition{}, store.ReturnNone)

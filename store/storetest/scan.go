@@ -29,7 +29,7 @@ func (f *fixture) scanAll(prefix string, limit int) ([]store.Key, int, error) {
 			return nil, pages, err
 		}
 		for _, it := range out.Items {
-			k, ok := store.DefaultSchema().KeyOf(it)
+			k, ok := it.Key()
 			if !ok {
 				return nil, pages, fmt.Errorf("Scan returned an item without a key: %v", it)
 			}

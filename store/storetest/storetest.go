@@ -13,8 +13,8 @@ import (
 )
 
 // Run runs the conformance suite against the stores newStore returns. Each
-// call of newStore must return a fresh, empty store with
-// [store.DefaultSchema].
+// call of newStore must return a fresh, empty store with the limiter's
+// table layout (see [store.AttrPK]).
 func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
 	for _, g := range groups {
@@ -26,6 +26,17 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 			}
 		})
 	}
+}
+
+// Build is [store.Build] for a test's expressions: it ends the test on an
+// error.
+func Build(t testing.TB, u store.Update, c store.Condition) store.Expr {
+	t.Helper()
+	e, err := store.Build(u, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 type testCase struct {
@@ -150,11 +161,7 @@ func without(it store.Item, names ...string) store.Item {
 // expr builds an expression with the store's builders.
 func (f *fixture) expr(u store.Update, c store.Condition) store.Expr {
 	f.t.Helper()
-	e, err := store.Build(u, c)
-	if err != nil {
-		f.t.Fatalf("store.Build: %v", err)
-	}
-	return e
+	return Build(f.t, u, c)
 }
 
 // put writes it unconditionally.

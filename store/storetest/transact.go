@@ -30,19 +30,19 @@ var transactCases = []testCase{
 	{"ReturnFieldsIgnored", testTxReturnIgnored},
 }
 
-func (f *fixture) transact(actions ...store.TransactAction) (store.TransactWriteOutput, error) {
+func (f *fixture) transact(actions ...store.Write) (store.WriteOutput, error) {
 	f.t.Helper()
 	return f.s.TransactWrite(f.ctx, store.TransactWriteInput{Actions: actions})
 }
 
-func (f *fixture) txUpdate(k store.Key, u store.Update, c store.Condition, returnOld bool) store.TransactAction {
+func (f *fixture) txUpdate(k store.Key, u store.Update, c store.Condition, returnOld bool) store.Write {
 	f.t.Helper()
-	return store.TransactAction{Update: &store.UpdateInput{Key: k, Expr: f.expr(u, c), ReturnOldOnConditionFailure: returnOld}}
+	return store.Write{Update: &store.UpdateInput{Key: k, Expr: f.expr(u, c), ReturnOldOnConditionFailure: returnOld}}
 }
 
-func (f *fixture) txCheck(k store.Key, c store.Condition, returnOld bool) store.TransactAction {
+func (f *fixture) txCheck(k store.Key, c store.Condition, returnOld bool) store.Write {
 	f.t.Helper()
-	return store.TransactAction{Check: &store.CheckInput{Key: k, Expr: f.expr(store.Update{}, c), ReturnOldOnConditionFailure: returnOld}}
+	return store.Write{Check: &store.CheckInput{Key: k, Expr: f.expr(store.Update{}, c), ReturnOldOnConditionFailure: returnOld}}
 }
 
 // wantReason is the expected cancellation reason of one action.
@@ -108,8 +108,8 @@ func testTxPutDeleteUpdate(f *fixture) {
 	f.put(item(a, "n", 1))
 	f.put(item(d, "n", 4))
 	_, err := f.transact(
-		store.TransactAction{Put: &store.PutInput{Item: item(c, "n", 3), Expr: f.expr(store.Update{}, nm(store.AttrPK).NotExists())}},
-		store.TransactAction{Delete: &store.DeleteInput{Key: d, Expr: f.expr(store.Update{}, nm("n").Equal(num(4)))}},
+		store.Write{Put: &store.PutInput{Item: item(c, "n", 3), Expr: f.expr(store.Update{}, nm(store.AttrPK).NotExists())}},
+		store.Write{Delete: &store.DeleteInput{Key: d, Expr: f.expr(store.Update{}, nm("n").Equal(num(4)))}},
 		f.txUpdate(a, store.Update{}.Add("n", num(1)), store.Condition{}, false),
 	)
 	if err != nil {
@@ -131,8 +131,8 @@ func testTxConditionFails(f *fixture) {
 	_, err := f.transact(
 		f.txUpdate(a, store.Update{}.Add("n", num(1)), nm(store.AttrPK).Exists(), true),
 		f.txUpdate(b, store.Update{}.Add("n", num(-10)), nm("n").GreaterThanEqual(num(10)), true),
-		store.TransactAction{Put: &store.PutInput{Item: item(c, "n", 3), ReturnOldOnConditionFailure: true}},
-		store.TransactAction{Delete: &store.DeleteInput{Key: d, ReturnOldOnConditionFailure: true}},
+		store.Write{Put: &store.PutInput{Item: item(c, "n", 3), ReturnOldOnConditionFailure: true}},
+		store.Write{Delete: &store.DeleteInput{Key: d, ReturnOldOnConditionFailure: true}},
 	)
 	expectCanceled(f.t, err, []wantReason{
 		{code: store.ReasonNone},
@@ -242,9 +242,9 @@ func testTxSameItemTwice(f *fixture) {
 // testTxMaxActions: 100 actions are allowed.
 func testTxMaxActions(f *fixture) {
 	pk := "tx-max"
-	actions := make([]store.TransactAction, 100)
+	actions := make([]store.Write, 100)
 	for i := range actions {
-		actions[i] = store.TransactAction{Put: &store.PutInput{Item: item(store.Key{PK: pk, SK: fmt.Sprintf("%03d", i)}, "i", i)}}
+		actions[i] = store.Write{Put: &store.PutInput{Item: item(store.Key{PK: pk, SK: fmt.Sprintf("%03d", i)}, "i", i)}}
 	}
 	if _, err := f.transact(actions...); err != nil {
 		f.t.Fatalf("TransactWrite of 100 actions: %v", err)
@@ -263,9 +263,9 @@ func testTxMaxActions(f *fixture) {
 // must have length less than or equal to 100"); nothing is applied.
 func testTxTooManyActions(f *fixture) {
 	pk := "tx-too-many"
-	actions := make([]store.TransactAction, 101)
+	actions := make([]store.Write, 101)
 	for i := range actions {
-		actions[i] = store.TransactAction{Put: &store.PutInput{Item: item(store.Key{PK: pk, SK: fmt.Sprintf("%03d", i)}, "i", i)}}
+		actions[i] = store.Write{Put: &store.PutInput{Item: item(store.Key{PK: pk, SK: fmt.Sprintf("%03d", i)}, "i", i)}}
 	}
 	_, err := f.transact(actions...)
 	expectValidation(f.t, err, "less than or equal to 100")
@@ -293,7 +293,7 @@ func testTxInvalidExpression(f *fixture) {
 	f.put(itemA)
 	_, err := f.transact(
 		f.txUpdate(a, store.Update{}.Add("n", num(1)), store.Condition{}, false),
-		store.TransactAction{Update: &store.UpdateInput{Key: b, Expr: raw("SET #a = :a SET #b = :b", "",
+		store.Write{Update: &store.UpdateInput{Key: b, Expr: raw("SET #a = :a SET #b = :b", "",
 			map[string]string{"#a": "x", "#b": "y"},
 			map[string]store.Value{":a": num(1), ":b": num(2)})}},
 	)
@@ -308,7 +308,7 @@ func testTxClientToken(f *fixture) {
 	a := key("tx-token")
 	f.put(item(a, "n", 0))
 	in := store.TransactWriteInput{
-		Actions:     []store.TransactAction{f.txUpdate(a, store.Update{}.Add("n", num(1)), store.Condition{}, false)},
+		Actions:     []store.Write{f.txUpdate(a, store.Update{}.Add("n", num(1)), store.Condition{}, false)},
 		ClientToken: rand.Text(),
 	}
 	for i := range 2 {
@@ -334,14 +334,14 @@ func testTxClientTokenMismatch(f *fixture) {
 	f.put(item(a, "n", 0))
 	token := rand.Text()
 	_, err := f.s.TransactWrite(f.ctx, store.TransactWriteInput{
-		Actions:     []store.TransactAction{f.txUpdate(a, store.Update{}.Add("n", num(1)), store.Condition{}, false)},
+		Actions:     []store.Write{f.txUpdate(a, store.Update{}.Add("n", num(1)), store.Condition{}, false)},
 		ClientToken: token,
 	})
 	if err != nil {
 		f.t.Fatalf("TransactWrite: %v", err)
 	}
 	_, err = f.s.TransactWrite(f.ctx, store.TransactWriteInput{
-		Actions:     []store.TransactAction{f.txUpdate(a, store.Update{}.Add("n", num(2)), store.Condition{}, false)},
+		Actions:     []store.Write{f.txUpdate(a, store.Update{}.Add("n", num(2)), store.Condition{}, false)},
 		ClientToken: token,
 	})
 	expectValidation(f.t, err, "")
@@ -355,9 +355,9 @@ func testTxReturnIgnored(f *fixture) {
 	a, b, c := key("tx-a"), key("tx-b"), key("tx-c")
 	f.put(item(c, "n", 1))
 	_, err := f.transact(
-		store.TransactAction{Put: &store.PutInput{Item: item(a, "n", 1), Return: store.ReturnAllNew}},
-		store.TransactAction{Update: &store.UpdateInput{Key: b, Expr: f.expr(store.Update{}.Add("n", num(1)), store.Condition{}), Return: store.ReturnUpdatedNew}},
-		store.TransactAction{Delete: &store.DeleteInput{Key: c, Return: store.ReturnUpdatedOld}},
+		store.Write{Put: &store.PutInput{Item: item(a, "n", 1), Return: store.ReturnAllNew}},
+		store.Write{Update: &store.UpdateInput{Key: b, Expr: f.expr(store.Update{}.Add("n", num(1)), store.Condition{}), Return: store.ReturnUpdatedNew}},
+		store.Write{Delete: &store.DeleteInput{Key: c, Return: store.ReturnUpdatedOld}},
 	)
 	if err != nil {
 		f.t.Fatalf("TransactWrite: %v", err)

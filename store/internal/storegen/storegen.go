@@ -336,7 +336,7 @@ func (g *Gen) TransactInput() store.TransactWriteInput {
 	keys := g.DistinctKeys(g.Range("nactions", 2, 3))
 	var in store.TransactWriteInput
 	for _, k := range keys {
-		var a store.TransactAction
+		var a store.Write
 		switch g.Draw("txop", 4) {
 		case 0:
 			p := g.PutInput(k, true)

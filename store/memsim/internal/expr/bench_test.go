@@ -32,7 +32,7 @@ func (c *cpuTimer) report(b *testing.B) {
 // per-request cost is Bind + Check + Apply.
 
 func BenchmarkBindCheckApply(b *testing.B) {
-	e, old := typicalExpr(), typicalItem()
+	e, old := typicalExpr(b), typicalItem()
 	p, err := Parse(e.Update, e.Condition)
 	if err != nil {
 		b.Fatal(err)
@@ -55,7 +55,7 @@ func BenchmarkBindCheckApply(b *testing.B) {
 }
 
 func BenchmarkBind(b *testing.B) {
-	e := typicalExpr()
+	e := typicalExpr(b)
 	p, _ := Parse(e.Update, e.Condition)
 	b.ReportAllocs()
 	ct := startCPU(b)
@@ -68,7 +68,7 @@ func BenchmarkBind(b *testing.B) {
 }
 
 func BenchmarkCheck(b *testing.B) {
-	e, old := typicalExpr(), typicalItem()
+	e, old := typicalExpr(b), typicalItem()
 	p, _ := Parse(e.Update, e.Condition)
 	bd, _ := p.Bind(e.Names, e.Values, isKey)
 	b.ReportAllocs()
@@ -82,7 +82,7 @@ func BenchmarkCheck(b *testing.B) {
 }
 
 func BenchmarkApply(b *testing.B) {
-	e, old := typicalExpr(), typicalItem()
+	e, old := typicalExpr(b), typicalItem()
 	p, _ := Parse(e.Update, e.Condition)
 	bd, _ := p.Bind(e.Names, e.Values, isKey)
 	b.ReportAllocs()
@@ -96,7 +96,7 @@ func BenchmarkApply(b *testing.B) {
 }
 
 func BenchmarkParse(b *testing.B) {
-	e := typicalExpr()
+	e := typicalExpr(b)
 	b.ReportAllocs()
 	ct := startCPU(b)
 	for b.Loop() {

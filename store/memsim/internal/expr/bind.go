@@ -385,7 +385,7 @@ func (b *Bound) validateUpdate() string {
 			if a.kind == aDelete {
 				return "Incorrect operand type for operator or function; operator: DELETE, operand type: " + typeWord(v) + addTypeSet
 			}
-			if v.Kind() != store.KindNumber {
+			if v.Kind() != "N" {
 				return "Incorrect operand type for operator or function; operator: ADD, operand type: " + typeWord(v) + addTypeSet
 			}
 		}
@@ -410,7 +410,7 @@ func (b *Bound) flatOverlap(h string, i int) string {
 // bindMemo is a resolution that passed the expression checks.
 type bindMemo struct {
 	names     []string
-	kinds     []store.Kind
+	kinds     []string
 	sensitive []store.Value // by Parsed.sensitive
 	touched   []string      // sorted distinct heads
 }
@@ -437,7 +437,7 @@ func (m *bindMemo) matches(b *Bound) bool {
 func newMemo(b *Bound) *bindMemo {
 	m := &bindMemo{
 		names:     append([]string(nil), b.names...),
-		kinds:     make([]store.Kind, len(b.values)),
+		kinds:     make([]string, len(b.values)),
 		sensitive: make([]store.Value, len(b.p.sensitive)),
 	}
 	for i, v := range b.values {
@@ -564,7 +564,7 @@ func init() {
 }
 
 func valueType(v store.Value) typeSet {
-	if v.Kind() == store.KindNumber {
+	if v.Kind() == "N" {
 		return tsN
 	}
 	return tsS

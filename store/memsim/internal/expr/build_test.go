@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/storetest"
 )
 
 // The builders' output (store.Build) parses, binds, checks and applies.
@@ -290,7 +291,7 @@ func hasWrite(u store.Update) bool {
 // Parsed is shared between goroutines; Bound, Check and Apply run
 // concurrently on it (run with -race).
 func TestConcurrentUse(t *testing.T) {
-	e := typicalExpr()
+	e := typicalExpr(t)
 	p := mustParse(t, e.Update, e.Condition)
 	old := typicalItem()
 	var wg sync.WaitGroup
@@ -317,7 +318,7 @@ func TestConcurrentUse(t *testing.T) {
 
 // typicalExpr is the limiter's common request: ten ADDs and a SET of the
 // refill time, under a condition of five tests.
-func typicalExpr() store.Expr {
+func typicalExpr(t testing.TB) store.Expr {
 	u := store.Update{}
 	for i := 0; i < 10; i++ {
 		u = u.Add(fmt.Sprintf("b_l%d_tk", i), N(-1000))
@@ -330,7 +331,7 @@ func typicalExpr() store.Expr {
 		store.Name("b_l1_tk").GreaterThanEqual(N(1000)),
 		store.Name("SK").BeginsWith("#"),
 	)
-	return store.MustBuild(u, c)
+	return storetest.Build(t, u, c)
 }
 
 func typicalItem() store.Item {

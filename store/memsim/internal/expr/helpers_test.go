@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/internal/schema"
 )
 
 type names = map[string]string
@@ -16,7 +17,7 @@ var (
 )
 
 // isKey is the limiter table's key schema.
-var isKey = store.DefaultSchema().IsKeyAttribute
+var isKey = schema.Default().IsKeyAttribute
 
 var testKey = [2]KeyAttr{{Name: "PK", Value: S("p")}, {Name: "SK", Value: S("s")}}
 

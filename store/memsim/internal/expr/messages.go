@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/shardlimit/limiter/store"
@@ -45,13 +46,17 @@ const (
 
 func verr(msg string) error { return &store.ValidationError{Message: msg} }
 
+func validationf(format string, args ...any) error {
+	return &store.ValidationError{Message: fmt.Sprintf(format, args...)}
+}
+
 // typeAbbr is DynamoDB's short type name of a value.
-func typeAbbr(v store.Value) string { return v.Kind().String() }
+func typeAbbr(v store.Value) string { return v.Kind() }
 
 // typeWord is the DocumentNodeType name DynamoDB prints for ADD and DELETE
 // operands.
 func typeWord(v store.Value) string {
-	if v.Kind() == store.KindNumber {
+	if v.Kind() == "N" {
 		return "NUMBER"
 	}
 	return "STRING"
