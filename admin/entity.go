@@ -16,15 +16,16 @@ import (
 const SchemaVersion = items.SchemaVersion
 
 // Entity is a rate-limited principal (an API key, a user, a project) and
-// its place in the hierarchy.
+// its place in the hierarchy. Its JSON form is {"id", "parent",
+// "cascade"}, the last two left out when empty.
 type Entity struct {
-	ID string
+	ID string `json:"id"`
 	// Parent is the entity whose buckets a cascade also charges; "" for
 	// none.
-	Parent string
+	Parent string `json:"parent,omitempty"`
 	// Cascade makes every acquire of this entity also charge its parent's
 	// bucket for the same resource, all or nothing.
-	Cascade bool
+	Cascade bool `json:"cascade,omitempty"`
 }
 
 // Scope addresses stored limits. The limits of an acquire of (entity,
@@ -41,9 +42,11 @@ type Entity struct {
 // "tpm" in force, and a name stored only for the entity (say a daily cap)
 // is added to the caller's. A stored scope cannot remove a caller's limit;
 // store a larger one instead.
+//
+// Its JSON form is {"entity", "resource"}, each left out when empty.
 type Scope struct {
-	Entity   string
-	Resource string
+	Entity   string `json:"entity,omitempty"`
+	Resource string `json:"resource,omitempty"`
 }
 
 func (s Scope) key(ns string) (store.Key, error) {
