@@ -79,10 +79,3 @@ func (b *breaker) record(err error, now int64, jitter float64) {
 		b.probing = false
 	}
 }
-
-// open reports whether the breaker answers calls at now without the store.
-func (b *breaker) open(now int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.openUntil != 0 && (now < b.openUntil || b.probing)
-}

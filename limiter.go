@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter/internal/engine"
+	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
 
@@ -42,8 +43,8 @@ func New(st store.Store, opts ...Option) (*Limiter, error) {
 	if st == nil {
 		return nil, invalid("store", "must not be nil")
 	}
-	if err := checkNamespace(cfg.namespace); err != nil {
-		return nil, err
+	if !keys.ValidNamespace(cfg.namespace) {
+		return nil, invalid("Namespace", "%q %s", cfg.namespace, keys.RuleNamespace)
 	}
 	if cfg.clock == nil {
 		return nil, invalid("WithClock", "clock must not be nil")

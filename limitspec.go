@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shardlimit/limiter/internal/keys"
 )
 
 // limitSyntax is the grammar of a limit written as text, for error messages
@@ -60,8 +62,8 @@ func ParseLimit(s string) (Limit, error) {
 	}
 	name, ratePeriod := fields[0], fields[1]
 	rateText, periodText, hasPeriod := strings.Cut(ratePeriod, "/")
-	if !validIdent(name, 64, true, "") {
-		return bad("name", "%q %s", name, ruleLimitName)
+	if !keys.ValidLimitName(name) {
+		return bad("name", "%q %s", name, keys.RuleLimitName)
 	}
 	rate, ok := wholeTokens(rateText)
 	if !ok {

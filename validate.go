@@ -7,35 +7,16 @@ import (
 	"github.com/shardlimit/limiter/internal/keys"
 )
 
-// The identifier rules (internal/keys).
-const (
-	ruleEntity    = keys.RuleEntity
-	ruleResource  = keys.RuleResource
-	ruleNamespace = keys.RuleNamespace
-	ruleLimitName = keys.RuleLimitName
-)
-
-func validIdent(s string, max int, firstLetterOnly bool, extra string) bool {
-	return keys.ValidIdent(s, max, firstLetterOnly, extra)
-}
-
 func checkEntity(field, id string) error {
-	if !validIdent(id, 256, false, ":@") {
-		return invalid(field, "%q %s", id, ruleEntity)
+	if !keys.ValidEntity(id) {
+		return invalid(field, "%q %s", id, keys.RuleEntity)
 	}
 	return nil
 }
 
 func checkResource(field, r string) error {
-	if !validIdent(r, 256, false, ":@/") {
-		return invalid(field, "%q %s", r, ruleResource)
-	}
-	return nil
-}
-
-func checkNamespace(ns string) error {
-	if !validIdent(ns, 64, false, "") {
-		return invalid("Namespace", "%q %s", ns, ruleNamespace)
+	if !keys.ValidResource(r) {
+		return invalid(field, "%q %s", r, keys.RuleResource)
 	}
 	return nil
 }
@@ -45,8 +26,8 @@ func checkNamespace(ns string) error {
 func (l Limit) Validate() error {
 	f := func(name string) string { return "Limit[" + l.Name + "]." + name }
 	switch {
-	case !validIdent(l.Name, 64, true, ""):
-		return invalid("Limit.Name", "%q %s", l.Name, ruleLimitName)
+	case !keys.ValidLimitName(l.Name):
+		return invalid("Limit.Name", "%q %s", l.Name, keys.RuleLimitName)
 	case l.Name == wcuName:
 		return invalid("Limit.Name", `"wcu" is reserved for the limiter's own per-partition write limit`)
 	case l.Capacity < 1 || l.Capacity > MaxTokens:
@@ -111,15 +92,15 @@ func checkRequest(req Request, resource string) error {
 	// time. found, not bad != "": "" is a name, and a bad one.
 	bad, found := "", false
 	for name, n := range req.Consume {
-		if (n < 1 || n > MaxTokens || !validIdent(name, 64, true, "")) && (!found || name < bad) {
+		if (n < 1 || n > MaxTokens || !keys.ValidLimitName(name)) && (!found || name < bad) {
 			bad, found = name, true
 		}
 	}
 	switch {
 	case !found:
 		return nil
-	case !validIdent(bad, 64, true, ""):
-		return invalid("Request.Consume["+bad+"]", "limit name %q %s", bad, ruleLimitName)
+	case !keys.ValidLimitName(bad):
+		return invalid("Request.Consume["+bad+"]", "limit name %q %s", bad, keys.RuleLimitName)
 	}
 	return invalid("Request.Consume["+bad+"]", "%d must be between 1 and %d tokens", req.Consume[bad], MaxTokens)
 }
@@ -188,8 +169,8 @@ func limitNamed(ls []Limit, name string) (Limit, bool) {
 
 // checkLimitName checks a limit name given on its own (an option).
 func checkLimitName(field, name string) error {
-	if !validIdent(name, 64, true, "") {
-		return invalid(field, "limit name %q %s", name, ruleLimitName)
+	if !keys.ValidLimitName(name) {
+		return invalid(field, "limit name %q %s", name, keys.RuleLimitName)
 	}
 	return nil
 }

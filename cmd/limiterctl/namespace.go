@@ -19,8 +19,8 @@ func init() {
 		&command{path: "namespace delete", args: "NAMESPACE", minArgs: 1, maxArgs: 1,
 			short: "delete every item of a namespace (needs --yes; run again to resume)",
 			setup: func(c *cmdCtx) func() error {
-				yes := c.boolFlag("yes", "confirm: delete every item of the namespace, which cannot be undone")
-				rate := c.intFlag("rate", admin.DefaultDeleteRate, "write units per second the deletes may consume")
+				yes := c.fs.Bool("yes", false, "confirm: delete every item of the namespace, which cannot be undone")
+				rate := c.fs.Int("rate", admin.DefaultDeleteRate, "write units per second the deletes may consume")
 				return func() error { return namespaceDelete(c, *yes, *rate) }
 			}},
 	)

@@ -28,7 +28,7 @@ func init() {
 			setup: noFlags(tableCheck)},
 		&command{path: "table describe", short: "what the table holds: status, sizes, indexes, counts in the namespace",
 			setup: func(c *cmdCtx) func() error {
-				scan := c.boolFlag("scan", "count every item per namespace and kind with a keys-only Scan (reads the whole table)")
+				scan := c.fs.Bool("scan", false, "count every item per namespace and kind with a keys-only Scan (reads the whole table)")
 				return func() error { return tableDescribe(c, *scan) }
 			}},
 	)
