@@ -62,10 +62,7 @@ func (a *Admin) ResetBucket(ctx context.Context, entity, resource string) (shard
 	}
 	found := map[int]bool{}
 	if out.Item != nil {
-		shards = 1
-		if n, ok := out.Item.Int(keys.AttrShardCount); ok && n > 1 {
-			shards = int(min(n, keys.MaxShards))
-		}
+		shards = int(min(keys.ShardCount(out.Item), keys.MaxShards))
 		for s := range shards {
 			found[s] = true
 		}

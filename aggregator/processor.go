@@ -339,7 +339,7 @@ func (p *Processor) Process(ctx context.Context, recs []Record) Result {
 	latest := make(map[string]int64)
 	for _, e := range es {
 		if e.b.Shard == 0 && e.r.New != nil {
-			latest[e.pk] = max(latest[e.pk], shardCount(e.r.New))
+			latest[e.pk] = max(latest[e.pk], keys.ShardCount(e.r.New))
 		}
 	}
 	for _, e := range es {
