@@ -149,10 +149,10 @@ func parsePeriod(s string) (time.Duration, bool) {
 func (l Limit) String() string {
 	p := formatPeriod(l.Period)
 	if l.Capacity != l.Refill {
-		return fmt.Sprintf("%s(capacity %d, burst %d, refill %d per %s)", l.Name, l.Capacity, l.burst(), l.Refill, p)
+		return fmt.Sprintf("%s(capacity %d, burst %d, refill %d per %s)", l.Name, l.Capacity, l.EffectiveBurst(), l.Refill, p)
 	}
 	s := l.Name + ":" + strconv.FormatInt(l.Refill, 10) + "/" + p
-	if b := l.burst(); b != l.Capacity {
+	if b := l.EffectiveBurst(); b != l.Capacity {
 		s += ":" + strconv.FormatInt(b, 10)
 	}
 	return s

@@ -120,7 +120,7 @@ func checkConsume(limits []Limit, consume map[string]int64, whose string) error 
 	bad, seen, found := "", false, false
 	for name, n := range consume {
 		if !seen || name < bad {
-			if x, ok := limitNamed(limits, name); !ok || n > x.burst() {
+			if x, ok := limitNamed(limits, name); !ok || n > x.EffectiveBurst() {
 				bad, seen, found = name, true, ok
 			}
 		}
@@ -132,7 +132,7 @@ func checkConsume(limits []Limit, consume map[string]int64, whose string) error 
 		return invalid("Request.Consume["+bad+"]", "no limit named %q applies%s (not in the request's limits, the default limits or the limits stored for the entity or resource)", bad, whose)
 	}
 	x, _ := limitNamed(limits, bad)
-	return invalid("Request.Consume["+bad+"]", "%d tokens exceeds the burst %d%s: it could never be admitted", consume[bad], x.burst(), whose)
+	return invalid("Request.Consume["+bad+"]", "%d tokens exceeds the burst %d%s: it could never be admitted", consume[bad], x.EffectiveBurst(), whose)
 }
 
 // accounted reports whether limits (distinctly named: checkLimits,
@@ -149,7 +149,7 @@ func accounted(limits []Limit, consume map[string]int64, toBurst bool) bool {
 	for _, x := range limits {
 		most := int64(MaxTokens)
 		if toBurst {
-			most = x.burst()
+			most = x.EffectiveBurst()
 		}
 		if n, found := consume[x.Name]; found && n >= 1 && n <= most {
 			ok++

@@ -88,11 +88,3 @@ func storeErr(ctx context.Context, op string, err error) error {
 func limitsOf(it store.Item) ([]limiter.Limit, bool, error) {
 	return items.DecodeLimits(it, limiter.Limit.Validate)
 }
-
-// burst returns l's effective burst in tokens.
-func burst(l limiter.Limit) int64 {
-	if l.Burst == 0 {
-		return l.Capacity
-	}
-	return l.Burst
-}

@@ -96,7 +96,7 @@ func (c *cmdCtx) printLimits(s admin.Scope, ls []limiter.Limit) error {
 	}
 	w := c.tabular("LIMIT", "SPEC", "CAPACITY", "BURST", "REFILL", "PERIOD")
 	for _, l := range ls {
-		row(w, l.Name, l.String(), l.Capacity, burstOf(l), l.Refill, formatPeriod(l.Period))
+		row(w, l.Name, l.String(), l.Capacity, l.EffectiveBurst(), l.Refill, formatPeriod(l.Period))
 	}
 	return w.Flush()
 }

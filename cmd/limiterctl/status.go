@@ -157,7 +157,7 @@ func storedScopes(c *cmdCtx, adm *admin.Admin, entity, resource string) ([]strin
 
 // timeToFull is how long a limit at tokens takes to refill to its burst.
 func timeToFull(l limiter.Limit, tokens int64) time.Duration {
-	deficit := burstOf(l) - tokens
+	deficit := l.EffectiveBurst() - tokens
 	if deficit <= 0 {
 		return 0
 	}
