@@ -49,6 +49,12 @@ func (l Limit) Validate() error {
 // under DynamoDB's 4 KB expression and 1 KB-per-WCU item sizes.
 const maxLimits = 16
 
+// ValidateLimits reports whether ls can be the limits of one request or of
+// one stored scope: at most 16, each valid (see [Limit.Validate]), no name
+// given twice. The error is a *ValidationError naming the first rule
+// broken (Field "limits" for the count and the names).
+func ValidateLimits(ls []Limit) error { return checkLimits("limits", ls) }
+
 func checkLimits(field string, ls []Limit) error {
 	if len(ls) > maxLimits {
 		return invalid(field, "%d limits; at most %d", len(ls), maxLimits)

@@ -161,7 +161,7 @@ func (a *Admin) PutLimits(ctx context.Context, s Scope, limits []limiter.Limit) 
 	if len(limits) == 0 {
 		return invalid("limits", "must not be empty (use DeleteLimits)")
 	}
-	if err := checkLimits("limits", limits); err != nil {
+	if err := limiter.ValidateLimits(limits); err != nil {
 		return err
 	}
 	err = a.applyChange(ctx, configChange{op: "put limits", action: AuditPutLimits, scope: s,

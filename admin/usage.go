@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"time"
 
@@ -28,6 +29,26 @@ func (w UsageWindow) String() string {
 		return a
 	}
 	return "invalid"
+}
+
+// MarshalText encodes w as "hourly", "daily" or "monthly"; an invalid
+// window is an error.
+func (w UsageWindow) MarshalText() ([]byte, error) {
+	if !keys.UsageWindow(w).Valid() {
+		return nil, fmt.Errorf("limiter: invalid UsageWindow %d", w)
+	}
+	return []byte(w.String()), nil
+}
+
+// UnmarshalText decodes "hourly", "daily" or "monthly".
+func (w *UsageWindow) UnmarshalText(b []byte) error {
+	for _, v := range []UsageWindow{UsageHourly, UsageDaily, UsageMonthly} {
+		if v.String() == string(b) {
+			*w = v
+			return nil
+		}
+	}
+	return fmt.Errorf("limiter: usage window %q must be hourly, daily or monthly", b)
 }
 
 // UsageQuery selects usage snapshots of one (entity, resource). Its JSON

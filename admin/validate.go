@@ -42,27 +42,6 @@ func checkResource(field, r string) error {
 	return nil
 }
 
-// maxLimits is the most limits one scope may store (the limiter's bound
-// on the limits of one request).
-const maxLimits = 16
-
-func checkLimits(field string, ls []limiter.Limit) error {
-	if len(ls) > maxLimits {
-		return invalid(field, "%d limits; at most %d", len(ls), maxLimits)
-	}
-	for i, l := range ls {
-		if err := l.Validate(); err != nil {
-			return err
-		}
-		for _, m := range ls[:i] {
-			if m.Name == l.Name {
-				return invalid(field, "limit %q appears twice", l.Name)
-			}
-		}
-	}
-	return nil
-}
-
 // storeErr turns a store error into the caller's: when ctx is done, the
 // context's error (joined with err, which says whether a write may have
 // applied: store.OutcomeUnknown), never a *limiter.UnavailableError; a
