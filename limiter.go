@@ -70,8 +70,8 @@ func New(st store.Store, opts ...Option) (*Limiter, error) {
 	l := &Limiter{st: st, cfg: cfg, rng: &lockedRand{r: cfg.rand}, mem: engine.NewMemory(cfg.memorySize)}
 	if cfg.reserve != nil {
 		for _, n := range cfg.reserve.names {
-			if err := checkLimitName("WithReservations", n); err != nil {
-				return nil, err
+			if !keys.ValidLimitName(n) {
+				return nil, invalid("WithReservations", "limit name %q %s", n, keys.RuleLimitName)
 			}
 		}
 		l.pools = engine.NewPools()

@@ -172,11 +172,3 @@ func limitNamed(ls []Limit, name string) (Limit, bool) {
 	}
 	return Limit{}, false
 }
-
-// checkLimitName checks a limit name given on its own (an option).
-func checkLimitName(field, name string) error {
-	if !keys.ValidLimitName(name) {
-		return invalid(field, "limit name %q %s", name, keys.RuleLimitName)
-	}
-	return nil
-}

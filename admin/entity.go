@@ -109,7 +109,7 @@ func (a *Admin) PutEntity(ctx context.Context, e Entity) error {
 	}
 	err := a.applyChange(ctx, configChange{op: "put entity", action: AuditPutEntity, scope: Scope{Entity: e.ID},
 		key: keys.Entity(a.ns, e.ID), next: items.EntityItem(a.ns, items.Entity(e)), state: entityState})
-	a.invalidate()
+	a.lim.Invalidate()
 	return err
 }
 
@@ -143,7 +143,7 @@ func (a *Admin) DeleteEntity(ctx context.Context, id string) error {
 	}
 	err := a.applyChange(ctx, configChange{op: "delete entity", action: AuditDeleteEntity, scope: Scope{Entity: id},
 		key: keys.Entity(a.ns, id), state: entityState})
-	a.invalidate()
+	a.lim.Invalidate()
 	return err
 }
 
@@ -166,7 +166,7 @@ func (a *Admin) PutLimits(ctx context.Context, s Scope, limits []limiter.Limit) 
 	}
 	err = a.applyChange(ctx, configChange{op: "put limits", action: AuditPutLimits, scope: s,
 		key: k, next: items.LimitsItem(a.ns, k, s.Entity, s.Resource, limits), state: limitsState})
-	a.invalidate()
+	a.lim.Invalidate()
 	return err
 }
 
@@ -184,8 +184,7 @@ func (a *Admin) GetLimits(ctx context.Context, s Scope) ([]limiter.Limit, bool, 
 	if err != nil {
 		return nil, false, storeErr(ctx, "get limits", err)
 	}
-	ls, ok, err := limitsOf(out.Item)
-	return ls, ok, err
+	return limitsOf(out.Item)
 }
 
 // DeleteLimits deletes the limits stored for a scope, with an audit
@@ -200,14 +199,6 @@ func (a *Admin) DeleteLimits(ctx context.Context, s Scope) error {
 	}
 	err = a.applyChange(ctx, configChange{op: "delete limits", action: AuditDeleteLimits, scope: s,
 		key: k, state: limitsState})
-	a.invalidate()
+	a.lim.Invalidate()
 	return err
-}
-
-// invalidate drops the configuration cache of the limiter given with
-// WithLimiter, if any.
-func (a *Admin) invalidate() {
-	if a.lim != nil {
-		a.lim.Invalidate()
-	}
 }

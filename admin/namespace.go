@@ -233,7 +233,7 @@ func (a *Admin) DeleteNamespace(ctx context.Context, opts DeleteNamespaceOptions
 	if rate == 0 {
 		rate = DefaultDeleteRate
 	}
-	defer a.invalidate()
+	defer a.lim.Invalidate()
 	d := deleter{a: a, rate: rate, start: time.Now(), done: newCounter(a.ns), progress: opts.Progress}
 	err := scanPages(ctx, a.st, a.ns+"/", func(ks []store.Key) error {
 		for first := 0; first < len(ks); first += deleteBatch {
