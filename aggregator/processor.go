@@ -149,7 +149,7 @@ func New(st store.Store, opts Options) (*Processor, error) {
 	}
 	p.windows = append([]Window(nil), p.windows...)
 	for i, w := range p.windows {
-		if !w.valid() {
+		if !keys.UsageWindow(w).Valid() {
 			return nil, fmt.Errorf("aggregator: invalid window %v", w)
 		}
 		for _, v := range p.windows[:i] {
