@@ -2,6 +2,7 @@ package keys
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -258,11 +259,7 @@ func EncodeSeq(seq string) (string, error) {
 	if len(digits) > MaxSeqDigits {
 		return "", ErrSeq
 	}
-	n := strconv.Itoa(len(digits))
-	if len(n) == 1 {
-		n = "0" + n
-	}
-	return n + digits, nil
+	return fmt.Sprintf("%02d%s", len(digits), digits), nil
 }
 
 // CompareEncodedSeq compares two EncodeSeq results: -1, 0 or +1 as the
