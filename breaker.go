@@ -3,7 +3,6 @@ package limiter
 import (
 	"errors"
 	"sync"
-	"sync/atomic"
 
 	"github.com/shardlimit/limiter/store"
 )
@@ -24,18 +23,11 @@ type breaker struct {
 	fails     int
 	openUntil int64 // ms; 0: closed
 	probing   bool
-	// dirty is set, under mu, while fails, openUntil or probing is not
-	// zero: a breaker that is clean answers allow and a success without
-	// taking mu (the state every acquire of a healthy store sees).
-	dirty atomic.Bool
 }
 
 // allow reports whether a call may go to the store now: clock returns
-// the time (Unix ms), read only when the breaker is not clean.
+// the time (Unix ms), read only when the breaker is open.
 func (b *breaker) allow(clock func() int64) bool {
-	if !b.dirty.Load() {
-		return true // closed
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.openUntil == 0 {
@@ -50,9 +42,12 @@ func (b *breaker) allow(clock func() int64) bool {
 
 // changes reports whether recording the outcome err would change the
 // breaker: false for a success (or any error but unavailability) while
-// it is clean, the common case, which record need not be called for.
+// it is closed with no failure counted, the common case, which record
+// need not be called for.
 func (b *breaker) changes(err error) bool {
-	return !b.succeeded(err) || b.dirty.Load()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.succeeded(err) || b.fails != 0 || b.openUntil != 0 || b.probing
 }
 
 func (b *breaker) succeeded(err error) bool {
@@ -62,14 +57,9 @@ func (b *breaker) succeeded(err error) bool {
 // record takes the outcome of a call that went to the store; jitter is
 // uniform in [0, 1).
 func (b *breaker) record(err error, now int64, jitter float64) {
-	ok := b.succeeded(err)
-	if ok && !b.dirty.Load() {
-		return // already clean: nothing to reset
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	defer func() { b.dirty.Store(b.fails != 0 || b.openUntil != 0 || b.probing) }()
-	if ok {
+	if b.succeeded(err) {
 		b.fails, b.openUntil, b.probing = 0, 0, false
 		return
 	}
@@ -78,11 +68,4 @@ func (b *breaker) record(err error, now int64, jitter float64) {
 		b.openUntil = now + int64(float64(breakerOpenMs)*(0.5+jitter))
 		b.probing = false
 	}
-}
-
-// open reports whether the breaker answers calls at now without the store.
-func (b *breaker) open(now int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.openUntil != 0 && (now < b.openUntil || b.probing)
 }

@@ -238,7 +238,7 @@ func (rc resourceConf) expiry() time.Time { return rc.cached }
 // and the cache generation it was found or read in.
 func (l *Limiter) stored(ctx context.Context, tr *trace, entity, resource string) (entityConf, resourceConf, uint64, error) {
 	ec, res, gen, err := l.storedOnce(ctx, tr, entity, resource)
-	if err != nil && ctx.Err() == nil && isContextErr(err) {
+	if err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		// A read of another caller ended with that caller's context.
 		ec, res, gen, err = l.storedOnce(ctx, tr, entity, resource)
 	}
@@ -396,10 +396,6 @@ func decodeEntityConf(id string, meta, own, all store.Item) (entityConf, error) 
 		return entityConf{}, err
 	}
 	return ec, nil
-}
-
-func isContextErr(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // limitsOf decodes a stored limits item; ok is false for no item.

@@ -25,8 +25,8 @@ type Lease struct {
 
 type leasePart struct {
 	p      bucketPlan
-	net    *netAmounts  // millitokens adjusted beyond the acquire, per limit (nil: none)
-	states []LimitState // as the lease's last write left the bucket (computed when asked)
+	net    map[string]int64 // millitokens adjusted beyond the acquire, per limit (nil: none)
+	states []LimitState     // as the lease's last write left the bucket (computed when asked)
 	// What the states are computed from: the item the lease's last write
 	// returned and when (or, for a pooled part, the pool's holdings are
 	// added).
@@ -323,10 +323,8 @@ func (l *Limiter) settleWithPool(part *leasePart, milli map[string]int64) bool {
 // out). A lease never returns more than this.
 func (part *leasePart) held() map[string]int64 {
 	h := part.p.Amounts()
-	if part.net != nil {
-		for _, e := range part.net.list {
-			h[e.name] += e.v
-		}
+	for name, v := range part.net {
+		h[name] += v
 	}
 	for name, v := range h {
 		if v == 0 {
@@ -340,34 +338,9 @@ func (part *leasePart) held() map[string]int64 {
 // name.
 func (part *leasePart) addNet(name string, d int64) {
 	if part.net == nil {
-		part.net = new(netAmounts)
-		part.net.list = part.net.buf[:0]
+		part.net = make(map[string]int64, 2)
 	}
-	part.net.add(name, d)
-}
-
-// netAmounts maps limit names to millitokens: a short list, as a lease part
-// has few limits, in one allocation with room for two (a map cost two
-// allocations and a few hundred bytes per adjusted lease).
-type netAmounts struct {
-	list []namedMilli
-	buf  [2]namedMilli
-}
-
-type namedMilli struct {
-	name string
-	v    int64
-}
-
-// add adds d to name's amount.
-func (n *netAmounts) add(name string, d int64) {
-	for i := range n.list {
-		if n.list[i].name == name {
-			n.list[i].v += d
-			return
-		}
-	}
-	n.list = append(n.list, namedMilli{name, d})
+	part.net[name] += d
 }
 
 // oneLease returns a lease of one bucket.

@@ -55,8 +55,9 @@ func (l Limit) WithBurst(b int64) Limit {
 	return l
 }
 
-// burst returns the effective burst in tokens.
-func (l Limit) burst() int64 {
+// EffectiveBurst returns the most tokens the bucket holds: Burst, or
+// Capacity when Burst is 0.
+func (l Limit) EffectiveBurst() int64 {
 	if l.Burst == 0 {
 		return l.Capacity
 	}
@@ -71,7 +72,7 @@ const MaxTokens = bucket.MaxTokens / bucket.MilliPerToken
 func (l Limit) bucketLimit() bucket.Limit {
 	return bucket.Limit{
 		Capacity:     l.Capacity * bucket.MilliPerToken,
-		Burst:        l.burst() * bucket.MilliPerToken,
+		Burst:        l.EffectiveBurst() * bucket.MilliPerToken,
 		RefillAmount: l.Refill * bucket.MilliPerToken,
 		RefillPeriod: l.Period.Milliseconds(),
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter/internal/engine"
+	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
 
@@ -42,8 +43,8 @@ func New(st store.Store, opts ...Option) (*Limiter, error) {
 	if st == nil {
 		return nil, invalid("store", "must not be nil")
 	}
-	if err := checkNamespace(cfg.namespace); err != nil {
-		return nil, err
+	if !keys.ValidNamespace(cfg.namespace) {
+		return nil, invalid("Namespace", "%q %s", cfg.namespace, keys.RuleNamespace)
 	}
 	if cfg.clock == nil {
 		return nil, invalid("WithClock", "clock must not be nil")
@@ -69,8 +70,8 @@ func New(st store.Store, opts ...Option) (*Limiter, error) {
 	l := &Limiter{st: st, cfg: cfg, rng: &lockedRand{r: cfg.rand}, mem: engine.NewMemory(cfg.memorySize)}
 	if cfg.reserve != nil {
 		for _, n := range cfg.reserve.names {
-			if err := checkLimitName("WithReservations", n); err != nil {
-				return nil, err
+			if !keys.ValidLimitName(n) {
+				return nil, invalid("WithReservations", "limit name %q %s", n, keys.RuleLimitName)
 			}
 		}
 		l.pools = engine.NewPools()

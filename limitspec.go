@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shardlimit/limiter/internal/keys"
 )
 
 // limitSyntax is the grammar of a limit written as text, for error messages
@@ -60,8 +62,8 @@ func ParseLimit(s string) (Limit, error) {
 	}
 	name, ratePeriod := fields[0], fields[1]
 	rateText, periodText, hasPeriod := strings.Cut(ratePeriod, "/")
-	if !validIdent(name, 64, true, "") {
-		return bad("name", "%q %s", name, ruleLimitName)
+	if !keys.ValidLimitName(name) {
+		return bad("name", "%q %s", name, keys.RuleLimitName)
 	}
 	rate, ok := wholeTokens(rateText)
 	if !ok {
@@ -147,10 +149,10 @@ func parsePeriod(s string) (time.Duration, bool) {
 func (l Limit) String() string {
 	p := formatPeriod(l.Period)
 	if l.Capacity != l.Refill {
-		return fmt.Sprintf("%s(capacity %d, burst %d, refill %d per %s)", l.Name, l.Capacity, l.burst(), l.Refill, p)
+		return fmt.Sprintf("%s(capacity %d, burst %d, refill %d per %s)", l.Name, l.Capacity, l.EffectiveBurst(), l.Refill, p)
 	}
 	s := l.Name + ":" + strconv.FormatInt(l.Refill, 10) + "/" + p
-	if b := l.burst(); b != l.Capacity {
+	if b := l.EffectiveBurst(); b != l.Capacity {
 		s += ":" + strconv.FormatInt(b, 10)
 	}
 	return s

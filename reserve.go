@@ -51,7 +51,7 @@ func (l *Limiter) reserved(ctx context.Context, tr *trace, p bucketPlan) (lease 
 	case step.Done:
 		now = l.nowMs()
 		l.pools.Granted(p.Plan, now)
-		tr.ev.Reserved = tokensOf(extra)
+		tr.ev.Reserved = addTokens(nil, extra, 1)
 		l.returnPools(ctx, tr, []*engine.Return{l.pools.Add(p.Plan, extra, m.Shard, m.N, m.Gen, now, m.Until)})
 		return l.pooledLease(p, m.Shard, m.N, now), nil, true
 	}
@@ -101,7 +101,8 @@ func (l *Limiter) giveBack(ctx context.Context, tr *trace, r *engine.Return) err
 	return nil
 }
 
-// addTokens adds sign × milli (in whole tokens) to m, allocating it.
+// addTokens adds sign × milli (in whole tokens) to m, allocating it when
+// nil.
 func addTokens(m, milli map[string]int64, sign int64) map[string]int64 {
 	if m == nil {
 		m = make(map[string]int64, len(milli))
@@ -110,14 +111,6 @@ func addTokens(m, milli map[string]int64, sign int64) map[string]int64 {
 		m[k] += sign * v / bucket.MilliPerToken
 	}
 	return m
-}
-
-func tokensOf(milli map[string]int64) map[string]int64 {
-	out := make(map[string]int64, len(milli))
-	for k, v := range milli {
-		out[k] = v / bucket.MilliPerToken
-	}
-	return out
 }
 
 // Close returns every reservation's unused tokens to the store. Call it

@@ -59,12 +59,7 @@ func (l *Limiter) status(ctx context.Context, tr *trace, entity, resource string
 		return nil, l.storeErr(ctx, "status", err)
 	}
 	items := []store.Item{out.Item}
-	n := int64(1)
-	if out.Item != nil {
-		if c, ok := out.Item.Int(keys.AttrShardCount); ok && c > 1 {
-			n = c
-		}
-	}
+	n := keys.ShardCount(out.Item)
 	for first := int64(1); first < n; first += 100 {
 		var ks []store.Key
 		for s := first; s < n && s < first+100; s++ {

@@ -7,35 +7,16 @@ import (
 	"github.com/shardlimit/limiter/internal/keys"
 )
 
-// The identifier rules (internal/keys).
-const (
-	ruleEntity    = keys.RuleEntity
-	ruleResource  = keys.RuleResource
-	ruleNamespace = keys.RuleNamespace
-	ruleLimitName = keys.RuleLimitName
-)
-
-func validIdent(s string, max int, firstLetterOnly bool, extra string) bool {
-	return keys.ValidIdent(s, max, firstLetterOnly, extra)
-}
-
 func checkEntity(field, id string) error {
-	if !validIdent(id, 256, false, ":@") {
-		return invalid(field, "%q %s", id, ruleEntity)
+	if !keys.ValidEntity(id) {
+		return invalid(field, "%q %s", id, keys.RuleEntity)
 	}
 	return nil
 }
 
 func checkResource(field, r string) error {
-	if !validIdent(r, 256, false, ":@/") {
-		return invalid(field, "%q %s", r, ruleResource)
-	}
-	return nil
-}
-
-func checkNamespace(ns string) error {
-	if !validIdent(ns, 64, false, "") {
-		return invalid("Namespace", "%q %s", ns, ruleNamespace)
+	if !keys.ValidResource(r) {
+		return invalid(field, "%q %s", r, keys.RuleResource)
 	}
 	return nil
 }
@@ -45,8 +26,8 @@ func checkNamespace(ns string) error {
 func (l Limit) Validate() error {
 	f := func(name string) string { return "Limit[" + l.Name + "]." + name }
 	switch {
-	case !validIdent(l.Name, 64, true, ""):
-		return invalid("Limit.Name", "%q %s", l.Name, ruleLimitName)
+	case !keys.ValidLimitName(l.Name):
+		return invalid("Limit.Name", "%q %s", l.Name, keys.RuleLimitName)
 	case l.Name == wcuName:
 		return invalid("Limit.Name", `"wcu" is reserved for the limiter's own per-partition write limit`)
 	case l.Capacity < 1 || l.Capacity > MaxTokens:
@@ -111,15 +92,15 @@ func checkRequest(req Request, resource string) error {
 	// time. found, not bad != "": "" is a name, and a bad one.
 	bad, found := "", false
 	for name, n := range req.Consume {
-		if (n < 1 || n > MaxTokens || !validIdent(name, 64, true, "")) && (!found || name < bad) {
+		if (n < 1 || n > MaxTokens || !keys.ValidLimitName(name)) && (!found || name < bad) {
 			bad, found = name, true
 		}
 	}
 	switch {
 	case !found:
 		return nil
-	case !validIdent(bad, 64, true, ""):
-		return invalid("Request.Consume["+bad+"]", "limit name %q %s", bad, ruleLimitName)
+	case !keys.ValidLimitName(bad):
+		return invalid("Request.Consume["+bad+"]", "limit name %q %s", bad, keys.RuleLimitName)
 	}
 	return invalid("Request.Consume["+bad+"]", "%d must be between 1 and %d tokens", req.Consume[bad], MaxTokens)
 }
@@ -139,7 +120,7 @@ func checkConsume(limits []Limit, consume map[string]int64, whose string) error 
 	bad, seen, found := "", false, false
 	for name, n := range consume {
 		if !seen || name < bad {
-			if x, ok := limitNamed(limits, name); !ok || n > x.burst() {
+			if x, ok := limitNamed(limits, name); !ok || n > x.EffectiveBurst() {
 				bad, seen, found = name, true, ok
 			}
 		}
@@ -151,7 +132,7 @@ func checkConsume(limits []Limit, consume map[string]int64, whose string) error 
 		return invalid("Request.Consume["+bad+"]", "no limit named %q applies%s (not in the request's limits, the default limits or the limits stored for the entity or resource)", bad, whose)
 	}
 	x, _ := limitNamed(limits, bad)
-	return invalid("Request.Consume["+bad+"]", "%d tokens exceeds the burst %d%s: it could never be admitted", consume[bad], x.burst(), whose)
+	return invalid("Request.Consume["+bad+"]", "%d tokens exceeds the burst %d%s: it could never be admitted", consume[bad], x.EffectiveBurst(), whose)
 }
 
 // accounted reports whether limits (distinctly named: checkLimits,
@@ -168,7 +149,7 @@ func accounted(limits []Limit, consume map[string]int64, toBurst bool) bool {
 	for _, x := range limits {
 		most := int64(MaxTokens)
 		if toBurst {
-			most = x.burst()
+			most = x.EffectiveBurst()
 		}
 		if n, found := consume[x.Name]; found && n >= 1 && n <= most {
 			ok++
@@ -184,12 +165,4 @@ func limitNamed(ls []Limit, name string) (Limit, bool) {
 		}
 	}
 	return Limit{}, false
-}
-
-// checkLimitName checks a limit name given on its own (an option).
-func checkLimitName(field, name string) error {
-	if !validIdent(name, 64, true, "") {
-		return invalid(field, "limit name %q %s", name, ruleLimitName)
-	}
-	return nil
 }

@@ -212,10 +212,7 @@ func (a *Admin) Buckets(ctx context.Context, entity, resource string) ([]BucketI
 	for i, r := range resources {
 		b := BucketInfo{Entity: entity, Resource: r, Items: count[r]}
 		if it := items[i]; it != nil {
-			b.Shards = 1
-			if n, ok := it.Int(keys.AttrShardCount); ok && n > 1 {
-				b.Shards = int(n)
-			}
+			b.Shards = int(keys.ShardCount(it))
 			if b.Limits, err = bucketLimits(it); err != nil {
 				return nil, err
 			}

@@ -313,7 +313,7 @@ func encodeState(s *AuditState) string {
 	}
 	j := stateJSON{Parent: s.Parent, Cascade: s.Cascade, Shards: s.Shards, Malformed: s.Malformed}
 	for _, x := range s.Limits {
-		j.Limits = append(j.Limits, storedLimitJSON{x.Name, x.Capacity, burst(x), x.Refill, x.Period.Milliseconds()})
+		j.Limits = append(j.Limits, storedLimitJSON{x.Name, x.Capacity, x.EffectiveBurst(), x.Refill, x.Period.Milliseconds()})
 	}
 	b, _ := json.Marshal(j) // plain strings, numbers and bools: cannot fail
 	return string(b)

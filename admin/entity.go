@@ -16,15 +16,16 @@ import (
 const SchemaVersion = items.SchemaVersion
 
 // Entity is a rate-limited principal (an API key, a user, a project) and
-// its place in the hierarchy.
+// its place in the hierarchy. Its JSON form is {"id", "parent",
+// "cascade"}, the last two left out when empty.
 type Entity struct {
-	ID string
+	ID string `json:"id"`
 	// Parent is the entity whose buckets a cascade also charges; "" for
 	// none.
-	Parent string
+	Parent string `json:"parent,omitempty"`
 	// Cascade makes every acquire of this entity also charge its parent's
 	// bucket for the same resource, all or nothing.
-	Cascade bool
+	Cascade bool `json:"cascade,omitempty"`
 }
 
 // Scope addresses stored limits. The limits of an acquire of (entity,
@@ -41,9 +42,11 @@ type Entity struct {
 // "tpm" in force, and a name stored only for the entity (say a daily cap)
 // is added to the caller's. A stored scope cannot remove a caller's limit;
 // store a larger one instead.
+//
+// Its JSON form is {"entity", "resource"}, each left out when empty.
 type Scope struct {
-	Entity   string
-	Resource string
+	Entity   string `json:"entity,omitempty"`
+	Resource string `json:"resource,omitempty"`
 }
 
 func (s Scope) key(ns string) (store.Key, error) {
@@ -106,7 +109,7 @@ func (a *Admin) PutEntity(ctx context.Context, e Entity) error {
 	}
 	err := a.applyChange(ctx, configChange{op: "put entity", action: AuditPutEntity, scope: Scope{Entity: e.ID},
 		key: keys.Entity(a.ns, e.ID), next: items.EntityItem(a.ns, items.Entity(e)), state: entityState})
-	a.invalidate()
+	a.lim.Invalidate()
 	return err
 }
 
@@ -140,7 +143,7 @@ func (a *Admin) DeleteEntity(ctx context.Context, id string) error {
 	}
 	err := a.applyChange(ctx, configChange{op: "delete entity", action: AuditDeleteEntity, scope: Scope{Entity: id},
 		key: keys.Entity(a.ns, id), state: entityState})
-	a.invalidate()
+	a.lim.Invalidate()
 	return err
 }
 
@@ -158,12 +161,12 @@ func (a *Admin) PutLimits(ctx context.Context, s Scope, limits []limiter.Limit) 
 	if len(limits) == 0 {
 		return invalid("limits", "must not be empty (use DeleteLimits)")
 	}
-	if err := checkLimits("limits", limits); err != nil {
+	if err := checkLimits(limits); err != nil {
 		return err
 	}
 	err = a.applyChange(ctx, configChange{op: "put limits", action: AuditPutLimits, scope: s,
 		key: k, next: items.LimitsItem(a.ns, k, s.Entity, s.Resource, limits), state: limitsState})
-	a.invalidate()
+	a.lim.Invalidate()
 	return err
 }
 
@@ -181,8 +184,7 @@ func (a *Admin) GetLimits(ctx context.Context, s Scope) ([]limiter.Limit, bool, 
 	if err != nil {
 		return nil, false, storeErr(ctx, "get limits", err)
 	}
-	ls, ok, err := limitsOf(out.Item)
-	return ls, ok, err
+	return limitsOf(out.Item)
 }
 
 // DeleteLimits deletes the limits stored for a scope, with an audit
@@ -197,14 +199,6 @@ func (a *Admin) DeleteLimits(ctx context.Context, s Scope) error {
 	}
 	err = a.applyChange(ctx, configChange{op: "delete limits", action: AuditDeleteLimits, scope: s,
 		key: k, state: limitsState})
-	a.invalidate()
+	a.lim.Invalidate()
 	return err
-}
-
-// invalidate drops the configuration cache of the limiter given with
-// WithLimiter, if any.
-func (a *Admin) invalidate() {
-	if a.lim != nil {
-		a.lim.Invalidate()
-	}
 }

@@ -26,26 +26,30 @@ import (
 // item in the table.
 var ErrUnknownNamespace = errors.New("limiter: the namespace has no item in the table")
 
-// NamespaceInfo counts the items of a namespace, by kind.
+// NamespaceInfo counts the items of a namespace, by kind. Its JSON form
+// has the names in snake_case ("namespace", "bucket_shard_items",
+// "stored_limits" for Name, BucketItems and Limits).
 type NamespaceInfo struct {
-	Name string
+	Name string `json:"namespace"`
 	// Items is every item of the namespace, of any kind.
-	Items int
-	// Entities counts entity items (written with PutEntity).
-	Entities int
+	Items int `json:"items"`
 	// Buckets counts buckets, one per (entity, resource) whatever its
 	// shard count; BucketItems counts their shard items.
-	Buckets, BucketItems int
+	Buckets     int `json:"buckets"`
+	BucketItems int `json:"bucket_shard_items"`
 	// Resources counts the distinct resources of the buckets.
-	Resources int
+	Resources int `json:"resources"`
+	// Entities counts entity items (written with PutEntity).
+	Entities int `json:"entities"`
 	// Limits counts stored-limits items (of entities and of resources).
-	Limits int
-	// AuditRecords and UsageSnapshots count audit records and the
-	// aggregator's usage snapshots.
-	AuditRecords, UsageSnapshots int
+	Limits int `json:"stored_limits"`
+	// UsageSnapshots and AuditRecords count the aggregator's usage
+	// snapshots and audit records.
+	UsageSnapshots int `json:"usage_snapshots"`
+	AuditRecords   int `json:"audit_records"`
 	// Other counts items of the namespace of none of these kinds (none
 	// the limiter writes).
-	Other int
+	Other int `json:"other"`
 }
 
 // nsCounter adds up NamespaceInfo from item keys.
@@ -233,7 +237,7 @@ func (a *Admin) DeleteNamespace(ctx context.Context, opts DeleteNamespaceOptions
 	if rate == 0 {
 		rate = DefaultDeleteRate
 	}
-	defer a.invalidate()
+	defer a.lim.Invalidate()
 	d := deleter{a: a, rate: rate, start: time.Now(), done: newCounter(a.ns), progress: opts.Progress}
 	err := scanPages(ctx, a.st, a.ns+"/", func(ks []store.Key) error {
 		for first := 0; first < len(ks); first += deleteBatch {

@@ -17,7 +17,7 @@ type Admin struct {
 	clock     limiter.Clock
 	principal string
 	retention time.Duration
-	lim       *limiter.Limiter
+	lim       *limiter.Limiter // WithLimiter's, or nil: its Invalidate and ForgetBucket do nothing on nil
 }
 
 // Option configures an Admin.

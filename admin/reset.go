@@ -62,10 +62,7 @@ func (a *Admin) ResetBucket(ctx context.Context, entity, resource string) (shard
 	}
 	found := map[int]bool{}
 	if out.Item != nil {
-		shards = 1
-		if n, ok := out.Item.Int(keys.AttrShardCount); ok && n > 1 {
-			shards = int(min(n, keys.MaxShards))
-		}
+		shards = int(min(keys.ShardCount(out.Item), keys.MaxShards))
 		for s := range shards {
 			found[s] = true
 		}
@@ -92,7 +89,7 @@ func (a *Admin) ResetBucket(ctx context.Context, entity, resource string) (shard
 	if shards == 0 { // shard 0 is gone, others remain
 		shards = len(all)
 	}
-	defer a.forgetBucket(entity, resource)
+	defer a.lim.ForgetBucket(entity, resource)
 	var acts []store.Write
 	acts = append(acts, a.auditItem(who, AuditResetBucket, Scope{Entity: entity, Resource: resource},
 		&AuditState{Shards: shards}, nil, 0))
@@ -125,13 +122,4 @@ func (a *Admin) transactRetrying(ctx context.Context, acts []store.Write) error 
 		}
 	}
 	return err
-}
-
-// forgetBucket makes the limiter given with WithLimiter, if any, forget
-// what it remembers of a bucket (shard count, last images), so that its
-// next acquire starts from the store.
-func (a *Admin) forgetBucket(entity, resource string) {
-	if a.lim != nil {
-		a.lim.ForgetBucket(entity, resource)
-	}
 }

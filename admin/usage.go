@@ -2,7 +2,7 @@ package admin
 
 import (
 	"context"
-	"math"
+	"fmt"
 	"sort"
 	"time"
 
@@ -31,41 +31,64 @@ func (w UsageWindow) String() string {
 	return "invalid"
 }
 
-// UsageQuery selects usage snapshots of one (entity, resource).
+// MarshalText encodes w as "hourly", "daily" or "monthly"; an invalid
+// window is an error.
+func (w UsageWindow) MarshalText() ([]byte, error) {
+	if !keys.UsageWindow(w).Valid() {
+		return nil, fmt.Errorf("limiter: invalid UsageWindow %d", w)
+	}
+	return []byte(w.String()), nil
+}
+
+// UnmarshalText decodes "hourly", "daily" or "monthly".
+func (w *UsageWindow) UnmarshalText(b []byte) error {
+	for _, v := range []UsageWindow{UsageHourly, UsageDaily, UsageMonthly} {
+		if v.String() == string(b) {
+			*w = v
+			return nil
+		}
+	}
+	return fmt.Errorf("limiter: usage window %q must be hourly, daily or monthly", b)
+}
+
+// UsageQuery selects usage snapshots of one (entity, resource). Its JSON
+// form has the fields in snake_case ("limit" left out when empty).
 type UsageQuery struct {
 	// Entity and Resource identify the bucket, as in limiter.Request
 	// (Resource "" is limiter.DefaultResource).
-	Entity   string
-	Resource string
+	Entity   string `json:"entity"`
+	Resource string `json:"resource"`
 	// Limit selects one limit by name; "" selects every limit.
-	Limit string
+	Limit string `json:"limit,omitempty"`
 	// Window is the snapshot span to read.
-	Window UsageWindow
+	Window UsageWindow `json:"window"`
 	// From and To bound the time range: the query returns the windows
 	// that overlap [From, To), the first one possibly starting before From.
-	From, To time.Time
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
 }
 
 // UsageSnapshot is the consumption of one limit in one window, summed over
-// the bucket's shards.
+// the bucket's shards. Its JSON form has the fields in snake_case.
 type UsageSnapshot struct {
 	// Entity, Resource and Window are the query's; Limit is the limit's
 	// name.
-	Entity   string
-	Resource string
-	Limit    string
-	Window   UsageWindow
+	Entity   string      `json:"entity"`
+	Resource string      `json:"resource"`
+	Limit    string      `json:"limit"`
+	Window   UsageWindow `json:"window"`
 	// Start and End (exclusive) delimit the window, in UTC.
-	Start, End time.Time
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
 	// Tokens is Millitokens in whole tokens, rounded down.
-	Tokens int64
+	Tokens int64 `json:"tokens"`
 	// Millitokens is what was consumed in the window: charges minus
 	// refunds (Adjust down, Rollback), so it can be negative in a window
 	// that only saw refunds of earlier charges.
-	Millitokens int64
+	Millitokens int64 `json:"millitokens"`
 	// Events counts the writes that changed the limit's consumption in the
 	// window (acquires, adjusts, rollbacks).
-	Events int64
+	Events int64 `json:"events"`
 }
 
 // maxUsageQueries bounds the store queries of one Usage call: one per day
@@ -125,9 +148,9 @@ func (a *Admin) Usage(ctx context.Context, q UsageQuery) ([]UsageSnapshot, error
 					sums[key{start, limit}] = s
 				}
 				if events {
-					s.Events = satAdd(s.Events, n)
+					s.Events = bucket.AddSat(s.Events, n)
 				} else {
-					s.Millitokens = satAdd(s.Millitokens, n)
+					s.Millitokens = bucket.AddSat(s.Millitokens, n)
 				}
 			}
 		}
@@ -184,16 +207,4 @@ func checkUsageQuery(q UsageQuery) error {
 		}
 	}
 	return nil
-}
-
-// satAdd is a + b, saturating at the int64 limits.
-func satAdd(a, b int64) int64 {
-	s := a + b
-	if b > 0 && s < a {
-		return math.MaxInt64
-	}
-	if b < 0 && s > a {
-		return math.MinInt64
-	}
-	return s
 }

@@ -42,27 +42,6 @@ func checkResource(field, r string) error {
 	return nil
 }
 
-// maxLimits is the most limits one scope may store (the limiter's bound
-// on the limits of one request).
-const maxLimits = 16
-
-func checkLimits(field string, ls []limiter.Limit) error {
-	if len(ls) > maxLimits {
-		return invalid(field, "%d limits; at most %d", len(ls), maxLimits)
-	}
-	for i, l := range ls {
-		if err := l.Validate(); err != nil {
-			return err
-		}
-		for _, m := range ls[:i] {
-			if m.Name == l.Name {
-				return invalid(field, "limit %q appears twice", l.Name)
-			}
-		}
-	}
-	return nil
-}
-
 // storeErr turns a store error into the caller's: when ctx is done, the
 // context's error (joined with err, which says whether a write may have
 // applied: store.OutcomeUnknown), never a *limiter.UnavailableError; a
@@ -89,10 +68,21 @@ func limitsOf(it store.Item) ([]limiter.Limit, bool, error) {
 	return items.DecodeLimits(it, limiter.Limit.Validate)
 }
 
-// burst returns l's effective burst in tokens.
-func burst(l limiter.Limit) int64 {
-	if l.Burst == 0 {
-		return l.Capacity
+// checkLimits applies the rules of a request's limits to a stored scope's:
+// at most 16, each valid, no name twice.
+func checkLimits(ls []limiter.Limit) error {
+	if len(ls) > 16 {
+		return invalid("limits", "%d limits; at most 16", len(ls))
 	}
-	return l.Burst
+	seen := make(map[string]bool, len(ls))
+	for _, l := range ls {
+		if err := l.Validate(); err != nil {
+			return err
+		}
+		if seen[l.Name] {
+			return invalid("limits", "limit %q appears twice", l.Name)
+		}
+		seen[l.Name] = true
+	}
+	return nil
 }

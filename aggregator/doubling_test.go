@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
+	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
@@ -173,8 +174,8 @@ func TestUsageSumsSaturate(t *testing.T) {
 	for _, c := range []struct{ a, b, want int64 }{
 		{math.MaxInt64, 1, math.MaxInt64}, {math.MinInt64, -1, math.MinInt64}, {-1, -2, -3}, {0, math.MinInt64, math.MinInt64},
 	} {
-		if got := addSat(c.a, c.b); got != c.want {
-			t.Errorf("addSat(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
+		if got := bucket.AddSat(c.a, c.b); got != c.want {
+			t.Errorf("bucket.AddSat(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
 		}
 	}
 }

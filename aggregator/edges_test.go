@@ -173,8 +173,8 @@ func TestShardCountOfAnImage(t *testing.T) {
 		it   store.Item
 		want int64
 	}{{store.Item{}, 1}, {store.Item{keys.AttrShardCount: store.Int(0)}, 1}, {store.Item{keys.AttrShardCount: store.Int(4)}, 4}} {
-		if got := shardCount(c.it); got != c.want {
-			t.Errorf("shardCount(%v) = %d, want %d", c.it, got, c.want)
+		if got := keys.ShardCount(c.it); got != c.want {
+			t.Errorf("ShardCount(%v) = %d, want %d", c.it, got, c.want)
 		}
 	}
 }

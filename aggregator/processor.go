@@ -149,7 +149,7 @@ func New(st store.Store, opts Options) (*Processor, error) {
 	}
 	p.windows = append([]Window(nil), p.windows...)
 	for i, w := range p.windows {
-		if !w.valid() {
+		if !keys.UsageWindow(w).Valid() {
 			return nil, fmt.Errorf("aggregator: invalid window %v", w)
 		}
 		for _, v := range p.windows[:i] {
@@ -339,7 +339,7 @@ func (p *Processor) Process(ctx context.Context, recs []Record) Result {
 	latest := make(map[string]int64)
 	for _, e := range es {
 		if e.b.Shard == 0 && e.r.New != nil {
-			latest[e.pk] = max(latest[e.pk], shardCount(e.r.New))
+			latest[e.pk] = max(latest[e.pk], keys.ShardCount(e.r.New))
 		}
 	}
 	for _, e := range es {

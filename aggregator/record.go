@@ -157,28 +157,16 @@ func convertImage(field string, m map[string]events.DynamoDBAttributeValue, stri
 	return it, nil
 }
 
+// typeNames are DynamoDB's names of the attribute types.
+var typeNames = map[events.DynamoDBDataType]string{
+	events.DataTypeBinary: "B", events.DataTypeBoolean: "BOOL", events.DataTypeBinarySet: "BS", events.DataTypeList: "L",
+	events.DataTypeMap: "M", events.DataTypeNumber: "N", events.DataTypeNumberSet: "NS", events.DataTypeNull: "NULL",
+	events.DataTypeString: "S", events.DataTypeStringSet: "SS",
+}
+
 func typeName(t events.DynamoDBDataType) string {
-	switch t {
-	case events.DataTypeBinary:
-		return "B"
-	case events.DataTypeBoolean:
-		return "BOOL"
-	case events.DataTypeBinarySet:
-		return "BS"
-	case events.DataTypeList:
-		return "L"
-	case events.DataTypeMap:
-		return "M"
-	case events.DataTypeNumber:
-		return "N"
-	case events.DataTypeNumberSet:
-		return "NS"
-	case events.DataTypeNull:
-		return "NULL"
-	case events.DataTypeString:
-		return "S"
-	case events.DataTypeStringSet:
-		return "SS"
+	if n, ok := typeNames[t]; ok {
+		return n
 	}
 	return "unknown(" + strconv.Itoa(int(t)) + ")"
 }

@@ -16,12 +16,12 @@ import (
 // hot.
 func (p *Processor) shardZero(ctx context.Context, e *entry, st *Stats) error {
 	r := e.r
-	n := shardCount(r.New)
+	n := keys.ShardCount(r.New)
 	// A new shard 0 (the first, or one recreated after it expired) may
 	// come with a count above the other shards': propagate it too, but it
 	// is no doubling, so no cooldown.
 	insert := r.EventName == EventInsert
-	grew := !insert && n > shardCount(r.Old)
+	grew := !insert && n > keys.ShardCount(r.Old)
 	p.learn(e.pk, e.seq, n, e.at, insert, grew)
 	// Doubling first: it is the time-critical half, and the propagation
 	// writes go to shards that may be too hot to take them.
@@ -32,15 +32,6 @@ func (p *Processor) shardZero(ctx context.Context, e *entry, st *Stats) error {
 		}
 	}
 	return first
-}
-
-// shardCount returns an image's shard_count, 1 when absent or invalid (as
-// the limiter reads it).
-func shardCount(it store.Item) int64 {
-	if n, ok := it.Int(keys.AttrShardCount); ok && n >= 1 {
-		return n
-	}
-	return 1
 }
 
 // maybeDouble doubles the bucket's shard count from n when shard 0's wcu

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 
+	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
@@ -104,7 +104,7 @@ func (p *Processor) snapshotUpdate(g *group, ms []*entry) (store.UpdateInput, er
 				sums[d.Limit] = a
 				limits = append(limits, d.Limit)
 			}
-			a.sum = addSat(a.sum, d.Amount)
+			a.sum = bucket.AddSat(a.sum, d.Amount)
 			a.n++
 		}
 	}
@@ -129,16 +129,4 @@ func (p *Processor) snapshotUpdate(g *group, ms []*entry) (store.UpdateInput, er
 		return store.UpdateInput{}, err
 	}
 	return store.UpdateInput{Key: g.key, Expr: expr, ReturnOldOnConditionFailure: true}, nil
-}
-
-// addSat returns a+b, saturated at the int64 limits.
-func addSat(a, b int64) int64 {
-	c := a + b
-	if (c^a)&(c^b) < 0 {
-		if a < 0 {
-			return math.MinInt64
-		}
-		return math.MaxInt64
-	}
-	return c
 }

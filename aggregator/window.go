@@ -57,5 +57,3 @@ func ParseWindow(s string) (Window, error) {
 	}
 	return 0, fmt.Errorf("aggregator: unknown window %q (want hourly, daily or monthly)", s)
 }
-
-func (w Window) valid() bool { return keys.UsageWindow(w).Valid() }

@@ -94,7 +94,7 @@ func (s State) Allows(rf, now, need int64) bool {
 // maximal charges without any refill in between).
 func (s State) Charge(amount int64) State {
 	s.Tokens = subSat(s.Tokens, amount)
-	s.TotalConsumed = addSat(s.TotalConsumed, amount)
+	s.TotalConsumed = AddSat(s.TotalConsumed, amount)
 	return s
 }
 
@@ -177,8 +177,9 @@ func refill(e uint64, ra, rp int64) uint64 {
 	return q
 }
 
-// addSat returns a+b, saturated at the int64 limits.
-func addSat(a, b int64) int64 {
+// AddSat returns a+b, saturated at math.MinInt64 and math.MaxInt64
+// instead of wrapping.
+func AddSat(a, b int64) int64 {
 	c := a + b
 	if (c^a)&(c^b) < 0 { // a and b share a sign that c lacks
 		if a < 0 {
@@ -210,5 +211,5 @@ func (s State) FullAt(rf int64) int64 {
 	if !ok || w > MaxRefillTime {
 		w = MaxRefillTime
 	}
-	return addSat(rf, w)
+	return AddSat(rf, w)
 }

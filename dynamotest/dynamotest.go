@@ -117,15 +117,6 @@ func (s *Server) PID() int {
 	return s.proc.cmd.Process.Pid
 }
 
-// Output returns the last lines the server wrote ("" for a server Start
-// did not launch).
-func (s *Server) Output() string {
-	if s == nil || s.proc == nil {
-		return ""
-	}
-	return s.proc.out.String()
-}
-
 // Stop terminates the server (SIGTERM to its process group, then SIGKILL
 // after 5 s) and waits for it. It is safe to call more than once, and does
 // nothing for a server Start did not launch. Start stops the servers it
@@ -209,7 +200,7 @@ func start() (*Server, error) {
 		}
 		return srv, nil
 	}
-	return launchServer()
+	return Launch()
 }
 
 var tableSeq atomic.Int64

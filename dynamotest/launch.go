@@ -100,9 +100,7 @@ func javaPath() (string, error) {
 // load tool): found as Start finds it, on a free port of 127.0.0.1. The
 // caller stops it with Server.Stop; a server left running outlives the
 // process.
-func Launch() (*Server, error) { return launchServer() }
-
-func launchServer() (*Server, error) {
+func Launch() (*Server, error) {
 	dir, err := LocateJar()
 	if err != nil {
 		return nil, err

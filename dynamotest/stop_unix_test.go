@@ -19,7 +19,7 @@ func TestStopKillsTheProcess(t *testing.T) {
 		t.Skipf("%s is set: Start launches no process", EnvEndpoint)
 	}
 	Start(t) // skips without an installation
-	srv, err := launchServer()
+	srv, err := Launch()
 	if err != nil {
 		t.Fatal(err)
 	}

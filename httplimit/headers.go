@@ -138,10 +138,7 @@ const maxSFInteger = 999_999_999_999_999
 // no sub-second windows). When that time is under a second, w is 1 and q
 // what the bucket refills in a second.
 func quota(l limiter.Limit) (q, w int64) {
-	burst := l.Burst
-	if burst == 0 {
-		burst = l.Capacity
-	}
+	burst := l.EffectiveBurst()
 	if l.Refill <= 0 || l.Period <= 0 {
 		return burst, 1
 	}

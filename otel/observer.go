@@ -35,7 +35,6 @@ package limiterotel
 
 import (
 	"context"
-	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -95,20 +94,11 @@ type Observer struct {
 	throttles  metric.Int64Counter
 	doublings  metric.Int64Counter
 	failOpen   metric.Int64Counter
-
-	// sets caches the attribute sets of each combination seen, so that a
-	// call allocates none.
-	sets sync.Map // setKey -> *attrSets
 }
 
 var _ limiter.Observer = (*Observer)(nil)
 
-type setKey struct {
-	op, resource string
-	outcome      limiter.Outcome
-	path         limiter.Path
-}
-
+// attrSets are the attributes of one call's measurements.
 type attrSets struct {
 	call    metric.MeasurementOption // op, outcome, path
 	outcome metric.MeasurementOption // op, outcome
@@ -188,25 +178,16 @@ func (o *Observer) Observe(e limiter.Event) {
 	}
 }
 
-func (o *Observer) attrSets(e limiter.Event) *attrSets {
-	k := setKey{op: e.Op, outcome: e.Outcome, path: e.Path}
-	if o.opts.resource {
-		k.resource = e.Resource
-	}
-	if s, ok := o.sets.Load(k); ok {
-		return s.(*attrSets)
-	}
+func (o *Observer) attrSets(e limiter.Event) attrSets {
 	base := append([]attribute.KeyValue{AttrOp.String(e.Op)}, o.opts.attrs...)
 	if o.opts.resource {
 		base = append(base, AttrResource.String(e.Resource))
 	}
 	outcome := append(base[:len(base):len(base)], AttrOutcome.String(e.Outcome.String()))
 	call := append(outcome[:len(outcome):len(outcome)], AttrPath.String(e.Path.String()))
-	s := &attrSets{
+	return attrSets{
 		call:    metric.WithAttributeSet(attribute.NewSet(call...)),
 		outcome: metric.WithAttributeSet(attribute.NewSet(outcome...)),
 		op:      metric.WithAttributeSet(attribute.NewSet(base...)),
 	}
-	actual, _ := o.sets.LoadOrStore(k, s)
-	return actual.(*attrSets)
 }

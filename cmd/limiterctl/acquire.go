@@ -14,7 +14,7 @@ func init() {
 	register(&command{path: "acquire", args: "ENTITY RESOURCE", minArgs: 2, maxArgs: 2,
 		short: "take tokens as a request would (exit 1 when rate limited): to try limits out",
 		setup: func(c *cmdCtx) func() error {
-			consume := c.stringFlag("consume", "", "tokens per limit, e.g. rpm=1,tpm=500 (required)")
+			consume := c.fs.String("consume", "", "tokens per limit, e.g. rpm=1,tpm=500 (required)")
 			var defaults limitFlags
 			c.fs.Var(&defaults, "limit", "a limit the request carries (name:rate/period[:burst], e.g. rpm:100/min), used when none is stored; repeat for several")
 			return func() error { return acquire(c, *consume, defaults) }

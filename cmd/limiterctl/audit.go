@@ -13,14 +13,14 @@ func init() {
 		&command{path: "bucket reset", args: "ENTITY RESOURCE", minArgs: 2, maxArgs: 2,
 			short: "delete every shard of a bucket so it starts full again (needs --yes)",
 			setup: func(c *cmdCtx) func() error {
-				yes := c.boolFlag("yes", "confirm: delete the bucket's shard items")
+				yes := c.fs.Bool("yes", false, "confirm: delete the bucket's shard items")
 				return func() error { return bucketReset(c, *yes) }
 			}},
 		&command{path: "audit list", args: "[ENTITY]", minArgs: 0, maxArgs: 1,
 			short: "configuration changes of an entity (or, with --resource alone, of a resource's limits), newest first",
 			setup: func(c *cmdCtx) func() error {
-				resource := c.stringFlag("resource", "", "only changes about this resource (alone: the resource's own limits)")
-				limit := c.intFlag("limit", 50, "at most this many records (up to 1000)")
+				resource := c.fs.String("resource", "", "only changes about this resource (alone: the resource's own limits)")
+				limit := c.fs.Int("limit", 50, "at most this many records (up to 1000)")
 				return func() error { return auditList(c, *resource, *limit) }
 			}},
 	)

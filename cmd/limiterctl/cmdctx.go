@@ -93,13 +93,6 @@ func (c *cmdCtx) parse(args []string, interleave bool) ([]string, error) {
 	}
 }
 
-// Flag helpers for commands.
-func (c *cmdCtx) stringFlag(name, def, usage string) *string { return c.fs.String(name, def, usage) }
-func (c *cmdCtx) boolFlag(name, usage string) *bool          { return c.fs.Bool(name, false, usage) }
-func (c *cmdCtx) intFlag(name string, def int, usage string) *int {
-	return c.fs.Int(name, def, usage)
-}
-
 // dynamo returns the DynamoDB client: dynamo.NewClient on the default AWS
 // configuration (environment, shared config, instance role), with --region
 // and --endpoint. For an --endpoint and no AWS credentials in the environment

@@ -11,23 +11,23 @@ func init() {
 		&command{path: "entity create", args: "ENTITY", minArgs: 1, maxArgs: 1,
 			short: "create an entity, optionally under a parent",
 			setup: func(c *cmdCtx) func() error {
-				parent := c.stringFlag("parent", "", "the parent entity (cascade charges it)")
-				cascade := c.boolFlag("cascade", "every acquire also charges the parent's bucket")
+				parent := c.fs.String("parent", "", "the parent entity (cascade charges it)")
+				cascade := c.fs.Bool("cascade", false, "every acquire also charges the parent's bucket")
 				return func() error { return entityCreate(c, *parent, *cascade) }
 			}},
 		&command{path: "entity show", args: "ENTITY", minArgs: 1, maxArgs: 1,
 			short: "an entity, its stored limits and its buckets", setup: noFlags(entityShow)},
 		&command{path: "entity list", short: "the entities of the namespace, in id order",
 			setup: func(c *cmdCtx) func() error {
-				prefix := c.stringFlag("prefix", "", "only ids that begin with this")
-				limit := c.intFlag("limit", 1000, "at most this many (0: all)")
+				prefix := c.fs.String("prefix", "", "only ids that begin with this")
+				limit := c.fs.Int("limit", 1000, "at most this many (0: all)")
 				return func() error { return entityList(c, *prefix, *limit) }
 			}},
 		&command{path: "entity set-parent", args: "ENTITY [PARENT]", minArgs: 1, maxArgs: 2,
 			short: "set or (with --none) remove an entity's parent",
 			setup: func(c *cmdCtx) func() error {
-				cascade := c.boolFlag("cascade", "every acquire also charges the parent's bucket")
-				none := c.boolFlag("none", "remove the parent")
+				cascade := c.fs.Bool("cascade", false, "every acquire also charges the parent's bucket")
+				none := c.fs.Bool("none", false, "remove the parent")
 				return func() error { return entitySetParent(c, *cascade, *none) }
 			}},
 		&command{path: "entity delete", args: "ENTITY", minArgs: 1, maxArgs: 1,

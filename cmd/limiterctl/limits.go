@@ -10,8 +10,8 @@ import (
 
 func init() {
 	scoped := func(c *cmdCtx) func() admin.Scope {
-		entity := c.stringFlag("entity", "", "the entity (with --resource: on that resource only)")
-		resource := c.stringFlag("resource", "", "the resource (without --entity: for every entity)")
+		entity := c.fs.String("entity", "", "the entity (with --resource: on that resource only)")
+		resource := c.fs.String("resource", "", "the resource (without --entity: for every entity)")
 		return func() admin.Scope { return admin.Scope{Entity: *entity, Resource: *resource} }
 	}
 	register(
@@ -33,12 +33,12 @@ func init() {
 			}},
 		&command{path: "limits list", short: "every limit stored in the namespace (or for one --entity)",
 			setup: func(c *cmdCtx) func() error {
-				entity := c.stringFlag("entity", "", "only this entity's")
+				entity := c.fs.String("entity", "", "only this entity's")
 				return func() error { return limitsList(c, *entity) }
 			}},
 		&command{path: "limits export", short: "write the namespace's stored limits as a manifest (for plan, apply, diff)",
 			setup: func(c *cmdCtx) func() error {
-				file := c.stringFlag("f", "", "write to this file instead of standard output")
+				file := c.fs.String("f", "", "write to this file instead of standard output")
 				return func() error { return limitsExport(c, *file) }
 			}},
 	)
@@ -52,8 +52,8 @@ func init() {
 	} {
 		register(&command{path: "limits " + m.name, short: m.short,
 			setup: func(c *cmdCtx) func() error {
-				file := c.stringFlag("f", "", "the manifest (YAML; - for standard input)")
-				keep := c.boolFlag("keep-unlisted", "leave stored limits the manifest does not list alone (default: they are deleted)")
+				file := c.fs.String("f", "", "the manifest (YAML; - for standard input)")
+				keep := c.fs.Bool("keep-unlisted", false, "leave stored limits the manifest does not list alone (default: they are deleted)")
 				return func() error { return limitsPlan(c, *file, *keep, m.mode) }
 			}})
 	}
@@ -96,7 +96,7 @@ func (c *cmdCtx) printLimits(s admin.Scope, ls []limiter.Limit) error {
 	}
 	w := c.tabular("LIMIT", "SPEC", "CAPACITY", "BURST", "REFILL", "PERIOD")
 	for _, l := range ls {
-		row(w, l.Name, l.String(), l.Capacity, burstOf(l), l.Refill, formatPeriod(l.Period))
+		row(w, l.Name, l.String(), l.Capacity, l.EffectiveBurst(), l.Refill, formatPeriod(l.Period))
 	}
 	return w.Flush()
 }

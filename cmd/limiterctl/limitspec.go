@@ -43,13 +43,6 @@ func describeLimits(ls []limiter.Limit) string {
 	return strings.Join(parts, ", ")
 }
 
-func burstOf(l limiter.Limit) int64 {
-	if l.Burst == 0 {
-		return l.Capacity
-	}
-	return l.Burst
-}
-
 // formatPeriod writes a period as the limit syntax does (min, 90s, 7day).
 func formatPeriod(d time.Duration) string {
 	l := limiter.PerSecond("p", 1)
@@ -78,7 +71,7 @@ func sameLimits(a, b []limiter.Limit) bool {
 	a, b = sortedLimits(a), sortedLimits(b)
 	for i := range a {
 		x, y := a[i], b[i]
-		if x.Name != y.Name || x.Capacity != y.Capacity || burstOf(x) != burstOf(y) || x.Refill != y.Refill || x.Period != y.Period {
+		if x.Name != y.Name || x.Capacity != y.Capacity || x.EffectiveBurst() != y.EffectiveBurst() || x.Refill != y.Refill || x.Period != y.Period {
 			return false
 		}
 	}
@@ -103,7 +96,7 @@ type limitJSON struct {
 }
 
 func toJSON(l limiter.Limit) limitJSON {
-	j := limitJSON{Name: l.Name, Capacity: l.Capacity, Burst: burstOf(l), Refill: l.Refill,
+	j := limitJSON{Name: l.Name, Capacity: l.Capacity, Burst: l.EffectiveBurst(), Refill: l.Refill,
 		Period: formatPeriod(l.Period), PeriodMs: l.Period.Milliseconds()}
 	if hasSpec(l) {
 		j.Spec = l.String()

@@ -19,38 +19,11 @@ func init() {
 		&command{path: "namespace delete", args: "NAMESPACE", minArgs: 1, maxArgs: 1,
 			short: "delete every item of a namespace (needs --yes; run again to resume)",
 			setup: func(c *cmdCtx) func() error {
-				yes := c.boolFlag("yes", "confirm: delete every item of the namespace, which cannot be undone")
-				rate := c.intFlag("rate", admin.DefaultDeleteRate, "write units per second the deletes may consume")
+				yes := c.fs.Bool("yes", false, "confirm: delete every item of the namespace, which cannot be undone")
+				rate := c.fs.Int("rate", admin.DefaultDeleteRate, "write units per second the deletes may consume")
 				return func() error { return namespaceDelete(c, *yes, *rate) }
 			}},
 	)
-}
-
-// namespaceJSON counts the items of one namespace by kind.
-type namespaceJSON struct {
-	Namespace      string `json:"namespace"`
-	Items          int    `json:"items"`
-	Buckets        int    `json:"buckets"`
-	BucketShards   int    `json:"bucket_shard_items"`
-	Resources      int    `json:"resources"`
-	Entities       int    `json:"entities"`
-	StoredLimits   int    `json:"stored_limits"`
-	UsageSnapshots int    `json:"usage_snapshots"`
-	AuditRecords   int    `json:"audit_records"`
-	Other          int    `json:"other"`
-}
-
-func toNamespaceJSON(i admin.NamespaceInfo) namespaceJSON {
-	return namespaceJSON{Namespace: i.Name, Items: i.Items, Buckets: i.Buckets, BucketShards: i.BucketItems, Resources: i.Resources,
-		Entities: i.Entities, StoredLimits: i.Limits, UsageSnapshots: i.UsageSnapshots, AuditRecords: i.AuditRecords, Other: i.Other}
-}
-
-func namespacesJSON(list []admin.NamespaceInfo) []namespaceJSON {
-	out := make([]namespaceJSON, len(list))
-	for i, n := range list {
-		out[i] = toNamespaceJSON(n)
-	}
-	return out
 }
 
 // printNamespaces writes one row per namespace.
@@ -72,7 +45,7 @@ func namespaceList(c *cmdCtx) error {
 		return err
 	}
 	if c.json() {
-		return c.printJSON(namespacesJSON(list))
+		return c.printJSON(list)
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(c.stdout, "No namespace: the table holds no limiter item.")
@@ -97,7 +70,7 @@ func namespaceShow(c *cmdCtx) error {
 		return unknownNamespace(err)
 	}
 	if c.json() {
-		return c.printJSON(toNamespaceJSON(info))
+		return c.printJSON(info)
 	}
 	w := c.tabular()
 	row(w, "namespace", info.Name)
@@ -147,7 +120,7 @@ func namespaceDelete(c *cmdCtx, yes bool, rate int) error {
 		return unknownNamespace(err)
 	}
 	if c.json() {
-		return c.printJSON(toNamespaceJSON(deleted))
+		return c.printJSON(deleted)
 	}
 	fmt.Fprintf(c.stdout, "Deleted namespace %s: %d items (%d entities, %d buckets in %d shard items, %d stored limits, %d audit records, %d usage snapshots).\n",
 		ns, deleted.Items, deleted.Entities, deleted.Buckets, deleted.BucketItems, deleted.Limits, deleted.AuditRecords, deleted.UsageSnapshots)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/admin"
 )
 
 func TestNamespaceCommands(t *testing.T) {
@@ -16,13 +17,13 @@ func TestNamespaceCommands(t *testing.T) {
 	c.ok("entity", "create", "key-9")
 	c.acquire(c.limiter(), "key-9", "gpt-4", rpm, map[string]int64{"rpm": 1})
 
-	var list []namespaceJSON
+	var list []admin.NamespaceInfo
 	c.json(&list, "namespace", "list")
-	if len(list) != 2 || list[0].Namespace != "default" || list[1].Namespace != "other" {
+	if len(list) != 2 || list[0].Name != "default" || list[1].Name != "other" {
 		t.Fatalf("namespace list: %+v", list)
 	}
 	// default: entity, stored limits, bucket, two audit records.
-	want := namespaceJSON{Namespace: "default", Items: 5, Entities: 1, Buckets: 1, BucketShards: 1, Resources: 1, StoredLimits: 1, AuditRecords: 2}
+	want := admin.NamespaceInfo{Name: "default", Items: 5, Entities: 1, Buckets: 1, BucketItems: 1, Resources: 1, Limits: 1, AuditRecords: 2}
 	if list[0] != want {
 		t.Fatalf("namespace list: default is %+v, want %+v", list[0], want)
 	}
@@ -36,7 +37,7 @@ func TestNamespaceCommands(t *testing.T) {
 	c.fails(exitUsage, []string{"--rate 0 must be positive"}, "namespace", "delete", "default", "--yes", "--rate", "0")
 	c.fails(exitFailure, []string{`namespace "nobody"`, "no item", "namespace list"}, "namespace", "delete", "nobody", "--yes")
 	c.fails(exitFailure, []string{`namespace "nobody"`, "no item"}, "namespace", "show", "nobody")
-	var again []namespaceJSON
+	var again []admin.NamespaceInfo
 	c.json(&again, "namespace", "list")
 	if len(again) != 2 || again[0] != list[0] || again[1] != list[1] {
 		t.Fatalf("namespace list after bad input: %+v, want %+v", again, list)

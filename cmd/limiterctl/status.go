@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -122,35 +121,15 @@ func bucketState(c *cmdCtx, adm *admin.Admin, b admin.BucketInfo, given []limite
 	if err != nil {
 		return st, err
 	}
-	avail, err := available(c.ctx, lim, b.Entity, b.Resource, defaults)
+	states, err := lim.Status(c.ctx, b.Entity, b.Resource, defaults)
 	if err != nil {
 		return st, err
 	}
-	for _, a := range avail {
-		st.Limits = append(st.Limits, limitState{Limit: toJSON(a.limit), Available: a.tokens,
-			TimeToFull: timeToFull(a.limit, a.tokens), TimeToFullMs: timeToFull(a.limit, a.tokens).Milliseconds()})
+	for _, a := range states {
+		full := timeToFull(a.Limit, a.Remaining)
+		st.Limits = append(st.Limits, limitState{Limit: toJSON(a.Limit), Available: a.Remaining, TimeToFull: full, TimeToFullMs: full.Milliseconds()})
 	}
 	return st, nil
-}
-
-// availability is one limit's balance summed over shards.
-type availability struct {
-	limit  limiter.Limit
-	tokens int64
-}
-
-// available is the one place limiterctl reads balances through the
-// library's status API.
-func available(ctx context.Context, lim *limiter.Limiter, entity, resource string, defaults []limiter.Limit) ([]availability, error) {
-	av, err := lim.Status(ctx, entity, resource, defaults)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]availability, len(av))
-	for i, a := range av {
-		out[i] = availability{a.Limit, a.Remaining}
-	}
-	return out, nil
 }
 
 // storedScopes names the scopes with limits stored for (entity,
@@ -178,7 +157,7 @@ func storedScopes(c *cmdCtx, adm *admin.Admin, entity, resource string) ([]strin
 
 // timeToFull is how long a limit at tokens takes to refill to its burst.
 func timeToFull(l limiter.Limit, tokens int64) time.Duration {
-	deficit := burstOf(l) - tokens
+	deficit := l.EffectiveBurst() - tokens
 	if deficit <= 0 {
 		return 0
 	}

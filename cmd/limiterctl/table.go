@@ -28,7 +28,7 @@ func init() {
 			setup: noFlags(tableCheck)},
 		&command{path: "table describe", short: "what the table holds: status, sizes, indexes, counts in the namespace",
 			setup: func(c *cmdCtx) func() error {
-				scan := c.boolFlag("scan", "count every item per namespace and kind with a keys-only Scan (reads the whole table)")
+				scan := c.fs.Bool("scan", false, "count every item per namespace and kind with a keys-only Scan (reads the whole table)")
 				return func() error { return tableDescribe(c, *scan) }
 			}},
 	)
@@ -174,21 +174,21 @@ func (c *cmdCtx) reportChecks(checks []check) error {
 
 // tableInfo is "table describe" in -o json.
 type tableInfo struct {
-	Table              string          `json:"table"`
-	Status             string          `json:"status"`
-	BillingMode        string          `json:"billing_mode"`
-	ItemCountEstimate  int64           `json:"item_count_estimate"`
-	SizeBytesEstimate  int64           `json:"size_bytes_estimate"`
-	Stream             string          `json:"stream"`
-	TimeToLive         string          `json:"time_to_live"`
-	PointInTime        string          `json:"point_in_time_recovery"`
-	DeletionProtection bool            `json:"deletion_protection"`
-	SchemaVersion      int64           `json:"schema_version"`
-	Indexes            []indexInfo     `json:"indexes"`
-	Namespace          string          `json:"namespace"`
-	Entities           int64           `json:"entities"`
-	StoredLimits       int64           `json:"stored_limits"`
-	Scan               []namespaceJSON `json:"scan,omitempty"`
+	Table              string                `json:"table"`
+	Status             string                `json:"status"`
+	BillingMode        string                `json:"billing_mode"`
+	ItemCountEstimate  int64                 `json:"item_count_estimate"`
+	SizeBytesEstimate  int64                 `json:"size_bytes_estimate"`
+	Stream             string                `json:"stream"`
+	TimeToLive         string                `json:"time_to_live"`
+	PointInTime        string                `json:"point_in_time_recovery"`
+	DeletionProtection bool                  `json:"deletion_protection"`
+	SchemaVersion      int64                 `json:"schema_version"`
+	Indexes            []indexInfo           `json:"indexes"`
+	Namespace          string                `json:"namespace"`
+	Entities           int64                 `json:"entities"`
+	StoredLimits       int64                 `json:"stored_limits"`
+	Scan               []admin.NamespaceInfo `json:"scan,omitempty"`
 }
 
 type indexInfo struct {
@@ -261,7 +261,7 @@ func tableDescribe(c *cmdCtx, scan bool) error {
 		if namespaces, err = admin.ListNamespaces(c.ctx, st); err != nil {
 			return err
 		}
-		info.Scan = namespacesJSON(namespaces)
+		info.Scan = namespaces
 	}
 	if c.json() {
 		return c.printJSON(info)

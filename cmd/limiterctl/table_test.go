@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardlimit/limiter/admin"
 	"github.com/shardlimit/limiter/internal/dynamolocal"
 )
 
@@ -61,9 +62,9 @@ func TestTableCommands(t *testing.T) {
 		info.SchemaVersion != 1 || info.Entities != 2 || info.StoredLimits != 2 || len(info.Indexes) != 2 {
 		t.Fatalf("table describe: %+v", info)
 	}
-	want := []namespaceJSON{
-		{Namespace: "default", Items: 10, Buckets: 2, BucketShards: 2, Resources: 1, Entities: 2, StoredLimits: 2, AuditRecords: 4},
-		{Namespace: "other", Items: 2, Entities: 1, AuditRecords: 1},
+	want := []admin.NamespaceInfo{
+		{Name: "default", Items: 10, Buckets: 2, BucketItems: 2, Resources: 1, Entities: 2, Limits: 2, AuditRecords: 4},
+		{Name: "other", Items: 2, Entities: 1, AuditRecords: 1},
 	}
 	if len(info.Scan) != 2 || info.Scan[0] != want[0] || info.Scan[1] != want[1] {
 		t.Fatalf("scan: %+v, want %+v", info.Scan, want)

