@@ -130,7 +130,6 @@ type Charge struct {
 	contended bool
 	billed    int64 // failed writes on this shard, charged to the next write's wcu
 	cold      bool  // the write in flight is a first write made with no image (see prior.go)
-	rode      bool  // and it is the ride-ahead write
 
 	phase chargePhase
 	path  Path
@@ -248,10 +247,9 @@ func (c *Charge) blindWrite(now int64) Step {
 	q := c.p.withBilled(c.billed)
 	first := PathNone
 	v := &c.view
-	if c.cold = v.Img == nil; c.cold || !v.OwnRefill && v.RateAt == 0 && v.Rate <= 0 {
-		first = c.m.coldWrite(c.p, c.n)
+	if c.cold = v.Img == nil; c.cold || v.RateAt == 0 && v.Rate <= 0 {
+		first = c.m.coldWrite(c.p, c.n, !c.cold)
 	}
-	c.rode = first == PathRetry
 	ex, path, err := q.blind(&c.view, c.n, now, c.rnd.Float64(), first)
 	if err != nil {
 		return Step{Err: err}
@@ -338,7 +336,7 @@ func (c *Charge) afterWrite(r *Result, now int64) Step {
 		return Step{Err: err}
 	}
 	if c.cold && im != nil {
-		full := im.fullBy(c.p, c.n, now)
+		full := c.p.nearlyFull(im, c.n, now)
 		c.m.notePrior(c.p.hash, &full, -1)
 	}
 	c.cold = false
@@ -421,13 +419,12 @@ func (c *Charge) charged(img *Image, now int64) Step {
 	}
 	own := c.path == PathFull || c.path == PathNormal || c.path == PathCreate // the write set rf
 	c.m.landedLocked(c.p.Ref, c.shard, noted, c.n, c.view.busyness(now), img, own, n, now, c.lat, c.mine)
-	if c.cold {
-		// A cold write that landed found the bucket full (the full write),
-		// full or nearly (the ride-ahead write), or not full.
-		full := c.path == PathFull || c.rode
+	if c.cold && img != nil {
+		full := c.p.nearlyFull(img, c.n, now)
 		c.m.notePriorLocked(c.p.hash, &full, -1)
-	} else if c.view.RateAt != 0 {
-		c.m.notePriorLocked(c.p.hash, nil, c.view.Others)
+	}
+	if si := c.entry; si != nil && si.rateAt != 0 && !si.provisional {
+		c.m.notePriorLocked(c.p.hash, nil, si.others)
 	}
 	c.m.mu.Unlock()
 	c.cold = false

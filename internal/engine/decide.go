@@ -628,8 +628,11 @@ func (p *Plan) blind(v *ShardView, n, now int64, draw float64, cold Path) (store
 	}
 	if im.fullBy(p, n, now) {
 		first := cold // no estimate of the others: what the plan's first writes found
-		if v.OwnRefill || v.RateAt != 0 || v.Rate > 0 {
+		switch {
+		case v.RateAt != 0 || v.Rate > 0:
 			first = p.first(v, n)
+		case v.OwnRefill && cold == PathNone:
+			first = PathFull
 		}
 		switch first {
 		case PathFull:

@@ -23,6 +23,27 @@ type prior struct {
 	full   float64 // decayed share of first writes that found the bucket full
 	seen   bool    // a first write was recorded
 	others float64 // the last estimate of the others' write rate on a bucket of the plan (writes per ms)
+	known  bool    // others was measured
+}
+
+// nearlyFullShare is the share of its burst (percent) every limit the
+// plan charges holds, at now, on an item a first write found or left, for
+// that write to count as having found the bucket full.
+const nearlyFullShare = 90
+
+// nearlyFull reports whether every limit the plan charges holds, on im
+// refilled to now, at least nearlyFullShare of its burst: a bucket used
+// below its limit, which the full or the ride-ahead write fits.
+func (p *Plan) nearlyFull(im *Image, n, now int64) bool {
+	for i := range p.specs {
+		if s := &p.specs[i]; !s.hidden && s.amount > 0 {
+			st, _ := im.projected(s, n, now)
+			if st.Tokens*100 < st.Burst*nearlyFullShare {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // notePrior records what a first write of plan p (by its hash) found: a
@@ -56,7 +77,7 @@ func (m *Memory) notePriorLocked(hash int64, found *bool, others float64) {
 		}
 	}
 	if others >= 0 {
-		pr.others = others
+		pr.others, pr.known = others, true
 	}
 }
 
@@ -64,13 +85,17 @@ func (m *Memory) notePriorLocked(hash int64, found *bool, others float64) {
 // process has no image of: PathNone for the speculative charge, PathFull
 // for the full write, PathRetry for the ride-ahead write (burning
 // rideShare of each burst; see Plan.first for the choice between the
-// last two).
-func (m *Memory) coldWrite(p *Plan, n int64) Path {
+// last two; before any estimate of the others, the ride-ahead write, which
+// lands whether or not they wrote moments ago, unless the client has an
+// item of the bucket (warm): a bucket it saw full has likely sat full
+// since).
+func (m *Memory) coldWrite(p *Plan, n int64, warm bool) Path {
 	m.mu.Lock()
 	pr := m.plans[p.hash]
 	var full, others float64
+	known := false
 	if pr != nil {
-		full, others = pr.full, pr.others
+		full, others, known = pr.full, pr.others, pr.known
 	}
 	m.mu.Unlock()
 	if pr == nil || full <= 0.5 {
@@ -78,8 +103,11 @@ func (m *Memory) coldWrite(p *Plan, n int64) Path {
 	}
 	tau := p.chargeTime(n)
 	k := p.slack(n, p.rideBurn(n, rideMax))
-	if others <= 0 || k < 1 || 1-math.Exp(-others*float64(tau)) <= math.Exp(-others*float64(k+tau)) {
-		return PathFull
+	switch {
+	case k < 1 || known && others <= 0 || !known && warm:
+		return PathFull // no slack to ride on, no one else writes, or the client has an item
+	case !known || 1-math.Exp(-others*float64(tau)) > math.Exp(-others*float64(k+tau)):
+		return PathRetry // the ride-ahead write also lands if others wrote
 	}
-	return PathRetry
+	return PathFull
 }

@@ -387,8 +387,8 @@ func TestStoryAnItemAnotherRefilledSaysNothingOfTheOthers(t *testing.T) {
 // 200 ms later, before any estimate of the others: after its full write
 // (the bucket was full), its item of its own refill says full by now, and
 // it makes the full write; after its consumption-only write, the item
-// shows another's rf, which says nothing of whether others wrote since,
-// and it makes the consumption-only write.
+// shows another's rf on a bucket below its limit, and it makes the
+// consumption-only write.
 func TestOwnRefillIsTheFullOrNormalWrites(t *testing.T) {
 	p := plan1(bucketRef)
 	for _, c := range []struct {

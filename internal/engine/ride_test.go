@@ -145,22 +145,29 @@ func TestTheGaugeIsNoConditionOfTheHotWrite(t *testing.T) {
 func TestTheColdWriteFollowsThePlansHistory(t *testing.T) {
 	p := NewPlan(bucketRef, []Limit{perMinute("rpm", 600)}, map[string]int64{"rpm": 1})
 	m := NewMemory(0)
-	if got := m.coldWrite(p, 1); got != PathNone {
+	if got := m.coldWrite(p, 1, false); got != PathNone {
 		t.Fatalf("no history: %v, want none (the speculative charge)", got)
 	}
 	full, notFull := true, false
 	m.notePrior(p.hash, &full, -1)
-	if got := m.coldWrite(p, 1); got != PathFull {
-		t.Fatalf("a full bucket, no rate: %v, want full", got)
+	if got := m.coldWrite(p, 1, false); got != PathRetry {
+		t.Fatalf("a full bucket, no rate: %v, want the ride-ahead write", got)
+	}
+	if got := m.coldWrite(p, 1, true); got != PathFull {
+		t.Fatalf("a full bucket, no rate, an item of it: %v, want full", got)
+	}
+	m.notePrior(p.hash, nil, 0)
+	if got := m.coldWrite(p, 1, false); got != PathFull {
+		t.Fatalf("full buckets, no one else writes: %v, want full", got)
 	}
 	m.notePrior(p.hash, nil, 0.0018)
-	if got := m.coldWrite(p, 1); got != PathRetry {
+	if got := m.coldWrite(p, 1, false); got != PathRetry {
 		t.Fatalf("full buckets, others at 1.8 a second: %v, want the ride-ahead write", got)
 	}
 	for range 8 {
 		m.notePrior(p.hash, &notFull, -1)
 	}
-	if got := m.coldWrite(p, 1); got != PathNone {
+	if got := m.coldWrite(p, 1, false); got != PathNone {
 		t.Fatalf("buckets at their limit since: %v, want none", got)
 	}
 	ex, path, err := p.blind(&ShardView{}, 1, T, 0.5, PathRetry)
