@@ -175,3 +175,27 @@ func TestTheColdWriteFollowsThePlansHistory(t *testing.T) {
 		t.Fatalf("the cold ride-ahead write: %v %v %s, want fl > now - 1.8 s", path, err, renderExpr(ex))
 	}
 }
+
+// A new shard starts empty, and its emptiness is no refusal: an acquire
+// that spread from a hot shard 0 to shard 1, which it then had to create,
+// goes back to shard 0 (it has the tokens) instead of being refused with
+// every shard tried.
+func TestAYoungShardDoesNotRefuseWhileAnOlderHasTokens(t *testing.T) {
+	p := planBusy(bucketRef)
+	m := NewMemory(0)
+	m.learn(bucketRef, 0, nil, 1, T-100, 0, nil)
+	m.learn(bucketRef, 0, nil, 2, T-50, 0, nil) // grew 50 ms ago: no doubling again
+	hot := shape{n: 2, rf: T, tk: map[string]int64{"rps": 4000, "wcu": 0}}.item(p)
+	measured(m, bucketRef, 0, 1, 0.9, T, nil)
+	c := NewCharge(m, p, picks(0, 0, 0), Options{})
+	last := converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 speculative", failed(hot)},
+		{"update 1 speculative", gone},
+		{"get [0] discover", found(hot)},
+		{"put 1 create", Result{}},
+		{"update 0 speculative", Result{}},
+	})
+	if last.Refused != nil || last.Err != nil {
+		t.Fatalf("refused %v, err %v: want the write on shard 0", last.Refused, last.Err)
+	}
+}
