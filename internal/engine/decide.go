@@ -412,12 +412,6 @@ func (p *Plan) headroom(v *ShardView, n, now int64) []int64 {
 			_, ms := l.RefillTime(s.amount + b)
 			b = cushionTokens(l, ms) - s.amount
 		}
-		if ahead == 0 {
-			// Full by now on the image: burn at least the refill of the
-			// image's age (at most the target), so that the write, a
-			// ride-ahead one, lands on a bucket full for less than that.
-			b = max(b, cushionTokens(l, min(target, now-v.At))-s.amount)
-		}
 		// Leave the stored balance room for the writers that follow.
 		burn = withBurn(burn, len(p.specs), i, min(b, (st.Tokens-s.amount)/2))
 	}
@@ -630,7 +624,7 @@ func (p *Plan) blind(v *ShardView, n, now int64, draw float64, cold Path) (store
 		first := cold // no estimate of the others: what the plan's first writes found
 		switch {
 		case v.RateAt != 0 || v.Rate > 0:
-			first = p.first(v, n)
+			first = p.first(v, n, now)
 		case v.OwnRefill && cold == PathNone:
 			first = PathFull
 		}
@@ -694,9 +688,19 @@ const rideMax = math.MaxInt32
 // by now, whose client knows the others' rate (or that it wrote last):
 // PathFull for the full reset, PathRetry for the ride-ahead write. See
 // above.
-func (p *Plan) first(v *ShardView, n int64) Path {
+func (p *Plan) first(v *ShardView, n, now int64) Path {
 	if v.Others <= 0 || v.Img.holds {
 		return PathFull
+	}
+	if p.atLimit(*v, n) {
+		// The others consume nearly the whole refill: an item that says
+		// full by now is likely stale, and a burn would take tokens the
+		// bucket does not have to spare. The full write only when no
+		// other write likely came since the item.
+		if v.othersSince(now) < 0.5 {
+			return PathFull
+		}
+		return PathNone
 	}
 	tau := p.chargeTime(n)
 	burn := p.rideBurn(n, p.rideGap(v))

@@ -108,8 +108,23 @@ func TestTheFirstWriteIsChosenByCollisionProbability(t *testing.T) {
 		p := NewPlan(bucketRef, []Limit{c.l}, map[string]int64{c.l.Name: 1})
 		im := image(t, shape{rf: T - 60_000}.item(p))
 		v := &ShardView{Img: im, At: T - 1000, Others: c.others, Rate: c.others, RateAt: T - 500}
-		if got := p.first(v, 1); got != c.want {
+		if got := p.first(v, 1, T); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	// At the limit (the others consume nearly the whole refill) an item
+	// full by now is likely stale: no burn; the full write only on an item
+	// no other write likely followed.
+	p0 := NewPlan(bucketRef, []Limit{perMinute("rpm", 600)}, map[string]int64{"rpm": 1})
+	im := image(t, shape{rf: T - 60_000}.item(p0))
+	drain := map[string]float64{"rpm": 9.5} // of 10 millitokens a ms
+	for _, c := range []struct {
+		at   int64
+		want Path
+	}{{T - 1000, PathNone}, {T - 1, PathFull}} {
+		v := &ShardView{Img: im, At: c.at, Others: 0.0018, Rate: 0.0018, RateAt: T - 500, Drain: drain}
+		if got := p0.first(v, 1, T); got != c.want {
+			t.Errorf("at the limit, an item %d ms old: %v, want %v", T-c.at, got, c.want)
 		}
 	}
 	// The ride-ahead burn is capped at 3 % of the shard's burst.
