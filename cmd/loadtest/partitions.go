@@ -15,6 +15,10 @@ type hotPartition struct {
 	// PeakWCUPerSecond is the most write units it took in a window of one
 	// second (sampled every 100 ms).
 	PeakWCUPerSecond float64 `json:"peak_wcu_per_second"`
+	// LaterPeakWCUPerSecond is the most write units any partition took in
+	// a window of one second that starts a second or more into the run:
+	// what a bucket's doublings leave once its first second is over.
+	LaterPeakWCUPerSecond float64 `json:"later_peak_wcu_per_second"`
 	// WCU and Throttles are its totals over the run.
 	WCU       float64 `json:"wcu"`
 	Throttles uint64  `json:"throttles"`
@@ -37,6 +41,8 @@ type sampler struct {
 	ring    [sampleWindow + 1]snapshot
 	n       int // samples taken
 	peak    map[string]float64
+	later   map[string]float64 // peaks of the windows a second or more in
+	start   time.Time
 	initial map[string]memsim.PartitionStats
 
 	stop chan struct{}
@@ -49,8 +55,8 @@ type snapshot struct {
 }
 
 func newSampler(st *memsim.Store, prefix string, skip func(string) bool) *sampler {
-	s := &sampler{st: st, prefix: prefix, skip: skip, peak: map[string]float64{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+	s := &sampler{st: st, prefix: prefix, skip: skip, peak: map[string]float64{}, later: map[string]float64{},
+		start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	s.initial = map[string]memsim.PartitionStats{}
 	for _, p := range s.partitions() {
 		s.initial[p.PK] = p
@@ -100,8 +106,10 @@ func (s *sampler) sample() {
 	oldest := s.ring[s.n%len(s.ring)] // a second ago
 	dt := snap.at.Sub(oldest.at).Seconds()
 	for pk, w := range snap.wcu {
-		if r := (w - oldest.wcu[pk]) / dt; r > s.peak[pk] {
-			s.peak[pk] = r
+		r := (w - oldest.wcu[pk]) / dt
+		s.peak[pk] = max(s.peak[pk], r)
+		if oldest.at.Sub(s.start) >= time.Second {
+			s.later[pk] = max(s.later[pk], r)
 		}
 	}
 }
@@ -123,8 +131,13 @@ func (s *sampler) finish() *hotPartition {
 		}
 		if hot == nil || peak > hot.PeakWCUPerSecond {
 			in := s.initial[p.PK]
-			hot = &hotPartition{PK: p.PK, PeakWCUPerSecond: peak, WCU: p.Consumed.WriteUnits - in.Consumed.WriteUnits,
-				Throttles: p.Throttles - in.Throttles}
+			hot = &hotPartition{PK: p.PK, PeakWCUPerSecond: peak,
+				WCU: p.Consumed.WriteUnits - in.Consumed.WriteUnits, Throttles: p.Throttles - in.Throttles}
+		}
+	}
+	for _, r := range s.later {
+		if hot != nil {
+			hot.LaterPeakWCUPerSecond = max(hot.LaterPeakWCUPerSecond, r)
 		}
 	}
 	return hot

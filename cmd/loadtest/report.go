@@ -347,7 +347,8 @@ func (rep *report) print(w io.Writer) {
 	p("latency    p50 %.2f ms, p99 %.2f ms (Acquire, every outcome)\n", rep.P50Ms, rep.P99Ms)
 	p("shards     %d doublings; largest shard count at the end %d\n", rep.ShardDoublings, rep.MaxShards)
 	if h := rep.HotPartition; h != nil {
-		p("partition  hottest %s: peak %.0f WCU/s over one second, %.0f WCU in all, %d throttled\n", h.PK, h.PeakWCUPerSecond, h.WCU, h.Throttles)
+		p("partition  hottest %s: peak %.0f WCU/s over one second (any partition after the first second: %.0f), %.0f WCU in all, %d throttled\n",
+			h.PK, h.PeakWCUPerSecond, h.LaterPeakWCUPerSecond, h.WCU, h.Throttles)
 	}
 	if r := rep.Raw; r != nil {
 		item := "one item"

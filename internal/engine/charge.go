@@ -129,6 +129,7 @@ type Charge struct {
 	attempts  int
 	contended bool
 	billed    int64 // failed writes on this shard, charged to the next write's wcu
+	cold      bool  // the write in flight is a first write made with no image (see prior.go)
 
 	phase chargePhase
 	path  Path
@@ -221,13 +222,39 @@ func (c *Charge) nextShard(now int64) Step {
 			}
 			continue
 		}
-		q := c.p.withBilled(c.billed)
-		ex, path, err := q.blind(&c.view, c.n, now, c.rnd.Float64())
-		if err != nil {
-			return Step{Err: err}
+		if c.hotBefore(now) {
+			// The gauge is counted, never a condition, so no write fails
+			// for it: the client reads the heat off its own image.
+			return c.double(now, func() Step { return c.blindWrite(now) })
 		}
-		return c.write(ex, path, q)
+		return c.blindWrite(now)
 	}
+}
+
+// hotBefore reports whether the client's view of the current shard says
+// its partition is hot before any write: the image's wcu gauge, refilled
+// to now, is spent, on a shard the client measured at its ceiling, and
+// the bucket may double now.
+func (c *Charge) hotBefore(now int64) bool {
+	im := c.view.Img
+	return c.choices == 1 && im != nil && im.matches(c.p, c.n) &&
+		c.p.shortfall(im, c.n, now, c.view.hot(now)) == shortWCU && c.m.mayDouble(c.p.Ref, c.shard, c.n, now)
+}
+
+// blindWrite makes the first write to the current shard, from the
+// client's last view of it.
+func (c *Charge) blindWrite(now int64) Step {
+	q := c.p.withBilled(c.billed)
+	first := PathNone
+	v := &c.view
+	if c.cold = v.Img == nil; c.cold || v.RateAt == 0 && v.Rate <= 0 {
+		first = c.m.coldWrite(c.p, c.n, !c.cold)
+	}
+	ex, path, err := q.blind(&c.view, c.n, now, c.rnd.Float64(), first)
+	if err != nil {
+		return Step{Err: err}
+	}
+	return c.write(ex, path, q)
 }
 
 // Drop ends a machine whose last step's call will not be made (a cascade
@@ -308,6 +335,11 @@ func (c *Charge) afterWrite(r *Result, now int64) Step {
 	if err != nil {
 		return Step{Err: err}
 	}
+	if c.cold && im != nil {
+		full := c.p.nearlyFull(im, c.n, now)
+		c.m.notePrior(c.p.hash, &full, -1)
+	}
+	c.cold = false
 	// A blind full write that failed lost a race (its view said full); a
 	// speculative write may only have found the bucket full, which says
 	// nothing unless others write the shard: by this process's estimate,
@@ -387,7 +419,15 @@ func (c *Charge) charged(img *Image, now int64) Step {
 	}
 	own := c.path == PathFull || c.path == PathNormal || c.path == PathCreate // the write set rf
 	c.m.landedLocked(c.p.Ref, c.shard, noted, c.n, c.view.busyness(now), img, own, n, now, c.lat, c.mine)
+	if c.cold && img != nil {
+		full := c.p.nearlyFull(img, c.n, now)
+		c.m.notePriorLocked(c.p.hash, &full, -1)
+	}
+	if si := c.entry; si != nil && si.rateAt != 0 && !si.provisional {
+		c.m.notePriorLocked(c.p.hash, nil, si.others)
+	}
 	c.m.mu.Unlock()
+	c.cold = false
 	c.billed = 0 // the write charged them
 	if n > 0 {
 		c.n = n
@@ -474,8 +514,14 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		v := c.view // its estimates of the other writers set the wait
 		return c.exhausted(&Refusal{Plan: c.p, Img: im, N: c.n, Now: now, View: &v}, now)
 	case shortWCU:
-		return c.hot(now)
+		return c.hot(im, now)
 	}
+	return c.informedWrite(im, now)
+}
+
+// informedWrite makes the write the item a failed write returned calls
+// for, or refuses when the others take its tokens first (outrun).
+func (c *Charge) informedWrite(im *Image, now int64) Step {
 	if v, ok := c.outrun(im, now); ok {
 		c.path = PathReject
 		return c.exhausted(&Refusal{Plan: c.p, Img: im, N: c.n, Now: now, View: &v, Outrun: true}, now)
@@ -523,29 +569,24 @@ func (c *Charge) refuse(now int64) Step {
 }
 
 // hot handles a shard whose wcu gauge is empty on a partition the client
-// measured near its ceiling.
-func (c *Charge) hot(now int64) Step {
+// measured near its ceiling (im: the item its failed write returned): it
+// doubles the bucket, unless the new shards have not had time to take load
+// off this one, and spreads to another shard.
+func (c *Charge) hot(im *Image, now int64) Step {
 	if !c.m.mayDouble(c.p.Ref, c.shard, c.n, now) {
-		// The new shards have not had time to take load off this one:
-		// spread to another shard rather than double again.
-		return c.spreadHot(now)
+		return c.spreadHot(im, now)
 	}
-	return c.double(now, func() Step {
-		if c.m.grewRecently(c.p.Ref, now) {
-			return c.spreadHot(now) // overloaded right after a doubling, as above
-		}
-		return Step{Err: &store.ThrottledError{Code: store.ThrottleProvisionedThroughputExceeded,
-			Reason: "limiter: bucket cannot be split further", Key: c.p.Ref.WithShard(c.shard).Key()}}
-	})
+	return c.double(now, func() Step { return c.spreadHot(im, now) })
 }
 
-// spreadHot tries another shard after a hot one, or gives up.
-func (c *Charge) spreadHot(now int64) Step {
+// spreadHot tries another shard after a hot one, or, with none left, goes
+// on here: the gauge is counted, never a condition, and heat alone is
+// no answer.
+func (c *Charge) spreadHot(im *Image, now int64) Step {
 	if len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n {
 		return c.nextShard(now)
 	}
-	return Step{Err: &store.ThrottledError{Code: store.ThrottleProvisionedThroughputExceeded,
-		Reason: "limiter: bucket shards are busy", Key: c.p.Ref.WithShard(c.shard).Key()}}
+	return c.informedWrite(im, now)
 }
 
 // double asks for the doubling write from the current count; after says
@@ -580,7 +621,9 @@ func (c *Charge) afterDouble(r *Result, now int64) Step {
 			// storm: those doublings are not pressed.)
 			c.m.setPendingDoubling(c.p.Ref, c.n, now)
 		}
-		return Step{Err: r.Err}
+		// A throttled doubling is not the acquire's answer: the acquire
+		// goes on as if it had not been tried.
+		return c.after()
 	}
 	var cf *store.ConditionFailedError
 	if !errors.As(r.Err, &cf) {
@@ -727,8 +770,12 @@ func (c *Charge) afterCreate(r *Result, now int64) Step {
 		c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.busyness(now), now)
 		if c.shard != 0 {
 			// A new shard starts empty: this request is served elsewhere.
+			// Its emptiness is no refusal (no promise, no answer): a
+			// doubling must not refuse what the older shards hold.
+			// The older shards may be tried again (within maxShardChoices).
 			c.m.learn(c.p.Ref, c.shard, img, 0, now, c.lat, nil)
-			return c.exhausted(&Refusal{Plan: c.p, Img: img, N: c.n, Now: now}, now)
+			c.tried = append(c.tried[:0], c.shard)
+			return c.nextShard(now)
 		}
 		return c.charged(img, now)
 	}

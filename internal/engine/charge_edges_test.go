@@ -415,14 +415,17 @@ func TestDoublingStopsAtMaxShards(t *testing.T) {
 	}
 	m, it := hot(128)
 	c := NewCharge(m, p, picks(), Options{})
-	last := converse(t, c.Start(T), c.Feed, T, []exchange{{"update 0 speculative", failed(it)}, {"update 0 double", Result{}}})
+	// Its image shows the gauge spent on a shard measured at its ceiling:
+	// the doubling comes first, no write fails for it.
+	last := converse(t, c.Start(T), c.Feed, T, []exchange{{"update 0 double", Result{}}})
 	if got := last.Call.Update.Key; got != bucketRef.Key() {
 		t.Fatalf("the doubling writes %v, want shard 0", got)
 	}
 	m, it = hot(keys.MaxShards)
 	m.setPendingDoubling(bucketRef, keys.MaxShards, T)
 	c = NewCharge(m, p, picks(), Options{})
-	converse(t, c.Start(T), c.Feed, T, []exchange{{"update 0 speculative", failed(it)}, {"err", Result{}}})
+	// It cannot double: the heat spreads the acquire to another shard.
+	converse(t, c.Start(T), c.Feed, T, []exchange{{"update 0 speculative", failed(it)}, {"update 1 speculative", Result{}}})
 	if m.pendingDoubling(bucketRef, T) != 0 {
 		t.Fatal("a doubling past MaxShards stays pending")
 	}
@@ -563,7 +566,8 @@ func TestLostEveryRaceCountsTheDrainSinceTheAnswer(t *testing.T) {
 }
 
 // A hot bucket whose limit could not serve a request from a quarter of
-// its burst does not double past two shards.
+// its burst does not double past two shards: the acquire spreads to the
+// other shard.
 func TestNoDoublingPastWhatTheChargeNeeds(t *testing.T) {
 	p := NewPlan(bucketRef, []Limit{perSecond("rps", 3)}, map[string]int64{"rps": 1}) // 1.5 tokens a shard at 2, 0.75 at 4
 	m := NewMemory(0)
@@ -571,7 +575,7 @@ func TestNoDoublingPastWhatTheChargeNeeds(t *testing.T) {
 	knows(t, m, bucketRef, it, 2, T-10)
 	measured(m, bucketRef, 0, 1, 0.9, T, nil)
 	c := NewCharge(m, p, picks(), Options{})
-	converse(t, c.Start(T), c.Feed, T, []exchange{{"update 0 speculative", failed(it)}, {"err", Result{}}})
+	converse(t, c.Start(T), c.Feed, T, []exchange{{"update 0 speculative", failed(it)}, {"update 1 speculative", Result{}}})
 }
 
 // A doubling that fails on the limits hash is made again once with the
@@ -586,10 +590,9 @@ func TestTheDoublingIsMadeAgainOnlyOnce(t *testing.T) {
 	measured(m, bucketRef, 0, 1, 0.9, T, nil)
 	c := NewCharge(m, p, picks(), Options{})
 	converse(t, c.Start(T), c.Feed, T, []exchange{
-		{"update 0 speculative", failed(hot.item(p))},
 		{"update 0 double", failed(hot.item(other))},
 		{"update 0 double", failed(hot.item(p))},
-		{"err", Result{}},
+		{"update 0 speculative", Result{}},
 	})
 }
 
@@ -610,7 +613,8 @@ func TestAShardBeyondShardZerosCountIsNotMade(t *testing.T) {
 // A hot shard right after a doubling this client learned of: the new
 // shards need a moment to take the load, so the acquire spreads to
 // another shard instead of doubling again; after exhaustedShards, or all
-// of them, the partitions are busy.
+// of them, it goes on with its write on the last one (the gauge is no
+// condition, and heat alone is no answer).
 func TestAHotShardRightAfterADoublingSpreads(t *testing.T) {
 	p := plan1(bucketRef)
 	for _, c := range []struct {
@@ -632,8 +636,8 @@ func TestAHotShardRightAfterADoublingSpreads(t *testing.T) {
 			shard, _ := keys.ParseBucketPK(step.Call.Update.Key.PK)
 			step = ch.Feed(failed(shape{shard: shard.Shard, n: c.n, rf: T, tk: map[string]int64{"wcu": 0}}.item(p)), T)
 		}
-		if !errors.Is(step.Err, store.ErrThrottled) {
-			t.Fatalf("%d shards after %d hot shards: %q (%v), want the shards busy", c.n, c.tries, describe(step), step.Err)
+		if step.Err != nil || step.Call == nil || step.Call.Update == nil {
+			t.Fatalf("%d shards after %d hot shards: %q (%v), want a write on the last one", c.n, c.tries, describe(step), step.Err)
 		}
 	}
 }

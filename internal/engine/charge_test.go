@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/shardlimit/limiter/internal/keys"
@@ -229,12 +228,12 @@ func TestChargePaths(t *testing.T) {
 			measured(m, ref, 0, 1, 0.9, T, nil)
 		},
 		turns: []exchange{
-			{"update 0 speculative", failed(shape{rf: T, tk: hot(1000)}.item(tight))},
-			{"err", Result{}},
+			{"update 0 full", failed(shape{rf: T, tk: hot(1000)}.item(tight))},
+			{"update 0 normal", Result{}}, // heat alone is no answer
 		},
-		check: func(t *testing.T, _ *Charge, last Step, _ *Memory) {
-			if !errors.Is(last.Err, store.ErrThrottled) {
-				t.Fatalf("err %v, want a throttle (the bucket cannot be split further)", last.Err)
+		check: func(t *testing.T, _ *Charge, last Step, m *Memory) {
+			if last.Err != nil || m.Count(ref) != 1 {
+				t.Fatalf("err %v, %d shards; want the write made at one shard (the bucket cannot be split further)", last.Err, m.Count(ref))
 			}
 		},
 	}, {

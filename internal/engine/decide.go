@@ -462,17 +462,25 @@ func (v *ShardView) unmeasured() bool { return v.Rate <= 0 && v.RateAt == 0 && !
 // a shard only. On an item, each burn leaves the stored balance
 // half its room, as headroom does.
 func (p *Plan) unmeasuredBurn(im *Image, n int64) []int64 {
+	return p.burnEach(im, n, func(s *spec, l bucket.Limit) int64 {
+		if lo, _ := l.RefillTime(s.amount); lo >= 1 {
+			return 0 // the charge moves fl by itself
+		}
+		return cushionTokens(l, 1) - s.amount
+	})
+}
+
+// burnEach returns f's burn of each limit the plan charges, at most half
+// the image's stored tokens beyond the charge (im nil: no image); nil
+// when none burns.
+func (p *Plan) burnEach(im *Image, n int64, f func(s *spec, l bucket.Limit) int64) []int64 {
 	var burn []int64
 	for i := range p.specs {
 		s := &p.specs[i]
 		if s.hidden || s.amount <= 0 {
 			continue
 		}
-		l := s.perShard(n)
-		if lo, _ := l.RefillTime(s.amount); lo >= 1 {
-			continue // the charge moves fl by itself
-		}
-		b := cushionTokens(l, 1) - s.amount
+		b := f(s, s.perShard(n))
 		if im != nil {
 			st, _, _, ok := im.state(s)
 			if !ok {
@@ -516,6 +524,9 @@ func (p *Plan) refresh(v *ShardView, n, now int64, burn []int64, draw float64) b
 		if !ok {
 			return false
 		}
+		if s.hidden {
+			continue // the wcu gauge is counted, never a condition
+		}
 		need := s.amount + burnOf(burn, i)
 		// (Stored tokens that cover need pay: the refill route, and what
 		// the others pushed it by, need not be looked at.)
@@ -523,16 +534,6 @@ func (p *Plan) refresh(v *ShardView, n, now int64, burn []int64, draw float64) b
 			must = true
 		}
 		l := s.perShard(n)
-		if s.hidden {
-			// The wcu gauge has no refill route: its stored balance only
-			// drains between refills (a write a write), and once it is out
-			// every consumption-only write in flight fails. Low is judged
-			// after the others' likely writes since the image.
-			if st.Tokens-int64(v.othersSince(now)*float64(bucket.MilliPerToken)) < need+l.Burst/refreshLevel {
-				low = true
-			}
-			continue
-		}
 		if st.Tokens < need+l.Burst/refreshLevel {
 			_, drift := l.RefillTime(l.Burst / refreshLevel)
 			if aged || fh-fl > drift {
@@ -586,54 +587,203 @@ func (v *ShardView) ahead(s *spec, n, now int64) int64 {
 }
 
 // blind returns the first write to a shard, made from this client's last
-// view of it: the full reset when the view says every limit is full by now
-// and no other writer has likely touched it since (by the client's
-// estimate of their rate, or, before it has one, when the item's rf is
-// its own: processes that start on a bucket together, each with an item
-// another refilled, would all make the full write, which one of them
-// wins); the normal write when
-// the stored tokens run low (refresh); else the speculative charge, with
-// headroom burnt on a shared shard near its ceiling.
-func (p *Plan) blind(v *ShardView, n, now int64, draw float64) (store.Expr, Path, error) {
+// view of it. On an image that says every limit is full by now: the full
+// reset, unless another writer's write likely lands within a charge's
+// refill time before this one (then the bucket is not full, and the full
+// write fails) and the ride-ahead write is less likely to fail (first),
+// judged from the client's estimate of the others' rate, or, before it has
+// one, on an item of its own refill (it wrote last). Otherwise, and with
+// no image of the bucket at all, cold says what the plan's first writes
+// found right (Memory.coldWrite; PathNone: the speculative charge).
+// Processes that start on a bucket together, each with an item another
+// refilled, would all make the full write, which one of them wins. Else
+// the normal write when the stored tokens run low (refresh), or the
+// speculative charge, with headroom burnt on a shared shard near its
+// ceiling.
+func (p *Plan) blind(v *ShardView, n, now int64, draw float64, cold Path) (store.Expr, Path, error) {
 	im := v.Img
 	if im == nil || !im.matches(p, n) {
+		switch {
+		case im == nil && cold == PathFull:
+			ex, err := p.full(n, now, 0)
+			return ex, PathFull, err
+		case im == nil && cold == PathRetry:
+			if burn := p.rideBurn(n, rideMax); burn != nil {
+				ex, err := p.speculative(n, now, burn, true)
+				return ex, PathSpeculative, err
+			}
+		}
 		var burn []int64
 		if v.unmeasured() {
 			burn = p.unmeasuredBurn(nil, n) // its item, if any, is of other limits
 		}
-		ex, err := p.speculative(n, now, burn)
+		ex, err := p.speculative(n, now, burn, false)
 		return ex, PathSpeculative, err
 	}
-	if im.fullBy(p, n, now) && v.othersSince(now) < 0.5 && (v.OwnRefill || v.RateAt != 0 || v.Rate > 0) {
-		if im.holds { // pools hold part of the burst: see hold.go
-			ex, err := p.fullHeld(im, n, now, 0)
-			return ex, PathFull, err
+	if im.fullBy(p, n, now) {
+		first := cold // no estimate of the others: what the plan's first writes found
+		switch {
+		case v.RateAt != 0 || v.Rate > 0:
+			first = p.first(v, n, now)
+		case v.OwnRefill && cold == PathNone:
+			first = PathFull
 		}
-		ex, err := p.full(n, now, 0)
-		return ex, PathFull, err
+		switch first {
+		case PathFull:
+			if im.holds { // pools hold part of the burst: see hold.go
+				ex, err := p.fullHeld(im, n, now, 0)
+				return ex, PathFull, err
+			}
+			ex, err := p.full(n, now, 0)
+			return ex, PathFull, err
+		case PathRetry:
+			k := int64(rideMax)
+			if v.Others > 0 {
+				k = p.rideGap(v)
+			}
+			ex, err := p.speculative(n, now, p.rideBurn(n, k), !im.holds)
+			return ex, PathSpeculative, err
+		}
 	}
 	burn := p.headroom(v, n, now)
 	if p.refresh(v, n, now, burn, draw) {
 		ex, err := p.normal(im, n, now, true, burn)
 		return ex, PathNormal, err
 	}
-	ex, err := p.speculative(n, now, burn)
+	ex, err := p.speculative(n, now, burn, !im.holds)
 	return ex, PathSpeculative, err
 }
 
+// The first write on a bucket full by now. DynamoDB has no min or max in
+// an update, so no one write is exact both on a full bucket (the refill
+// accrued at the cap must be dropped: SET) and on one below its cap
+// (consumption must be ADDed): the write is chosen before the store says
+// which it is. The full write fails when another writer's write landed
+// within the refill time of its charge (tau) before it; the ride-ahead
+// write (the speculative charge burning b beside it, guarded by fl > now -
+// K, K the floor of b's refill time) fails only when the bucket has sat
+// full for longer than K. With the other writers' writes at random at
+// rate r (per ms), the first fails with probability 1 - exp(-r tau), the
+// second with exp(-r (K + tau)); the cheaper is made. K is rideGaps of the
+// measured gap between the others' writes, at most what refills rideShare
+// of the burst: the cost is that a burst right after such a write finds up
+// to that share of the bucket's refill missing (the admission bound is
+// untouched: the burn is refill the bucket had lost at its cap, or tokens
+// taken and not counted).
+
+// rideGaps is how many of the measured gaps between the other writers'
+// writes a ride-ahead write's slack covers (it fails with probability
+// about exp(-rideGaps)).
+const rideGaps = 3
+
+// rideShare is the largest share of a shard's burst one ride-ahead write
+// burns (percent).
+const rideShare = 3
+
+// rideMax is a gap longer than any ride-ahead slack (ms): rideBurn then
+// burns rideShare of every burst.
+const rideMax = math.MaxInt32
+
+// first returns the first write for a bucket the view's image says is full
+// by now, whose client knows the others' rate (or that it wrote last):
+// PathFull for the full reset, PathRetry for the ride-ahead write. See
+// above.
+func (p *Plan) first(v *ShardView, n, now int64) Path {
+	if v.Others <= 0 || v.Img.holds {
+		return PathFull
+	}
+	if p.atLimit(*v, n) {
+		// The others consume nearly the whole refill: an item that says
+		// full by now is likely stale, and a burn would take tokens the
+		// bucket does not have to spare. The full write only when no
+		// other write likely came since the item.
+		if v.othersSince(now) < 0.5 {
+			return PathFull
+		}
+		return PathNone
+	}
+	tau := p.chargeTime(n)
+	burn := p.rideBurn(n, p.rideGap(v))
+	k := p.slack(n, burn)
+	if k < 1 {
+		return PathFull
+	}
+	missFull := 1 - math.Exp(-v.Others*float64(tau))
+	missRide := math.Exp(-v.Others * float64(k+tau))
+	if missFull <= missRide {
+		return PathFull
+	}
+	return PathRetry
+}
+
+// rideGap is the ride-ahead slack the view calls for: rideGaps gaps
+// between the other writers' writes (ms).
+func (p *Plan) rideGap(v *ShardView) int64 {
+	return int64(math.Min(rideGaps/v.Others, rideMax))
+}
+
+// chargeTime is the longest refill time of the plan's charge among its
+// limits on a shard of n (ms, rounded up).
+func (p *Plan) chargeTime(n int64) int64 {
+	var tau int64
+	for i := range p.specs {
+		if s := &p.specs[i]; !s.hidden && s.amount > 0 {
+			_, hi := s.perShard(n).RefillTime(s.amount)
+			tau = max(tau, hi)
+		}
+	}
+	return tau
+}
+
+// rideBurn returns the burn per limit of a ride-ahead write whose slack
+// covers k ms, at most rideShare of each burst and half of what the burst
+// holds beyond the charge (nil when no limit would burn). It is made on a
+// bucket full by now, which holds the whole burst.
+func (p *Plan) rideBurn(n, k int64) []int64 {
+	return p.burnEach(nil, n, func(s *spec, l bucket.Limit) int64 {
+		return min(cushionTokens(l, k), l.Burst*rideShare/100, (l.Burst-s.amount)/2)
+	})
+}
+
+// slack returns the shortest ride-ahead slack (ms) among the limits the
+// plan charges when they burn burn: the write lands only on a bucket full
+// for less than that. 0 when some charged limit burns nothing.
+func (p *Plan) slack(n int64, burn []int64) int64 {
+	k := int64(math.MaxInt64)
+	for i := range p.specs {
+		if s := &p.specs[i]; !s.hidden && s.amount > 0 {
+			k = min(k, rideSlack(s.perShard(n), burnOf(burn, i), true))
+		}
+	}
+	if k == math.MaxInt64 {
+		return 0
+	}
+	return k
+}
+
 // informed returns the write to make knowing the item as it stands (the
-// image a failed write returned), cheapest contention first: the full
-// reset when every limit is full (its conditions hold for exactly one
-// writer per refill), with a cushion when this acquire already lost a
-// race (lat is the last round trip, ms); consumption only when the stored
-// tokens suffice; else refill and consume under the rf lock. The caller
-// has checked that the tokens suffice (shortfall). v carries the rate
-// estimates; its image is not used.
+// image a failed write returned), cheapest contention first. Every limit
+// full: the full reset (its conditions hold for exactly one writer per
+// refill), with a cushion when this acquire already lost a race (lat is
+// the last round trip, ms); but on a shard other writers share, when the
+// bucket has been full for less than the cushion, the ride-ahead write
+// with the cushion's refill burnt, which every racer lands. Otherwise
+// consumption only when the stored tokens suffice; else refill and
+// consume under the rf lock. The caller has checked that the tokens
+// suffice (shortfall). v carries the rate estimates; its image is not
+// used.
 func (p *Plan) informed(im *Image, v ShardView, n, now, lat int64, contended bool) (store.Expr, Path, error) {
 	if im.matches(p, n) && im.fullBy(p, n, now) {
 		h := int64(0)
 		if contended {
 			h = p.cushion(im, n, lat)
+		}
+		if h > 0 && !im.holds && v.Others > 0 {
+			burn := p.rideBurn(n, h)
+			if k := p.slack(n, burn); k > 0 && p.fullSince(im, now) > now-k {
+				ex, err := p.speculative(n, now, burn, true)
+				return ex, PathRetry, err
+			}
 		}
 		if im.holds { // pools hold part of the burst: see hold.go
 			ex, err := p.fullHeld(im, n, now, h)
@@ -645,11 +795,25 @@ func (p *Plan) informed(im *Image, v ShardView, n, now, lat int64, contended boo
 	v.Img, v.At = im, now
 	burn := p.headroom(&v, n, now)
 	if p.retryable(im, n, now, burn) {
-		ex, err := p.speculative(n, now, burn)
+		ex, err := p.speculative(n, now, burn, !im.holds)
 		return ex, PathRetry, err
 	}
 	ex, err := p.normal(im, n, now, true, burn)
 	return ex, PathNormal, err
+}
+
+// fullSince returns the earliest fl among the limits the plan charges on
+// the image: the bucket has been full at most since then (fl <= fullAt).
+func (p *Plan) fullSince(im *Image, now int64) int64 {
+	since := now
+	for i := range p.specs {
+		if s := &p.specs[i]; !s.hidden && s.amount > 0 {
+			if _, fl, _, ok := im.state(s); ok {
+				since = min(since, fl)
+			}
+		}
+	}
+	return since
 }
 
 // retryable reports whether the consumption-only write (the speculative

@@ -274,30 +274,13 @@ func TestRefresh(t *testing.T) {
 			t.Errorf("%s: refresh %v, want %v", c.name, got, c.want)
 		}
 	}
-	// The wcu gauge has no refill route: its stored balance drains a unit
-	// a write until a refill, and then every consumption-only write fails.
-	// A writer of a shared shard refills early when it runs below a quarter
-	// of its burst, after the others' likely writes since, drift or not.
+	// The wcu gauge is counted, never a condition: a gauge run dry is no
+	// reason to refill early, shared or not.
 	wcu := &p.specs[len(p.specs)-1]
-	quarter := wcu.perShard(1).Burst / refreshLevel
-	gauge := func(units int64) *Image {
-		return image(t, shape{rf: T - 100, tk: map[string]int64{"rps": 5000, keys.HiddenLimit: units}}.item(p))
-	}
-	for _, c := range []struct {
-		name string
-		v    ShardView
-		draw float64
-		want bool
-	}{
-		{"wcu at a quarter beyond the unit, shared", ShardView{Img: gauge(wcu.amount + quarter), At: T, Others: 0.05}, 0, false},
-		{"wcu just below it, shared, lucky draw", ShardView{Img: gauge(wcu.amount + quarter - 1), At: T, Others: 0.05}, 0.49, true},
-		{"wcu just below it, shared, unlucky draw", ShardView{Img: gauge(wcu.amount + quarter - 1), At: T, Others: 0.05}, 0.5, false},
-		{"wcu just below it, alone", ShardView{Img: gauge(wcu.amount + quarter - 1), At: T}, 0, false},
-		{"wcu above it, but not after the others' 20 writes since", ShardView{Img: gauge(wcu.amount + quarter + 19_000), At: T - 20, Others: 1}, 0.04, true},
-		{"wcu above it even after the others' 20 writes since", ShardView{Img: gauge(wcu.amount + quarter + 20_000), At: T - 20, Others: 1}, 0.04, false},
-	} {
-		if got := p.refresh(&c.v, 1, T, nil, c.draw); got != c.want {
-			t.Errorf("%s: refresh %v, want %v", c.name, got, c.want)
+	gauge := image(t, shape{rf: T - 100, tk: map[string]int64{"rps": 5000, keys.HiddenLimit: wcu.amount - 1}}.item(p))
+	for _, draw := range []float64{0, 0.49} {
+		if p.refresh(&ShardView{Img: gauge, At: T, Others: 0.05}, 1, T, nil, draw) {
+			t.Errorf("wcu below the unit, shared, draw %v: refresh, want none", draw)
 		}
 	}
 	other := NewPlan(bucketRef, []Limit{perSecond("tpm", 10)}, map[string]int64{"tpm": 1})
@@ -334,10 +317,12 @@ func TestRetryable(t *testing.T) {
 	}
 }
 
-// blind: the full write when the image says full by now and under half
-// another writer's write came since (by the client's estimate; before it
-// has one, only on an item of its own refill); the normal write when
-// refresh says so; else the speculative write.
+// blind: on an image full by now, the full write when another writer's
+// write likely lands within a charge's refill time less often than the
+// bucket sits full beyond the ride-ahead slack (by the client's estimate;
+// before it has one, only on an item of its own refill), else the
+// ride-ahead write (a speculative one); the normal write when refresh says
+// so; else the speculative write.
 func TestBlindChoosesFromTheView(t *testing.T) {
 	p := plan1(bucketRef)
 	full := image(t, shape{rf: T - 1000}.item(p))
@@ -351,9 +336,10 @@ func TestBlindChoosesFromTheView(t *testing.T) {
 	}{
 		{"nothing known", ShardView{}, 1, PathSpeculative},
 		{"an image at another count", ShardView{Img: full, At: T}, 2, PathSpeculative},
-		{"full, alone", ShardView{Img: full, At: T - 10, Others: 0.049, Rate: 0.049}, 1, PathFull},
+		{"full, others seldom write within a charge's refill", ShardView{Img: full, At: T - 10, Others: 0.0005, Rate: 0.0005}, 1, PathFull},
+		{"full, alone", ShardView{Img: full, At: T - 10, Rate: 0.049, RateAt: T - 500}, 1, PathFull},
+		{"full, others often write within a charge's refill: ride ahead", ShardView{Img: full, At: T - 10, Others: 0.049, Rate: 0.049}, 1, PathSpeculative},
 		{"full exactly now", ShardView{Img: image(t, shape{rf: T - 1000, tk: map[string]int64{"rps": 0}}.item(p)), At: T - 1000, OwnRefill: true}, 1, PathFull},
-		{"full, half a write by others since", ShardView{Img: full, At: T - 10, Others: 0.05, Rate: 0.05}, 1, PathSpeculative},
 		// Before the client's first estimate: an item of its own refill
 		// says full; one another writer refilled says nothing of others.
 		{"full, no estimate, its own refill", ShardView{Img: full, At: T - 10, OwnRefill: true}, 1, PathFull},
@@ -362,7 +348,7 @@ func TestBlindChoosesFromTheView(t *testing.T) {
 		{"short, the refill route pays", ShardView{Img: short, At: T}, 1, PathSpeculative},
 		{"short, refill pays, fh drifted", ShardView{Img: drift, At: T}, 1, PathNormal},
 	} {
-		if _, got, err := p.blind(&c.v, c.n, T, 0.99); err != nil || got != c.want {
+		if _, got, err := p.blind(&c.v, c.n, T, 0.99, PathNone); err != nil || got != c.want {
 			t.Errorf("%s: %s (%v), want %s", c.name, got, err, c.want)
 		}
 	}

@@ -79,7 +79,7 @@ func TestHoldWriteExpressions(t *testing.T) {
 	ex, err := build(func(k *builder) { res.emitReserve(k, 2, now, 4, nil) })
 	wantExpr(t, "reserve", ex, err,
 		"ADD b_rps_tk -3000, b_rps_tc 3000, b_rps_hd 1500, b_rps_fl 300, b_rps_fh 300, b_tpm_tk 0, b_tpm_tc 0, b_tpm_hd -300, b_tpm_fl 600, b_tpm_fh 600, b_wcu_tk -1000, b_wcu_tc 1000, b_wcu_fl 1, b_wcu_fh 1 IF "+
-			"(hg = 4) AND (lh = 3231279557889561086) AND (shard_count = 2) AND ((b_rps_tk >= 3000) OR ((b_rps_fh <= 1767225610400) AND (rf >= 1767223810000) AND (attribute_not_exists(hg)))) AND (b_rps_fl > 1767225610000) AND ((b_tpm_tk >= 0) OR ((b_tpm_fh <= 1767225670000) AND (rf >= 1767223810000) AND (attribute_not_exists(hg)))) AND (b_tpm_fl > 1767225610000) AND (b_wcu_tk >= 1000)")
+			"(hg = 4) AND (lh = 3231279557889561086) AND (shard_count = 2) AND ((b_rps_tk >= 3000) OR ((b_rps_fh <= 1767225610400) AND (rf >= 1767223810000) AND (attribute_not_exists(hg)))) AND (b_rps_fl > 1767225610000) AND ((b_tpm_tk >= 0) OR ((b_tpm_fh <= 1767225670000) AND (rf >= 1767223810000) AND (attribute_not_exists(hg)))) AND (b_tpm_fl > 1767225610000)")
 
 	// A return of generation 4: the rest (0.6 token of rps) back, the hold
 	// (1 token of rps, 0.2 of tpm, all of it handed out) released.

@@ -27,6 +27,9 @@ type Memory struct {
 	// Table-wide throttles, to tell a storm (many buckets throttled at
 	// once) from a hot partition (one bucket).
 	storm stormWindow
+
+	// What first writes of each plan (by its hash) found: see prior.go.
+	plans map[int64]*prior
 }
 
 // DefaultMemorySize is how many buckets a Memory remembers by default.
@@ -778,6 +781,7 @@ func (m *Memory) Forget() {
 	defer m.mu.Unlock()
 	m.buckets.Purge()
 	m.storm = stormWindow{}
+	m.plans = nil
 }
 
 // Len returns how many buckets the memory holds.

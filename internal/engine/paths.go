@@ -39,25 +39,33 @@ const (
 // item was written for the same limits and shard count, and every limit
 // holds what it takes: its stored balance does, or the refill since rf
 // pays the rest (the refill route, see refillBound).
-func (p *Plan) speculative(n, now int64, burn []int64) (store.Expr, error) {
-	return build(func(k *builder) { p.emitSpeculative(k, n, now, burn) })
+//
+// ride makes it the ride-ahead write when it burns: each limit's guard
+// becomes fl > now - K, K the floor of its burn's refill time (ms), so
+// that it also lands on a bucket full for less than K (see rideAhead);
+// the item must then have no hold generation.
+func (p *Plan) speculative(n, now int64, burn []int64, ride bool) (store.Expr, error) {
+	return build(func(k *builder) { p.emitSpeculative(k, n, now, burn, ride) })
 }
 
-// emitSpeculative emits the speculative write.
-func (p *Plan) emitSpeculative(k *builder, n, now int64, burn []int64) {
+// emitSpeculative emits the speculative write (ride: see speculative).
+func (p *Plan) emitSpeculative(k *builder, n, now int64, burn []int64, ride bool) {
 	k.cond(condEq, attrLimitsHash, p.hash)
 	k.cond(condEq, attrShardCount, n)
+	if ride && burn != nil {
+		// The argument for the relaxed guard is made at the burst: an item
+		// whose pools hold part of it is never charged this way.
+		k.notExists(attrGen)
+	}
 	rfMin := satAdd(now, -refillRouteAge)
 	for i := range p.specs {
 		s := &p.specs[i]
 		l := s.perShard(n)
 		take := s.amount + burnOf(burn, i)
-		if s.hidden {
-			// The wcu gauge is paid from its stored units only: a normal
-			// write refills it now and then, and a shard that runs out of
-			// them between refills is what a hot partition looks like.
-			k.cond(condGe, s.tk, take)
-		} else {
+		if !s.hidden {
+			// The wcu gauge is counted, never a condition: a write refused
+			// for it at the partition's ceiling would be billed and keep
+			// the partition there. Its heat is judged from the rate.
 			// tk >= take OR (fh <= tmax AND rf >= rfMin AND no hold
 			// generation): every limit, also one charged nothing (it must
 			// not be in debt). The route counts from the burst: on an item
@@ -85,9 +93,21 @@ func (p *Plan) emitSpeculative(k *builder, n, now int64, burn []int64) {
 		k.add(s.fl, lo)
 		k.add(s.fh, hi)
 		if !s.hidden { // wcu only detects hot partitions; it need not be exact
-			k.cond(condGt, s.fl, now)
+			k.cond(condGt, s.fl, satAdd(now, -rideSlack(l, burnOf(burn, i), ride)))
 		}
 	}
+}
+
+// rideSlack is how long (ms) a bucket of limit l may have been full for a
+// ride-ahead write burning b millitokens to land: the floor of b's refill
+// time, so that the refill lost while it sat full is at most b (0 when
+// ride is false).
+func rideSlack(l bucket.Limit, b int64, ride bool) int64 {
+	if !ride || b <= 0 {
+		return 0
+	}
+	k, _ := l.RefillTime(b)
+	return k
 }
 
 // The refill route. While a bucket is below its cap (fullAt > now, which

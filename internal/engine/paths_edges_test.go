@@ -126,7 +126,7 @@ func TestARescalingNormalWriteRequiresTheTokensAsSeen(t *testing.T) {
 		{"for new limits", NewPlan(bucketRef, []Limit{perSecond("rps", 20)}, map[string]int64{"rps": 1}), 1},
 	} {
 		st := sim(t, item)
-		spec, _ := p.speculative(1, T-100, nil) // another writer, at the old count
+		spec, _ := p.speculative(1, T-100, nil, false) // another writer, at the old count
 		if err := apply(st, spec); err != nil {
 			t.Fatal(err)
 		}

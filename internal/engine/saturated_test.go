@@ -75,13 +75,13 @@ func TestNoDoublingPastTheBurst(t *testing.T) {
 	for _, c := range []struct {
 		amount int64
 		want   string
-	}{{300, "err"}, {200, "update 0 double"}} {
+	}{{300, "update 1 speculative"}, {200, "update 0 double"}} {
 		p := NewPlan(bucketRef, []Limit{l}, map[string]int64{"tpm": c.amount})
 		m := NewMemory(0)
 		knows(t, m, bucketRef, shape{n: 2, rf: T - 10}.item(p), 2, T-10)
 		measured(m, bucketRef, 0, 1, 0.9, T, nil)
 		spent := failed(shape{n: 2, rf: T, tk: map[string]int64{"wcu": 0}}.item(p))
 		ch := NewCharge(m, p, picks(), Options{})
-		converse(t, ch.Start(T), ch.Feed, T, []exchange{{"update 0 speculative", spent}, {c.want, Result{}}})
+		converse(t, ch.Start(T), ch.Feed, T, []exchange{{"update 0 full", spent}, {c.want, Result{}}})
 	}
 }

@@ -1,0 +1,113 @@
+package engine
+
+import "math"
+
+// The cold write. A process's first write to a bucket it has no image of
+// cannot tell a full bucket (the full write fits) from one at its limit
+// (the speculative charge fits). Buckets of one configuration tend to be
+// used alike (a limit far above its traffic leaves every key full between
+// acquires), so the choice is taken from what this process's earlier
+// first writes to buckets of the same plan found: full or not (a decayed
+// share), and the other writers' rate it measured on them. With no
+// history, the speculative charge.
+
+// coldWeight is the weight of the newest first write in a plan's share of
+// full buckets.
+const coldWeight = 1.0 / 8
+
+// maxPlans bounds how many plans a Memory keeps a history of; past it the
+// history starts over.
+const maxPlans = 1024
+
+type prior struct {
+	full   float64 // decayed share of first writes that found the bucket full
+	seen   bool    // a first write was recorded
+	others float64 // the last estimate of the others' write rate on a bucket of the plan (writes per ms)
+	known  bool    // others was measured
+}
+
+// nearlyFullShare is the share of its burst (percent) every limit the
+// plan charges holds, at now, on an item a first write found or left, for
+// that write to count as having found the bucket full.
+const nearlyFullShare = 90
+
+// nearlyFull reports whether every limit the plan charges holds, on im
+// refilled to now, at least nearlyFullShare of its burst: a bucket used
+// below its limit, which the full or the ride-ahead write fits.
+func (p *Plan) nearlyFull(im *Image, n, now int64) bool {
+	for i := range p.specs {
+		if s := &p.specs[i]; !s.hidden && s.amount > 0 {
+			st, _ := im.projected(s, n, now)
+			if st.Tokens*100 < st.Burst*nearlyFullShare {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// notePrior records what a first write of plan p (by its hash) found: a
+// full bucket or not (found is nil when it says nothing), and the others'
+// write rate on it (others < 0: none measured).
+func (m *Memory) notePrior(hash int64, found *bool, others float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.notePriorLocked(hash, found, others)
+}
+
+// notePriorLocked is notePrior for a caller that holds m.mu.
+func (m *Memory) notePriorLocked(hash int64, found *bool, others float64) {
+	if m.plans == nil || len(m.plans) >= maxPlans && m.plans[hash] == nil {
+		m.plans = make(map[int64]*prior)
+	}
+	pr := m.plans[hash]
+	if pr == nil {
+		pr = &prior{}
+		m.plans[hash] = pr
+	}
+	if found != nil {
+		f := 0.0
+		if *found {
+			f = 1
+		}
+		if !pr.seen {
+			pr.full, pr.seen = f, true
+		} else {
+			pr.full += coldWeight * (f - pr.full)
+		}
+	}
+	if others >= 0 {
+		pr.others, pr.known = others, true
+	}
+}
+
+// coldWrite returns the first write to a bucket of p at n shards that the
+// process has no image of: PathNone for the speculative charge, PathFull
+// for the full write, PathRetry for the ride-ahead write (burning
+// rideShare of each burst; see Plan.first for the choice between the
+// last two; before any estimate of the others, the ride-ahead write, which
+// lands whether or not they wrote moments ago, unless the client has an
+// item of the bucket (warm): a bucket it saw full has likely sat full
+// since).
+func (m *Memory) coldWrite(p *Plan, n int64, warm bool) Path {
+	m.mu.Lock()
+	pr := m.plans[p.hash]
+	var full, others float64
+	known := false
+	if pr != nil {
+		full, others, known = pr.full, pr.others, pr.known
+	}
+	m.mu.Unlock()
+	if pr == nil || full <= 0.5 {
+		return PathNone
+	}
+	tau := p.chargeTime(n)
+	k := p.slack(n, p.rideBurn(n, rideMax))
+	switch {
+	case k < 1 || known && others <= 0 || !known && warm:
+		return PathFull // no slack to ride on, no one else writes, or the client has an item
+	case !known || 1-math.Exp(-others*float64(tau)) > math.Exp(-others*float64(k+tau)):
+		return PathRetry // the ride-ahead write also lands if others wrote
+	}
+	return PathFull
+}
