@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardlimit/limiter/internal/dynamolocal"
+	dynamolocal "github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/store/dynamo"
 	"github.com/shardlimit/limiter/store/internal/linearize"
 )
