@@ -69,13 +69,12 @@ func encodeItem(it store.Item) (map[string]types.AttributeValue, error) {
 	return m, nil
 }
 
-func (s *Store) encodeKey(k store.Key) (map[string]types.AttributeValue, error) {
-	m := make(map[string]types.AttributeValue, 2)
-	m[s.schema.PartitionKey] = &types.AttributeValueMemberS{Value: k.PK}
+func (s *Store) encodeKey(k store.Key) map[string]types.AttributeValue {
+	m := map[string]types.AttributeValue{s.schema.PartitionKey: &types.AttributeValueMemberS{Value: k.PK}}
 	if s.schema.SortKey != "" {
 		m[s.schema.SortKey] = &types.AttributeValueMemberS{Value: k.SK}
 	}
-	return m, nil
+	return m
 }
 
 // encodeExpr passes the placeholder maps through unchanged, as DynamoDB

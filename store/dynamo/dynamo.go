@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -131,13 +132,9 @@ func (s *Store) Get(ctx context.Context, in store.GetInput) (store.GetOutput, er
 	if err := ctx.Err(); err != nil {
 		return out, notSent(opGet, err)
 	}
-	key, err := s.encodeKey(in.Key)
-	if err != nil {
-		return out, err
-	}
 	resp, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:              s.table,
-		Key:                    key,
+		Key:                    s.encodeKey(in.Key),
 		ConsistentRead:         boolPtr(in.ConsistentRead),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
 	})
@@ -164,10 +161,7 @@ func (s *Store) BatchGet(ctx context.Context, in store.BatchGetInput) (store.Bat
 	keys := make([]map[string]types.AttributeValue, len(in.Keys))
 	where := make(map[store.Key][]int, len(in.Keys))
 	for i, k := range in.Keys {
-		var err error
-		if keys[i], err = s.encodeKey(k); err != nil {
-			return out, err
-		}
+		keys[i] = s.encodeKey(k)
 		where[k] = append(where[k], i)
 	}
 	pending := types.KeysAndAttributes{Keys: keys, ConsistentRead: boolPtr(in.ConsistentRead)}
@@ -334,17 +328,13 @@ func (s *Store) putInput(in store.PutInput) (*dynamodb.PutItemInput, error) {
 }
 
 func (s *Store) updateInput(in store.UpdateInput) (*dynamodb.UpdateItemInput, error) {
-	key, err := s.encodeKey(in.Key)
-	if err != nil {
-		return nil, err
-	}
 	names, values, err := encodeExpr(in.Expr)
 	if err != nil {
 		return nil, err
 	}
 	req := &dynamodb.UpdateItemInput{
 		TableName:                 s.table,
-		Key:                       key,
+		Key:                       s.encodeKey(in.Key),
 		UpdateExpression:          strPtr(in.Expr.Update),
 		ConditionExpression:       strPtr(in.Expr.Condition),
 		ExpressionAttributeNames:  names,
@@ -360,17 +350,13 @@ func (s *Store) deleteInput(in store.DeleteInput) (*dynamodb.DeleteItemInput, er
 	if in.Expr.Update != "" {
 		return nil, validationf("Delete takes no update expression")
 	}
-	key, err := s.encodeKey(in.Key)
-	if err != nil {
-		return nil, err
-	}
 	names, values, err := encodeExpr(in.Expr)
 	if err != nil {
 		return nil, err
 	}
 	req := &dynamodb.DeleteItemInput{
 		TableName:                 s.table,
-		Key:                       key,
+		Key:                       s.encodeKey(in.Key),
 		ConditionExpression:       strPtr(in.Expr.Condition),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
@@ -411,12 +397,13 @@ func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) 
 }
 
 func (s *Store) transactItem(a store.Write) (types.TransactWriteItem, error) {
-	var (
-		ti types.TransactWriteItem
-		n  int
-	)
-	if a.Put != nil {
-		n++
+	var ti types.TransactWriteItem
+	if actions(a) != 1 {
+		// DynamoDB's message for the same mistake on the wire.
+		return ti, validationf("TransactItems can only contain one of Check, Put, Update or Delete")
+	}
+	switch {
+	case a.Put != nil:
 		req, err := s.putInput(*a.Put)
 		if err != nil {
 			return ti, err
@@ -429,9 +416,7 @@ func (s *Store) transactItem(a store.Write) (types.TransactWriteItem, error) {
 			ExpressionAttributeValues:           req.ExpressionAttributeValues,
 			ReturnValuesOnConditionCheckFailure: req.ReturnValuesOnConditionCheckFailure,
 		}
-	}
-	if a.Update != nil {
-		n++
+	case a.Update != nil:
 		req, err := s.updateInput(*a.Update)
 		if err != nil {
 			return ti, err
@@ -445,9 +430,7 @@ func (s *Store) transactItem(a store.Write) (types.TransactWriteItem, error) {
 			ExpressionAttributeValues:           req.ExpressionAttributeValues,
 			ReturnValuesOnConditionCheckFailure: req.ReturnValuesOnConditionCheckFailure,
 		}
-	}
-	if a.Delete != nil {
-		n++
+	case a.Delete != nil:
 		req, err := s.deleteInput(*a.Delete)
 		if err != nil {
 			return ti, err
@@ -460,15 +443,9 @@ func (s *Store) transactItem(a store.Write) (types.TransactWriteItem, error) {
 			ExpressionAttributeValues:           req.ExpressionAttributeValues,
 			ReturnValuesOnConditionCheckFailure: req.ReturnValuesOnConditionCheckFailure,
 		}
-	}
-	if a.Check != nil {
-		n++
+	default:
 		if a.Check.Expr.Update != "" {
 			return ti, validationf("a condition check takes no update expression")
-		}
-		k, err := s.encodeKey(a.Check.Key)
-		if err != nil {
-			return ti, err
 		}
 		names, values, err := encodeExpr(a.Check.Expr)
 		if err != nil {
@@ -476,18 +453,25 @@ func (s *Store) transactItem(a store.Write) (types.TransactWriteItem, error) {
 		}
 		ti.ConditionCheck = &types.ConditionCheck{
 			TableName:                           s.table,
-			Key:                                 k,
+			Key:                                 s.encodeKey(a.Check.Key),
 			ConditionExpression:                 strPtr(a.Check.Expr.Condition),
 			ExpressionAttributeNames:            names,
 			ExpressionAttributeValues:           values,
 			ReturnValuesOnConditionCheckFailure: oldOnFailure(a.Check.Expr.Condition != ""),
 		}
 	}
-	if n != 1 {
-		// DynamoDB's message for the same mistake on the wire.
-		return ti, validationf("TransactItems can only contain one of Check, Put, Update or Delete")
-	}
 	return ti, nil
+}
+
+// actions counts the actions w sets, a Check included.
+func actions(w store.Write) int {
+	n := 0
+	for _, set := range []bool{w.Put != nil, w.Update != nil, w.Delete != nil, w.Check != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
 }
 
 // oldOnFailure asks for the item on a failed condition whenever there is a
@@ -540,9 +524,9 @@ func (s *Store) transactFailure(in store.TransactWriteInput, ambiguous bool, err
 		// say otherwise unless DynamoDB answered definitively.
 		var u *store.UnavailableError
 		switch {
-		case asUnavailable(mapped, &u):
+		case errors.As(mapped, &u):
 			u.OutcomeUnknown = true
-		case isKind(mapped, store.ErrThrottled):
+		case errors.Is(mapped, store.ErrThrottled):
 			mapped = &store.UnavailableError{Op: opTransactWrite, OutcomeUnknown: true, Err: mapped}
 		}
 	}
@@ -683,20 +667,10 @@ func (s *Store) WriteConcurrently(ctx context.Context, writes []store.Write) []s
 
 func (s *Store) write(ctx context.Context, w store.Write) store.WriteResult {
 	var r store.WriteResult
-	n := 0
-	if w.Put != nil {
-		n++
-	}
-	if w.Update != nil {
-		n++
-	}
-	if w.Delete != nil {
-		n++
-	}
 	switch {
 	case w.Check != nil:
 		r.Err = validationf("A Write with a Check is accepted only in TransactWrite")
-	case n != 1:
+	case actions(w) != 1:
 		r.Err = validationf("a Write must set exactly one of Put, Update or Delete")
 	case w.Put != nil:
 		r.Output, r.Err = s.Put(ctx, *w.Put)

@@ -272,10 +272,6 @@ func deref(p *string) string {
 	return *p
 }
 
-func asUnavailable(err error, u **store.UnavailableError) bool { return errors.As(err, u) }
-
-func isKind(err, sentinel error) bool { return errors.Is(err, sentinel) }
-
 // capacityOf converts DynamoDB's consumed capacity. DynamoDB reports the
 // total in CapacityUnits (and, for some operations, a read/write split);
 // write reports whether the call was a write. Index units count toward
