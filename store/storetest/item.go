@@ -188,31 +188,20 @@ func testGetMissing(f *fixture) {
 // most a short lag) and reports read capacity.
 func testEventualGet(f *fixture) {
 	k := key("eventual")
-	want := item(k, "n", 7, "s", "x")
-	f.put(want)
-	f.eventually(func() string {
-		out, err := f.s.Get(f.ctx, store.GetInput{Key: k})
-		if err != nil {
-			return "eventually consistent Get: " + err.Error()
-		}
-		if d := diff(want, out.Item); d != "" {
-			return "eventually consistent Get mismatch (-want +got):\n" + d
-		}
-		expectReadUnits(f.t, "eventually consistent Get", out.Consumed)
-		return ""
-	})
-	want2 := item(k, "n", 8)
-	f.put(want2)
-	f.eventually(func() string {
-		out, err := f.s.Get(f.ctx, store.GetInput{Key: k})
-		if err != nil {
-			return "eventually consistent Get: " + err.Error()
-		}
-		if d := diff(want2, out.Item); d != "" {
-			return "eventually consistent Get after a second Put mismatch (-want +got):\n" + d
-		}
-		return ""
-	})
+	for i, want := range []store.Item{item(k, "n", 7, "s", "x"), item(k, "n", 8)} {
+		f.put(want)
+		f.eventually(func() string {
+			out, err := f.s.Get(f.ctx, store.GetInput{Key: k})
+			if err != nil {
+				return "eventually consistent Get: " + err.Error()
+			}
+			if d := diff(want, out.Item); d != "" {
+				return fmt.Sprintf("eventually consistent Get after Put %d mismatch (-want +got):\n%s", i+1, d)
+			}
+			expectReadUnits(f.t, "eventually consistent Get", out.Consumed)
+			return ""
+		})
+	}
 }
 
 // testKeysDistinct: items that share only the partition key or only the
