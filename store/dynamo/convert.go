@@ -155,26 +155,10 @@ func parseInt(s string) (int64, error) {
 	return r.Num().Int64(), nil
 }
 
+// typeName is DynamoDB's type descriptor of av ("BOOL", "L", ...), from the
+// name of the SDK's member type.
 func typeName(av types.AttributeValue) string {
-	switch av.(type) {
-	case *types.AttributeValueMemberB:
-		return "B"
-	case *types.AttributeValueMemberBOOL:
-		return "BOOL"
-	case *types.AttributeValueMemberBS:
-		return "BS"
-	case *types.AttributeValueMemberL:
-		return "L"
-	case *types.AttributeValueMemberM:
-		return "M"
-	case *types.AttributeValueMemberNS:
-		return "NS"
-	case *types.AttributeValueMemberNULL:
-		return "NULL"
-	case *types.AttributeValueMemberSS:
-		return "SS"
-	}
-	return fmt.Sprintf("%T", av)
+	return strings.TrimPrefix(fmt.Sprintf("%T", av), "*types.AttributeValueMember")
 }
 
 // itemSize is DynamoDB's item size in bytes: per attribute, the length of

@@ -223,9 +223,8 @@ func (s *Store) backoff(n int) time.Duration {
 
 // Put implements [store.Store].
 func (s *Store) Put(ctx context.Context, in store.PutInput) (store.WriteOutput, error) {
-	var out store.WriteOutput
 	if err := ctx.Err(); err != nil {
-		return out, notSent(opPut, err)
+		return store.WriteOutput{}, notSent(opPut, err)
 	}
 	key, ok := in.Item.Key()
 	if !ok {
@@ -233,56 +232,52 @@ func (s *Store) Put(ctx context.Context, in store.PutInput) (store.WriteOutput, 
 	}
 	req, err := s.putInput(in)
 	if err != nil {
-		return out, err
+		return store.WriteOutput{}, err
 	}
 	resp, err := s.api.PutItem(ctx, req, singleWriteRetries)
 	if err != nil {
 		return s.writeFailure(opPut, key, in.ReturnOldOnConditionFailure, err)
 	}
-	out.Consumed = capacityOf(resp.ConsumedCapacity, true)
-	return s.returned(opPut, out, resp.Attributes)
+	return returned(opPut, resp.Attributes, resp.ConsumedCapacity)
 }
 
 // Update implements [store.Store].
 func (s *Store) Update(ctx context.Context, in store.UpdateInput) (store.WriteOutput, error) {
-	var out store.WriteOutput
 	if err := ctx.Err(); err != nil {
-		return out, notSent(opUpdate, err)
+		return store.WriteOutput{}, notSent(opUpdate, err)
 	}
 	req, err := s.updateInput(in)
 	if err != nil {
-		return out, err
+		return store.WriteOutput{}, err
 	}
 	resp, err := s.api.UpdateItem(ctx, req, singleWriteRetries)
 	if err != nil {
 		return s.writeFailure(opUpdate, in.Key, in.ReturnOldOnConditionFailure, err)
 	}
-	out.Consumed = capacityOf(resp.ConsumedCapacity, true)
-	return s.returned(opUpdate, out, resp.Attributes)
+	return returned(opUpdate, resp.Attributes, resp.ConsumedCapacity)
 }
 
 // Delete implements [store.Store].
 func (s *Store) Delete(ctx context.Context, in store.DeleteInput) (store.WriteOutput, error) {
-	var out store.WriteOutput
 	if err := ctx.Err(); err != nil {
-		return out, notSent(opDelete, err)
+		return store.WriteOutput{}, notSent(opDelete, err)
 	}
 	req, err := s.deleteInput(in)
 	if err != nil {
-		return out, err
+		return store.WriteOutput{}, err
 	}
 	resp, err := s.api.DeleteItem(ctx, req, singleWriteRetries)
 	if err != nil {
 		return s.writeFailure(opDelete, in.Key, in.ReturnOldOnConditionFailure, err)
 	}
-	out.Consumed = capacityOf(resp.ConsumedCapacity, true)
-	return s.returned(opDelete, out, resp.Attributes)
+	return returned(opDelete, resp.Attributes, resp.ConsumedCapacity)
 }
 
 // returned decodes the attributes a successful write returned. The write
 // has applied, so an undecodable result must not read as "nothing changed":
 // it is an UnavailableError with OutcomeUnknown set around the DecodeError.
-func (s *Store) returned(op string, out store.WriteOutput, attrs map[string]types.AttributeValue) (store.WriteOutput, error) {
+func returned(op string, attrs map[string]types.AttributeValue, cc *types.ConsumedCapacity) (store.WriteOutput, error) {
+	out := store.WriteOutput{Consumed: capacityOf(cc, true)}
 	it, err := decodeItem(attrs)
 	if err != nil {
 		return out, &store.UnavailableError{Op: op, OutcomeUnknown: true, Err: err}

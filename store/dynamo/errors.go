@@ -32,6 +32,7 @@ const (
 	codeValidation       = "ValidationException"
 	codeSerialization    = "SerializationException"
 	codeIdempotency      = "IdempotentParameterMismatchException"
+	codeConflict         = "TransactionConflictException"
 	codeInProgress       = "TransactionInProgressException"
 	codeInternal         = "InternalServerError"
 	codeUnavailable      = "ServiceUnavailable"
@@ -51,14 +52,6 @@ func (s *Store) mapError(op string, kind callKind, key store.Key, err error) err
 	if te, ok := asThrottle(err, key); ok {
 		return &store.UnavailableError{Op: op, Err: te}
 	}
-	var tcx *types.TransactionConflictException
-	if errors.As(err, &tcx) {
-		return fmt.Errorf("%w on %s", store.ErrTransactionConflict, key)
-	}
-	var ipm *types.IdempotentParameterMismatchException
-	if errors.As(err, &ipm) {
-		return &store.ValidationError{Message: ipm.ErrorMessage()}
-	}
 	var inv *smithy.InvalidParamsError
 	if errors.As(err, &inv) {
 		return &store.ValidationError{Message: inv.Error()}
@@ -75,11 +68,12 @@ func (s *Store) mapError(op string, kind callKind, key store.Key, err error) err
 			return verr
 		case codeSerialization, codeIdempotency:
 			return &store.ValidationError{Message: api.ErrorMessage()}
+		case codeConflict:
+			return fmt.Errorf("%w on %s", store.ErrTransactionConflict, key)
 		case codeInternal, codeUnavailable, codeRequestTimeout, codeRequestTimeoutEx, codeInProgress:
 			return &store.UnavailableError{Op: op, OutcomeUnknown: bool(kind), Err: err}
 		}
-		var ise *types.InternalServerError
-		if errors.As(err, &ise) || api.ErrorFault() == smithy.FaultServer || statusCode(err) >= 500 {
+		if api.ErrorFault() == smithy.FaultServer || statusCode(err) >= 500 {
 			return &store.UnavailableError{Op: op, OutcomeUnknown: bool(kind), Err: err}
 		}
 		// A client fault the store has no type for: a missing table,
