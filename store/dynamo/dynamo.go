@@ -289,12 +289,11 @@ func returned(op string, attrs map[string]types.AttributeValue, cc *types.Consum
 // writeFailure maps the error of a single-item write; a failed condition
 // gets its estimated capacity.
 func (s *Store) writeFailure(op string, key store.Key, wantOld bool, err error) (store.WriteOutput, error) {
-	var out store.WriteOutput
-	if old, ok := conditionFailedItem(err); ok {
-		out.Consumed = store.Capacity{WriteUnits: writeUnitsFor(old)}
-		return out, conditionFailed(old, wantOld)
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return store.WriteOutput{Consumed: store.Capacity{WriteUnits: writeUnitsFor(ccf.Item)}}, conditionFailed(ccf.Item, wantOld)
 	}
-	return out, s.mapError(op, writeCall, key, err)
+	return store.WriteOutput{}, s.mapError(op, writeCall, key, err)
 }
 
 func (s *Store) putInput(in store.PutInput) (*dynamodb.PutItemInput, error) {
@@ -497,7 +496,8 @@ func wantOld(actions []store.Write) []bool {
 
 func (s *Store) transactFailure(in store.TransactWriteInput, ambiguous bool, err error) (store.WriteOutput, error) {
 	var out store.WriteOutput
-	if tc, ok := asTransactionCanceled(err); ok {
+	var tc *types.TransactionCanceledException
+	if errors.As(err, &tc) {
 		mapped, decErr := transactionCanceled(tc, wantOld(in.Actions))
 		// Estimate: the transactional price of each action, sized by the
 		// item as it stood when DynamoDB returned it.

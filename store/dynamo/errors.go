@@ -210,14 +210,6 @@ func notApplied(err error) bool {
 	return neverSent(err)
 }
 
-func conditionFailedItem(err error) (map[string]types.AttributeValue, bool) {
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return ccf.Item, true
-	}
-	return nil, false
-}
-
 // conditionFailed builds the error of a failed condition; old is the item
 // as DynamoDB returned it (always asked for), given to the caller if it
 // asked.
@@ -230,12 +222,6 @@ func conditionFailed(old map[string]types.AttributeValue, wantOld bool) error {
 		return fmt.Errorf("%w (the item as it stood is unreadable: %w)", &store.ConditionFailedError{}, err)
 	}
 	return &store.ConditionFailedError{Item: it}
-}
-
-func asTransactionCanceled(err error) (*types.TransactionCanceledException, bool) {
-	var tc *types.TransactionCanceledException
-	ok := errors.As(err, &tc)
-	return tc, ok
 }
 
 // transactionCanceled maps the reasons; want[i] says whether action i

@@ -150,15 +150,6 @@ func with(it store.Item, kv ...any) store.Item {
 	return c
 }
 
-// without returns a copy of it without the named attributes.
-func without(it store.Item, names ...string) store.Item {
-	c := it.Clone()
-	for _, n := range names {
-		delete(c, n)
-	}
-	return c
-}
-
 // expr builds an expression with the store's builders.
 func (f *fixture) expr(u store.Update, c store.Condition) store.Expr {
 	f.t.Helper()
