@@ -255,57 +255,44 @@ func (f *fixture) putIndexItems() {
 	}
 }
 
-// project is it as a keys-only index returns it: the table keys and the
-// index keys, nothing else.
-func project(it store.Item, ix schema.Index) store.Item {
-	p := store.Item{}
-	for _, n := range []string{store.AttrPK, store.AttrSK, ix.PartitionKey, ix.SortKey} {
-		p[n] = it[n]
+// projected is items as the keys-only index name returns them: the table
+// keys and the index keys, nothing else.
+func projected(name string, items ...store.Item) []store.Item {
+	ix, _ := schema.Default().Index(name)
+	out := make([]store.Item, len(items))
+	for i, it := range items {
+		out[i] = store.Item{}
+		for _, n := range []string{store.AttrPK, store.AttrSK, ix.PartitionKey, ix.SortKey} {
+			out[i][n] = it[n]
+		}
 	}
-	return p
-}
-
-func index(name string) schema.Index {
-	ix, ok := schema.Default().Index(name)
-	if !ok {
-		panic("storetest: no index " + name)
-	}
-	return ix
+	return out
 }
 
 func testQueryGSI2(f *fixture) {
 	f.putIndexItems()
-	gsi2 := index(store.IndexGSI2)
-	want := []store.Item{project(ixE0, gsi2), project(ixE1, gsi2), project(ixE2, gsi2)}
+	want := projected(store.IndexGSI2, ixE0, ixE1, ixE2)
 	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt"}, want)
 	out := f.query(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt"})
 	expectReadUnits(f.t, "index Query", out.Consumed)
-	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#other"}, []store.Item{project(ixE3, gsi2)})
-	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#z"}, []store.Item{project(ixE7, gsi2)})
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#other"}, projected(store.IndexGSI2, ixE3))
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#z"}, projected(store.IndexGSI2, ixE7))
 }
 
 func testQueryGSI3(f *fixture) {
 	f.putIndexItems()
-	gsi3 := index(store.IndexGSI3)
-	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI3, PartitionKey: "SHARD#1"},
-		[]store.Item{project(ixE7, gsi3), project(ixE2, gsi3)})
-	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI3, PartitionKey: "SHARD#10"},
-		[]store.Item{project(ixE8, gsi3)})
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI3, PartitionKey: "SHARD#1"}, projected(store.IndexGSI3, ixE7, ixE2))
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI3, PartitionKey: "SHARD#10"}, projected(store.IndexGSI3, ixE8))
 	// The table partition of an index key value is not an index partition.
 	f.expectQuery(store.QueryInput{PartitionKey: "SHARD#1", ConsistentRead: true}, nil)
 }
 
 func testQueryIndexPrefixLimit(f *fixture) {
 	f.putIndexItems()
-	gsi2 := index(store.IndexGSI2)
-	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", SortKeyPrefix: "E#1"},
-		[]store.Item{project(ixE1, gsi2)})
-	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", SortKeyPrefix: "E#"},
-		[]store.Item{project(ixE0, gsi2), project(ixE1, gsi2), project(ixE2, gsi2)})
-	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", Limit: 2},
-		[]store.Item{project(ixE0, gsi2), project(ixE1, gsi2)})
-	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", SortKeyPrefix: "E#", Limit: 1},
-		[]store.Item{project(ixE0, gsi2)})
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", SortKeyPrefix: "E#1"}, projected(store.IndexGSI2, ixE1))
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", SortKeyPrefix: "E#"}, projected(store.IndexGSI2, ixE0, ixE1, ixE2))
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", Limit: 2}, projected(store.IndexGSI2, ixE0, ixE1))
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", SortKeyPrefix: "E#", Limit: 1}, projected(store.IndexGSI2, ixE0))
 	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", SortKeyPrefix: "X"}, nil)
 }
 
@@ -313,15 +300,13 @@ func testQueryIndexPrefixLimit(f *fixture) {
 // keys, and deletes, move items into, within and out of an index.
 func testQueryIndexFollows(f *fixture) {
 	f.putIndexItems()
-	gsi2, gsi3 := index(store.IndexGSI2), index(store.IndexGSI3)
 	k := func(it store.Item) store.Key { k, _ := it.Key(); return k }
 
 	// E#5 gains GSI3 keys; E#2 loses its GSI3 partition key.
 	f.update(k(ixE5), store.Update{}.Set("GSI3PK", str("SHARD#1")).Set("GSI3SK", str("E#5")), store.Condition{}, store.ReturnNone)
 	f.update(k(ixE2), store.Update{}.Remove("GSI3PK"), store.Condition{}, store.ReturnNone)
 	e5 := with(ixE5, "GSI3PK", "SHARD#1", "GSI3SK", "E#5")
-	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI3, PartitionKey: "SHARD#1"},
-		[]store.Item{project(ixE7, gsi3), project(e5, gsi3)})
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI3, PartitionKey: "SHARD#1"}, projected(store.IndexGSI3, ixE7, e5))
 
 	// E#0 moves within GSI2 (new sort key); E#1 is deleted; E#4 gets its
 	// missing GSI2SK; a token update of E#2 leaves GSI2 as it was.
@@ -333,8 +318,7 @@ func testQueryIndexFollows(f *fixture) {
 	f.update(k(ixE2), store.Update{}.Add("b_rpm_tk", num(-1)), store.Condition{}, store.ReturnNone)
 	e0 := with(ixE0, "GSI2SK", "E#9#tpm")
 	e4 := with(ixE4, "GSI2SK", "E#4#rpm")
-	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt"},
-		[]store.Item{project(ixE2, gsi2), project(e4, gsi2), project(e0, gsi2)})
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt"}, projected(store.IndexGSI2, ixE2, e4, e0))
 
 	// A Put that drops the index keys takes the item out of the index.
 	f.put(item(k(ixE3), "n", 1))
