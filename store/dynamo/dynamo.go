@@ -370,9 +370,10 @@ func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) 
 		return out, notSent(opTransactWrite, err)
 	}
 	items := make([]types.TransactWriteItem, len(in.Actions))
+	wantOld := make([]bool, len(in.Actions))
 	for i, a := range in.Actions {
 		var err error
-		if items[i], err = s.transactItem(a); err != nil {
+		if items[i], wantOld[i], err = s.transactItem(a); err != nil {
 			return out, err
 		}
 	}
@@ -384,24 +385,26 @@ func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) 
 	rec := &recordingRetryer{}
 	resp, err := s.api.TransactWriteItems(ctx, req, rec.install)
 	if err != nil {
-		return s.transactFailure(in, rec.ambiguous.Load(), err)
+		return s.transactFailure(in, wantOld, rec.ambiguous.Load(), err)
 	}
 	out.Consumed = capacities(resp.ConsumedCapacity, true)
 	return out, nil
 }
 
-func (s *Store) transactItem(a store.Write) (types.TransactWriteItem, error) {
-	var ti types.TransactWriteItem
+// transactItem converts one action; wantOld says whether its caller asked
+// for the item as it stood on a failed condition.
+func (s *Store) transactItem(a store.Write) (ti types.TransactWriteItem, wantOld bool, _ error) {
 	if actions(a) != 1 {
 		// DynamoDB's message for the same mistake on the wire.
-		return ti, validationf("TransactItems can only contain one of Check, Put, Update or Delete")
+		return ti, false, validationf("TransactItems can only contain one of Check, Put, Update or Delete")
 	}
 	switch {
 	case a.Put != nil:
 		req, err := s.putInput(*a.Put)
 		if err != nil {
-			return ti, err
+			return ti, false, err
 		}
+		wantOld = a.Put.ReturnOldOnConditionFailure
 		ti.Put = &types.Put{
 			TableName:                           req.TableName,
 			Item:                                req.Item,
@@ -413,8 +416,9 @@ func (s *Store) transactItem(a store.Write) (types.TransactWriteItem, error) {
 	case a.Update != nil:
 		req, err := s.updateInput(*a.Update)
 		if err != nil {
-			return ti, err
+			return ti, false, err
 		}
+		wantOld = a.Update.ReturnOldOnConditionFailure
 		ti.Update = &types.Update{
 			TableName:                           req.TableName,
 			Key:                                 req.Key,
@@ -427,8 +431,9 @@ func (s *Store) transactItem(a store.Write) (types.TransactWriteItem, error) {
 	case a.Delete != nil:
 		req, err := s.deleteInput(*a.Delete)
 		if err != nil {
-			return ti, err
+			return ti, false, err
 		}
+		wantOld = a.Delete.ReturnOldOnConditionFailure
 		ti.Delete = &types.Delete{
 			TableName:                           req.TableName,
 			Key:                                 req.Key,
@@ -439,12 +444,13 @@ func (s *Store) transactItem(a store.Write) (types.TransactWriteItem, error) {
 		}
 	default:
 		if a.Check.Expr.Update != "" {
-			return ti, validationf("a condition check takes no update expression")
+			return ti, false, validationf("a condition check takes no update expression")
 		}
 		names, values, err := encodeExpr(a.Check.Expr)
 		if err != nil {
-			return ti, err
+			return ti, false, err
 		}
+		wantOld = a.Check.ReturnOldOnConditionFailure
 		ti.ConditionCheck = &types.ConditionCheck{
 			TableName:                           s.table,
 			Key:                                 s.encodeKey(a.Check.Key),
@@ -454,7 +460,7 @@ func (s *Store) transactItem(a store.Write) (types.TransactWriteItem, error) {
 			ReturnValuesOnConditionCheckFailure: oldOnFailure(a.Check.Expr.Condition != ""),
 		}
 	}
-	return ti, nil
+	return ti, wantOld, nil
 }
 
 // actions counts the actions w sets, a Check included.
@@ -477,28 +483,11 @@ func oldOnFailure(cond bool) types.ReturnValuesOnConditionCheckFailure {
 	return ""
 }
 
-func wantOld(actions []store.Write) []bool {
-	want := make([]bool, len(actions))
-	for i, a := range actions {
-		switch {
-		case a.Put != nil:
-			want[i] = a.Put.ReturnOldOnConditionFailure
-		case a.Update != nil:
-			want[i] = a.Update.ReturnOldOnConditionFailure
-		case a.Delete != nil:
-			want[i] = a.Delete.ReturnOldOnConditionFailure
-		case a.Check != nil:
-			want[i] = a.Check.ReturnOldOnConditionFailure
-		}
-	}
-	return want
-}
-
-func (s *Store) transactFailure(in store.TransactWriteInput, ambiguous bool, err error) (store.WriteOutput, error) {
+func (s *Store) transactFailure(in store.TransactWriteInput, wantOld []bool, ambiguous bool, err error) (store.WriteOutput, error) {
 	var out store.WriteOutput
 	var tc *types.TransactionCanceledException
 	if errors.As(err, &tc) {
-		mapped, decErr := transactionCanceled(tc, wantOld(in.Actions))
+		mapped, decErr := transactionCanceled(tc, wantOld)
 		// Estimate: the transactional price of each action, sized by the
 		// item as it stood when DynamoDB returned it.
 		for i := range in.Actions {
