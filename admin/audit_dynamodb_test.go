@@ -8,7 +8,7 @@ import (
 
 	"github.com/shardlimit/limiter"
 	"github.com/shardlimit/limiter/admin"
-	"github.com/shardlimit/limiter/internal/dynamolocal"
+	dynamolocal "github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/shardlimit/limiter/bucket"
-	"github.com/shardlimit/limiter/internal/dynamolocal"
+	dynamolocal "github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"

@@ -14,7 +14,7 @@ import (
 	"github.com/shardlimit/limiter"
 	"github.com/shardlimit/limiter/admin"
 	"github.com/shardlimit/limiter/aggregator"
-	"github.com/shardlimit/limiter/internal/dynamolocal"
+	dynamolocal "github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/store/dynamo"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardlimit/limiter/internal/dynamolocal"
+	dynamolocal "github.com/shardlimit/limiter/dynamotest"
 )
 
 // TestMain shares one DynamoDB Local among the tests that need one.

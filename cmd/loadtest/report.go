@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter"
-	"github.com/shardlimit/limiter/internal/dynamolocal"
+	dynamolocal "github.com/shardlimit/limiter/dynamotest"
 )
 
 // report is what a run measured. Its JSON form (-json) is documented in

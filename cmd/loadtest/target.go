@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/shardlimit/limiter/internal/dynamolocal"
+	dynamolocal "github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
 	"github.com/shardlimit/limiter/store/memsim"

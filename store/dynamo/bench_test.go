@@ -27,7 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/shardlimit/limiter/internal/dynamolocal"
+	"github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
 )
@@ -61,8 +61,8 @@ var benchFixture struct {
 
 // benchSetup returns the shared table with one bucket per goroutine,
 // creating it and warming the server up on the first call.
-func benchSetup(b *testing.B) (*dynamolocal.Server, *dynamo.Store, []store.Key) {
-	srv := dynamolocal.Start(b)
+func benchSetup(b *testing.B) (*dynamotest.Server, *dynamo.Store, []store.Key) {
+	srv := dynamotest.Start(b)
 	f := &benchFixture
 	f.once.Do(func() { f.st, f.keys, f.err = newBenchTable(srv, speculativeConsume(b)) })
 	if f.err != nil {
@@ -71,7 +71,7 @@ func benchSetup(b *testing.B) (*dynamolocal.Server, *dynamo.Store, []store.Key) 
 	return srv, f.st, f.keys
 }
 
-func newBenchTable(srv *dynamolocal.Server, e store.Expr) (*dynamo.Store, []store.Key, error) {
+func newBenchTable(srv *dynamotest.Server, e store.Expr) (*dynamo.Store, []store.Key, error) {
 	ctx := context.Background()
 	table := "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	if err := dynamo.CreateTable(ctx, srv.Client, table); err != nil {
@@ -113,11 +113,11 @@ func newBenchTable(srv *dynamolocal.Server, e store.Expr) (*dynamo.Store, []stor
 
 // reportLockRetries reports the requests the harness resent because
 // DynamoDB Local timed out on its internal lock (see
-// dynamolocal.LockTimeoutRetries); call the result when the loop is done.
+// dynamotest.LockTimeoutRetries); call the result when the loop is done.
 func reportLockRetries(b *testing.B) func() {
-	before := dynamolocal.LockTimeoutRetries()
+	before := dynamotest.LockTimeoutRetries()
 	return func() {
-		b.ReportMetric(float64(dynamolocal.LockTimeoutRetries()-before)/float64(b.N), "lockretries/op")
+		b.ReportMetric(float64(dynamotest.LockTimeoutRetries()-before)/float64(b.N), "lockretries/op")
 	}
 }
 

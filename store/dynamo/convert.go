@@ -69,13 +69,12 @@ func encodeItem(it store.Item) (map[string]types.AttributeValue, error) {
 	return m, nil
 }
 
-func (s *Store) encodeKey(k store.Key) (map[string]types.AttributeValue, error) {
-	m := make(map[string]types.AttributeValue, 2)
-	m[s.schema.PartitionKey] = &types.AttributeValueMemberS{Value: k.PK}
+func (s *Store) encodeKey(k store.Key) map[string]types.AttributeValue {
+	m := map[string]types.AttributeValue{s.schema.PartitionKey: &types.AttributeValueMemberS{Value: k.PK}}
 	if s.schema.SortKey != "" {
 		m[s.schema.SortKey] = &types.AttributeValueMemberS{Value: k.SK}
 	}
-	return m, nil
+	return m
 }
 
 // encodeExpr passes the placeholder maps through unchanged, as DynamoDB
@@ -156,26 +155,10 @@ func parseInt(s string) (int64, error) {
 	return r.Num().Int64(), nil
 }
 
+// typeName is DynamoDB's type descriptor of av ("BOOL", "L", ...), from the
+// name of the SDK's member type.
 func typeName(av types.AttributeValue) string {
-	switch av.(type) {
-	case *types.AttributeValueMemberB:
-		return "B"
-	case *types.AttributeValueMemberBOOL:
-		return "BOOL"
-	case *types.AttributeValueMemberBS:
-		return "BS"
-	case *types.AttributeValueMemberL:
-		return "L"
-	case *types.AttributeValueMemberM:
-		return "M"
-	case *types.AttributeValueMemberNS:
-		return "NS"
-	case *types.AttributeValueMemberNULL:
-		return "NULL"
-	case *types.AttributeValueMemberSS:
-		return "SS"
-	}
-	return fmt.Sprintf("%T", av)
+	return strings.TrimPrefix(fmt.Sprintf("%T", av), "*types.AttributeValueMember")
 }
 
 // itemSize is DynamoDB's item size in bytes: per attribute, the length of

@@ -17,7 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
-	"github.com/shardlimit/limiter/internal/dynamolocal"
+	"github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
 	"github.com/shardlimit/limiter/store/internal/storegen"
@@ -35,7 +35,7 @@ import (
 // -rapid.checks is given, DIFF_MAX_OPS (default 30) the length of the longest
 // sequence. make differential runs the long campaign.
 func TestDifferential(t *testing.T) {
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	table := srv.NewTable(t)
 	ddb := dynamo.New(srv.Client, table)
 

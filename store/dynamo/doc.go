@@ -30,8 +30,8 @@
 //
 // # Errors
 //
-// Errors are mapped to the typed errors of package store, found with
-// errors.As on the SDK's error types:
+// Errors are mapped to the typed errors of package store by the error code
+// DynamoDB sends:
 //
 //	ConditionalCheckFailedException   *store.ConditionFailedError (Item from ReturnValuesOnConditionCheckFailure=ALL_OLD)
 //	TransactionCanceledException      *store.TransactionCanceledError (Code, Message, Item per action)

@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -131,13 +132,9 @@ func (s *Store) Get(ctx context.Context, in store.GetInput) (store.GetOutput, er
 	if err := ctx.Err(); err != nil {
 		return out, notSent(opGet, err)
 	}
-	key, err := s.encodeKey(in.Key)
-	if err != nil {
-		return out, err
-	}
 	resp, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:              s.table,
-		Key:                    key,
+		Key:                    s.encodeKey(in.Key),
 		ConsistentRead:         boolPtr(in.ConsistentRead),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
 	})
@@ -164,10 +161,7 @@ func (s *Store) BatchGet(ctx context.Context, in store.BatchGetInput) (store.Bat
 	keys := make([]map[string]types.AttributeValue, len(in.Keys))
 	where := make(map[store.Key][]int, len(in.Keys))
 	for i, k := range in.Keys {
-		var err error
-		if keys[i], err = s.encodeKey(k); err != nil {
-			return out, err
-		}
+		keys[i] = s.encodeKey(k)
 		where[k] = append(where[k], i)
 	}
 	pending := types.KeysAndAttributes{Keys: keys, ConsistentRead: boolPtr(in.ConsistentRead)}
@@ -229,9 +223,8 @@ func (s *Store) backoff(n int) time.Duration {
 
 // Put implements [store.Store].
 func (s *Store) Put(ctx context.Context, in store.PutInput) (store.WriteOutput, error) {
-	var out store.WriteOutput
 	if err := ctx.Err(); err != nil {
-		return out, notSent(opPut, err)
+		return store.WriteOutput{}, notSent(opPut, err)
 	}
 	key, ok := in.Item.Key()
 	if !ok {
@@ -239,56 +232,52 @@ func (s *Store) Put(ctx context.Context, in store.PutInput) (store.WriteOutput, 
 	}
 	req, err := s.putInput(in)
 	if err != nil {
-		return out, err
+		return store.WriteOutput{}, err
 	}
 	resp, err := s.api.PutItem(ctx, req, singleWriteRetries)
 	if err != nil {
 		return s.writeFailure(opPut, key, in.ReturnOldOnConditionFailure, err)
 	}
-	out.Consumed = capacityOf(resp.ConsumedCapacity, true)
-	return s.returned(opPut, out, resp.Attributes)
+	return returned(opPut, resp.Attributes, resp.ConsumedCapacity)
 }
 
 // Update implements [store.Store].
 func (s *Store) Update(ctx context.Context, in store.UpdateInput) (store.WriteOutput, error) {
-	var out store.WriteOutput
 	if err := ctx.Err(); err != nil {
-		return out, notSent(opUpdate, err)
+		return store.WriteOutput{}, notSent(opUpdate, err)
 	}
 	req, err := s.updateInput(in)
 	if err != nil {
-		return out, err
+		return store.WriteOutput{}, err
 	}
 	resp, err := s.api.UpdateItem(ctx, req, singleWriteRetries)
 	if err != nil {
 		return s.writeFailure(opUpdate, in.Key, in.ReturnOldOnConditionFailure, err)
 	}
-	out.Consumed = capacityOf(resp.ConsumedCapacity, true)
-	return s.returned(opUpdate, out, resp.Attributes)
+	return returned(opUpdate, resp.Attributes, resp.ConsumedCapacity)
 }
 
 // Delete implements [store.Store].
 func (s *Store) Delete(ctx context.Context, in store.DeleteInput) (store.WriteOutput, error) {
-	var out store.WriteOutput
 	if err := ctx.Err(); err != nil {
-		return out, notSent(opDelete, err)
+		return store.WriteOutput{}, notSent(opDelete, err)
 	}
 	req, err := s.deleteInput(in)
 	if err != nil {
-		return out, err
+		return store.WriteOutput{}, err
 	}
 	resp, err := s.api.DeleteItem(ctx, req, singleWriteRetries)
 	if err != nil {
 		return s.writeFailure(opDelete, in.Key, in.ReturnOldOnConditionFailure, err)
 	}
-	out.Consumed = capacityOf(resp.ConsumedCapacity, true)
-	return s.returned(opDelete, out, resp.Attributes)
+	return returned(opDelete, resp.Attributes, resp.ConsumedCapacity)
 }
 
 // returned decodes the attributes a successful write returned. The write
 // has applied, so an undecodable result must not read as "nothing changed":
 // it is an UnavailableError with OutcomeUnknown set around the DecodeError.
-func (s *Store) returned(op string, out store.WriteOutput, attrs map[string]types.AttributeValue) (store.WriteOutput, error) {
+func returned(op string, attrs map[string]types.AttributeValue, cc *types.ConsumedCapacity) (store.WriteOutput, error) {
+	out := store.WriteOutput{Consumed: capacityOf(cc, true)}
 	it, err := decodeItem(attrs)
 	if err != nil {
 		return out, &store.UnavailableError{Op: op, OutcomeUnknown: true, Err: err}
@@ -300,12 +289,11 @@ func (s *Store) returned(op string, out store.WriteOutput, attrs map[string]type
 // writeFailure maps the error of a single-item write; a failed condition
 // gets its estimated capacity.
 func (s *Store) writeFailure(op string, key store.Key, wantOld bool, err error) (store.WriteOutput, error) {
-	var out store.WriteOutput
-	if old, ok := conditionFailedItem(err); ok {
-		out.Consumed = store.Capacity{WriteUnits: writeUnitsFor(old)}
-		return out, conditionFailed(old, wantOld)
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return store.WriteOutput{Consumed: store.Capacity{WriteUnits: writeUnitsFor(ccf.Item)}}, conditionFailed(ccf.Item, wantOld)
 	}
-	return out, s.mapError(op, writeCall, key, err)
+	return store.WriteOutput{}, s.mapError(op, writeCall, key, err)
 }
 
 func (s *Store) putInput(in store.PutInput) (*dynamodb.PutItemInput, error) {
@@ -334,17 +322,13 @@ func (s *Store) putInput(in store.PutInput) (*dynamodb.PutItemInput, error) {
 }
 
 func (s *Store) updateInput(in store.UpdateInput) (*dynamodb.UpdateItemInput, error) {
-	key, err := s.encodeKey(in.Key)
-	if err != nil {
-		return nil, err
-	}
 	names, values, err := encodeExpr(in.Expr)
 	if err != nil {
 		return nil, err
 	}
 	req := &dynamodb.UpdateItemInput{
 		TableName:                 s.table,
-		Key:                       key,
+		Key:                       s.encodeKey(in.Key),
 		UpdateExpression:          strPtr(in.Expr.Update),
 		ConditionExpression:       strPtr(in.Expr.Condition),
 		ExpressionAttributeNames:  names,
@@ -360,17 +344,13 @@ func (s *Store) deleteInput(in store.DeleteInput) (*dynamodb.DeleteItemInput, er
 	if in.Expr.Update != "" {
 		return nil, validationf("Delete takes no update expression")
 	}
-	key, err := s.encodeKey(in.Key)
-	if err != nil {
-		return nil, err
-	}
 	names, values, err := encodeExpr(in.Expr)
 	if err != nil {
 		return nil, err
 	}
 	req := &dynamodb.DeleteItemInput{
 		TableName:                 s.table,
-		Key:                       key,
+		Key:                       s.encodeKey(in.Key),
 		ConditionExpression:       strPtr(in.Expr.Condition),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
@@ -390,9 +370,10 @@ func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) 
 		return out, notSent(opTransactWrite, err)
 	}
 	items := make([]types.TransactWriteItem, len(in.Actions))
+	wantOld := make([]bool, len(in.Actions))
 	for i, a := range in.Actions {
 		var err error
-		if items[i], err = s.transactItem(a); err != nil {
+		if items[i], wantOld[i], err = s.transactItem(a); err != nil {
 			return out, err
 		}
 	}
@@ -404,23 +385,26 @@ func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) 
 	rec := &recordingRetryer{}
 	resp, err := s.api.TransactWriteItems(ctx, req, rec.install)
 	if err != nil {
-		return s.transactFailure(in, rec.ambiguous.Load(), err)
+		return s.transactFailure(in, wantOld, rec.ambiguous.Load(), err)
 	}
 	out.Consumed = capacities(resp.ConsumedCapacity, true)
 	return out, nil
 }
 
-func (s *Store) transactItem(a store.Write) (types.TransactWriteItem, error) {
-	var (
-		ti types.TransactWriteItem
-		n  int
-	)
-	if a.Put != nil {
-		n++
+// transactItem converts one action; wantOld says whether its caller asked
+// for the item as it stood on a failed condition.
+func (s *Store) transactItem(a store.Write) (ti types.TransactWriteItem, wantOld bool, _ error) {
+	if actions(a) != 1 {
+		// DynamoDB's message for the same mistake on the wire.
+		return ti, false, validationf("TransactItems can only contain one of Check, Put, Update or Delete")
+	}
+	switch {
+	case a.Put != nil:
 		req, err := s.putInput(*a.Put)
 		if err != nil {
-			return ti, err
+			return ti, false, err
 		}
+		wantOld = a.Put.ReturnOldOnConditionFailure
 		ti.Put = &types.Put{
 			TableName:                           req.TableName,
 			Item:                                req.Item,
@@ -429,13 +413,12 @@ func (s *Store) transactItem(a store.Write) (types.TransactWriteItem, error) {
 			ExpressionAttributeValues:           req.ExpressionAttributeValues,
 			ReturnValuesOnConditionCheckFailure: req.ReturnValuesOnConditionCheckFailure,
 		}
-	}
-	if a.Update != nil {
-		n++
+	case a.Update != nil:
 		req, err := s.updateInput(*a.Update)
 		if err != nil {
-			return ti, err
+			return ti, false, err
 		}
+		wantOld = a.Update.ReturnOldOnConditionFailure
 		ti.Update = &types.Update{
 			TableName:                           req.TableName,
 			Key:                                 req.Key,
@@ -445,13 +428,12 @@ func (s *Store) transactItem(a store.Write) (types.TransactWriteItem, error) {
 			ExpressionAttributeValues:           req.ExpressionAttributeValues,
 			ReturnValuesOnConditionCheckFailure: req.ReturnValuesOnConditionCheckFailure,
 		}
-	}
-	if a.Delete != nil {
-		n++
+	case a.Delete != nil:
 		req, err := s.deleteInput(*a.Delete)
 		if err != nil {
-			return ti, err
+			return ti, false, err
 		}
+		wantOld = a.Delete.ReturnOldOnConditionFailure
 		ti.Delete = &types.Delete{
 			TableName:                           req.TableName,
 			Key:                                 req.Key,
@@ -460,34 +442,36 @@ func (s *Store) transactItem(a store.Write) (types.TransactWriteItem, error) {
 			ExpressionAttributeValues:           req.ExpressionAttributeValues,
 			ReturnValuesOnConditionCheckFailure: req.ReturnValuesOnConditionCheckFailure,
 		}
-	}
-	if a.Check != nil {
-		n++
+	default:
 		if a.Check.Expr.Update != "" {
-			return ti, validationf("a condition check takes no update expression")
-		}
-		k, err := s.encodeKey(a.Check.Key)
-		if err != nil {
-			return ti, err
+			return ti, false, validationf("a condition check takes no update expression")
 		}
 		names, values, err := encodeExpr(a.Check.Expr)
 		if err != nil {
-			return ti, err
+			return ti, false, err
 		}
+		wantOld = a.Check.ReturnOldOnConditionFailure
 		ti.ConditionCheck = &types.ConditionCheck{
 			TableName:                           s.table,
-			Key:                                 k,
+			Key:                                 s.encodeKey(a.Check.Key),
 			ConditionExpression:                 strPtr(a.Check.Expr.Condition),
 			ExpressionAttributeNames:            names,
 			ExpressionAttributeValues:           values,
 			ReturnValuesOnConditionCheckFailure: oldOnFailure(a.Check.Expr.Condition != ""),
 		}
 	}
-	if n != 1 {
-		// DynamoDB's message for the same mistake on the wire.
-		return ti, validationf("TransactItems can only contain one of Check, Put, Update or Delete")
+	return ti, wantOld, nil
+}
+
+// actions counts the actions w sets, a Check included.
+func actions(w store.Write) int {
+	n := 0
+	for _, set := range []bool{w.Put != nil, w.Update != nil, w.Delete != nil, w.Check != nil} {
+		if set {
+			n++
+		}
 	}
-	return ti, nil
+	return n
 }
 
 // oldOnFailure asks for the item on a failed condition whenever there is a
@@ -499,27 +483,11 @@ func oldOnFailure(cond bool) types.ReturnValuesOnConditionCheckFailure {
 	return ""
 }
 
-func wantOld(actions []store.Write) []bool {
-	want := make([]bool, len(actions))
-	for i, a := range actions {
-		switch {
-		case a.Put != nil:
-			want[i] = a.Put.ReturnOldOnConditionFailure
-		case a.Update != nil:
-			want[i] = a.Update.ReturnOldOnConditionFailure
-		case a.Delete != nil:
-			want[i] = a.Delete.ReturnOldOnConditionFailure
-		case a.Check != nil:
-			want[i] = a.Check.ReturnOldOnConditionFailure
-		}
-	}
-	return want
-}
-
-func (s *Store) transactFailure(in store.TransactWriteInput, ambiguous bool, err error) (store.WriteOutput, error) {
+func (s *Store) transactFailure(in store.TransactWriteInput, wantOld []bool, ambiguous bool, err error) (store.WriteOutput, error) {
 	var out store.WriteOutput
-	if tc, ok := asTransactionCanceled(err); ok {
-		mapped, decErr := transactionCanceled(tc, wantOld(in.Actions))
+	var tc *types.TransactionCanceledException
+	if errors.As(err, &tc) {
+		mapped, decErr := transactionCanceled(tc, wantOld)
 		// Estimate: the transactional price of each action, sized by the
 		// item as it stood when DynamoDB returned it.
 		for i := range in.Actions {
@@ -540,9 +508,9 @@ func (s *Store) transactFailure(in store.TransactWriteInput, ambiguous bool, err
 		// say otherwise unless DynamoDB answered definitively.
 		var u *store.UnavailableError
 		switch {
-		case asUnavailable(mapped, &u):
+		case errors.As(mapped, &u):
 			u.OutcomeUnknown = true
-		case isKind(mapped, store.ErrThrottled):
+		case errors.Is(mapped, store.ErrThrottled):
 			mapped = &store.UnavailableError{Op: opTransactWrite, OutcomeUnknown: true, Err: mapped}
 		}
 	}
@@ -683,20 +651,10 @@ func (s *Store) WriteConcurrently(ctx context.Context, writes []store.Write) []s
 
 func (s *Store) write(ctx context.Context, w store.Write) store.WriteResult {
 	var r store.WriteResult
-	n := 0
-	if w.Put != nil {
-		n++
-	}
-	if w.Update != nil {
-		n++
-	}
-	if w.Delete != nil {
-		n++
-	}
 	switch {
 	case w.Check != nil:
 		r.Err = validationf("A Write with a Check is accepted only in TransactWrite")
-	case n != 1:
+	case actions(w) != 1:
 		r.Err = validationf("a Write must set exactly one of Put, Update or Delete")
 	case w.Put != nil:
 		r.Output, r.Err = s.Put(ctx, *w.Put)

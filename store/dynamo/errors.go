@@ -32,6 +32,7 @@ const (
 	codeValidation       = "ValidationException"
 	codeSerialization    = "SerializationException"
 	codeIdempotency      = "IdempotentParameterMismatchException"
+	codeConflict         = "TransactionConflictException"
 	codeInProgress       = "TransactionInProgressException"
 	codeInternal         = "InternalServerError"
 	codeUnavailable      = "ServiceUnavailable"
@@ -51,14 +52,6 @@ func (s *Store) mapError(op string, kind callKind, key store.Key, err error) err
 	if te, ok := asThrottle(err, key); ok {
 		return &store.UnavailableError{Op: op, Err: te}
 	}
-	var tcx *types.TransactionConflictException
-	if errors.As(err, &tcx) {
-		return fmt.Errorf("%w on %s", store.ErrTransactionConflict, key)
-	}
-	var ipm *types.IdempotentParameterMismatchException
-	if errors.As(err, &ipm) {
-		return &store.ValidationError{Message: ipm.ErrorMessage()}
-	}
 	var inv *smithy.InvalidParamsError
 	if errors.As(err, &inv) {
 		return &store.ValidationError{Message: inv.Error()}
@@ -75,11 +68,12 @@ func (s *Store) mapError(op string, kind callKind, key store.Key, err error) err
 			return verr
 		case codeSerialization, codeIdempotency:
 			return &store.ValidationError{Message: api.ErrorMessage()}
+		case codeConflict:
+			return fmt.Errorf("%w on %s", store.ErrTransactionConflict, key)
 		case codeInternal, codeUnavailable, codeRequestTimeout, codeRequestTimeoutEx, codeInProgress:
 			return &store.UnavailableError{Op: op, OutcomeUnknown: bool(kind), Err: err}
 		}
-		var ise *types.InternalServerError
-		if errors.As(err, &ise) || api.ErrorFault() == smithy.FaultServer || statusCode(err) >= 500 {
+		if api.ErrorFault() == smithy.FaultServer || statusCode(err) >= 500 {
 			return &store.UnavailableError{Op: op, OutcomeUnknown: bool(kind), Err: err}
 		}
 		// A client fault the store has no type for: a missing table,
@@ -216,14 +210,6 @@ func notApplied(err error) bool {
 	return neverSent(err)
 }
 
-func conditionFailedItem(err error) (map[string]types.AttributeValue, bool) {
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return ccf.Item, true
-	}
-	return nil, false
-}
-
 // conditionFailed builds the error of a failed condition; old is the item
 // as DynamoDB returned it (always asked for), given to the caller if it
 // asked.
@@ -236,12 +222,6 @@ func conditionFailed(old map[string]types.AttributeValue, wantOld bool) error {
 		return fmt.Errorf("%w (the item as it stood is unreadable: %w)", &store.ConditionFailedError{}, err)
 	}
 	return &store.ConditionFailedError{Item: it}
-}
-
-func asTransactionCanceled(err error) (*types.TransactionCanceledException, bool) {
-	var tc *types.TransactionCanceledException
-	ok := errors.As(err, &tc)
-	return tc, ok
 }
 
 // transactionCanceled maps the reasons; want[i] says whether action i
@@ -271,10 +251,6 @@ func deref(p *string) string {
 	}
 	return *p
 }
-
-func asUnavailable(err error, u **store.UnavailableError) bool { return errors.As(err, u) }
-
-func isKind(err, sentinel error) bool { return errors.Is(err, sentinel) }
 
 // capacityOf converts DynamoDB's consumed capacity. DynamoDB reports the
 // total in CapacityUnits (and, for some operations, a read/write split);

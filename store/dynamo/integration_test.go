@@ -17,16 +17,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/shardlimit/limiter/internal/dynamolocal"
+	"github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
 	"github.com/shardlimit/limiter/store/internal/schema"
 	"github.com/shardlimit/limiter/store/storetest"
 )
 
-func newStore(t *testing.T) (*dynamo.Store, *dynamolocal.Server) {
+func newStore(t *testing.T) (*dynamo.Store, *dynamotest.Server) {
 	t.Helper()
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	return dynamo.New(srv.Client, srv.NewTable(t)), srv
 }
 
@@ -147,7 +147,7 @@ func TestForeignData(t *testing.T) {
 
 // A missing table is a configuration fault, not an outage.
 func TestMissingTable(t *testing.T) {
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	st := dynamo.New(srv.Client, "no-such-table")
 	_, err := st.Update(context.Background(), store.UpdateInput{Key: store.Key{PK: "a", SK: "b"},
 		Expr: storetest.Build(t, store.Update{}.Add("n", store.Int(1)), store.Condition{})})
@@ -158,7 +158,7 @@ func TestMissingTable(t *testing.T) {
 }
 
 func TestCreateTableOnDynamoDBLocal(t *testing.T) {
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	ctx := context.Background()
 	name := srv.NewTable(t)
 	if err := dynamo.CreateTable(ctx, srv.Client, name); err != nil {
@@ -229,7 +229,7 @@ func TestQueryPagesOnDynamoDBLocal(t *testing.T) {
 // A BatchGetItem answer is capped at 16 MB; DynamoDB leaves the rest in
 // UnprocessedKeys, which BatchGet reads in further rounds.
 func TestBatchGetUnprocessedKeysOnDynamoDBLocal(t *testing.T) {
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	api := &countingAPI{API: srv.Client}
 	st := dynamo.New(api, srv.NewTable(t))
 	ctx := context.Background()

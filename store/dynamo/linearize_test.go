@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardlimit/limiter/internal/dynamolocal"
+	"github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/store/dynamo"
 	"github.com/shardlimit/limiter/store/internal/linearize"
 )
@@ -17,7 +17,7 @@ import (
 // for no old item (see linearize.Config.NoOldOnBlindDelete: DynamoDB
 // Local's are not atomic). make linearize runs the long campaign.
 func TestLinearizable(t *testing.T) {
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	st := dynamo.New(srv.Client, srv.NewTable(t))
 	histories, ops := linearize.Budget(t, 3, 50)
 	var total linearize.Stats

@@ -3,8 +3,8 @@ package dynamo_test
 import (
 	"testing"
 
-	"github.com/shardlimit/limiter/internal/dynamolocal"
+	"github.com/shardlimit/limiter/dynamotest"
 )
 
 // TestMain shares one DynamoDB Local among the tests of the package.
-func TestMain(m *testing.M) { dynamolocal.Main(m) }
+func TestMain(m *testing.M) { dynamotest.Main(m) }

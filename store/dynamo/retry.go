@@ -3,7 +3,6 @@ package dynamo
 import (
 	"context"
 	"sync/atomic"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -13,29 +12,16 @@ import (
 // DeleteItem: the client's retryer, restricted to errors after which
 // nothing was applied.
 func singleWriteRetries(o *dynamodb.Options) {
-	o.Retryer = safeRetryer{inner: retryerV2(o.Retryer)}
+	o.Retryer = safeRetryer{retryerV2(o.Retryer)}
 }
 
 // safeRetryer retries only what its inner retryer would retry AND what
 // certainly changed nothing (throttles, failures to connect). Delays,
 // attempt limits and the retry quota are the inner retryer's.
-type safeRetryer struct {
-	inner aws.RetryerV2
-}
+type safeRetryer struct{ aws.RetryerV2 }
 
 func (r safeRetryer) IsErrorRetryable(err error) bool {
-	return notApplied(err) && r.inner.IsErrorRetryable(err)
-}
-func (r safeRetryer) MaxAttempts() int { return r.inner.MaxAttempts() }
-func (r safeRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
-	return r.inner.RetryDelay(attempt, err)
-}
-func (r safeRetryer) GetRetryToken(ctx context.Context, err error) (func(error) error, error) {
-	return r.inner.GetRetryToken(ctx, err)
-}
-func (r safeRetryer) GetInitialToken() func(error) error { return r.inner.GetInitialToken() }
-func (r safeRetryer) GetAttemptToken(ctx context.Context) (func(error) error, error) {
-	return r.inner.GetAttemptToken(ctx)
+	return notApplied(err) && r.RetryerV2.IsErrorRetryable(err)
 }
 
 // recordingRetryer is the client's retryer unchanged, noting whether it
@@ -43,34 +29,23 @@ func (r safeRetryer) GetAttemptToken(ctx context.Context) (func(error) error, er
 // uses it: its retries are idempotent, but after such an attempt a final
 // error does not prove that nothing was applied.
 type recordingRetryer struct {
-	inner     aws.RetryerV2
+	aws.RetryerV2
 	ambiguous atomic.Bool
 }
 
 // install is the per-call option that puts r in front of the client's
 // retryer.
 func (r *recordingRetryer) install(o *dynamodb.Options) {
-	r.inner = retryerV2(o.Retryer)
+	r.RetryerV2 = retryerV2(o.Retryer)
 	o.Retryer = r
 }
 
 func (r *recordingRetryer) IsErrorRetryable(err error) bool {
-	ok := r.inner.IsErrorRetryable(err)
+	ok := r.RetryerV2.IsErrorRetryable(err)
 	if ok && !notApplied(err) {
 		r.ambiguous.Store(true)
 	}
 	return ok
-}
-func (r *recordingRetryer) MaxAttempts() int { return r.inner.MaxAttempts() }
-func (r *recordingRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
-	return r.inner.RetryDelay(attempt, err)
-}
-func (r *recordingRetryer) GetRetryToken(ctx context.Context, err error) (func(error) error, error) {
-	return r.inner.GetRetryToken(ctx, err)
-}
-func (r *recordingRetryer) GetInitialToken() func(error) error { return r.inner.GetInitialToken() }
-func (r *recordingRetryer) GetAttemptToken(ctx context.Context) (func(error) error, error) {
-	return r.inner.GetAttemptToken(ctx)
 }
 
 // retryerV2 adapts any retryer (nil means none) to RetryerV2.

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/shardlimit/limiter/internal/dynamolocal"
+	"github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
 	"github.com/shardlimit/limiter/store/storetest"
@@ -18,7 +18,7 @@ import (
 
 // wrongTable creates a table with the given keys (attribute name and type,
 // hash first) and no index, deleted when t ends.
-func wrongTable(t *testing.T, srv *dynamolocal.Server, name string, keys ...[2]string) string {
+func wrongTable(t *testing.T, srv *dynamotest.Server, name string, keys ...[2]string) string {
 	t.Helper()
 	ctx := context.Background()
 	in := &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest}
@@ -43,7 +43,7 @@ func wrongTable(t *testing.T, srv *dynamolocal.Server, name string, keys ...[2]s
 // to the provisioning function (issue: they were DynamoDB's bare
 // "The number of conditions on the keys is invalid").
 func TestWrongKeySchemaNamesTableAndCreateTable(t *testing.T) {
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	ctx := context.Background()
 	k := store.Key{PK: "a", SK: "b"}
 	item := store.Item{"PK": store.Str("a"), "SK": store.Str("b")}

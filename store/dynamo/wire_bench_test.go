@@ -89,7 +89,7 @@ func BenchmarkClientOverhead(b *testing.B) {
 			if _, err := st.updateInput(input()); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := st.returned(opUpdate, store.WriteOutput{Consumed: capacityOf(answer.ConsumedCapacity, true)}, answer.Attributes); err != nil {
+			if _, err := returned(opUpdate, answer.Attributes, answer.ConsumedCapacity); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/shardlimit/limiter/store"
 )
@@ -122,44 +123,40 @@ func testNoLostUpdates(f *fixture) {
 	e := f.expr(store.Update{}.Add("tk", num(-1)).Add("n", num(1)), nm("tk").GreaterThanEqual(num(1)))
 
 	var (
+		ok, denied, throttled atomic.Int64
 		mu                    sync.Mutex
-		ok, denied, throttled int
 		unexpected            []error
 		wg                    sync.WaitGroup
 	)
 	for range workers {
 		wg.Go(func() {
-			var o, d, th int
-			var bad []error
 			for range perWorker {
 				_, err := f.s.Update(f.ctx, store.UpdateInput{Key: k, Expr: e})
 				switch {
 				case err == nil:
-					o++
+					ok.Add(1)
 				case errors.Is(err, store.ErrConditionFailed):
-					d++
+					denied.Add(1)
 				case errors.Is(err, store.ErrThrottled):
 					// Not applied; DynamoDB may throttle a hot item.
-					th++
+					throttled.Add(1)
 				default:
-					bad = append(bad, err)
+					mu.Lock()
+					unexpected = append(unexpected, err)
+					mu.Unlock()
 				}
 			}
-			mu.Lock()
-			ok, denied, throttled = ok+o, denied+d, throttled+th
-			unexpected = append(unexpected, bad...)
-			mu.Unlock()
 		})
 	}
 	wg.Wait()
 	if len(unexpected) > 0 {
 		f.t.Fatalf("%d concurrent Updates failed unexpectedly, the first with: %v", len(unexpected), unexpected[0])
 	}
-	f.t.Logf("%d succeeded, %d condition failures, %d throttled", ok, denied, throttled)
-	f.expect(k, item(k, "tk", int64(initial-ok), "n", int64(ok)))
-	if throttled == 0 && ok != initial {
+	f.t.Logf("%d succeeded, %d condition failures, %d throttled", ok.Load(), denied.Load(), throttled.Load())
+	f.expect(k, item(k, "tk", initial-ok.Load(), "n", ok.Load()))
+	if throttled.Load() == 0 && ok.Load() != initial {
 		f.t.Errorf("%d of %d attempts succeeded on %d tokens without throttling, want exactly %d",
-			ok, workers*perWorker, initial, initial)
+			ok.Load(), workers*perWorker, initial, initial)
 	}
 }
 

@@ -112,34 +112,13 @@ var existingItemConditions = []conditionCase{
 // testConditionsExisting evaluates each condition in an Update of an item
 // that exists: a true condition lets the update (ADD hits 1) through; a
 // false one fails with the item as it stood and changes nothing.
-func testConditionsExisting(f *fixture) {
-	for _, c := range existingItemConditions {
-		f.run(c.name, func(f *fixture) {
-			k := key("cond-" + c.name)
-			base := conditionBase(k)
-			f.put(base)
-			err := f.updateErr(k, store.Update{}.Add("hits", num(1)), c.cond)
-			if c.want {
-				if err != nil {
-					f.t.Fatalf("condition %s: Update failed with %v, want success", f.expr(store.Update{}, c.cond).Condition, err)
-				}
-				f.expect(k, with(base, "hits", 1))
-				return
-			}
-			if err == nil {
-				f.t.Errorf("condition %s: Update succeeded, want store.ErrConditionFailed", f.expr(store.Update{}, c.cond).Condition)
-			} else {
-				expectConditionFailed(f.t, err, base)
-			}
-			f.expect(k, base)
-		})
-	}
-}
+func testConditionsExisting(f *fixture) { runConditions(f, "cond-", existingItemConditions) }
 
 // testConditionsMissing evaluates conditions on an item that does not
-// exist: only conditions true on an empty item let the upsert through.
+// exist: only conditions true on an empty item let the upsert through, and
+// a failure has no old item to return.
 func testConditionsMissing(f *fixture) {
-	for _, c := range []conditionCase{
+	runConditions(f, "missing-", []conditionCase{
 		{"AttributeExistsPK", nm(store.AttrPK).Exists(), false},
 		{"AttributeNotExistsPK", nm(store.AttrPK).NotExists(), true},
 		{"NotAttributeExistsPK", store.Not(nm(store.AttrPK).Exists()), true},
@@ -148,24 +127,35 @@ func testConditionsMissing(f *fixture) {
 		{"NotEqual", nm("n").NotEqual(num(1)), true},
 		{"BeginsWithSortKey", nm(store.AttrSK).BeginsWith("missing-"), false},
 		{"NotExistsOrEnough", store.Or(nm(store.AttrPK).NotExists(), nm("n").GreaterThanEqual(num(1))), true},
-	} {
+	})
+}
+
+// runConditions runs each case on its own key (prefix + name), holding
+// conditionBase unless prefix is "missing-".
+func runConditions(f *fixture, prefix string, cases []conditionCase) {
+	for _, c := range cases {
 		f.run(c.name, func(f *fixture) {
-			k := key("missing-" + c.name)
+			k := key(prefix + c.name)
+			var base store.Item
+			after := item(k)
+			if prefix != "missing-" {
+				base, after = conditionBase(k), conditionBase(k)
+				f.put(base)
+			}
 			err := f.updateErr(k, store.Update{}.Add("hits", num(1)), c.cond)
 			if c.want {
 				if err != nil {
-					f.t.Fatalf("condition %s on a missing item: Update failed with %v, want success", f.expr(store.Update{}, c.cond).Condition, err)
+					f.t.Fatalf("condition %s on %v: Update failed with %v, want success", f.expr(store.Update{}, c.cond).Condition, base, err)
 				}
-				f.expect(k, item(k, "hits", 1))
+				f.expect(k, with(after, "hits", 1))
 				return
 			}
 			if err == nil {
-				f.t.Errorf("condition %s on a missing item: Update succeeded, want store.ErrConditionFailed", f.expr(store.Update{}, c.cond).Condition)
+				f.t.Errorf("condition %s on %v: Update succeeded, want store.ErrConditionFailed", f.expr(store.Update{}, c.cond).Condition, base)
 			} else {
-				// There is no old item to return.
-				expectConditionFailed(f.t, err, nil)
+				expectConditionFailed(f.t, err, base)
 			}
-			f.expect(k, nil)
+			f.expect(k, base)
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"math"
 	"strings"
 
@@ -14,23 +15,117 @@ var putGetCases = []testCase{
 	{"EmptyStringAttribute", testEmptyStringAttribute},
 	{"GetMissingItem", testGetMissing},
 	{"EventuallyConsistentGet", testEventualGet},
-	{"PutReplacesWholeItem", testPutReplaces},
+	// Put replaces the whole item (attributes it does not name are gone);
+	// ReturnAllOld gives the replaced item, or nothing when there was none.
+	{"PutReplacesWholeItem", steps(nil,
+		step{call: putCall(none, store.ReturnAllOld, false, "a", 1, "b", "x"), after: []any{"a", 1, "b", "x"}},
+		step{call: putCall(none, store.ReturnAllOld, false, "c", 2), got: []any{"a", 1, "b", "x"}, after: []any{"c", 2}},
+		step{call: putCall(none, store.ReturnNone, false, "d", 3), after: []any{"d", 3}},
+	)},
 	{"KeysAreDistinct", testKeysDistinct},
 	{"LargeItemBelowLimit", testLargeItemBelowLimit},
 }
 
 var putCases = []testCase{
-	{"NotExistsConditionSucceedsOnce", testPutNotExists},
-	{"ConditionOnAttribute", testPutConditionOnAttribute},
+	// The create-once pattern attribute_not_exists(PK): the second Put
+	// fails and, asked to, returns the stored item.
+	{"NotExistsConditionSucceedsOnce", steps(nil,
+		step{call: putCall(notExists, store.ReturnNone, true, "v", 1), after: []any{"v", 1}},
+		step{call: putCall(notExists, store.ReturnNone, true, "v", 2), failed: true, got: []any{"v", 1}, after: []any{"v", 1}},
+		step{call: putCall(notExists, store.ReturnNone, false, "v", 3), failed: true, after: []any{"v", 1}},
+	)},
+	// A Put conditioned on an attribute of the item it replaces; on a
+	// missing item every comparison is false.
+	{"ConditionOnAttribute", steps([]any{"v", 1, "s", "x"},
+		step{call: putCall(nm("v").Equal(num(1)), store.ReturnNone, true, "v", 2), after: []any{"v", 2}},
+		step{call: putCall(nm("v").Equal(num(1)), store.ReturnNone, true, "v", 3), failed: true, got: []any{"v", 2}, after: []any{"v", 2}},
+		step{sk: "missing", call: putCall(nm("v").GreaterThanEqual(num(0)), store.ReturnNone, true, "v", 1), failed: true},
+	)},
 }
 
 var deleteCases = []testCase{
-	{"Existing", testDeleteExisting},
-	{"MissingItem", testDeleteMissing},
-	{"ReturnAllOld", testDeleteReturnAllOld},
-	{"ConditionHolds", testDeleteConditionHolds},
-	{"ConditionFails", testDeleteConditionFails},
-	{"ConditionOnMissingItem", testDeleteConditionMissing},
+	{"Existing", steps([]any{"n", 1}, step{call: deleteCall(none, store.ReturnNone, false)})},
+	// Deleting a missing item succeeds.
+	{"MissingItem", steps(nil, step{call: deleteCall(none, store.ReturnNone, false)})},
+	{"ReturnAllOld", steps([]any{"n", 1, "s", "x"},
+		step{call: deleteCall(none, store.ReturnAllOld, false), got: []any{"n", 1, "s", "x"}},
+		step{call: deleteCall(none, store.ReturnAllOld, false)},
+	)},
+	{"ConditionHolds", steps([]any{"n", 1},
+		step{call: deleteCall(store.And(nm(store.AttrPK).Exists(), nm("n").Equal(num(1))), store.ReturnNone, false)})},
+	{"ConditionFails", steps([]any{"n", 1},
+		step{call: deleteCall(nm("n").Equal(num(2)), store.ReturnNone, true), failed: true, got: []any{"n", 1}, after: []any{"n", 1}},
+		step{call: deleteCall(nm("n").Equal(num(2)), store.ReturnNone, false), failed: true, after: []any{"n", 1}},
+	)},
+	// A condition on a missing item sees no attributes; there is no old
+	// item to return. attribute_not_exists holds: the delete is a no-op.
+	{"ConditionOnMissingItem", steps(nil,
+		step{call: deleteCall(nm(store.AttrPK).Exists(), store.ReturnNone, true), failed: true},
+		step{call: deleteCall(notExists, store.ReturnNone, false)},
+	)},
+}
+
+var (
+	none      store.Condition
+	notExists = nm(store.AttrPK).NotExists()
+)
+
+// step is one write of a steps case, on the case's key (or on sk).
+type step struct {
+	sk   string
+	call func(f *fixture, k store.Key) (store.WriteOutput, error)
+	// failed: the write must fail its condition.
+	failed bool
+	// got: the attributes of the item (with its key) that the write
+	// returns, or that the failure returns; nil: none.
+	got []any
+	// after: the attributes of the item at the key afterwards; nil: none.
+	after []any
+}
+
+// steps returns a case that stores item(k, given...) (unless given is
+// nil) and runs the steps in order. A write that succeeds reports write
+// capacity.
+func steps(given []any, steps ...step) func(f *fixture) {
+	whole := func(k store.Key, kv []any) store.Item {
+		if kv == nil {
+			return nil
+		}
+		return item(k, kv...)
+	}
+	return func(f *fixture) {
+		if given != nil {
+			f.put(item(key("steps"), given...))
+		}
+		for i, st := range steps {
+			k := key("steps" + st.sk)
+			out, err := st.call(f, k)
+			switch {
+			case st.failed:
+				expectConditionFailed(f.t, err, whole(k, st.got))
+			case err != nil:
+				f.t.Fatalf("write %d: %v", i, err)
+			default:
+				expectWriteUnits(f.t, fmt.Sprintf("write %d", i), out.Consumed)
+				expectAttrs(f.t, fmt.Sprintf("write %d", i), whole(k, st.got), out.Attributes)
+			}
+			f.expect(k, whole(k, st.after))
+		}
+	}
+}
+
+// putCall is a step's Put of item(k, kv...).
+func putCall(c store.Condition, ret store.ReturnValue, returnOld bool, kv ...any) func(*fixture, store.Key) (store.WriteOutput, error) {
+	return func(f *fixture, k store.Key) (store.WriteOutput, error) {
+		return f.s.Put(f.ctx, store.PutInput{Item: item(k, kv...), Expr: f.expr(store.Update{}, c), Return: ret, ReturnOldOnConditionFailure: returnOld})
+	}
+}
+
+// deleteCall is a step's Delete of k.
+func deleteCall(c store.Condition, ret store.ReturnValue, returnOld bool) func(*fixture, store.Key) (store.WriteOutput, error) {
+	return func(f *fixture, k store.Key) (store.WriteOutput, error) {
+		return f.s.Delete(f.ctx, store.DeleteInput{Key: k, Expr: f.expr(store.Update{}, c), Return: ret, ReturnOldOnConditionFailure: returnOld})
+	}
 }
 
 // testRoundTrip: strings and int64 numbers, the extremes included, come
@@ -93,61 +188,20 @@ func testGetMissing(f *fixture) {
 // most a short lag) and reports read capacity.
 func testEventualGet(f *fixture) {
 	k := key("eventual")
-	want := item(k, "n", 7, "s", "x")
-	f.put(want)
-	f.eventually(func() string {
-		out, err := f.s.Get(f.ctx, store.GetInput{Key: k})
-		if err != nil {
-			return "eventually consistent Get: " + err.Error()
-		}
-		if d := diff(want, out.Item); d != "" {
-			return "eventually consistent Get mismatch (-want +got):\n" + d
-		}
-		expectReadUnits(f.t, "eventually consistent Get", out.Consumed)
-		return ""
-	})
-	want2 := item(k, "n", 8)
-	f.put(want2)
-	f.eventually(func() string {
-		out, err := f.s.Get(f.ctx, store.GetInput{Key: k})
-		if err != nil {
-			return "eventually consistent Get: " + err.Error()
-		}
-		if d := diff(want2, out.Item); d != "" {
-			return "eventually consistent Get after a second Put mismatch (-want +got):\n" + d
-		}
-		return ""
-	})
-}
-
-// testPutReplaces: Put replaces the whole item (attributes it does not name
-// are gone); ReturnAllOld gives the replaced item, or nothing when there
-// was none.
-func testPutReplaces(f *fixture) {
-	k := key("replace")
-	first := item(k, "a", 1, "b", "x")
-	out, err := f.s.Put(f.ctx, store.PutInput{Item: first, Return: store.ReturnAllOld})
-	if err != nil {
-		f.t.Fatalf("first Put: %v", err)
+	for i, want := range []store.Item{item(k, "n", 7, "s", "x"), item(k, "n", 8)} {
+		f.put(want)
+		f.eventually(func() string {
+			out, err := f.s.Get(f.ctx, store.GetInput{Key: k})
+			if err != nil {
+				return "eventually consistent Get: " + err.Error()
+			}
+			if d := diff(want, out.Item); d != "" {
+				return fmt.Sprintf("eventually consistent Get after Put %d mismatch (-want +got):\n%s", i+1, d)
+			}
+			expectReadUnits(f.t, "eventually consistent Get", out.Consumed)
+			return ""
+		})
 	}
-	expectAttrs(f.t, "Put ReturnAllOld of a new item", nil, out.Attributes)
-
-	second := item(k, "c", 2)
-	out, err = f.s.Put(f.ctx, store.PutInput{Item: second, Return: store.ReturnAllOld})
-	if err != nil {
-		f.t.Fatalf("second Put: %v", err)
-	}
-	expectAttrs(f.t, "Put ReturnAllOld of a replaced item", first, out.Attributes)
-	expectWriteUnits(f.t, "Put replacing an item", out.Consumed)
-	f.expect(k, second)
-
-	third := item(k, "d", 3)
-	out, err = f.s.Put(f.ctx, store.PutInput{Item: third, Return: store.ReturnNone})
-	if err != nil {
-		f.t.Fatalf("third Put: %v", err)
-	}
-	expectAttrs(f.t, "Put ReturnNone", nil, out.Attributes)
-	f.expect(k, third)
 }
 
 // testKeysDistinct: items that share only the partition key or only the
@@ -179,139 +233,4 @@ func testLargeItemBelowLimit(f *fixture) {
 	f.expect(k, want)
 	f.update(k, store.Update{}.Add("n", store.Int(1)), store.Condition{}, store.ReturnNone)
 	f.expect(k, with(want, "n", 2))
-}
-
-// testPutNotExists: the create-once pattern attribute_not_exists(PK).
-func testPutNotExists(f *fixture) {
-	k := key("create-once")
-	cond := f.expr(store.Update{}, store.Name(store.AttrPK).NotExists())
-	first := item(k, "v", 1)
-	out, err := f.s.Put(f.ctx, store.PutInput{Item: first, Expr: cond})
-	if err != nil {
-		f.t.Fatalf("first conditional Put: %v", err)
-	}
-	expectWriteUnits(f.t, "conditional Put", out.Consumed)
-
-	// The second fails and, asked to, returns the stored item.
-	_, err = f.s.Put(f.ctx, store.PutInput{Item: item(k, "v", 2), Expr: cond, ReturnOldOnConditionFailure: true})
-	expectConditionFailed(f.t, err, first)
-	// Without ReturnOldOnConditionFailure, no item comes back.
-	_, err = f.s.Put(f.ctx, store.PutInput{Item: item(k, "v", 3), Expr: cond})
-	expectConditionFailed(f.t, err, nil)
-	f.expect(k, first)
-}
-
-// testPutConditionOnAttribute: a Put conditioned on an attribute of the
-// item it replaces.
-func testPutConditionOnAttribute(f *fixture) {
-	k := key("put-cond")
-	old := item(k, "v", 1, "s", "x")
-	f.put(old)
-
-	next := item(k, "v", 2)
-	_, err := f.s.Put(f.ctx, store.PutInput{Item: next, Expr: f.expr(store.Update{}, store.Name("v").Equal(store.Int(1)))})
-	if err != nil {
-		f.t.Fatalf("Put with a true condition: %v", err)
-	}
-	f.expect(k, next)
-
-	_, err = f.s.Put(f.ctx, store.PutInput{
-		Item:                        item(k, "v", 3),
-		Expr:                        f.expr(store.Update{}, store.Name("v").Equal(store.Int(1))),
-		ReturnOldOnConditionFailure: true,
-	})
-	expectConditionFailed(f.t, err, next)
-	f.expect(k, next)
-
-	// On a missing item every comparison is false.
-	_, err = f.s.Put(f.ctx, store.PutInput{
-		Item:                        item(key("put-cond-missing"), "v", 1),
-		Expr:                        f.expr(store.Update{}, store.Name("v").GreaterThanEqual(store.Int(0))),
-		ReturnOldOnConditionFailure: true,
-	})
-	expectConditionFailed(f.t, err, nil)
-	f.expect(key("put-cond-missing"), nil)
-}
-
-func testDeleteExisting(f *fixture) {
-	k := key("del")
-	f.put(item(k, "n", 1))
-	out, err := f.s.Delete(f.ctx, store.DeleteInput{Key: k})
-	if err != nil {
-		f.t.Fatalf("Delete: %v", err)
-	}
-	expectWriteUnits(f.t, "Delete", out.Consumed)
-	expectAttrs(f.t, "Delete with ReturnNone", nil, out.Attributes)
-	f.expect(k, nil)
-}
-
-// testDeleteMissing: deleting a missing item succeeds.
-func testDeleteMissing(f *fixture) {
-	if _, err := f.s.Delete(f.ctx, store.DeleteInput{Key: key("never-written")}); err != nil {
-		f.t.Fatalf("Delete of a missing item: %v", err)
-	}
-	f.expect(key("never-written"), nil)
-}
-
-func testDeleteReturnAllOld(f *fixture) {
-	k := key("del-old")
-	old := item(k, "n", 1, "s", "x")
-	f.put(old)
-	out, err := f.s.Delete(f.ctx, store.DeleteInput{Key: k, Return: store.ReturnAllOld})
-	if err != nil {
-		f.t.Fatalf("Delete: %v", err)
-	}
-	expectAttrs(f.t, "Delete ReturnAllOld", old, out.Attributes)
-	f.expect(k, nil)
-
-	out, err = f.s.Delete(f.ctx, store.DeleteInput{Key: k, Return: store.ReturnAllOld})
-	if err != nil {
-		f.t.Fatalf("Delete of a missing item: %v", err)
-	}
-	expectAttrs(f.t, "Delete ReturnAllOld of a missing item", nil, out.Attributes)
-}
-
-func testDeleteConditionHolds(f *fixture) {
-	k := key("del-cond")
-	f.put(item(k, "n", 1))
-	_, err := f.s.Delete(f.ctx, store.DeleteInput{
-		Key:  k,
-		Expr: f.expr(store.Update{}, store.And(store.Name(store.AttrPK).Exists(), store.Name("n").Equal(store.Int(1)))),
-	})
-	if err != nil {
-		f.t.Fatalf("Delete with a true condition: %v", err)
-	}
-	f.expect(k, nil)
-}
-
-func testDeleteConditionFails(f *fixture) {
-	k := key("del-cond-fail")
-	old := item(k, "n", 1)
-	f.put(old)
-	cond := f.expr(store.Update{}, store.Name("n").Equal(store.Int(2)))
-	_, err := f.s.Delete(f.ctx, store.DeleteInput{Key: k, Expr: cond, ReturnOldOnConditionFailure: true})
-	expectConditionFailed(f.t, err, old)
-	_, err = f.s.Delete(f.ctx, store.DeleteInput{Key: k, Expr: cond})
-	expectConditionFailed(f.t, err, nil)
-	f.expect(k, old)
-}
-
-// testDeleteConditionMissing: a condition on a missing item sees no
-// attributes; there is no old item to return.
-func testDeleteConditionMissing(f *fixture) {
-	_, err := f.s.Delete(f.ctx, store.DeleteInput{
-		Key:                         key("del-missing"),
-		Expr:                        f.expr(store.Update{}, store.Name(store.AttrPK).Exists()),
-		ReturnOldOnConditionFailure: true,
-	})
-	expectConditionFailed(f.t, err, nil)
-
-	// attribute_not_exists holds on a missing item: the delete is a no-op.
-	_, err = f.s.Delete(f.ctx, store.DeleteInput{
-		Key:  key("del-missing"),
-		Expr: f.expr(store.Update{}, store.Name(store.AttrPK).NotExists()),
-	})
-	if err != nil {
-		f.t.Fatalf("Delete of a missing item under attribute_not_exists(PK): %v", err)
-	}
 }

@@ -8,12 +8,34 @@ import (
 
 var limiterCases = []testCase{
 	{"SpeculativeConsume/Granted", testSpeculativeGranted},
-	{"SpeculativeConsume/GrantedAtBoundary", testSpeculativeBoundary},
-	{"SpeculativeConsume/DeniedByTokens", testSpeculativeDeniedTokens},
-	{"SpeculativeConsume/DeniedByWCU", testSpeculativeDeniedWCU},
-	{"SpeculativeConsume/MissingBucket", testSpeculativeMissing},
-	{"NormalConsume/Granted", testNormalGranted},
-	{"NormalConsume/StaleRefill", testNormalStale},
+	// Exactly enough tokens is enough (>=), leaving 0.
+	{"SpeculativeConsume/GrantedAtBoundary", steps(bucket(3000, wcuCost), step{
+		call: consume(speculative(3000)),
+		got:  bucket(0, 0, "b_rpm_tc", 3000, "b_wcu_tc", wcuCost), after: bucket(0, 0, "b_rpm_tc", 3000, "b_wcu_tc", wcuCost),
+	})},
+	// Too few rpm tokens: the limiter gets the item (to compute a
+	// retry-after) and nothing changes.
+	{"SpeculativeConsume/DeniedByTokens", steps(bucket(9999, 5000), step{
+		call: consume(speculative(50000)), failed: true, got: bucket(9999, 5000), after: bucket(9999, 5000),
+	})},
+	// The rpm limit has room, the wcu limit not.
+	{"SpeculativeConsume/DeniedByWCU", steps(bucket(50000, wcuCost-1), step{
+		call: consume(speculative(1)), failed: true, got: bucket(50000, wcuCost-1), after: bucket(50000, wcuCost-1),
+	})},
+	// attribute_exists(PK) keeps the ADDs from creating a bucket: the
+	// condition fails with no item and nothing is created.
+	{"SpeculativeConsume/MissingBucket", steps(nil, step{call: consume(speculative(1)), failed: true})},
+	// The refill is claimed and rf moves forward.
+	{"NormalConsume/Granted", steps(bucket(1000, 5000), step{
+		call:  consume(normal(20000, 50000, rfStart, rfStart+30000)),
+		got:   bucket(1000+50000-20000, 5000-wcuCost, "b_rpm_tc", 20000, "b_wcu_tc", wcuCost, "rf", int64(rfStart+30000)),
+		after: bucket(1000+50000-20000, 5000-wcuCost, "b_rpm_tc", 20000, "b_wcu_tc", wcuCost, "rf", int64(rfStart+30000)),
+	})},
+	// Another writer moved rf; the condition rf = :expected fails and the
+	// current item comes back.
+	{"NormalConsume/StaleRefill", steps(bucket(100000, 5000), step{
+		call: consume(normal(1, 10, rfStart-1000, rfStart+1000)), failed: true, got: bucket(100000, 5000), after: bucket(100000, 5000),
+	})},
 	{"AttributeNames", testAttributeNames},
 }
 
@@ -22,23 +44,14 @@ const (
 	rfStart = 1700000000000 // the bucket's refill time, Unix ms
 )
 
-// bucketItem is a composite bucket with an rpm and a wcu limit.
-func bucketItem(k store.Key, rpmTokens, wcuTokens int64) store.Item {
-	return item(k,
-		"b_rpm_tk", rpmTokens,
-		"b_rpm_cp", 100000,
-		"b_rpm_bx", 100000,
-		"b_rpm_ra", 100000,
-		"b_rpm_rp", 60000,
-		"b_rpm_tc", 0,
-		"b_wcu_tk", wcuTokens,
-		"b_wcu_cp", 5000,
-		"b_wcu_bx", 5000,
-		"b_wcu_ra", 5000,
-		"b_wcu_rp", 1000,
-		"b_wcu_tc", 0,
+// bucket is the attributes of a composite bucket with an rpm and a wcu
+// limit, then the attributes kv (which override them).
+func bucket(rpmTokens, wcuTokens int64, kv ...any) []any {
+	return append([]any{
+		"b_rpm_tk", rpmTokens, "b_rpm_cp", 100000, "b_rpm_bx", 100000, "b_rpm_ra", 100000, "b_rpm_rp", 60000, "b_rpm_tc", 0,
+		"b_wcu_tk", wcuTokens, "b_wcu_cp", 5000, "b_wcu_bx", 5000, "b_wcu_ra", 5000, "b_wcu_rp", 1000, "b_wcu_tc", 0,
 		"rf", int64(rfStart),
-	)
+	}, kv...)
 }
 
 // speculative is the limiter's speculative consume of c millitokens:
@@ -79,106 +92,27 @@ func normal(c, refill, expectedRF, now int64) (store.Update, store.Condition) {
 	return u, cond
 }
 
-func (f *fixture) consume(k store.Key, u store.Update, c store.Condition) (store.WriteOutput, error) {
-	f.t.Helper()
-	return f.s.Update(f.ctx, store.UpdateInput{
-		Key:                         k,
-		Expr:                        f.expr(u, c),
-		Return:                      store.ReturnAllNew,
-		ReturnOldOnConditionFailure: true,
-	})
+// consume is a step's Update of the limiter's shape: ALL_NEW, and the old
+// item on a failed condition.
+func consume(u store.Update, c store.Condition) func(*fixture, store.Key) (store.WriteOutput, error) {
+	return func(f *fixture, k store.Key) (store.WriteOutput, error) {
+		return f.s.Update(f.ctx, store.UpdateInput{Key: k, Expr: f.expr(u, c), Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true})
+	}
 }
 
 // testSpeculativeGranted: 50000 tokens cover 9999 (numerically; lexically
-// "50000" < "9999").
+// "50000" < "9999"), on a key of the limiter's shape.
 func testSpeculativeGranted(f *fixture) {
 	k := store.Key{PK: "NS#default#ENT#user-1", SK: "#BUCKET#gpt-4"}
-	f.put(bucketItem(k, 50000, 5000))
-	u, c := speculative(9999)
-	out, err := f.consume(k, u, c)
+	f.put(item(k, bucket(50000, 5000)...))
+	out, err := consume(speculative(9999))(f, k)
 	if err != nil {
 		f.t.Fatalf("speculative consume: %v", err)
 	}
-	want := with(bucketItem(k, 50000-9999, 5000-wcuCost), "b_rpm_tc", 9999, "b_wcu_tc", wcuCost)
+	want := item(k, bucket(50000-9999, 5000-wcuCost, "b_rpm_tc", 9999, "b_wcu_tc", wcuCost)...)
 	expectAttrs(f.t, "ALL_NEW", want, out.Attributes)
 	expectWriteUnits(f.t, "speculative consume", out.Consumed)
 	f.expect(k, want)
-}
-
-// testSpeculativeBoundary: exactly enough tokens is enough (>=), leaving 0.
-func testSpeculativeBoundary(f *fixture) {
-	k := key("bucket-boundary")
-	f.put(bucketItem(k, 3000, wcuCost))
-	u, c := speculative(3000)
-	out, err := f.consume(k, u, c)
-	if err != nil {
-		f.t.Fatalf("speculative consume of exactly the balance: %v", err)
-	}
-	want := with(bucketItem(k, 0, 0), "b_rpm_tc", 3000, "b_wcu_tc", wcuCost)
-	expectAttrs(f.t, "ALL_NEW", want, out.Attributes)
-	f.expect(k, want)
-}
-
-// testSpeculativeDeniedTokens: too few rpm tokens; the limiter gets the
-// item (to compute a retry-after) and nothing changes.
-func testSpeculativeDeniedTokens(f *fixture) {
-	k := key("bucket-denied")
-	base := bucketItem(k, 9999, 5000)
-	f.put(base)
-	u, c := speculative(50000)
-	_, err := f.consume(k, u, c)
-	expectConditionFailed(f.t, err, base)
-	f.expect(k, base)
-}
-
-// testSpeculativeDeniedWCU: the rpm limit has room, the wcu limit not.
-func testSpeculativeDeniedWCU(f *fixture) {
-	k := key("bucket-denied-wcu")
-	base := bucketItem(k, 50000, wcuCost-1)
-	f.put(base)
-	u, c := speculative(1)
-	_, err := f.consume(k, u, c)
-	expectConditionFailed(f.t, err, base)
-	f.expect(k, base)
-}
-
-// testSpeculativeMissing: attribute_exists(PK) keeps the ADDs from
-// creating a bucket: the condition fails with no item and nothing is
-// created.
-func testSpeculativeMissing(f *fixture) {
-	k := key("bucket-missing")
-	u, c := speculative(1)
-	_, err := f.consume(k, u, c)
-	expectConditionFailed(f.t, err, nil)
-	f.expect(k, nil)
-}
-
-// testNormalGranted: the refill is claimed and rf moves forward.
-func testNormalGranted(f *fixture) {
-	k := key("bucket-normal")
-	f.put(bucketItem(k, 1000, 5000))
-	const now = rfStart + 30000
-	u, c := normal(20000, 50000, rfStart, now)
-	out, err := f.consume(k, u, c)
-	if err != nil {
-		f.t.Fatalf("normal consume: %v", err)
-	}
-	want := with(bucketItem(k, 1000+50000-20000, 5000-wcuCost),
-		"b_rpm_tc", 20000, "b_wcu_tc", wcuCost, "rf", int64(now))
-	expectAttrs(f.t, "ALL_NEW", want, out.Attributes)
-	f.expect(k, want)
-}
-
-// testNormalStale: another writer moved rf; the condition rf = :expected
-// fails and the current item comes back.
-func testNormalStale(f *fixture) {
-	k := key("bucket-stale")
-	base := bucketItem(k, 100000, 5000)
-	f.put(base)
-	u, c := normal(1, 10, rfStart-1000, rfStart+1000)
-	_, err := f.consume(k, u, c)
-	expectConditionFailed(f.t, err, base)
-	f.expect(k, base)
 }
 
 // testAttributeNames: limit names with '-', '.', '_' and the reserved word
@@ -231,5 +165,5 @@ func testAttributeNames(f *fixture) {
 	expectConditionFailed(f.t, err, after)
 
 	f.update(k, store.Update{}.Remove("ttl").Remove("b_gpt-3.5_tk"), store.Name("ttl").Exists(), store.ReturnNone)
-	f.expect(k, without(after, "ttl", "b_gpt-3.5_tk"))
+	f.expect(k, item(k, "b_rate-limit_tk", 8, "b_a_b_tk", 7, "a_b", "y"))
 }

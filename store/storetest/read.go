@@ -44,21 +44,9 @@ func (f *fixture) batchGet(keys []store.Key, consistent bool) (store.BatchGetOut
 
 // expectBatch checks that out has exactly want, aligned with the keys (nil
 // for a missing item).
-func expectBatch(f *fixture, out store.BatchGetOutput, want []store.Item) string {
-	if len(out.Items) != len(want) {
-		return fmt.Sprintf("BatchGet returned %d items, want %d (one per key)", len(out.Items), len(want))
-	}
-	for i, w := range want {
-		got := out.Items[i]
-		if w == nil {
-			if got != nil {
-				return fmt.Sprintf("BatchGet item %d = %v, want nil (no such item)", i, got)
-			}
-			continue
-		}
-		if d := diff(w, got); d != "" {
-			return fmt.Sprintf("BatchGet item %d mismatch (-want +got):\n%s", i, d)
-		}
+func expectBatch(out store.BatchGetOutput, want []store.Item) string {
+	if d := cmp.Diff(want, out.Items, valueCmp); d != "" {
+		return "BatchGet items mismatch (-want +got):\n" + d
 	}
 	return ""
 }
@@ -72,7 +60,7 @@ func testBatchAligned(f *fixture) {
 	if err != nil {
 		f.t.Fatalf("BatchGet: %v", err)
 	}
-	if msg := expectBatch(f, out, []store.Item{c, nil, a, nil, nil}); msg != "" {
+	if msg := expectBatch(out, []store.Item{c, nil, a, nil, nil}); msg != "" {
 		f.t.Error(msg)
 	}
 	expectReadUnits(f.t, "BatchGet", out.Consumed)
@@ -87,7 +75,7 @@ func testBatchEventual(f *fixture) {
 		if err != nil {
 			return "eventually consistent BatchGet: " + err.Error()
 		}
-		return expectBatch(f, out, []store.Item{nil, a})
+		return expectBatch(out, []store.Item{nil, a})
 	})
 }
 
@@ -106,7 +94,7 @@ func testBatchMaxKeys(f *fixture) {
 	if err != nil {
 		f.t.Fatalf("BatchGet of 100 keys: %v", err)
 	}
-	if msg := expectBatch(f, out, want); msg != "" {
+	if msg := expectBatch(out, want); msg != "" {
 		f.t.Error(msg)
 	}
 }
@@ -183,9 +171,9 @@ func (f *fixture) expectQuery(in store.QueryInput, want []store.Item) {
 	}
 }
 
-// expectIndexQuery waits for an index query (always eventually consistent)
-// to return want.
-func (f *fixture) expectIndexQuery(in store.QueryInput, want []store.Item) {
+// expectEventualQuery waits for an eventually consistent query (every
+// index query is one) to return want.
+func (f *fixture) expectEventualQuery(in store.QueryInput, want []store.Item) {
 	f.t.Helper()
 	f.eventually(func() string {
 		out, err := f.s.Query(f.ctx, in)
@@ -206,16 +194,7 @@ func testQueryOrder(f *fixture) {
 		f.t.Errorf("Query of the partition mismatch (-want +got):\n%s", d)
 	}
 	expectReadUnits(f.t, "Query", out.Consumed)
-	f.eventually(func() string {
-		out, err := f.s.Query(f.ctx, store.QueryInput{PartitionKey: queryPK})
-		if err != nil {
-			return "eventually consistent Query: " + err.Error()
-		}
-		if d := diffItems(want, out.Items); d != "" {
-			return "eventually consistent Query mismatch (-want +got):\n" + d
-		}
-		return ""
-	})
+	f.expectEventualQuery(store.QueryInput{PartitionKey: queryPK}, want)
 }
 
 func testQueryPrefix(f *fixture) {
@@ -250,7 +229,7 @@ func testQueryEmpty(f *fixture) {
 	f.putQueryItems()
 	f.expectQuery(store.QueryInput{PartitionKey: "Q#2", ConsistentRead: true}, nil)
 	f.expectQuery(store.QueryInput{PartitionKey: "nothing", SortKeyPrefix: "a"}, nil)
-	f.expectIndexQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "nothing"}, nil)
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "nothing"}, nil)
 }
 
 // Index fixtures: items of several table partitions, some in GSI2, some in
@@ -276,73 +255,58 @@ func (f *fixture) putIndexItems() {
 	}
 }
 
-// project is it as a keys-only index returns it: the table keys and the
-// index keys, nothing else.
-func project(it store.Item, ix schema.Index) store.Item {
-	p := store.Item{}
-	for _, n := range []string{store.AttrPK, store.AttrSK, ix.PartitionKey, ix.SortKey} {
-		p[n] = it[n]
+// projected is items as the keys-only index name returns them: the table
+// keys and the index keys, nothing else.
+func projected(name string, items ...store.Item) []store.Item {
+	ix, _ := schema.Default().Index(name)
+	out := make([]store.Item, len(items))
+	for i, it := range items {
+		out[i] = store.Item{}
+		for _, n := range []string{store.AttrPK, store.AttrSK, ix.PartitionKey, ix.SortKey} {
+			out[i][n] = it[n]
+		}
 	}
-	return p
-}
-
-func index(name string) schema.Index {
-	ix, ok := schema.Default().Index(name)
-	if !ok {
-		panic("storetest: no index " + name)
-	}
-	return ix
+	return out
 }
 
 func testQueryGSI2(f *fixture) {
 	f.putIndexItems()
-	gsi2 := index(store.IndexGSI2)
-	want := []store.Item{project(ixE0, gsi2), project(ixE1, gsi2), project(ixE2, gsi2)}
-	f.expectIndexQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt"}, want)
+	want := projected(store.IndexGSI2, ixE0, ixE1, ixE2)
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt"}, want)
 	out := f.query(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt"})
 	expectReadUnits(f.t, "index Query", out.Consumed)
-	f.expectIndexQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#other"}, []store.Item{project(ixE3, gsi2)})
-	f.expectIndexQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#z"}, []store.Item{project(ixE7, gsi2)})
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#other"}, projected(store.IndexGSI2, ixE3))
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#z"}, projected(store.IndexGSI2, ixE7))
 }
 
 func testQueryGSI3(f *fixture) {
 	f.putIndexItems()
-	gsi3 := index(store.IndexGSI3)
-	f.expectIndexQuery(store.QueryInput{Index: store.IndexGSI3, PartitionKey: "SHARD#1"},
-		[]store.Item{project(ixE7, gsi3), project(ixE2, gsi3)})
-	f.expectIndexQuery(store.QueryInput{Index: store.IndexGSI3, PartitionKey: "SHARD#10"},
-		[]store.Item{project(ixE8, gsi3)})
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI3, PartitionKey: "SHARD#1"}, projected(store.IndexGSI3, ixE7, ixE2))
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI3, PartitionKey: "SHARD#10"}, projected(store.IndexGSI3, ixE8))
 	// The table partition of an index key value is not an index partition.
 	f.expectQuery(store.QueryInput{PartitionKey: "SHARD#1", ConsistentRead: true}, nil)
 }
 
 func testQueryIndexPrefixLimit(f *fixture) {
 	f.putIndexItems()
-	gsi2 := index(store.IndexGSI2)
-	f.expectIndexQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", SortKeyPrefix: "E#1"},
-		[]store.Item{project(ixE1, gsi2)})
-	f.expectIndexQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", SortKeyPrefix: "E#"},
-		[]store.Item{project(ixE0, gsi2), project(ixE1, gsi2), project(ixE2, gsi2)})
-	f.expectIndexQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", Limit: 2},
-		[]store.Item{project(ixE0, gsi2), project(ixE1, gsi2)})
-	f.expectIndexQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", SortKeyPrefix: "E#", Limit: 1},
-		[]store.Item{project(ixE0, gsi2)})
-	f.expectIndexQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", SortKeyPrefix: "X"}, nil)
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", SortKeyPrefix: "E#1"}, projected(store.IndexGSI2, ixE1))
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", SortKeyPrefix: "E#"}, projected(store.IndexGSI2, ixE0, ixE1, ixE2))
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", Limit: 2}, projected(store.IndexGSI2, ixE0, ixE1))
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", SortKeyPrefix: "E#", Limit: 1}, projected(store.IndexGSI2, ixE0))
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt", SortKeyPrefix: "X"}, nil)
 }
 
 // testQueryIndexFollowsWrites: updates that add, change or remove index
 // keys, and deletes, move items into, within and out of an index.
 func testQueryIndexFollows(f *fixture) {
 	f.putIndexItems()
-	gsi2, gsi3 := index(store.IndexGSI2), index(store.IndexGSI3)
 	k := func(it store.Item) store.Key { k, _ := it.Key(); return k }
 
 	// E#5 gains GSI3 keys; E#2 loses its GSI3 partition key.
 	f.update(k(ixE5), store.Update{}.Set("GSI3PK", str("SHARD#1")).Set("GSI3SK", str("E#5")), store.Condition{}, store.ReturnNone)
 	f.update(k(ixE2), store.Update{}.Remove("GSI3PK"), store.Condition{}, store.ReturnNone)
 	e5 := with(ixE5, "GSI3PK", "SHARD#1", "GSI3SK", "E#5")
-	f.expectIndexQuery(store.QueryInput{Index: store.IndexGSI3, PartitionKey: "SHARD#1"},
-		[]store.Item{project(ixE7, gsi3), project(e5, gsi3)})
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI3, PartitionKey: "SHARD#1"}, projected(store.IndexGSI3, ixE7, e5))
 
 	// E#0 moves within GSI2 (new sort key); E#1 is deleted; E#4 gets its
 	// missing GSI2SK; a token update of E#2 leaves GSI2 as it was.
@@ -354,12 +318,11 @@ func testQueryIndexFollows(f *fixture) {
 	f.update(k(ixE2), store.Update{}.Add("b_rpm_tk", num(-1)), store.Condition{}, store.ReturnNone)
 	e0 := with(ixE0, "GSI2SK", "E#9#tpm")
 	e4 := with(ixE4, "GSI2SK", "E#4#rpm")
-	f.expectIndexQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt"},
-		[]store.Item{project(ixE2, gsi2), project(e4, gsi2), project(e0, gsi2)})
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#gpt"}, projected(store.IndexGSI2, ixE2, e4, e0))
 
 	// A Put that drops the index keys takes the item out of the index.
 	f.put(item(k(ixE3), "n", 1))
-	f.expectIndexQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#other"}, nil)
+	f.expectEventualQuery(store.QueryInput{Index: store.IndexGSI2, PartitionKey: "R#other"}, nil)
 }
 
 // testQueryConsistentIndex: "Consistent reads are not supported on global

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"math"
 	"strings"
 
@@ -10,125 +11,78 @@ import (
 // Update expressions: ADD, SET, SET if_not_exists, REMOVE, and ReturnValues.
 
 var updateCases = []testCase{
-	{"UpsertCreatesItemWithKey", testUpsert},
-	{"AddStartsAtZero", testAddStartsAtZero},
-	{"AddIsExactDecimal", testAddExact},
-	{"Set", testSet},
-	{"SetFromAttribute", testSetFromAttribute},
-	{"SetIfNotExists", testSetIfNotExists},
-	{"SetIfNotExistsPlus", testSetIfNotExistsPlus},
-	{"Remove", testRemove},
+	// Update of a missing item creates it with its key attributes and the
+	// written ones.
+	{"UpsertCreatesItemWithKey", updates(upd{nil, store.Update{}.Add("n", num(5)).Set("s", str("x")), []any{"n", 5, "s", "x"}})},
+	// ADD on a missing attribute (of an existing or a missing item) starts
+	// from 0; a negative ADD subtracts.
+	{"AddStartsAtZero", updates(
+		upd{[]any{"other", 1}, store.Update{}.Add("n", num(7)).Add("m", num(-7)), []any{"other", 1, "n", 7, "m", -7}},
+		upd{[]any{"other", 1, "n", 7, "m", -7}, store.Update{}.Add("n", num(-10)), []any{"other", 1, "n", -3, "m", -7}},
+		upd{nil, store.Update{}.Add("n", num(-4)), []any{"n", -4}},
+	)},
+	// DynamoDB adds decimals exactly, so int64 arithmetic up to the
+	// extremes is exact (float64 would round beyond 2^53).
+	{"AddIsExactDecimal", updates(upd{
+		[]any{"big", int64(9_007_199_254_740_993), "max", int64(math.MaxInt64 - 5), "min", int64(math.MinInt64 + 5), "millis", int64(1_700_000_000_000_000)},
+		store.Update{}.Add("big", num(1)).Add("max", num(5)).Add("min", num(-5)).Add("millis", num(-1)),
+		[]any{"big", int64(9_007_199_254_740_994), "max", int64(math.MaxInt64), "min", int64(math.MinInt64), "millis", int64(1_699_999_999_999_999)},
+	})},
+	// SET overwrites or creates an attribute, and may change its type.
+	{"Set", updates(upd{
+		[]any{"s", "old", "n", 1, "t", "string"},
+		store.Update{}.Set("s", str("new")).Set("n", num(-9)).Set("t", num(3)).Set("added", str("a")),
+		[]any{"s", "new", "n", -9, "t", 3, "added", "a"},
+	})},
+	// SET a = b copies b's value.
+	{"SetFromAttribute", updates(upd{
+		[]any{"n", 42, "s", "x"},
+		store.Update{}.Set("n_copy", nm("n")).Set("s_copy", nm("s")),
+		[]any{"n", 42, "s", "x", "n_copy", 42, "s_copy", "x"},
+	})},
+	// SET a = if_not_exists(a, v) writes v only when a is absent.
+	{"SetIfNotExists", updates(
+		upd{[]any{"present", 1},
+			store.Update{}.SetIfNotExists("present", num(100)).SetIfNotExists("absent", num(200)).SetIfNotExists("absent_s", str("init")),
+			[]any{"present", 1, "absent", 200, "absent_s", "init"}},
+		upd{nil, store.Update{}.SetIfNotExists("n", num(3)), []any{"n", 3}},
+	)},
+	// SET a = if_not_exists(a, start) + delta, the safe increment.
+	{"SetIfNotExistsPlus", updates(
+		upd{[]any{"present", 10},
+			store.Update{}.SetIfNotExistsPlus("present", num(0), num(5)).SetIfNotExistsPlus("absent", num(100), num(-1)).SetIfNotExistsPlus("absent0", num(0), num(1)),
+			[]any{"present", 15, "absent", 99, "absent0", 1}},
+		upd{nil, store.Update{}.SetIfNotExistsPlus("n", num(1000), num(-250)), []any{"n", 750}},
+	)},
+	// REMOVE deletes an attribute; removing an absent one is a no-op.
+	{"Remove", updates(upd{[]any{"a", 1, "b", "x", "c", 3}, store.Update{}.Remove("a").Remove("b").Remove("absent"), []any{"c", 3}})},
 	{"SetAddRemoveCombined", testCombined},
 	{"ReturnValues", testReturnValues},
 }
 
-// testUpsert: Update of a missing item creates it with its key attributes
-// and the written ones.
-func testUpsert(f *fixture) {
-	k := key("upsert")
-	out := f.update(k, store.Update{}.Add("n", store.Int(5)).Set("s", store.Str("x")), store.Condition{}, store.ReturnNone)
-	expectWriteUnits(f.t, "upsert", out.Consumed)
-	expectAttrs(f.t, "Update with ReturnNone", nil, out.Attributes)
-	f.expect(k, item(k, "n", 5, "s", "x"))
+// upd is one step of an update case: the attributes of the item stored
+// before (nil: no item), the update, the attributes after.
+type upd struct {
+	given []any
+	u     store.Update
+	want  []any
 }
 
-// testAddStartsAtZero: ADD on a missing attribute (of an existing or a
-// missing item) starts from 0; a negative ADD subtracts.
-func testAddStartsAtZero(f *fixture) {
-	k := key("add")
-	f.put(item(k, "other", 1))
-	f.update(k, store.Update{}.Add("n", store.Int(7)).Add("m", store.Int(-7)), store.Condition{}, store.ReturnNone)
-	f.expect(k, item(k, "other", 1, "n", 7, "m", -7))
-	f.update(k, store.Update{}.Add("n", store.Int(-10)), store.Condition{}, store.ReturnNone)
-	f.expect(k, item(k, "other", 1, "n", -3, "m", -7))
-
-	k2 := key("add-missing-item")
-	f.update(k2, store.Update{}.Add("n", store.Int(-4)), store.Condition{}, store.ReturnNone)
-	f.expect(k2, item(k2, "n", -4))
-}
-
-// testAddExact: DynamoDB adds decimals exactly, so int64 arithmetic up to
-// the extremes is exact (float64 would round beyond 2^53).
-func testAddExact(f *fixture) {
-	k := key("add-exact")
-	f.put(item(k,
-		"big", int64(9_007_199_254_740_993),
-		"max", int64(math.MaxInt64-5),
-		"min", int64(math.MinInt64+5),
-		"millis", int64(1_700_000_000_000_000),
-	))
-	f.update(k, store.Update{}.
-		Add("big", store.Int(1)).
-		Add("max", store.Int(5)).
-		Add("min", store.Int(-5)).
-		Add("millis", store.Int(-1)), store.Condition{}, store.ReturnNone)
-	f.expect(k, item(k,
-		"big", int64(9_007_199_254_740_994),
-		"max", int64(math.MaxInt64),
-		"min", int64(math.MinInt64),
-		"millis", int64(1_699_999_999_999_999),
-	))
-}
-
-// testSet: SET overwrites or creates an attribute, and may change its type.
-func testSet(f *fixture) {
-	k := key("set")
-	f.put(item(k, "s", "old", "n", 1, "t", "string"))
-	f.update(k, store.Update{}.
-		Set("s", store.Str("new")).
-		Set("n", store.Int(-9)).
-		Set("t", store.Int(3)).
-		Set("added", store.Str("a")), store.Condition{}, store.ReturnNone)
-	f.expect(k, item(k, "s", "new", "n", -9, "t", 3, "added", "a"))
-}
-
-// testSetFromAttribute: SET a = b copies b's value.
-func testSetFromAttribute(f *fixture) {
-	k := key("set-copy")
-	f.put(item(k, "n", 42, "s", "x"))
-	f.update(k, store.Update{}.Set("n_copy", store.Name("n")).Set("s_copy", store.Name("s")), store.Condition{}, store.ReturnNone)
-	f.expect(k, item(k, "n", 42, "s", "x", "n_copy", 42, "s_copy", "x"))
-}
-
-// testSetIfNotExists: SET a = if_not_exists(a, v) writes v only when a is
-// absent.
-func testSetIfNotExists(f *fixture) {
-	k := key("if-not-exists")
-	f.put(item(k, "present", 1))
-	f.update(k, store.Update{}.
-		SetIfNotExists("present", store.Int(100)).
-		SetIfNotExists("absent", store.Int(200)).
-		SetIfNotExists("absent_s", store.Str("init")), store.Condition{}, store.ReturnNone)
-	f.expect(k, item(k, "present", 1, "absent", 200, "absent_s", "init"))
-
-	k2 := key("if-not-exists-missing-item")
-	f.update(k2, store.Update{}.SetIfNotExists("n", store.Int(3)), store.Condition{}, store.ReturnNone)
-	f.expect(k2, item(k2, "n", 3))
-}
-
-// testSetIfNotExistsPlus: SET a = if_not_exists(a, start) + delta, the safe
-// increment.
-func testSetIfNotExistsPlus(f *fixture) {
-	k := key("if-not-exists-plus")
-	f.put(item(k, "present", 10))
-	f.update(k, store.Update{}.
-		SetIfNotExistsPlus("present", store.Int(0), store.Int(5)).
-		SetIfNotExistsPlus("absent", store.Int(100), store.Int(-1)).
-		SetIfNotExistsPlus("absent0", store.Int(0), store.Int(1)), store.Condition{}, store.ReturnNone)
-	f.expect(k, item(k, "present", 15, "absent", 99, "absent0", 1))
-
-	k2 := key("if-not-exists-plus-missing-item")
-	f.update(k2, store.Update{}.SetIfNotExistsPlus("n", store.Int(1000), store.Int(-250)), store.Condition{}, store.ReturnNone)
-	f.expect(k2, item(k2, "n", 750))
-}
-
-// testRemove: REMOVE deletes an attribute; removing an absent one is a
-// no-op.
-func testRemove(f *fixture) {
-	k := key("remove")
-	f.put(item(k, "a", 1, "b", "x", "c", 3))
-	f.update(k, store.Update{}.Remove("a").Remove("b").Remove("absent"), store.Condition{}, store.ReturnNone)
-	f.expect(k, item(k, "c", 3))
+// updates returns a case that runs each step on its own key: the update
+// succeeds, reports write capacity and no attributes, and leaves want.
+func updates(steps ...upd) func(f *fixture) {
+	return func(f *fixture) {
+		for i, st := range steps {
+			k := key(fmt.Sprintf("upd-%d", i))
+			if st.given != nil {
+				f.put(item(k, st.given...))
+			}
+			out := f.update(k, st.u, store.Condition{}, store.ReturnNone)
+			expectWriteUnits(f.t, "Update", out.Consumed)
+			expectAttrs(f.t, "Update with ReturnNone", nil, out.Attributes)
+			f.expect(k, item(k, st.want...))
+		}
+	}
 }
 
 // testCombined: SET, REMOVE and ADD in one expression.

@@ -29,8 +29,15 @@ type validationCase struct {
 	base func(k store.Key) store.Item
 	// missing: no item is stored at k.
 	missing bool
-	// op issues the invalid request about the item at k.
-	op func(f *fixture, k store.Key) error
+	// The invalid request about the item at k: op, or else the request of
+	// the runner's kind: an Update of k with upd built (when it has
+	// actions) or with expr; a Put of item(k, put...) or a Delete of k, with
+	// expr and ret.
+	op   func(f *fixture, k store.Key) error
+	upd  store.Update
+	expr store.Expr
+	put  []any
+	ret  store.ReturnValue
 	// substr is a part of DynamoDB's message that the error must contain
 	// ("" to check only the error's kind).
 	substr string
@@ -54,7 +61,7 @@ func (f *fixture) builtUpdate(k store.Key, u store.Update) error {
 	return f.rawUpdate(k, f.expr(u, store.Condition{}))
 }
 
-func runValidationCases(f *fixture, cases []validationCase) {
+func runValidationCases(f *fixture, kind string, cases []validationCase) {
 	for _, c := range cases {
 		f.run(c.name, func(f *fixture) {
 			k := key("invalid-" + c.name)
@@ -67,7 +74,20 @@ func runValidationCases(f *fixture, cases []validationCase) {
 				}
 				f.put(base)
 			}
-			expectValidation(f.t, c.op(f, k), c.substr)
+			var err error
+			switch {
+			case c.op != nil:
+				err = c.op(f, k)
+			case kind == "Put":
+				_, err = f.s.Put(f.ctx, store.PutInput{Item: item(k, c.put...), Expr: c.expr, Return: c.ret})
+			case kind == "Delete":
+				_, err = f.s.Delete(f.ctx, store.DeleteInput{Key: k, Expr: c.expr, Return: c.ret})
+			case c.upd.Len() > 0:
+				err = f.builtUpdate(k, c.upd)
+			default:
+				err = f.rawUpdate(k, c.expr)
+			}
+			expectValidation(f.t, err, c.substr)
 			f.expect(k, base)
 		})
 	}
@@ -76,130 +96,88 @@ func runValidationCases(f *fixture, cases []validationCase) {
 var (
 	nameN  = map[string]string{"#a": "n"}
 	value1 = map[string]store.Value{":v": store.Int(1)}
+	// unusedInCondition defines :x and uses only #k.
+	unusedInCondition = raw("", "attribute_exists(#k)", map[string]string{"#k": store.AttrPK}, map[string]store.Value{":x": store.Int(1)})
 )
 
 func testValidationUpdate(f *fixture) {
-	overlapSetRemove := func(f *fixture, k store.Key) error {
-		return f.rawUpdate(k, raw("SET #a = :v REMOVE #a", "", nameN, value1))
-	}
-	runValidationCases(f, []validationCase{
+	overlapSetRemove := raw("SET #a = :v REMOVE #a", "", nameN, value1)
+	runValidationCases(f, "Update", []validationCase{
 		// "Invalid UpdateExpression: Two document paths overlap with each
 		// other; must remove or rewrite one of these paths; path one: [n],
 		// path two: [n]"
-		{name: "OverlappingPathsSetRemove", op: overlapSetRemove, substr: "overlap"},
-		{name: "OverlappingPathsAddSet", op: func(f *fixture, k store.Key) error {
-			return f.builtUpdate(k, store.Update{}.Add("n", store.Int(-1)).Set("n", store.Int(5)))
-		}, substr: "overlap"},
-		{name: "OverlappingPathsTwoPlaceholders", op: func(f *fixture, k store.Key) error {
-			return f.rawUpdate(k, raw("SET #a = :v, #b = :w", "",
-				map[string]string{"#a": "n", "#b": "n"},
-				map[string]store.Value{":v": store.Int(1), ":w": store.Int(2)}))
-		}, substr: "overlap"},
+		{name: "OverlappingPathsSetRemove", expr: overlapSetRemove, substr: "overlap"},
+		{name: "OverlappingPathsAddSet", upd: store.Update{}.Add("n", store.Int(-1)).Set("n", store.Int(5)), substr: "overlap"},
+		{name: "OverlappingPathsTwoPlaceholders", expr: raw("SET #a = :v, #b = :w", "",
+			map[string]string{"#a": "n", "#b": "n"},
+			map[string]store.Value{":v": store.Int(1), ":w": store.Int(2)}), substr: "overlap"},
 		// Checked before the item is read: fails on a missing item too.
-		{name: "OverlappingPathsOnMissingItem", missing: true, op: overlapSetRemove, substr: "overlap"},
+		{name: "OverlappingPathsOnMissingItem", missing: true, expr: overlapSetRemove, substr: "overlap"},
 
 		// "Value provided in ExpressionAttributeValues unused in
 		// expressions: keys: {:w}"
-		{name: "UnusedValue", op: func(f *fixture, k store.Key) error {
-			return f.rawUpdate(k, raw("SET #a = :v", "", nameN,
-				map[string]store.Value{":v": store.Int(1), ":w": store.Int(2)}))
-		}, substr: "unused"},
+		{name: "UnusedValue", expr: raw("SET #a = :v", "", nameN,
+			map[string]store.Value{":v": store.Int(1), ":w": store.Int(2)}), substr: "unused"},
 		// "Value provided in ExpressionAttributeNames unused in
 		// expressions: keys: {#b}"
-		{name: "UnusedName", op: func(f *fixture, k store.Key) error {
-			return f.rawUpdate(k, raw("SET #a = :v", "", map[string]string{"#a": "n", "#b": "s"}, value1))
-		}, substr: "unused"},
+		{name: "UnusedName", expr: raw("SET #a = :v", "", map[string]string{"#a": "n", "#b": "s"}, value1), substr: "unused"},
 		// "Invalid UpdateExpression: An expression attribute value used in
 		// expression is not defined; attribute value: :nope"
-		{name: "UndefinedValue", op: func(f *fixture, k store.Key) error {
-			return f.rawUpdate(k, raw("SET #a = :nope", "", nameN, nil))
-		}, substr: "not defined"},
+		{name: "UndefinedValue", expr: raw("SET #a = :nope", "", nameN, nil), substr: "not defined"},
 		// "Invalid UpdateExpression: An expression attribute name used in
 		// the document path is not defined; attribute name: #nope"
-		{name: "UndefinedName", op: func(f *fixture, k store.Key) error {
-			return f.rawUpdate(k, raw("SET #nope = :v", "", nil, value1))
-		}, substr: "not defined"},
+		{name: "UndefinedName", expr: raw("SET #nope = :v", "", nil, value1), substr: "not defined"},
 		// "Invalid ConditionExpression: An expression attribute name used in
 		// the document path is not defined; attribute name: #b"
-		{name: "UndefinedNameInCondition", op: func(f *fixture, k store.Key) error {
-			return f.rawUpdate(k, raw("SET #a = :v", "#b = :v", nameN, value1))
-		}, substr: "not defined"},
+		{name: "UndefinedNameInCondition", expr: raw("SET #a = :v", "#b = :v", nameN, value1), substr: "not defined"},
 
 		// "One or more parameter values were invalid: Cannot update
 		// attribute PK. This attribute is part of the key"
-		{name: "UpdateKeyAttributeSet", op: func(f *fixture, k store.Key) error {
-			return f.builtUpdate(k, store.Update{}.Set(store.AttrPK, store.Str("other")))
-		}, substr: "part of the key"},
-		{name: "UpdateKeyAttributeRemove", op: func(f *fixture, k store.Key) error {
-			return f.builtUpdate(k, store.Update{}.Remove(store.AttrSK))
-		}, substr: "part of the key"},
-		{name: "UpdateKeyAttributeOnMissingItem", missing: true, op: func(f *fixture, k store.Key) error {
-			return f.builtUpdate(k, store.Update{}.Set(store.AttrSK, store.Str("other")).Add("n", store.Int(1)))
-		}, substr: "part of the key"},
+		{name: "UpdateKeyAttributeSet", upd: store.Update{}.Set(store.AttrPK, store.Str("other")), substr: "part of the key"},
+		{name: "UpdateKeyAttributeRemove", upd: store.Update{}.Remove(store.AttrSK), substr: "part of the key"},
+		{name: "UpdateKeyAttributeOnMissingItem", missing: true, upd: store.Update{}.Set(store.AttrSK, store.Str("other")).Add("n", store.Int(1)), substr: "part of the key"},
 
 		// `Invalid UpdateExpression: The "SET" section can only be used
 		// once in an update expression;`
-		{name: "RepeatedSetClause", op: func(f *fixture, k store.Key) error {
-			return f.rawUpdate(k, raw("SET #a = :a SET #b = :b", "",
-				map[string]string{"#a": "n", "#b": "s"},
-				map[string]store.Value{":a": store.Int(2), ":b": store.Str("y")}))
-		}, substr: "can only be used once"},
+		{name: "RepeatedSetClause", expr: raw("SET #a = :a SET #b = :b", "",
+			map[string]string{"#a": "n", "#b": "s"},
+			map[string]store.Value{":a": store.Int(2), ":b": store.Str("y")}), substr: "can only be used once"},
 		// `Invalid UpdateExpression: Syntax error; token: "=", near: "= = :v"`
-		{name: "SyntaxErrorInUpdate", op: func(f *fixture, k store.Key) error {
-			return f.rawUpdate(k, raw("SET #a = = :v", "", nameN, value1))
-		}, substr: "Syntax error"},
+		{name: "SyntaxErrorInUpdate", expr: raw("SET #a = = :v", "", nameN, value1), substr: "Syntax error"},
 		// `Invalid ConditionExpression: Syntax error; token: ">=", near: ">>= :v"`
-		{name: "SyntaxErrorInCondition", op: func(f *fixture, k store.Key) error {
-			return f.rawUpdate(k, raw("SET #a = :v", "#a >>= :v", nameN, value1))
-		}, substr: "Syntax error"},
+		{name: "SyntaxErrorInCondition", expr: raw("SET #a = :v", "#a >>= :v", nameN, value1), substr: "Syntax error"},
 		// "Invalid UpdateExpression: Invalid function name; function:
 		// if_not_exist"
-		{name: "UnknownFunction", op: func(f *fixture, k store.Key) error {
-			return f.rawUpdate(k, raw("SET #a = if_not_exist(#a, :v)", "", nameN, value1))
-		}, substr: "Invalid function name"},
+		{name: "UnknownFunction", expr: raw("SET #a = if_not_exist(#a, :v)", "", nameN, value1), substr: "Invalid function name"},
 		// "Invalid UpdateExpression: Attribute name is a reserved keyword;
 		// reserved keyword: ttl" (DynamoDB Local and dynoxide checked).
-		{name: "RawReservedWord", op: func(f *fixture, k store.Key) error {
-			return f.rawUpdate(k, raw("SET ttl = :v", "", nil, value1))
-		}, substr: "reserved keyword"},
+		{name: "RawReservedWord", expr: raw("SET ttl = :v", "", nil, value1), substr: "reserved keyword"},
 
 		// "The provided expression refers to an attribute that does not
 		// exist in the item"
-		{name: "ArithmeticOnMissingAttribute", op: func(f *fixture, k store.Key) error {
-			return f.rawUpdate(k, raw("SET #a = #b + :v", "",
-				map[string]string{"#a": "n", "#b": "absent"}, value1))
-		}, substr: "does not exist in the item"},
+		{name: "ArithmeticOnMissingAttribute", expr: raw("SET #a = #b + :v", "",
+			map[string]string{"#a": "n", "#b": "absent"}, value1), substr: "does not exist in the item"},
 		// "An operand in the update expression has an incorrect data type"
-		{name: "AddToStringAttribute", op: func(f *fixture, k store.Key) error {
-			return f.builtUpdate(k, store.Update{}.Add("s", store.Int(1)))
-		}, substr: "incorrect data type"},
+		{name: "AddToStringAttribute", upd: store.Update{}.Add("s", store.Int(1)), substr: "incorrect data type"},
 		// "Invalid UpdateExpression: Incorrect operand type for operator or
 		// function; operator: ADD, operand type: STRING, typeSet:
 		// ALLOWED_FOR_ADD_OPERAND" (AWS omits the typeSet part)
-		{name: "AddStringValue", op: func(f *fixture, k store.Key) error {
-			return f.builtUpdate(k, store.Update{}.Add("n", store.Str("x")))
-		}, substr: "Incorrect operand type"},
+		{name: "AddStringValue", upd: store.Update{}.Add("n", store.Str("x")), substr: "Incorrect operand type"},
 		// "An operand in the update expression has an incorrect data type"
-		{name: "PlusOnStringAttribute", op: func(f *fixture, k store.Key) error {
-			return f.builtUpdate(k, store.Update{}.SetIfNotExistsPlus("s", store.Int(0), store.Int(1)))
-		}, substr: "incorrect data type"},
+		{name: "PlusOnStringAttribute", upd: store.Update{}.SetIfNotExistsPlus("s", store.Int(0), store.Int(1)), substr: "incorrect data type"},
 
 		// "Item size to update has exceeded the maximum allowed size"
 		{
-			name: "ItemTooLarge",
-			base: func(k store.Key) store.Item { return item(k, "big", strings.Repeat("a", 300_000)) },
-			op: func(f *fixture, k store.Key) error {
-				return f.builtUpdate(k, store.Update{}.Set("big2", store.Str(strings.Repeat("b", 150_000))))
-			},
+			name:   "ItemTooLarge",
+			base:   func(k store.Key) store.Item { return item(k, "big", strings.Repeat("a", 300_000)) },
+			upd:    store.Update{}.Set("big2", store.Str(strings.Repeat("b", 150_000))),
 			substr: "maximum allowed size",
 		},
 
 		// "One or more parameter values were invalid: Type mismatch for
 		// Index Key" (AWS appends "GSI2SK Expected: S Actual: N IndexName:
 		// GSI2")
-		{name: "IndexKeyWrongType", op: func(f *fixture, k store.Key) error {
-			return f.builtUpdate(k, store.Update{}.Set(store.AttrGSI2SK, store.Int(5)))
-		}, substr: "Type mismatch"},
+		{name: "IndexKeyWrongType", upd: store.Update{}.Set(store.AttrGSI2SK, store.Int(5)), substr: "Type mismatch"},
 		// "One or more parameter values are not valid. The AttributeValue
 		// for a key attribute cannot contain an empty string value. Key: PK"
 		{name: "EmptyKeyString", op: func(f *fixture, k store.Key) error {
@@ -217,39 +195,24 @@ func testValidationPut(f *fixture) {
 		_, err := f.s.Put(f.ctx, in)
 		return err
 	}
-	runValidationCases(f, []validationCase{
+	big := []any{"big", strings.Repeat("x", 410*1024)}
+	runValidationCases(f, "Put", []validationCase{
 		// "Item size has exceeded the maximum allowed size" (400 KB =
 		// 409,600 bytes, attribute names included)
-		{name: "ItemTooLarge", op: func(f *fixture, k store.Key) error {
-			return put(f, store.PutInput{Item: item(k, "big", strings.Repeat("x", 410*1024))})
-		}, substr: "maximum allowed size"},
-		{name: "ItemTooLargeNewItem", missing: true, op: func(f *fixture, k store.Key) error {
-			return put(f, store.PutInput{Item: item(k, "big", strings.Repeat("x", 410*1024))})
-		}, substr: "maximum allowed size"},
+		{name: "ItemTooLarge", put: big, substr: "maximum allowed size"},
+		{name: "ItemTooLargeNewItem", missing: true, put: big, substr: "maximum allowed size"},
 
 		// "Return values set to invalid value" (AWS's wording differs)
-		{name: "ReturnUpdatedNew", op: func(f *fixture, k store.Key) error {
-			return put(f, store.PutInput{Item: item(k, "n", 2), Return: store.ReturnUpdatedNew})
-		}},
-		{name: "ReturnAllNew", op: func(f *fixture, k store.Key) error {
-			return put(f, store.PutInput{Item: item(k, "n", 2), Return: store.ReturnAllNew})
-		}},
-		{name: "ReturnUpdatedOld", op: func(f *fixture, k store.Key) error {
-			return put(f, store.PutInput{Item: item(k, "n", 2), Return: store.ReturnUpdatedOld})
-		}},
+		{name: "ReturnUpdatedNew", put: []any{"n", 2}, ret: store.ReturnUpdatedNew},
+		{name: "ReturnAllNew", put: []any{"n", 2}, ret: store.ReturnAllNew},
+		{name: "ReturnUpdatedOld", put: []any{"n", 2}, ret: store.ReturnUpdatedOld},
 
 		// "Value provided in ExpressionAttributeValues unused in
 		// expressions: keys: {:x}"
-		{name: "UnusedValueInCondition", op: func(f *fixture, k store.Key) error {
-			return put(f, store.PutInput{Item: item(k, "n", 2), Expr: raw("", "attribute_exists(#k)",
-				map[string]string{"#k": store.AttrPK}, map[string]store.Value{":x": store.Int(1)})})
-		}, substr: "unused"},
+		{name: "UnusedValueInCondition", put: []any{"n", 2}, expr: unusedInCondition, substr: "unused"},
 		// "Invalid ConditionExpression: An expression attribute value used
 		// in expression is not defined; attribute value: :x"
-		{name: "UndefinedValueInCondition", op: func(f *fixture, k store.Key) error {
-			return put(f, store.PutInput{Item: item(k, "n", 2), Expr: raw("", "#k = :x",
-				map[string]string{"#k": "n"}, nil)})
-		}, substr: "not defined"},
+		{name: "UndefinedValueInCondition", put: []any{"n", 2}, expr: raw("", "#k = :x", map[string]string{"#k": "n"}, nil), substr: "not defined"},
 
 		// "One of the required keys was not given a value" (AWS: "One or
 		// more parameter values were invalid: Missing the key SK in the
@@ -272,43 +235,28 @@ func testValidationPut(f *fixture) {
 		// "One or more parameter values were invalid: Type mismatch for
 		// Index Key" (AWS appends "GSI2PK Expected: S Actual: N IndexName:
 		// GSI2")
-		{name: "IndexKeyWrongType", op: func(f *fixture, k store.Key) error {
-			return put(f, store.PutInput{Item: item(k, "GSI2PK", 1, "GSI2SK", "S#1")})
-		}, substr: "Type mismatch"},
+		{name: "IndexKeyWrongType", put: []any{"GSI2PK", 1, "GSI2SK", "S#1"}, substr: "Type mismatch"},
 		// "One or more parameter values are not valid. A value specified
 		// for a secondary index key is not supported. The AttributeValue
 		// for a key attribute cannot contain an empty string value.
 		// IndexName: GSI3, IndexKey: GSI3PK"
-		{name: "IndexKeyEmptyString", op: func(f *fixture, k store.Key) error {
-			return put(f, store.PutInput{Item: item(k, "GSI3PK", "", "GSI3SK", "x")})
-		}, substr: "empty string"},
+		{name: "IndexKeyEmptyString", put: []any{"GSI3PK", "", "GSI3SK", "x"}, substr: "empty string"},
 	})
 }
 
 func testValidationDelete(f *fixture) {
-	del := func(f *fixture, in store.DeleteInput) error {
-		_, err := f.s.Delete(f.ctx, in)
-		return err
-	}
-	runValidationCases(f, []validationCase{
+	runValidationCases(f, "Delete", []validationCase{
 		// "Return values set to invalid value" (AWS's wording differs)
-		{name: "ReturnAllNew", op: func(f *fixture, k store.Key) error {
-			return del(f, store.DeleteInput{Key: k, Return: store.ReturnAllNew})
-		}},
-		{name: "ReturnUpdatedOld", op: func(f *fixture, k store.Key) error {
-			return del(f, store.DeleteInput{Key: k, Return: store.ReturnUpdatedOld})
-		}},
+		{name: "ReturnAllNew", ret: store.ReturnAllNew},
+		{name: "ReturnUpdatedOld", ret: store.ReturnUpdatedOld},
 		// "Value provided in ExpressionAttributeValues unused in
 		// expressions: keys: {:x}"
-		{name: "UnusedValueInCondition", op: func(f *fixture, k store.Key) error {
-			return del(f, store.DeleteInput{Key: k, Expr: raw("", "attribute_exists(#k)",
-				map[string]string{"#k": store.AttrPK}, map[string]store.Value{":x": store.Int(1)})})
-		}, substr: "unused"},
+		{name: "UnusedValueInCondition", expr: unusedInCondition, substr: "unused"},
 	})
 }
 
 func testValidationGet(f *fixture) {
-	runValidationCases(f, []validationCase{
+	runValidationCases(f, "Get", []validationCase{
 		// "One or more parameter values are not valid. The AttributeValue
 		// for a key attribute cannot contain an empty string value. Key: SK"
 		{name: "EmptyKeyString", op: func(f *fixture, k store.Key) error {

@@ -20,15 +20,17 @@
 package linearize
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,9 +107,7 @@ func Record(st store.Store, cfg Config) []porcupine.Operation {
 	var history []porcupine.Operation
 	var wg sync.WaitGroup
 	for cl := range cfg.Clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			r := rand.New(rand.NewPCG(cfg.Seed, uint64(cl)))
 			gens := make([]*storegen.Gen, max(cfg.Groups, 1))
 			for i := range gens {
@@ -138,7 +138,7 @@ func Record(st store.Store, cfg Config) []porcupine.Operation {
 				history = append(history, porcupine.Operation{ClientId: cl, Input: c, Call: t0, Output: out, Return: t1})
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return history
@@ -234,14 +234,9 @@ func canon(it store.Item) string {
 	if it == nil {
 		return "nil"
 	}
-	names := make([]string, 0, len(it))
-	for n := range it {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var b strings.Builder
 	b.WriteByte('{')
-	for i, n := range names {
+	for i, n := range slices.Sorted(maps.Keys(it)) {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
@@ -272,18 +267,13 @@ func Model() porcupine.Model {
 	return porcupine.Model{
 		Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
 			by := map[int][]porcupine.Operation{}
-			var groups []int
 			for _, op := range h {
 				g := op.Input.(call).group
-				if by[g] == nil {
-					groups = append(groups, g)
-				}
 				by[g] = append(by[g], op)
 			}
-			sort.Ints(groups)
-			out := make([][]porcupine.Operation, len(groups))
-			for i, g := range groups {
-				out[i] = by[g]
+			var out [][]porcupine.Operation
+			for _, g := range slices.Sorted(maps.Keys(by)) {
+				out = append(out, by[g])
 			}
 			return out
 		},
@@ -416,7 +406,7 @@ func explain(h []porcupine.Operation, info porcupine.LinearizationInfo) string {
 				rest = append(rest, op)
 			}
 		}
-		sort.Slice(rest, func(i, j int) bool { return rest[i].Return < rest[j].Return })
+		slices.SortFunc(rest, func(a, b porcupine.Operation) int { return cmp.Compare(a.Return, b.Return) })
 		fmt.Fprintf(&b, "group %d: %d of %d operations linearized, the last ones:\n", g, len(longest), len(groups[g]))
 		for _, op := range longest[max(0, len(longest)-6):] {
 			fmt.Fprintf(&b, "  [%d..%d] client %d: %s\n", op.Call, op.Return, op.ClientId, m.DescribeOperation(op.Input, op.Output))

@@ -10,6 +10,7 @@ package storegen
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,18 +91,8 @@ func (g *Gen) strFor(name string) store.Value {
 	return store.Str([]string{"", "x", "xy", "y", "gpt"}[g.Draw("str", 5)])
 }
 
-// IsNumAttr reports whether name is one of NumAttrs.
-func IsNumAttr(name string) bool {
-	for _, n := range NumAttrs {
-		if n == name {
-			return true
-		}
-	}
-	return false
-}
-
 func (g *Gen) valueFor(name string) store.Value {
-	if IsNumAttr(name) {
+	if slices.Contains(NumAttrs, name) {
 		return g.Num()
 	}
 	return g.strFor(name)
@@ -162,7 +153,7 @@ func (g *Gen) Cond(depth int) store.Condition {
 	var rhs store.Operand = g.valueFor(name)
 	switch g.Draw("rhs", 10) {
 	case 0:
-		if IsNumAttr(name) {
+		if slices.Contains(NumAttrs, name) {
 			rhs = store.Str("x")
 		} else {
 			rhs = store.Int(1)
@@ -170,20 +161,9 @@ func (g *Gen) Cond(depth int) store.Condition {
 	case 1:
 		rhs = store.Name(g.attrName())
 	}
-	n := store.Name(name)
-	switch g.Draw("cmp", 6) {
-	case 0:
-		return n.Equal(rhs)
-	case 1:
-		return n.NotEqual(rhs)
-	case 2:
-		return n.LessThan(rhs)
-	case 3:
-		return n.LessThanEqual(rhs)
-	case 4:
-		return n.GreaterThan(rhs)
-	}
-	return n.GreaterThanEqual(rhs)
+	cmps := []func(store.Name, store.Operand) store.Condition{store.Name.Equal, store.Name.NotEqual,
+		store.Name.LessThan, store.Name.LessThanEqual, store.Name.GreaterThan, store.Name.GreaterThanEqual}
+	return cmps[g.Draw("cmp", len(cmps))](store.Name(name), rhs)
 }
 
 // MaybeCond draws a condition with pct percent probability, else none.
@@ -207,7 +187,7 @@ func (g *Gen) Update(tx bool) store.Update {
 			continue
 		}
 		used[name] = true
-		if IsNumAttr(name) {
+		if slices.Contains(NumAttrs, name) {
 			kinds := 6
 			if tx {
 				// Exclusion: no SET from a missing attribute inside a
