@@ -8,7 +8,7 @@ import (
 
 	"github.com/shardlimit/limiter"
 	"github.com/shardlimit/limiter/admin"
-	dynamolocal "github.com/shardlimit/limiter/dynamotest"
+	"github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
 	"github.com/shardlimit/limiter/store/memsim"
@@ -18,7 +18,7 @@ import (
 // Status and a configuration read return the context's error, never
 // ErrUnavailable, with nothing sent; the lease stays usable.
 func TestDoneContextOnDynamoDBLocal(t *testing.T) {
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	st := dynamo.New(srv.Client, srv.NewTable(t))
 	clock := memsim.NewManualClock(time.Now().UTC().Truncate(time.Second))
 	lim, err := limiter.New(st, limiter.WithNamespace("it"), limiter.WithClock(clock))

@@ -13,19 +13,19 @@ import (
 
 	"github.com/shardlimit/limiter"
 	"github.com/shardlimit/limiter/admin"
-	dynamolocal "github.com/shardlimit/limiter/dynamotest"
+	"github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
 	"github.com/shardlimit/limiter/store/memsim"
 )
 
-func TestMain(m *testing.M) { dynamolocal.Main(m) }
+func TestMain(m *testing.M) { dynamotest.Main(m) }
 
 // The limiter's stories against AWS's DynamoDB Local: the same write paths,
 // costs and answers as on memsim, on a real server.
 func TestOnDynamoDBLocal(t *testing.T) {
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	st := dynamo.New(srv.Client, srv.NewTable(t))
 	ctx := context.Background()
 	// Start at the real time: DynamoDB Local's TTL sweeper deletes items
@@ -121,7 +121,7 @@ func TestOnDynamoDBLocal(t *testing.T) {
 // A table with the wrong key schema: the limiter's first call says which
 // table and how to provision it, and is not failed open.
 func TestWrongKeySchemaOnDynamoDBLocal(t *testing.T) {
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	ctx := context.Background()
 	name := "wrong-schema-" + strings.ToLower(t.Name())
 	_, err := srv.Client.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest,
@@ -152,7 +152,7 @@ func TestWrongKeySchemaOnDynamoDBLocal(t *testing.T) {
 // index and recreate shard 0 at their count, so no more than one burst is
 // admitted at one instant.
 func TestShardedBucketTTLOnDynamoDBLocal(t *testing.T) {
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	st := dynamo.New(srv.Client, srv.NewTable(t))
 	ctx := context.Background()
 	clock := memsim.NewManualClock(time.Now().UTC().Truncate(time.Second))
@@ -213,7 +213,7 @@ func TestShardedBucketTTLOnDynamoDBLocal(t *testing.T) {
 // Reservations on a real server: a process takes a share of the bucket in
 // one write and admits from it locally; Close returns what it did not use.
 func TestReservationsOnDynamoDBLocal(t *testing.T) {
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	st := dynamo.New(srv.Client, srv.NewTable(t))
 	ctx := context.Background()
 	clock := memsim.NewManualClock(time.Now().UTC().Truncate(time.Second))
@@ -265,7 +265,7 @@ func TestReservationsOnDynamoDBLocal(t *testing.T) {
 // the late return of that generation (the crashed process's Close) writes
 // nothing. Every expression of the holds goes through DynamoDB Local.
 func TestReservationsHoldsOnDynamoDBLocal(t *testing.T) {
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	st := dynamo.New(srv.Client, srv.NewTable(t))
 	ctx := context.Background()
 	clock := memsim.NewManualClock(time.Now().UTC().Truncate(time.Second))
@@ -329,7 +329,7 @@ func TestReservationsHoldsOnDynamoDBLocal(t *testing.T) {
 // request's consumption stays consumed, and Limits follows the Adjust's
 // write.
 func TestLeaseRefundIsCappedOnDynamoDBLocal(t *testing.T) {
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	st := dynamo.New(srv.Client, srv.NewTable(t))
 	ctx := context.Background()
 	clock := memsim.NewManualClock(time.Now().UTC().Truncate(time.Second))

@@ -8,7 +8,7 @@ import (
 
 	"github.com/shardlimit/limiter"
 	"github.com/shardlimit/limiter/admin"
-	dynamolocal "github.com/shardlimit/limiter/dynamotest"
+	"github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
 )
@@ -32,7 +32,7 @@ func (r *raceOnce) TransactWrite(ctx context.Context, in store.TransactWriteInpu
 // transaction, the record's Before after a lost race (the item DynamoDB
 // returns with the cancellation), the listings through GSI3 and a reset.
 func TestAuditOnDynamoDBLocal(t *testing.T) {
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	st := &raceOnce{Store: dynamo.New(srv.Client, srv.NewTable(t))}
 	ctx := admin.ContextWithPrincipal(context.Background(), "alice")
 	lim, err := limiter.New(st, limiter.WithNamespace("it"))

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter/admin"
-	dynamolocal "github.com/shardlimit/limiter/dynamotest"
+	"github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
@@ -69,7 +69,7 @@ func putAll(t *testing.T, st store.Store, its []store.Item) {
 // A namespace of 1,000 items (10,000 with ADMIN_BIG_NAMESPACE=1) deleted
 // on a real server, beside a namespace whose items stay.
 func TestDeleteNamespaceOnDynamoDBLocal(t *testing.T) {
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	st := dynamo.New(srv.Client, srv.NewTable(t))
 	ctx := context.Background()
 	n := bigNamespaceItems()

@@ -14,13 +14,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/shardlimit/limiter/bucket"
-	dynamolocal "github.com/shardlimit/limiter/dynamotest"
+	"github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
 )
 
-func TestMain(m *testing.M) { dynamolocal.Main(m) }
+func TestMain(m *testing.M) { dynamotest.Main(m) }
 
 // streamReader reads a table's stream from the start, as Lambda's poller
 // does, and converts the records to the Lambda event shape.
@@ -29,7 +29,7 @@ type streamReader struct {
 	arn    string
 }
 
-func newStreamReader(t *testing.T, srv *dynamolocal.Server, table string) *streamReader {
+func newStreamReader(t *testing.T, srv *dynamotest.Server, table string) *streamReader {
 	t.Helper()
 	ctx := context.Background()
 	out, err := srv.Client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
@@ -43,8 +43,8 @@ func newStreamReader(t *testing.T, srv *dynamolocal.Server, table string) *strea
 		t.Fatalf("stream specification %+v", spec)
 	}
 	client := dynamodbstreams.New(dynamodbstreams.Options{
-		Region:       dynamolocal.Region,
-		Credentials:  credentials.NewStaticCredentialsProvider(dynamolocal.AccessKeyID, dynamolocal.SecretAccessKey, ""),
+		Region:       dynamotest.Region,
+		Credentials:  credentials.NewStaticCredentialsProvider(dynamotest.AccessKeyID, dynamotest.SecretAccessKey, ""),
 		BaseEndpoint: aws.String(srv.Endpoint),
 	})
 	return &streamReader{client: client, arn: *out.Table.LatestStreamArn}
@@ -89,7 +89,7 @@ func (s *streamReader) all(t *testing.T) []events.DynamoDBEventRecord {
 // Lambda's event shape and handled as the Lambda function does; then the
 // whole stream again (at-least-once) with the records that came since.
 func TestEndToEndOnDynamoDBLocal(t *testing.T) {
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	table := srv.NewTable(t)
 	st := dynamo.New(srv.Client, table)
 	reader := newStreamReader(t, srv, table)

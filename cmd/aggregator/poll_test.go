@@ -14,16 +14,16 @@ import (
 	"github.com/shardlimit/limiter"
 	"github.com/shardlimit/limiter/admin"
 	"github.com/shardlimit/limiter/aggregator"
-	dynamolocal "github.com/shardlimit/limiter/dynamotest"
+	"github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/store/dynamo"
 )
 
-func TestMain(m *testing.M) { dynamolocal.Main(m) }
+func TestMain(m *testing.M) { dynamotest.Main(m) }
 
 // -poll -once on DynamoDB Local: acquires become usage snapshots, and a
 // second run (a restart reads the stream from the start) changes nothing.
 func TestPollOnDynamoDBLocal(t *testing.T) {
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	table := srv.NewTable(t)
 	st := dynamo.New(srv.Client, table)
 	ctx := context.Background()
@@ -46,8 +46,8 @@ func TestPollOnDynamoDBLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	streams := dynamodbstreams.New(dynamodbstreams.Options{Region: dynamolocal.Region, BaseEndpoint: aws.String(srv.Endpoint),
-		Credentials: credentials.NewStaticCredentialsProvider(dynamolocal.AccessKeyID, dynamolocal.SecretAccessKey, "")})
+	streams := dynamodbstreams.New(dynamodbstreams.Options{Region: dynamotest.Region, BaseEndpoint: aws.String(srv.Endpoint),
+		Credentials: credentials.NewStaticCredentialsProvider(dynamotest.AccessKeyID, dynamotest.SecretAccessKey, "")})
 	usage := func() int64 {
 		snaps, err := adm.Usage(ctx, admin.UsageQuery{Entity: "key-1", Resource: "gpt-4", Window: admin.UsageHourly,
 			From: time.Now().Add(-2 * time.Hour), To: time.Now().Add(time.Hour)})

@@ -11,33 +11,33 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/shardlimit/limiter"
-	dynamolocal "github.com/shardlimit/limiter/dynamotest"
+	"github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/store/dynamo"
 )
 
 // Every command runs end to end against DynamoDB Local: run() with real
 // arguments, the real client construction (LoadDefaultConfig, --endpoint,
 // the dummy credentials), one JVM for the package.
-func TestMain(m *testing.M) { dynamolocal.Main(m) }
+func TestMain(m *testing.M) { dynamotest.Main(m) }
 
 // cli runs limiterctl against one table of a DynamoDB Local.
 type cli struct {
 	t     *testing.T
-	srv   *dynamolocal.Server
+	srv   *dynamotest.Server
 	table string
 	ns    string
 }
 
 func newCLI(t *testing.T) *cli {
 	t.Helper()
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	for _, v := range []string{"LIMITER_TABLE", "LIMITER_ENDPOINT", "LIMITER_NAMESPACE", "AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_REGION"} {
 		t.Setenv(v, "")
 	}
 	t.Setenv("LIMITER_PRINCIPAL", "test-operator")
 	// DynamoDB Local keeps one database per access key: the harness's.
-	t.Setenv("AWS_ACCESS_KEY_ID", dynamolocal.AccessKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", dynamolocal.SecretAccessKey)
+	t.Setenv("AWS_ACCESS_KEY_ID", dynamotest.AccessKeyID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", dynamotest.SecretAccessKey)
 	return &cli{t: t, srv: srv, table: srv.NewTable(t), ns: "default"}
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardlimit/limiter/admin"
-	dynamolocal "github.com/shardlimit/limiter/dynamotest"
+	"github.com/shardlimit/limiter/dynamotest"
 )
 
 // table create, check and describe on a table limiterctl creates itself,
@@ -20,7 +20,7 @@ func TestTableCommands(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
 	c.table = "ops-" + strings.ReplaceAll(t.Name(), "/", "-")
-	own := dynamolocal.NewClient(c.srv.Endpoint, func(o *dynamodb.Options) {
+	own := dynamotest.NewClient(c.srv.Endpoint, func(o *dynamodb.Options) {
 		o.Credentials = staticCredentials("local", "local") // limiterctl's database in DynamoDB Local
 	})
 	t.Cleanup(func() { _, _ = own.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &c.table}) })

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	dynamolocal "github.com/shardlimit/limiter/dynamotest"
+	"github.com/shardlimit/limiter/dynamotest"
 )
 
 // TestMain shares one DynamoDB Local among the tests that need one.
-func TestMain(m *testing.M) { dynamolocal.Main(m) }
+func TestMain(m *testing.M) { dynamotest.Main(m) }
 
 // runJSON runs the tool with -json and decodes its report.
 func runJSON(t *testing.T, args ...string) (*report, string) {
@@ -189,7 +189,7 @@ func TestBadFlags(t *testing.T) {
 // TestDynamoDBLocal runs a short load on DynamoDB Local: a fresh table
 // without a stream, deleted at the end.
 func TestDynamoDBLocal(t *testing.T) {
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	rep, _ := runJSON(t, "-store", "dynamodb-local", "-endpoint", srv.Endpoint, "-writers", "4", "-processes", "2",
 		"-rate", "100", "-duration", "1s", "-slice", "500ms")
 	checkCounts(t, rep)

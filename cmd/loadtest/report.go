@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter"
-	dynamolocal "github.com/shardlimit/limiter/dynamotest"
+	"github.com/shardlimit/limiter/dynamotest"
 )
 
 // report is what a run measured. Its JSON form (-json) is documented in
@@ -192,7 +192,7 @@ func (r *loadRun) report(ctx context.Context, hot *hotPartition) *report {
 		}
 	}
 	if o.store == storeDynamoDBLocal {
-		rep.LockTimeoutResends = dynamolocal.LockTimeoutRetries()
+		rep.LockTimeoutResends = dynamotest.LockTimeoutRetries()
 	}
 	return rep
 }

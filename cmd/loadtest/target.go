@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	dynamolocal "github.com/shardlimit/limiter/dynamotest"
+	"github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
 	"github.com/shardlimit/limiter/store/memsim"
@@ -73,14 +73,14 @@ func openLocal(ctx context.Context, o *options) (*target, error) {
 	endpoint := o.endpoint
 	var client *dynamodb.Client
 	if endpoint == "" {
-		srv, err := dynamolocal.Launch()
+		srv, err := dynamotest.Launch()
 		if err != nil {
 			return nil, fmt.Errorf("-store %s: start DynamoDB Local: %w", storeDynamoDBLocal, err)
 		}
 		t.close = srv.Stop
 		endpoint, client = srv.Endpoint, srv.Client
 	} else {
-		client = dynamolocal.NewClient(endpoint)
+		client = dynamotest.NewClient(endpoint)
 	}
 	table, created := o.table, false
 	if table == "" {

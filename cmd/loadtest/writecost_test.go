@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardlimit/limiter"
-	dynamolocal "github.com/shardlimit/limiter/dynamotest"
+	"github.com/shardlimit/limiter/dynamotest"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/dynamo"
 )
@@ -40,7 +40,7 @@ func TestWriteCost(t *testing.T) {
 	if rounds < 1 {
 		t.Skip("set LOADTEST_WRITE_COST to a number of rounds to measure against DynamoDB Local")
 	}
-	srv := dynamolocal.Start(t)
+	srv := dynamotest.Start(t)
 	ctx := context.Background()
 	client := srv.Client
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
