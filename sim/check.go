@@ -640,7 +640,7 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 		}
 		if uneven && !c.m.Reservations { // with reservations: per operation, in allOrNothing
 			c.flag(InvAllOrNothing, "op #%d (acquire by client %d of %v) changed the tc counters of %s unevenly: %v (seq %d at %s)",
-				cause.Op, cause.Client, cause.Amount[:c.nlim], pk, dtc[:c.nlim], rec.Seq, c.fmtT(at))
+				cause.Op, cause.Client, cause.Amount[:c.nlim], pk, slices.Clone(dtc[:c.nlim]), rec.Seq, c.fmtT(at)) // a copy: dtc stays on the stack
 		}
 	}
 
