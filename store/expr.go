@@ -313,7 +313,7 @@ const (
 )
 
 // count returns the number of comparisons and functions in c, and of the
-// values they compare with.
+// valid values they compare with (an operand a leaf does not use is zero).
 func (c Condition) count() (leaves, values int) {
 	switch c.op {
 	case opNone:
@@ -324,32 +324,22 @@ func (c Condition) count() (leaves, values int) {
 			leaves, values = leaves+l, values+v
 		}
 		return leaves, values
-	case opExists, opNotExists:
-		return 1, 0
-	case opBetween:
-		return 1, c.args[0].values() + c.args[1].values()
 	}
-	return 1, c.args[0].values()
+	return 1, c.args[0].values() + c.args[1].values()
 }
 
-// values returns the number of values in u's actions.
-func (u Update) values() int {
-	n := 0
+// values returns the number of valid values in u's actions.
+func (u Update) values() (n int) {
 	for a := u.last; a != nil; a = a.prev {
-		switch a.kind {
-		case actRemove:
-		case actSetPlus:
-			n += a.value.values() + 1
-		default:
-			n += a.value.values()
-		}
+		n += a.value.values() + operand{value: a.extra}.values()
 	}
 	return n
 }
 
-// values returns 1 for a value, 0 for a name.
+// values returns 1 for a valid value, 0 for a name or an invalid value
+// (which Build writes no placeholder for: it fails).
 func (o operand) values() int {
-	if o.isName {
+	if o.isName || !o.value.IsValid() {
 		return 0
 	}
 	return 1
@@ -412,6 +402,7 @@ func (b *builder) name(n Name) {
 func (b *builder) value(v Value) {
 	if !v.IsValid() {
 		b.fail(errors.New("store: expression uses an invalid (zero) Value"))
+		return
 	}
 	// The key is the placeholder in the text written so far: bytes that
 	// later writes never change.

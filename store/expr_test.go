@@ -68,6 +68,11 @@ func TestBuildCountsValues(t *testing.T) {
 	if err != nil || e.Values != nil || len(e.Names) != 5 {
 		t.Errorf("no values: got %+v, %v; want nil Values and 5 names", e, err)
 	}
+	// An invalid value counts none and gets no placeholder: an error, not
+	// a write into a map never made.
+	if _, err := store.Build(store.Update{}, store.Name("a").Equal(store.Value{})); err == nil {
+		t.Error("a zero Value as the only value: no error")
+	}
 }
 
 func TestUpdateIsImmutable(t *testing.T) {
