@@ -159,12 +159,17 @@ func fieldBounds(field string) (lo, hi int64) {
 	return -1 << 63, 1<<63 - 1
 }
 
-// A decoder accumulates one item's attributes.
+// A decoder accumulates one item's attributes. Its first few limits are
+// stored in the decoder itself, which the result then shares: an item with
+// up to four limits costs Decode two allocations (the decoder and the
+// function that feeds it).
 type decoder struct {
 	refill     int64
 	haveRefill bool
 	limits     []Named
 	seen       []uint8 // seen[i] has bit j set when field j of limits[i] was read
+	limitsIn   [4]Named
+	seenIn     [4]uint8
 }
 
 // Decode reads the bucket data of an item from its numeric attributes (the
@@ -186,7 +191,8 @@ type decoder struct {
 // An item without limits decodes to Composite{Refill: rf} (rf is 0 when
 // absent) and no error.
 func Decode(attrs iter.Seq2[string, int64]) (Composite, error) {
-	var d decoder
+	d := &decoder{}
+	d.limits, d.seen = d.limitsIn[:0], d.seenIn[:0]
 	attrs(d.add)
 	if len(d.limits) == 0 {
 		return Composite{Refill: d.refill}, nil

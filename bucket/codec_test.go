@@ -92,6 +92,23 @@ func TestParseAttrNameAllocs(t *testing.T) {
 	}
 }
 
+// Decode allocates twice for an item of up to four limits (the decoder,
+// which holds them, and the function that feeds it), and the result has no
+// spare capacity: a Set on it copies instead of writing into the decoder.
+func TestDecodeAllocs(t *testing.T) {
+	seq := collect(sample()).seq()
+	if n := testing.AllocsPerRun(100, func() { _, _ = Decode(seq) }); n > 2 {
+		t.Errorf("Decode of %d limits allocates %v times, want at most 2", len(sample().Limits), n)
+	}
+	c, err := Decode(seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cap(c.Limits) != len(c.Limits) {
+		t.Errorf("Decode's limits have capacity %d for %d limits", cap(c.Limits), len(c.Limits))
+	}
+}
+
 func sample() Composite {
 	return Composite{
 		Refill: T0,

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 	"testing"
@@ -36,6 +37,8 @@ func BenchmarkSimulatedAcquires(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var acquires uint64
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
 			start, cpu0 := time.Now(), processCPU()
 			for i := 0; i < b.N; i++ {
 				cfg := bc.cfg
@@ -47,6 +50,9 @@ func BenchmarkSimulatedAcquires(b *testing.B) {
 				acquires += rep.Acquires
 			}
 			el, cpu := time.Since(start), processCPU()-cpu0
+			runtime.ReadMemStats(&m1)
+			b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/float64(acquires), "B/acquire")
+			b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(acquires), "allocs/acquire")
 			b.ReportMetric(float64(acquires)/el.Seconds(), "acquires/s")
 			b.ReportMetric(float64(acquires)/cpu.Seconds(), "acquires/cpu-s")
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(acquires), "cpu-ns/acquire")

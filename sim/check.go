@@ -640,7 +640,7 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 		}
 		if uneven && !c.m.Reservations { // with reservations: per operation, in allOrNothing
 			c.flag(InvAllOrNothing, "op #%d (acquire by client %d of %v) changed the tc counters of %s unevenly: %v (seq %d at %s)",
-				cause.Op, cause.Client, cause.Amount[:c.nlim], pk, dtc[:c.nlim], rec.Seq, c.fmtT(at))
+				cause.Op, cause.Client, cause.Amount[:c.nlim], pk, slices.Clone(dtc[:c.nlim]), rec.Seq, c.fmtT(at)) // a copy: dtc stays on the stack
 		}
 	}
 
@@ -1166,7 +1166,9 @@ func (c *Checker) windows(bi int, i int) {
 	if len(ev) == 0 {
 		return
 	}
-	sortByTime(ev)
+	// Events of one time are summed together below: their order does not
+	// matter.
+	slices.SortFunc(ev, func(x, y admEvent) int { return cmp.Compare(x.at, y.at) })
 	l := b.lim[i]
 	rate := float64(l.ra) / float64(l.rp) / 1e6 // millitokens per ns
 	burst := float64(l.burst)
@@ -1194,29 +1196,6 @@ func (c *Checker) windows(bi int, i int) {
 			tokens(burst), time.Duration(wTo-wFrom), tokens(worst))
 	}
 	b.events[i] = nil
-}
-
-// sortByTime sorts events by time, stably. They come nearly sorted (each
-// appended when it is recorded, but a few at an earlier time: an
-// operation's earlier write), so an insertion sort does it in about one
-// pass; past a few moves per event it leaves the rest to a merge sort.
-func sortByTime(ev []admEvent) {
-	budget := 8 * len(ev)
-	for j := 1; j < len(ev); j++ {
-		x := ev[j]
-		k := j
-		for ; k > 0 && ev[k-1].at > x.at; k-- {
-			ev[k] = ev[k-1]
-		}
-		ev[k] = x
-		if budget -= j - k; budget < 0 {
-			// The prefix is a stable sort of its events, the rest
-			// untouched: a stable sort of the whole is the same as of
-			// the events as they came.
-			slices.SortStableFunc(ev, func(x, y admEvent) int { return cmp.Compare(x.at, y.at) })
-			return
-		}
-	}
 }
 
 func tokens(milli float64) string {

@@ -1,10 +1,7 @@
 package sim
 
 import (
-	"cmp"
 	"fmt"
-	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -424,28 +421,4 @@ func hasViolation(c *Checker, inv, substr string) bool {
 		}
 	}
 	return false
-}
-
-// sortByTime is a stable sort by time: on events nearly in order (its
-// insertion sort) and on events in no order (past its budget of moves,
-// the merge sort), ties keep the order they came in.
-func TestSortByTimeIsAStableSort(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for _, shuffled := range []bool{false, true} {
-		for n := 0; n < 300; n += 7 {
-			ev := make([]admEvent, n)
-			for i := range ev {
-				ev[i] = admEvent{at: int64(i / 3), amt: int64(i)} // amt: the order they came in
-				if shuffled || r.IntN(10) == 0 {
-					ev[i].at = r.Int64N(int64(n/3 + 1))
-				}
-			}
-			want := slices.Clone(ev)
-			slices.SortStableFunc(want, func(x, y admEvent) int { return cmp.Compare(x.at, y.at) })
-			sortByTime(ev)
-			if !slices.Equal(ev, want) {
-				t.Fatalf("shuffled %v, %d events: sorted %v, want %v", shuffled, n, ev, want)
-			}
-		}
-	}
 }

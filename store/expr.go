@@ -50,11 +50,11 @@ type Name string
 func (Name) operand()  {}
 func (Value) operand() {}
 
-// operand is an Operand as a condition or an action holds it.
+// operand is an Operand as a condition or an action holds it: a Value, or
+// a Name (isName) spelled in the Value's string.
 type operand struct {
-	isName bool
-	name   Name
 	value  Value
+	isName bool
 }
 
 // toOperand returns o as an operand (nil: the zero Value, which Build
@@ -62,7 +62,7 @@ type operand struct {
 func toOperand(o Operand) operand {
 	switch o := o.(type) {
 	case Name:
-		return operand{isName: true, name: o}
+		return operand{value: Value{s: string(o)}, isName: true}
 	case Value:
 		return operand{value: o}
 	}
@@ -214,13 +214,13 @@ func (u Update) with(a action) Update {
 	return Update{last: &actionNode{action: a, prev: u.last}, n: u.n + 1}
 }
 
-// actions returns u's actions in the order they were added.
-func (u Update) actions() []*action {
-	out := make([]*action, u.n)
-	for n, i := u.last, u.n-1; n != nil; n, i = n.prev, i-1 {
-		out[i] = &n.action
+// each calls f on the actions up to n (the last), in the order they were
+// added.
+func (n *actionNode) each(f func(*action)) {
+	if n != nil {
+		n.prev.each(f)
+		f(&n.action)
 	}
-	return out
 }
 
 // Set is SET name = v, where v is a [Value] or another attribute's [Name].
@@ -267,11 +267,14 @@ func (u Update) Len() int { return u.n }
 func Build(u Update, c Condition) (Expr, error) {
 	var b builder
 	// One string holds both expressions, about 16 bytes per action or
-	// comparison.
-	parts := u.n + c.leaves()
+	// comparison; the values map is sized once, for their exact number.
+	leaves, values := c.count()
+	parts := u.n + leaves
 	b.w.Grow(16 * parts)
-	b.names = make([]placed[string], 0, parts)
-	b.values = make([]placed[Value], 0, parts+1)
+	b.names = make([]placed, 0, parts)
+	if values += u.values(); values > 0 {
+		b.values = make(map[string]Value, values)
+	}
 	b.update(u)
 	split := b.w.Len()
 	b.condition(c)
@@ -280,17 +283,11 @@ func Build(u Update, c Condition) (Expr, error) {
 	}
 	// The maps' keys are the placeholders as the text spells them.
 	text := b.w.String()
-	e := Expr{Update: text[:split], Condition: text[split:]}
+	e := Expr{Update: text[:split], Condition: text[split:], Values: b.values}
 	if len(b.names) > 0 {
 		e.Names = make(map[string]string, len(b.names))
 		for _, n := range b.names {
-			e.Names[text[n.from:n.to]] = n.v
-		}
-	}
-	if len(b.values) > 0 {
-		e.Values = make(map[string]Value, len(b.values))
-		for _, v := range b.values {
-			e.Values[text[v.from:v.to]] = v.v
+			e.Names[text[n.from:n.to]] = n.name
 		}
 	}
 	return e, nil
@@ -302,17 +299,35 @@ const (
 	valuePrefix = ":v"
 )
 
-// leaves returns the number of comparisons and functions in c.
-func (c Condition) leaves() int {
+// count returns the number of comparisons and functions in c, and of the
+// valid values they compare with (an operand a leaf does not use is zero).
+func (c Condition) count() (leaves, values int) {
 	switch c.op {
 	case opNone:
-		return 0
+		return 0, 0
 	case opAnd, opOr, opNot:
-		n := 0
 		for _, ch := range c.children {
-			n += ch.leaves()
+			l, v := ch.count()
+			leaves, values = leaves+l, values+v
 		}
-		return n
+		return leaves, values
+	}
+	return 1, c.args[0].values() + c.args[1].values()
+}
+
+// values returns the number of valid values in u's actions.
+func (u Update) values() (n int) {
+	for a := u.last; a != nil; a = a.prev {
+		n += a.value.values() + operand{value: a.extra}.values()
+	}
+	return n
+}
+
+// values returns 1 for a valid value, 0 for a name or an invalid value
+// (which Build writes no placeholder for: it fails).
+func (o operand) values() int {
+	if o.isName || !o.value.IsValid() {
+		return 0
 	}
 	return 1
 }
@@ -322,15 +337,15 @@ func (c Condition) leaves() int {
 // first error stops nothing but is kept in err, for Build to return.
 type builder struct {
 	w      strings.Builder
-	names  []placed[string] // by placeholder index
-	values []placed[Value]  // by placeholder index
+	names  []placed // by placeholder index
+	values map[string]Value
 	err    error
 }
 
-// placed is a name or value and where its placeholder is in the text
-// (the first place, for a name used more than once).
-type placed[T any] struct {
-	v        T
+// placed is a name and where its placeholder is in the text (the first
+// place, for a name used more than once).
+type placed struct {
+	name     string
 	from, to int
 }
 
@@ -361,27 +376,30 @@ func (b *builder) name(n Name) {
 	if n == "" {
 		b.fail(&ValidationError{Message: "store: expression uses an empty attribute name"})
 	}
-	i := slices.IndexFunc(b.names, func(p placed[string]) bool { return p.v == string(n) })
+	i := slices.IndexFunc(b.names, func(p placed) bool { return p.name == string(n) })
 	if i >= 0 {
 		b.placeholder(namePrefix, i)
 		return
 	}
 	from, to := b.placeholder(namePrefix, len(b.names))
-	b.names = append(b.names, placed[string]{string(n), from, to})
+	b.names = append(b.names, placed{string(n), from, to})
 }
 
 // value writes the next value placeholder, for v.
 func (b *builder) value(v Value) {
 	if !v.IsValid() {
 		b.fail(&ValidationError{Message: "store: expression uses an invalid (zero) Value"})
+		return
 	}
+	// The key is the placeholder in the text written so far: bytes that
+	// later writes never change.
 	from, to := b.placeholder(valuePrefix, len(b.values))
-	b.values = append(b.values, placed[Value]{v, from, to})
+	b.values[b.w.String()[from:to]] = v
 }
 
 func (b *builder) operand(o operand) {
 	if o.isName {
-		b.name(o.name)
+		b.name(Name(o.value.s))
 	} else {
 		b.value(o.value)
 	}
@@ -390,7 +408,6 @@ func (b *builder) operand(o operand) {
 func (b *builder) update(u Update) {
 	// Clauses in a fixed order: SET, REMOVE, ADD. Within a clause, actions
 	// keep the order they were added in.
-	actions := u.actions()
 	for _, clause := range [...]struct {
 		word  string
 		kinds [3]actionKind
@@ -401,9 +418,9 @@ func (b *builder) update(u Update) {
 		{"ADD", [3]actionKind{actAdd}, 1},
 	} {
 		first := true
-		for _, a := range actions {
+		u.last.each(func(a *action) {
 			if !slices.Contains(clause.kinds[:clause.n], a.kind) {
-				continue
+				return
 			}
 			switch {
 			case !first:
@@ -415,7 +432,7 @@ func (b *builder) update(u Update) {
 			}
 			first = false
 			b.action(a)
-		}
+		})
 	}
 }
 

@@ -41,6 +41,40 @@ func TestBuildAssignsDeterministicPlaceholders(t *testing.T) {
 	}
 }
 
+// Build counts the values before it writes them (the Values map is made
+// once, for exactly that many): every kind of action and operand counts
+// right, names as operands count none, and an expression without values
+// has a nil Values map.
+func TestBuildCountsValues(t *testing.T) {
+	u := store.Update{}.
+		Set("a", store.Name("b")).
+		Set("c", store.Int(1)).
+		SetIfNotExistsPlus("d", store.Int(0), store.Int(2)).
+		Remove("e").
+		Add("f", store.Int(3))
+	c := store.And(
+		store.Name("g").Between(store.Name("h"), store.Int(4)),
+		store.Not(store.Or(store.Name("i").NotExists(), store.Name("j").GreaterThan(store.Name("k")))),
+		store.Name("l").BeginsWith("x"),
+	)
+	e, err := store.Build(u, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Values) != 6 || e.Values[":v5"] != store.Str("x") || e.Values[":v3"] != store.Int(3) {
+		t.Errorf("Values = %v, want :v0 to :v5 with :v3 = 3 and :v5 = \"x\"", e.Values)
+	}
+	e, err = store.Build(store.Update{}.Remove("a").Set("b", store.Name("c")), store.Name("d").Equal(store.Name("e")))
+	if err != nil || e.Values != nil || len(e.Names) != 5 {
+		t.Errorf("no values: got %+v, %v; want nil Values and 5 names", e, err)
+	}
+	// An invalid value counts none and gets no placeholder: an error, not
+	// a write into a map never made.
+	if _, err := store.Build(store.Update{}, store.Name("a").Equal(store.Value{})); err == nil {
+		t.Error("a zero Value as the only value: no error")
+	}
+}
+
 func TestUpdateIsImmutable(t *testing.T) {
 	base := store.Update{}.Add("a", store.Int(1))
 	x := base.Add("b", store.Int(2))
@@ -108,7 +142,7 @@ func TestBuildAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if allocs > 16 { // 12 today; a string per placeholder or a boxed operand would add dozens
+	if allocs > 16 { // 11 today; a string per placeholder or a boxed operand would add dozens
 		t.Fatalf("Build allocates %v objects for 12 actions and 18 comparisons, want at most 16", allocs)
 	}
 }

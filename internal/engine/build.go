@@ -26,10 +26,13 @@ type term struct {
 }
 
 // builder collects the actions and conditions of one write (values are
-// numbers: the writes of the engine set and compare numbers only).
+// numbers: the writes of the engine set and compare numbers only). The
+// usual write's conditions fit in condsIn: the builder is then the one
+// allocation of its list.
 type builder struct {
-	u     store.Update
-	conds []store.Condition
+	u       store.Update
+	conds   []store.Condition
+	condsIn [8]store.Condition
 }
 
 func (b *builder) add(name string, v int64) { b.u = b.u.Add(name, store.Int(v)) }
@@ -67,7 +70,8 @@ func compare(t term) store.Condition {
 
 // build returns the expression emit describes.
 func build(emit func(*builder)) (store.Expr, error) {
-	b := builder{conds: make([]store.Condition, 0, 8)} // room for the usual write's
-	emit(&b)
+	b := &builder{}
+	b.conds = b.condsIn[:0]
+	emit(b)
 	return store.Build(b.u, store.And(b.conds...))
 }

@@ -69,12 +69,6 @@ func (im *Image) writes() (int64, bool) {
 	return st.TotalConsumed, ok
 }
 
-// consumed returns a limit's total consumed, in millitokens.
-func (im *Image) consumed(s *spec) (int64, bool) {
-	st, ok := im.comp.Get(s.name)
-	return st.TotalConsumed, ok
-}
-
 // state returns the stored state of s's limit, with the stored (original)
 // limit divided for the image's shard count, and its guard fields.
 func (im *Image) state(s *spec) (st bucket.State, fl, fh int64, ok bool) {
