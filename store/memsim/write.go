@@ -200,20 +200,28 @@ func (s *Store) evaluate(w *writeReq, ev *evaluation) {
 		ev.changed = !ev.exists || !itemsEqual(ev.old, w.item)
 		ev.units = WriteUnits(max(ev.oldSize, ev.newSize))
 	case wUpdate:
+		keys := [2]expr.KeyAttr{
+			{Name: s.schema.PartitionKey, Value: store.Str(w.key.PK)},
+			{Name: s.schema.SortKey, Value: store.Str(w.key.SK)},
+		}
+		var err error
 		switch {
 		case w.hasUpd:
-			if !s.applyUpdate(w, ev) {
-				return
-			}
+			ev.new, ev.touched, err = w.bound.Apply(ev.old, keys)
 		case ev.exists:
 			ev.new = ev.old
 		default:
-			ev.new = (store.Item{s.schema.PartitionKey: store.Str(w.key.PK), s.schema.SortKey: store.Str(w.key.SK)})
+			ev.new = store.Item{keys[0].Name: keys[0].Value, keys[1].Name: keys[1].Value}
 		}
-		if !ev.exists || !w.hasUpd {
-			ev.newSize = ItemSize(ev.new)
-			ev.changed = !ev.exists
+		if err != nil {
+			ev.err = err
+			return
 		}
+		if ev.new == nil { // a REMOVE-only update of a missing item creates nothing
+			ev.units = WriteUnits(0)
+			return
+		}
+		s.account(ev, w.hasUpd)
 		if ev.keysMoved {
 			if err := s.checkIndexKeys(ev.new); err != nil {
 				ev.err = err
@@ -229,68 +237,26 @@ func (s *Store) evaluate(w *writeReq, ev *evaluation) {
 	s.indexCost(ev)
 }
 
-// applyUpdate computes w's update of ev.old with the expression engine. It
-// returns false when evaluate is done: an error, or a REMOVE-only update
-// of a missing item, which creates nothing. Call with s.mu held.
-func (s *Store) applyUpdate(w *writeReq, ev *evaluation) bool {
-	keys := [2]expr.KeyAttr{
-		{Name: s.schema.PartitionKey, Value: store.Str(w.key.PK)},
-		{Name: s.schema.SortKey, Value: store.Str(w.key.SK)},
-	}
-	var chg [16]expr.Change // the update's changes, off the heap
-	n, touched, changes, err := w.bound.ApplyChanges(ev.old, keys, chg[:0])
-	if err != nil {
-		ev.err = err
-		return false
-	}
-	if n == nil {
-		ev.units = WriteUnits(0)
-		return false
-	}
-	ev.new, ev.touched = (n), touched
-	s.accountChanges(w, ev, changes)
-	return true
-}
-
-// accountChanges computes, for an update of an existing item, the new
-// item's size, whether it changed and whether its index keys may have
-// moved: from the changes the expression engine reported, or without them
-// by looking the touched attributes up. Only those can differ from the old
-// item.
-func (s *Store) accountChanges(w *writeReq, ev *evaluation, changes []expr.Change) {
-	if !ev.exists {
+// account computes an update's new item size, whether the item changed and
+// whether its index keys may have moved. Only the touched attributes of an
+// existing item can differ from the old item.
+func (s *Store) account(ev *evaluation, hasUpd bool) {
+	if !ev.exists || !hasUpd {
+		ev.newSize, ev.changed = ItemSize(ev.new), !ev.exists
 		return
 	}
 	ev.newSize, ev.changed, ev.keysMoved = ev.oldSize, false, false
-	if changes == nil {
-		for _, name := range ev.touched {
-			ov, had := ev.old[name]
-			nv, has := ev.new[name]
-			s.account(ev, name, ov, had, nv, has, true)
+	for _, name := range ev.touched {
+		ov, had := ev.old[name]
+		nv, has := ev.new[name]
+		ev.keysMoved = ev.keysMoved || s.isIndexKey(name)
+		if had {
+			ev.newSize -= len(name) + ValueSize(ov)
 		}
-		return
-	}
-	for i := range changes {
-		c := &changes[i]
-		s.account(ev, c.Name, c.Old, c.Had, c.New, c.Has, true)
-	}
-}
-
-// account adds to ev what the update did to attribute name: its size
-// before (had: present) and after, whether it changed, and (with
-// indexKeys) whether it is an index key.
-func (s *Store) account(ev *evaluation, name string, ov store.Value, had bool, nv store.Value, has bool, indexKeys bool) {
-	if indexKeys && !ev.keysMoved && s.isIndexKey(name) {
-		ev.keysMoved = true
-	}
-	if had {
-		ev.newSize -= len(name) + ValueSize(ov)
-	}
-	if has {
-		ev.newSize += len(name) + ValueSize(nv)
-	}
-	if had != has || ov != nv {
-		ev.changed = true
+		if has {
+			ev.newSize += len(name) + ValueSize(nv)
+		}
+		ev.changed = ev.changed || had != has || ov != nv
 	}
 }
 

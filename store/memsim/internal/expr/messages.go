@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/shardlimit/limiter/store"
@@ -43,10 +44,9 @@ const (
 	addTypeSet        = ", typeSet: ALLOWED_FOR_ADD_OPERAND"
 )
 
-func verr(msg string) error { return &store.ValidationError{Message: msg} }
-
-// typeAbbr is DynamoDB's short type name of a value.
-func typeAbbr(v store.Value) string { return v.Kind().String() }
+func validationf(format string, args ...any) error {
+	return &store.ValidationError{Message: fmt.Sprintf(format, args...)}
+}
 
 // typeWord is the DocumentNodeType name DynamoDB prints for ADD and DELETE
 // operands.
