@@ -51,8 +51,6 @@ type Store struct {
 type entry struct {
 	item store.Item
 	size int
-	// part is the item's table partition (resolved once).
-	part *partition
 }
 
 // at returns the entry at k, or the zero entry (no item). Call with s.mu

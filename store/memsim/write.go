@@ -200,18 +200,16 @@ func (s *Store) evaluate(w *writeReq, ev *evaluation) {
 		ev.changed = !ev.exists || !itemsEqual(ev.old, w.item)
 		ev.units = WriteUnits(max(ev.oldSize, ev.newSize))
 	case wUpdate:
-		keys := [2]expr.KeyAttr{
-			{Name: s.schema.PartitionKey, Value: store.Str(w.key.PK)},
-			{Name: s.schema.SortKey, Value: store.Str(w.key.SK)},
-		}
 		var err error
 		switch {
+		case w.hasUpd && ev.exists:
+			ev.new, ev.touched, err = w.bound.Apply(ev.old, nil)
 		case w.hasUpd:
-			ev.new, ev.touched, err = w.bound.Apply(ev.old, keys)
+			ev.new, ev.touched, err = w.bound.Apply(nil, s.keyItem(w.key))
 		case ev.exists:
 			ev.new = ev.old
 		default:
-			ev.new = store.Item{keys[0].Name: keys[0].Value, keys[1].Name: keys[1].Value}
+			ev.new = s.keyItem(w.key)
 		}
 		if err != nil {
 			ev.err = err
@@ -235,6 +233,11 @@ func (s *Store) evaluate(w *writeReq, ev *evaluation) {
 		ev.units = WriteUnits(max(ev.oldSize, ev.newSize))
 	}
 	s.indexCost(ev)
+}
+
+// keyItem returns an item of only key k's attributes.
+func (s *Store) keyItem(k store.Key) store.Item {
+	return store.Item{s.schema.PartitionKey: store.Str(k.PK), s.schema.SortKey: store.Str(k.SK)}
 }
 
 // account computes an update's new item size, whether the item changed and
@@ -340,14 +343,7 @@ func (s *Store) charges(cl chargeList, w *writeReq, ev *evaluation) chargeList {
 	if w.txn {
 		units *= 2
 	}
-	c := charge{part: partKey{pk: w.key.PK}, write: true, milli: milli(units)}
-	if ev.ent != nil {
-		if ev.ent.part == nil {
-			ev.ent.part = s.part(c.part)
-		}
-		c.p = ev.ent.part
-	}
-	cl = cl.add(c)
+	cl = cl.add(charge{part: partKey{pk: w.key.PK}, write: true, milli: milli(units)})
 	for i := range ev.index.n {
 		x := ev.index.at(i)
 		cl = cl.add(charge{part: partKey{index: s.indexes[x.ix].ix.Name, pk: x.pk}, write: true, milli: milli(x.units)})

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strconv"
@@ -10,21 +11,11 @@ import (
 )
 
 // Bind resolves placeholders and makes DynamoDB's checks that depend on
-// them, before any item is looked at, in DynamoDB's order (DynamoDB
-// Local's InputConverter.externalToInternalUpdateAndConditionExpressions
-// and ExpressionValidator):
-//
-//  1. ExpressionAttributeNames: not empty, keys well formed;
-//  2. ExpressionAttributeValues: not empty, keys well formed;
-//  3. every value valid; 4. every name a valid attribute name;
-//  5. the update: the paths of its actions in reverse order (placeholders,
-//     depth, overlap), then the values of its actions in reverse order
-//     (placeholders, operand types and counts, ADD/DELETE operand types);
-//  6. the condition, depth first;
-//  7. unused names, then unused values;
-//  8. nested access to a key attribute in the condition, an update of a key
-//     attribute, nested access to a key attribute in the update (isKey
-//     reports the table's key attribute names; nil skips these checks).
+// them, before any item is looked at, in DynamoDB's order (DynamoDB Local's
+// InputConverter and ExpressionValidator): the Names and Values maps, the
+// update's paths and values (last action first), the condition, unused
+// entries, then access to the key attributes (isKey reports the table's
+// key attribute names; nil skips these checks).
 func (p *Parsed) Bind(names map[string]string, values map[string]store.Value, isKey func(string) bool) (*Bound, error) {
 	b := &Bound{p: p, names: make([]string, len(p.names)), values: make([]store.Value, len(p.values))}
 	if msg := b.bind(names, values, isKey); msg != "" {
@@ -35,7 +26,7 @@ func (p *Parsed) Bind(names map[string]string, values map[string]store.Value, is
 
 func (b *Bound) bind(names map[string]string, values map[string]store.Value, isKey func(string) bool) string {
 	p := b.p
-	if !p.hasUpdate && p.cond == nil {
+	if len(p.actions) == 0 && p.cond == nil {
 		// LocalDBValidatorUtils.validateExpressions(UpdateItemRequest).
 		switch {
 		case names != nil:
@@ -59,73 +50,77 @@ func (b *Bound) bind(names map[string]string, values map[string]store.Value, isK
 		exactValues = exactValues && ok && len(ph) <= maxPlaceholderKey && v.IsValid()
 		b.values[i] = v
 	}
-	// 1, 2: the maps and their keys.
-	if msg := mapFault("Names", names, exactNames, tNAME); msg != "" {
-		return msg
+	b.touched = make([]string, len(p.actions))
+	for i := range p.actions {
+		b.touched[i] = b.head(i)
 	}
-	if msg := mapFault("Values", values, exactValues, tVALUE); msg != "" {
-		return msg
-	}
-	// 3, 4: every value, every name, used or not.
-	for _, k := range sortedKeys(values, exactValues) {
-		if !values[k].IsValid() {
+	slices.Sort(b.touched)
+	b.touched = slices.Compact(b.touched) // nested paths share their head
+	// The first fault in DynamoDB's order. Once the entries of the maps are
+	// known to be valid, "" and the zero Value mark undefined placeholders.
+	counter := 0
+	return cmp.Or(
+		mapFault("Names", names, exactNames, tNAME),
+		mapFault("Values", values, exactValues, tVALUE),
+		badEntry(values, exactValues, func(v store.Value) string {
+			if v.IsValid() {
+				return ""
+			}
 			return "ExpressionAttributeValues contains invalid value: Supplied AttributeValue is empty, " +
-				"must contain exactly one of the supported datatypes for key " + cleanUTF8(k)
-		}
-	}
-	for _, k := range sortedKeys(names, exactNames) {
-		switch n := names[k]; {
-		case n == "":
-			return "ExpressionAttributeNames contains invalid value: Empty attribute name for key " + cleanUTF8(k)
-		case len(n) > maxAttrNameBytes:
-			return "ExpressionAttributeNames contains invalid value: Attribute name is too large, " +
-				"must be less than 65536 bytes for key " + cleanUTF8(k)
-		}
-	}
-	// From here every used placeholder that is defined resolves to a valid
-	// name or value, so "" and the zero Value mark undefined ones.
+				"must contain exactly one of the supported datatypes for key "
+		}),
+		badEntry(names, exactNames, func(n string) string {
+			switch {
+			case n == "":
+				return "ExpressionAttributeNames contains invalid value: Empty attribute name for key "
+			case len(n) > maxAttrNameBytes:
+				return "ExpressionAttributeNames contains invalid value: Attribute name is too large, must be less than 65536 bytes for key "
+			}
+			return ""
+		}),
+		prefixed(prefixUpdate, b.validateUpdate()),
+		prefixed(prefixCondition, b.validate(p.cond, &counter)),
+		unused("Names", sortedKeys(names, len(names) <= len(p.names)), p.names),
+		unused("Values", sortedKeys(values, len(values) <= len(p.values)), p.values),
+		b.keyChecks(isKey),
+	)
+}
 
-	// 5, 6.
-	if p.hasUpdate {
-		b.touched = make([]string, len(p.actions))
-		for i := range p.actions {
-			b.touched[i] = b.head(i)
-		}
-		slices.Sort(b.touched)
-		b.touched = slices.Compact(b.touched) // nested paths share their head
-		if msg := b.validateUpdate(); msg != "" {
-			return prefixUpdate + msg
+// badEntry returns the complaint fault makes about the first entry of m, in
+// key order, followed by its key; none when exact.
+func badEntry[V any](m map[string]V, exact bool, fault func(V) string) string {
+	for _, k := range sortedKeys(m, exact) {
+		if msg := fault(m[k]); msg != "" {
+			return msg + cleanUTF8(k)
 		}
 	}
-	if counter := 0; p.cond != nil {
-		if msg := b.validate(p.cond, &counter); msg != "" {
-			return prefixCondition + msg
-		}
+	return ""
+}
+
+func prefixed(prefix, msg string) string {
+	if msg == "" {
+		return ""
 	}
-	// 7. Every used placeholder is now known to be defined.
-	if msg := unused("Names", sortedKeys(names, len(names) <= len(p.names)), p.names); msg != "" {
-		return msg
-	}
-	if msg := unused("Values", sortedKeys(values, len(values) <= len(p.values)), p.values); msg != "" {
-		return msg
-	}
-	// 8.
+	return prefix + msg
+}
+
+// keyChecks finds nested access to a key attribute in the condition, an
+// update of a key attribute, nested access to a key attribute in the
+// update.
+func (b *Bound) keyChecks(isKey func(string) bool) string {
 	if isKey == nil {
 		return ""
 	}
-	if msg := b.nestedKey(p.cond, isKey); msg != "" {
+	if msg := b.nestedKey(b.p.cond, isKey); msg != "" {
 		return msg
 	}
-	for i := range p.actions {
+	for i := range b.p.actions {
 		if h := b.head(i); isKey(h) {
 			return "One or more parameter values were invalid: Cannot update attribute " + cleanUTF8(h) + ". This attribute is part of the key"
 		}
 	}
-	for _, a := range p.actions {
-		if msg := b.nestedKeyPath(a.path, isKey); msg != "" {
-			return msg
-		}
-		if msg := b.nestedKey(a.val, isKey); msg != "" {
+	for _, a := range b.p.actions {
+		if msg := cmp.Or(b.nestedKey(&node{kind: nPath, path: a.path}, isKey), b.nestedKey(a.val, isKey)); msg != "" {
 			return msg
 		}
 	}
@@ -135,23 +130,16 @@ func (b *Bound) bind(names map[string]string, values map[string]store.Value, isK
 // nestedKey reports the first nested path under n whose top-level
 // attribute is a key attribute.
 func (b *Bound) nestedKey(n *node, isKey func(string) bool) string {
-	if n == nil {
+	switch {
+	case n == nil:
 		return ""
-	}
-	if n.kind == nPath {
-		return b.nestedKeyPath(n.path, isKey)
+	case n.kind == nPath && len(n.path) > 1 && isKey(b.elName(n.path[0])):
+		return "Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: Key: " + cleanUTF8(b.elName(n.path[0]))
 	}
 	for _, k := range n.kids {
 		if msg := b.nestedKey(k, isKey); msg != "" {
 			return msg
 		}
-	}
-	return ""
-}
-
-func (b *Bound) nestedKeyPath(els []pathEl, isKey func(string) bool) string {
-	if len(els) > 1 && isKey(b.elName(els[0])) {
-		return "Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: Key: " + cleanUTF8(b.elName(els[0]))
 	}
 	return ""
 }
@@ -216,10 +204,8 @@ func checkKeys(keys []string, want tokKind) string {
 	return ""
 }
 
-// ---- paths ----
-
 func (b *Bound) elName(e pathEl) string {
-	if e.kind == peName {
+	if e.kind == tNAME {
 		return b.names[e.ph]
 	}
 	return e.text
@@ -227,36 +213,16 @@ func (b *Bound) elName(e pathEl) string {
 
 // sameEl reports whether two path elements are the same once resolved.
 func (b *Bound) sameEl(x, y pathEl) bool {
-	if x.kind == peIndex || y.kind == peIndex {
-		return x.kind == y.kind && x.index == y.index
-	}
-	return b.elName(x) == b.elName(y)
+	return (x.kind == tINDEX) == (y.kind == tINDEX) && b.elName(x) == b.elName(y) // an index's text is its decimal digits
 }
 
-func (b *Bound) samePath(x, y []pathEl) bool {
-	return len(x) == len(y) && (len(x) == 0 || b.sameEl(x[0], y[0]) && b.samePath(x[1:], y[1:]))
-}
-
-// collide reports whether two update paths overlap (one is a prefix of the
-// other) or conflict (one has a list index where the other has a name).
-func (b *Bound) collide(x, y []pathEl) bool {
-	for d := 0; d < len(x) && d < len(y); d++ {
-		if (x[d].kind == peIndex) != (y[d].kind == peIndex) {
-			return true
-		}
-		if !b.sameEl(x[d], y[d]) {
-			return false
-		}
-	}
-	return true
-}
-
-func (b *Bound) resolve(els []pathEl) []resolvedEl {
-	out := make([]resolvedEl, len(els))
+// resolve returns els with the name placeholders replaced by their names.
+func (b *Bound) resolve(els []pathEl) []pathEl {
+	out := make([]pathEl, len(els))
 	for i, e := range els {
-		out[i] = resolvedEl{list: e.kind == peIndex, index: e.index}
-		if e.kind != peIndex {
-			out[i].name = b.elName(e)
+		out[i] = pathEl{kind: tID, text: b.elName(e)}
+		if e.kind == tINDEX {
+			out[i] = pathEl{kind: tINDEX, text: e.text, index: e.index}
 		}
 	}
 	return out
@@ -269,38 +235,31 @@ func (b *Bound) validatePath(els []pathEl) string {
 	}
 	for _, e := range els {
 		switch {
-		case e.kind == peName && b.names[e.ph] == "":
+		case e.kind == tNAME && b.names[e.ph] == "":
 			return "An expression attribute name used in the document path is not defined; attribute name: " + e.text
-		case e.kind == peValue:
+		case e.kind == tVALUE:
 			return "The document path cannot contain attribute value parameters; attribute value: " + e.text
 		}
 	}
 	return ""
 }
 
-// ---- the update ----
-
 func (b *Bound) validateUpdate() string {
 	acts := b.p.actions
 	// Paths of one element each, with distinct names, cannot collide.
-	mayCollide := len(b.touched) < len(acts)
-	for _, a := range acts {
-		mayCollide = mayCollide || len(a.path) > 1
-	}
-	// The paths, last action first (ExpressionValidator.buildProjectionTree).
+	mayCollide := len(b.touched) < len(acts) || slices.ContainsFunc(acts, func(a *action) bool { return len(a.path) > 1 })
+	// The paths, last action first, into DynamoDB's tree of the paths
+	// (ExpressionValidator.buildProjectionTree).
+	root := &ptNode{}
 	for i := len(acts) - 1; i >= 0; i-- {
 		if msg := b.validatePath(acts[i].path); msg != "" {
 			return msg
 		}
-		for j := i + 1; j < len(acts) && mayCollide; j++ {
-			if b.collide(acts[i].path, acts[j].path) {
-				// DynamoDB's message names a path off its tree of the paths.
-				root := &ptNode{}
-				for k := len(acts) - 1; k > i; k-- {
-					root.insert(b.resolve(acts[k].path))
-				}
-				return root.insert(b.resolve(acts[i].path))
-			}
+		if !mayCollide {
+			continue
+		}
+		if msg := root.insert(b.resolve(acts[i].path)); msg != "" {
+			return msg
 		}
 	}
 	// The values, last action first (ExpressionValidator.attachUpdateExpression).
@@ -308,74 +267,54 @@ func (b *Bound) validateUpdate() string {
 	for i := len(acts) - 1; i >= 0; i-- {
 		a := acts[i]
 		switch a.kind {
-		case aSet:
+		case tSET:
 			if msg := b.validate(a.val, &counter); msg != "" {
 				return msg
 			}
-		case aAdd, aDelete:
+		case tADD, tDELETE:
 			v := b.values[a.ph]
 			switch {
 			case !v.IsValid():
 				return "An expression attribute value used in expression is not defined; attribute value: " + b.p.values[a.ph]
-			case a.kind == aDelete || v.Kind() != store.KindNumber:
-				return "Incorrect operand type for operator or function; operator: " + sectionNames[a.kind] +
-					", operand type: " + typeWord(v) + addTypeSet
+			case a.kind == tDELETE || v.Kind() != store.KindNumber:
+				return "Incorrect operand type for operator or function; operator: " + sectionNames[a.kind-tSET] + ", operand type: " +
+					map[store.Kind]string{store.KindNumber: "NUMBER", store.KindString: "STRING"}[v.Kind()] + ", typeSet: ALLOWED_FOR_ADD_OPERAND"
 			}
 		}
 	}
 	return ""
 }
 
-// ---- operands and operators ----
+// accepts reports whether an operand of DynamoDB type t ("" for any type)
+// is in set, a list of type names between spaces (" N L "; "" for all).
+func accepts(set, t string) bool {
+	return set == "" || t == "" || strings.Contains(set, " "+t+" ")
+}
 
-// Type sets of DynamoDB's operators, over DynamoDB's types.
-type typeSet uint16
-
-const (
-	tsS typeSet = 1 << iota
-	tsN
-	tsB
-	tsBOOL
-	tsNULL
-	tsL
-	tsM
-	tsSS
-	tsNS
-	tsBS
-	tsAll      = tsS | tsN | tsB | tsBOOL | tsNULL | tsL | tsM | tsSS | tsNS | tsBS
-	tsOrdered  = tsS | tsN | tsB
-	tsIterable = tsS | tsB | tsL | tsM | tsSS | tsNS | tsBS
-)
-
-func (t typeSet) symbols() string {
-	switch t {
-	case tsN:
-		return "N"
-	case tsL:
-		return "L"
-	case tsBOOL:
-		return "BOOL"
+// typeNames is a result type as DynamoDB prints it: one name, or all.
+func typeNames(t string) string {
+	if t == "" {
+		return typeNamesAll
 	}
-	return typeNamesAll
+	return t
 }
 
 // Where a function may be used.
 const (
-	useNone   uint8 = 0
 	useCond   uint8 = 1 << iota // in a condition expression
 	useUpdate                   // in an update expression
 	useBool                     // returns a boolean: may stand alone as a condition
 )
 
-// opSpec is an operator or function: its operand count (max < 0: no
-// limit) and types, whether the first operand must differ from the others
-// (distinct), its result type and where a function may be used.
+// opSpec is an operator or function: its operand count (max < 0: no limit)
+// and types, whether the first operand must differ from the others, its
+// result type ("" for any) and where a function may be used.
 type opSpec struct {
 	name     string
 	min, max int
-	operands typeSet
+	operands string
 	distinct bool
-	ret      typeSet
+	ret      string
 	use      uint8
 }
 
@@ -386,46 +325,40 @@ var opSpecs = map[string]*opSpec{}
 
 func init() {
 	for _, o := range []opSpec{
-		{"+", 2, 2, tsN, false, tsN, 0},
-		{"-", 2, 2, tsN, false, tsN, 0},
-		{"if_not_exists", 2, 2, tsAll, true, tsAll, useUpdate},
-		{"list_append", 2, 2, tsL, false, tsL, useUpdate},
-		{"=", 2, 2, tsAll, true, tsBOOL, 0},
-		{"<>", 2, 2, tsAll, true, tsBOOL, 0},
-		{"<", 2, 2, tsOrdered, true, tsBOOL, 0},
-		{"<=", 2, 2, tsOrdered, true, tsBOOL, 0},
-		{">", 2, 2, tsOrdered, true, tsBOOL, 0},
-		{">=", 2, 2, tsOrdered, true, tsBOOL, 0},
-		{"BETWEEN", 3, 3, tsOrdered, true, tsBOOL, 0},
-		{"IN", 1, -1, tsAll, true, tsBOOL, 0},
-		{"attribute_exists", 1, 1, tsAll, true, tsBOOL, useCond | useBool},
-		{"attribute_not_exists", 1, 1, tsAll, true, tsBOOL, useCond | useBool},
-		{"attribute_type", 2, 2, tsAll, true, tsBOOL, useCond | useBool},
-		{"contains", 2, 2, tsAll, true, tsBOOL, useCond | useBool},
-		{"begins_with", 2, 2, tsS | tsB, true, tsBOOL, useCond | useBool},
-		{"size", 1, 1, tsIterable, true, tsN, useCond},
+		{"+", 2, 2, " N ", false, "N", 0},
+		{"-", 2, 2, " N ", false, "N", 0},
+		{"if_not_exists", 2, 2, "", true, "", useUpdate},
+		{"list_append", 2, 2, " L ", false, "L", useUpdate},
+		{"=", 2, 2, "", true, "BOOL", 0},
+		{"<>", 2, 2, "", true, "BOOL", 0},
+		{"<", 2, 2, " S N B ", true, "BOOL", 0},
+		{"<=", 2, 2, " S N B ", true, "BOOL", 0},
+		{">", 2, 2, " S N B ", true, "BOOL", 0},
+		{">=", 2, 2, " S N B ", true, "BOOL", 0},
+		{"BETWEEN", 3, 3, " S N B ", true, "BOOL", 0},
+		{"IN", 1, -1, "", true, "BOOL", 0},
+		{"attribute_exists", 1, 1, "", true, "BOOL", useCond | useBool},
+		{"attribute_not_exists", 1, 1, "", true, "BOOL", useCond | useBool},
+		{"attribute_type", 2, 2, "", true, "BOOL", useCond | useBool},
+		{"contains", 2, 2, "", true, "BOOL", useCond | useBool},
+		{"begins_with", 2, 2, " S B ", true, "BOOL", useCond | useBool},
+		{"size", 1, 1, " S B L M SS NS BS ", true, "N", useCond},
 	} {
 		opSpecs[o.name] = &o
 	}
 }
 
-func valueType(v store.Value) typeSet {
-	if v.Kind() == store.KindNumber {
-		return tsN
-	}
-	return tsS
-}
-
 // validate checks an operand, a SET value or a condition depth first, and
 // counts its operators.
 func (b *Bound) validate(n *node, counter *int) string {
-	switch n.kind {
-	case nPath:
+	switch {
+	case n == nil:
+		return ""
+	case n.kind == nPath:
 		return b.validatePath(n.path)
-	case nValue:
-		if !b.values[n.ph].IsValid() {
-			return "An expression attribute value used in expression is not defined; attribute value: " + b.p.values[n.ph]
-		}
+	case n.kind == nValue && !b.values[n.ph].IsValid():
+		return "An expression attribute value used in expression is not defined; attribute value: " + b.p.values[n.ph]
+	case n.kind == nValue:
 		return ""
 	}
 	for _, k := range n.kids {
@@ -456,15 +389,15 @@ func (b *Bound) validateOp(spec *opSpec, kids []*node) string {
 	const badType = "Incorrect operand type for operator or function; operator or function: "
 	for _, k := range kids {
 		switch {
-		case k.kind == nValue && spec.operands&valueType(b.values[k.ph]) == 0:
+		case k.kind == nValue && !accepts(spec.operands, b.values[k.ph].Kind().String()):
 			return badType + name + ", operand type: " + b.values[k.ph].Kind().String()
-		case k.kind == nFunc && spec.operands&k.spec.ret == 0:
-			return badType + name + ", operand type: " + k.spec.ret.symbols()
+		case k.kind == nFunc && !accepts(spec.operands, k.spec.ret):
+			return badType + name + ", operand type: " + typeNames(k.spec.ret)
 		}
 	}
 	if spec.distinct && kids[0].kind == nPath {
 		for _, k := range kids[1:] {
-			if k.kind == nPath && b.samePath(kids[0].path, k.path) {
+			if k.kind == nPath && slices.EqualFunc(kids[0].path, k.path, b.sameEl) {
 				return "The first operand must be distinct from the remaining operands for this operator or function; operator: " +
 					name + ", first operand: " + pathString(b.resolve(kids[0].path))
 			}
@@ -480,7 +413,7 @@ func (b *Bound) validateOp(spec *opSpec, kids []*node) string {
 		case nPath:
 			return badType + "attribute_type, operand type: " + typeNamesAll
 		case nFunc:
-			return badType + "attribute_type, operand type: " + k.spec.ret.symbols()
+			return badType + "attribute_type, operand type: " + typeNames(k.spec.ret)
 		}
 		v := b.values[kids[1].ph]
 		s, ok := v.AsString()
@@ -497,7 +430,7 @@ func (b *Bound) validateOp(spec *opSpec, kids []*node) string {
 			if lo.Kind() != hi.Kind() {
 				return "The BETWEEN operator requires same data type for lower and upper bounds" + bounds
 			}
-			if compareValues(lo, hi) > 0 {
+			if r, _ := ordered(lo, hi); r > 0 {
 				return "The BETWEEN operator requires upper bound to be greater than or equal to lower bound" + bounds
 			}
 		}

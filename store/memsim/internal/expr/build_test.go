@@ -142,7 +142,8 @@ func randCond(r *rand.Rand, attrs []string, val func() store.Value, depth int) (
 		if !ok1 || !ok2 || x.Kind() != y.Kind() {
 			return 0, false
 		}
-		return compareValues(x, y), true
+		c, _ := ordered(x, y)
+		return c, true
 	}
 	switch r.IntN(9) {
 	case 0:

@@ -40,8 +40,6 @@ func FuzzParse(f *testing.F) {
 			checkValidation(t, err)
 			return
 		}
-		_ = p.HasUpdate()
-		_ = p.HasCondition()
 		for variant := 0; variant < 3; variant++ {
 			var names map[string]string
 			var vals map[string]store.Value
@@ -86,7 +84,7 @@ func FuzzParse(f *testing.F) {
 				if _, err := b.Check(it); err != nil {
 					checkValidation(t, err)
 				}
-				if _, _, err := b.Apply(it, [2]KeyAttr{{"PK", store.Str("p")}}); err != nil {
+				if _, _, err := b.Apply(it, store.Item{"PK": store.Str("p")}); err != nil {
 					checkValidation(t, err)
 				}
 			}

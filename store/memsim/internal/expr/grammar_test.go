@@ -217,7 +217,7 @@ func TestBindMapErrors(t *testing.T) {
 
 func TestBindWithoutExpressions(t *testing.T) {
 	p := mustParse(t, "", "")
-	if p.HasUpdate() || p.HasCondition() {
+	if len(p.actions) > 0 || p.cond != nil {
 		t.Fatal("empty expressions")
 	}
 	_, err := p.Bind(names{}, nil, isKey)

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -11,35 +12,35 @@ import (
 // DynamoDB's message.
 func Parse(update, condition string) (*Parsed, error) {
 	p := &Parsed{}
-	names, values := &phTable{}, &phTable{}
-	if update != "" {
-		if utf16Len(update) > maxExpressionSize {
-			return nil, validationf("%s%s", prefixUpdate, msgSizeExceeded)
+	for i, src := range [2]string{update, condition} {
+		prefix, ps, w := prefixCondition, &parser{src: src, toks: lex(src), names: &p.names, values: &p.values}, &walker{update: i == 0}
+		if w.update {
+			prefix = prefixUpdate
 		}
-		ps := &parser{src: update, toks: lex(update), names: names, values: values}
-		if msg := ps.run(func() { p.actions = ps.parseUpdate() }); msg != "" {
-			return nil, validationf("%s%s", prefixUpdate, msg)
+		switch n := utf16Len(src); {
+		case src == "":
+			continue
+		case n > maxExpressionSize && w.update:
+			return nil, validationf("%s%s", prefix, msgSizeExceeded)
+		case n > maxExpressionSize:
+			return nil, validationf("%s%s expression size: %d", prefix, msgSizeExceeded, n)
 		}
-		w := &walker{update: true}
-		if w.actions(p.actions); w.err != "" {
-			return nil, validationf("%s%s", prefixUpdate, w.err)
+		msg := ps.run(func() {
+			if w.update {
+				p.actions = ps.parseUpdate()
+				w.actions(p.actions)
+			} else {
+				p.cond = ps.parseCondition()
+				w.walk(p.cond)
+			}
+		})
+		if msg == "" {
+			msg = w.err
 		}
-		p.hasUpdate = true
+		if msg != "" {
+			return nil, validationf("%s%s", prefix, msg)
+		}
 	}
-	if condition != "" {
-		if n := utf16Len(condition); n > maxExpressionSize {
-			return nil, validationf("%s%s expression size: %d", prefixCondition, msgSizeExceeded, n)
-		}
-		ps := &parser{src: condition, toks: lex(condition), names: names, values: values}
-		if msg := ps.run(func() { p.cond = ps.parseCondition() }); msg != "" {
-			return nil, validationf("%s%s", prefixCondition, msg)
-		}
-		w := &walker{}
-		if w.walk(p.cond); w.err != "" {
-			return nil, validationf("%s%s", prefixCondition, w.err)
-		}
-	}
-	p.names, p.values = names.list, values.list
 	return p, nil
 }
 
@@ -66,16 +67,13 @@ func Parse(update, condition string) (*Parsed, error) {
 //
 // Where the grammar is ambiguous for a while ('(' can open a condition or an
 // operand; an operand can start a comparison or be a function condition),
-// the parser parses a cover of both and decides when a token settles it, so
-// a syntax error is reported at the first token that no valid expression
-// can contain (as ANTLR's adaptive prediction does).
-//
-// The redundant-parentheses rule is an action of the grammar: ANTLR runs it
-// when the closing parenthesis is consumed, but only once prediction has
-// committed to that part of the tree. The parser therefore records, for
-// each redundant pair, the index of the token at which the enclosing
-// prediction settled; the error is reported if that happened before the
-// first syntax error.
+// the parser parses a cover of both, so that a syntax error is reported at
+// the first token no valid expression can contain (as ANTLR's adaptive
+// prediction does). ANTLR runs the redundant-parentheses action when the
+// ')' is consumed, but only once prediction has committed to that part of
+// the tree: the parser records for each redundant pair the token at which
+// the enclosing prediction settled, and reports the pair if that came
+// before the first syntax error.
 
 type syntaxError struct{ at int }
 
@@ -83,50 +81,45 @@ type parser struct {
 	src    string
 	toks   []token
 	pos    int
-	names  *phTable
-	values *phTable
+	names  *[]string // placeholders, numbered in order of first appearance
+	values *[]string
 
 	fires   []int // per redundant pair: the token index at which ANTLR runs the action
 	pending []int // indexes into fires of the pairs in the unsettled prediction region
 	open    bool  // a prediction region is unsettled
 }
 
-// phTable numbers distinct placeholders in order of first appearance.
-type phTable struct {
-	list  []string
-	index map[string]int32
+// placeholder returns the index of placeholder s in *list, added if new.
+func placeholder(list *[]string, s string) int32 {
+	i := slices.Index(*list, s)
+	if i < 0 {
+		i, *list = len(*list), append(*list, s)
+	}
+	return int32(i)
 }
 
-func (t *phTable) add(s string) int32 {
-	if i, ok := t.index[s]; ok {
-		return i
-	}
-	if t.index == nil {
-		t.index = make(map[string]int32)
-	}
-	t.index[s] = int32(len(t.list))
-	t.list = append(t.list, s)
-	return t.index[s]
-}
-
-func (p *parser) tok() tokKind       { return p.toks[p.pos].kind }
-func (p *parser) peek(n int) tokKind { return p.toks[min(p.pos+n, len(p.toks)-1)].kind }
-func (p *parser) text() string       { t := p.toks[p.pos]; return p.src[t.start:t.end] }
-func (p *parser) expect(k tokKind)   { p.must(p.tok() == k); p.pos++ }
+func (p *parser) tok() tokKind     { return p.toks[p.pos].kind }
+func (p *parser) text() string     { t := p.toks[p.pos]; return p.src[t.start:t.end] }
+func (p *parser) expect(k tokKind) { p.must(p.tok() == k); p.pos++ }
 func (p *parser) must(ok bool) {
 	if !ok {
 		panic(syntaxError{p.pos})
 	}
 }
 
-// openRegion starts a prediction region unless one is unsettled; it reports
-// whether the caller owns the new region.
-func (p *parser) openRegion() bool {
+// region starts a prediction region unless one is unsettled, and returns
+// what settles the region it started, if still open, at the current token
+// (the one that follows the construct).
+func (p *parser) region() func() {
 	if p.open {
-		return false
+		return func() {}
 	}
 	p.open = true
-	return true
+	return func() {
+		if p.open {
+			p.settle(p.pos)
+		}
+	}
 }
 
 // settle marks the open region, if any, as decided at token index at.
@@ -135,14 +128,6 @@ func (p *parser) settle(at int) {
 		p.fires[e] = at
 	}
 	p.pending, p.open = p.pending[:0], false
-}
-
-// closeRegion settles the region the caller owns, if still open, at the
-// current token (the one that follows the construct).
-func (p *parser) closeRegion(owner bool) {
-	if owner && p.open {
-		p.settle(p.pos)
-	}
 }
 
 // closeParen consumes the ')' around n and records a redundant pair when n
@@ -164,28 +149,23 @@ func (p *parser) closeParen(n *node) *node {
 // run parses with fn and returns the first error as DynamoDB would report
 // it ("" when none): a redundant pair of parentheses that ANTLR acts on
 // before the first syntax error, else the syntax error.
-func (p *parser) run(fn func()) string {
-	errAt := math.MaxInt
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				se, ok := r.(syntaxError)
-				if !ok {
-					panic(r)
-				}
-				errAt = se.at
+func (p *parser) run(fn func()) (msg string) {
+	defer func() {
+		errAt := math.MaxInt
+		if r := recover(); r != nil {
+			se, ok := r.(syntaxError)
+			if !ok {
+				panic(r)
 			}
-		}()
-		fn()
-	}()
-	for _, fire := range p.fires {
-		if fire < errAt {
-			return msgRedundant
+			errAt, msg = se.at, syntaxMessage(p.src, p.toks, se.at)
 		}
-	}
-	if errAt != math.MaxInt {
-		return syntaxMessage(p.src, p.toks, errAt)
-	}
+		for _, fire := range p.fires {
+			if fire < errAt {
+				msg = msgRedundant
+			}
+		}
+	}()
+	fn()
 	return ""
 }
 
@@ -193,25 +173,21 @@ func (p *parser) parsePath() []pathEl {
 	var els []pathEl
 	p.must(p.tok() == tID || p.tok() == tNAME)
 	for {
-		s := p.text()
-		switch p.tok() {
-		case tID:
-			els = append(els, pathEl{kind: peID, text: s})
+		e := pathEl{kind: p.tok(), text: p.text()}
+		switch e.kind {
 		case tNAME:
-			els = append(els, pathEl{kind: peName, text: s, ph: p.names.add(s)})
+			e.ph = placeholder(p.names, e.text)
 		case tVALUE:
-			els = append(els, pathEl{kind: peValue, text: s, ph: p.values.add(s)})
+			e.ph = placeholder(p.values, e.text)
 		case tINDEX:
-			index, err := strconv.ParseInt(s, 10, 32)
-			if err != nil {
-				index = -1
+			var err error
+			if e.index, err = strconv.ParseInt(e.text, 10, 32); err != nil {
+				e.index = -1
 			}
-			els = append(els, pathEl{kind: peIndex, text: s, index: index})
 			p.pos++
 			p.must(p.tok() == tRBrack)
-		default:
-			panic(syntaxError{p.pos})
 		}
+		els = append(els, e)
 		p.pos++
 		switch p.tok() {
 		case tDot:
@@ -234,15 +210,13 @@ func (p *parser) parseOperand() *node {
 		p.pos++
 		return p.closeParen(p.parseOperand())
 	case tID:
-		if p.peek(1) == tLParen {
-			f := &node{kind: nFunc, name: p.text()}
-			f.spec = opSpecs[f.name]
-			p.pos += 2 // name and '('
-			f.kids = append(f.kids, p.parseOperand())
-			for p.tok() == tComma {
-				p.pos++
-				f.kids = append(f.kids, p.parseOperand())
+		if p.toks[p.pos+1].kind == tLParen {
+			f := &node{kind: nFunc, spec: opSpecs[p.text()]}
+			if f.spec == nil { // an unknown function: rejected by the walk
+				f.spec = &opSpec{name: p.text()}
 			}
+			p.pos += 2 // name and '('
+			f.kids = p.operands()
 			p.expect(tRParen)
 			return f
 		}
@@ -250,11 +224,20 @@ func (p *parser) parseOperand() *node {
 	case tNAME:
 		return &node{kind: nPath, path: p.parsePath()}
 	case tVALUE:
-		o := &node{kind: nValue, ph: p.values.add(p.text())}
+		o := &node{kind: nValue, ph: placeholder(p.values, p.text())}
 		p.pos++
 		return o
 	}
 	panic(syntaxError{p.pos})
+}
+
+// operands parses operand (',' operand)* after kids.
+func (p *parser) operands(kids ...*node) []*node {
+	for kids = append(kids, p.parseOperand()); p.tok() == tComma; {
+		p.pos++
+		kids = append(kids, p.parseOperand())
+	}
+	return kids
 }
 
 func (p *parser) parseCondition() *node {
@@ -291,8 +274,7 @@ func (p *parser) parseNot(allowOp bool) (*node, *node) {
 		inner, _ := p.parseNot(false)
 		return &node{kind: nNot, kids: []*node{inner}}, nil
 	}
-	owner := p.openRegion()
-	defer p.closeRegion(owner)
+	defer p.region()()
 	switch p.tok() {
 	case tLParen:
 		p.pos++
@@ -310,20 +292,17 @@ func (p *parser) parseNot(allowOp bool) (*node, *node) {
 // afterFirstOperand continues a condition whose first operand is o.
 func (p *parser) afterFirstOperand(o *node, allowOp bool) (*node, *node) {
 	k := p.tok()
-	if k >= tEQ && k <= tGE || k == tIN || k == tBETWEEN {
+	if k == tCmp || k == tIN || k == tBETWEEN {
 		p.settle(p.pos)
 		p.pos++
 	}
 	switch {
-	case k >= tEQ && k <= tGE:
-		return &node{kind: nCmp, op: uint8(k - tEQ), kids: []*node{o, p.parseOperand()}, spec: opSpecs[cmpNames[k-tEQ]]}, nil
+	case k == tCmp:
+		t := p.toks[p.pos-1]
+		return &node{kind: nCmp, spec: opSpecs[p.src[t.start:t.end]], kids: []*node{o, p.parseOperand()}}, nil
 	case k == tIN:
 		p.expect(tLParen)
-		c := &node{kind: nIn, kids: []*node{o, p.parseOperand()}, spec: opSpecs["IN"]}
-		for p.tok() == tComma {
-			p.pos++
-			c.kids = append(c.kids, p.parseOperand())
-		}
+		c := &node{kind: nIn, kids: p.operands(o), spec: opSpecs["IN"]}
 		p.expect(tRParen)
 		return c, nil
 	case k == tBETWEEN:
@@ -347,19 +326,19 @@ func (p *parser) parseUpdate() []*action {
 			p.must(len(acts) > 0 && k == tEOF)
 			return acts
 		}
-		kind := [...]uint8{aSet, aAdd, aDelete, aRemove}[k-tSET]
 		for {
 			p.pos++
-			a := &action{kind: kind, path: p.parsePath()}
-			switch kind {
-			case aSet:
-				p.expect(tEQ)
-				owner := p.openRegion()
+			a := &action{kind: k, path: p.parsePath()}
+			switch k {
+			case tSET:
+				p.must(p.tok() == tCmp && p.text() == "=")
+				p.pos++
+				settle := p.region()
 				a.val = p.setCover(false)
-				p.closeRegion(owner)
-			case aAdd, aDelete:
+				settle()
+			case tADD, tDELETE:
 				p.must(p.tok() == tVALUE)
-				a.ph = p.values.add(p.text())
+				a.ph = placeholder(p.values, p.text())
 				p.pos++
 			}
 			acts = append(acts, a)
@@ -387,7 +366,7 @@ func (p *parser) setCover(inParen bool) *node {
 		p.pos++
 		n := &node{kind: nArith, kids: []*node{o, p.parseOperand()}, spec: opSpecs["+"]}
 		if k == tMinus {
-			n.op, n.spec = 1, opSpecs["-"]
+			n.spec = opSpecs["-"]
 		}
 		return n
 	}
@@ -405,13 +384,7 @@ func (p *parser) setCover(inParen bool) *node {
 type walker struct {
 	update  bool
 	nesting int
-	err     string
-}
-
-func (w *walker) fail(msg string) {
-	if w.err == "" {
-		w.err = msg
-	}
+	err     string // the first fault
 }
 
 func (w *walker) path(els []pathEl) {
@@ -419,73 +392,61 @@ func (w *walker) path(els []pathEl) {
 		switch {
 		case w.err != "":
 			return
-		case e.kind == peID && isReserved(e.text):
-			w.fail("Attribute name is a reserved keyword; reserved keyword: " + e.text)
-		case e.kind == peIndex && e.index < 0:
-			w.fail("List index is not within the allowable range; index: [" + e.text + "]")
+		case e.kind == tID && isReserved(e.text):
+			w.err = "Attribute name is a reserved keyword; reserved keyword: " + e.text
+		case e.kind == tINDEX && e.index < 0:
+			w.err = "List index is not within the allowable range; index: [" + e.text + "]"
 		}
 	}
 }
 
 func (w *walker) walk(n *node) {
-	if w.err != "" {
+	switch {
+	case w.err != "":
 		return
-	}
-	switch n.kind {
-	case nPath:
+	case n.kind == nPath:
 		w.path(n.path)
-	case nFunc:
+	case n.kind == nFunc:
 		w.call(n)
-	case nAnd, nOr, nNot:
-		for _, k := range n.kids {
-			w.walk(k)
-		}
-	default: // operators
-		w.nesting++
-		for _, k := range n.kids {
-			w.walk(k)
-		}
-		w.nesting--
 	}
+	nest := 0
+	if n.kind < nAnd { // functions and operators nest their operands; AND, OR and NOT do not
+		nest = 1
+	}
+	w.nesting += nest
+	for _, k := range n.kids {
+		w.walk(k)
+	}
+	w.nesting -= nest
 }
 
+// call checks the name of a function and its place.
 func (w *walker) call(f *node) {
-	name, use := f.name, useNone
-	if f.spec != nil {
-		use = f.spec.use
-	}
+	name, use := f.spec.name, f.spec.use
 	switch {
-	case use == useNone:
-		w.fail("Invalid function name; function: " + name)
+	case use == 0:
+		w.err = "Invalid function name; function: " + name
 	case w.update && use&useUpdate == 0:
-		w.fail("The function is not allowed in an update expression; function: " + name)
+		w.err = "The function is not allowed in an update expression; function: " + name
 	case !w.update && use&useCond == 0:
-		w.fail("The function is not allowed in a condition expression; function: " + name)
+		w.err = "The function is not allowed in a condition expression; function: " + name
 	case w.nesting > 0 && name != "if_not_exists" && name != "size", w.nesting == 0 && !w.update && use&useBool == 0:
-		w.fail("The function is not allowed to be used this way in an expression; function: " + name)
+		w.err = "The function is not allowed to be used this way in an expression; function: " + name
 	}
-	w.nesting++
-	for _, a := range f.kids {
-		w.walk(a)
-	}
-	w.nesting--
 }
 
 func (w *walker) actions(acts []*action) {
-	var seen [4]bool
+	var seen [tREMOVE + 1]bool
 	for _, a := range acts {
 		w.path(a.path)
-		if a.kind == aSet {
+		if a.kind == tSET {
 			w.walk(a.val)
 		}
 		if a.last && w.err == "" {
 			if seen[a.kind] {
-				w.fail(`The "` + sectionNames[a.kind] + `" section can only be used once in an update expression;`)
+				w.err = `The "` + sectionNames[a.kind-tSET] + `" section can only be used once in an update expression;`
 			}
 			seen[a.kind] = true
-		}
-		if w.err != "" {
-			return
 		}
 	}
 }

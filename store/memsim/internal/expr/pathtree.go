@@ -2,32 +2,22 @@ package expr
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf16"
 )
 
 // DynamoDB detects overlapping and conflicting update paths while building a
-// tree of the paths (DynamoDB Local's ExpressionValidator.buildProjectionTree),
-// one path at a time in reverse order of the actions. When a path collides,
-// "path two" of the message is read off the tree by following, at each
-// level, the first key of a java.util.HashMap whose keys hash as
-// DocPathMapElement / DocPathListElement do. This file reproduces that,
-// Java hash iteration order included, so the message names the same path.
+// tree of the paths, last action first (ExpressionValidator.buildProjectionTree),
+// and reads "path two" of its message off the tree by following the first
+// key, in java.util.HashMap order, at each level. This file reproduces that.
 
-// resolvedEl is a path element after placeholders are resolved.
-type resolvedEl struct {
-	list  bool   // a list index, not a map key
-	name  string // map key
-	index int64  // list index
-}
-
-func pathString(els []resolvedEl) string {
+// pathString prints a resolved path as DynamoDB's messages do: [a, [1]].
+func pathString(els []pathEl) string {
 	s := make([]string, len(els))
 	for i, e := range els {
-		s[i] = e.name
-		if e.list {
-			s[i] = "[" + strconv.FormatInt(e.index, 10) + "]"
+		s[i] = e.text
+		if e.kind == tINDEX {
+			s[i] = "[" + e.text + "]"
 		}
 	}
 	return "[" + strings.Join(s, ", ") + "]"
@@ -45,11 +35,11 @@ func javaStringHash(s string) int32 {
 
 // elHash is the hashCode of the DocPath element: commons-lang
 // HashCodeBuilder(8191, 127).append(field), i.e. 8191*127 + field hash.
-func elHash(e resolvedEl) int32 {
-	if e.list {
+func elHash(e pathEl) int32 {
+	if e.kind == tINDEX {
 		return 8191*127 + int32(e.index)
 	}
-	return 8191*127 + javaStringHash(e.name)
+	return 8191*127 + javaStringHash(e.text)
 }
 
 // javaOrder returns the iteration order of a java.util.HashMap into which
@@ -76,7 +66,7 @@ func javaOrder(hashes []int32) []int {
 
 // ptNode is a node of the path tree; a nil child marks the end of a path.
 type ptNode struct {
-	keys     []resolvedEl
+	keys     []pathEl
 	children []*ptNode
 }
 
@@ -91,14 +81,14 @@ func (n *ptNode) first() int {
 
 // insert adds path to the tree rooted at root and returns DynamoDB's message
 // if it overlaps or conflicts with a path already there.
-func (root *ptNode) insert(path []resolvedEl) string {
+func (root *ptNode) insert(path []pathEl) string {
 	node := root
 	for depth, e := range path {
 		i := slices.Index(node.keys, e)
-		if i < 0 && (len(node.keys) == 0 || node.keys[0].list == e.list) {
+		if i < 0 && (len(node.keys) == 0 || node.keys[0].kind == e.kind) {
 			var child *ptNode // the rest of the path, as a chain
 			for _, r := range slices.Backward(path[depth+1:]) {
-				child = &ptNode{keys: []resolvedEl{r}, children: []*ptNode{child}}
+				child = &ptNode{keys: []pathEl{r}, children: []*ptNode{child}}
 			}
 			node.keys, node.children = append(node.keys, e), append(node.children, child)
 			return ""
