@@ -19,16 +19,15 @@ const (
 
 // writeReq is a validated single-item write.
 type writeReq struct {
-	kind    writeKind
-	key     store.Key
-	item    store.Item // wPut: the item to store, already copied
-	size    int        // wPut: its size
-	bound   *expr.Bound
-	ret     store.ReturnValue
-	retOld  bool // ReturnOldOnConditionFailure
-	txn     bool // an action of a transaction: units double
-	hasCond bool
-	hasUpd  bool // wUpdate: there is an update expression
+	kind   writeKind
+	key    store.Key
+	item   store.Item // wPut: the item to store, already copied
+	size   int        // wPut: its size
+	bound  *expr.Bound
+	ret    store.ReturnValue
+	retOld bool // ReturnOldOnConditionFailure
+	txn    bool // an action of a transaction: units double
+	hasUpd bool // wUpdate: there is an update expression
 }
 
 // evaluation is what a write would do to the table, computed under s.mu
@@ -53,45 +52,13 @@ type evaluation struct {
 	// units are the table write units (not doubled for transactions yet)
 	// and index the index writes, both only for an applied write.
 	units float64
-	index indexWrites
+	index []indexWrite
 }
 
 type indexWrite struct {
 	ix    int // position in s.indexes
 	pk    string
 	units float64
-}
-
-// indexWrites holds up to two entries per index without allocating for the
-// default schema.
-type indexWrites struct {
-	n    int
-	buf  [4]indexWrite
-	more []indexWrite
-}
-
-func (w *indexWrites) add(x indexWrite) {
-	if w.n < len(w.buf) {
-		w.buf[w.n] = x
-	} else {
-		w.more = append(w.more, x)
-	}
-	w.n++
-}
-
-func (w *indexWrites) at(i int) indexWrite {
-	if i < len(w.buf) {
-		return w.buf[i]
-	}
-	return w.more[i-len(w.buf)]
-}
-
-func (w *indexWrites) units() float64 {
-	u := 0.0
-	for i := range w.n {
-		u += w.at(i).units
-	}
-	return u
 }
 
 // prepare validates a single-item write (or transaction action) before any
@@ -116,7 +83,7 @@ func (s *Store) preparePut(in *store.PutInput, txn bool) (writeReq, error) {
 		return writeReq{}, err
 	}
 	return writeReq{kind: wPut, key: key, item: clone(in.Item), size: size, bound: b, ret: in.Return,
-		retOld: in.ReturnOldOnConditionFailure, txn: txn, hasCond: b != nil}, nil
+		retOld: in.ReturnOldOnConditionFailure, txn: txn}, nil
 }
 
 func (s *Store) prepareUpdate(in *store.UpdateInput, txn bool) (writeReq, error) {
@@ -131,7 +98,7 @@ func (s *Store) prepareUpdate(in *store.UpdateInput, txn bool) (writeReq, error)
 		return writeReq{}, err
 	}
 	return writeReq{kind: wUpdate, key: in.Key, bound: b, ret: in.Return,
-		retOld: in.ReturnOldOnConditionFailure, txn: txn, hasCond: in.Expr.Condition != "", hasUpd: in.Expr.Update != ""}, nil
+		retOld: in.ReturnOldOnConditionFailure, txn: txn, hasUpd: in.Expr.Update != ""}, nil
 }
 
 func (s *Store) prepareDelete(in *store.DeleteInput, txn bool) (writeReq, error) {
@@ -149,7 +116,7 @@ func (s *Store) prepareDelete(in *store.DeleteInput, txn bool) (writeReq, error)
 		return writeReq{}, err
 	}
 	return writeReq{kind: wDelete, key: in.Key, bound: b, ret: in.Return,
-		retOld: in.ReturnOldOnConditionFailure, txn: txn, hasCond: b != nil}, nil
+		retOld: in.ReturnOldOnConditionFailure, txn: txn}, nil
 }
 
 func (s *Store) prepareCheck(in *store.CheckInput) (writeReq, error) {
@@ -166,7 +133,7 @@ func (s *Store) prepareCheck(in *store.CheckInput) (writeReq, error) {
 	if err != nil {
 		return writeReq{}, err
 	}
-	return writeReq{kind: wCheck, key: in.Key, bound: b, retOld: in.ReturnOldOnConditionFailure, txn: true, hasCond: true}, nil
+	return writeReq{kind: wCheck, key: in.Key, bound: b, retOld: in.ReturnOldOnConditionFailure, txn: true}, nil
 }
 
 // evaluate computes into ev what w would do. Call with s.mu held.
@@ -175,17 +142,10 @@ func (s *Store) evaluate(w *writeReq, ev *evaluation) {
 	if e := s.items[w.key]; e != nil {
 		ev.ent, ev.old, ev.oldSize, ev.exists = e, e.item, e.size, true
 	}
-	if w.hasCond {
-		ok, err := w.bound.Check(ev.old)
-		if err != nil {
-			ev.err = err
-			return
-		}
-		if !ok {
-			ev.failed = true
-			ev.units = WriteUnits(ev.oldSize) // 1 when absent
-			return
-		}
+	if w.bound != nil && !w.bound.Check(ev.old) {
+		ev.failed = true
+		ev.units = WriteUnits(ev.oldSize) // 1 when absent
+		return
 	}
 	switch w.kind {
 	case wCheck:
@@ -277,7 +237,7 @@ func (s *Store) indexCost(ev *evaluation) {
 			// Same keys: only a ProjectAll entry is rewritten.
 			if ix.Projection == store.ProjectAll {
 				if pk, _, in := indexKey(ev.new, ix); in {
-					ev.index.add(indexWrite{i, pk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
+					ev.index = append(ev.index, indexWrite{i, pk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
 				}
 			}
 			continue
@@ -291,14 +251,14 @@ func (s *Store) indexCost(ev *evaluation) {
 		switch {
 		case oin && nin && opk == npk && osk == nsk:
 			if ix.Projection == store.ProjectAll {
-				ev.index.add(indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
+				ev.index = append(ev.index, indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
 			}
 		default:
 			if oin {
-				ev.index.add(indexWrite{i, opk, WriteUnits(s.indexEntrySize(ev.old, ev.oldSize, ix))})
+				ev.index = append(ev.index, indexWrite{i, opk, WriteUnits(s.indexEntrySize(ev.old, ev.oldSize, ix))})
 			}
 			if nin {
-				ev.index.add(indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
+				ev.index = append(ev.index, indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
 			}
 		}
 	}
@@ -344,8 +304,7 @@ func (s *Store) charges(cl chargeList, w *writeReq, ev *evaluation) chargeList {
 		units *= 2
 	}
 	cl = cl.add(charge{part: partKey{pk: w.key.PK}, write: true, milli: milli(units)})
-	for i := range ev.index.n {
-		x := ev.index.at(i)
+	for _, x := range ev.index {
 		cl = cl.add(charge{part: partKey{index: s.indexes[x.ix].ix.Name, pk: x.pk}, write: true, milli: milli(x.units)})
 	}
 	return cl
@@ -357,7 +316,10 @@ func capacityOf(w *writeReq, ev *evaluation) store.Capacity {
 	if w.txn {
 		units *= 2
 	}
-	iu := ev.index.units()
+	iu := 0.0
+	for _, x := range ev.index {
+		iu += x.units
+	}
 	return store.Capacity{WriteUnits: units + iu, IndexWriteUnits: iu}
 }
 

@@ -31,10 +31,10 @@ func TestBuildOutputRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := item("PK", S("p"), "SK", S("#s"), "rf", N(1600), "b_gpt-3.5_tk", N(5000), "b_old_tk", N(3), "n", N(4))
-	if ok, _ := b.Check(old); !ok {
+	if ok := b.Check(old); !ok {
 		t.Fatal("condition false")
 	}
-	if ok, _ := b.Check(nil); ok {
+	if ok := b.Check(nil); ok {
 		t.Fatal("condition true on a missing item")
 	}
 	got, touched, err := b.Apply(old, testKey)
@@ -90,7 +90,7 @@ func TestBuildRandomAgainstModel(t *testing.T) {
 			}
 			t.Fatalf("Bind(%+v): %v", e, err)
 		}
-		if ok, _ := b.Check(old); ok != expect(old) {
+		if ok := b.Check(old); ok != expect(old) {
 			t.Fatalf("condition %q on %v: got %v", e.Condition, old, ok)
 		}
 		got, _, err := b.Apply(old, testKey)
@@ -304,7 +304,7 @@ func TestConcurrentUse(t *testing.T) {
 				if err != nil {
 					panic(err)
 				}
-				if ok, _ := b.Check(old); !ok {
+				if ok := b.Check(old); !ok {
 					panic("condition false")
 				}
 				if _, _, err := b.Apply(old, testKey); err != nil {

@@ -14,10 +14,10 @@ import (
 // reads as missing, and any nested path an update writes is invalid.
 
 // Check evaluates the condition against item (nil when the item does not
-// exist). With no condition it returns true. The error is always nil: every
-// fault a condition can have is found by Parse and Bind.
-func (b *Bound) Check(item store.Item) (bool, error) {
-	return b.p.cond == nil || b.eval(b.p.cond, item), nil
+// exist); true when there is no condition. A condition cannot fail: Parse
+// and Bind find every fault it can have.
+func (b *Bound) Check(item store.Item) bool {
+	return b.p.cond == nil || b.eval(b.p.cond, item)
 }
 
 // Apply evaluates the update against old (nil when the item does not
