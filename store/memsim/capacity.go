@@ -134,7 +134,7 @@ func (s *Store) indexEntrySize(it store.Item, size int, ix store.Index) int {
 // for ProjectAll.
 func (s *Store) projected(it store.Item, ix store.Index) store.Item {
 	if ix.Projection == store.ProjectAll {
-		return clone(it)
+		return maps.Clone(it)
 	}
 	out := make(store.Item, 4)
 	for _, name := range [...]string{s.schema.PartitionKey, s.schema.SortKey, ix.PartitionKey, ix.SortKey} {
@@ -143,13 +143,4 @@ func (s *Store) projected(it store.Item, ix store.Index) store.Item {
 		}
 	}
 	return out
-}
-
-// clone copies an item. maps.Clone copies the table without rehashing:
-// several times faster than re-inserting every attribute.
-func clone(it store.Item) store.Item {
-	if it == nil {
-		return nil
-	}
-	return maps.Clone(it)
 }

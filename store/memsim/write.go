@@ -2,6 +2,7 @@ package memsim
 
 import (
 	"context"
+	"maps"
 
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim/internal/expr"
@@ -33,7 +34,6 @@ type writeReq struct {
 // evaluation is what a write would do to the table, computed under s.mu
 // without changing anything.
 type evaluation struct {
-	ent     *entry // the stored item's entry (nil when absent)
 	old     store.Item
 	oldSize int
 	exists  bool
@@ -82,7 +82,7 @@ func (s *Store) preparePut(in *store.PutInput, txn bool) (writeReq, error) {
 	if err != nil {
 		return writeReq{}, err
 	}
-	return writeReq{kind: wPut, key: key, item: clone(in.Item), size: size, bound: b, ret: in.Return,
+	return writeReq{kind: wPut, key: key, item: maps.Clone(in.Item), size: size, bound: b, ret: in.Return,
 		retOld: in.ReturnOldOnConditionFailure, txn: txn}, nil
 }
 
@@ -139,8 +139,8 @@ func (s *Store) prepareCheck(in *store.CheckInput) (writeReq, error) {
 // evaluate computes into ev what w would do. Call with s.mu held.
 func (s *Store) evaluate(w *writeReq, ev *evaluation) {
 	*ev = evaluation{keysMoved: true}
-	if e := s.items[w.key]; e != nil {
-		ev.ent, ev.old, ev.oldSize, ev.exists = e, e.item, e.size, true
+	if e, ok := s.items[w.key]; ok {
+		ev.old, ev.oldSize, ev.exists = e.item, e.size, true
 	}
 	if w.bound != nil && !w.bound.Check(ev.old) {
 		ev.failed = true
@@ -277,9 +277,6 @@ func (s *Store) isIndexKey(name string) bool {
 // indexKey returns the index key of it in ix, and whether it is in the
 // index (it has both key attributes, as strings).
 func indexKey(it store.Item, ix store.Index) (pk, sk string, ok bool) {
-	if it == nil {
-		return "", "", false
-	}
 	pk, ok1 := it.Str(ix.PartitionKey)
 	sk, ok2 := it.Str(ix.SortKey)
 	return pk, sk, ok1 && ok2
@@ -338,11 +335,7 @@ func (s *Store) commit(w *writeReq, ev *evaluation, now int64) {
 			}
 		}
 	} else {
-		if ev.ent != nil {
-			ev.ent.item, ev.ent.size = ev.new, ev.newSize
-		} else {
-			s.items[key] = &entry{item: ev.new, size: ev.newSize}
-		}
+		s.items[key] = entry{item: ev.new, size: ev.newSize}
 		if !ev.exists {
 			sks := s.byPK[key.PK]
 			if sks == nil {
@@ -394,7 +387,7 @@ func (s *Store) result(it store.Item) store.Item {
 	if s.shared {
 		return it
 	}
-	return clone(it)
+	return maps.Clone(it)
 }
 
 // returned sets a successful write's Attributes.
