@@ -2,7 +2,6 @@ package memsim
 
 import (
 	"maps"
-	"math/bits"
 
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/internal/schema"
@@ -69,23 +68,11 @@ func NumberSize(n int64) int {
 	for u%100 == 0 {
 		u /= 100
 	}
-	// One byte per pair of decimal digits: (digits+1)/2.
-	return size + (decimalDigits(u)+1)/2
-}
-
-// decimalDigits returns the number of decimal digits of u > 0.
-func decimalDigits(u uint64) int {
-	// log10(2) ~ 1233/4096: a guess from the bit length, off by at most one.
-	d := (bits.Len64(u) * 1233) >> 12
-	if d < len(powersOf10) && u >= powersOf10[d] {
-		d++
+	digits := 0
+	for ; u > 0; u /= 10 {
+		digits++
 	}
-	return d
-}
-
-// powersOf10[i] is 10^i.
-var powersOf10 = [...]uint64{
-	1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
+	return size + (digits+1)/2 // one byte per pair of decimal digits
 }
 
 // WriteUnits returns the write capacity units of writing size bytes once:
@@ -148,7 +135,7 @@ func (s *Store) indexEntrySize(it store.Item, size int, ix schema.Index) int {
 // for ProjectAll.
 func (s *Store) projected(it store.Item, ix schema.Index) store.Item {
 	if ix.Projection == schema.ProjectAll {
-		return clone(it)
+		return maps.Clone(it)
 	}
 	out := make(store.Item, 4)
 	for _, name := range [...]string{s.schema.PartitionKey, s.schema.SortKey, ix.PartitionKey, ix.SortKey} {
@@ -157,13 +144,4 @@ func (s *Store) projected(it store.Item, ix schema.Index) store.Item {
 		}
 	}
 	return out
-}
-
-// clone copies an item. maps.Clone copies the table without rehashing:
-// several times faster than re-inserting every attribute.
-func clone(it store.Item) store.Item {
-	if it == nil {
-		return nil
-	}
-	return maps.Clone(it)
 }

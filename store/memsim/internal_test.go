@@ -79,3 +79,31 @@ func TestBatchGetOfAFewKeysAllocatesOnlyItsAnswer(t *testing.T) {
 		t.Fatalf("BatchGet of %d missing keys allocates %v times, want 1 (its Items)", len(in.Keys), got)
 	}
 }
+
+// A table whose items come and go does not keep what they left: deleting
+// the last item of a partition forgets the partition, and deleting the
+// last item of an index partition forgets the index partition (a
+// simulated year of short-lived buckets must not grow the store).
+func TestDeletedItemsLeaveNoEmptyPartitions(t *testing.T) {
+	s := New(WithPartitionLimits(0, 0))
+	ctx := context.Background()
+	k := store.Key{PK: "p", SK: "s"}
+	it := store.Item{store.AttrPK: store.Str(k.PK), store.AttrSK: store.Str(k.SK),
+		store.AttrGSI2PK: store.Str("g"), store.AttrGSI2SK: store.Str("x")}
+	if _, err := s.Put(ctx, store.PutInput{Item: it}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(ctx, store.DeleteInput{Key: k}); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.byPK) != 0 {
+		t.Errorf("partitions after the last delete: %v", s.byPK)
+	}
+	for _, st := range s.indexes {
+		if len(st.members) != 0 {
+			t.Errorf("index %s partitions after the last delete: %v", st.ix.Name, st.members)
+		}
+	}
+}

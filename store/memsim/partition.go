@@ -105,7 +105,7 @@ type PartitionStats struct {
 // charge is what a request would consume on one partition.
 type charge struct {
 	part  partKey
-	p     *partition // part's partition, when already resolved
+	p     *partition // part's partition, resolved by admit
 	write bool
 	milli int64 // milli-units
 }
@@ -141,9 +141,7 @@ func (s *Store) part(k partKey) *partition {
 func (s *Store) admit(now int64, cl chargeList) (partKey, bool) {
 	for i := range cl {
 		c := &cl[i]
-		if c.p == nil {
-			c.p = s.part(c.part)
-		}
+		c.p = s.part(c.part)
 		rate := s.rcuRate
 		if c.write {
 			rate = s.wcuRate

@@ -3,6 +3,7 @@ package memsim
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -47,7 +48,7 @@ func (s *Store) Get(ctx context.Context, in store.GetInput) (store.GetOutput, er
 	}
 	s.mu.Unlock()
 	if err == nil {
-		out.Item = clone(e.item)
+		out.Item = maps.Clone(e.item)
 	}
 	if lerr := s.late(OpGet, d); lerr != nil {
 		return store.GetOutput{}, lerr
@@ -108,7 +109,7 @@ func (s *Store) BatchGet(ctx context.Context, in store.BatchGetInput) (store.Bat
 		return store.BatchGetOutput{}, err
 	}
 	for i, x := range found {
-		items[i] = clone(x)
+		items[i] = maps.Clone(x)
 	}
 	return store.BatchGetOutput{Items: items, Consumed: store.Capacity{ReadUnits: units}}, nil
 }
@@ -265,7 +266,7 @@ func (s *Store) queryTable(in store.QueryInput) ([]store.Item, float64) {
 	size := 0
 	for i, sk := range keys {
 		e := s.at(store.Key{PK: in.PartitionKey, SK: sk})
-		items[i] = clone(e.item)
+		items[i] = maps.Clone(e.item)
 		size += e.size
 	}
 	return items, ReadUnits(size, in.ConsistentRead)

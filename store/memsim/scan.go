@@ -2,6 +2,7 @@ package memsim
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -44,7 +45,7 @@ func (s *Store) Scan(ctx context.Context, in store.ScanInput) (store.ScanOutput,
 		e := s.at(k)
 		size += e.size
 		if strings.HasPrefix(k.PK, in.PartitionKeyPrefix) {
-			out.Items = append(out.Items, clone(e.item))
+			out.Items = append(out.Items, maps.Clone(e.item))
 		}
 	}
 	if size > 0 {

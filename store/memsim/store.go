@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -34,7 +35,7 @@ type Store struct {
 	intercept    bool // faults != nil || hook != nil
 
 	mu      sync.Mutex
-	items   map[store.Key]*entry
+	items   map[store.Key]entry
 	byPK    map[string]map[string]struct{} // table partition key -> sort keys
 	indexes []indexState                   // parallel to schema.Indexes
 	parts   map[partKey]*partition
@@ -45,25 +46,17 @@ type Store struct {
 	tokenGC int
 }
 
-// entry is a stored item. The item (a map or a record) is never modified
-// after it is stored (copy on write), so it can be shared with stream
-// records; a write replaces it in the entry, which lives as long as the
-// item.
+// entry is a stored item and its size. The item is never modified after
+// it is stored (copy on write), so it can be shared with stream records; a
+// write stores a new entry.
 type entry struct {
 	item store.Item
 	size int
-	// part is the item's table partition (resolved once).
-	part *partition
 }
 
 // at returns the entry at k, or the zero entry (no item). Call with s.mu
 // held.
-func (s *Store) at(k store.Key) entry {
-	if e := s.items[k]; e != nil {
-		return *e
-	}
-	return entry{}
-}
+func (s *Store) at(k store.Key) entry { return s.items[k] }
 
 type indexState struct {
 	ix schema.Index
@@ -168,7 +161,7 @@ func New(opts ...Option) *Store {
 		rcuRate:      3000 * 1000,
 		throttleCode: store.ThrottleProvisionedThroughputExceeded,
 		stream:       true,
-		items:        make(map[store.Key]*entry),
+		items:        make(map[store.Key]entry),
 		byPK:         make(map[string]map[string]struct{}),
 		parts:        make(map[partKey]*partition),
 		tokens:       make(map[string]tokenEntry),
@@ -218,7 +211,7 @@ func (s *Store) Items() []store.Item {
 	slices.SortFunc(keys, compareKeys)
 	out := make([]store.Item, len(keys))
 	for i, k := range keys {
-		out[i] = clone(s.at(k).item)
+		out[i] = maps.Clone(s.at(k).item)
 	}
 	s.mu.Unlock()
 	return out
@@ -229,7 +222,7 @@ func (s *Store) Items() []store.Item {
 func (s *Store) Peek(key store.Key) store.Item {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return clone(s.at(key).item)
+	return maps.Clone(s.at(key).item)
 }
 
 // Len returns the number of items.

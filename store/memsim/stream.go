@@ -1,6 +1,7 @@
 package memsim
 
 import (
+	"maps"
 	"sort"
 	"time"
 
@@ -66,8 +67,8 @@ func (s *Store) AppendStream(buf []Record, afterSeq uint64) []Record {
 	s.mu.Unlock()
 	if !s.shared {
 		for j := n; j < len(buf); j++ {
-			buf[j].Old = clone(buf[j].Old)
-			buf[j].New = clone(buf[j].New)
+			buf[j].Old = maps.Clone(buf[j].Old)
+			buf[j].New = maps.Clone(buf[j].New)
 		}
 	}
 	return buf

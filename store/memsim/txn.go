@@ -241,8 +241,7 @@ func (s *Store) throttledTxn(reqs []writeReq, evs []evaluation, p partKey) error
 	for i := range reqs {
 		reasons[i].Code = store.ReasonNone
 		hit := p.index == "" && reqs[i].key.PK == p.pk
-		for j := range evs[i].index.n {
-			x := evs[i].index.at(j)
+		for _, x := range evs[i].index {
 			if s.indexes[x.ix].ix.Name == p.index && x.pk == p.pk {
 				hit = true
 			}

@@ -2,6 +2,7 @@ package memsim
 
 import (
 	"context"
+	"maps"
 
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/internal/schema"
@@ -20,22 +21,20 @@ const (
 
 // writeReq is a validated single-item write.
 type writeReq struct {
-	kind    writeKind
-	key     store.Key
-	item    store.Item // wPut: the item to store, already copied
-	size    int        // wPut: its size
-	bound   *expr.Bound
-	ret     store.ReturnValue
-	retOld  bool // ReturnOldOnConditionFailure
-	txn     bool // an action of a transaction: units double
-	hasCond bool
-	hasUpd  bool // wUpdate: there is an update expression
+	kind   writeKind
+	key    store.Key
+	item   store.Item // wPut: the item to store, already copied
+	size   int        // wPut: its size
+	bound  *expr.Bound
+	ret    store.ReturnValue
+	retOld bool // ReturnOldOnConditionFailure
+	txn    bool // an action of a transaction: units double
+	hasUpd bool // wUpdate: there is an update expression
 }
 
 // evaluation is what a write would do to the table, computed under s.mu
 // without changing anything.
 type evaluation struct {
-	ent     *entry // the stored item's entry (nil when absent)
 	old     store.Item
 	oldSize int
 	exists  bool
@@ -54,45 +53,13 @@ type evaluation struct {
 	// units are the table write units (not doubled for transactions yet)
 	// and index the index writes, both only for an applied write.
 	units float64
-	index indexWrites
+	index []indexWrite
 }
 
 type indexWrite struct {
 	ix    int // position in s.indexes
 	pk    string
 	units float64
-}
-
-// indexWrites holds up to two entries per index without allocating for the
-// default schema.
-type indexWrites struct {
-	n    int
-	buf  [4]indexWrite
-	more []indexWrite
-}
-
-func (w *indexWrites) add(x indexWrite) {
-	if w.n < len(w.buf) {
-		w.buf[w.n] = x
-	} else {
-		w.more = append(w.more, x)
-	}
-	w.n++
-}
-
-func (w *indexWrites) at(i int) indexWrite {
-	if i < len(w.buf) {
-		return w.buf[i]
-	}
-	return w.more[i-len(w.buf)]
-}
-
-func (w *indexWrites) units() float64 {
-	u := 0.0
-	for i := range w.n {
-		u += w.at(i).units
-	}
-	return u
 }
 
 // prepare validates a single-item write (or transaction action) before any
@@ -116,8 +83,8 @@ func (s *Store) preparePut(in *store.PutInput, txn bool) (writeReq, error) {
 	if err != nil {
 		return writeReq{}, err
 	}
-	return writeReq{kind: wPut, key: key, item: clone(in.Item), size: size, bound: b, ret: in.Return,
-		retOld: in.ReturnOldOnConditionFailure, txn: txn, hasCond: b != nil}, nil
+	return writeReq{kind: wPut, key: key, item: maps.Clone(in.Item), size: size, bound: b, ret: in.Return,
+		retOld: in.ReturnOldOnConditionFailure, txn: txn}, nil
 }
 
 func (s *Store) prepareUpdate(in *store.UpdateInput, txn bool) (writeReq, error) {
@@ -132,7 +99,7 @@ func (s *Store) prepareUpdate(in *store.UpdateInput, txn bool) (writeReq, error)
 		return writeReq{}, err
 	}
 	return writeReq{kind: wUpdate, key: in.Key, bound: b, ret: in.Return,
-		retOld: in.ReturnOldOnConditionFailure, txn: txn, hasCond: in.Expr.Condition != "", hasUpd: in.Expr.Update != ""}, nil
+		retOld: in.ReturnOldOnConditionFailure, txn: txn, hasUpd: in.Expr.Update != ""}, nil
 }
 
 func (s *Store) prepareDelete(in *store.DeleteInput, txn bool) (writeReq, error) {
@@ -150,7 +117,7 @@ func (s *Store) prepareDelete(in *store.DeleteInput, txn bool) (writeReq, error)
 		return writeReq{}, err
 	}
 	return writeReq{kind: wDelete, key: in.Key, bound: b, ret: in.Return,
-		retOld: in.ReturnOldOnConditionFailure, txn: txn, hasCond: b != nil}, nil
+		retOld: in.ReturnOldOnConditionFailure, txn: txn}, nil
 }
 
 func (s *Store) prepareCheck(in *store.CheckInput) (writeReq, error) {
@@ -167,26 +134,19 @@ func (s *Store) prepareCheck(in *store.CheckInput) (writeReq, error) {
 	if err != nil {
 		return writeReq{}, err
 	}
-	return writeReq{kind: wCheck, key: in.Key, bound: b, retOld: in.ReturnOldOnConditionFailure, txn: true, hasCond: true}, nil
+	return writeReq{kind: wCheck, key: in.Key, bound: b, retOld: in.ReturnOldOnConditionFailure, txn: true}, nil
 }
 
 // evaluate computes into ev what w would do. Call with s.mu held.
 func (s *Store) evaluate(w *writeReq, ev *evaluation) {
 	*ev = evaluation{keysMoved: true}
-	if e := s.items[w.key]; e != nil {
-		ev.ent, ev.old, ev.oldSize, ev.exists = e, e.item, e.size, true
+	if e, ok := s.items[w.key]; ok {
+		ev.old, ev.oldSize, ev.exists = e.item, e.size, true
 	}
-	if w.hasCond {
-		ok, err := w.bound.Check(ev.old)
-		if err != nil {
-			ev.err = err
-			return
-		}
-		if !ok {
-			ev.failed = true
-			ev.units = WriteUnits(ev.oldSize) // 1 when absent
-			return
-		}
+	if w.bound != nil && !w.bound.Check(ev.old) {
+		ev.failed = true
+		ev.units = WriteUnits(ev.oldSize) // 1 when absent
+		return
 	}
 	switch w.kind {
 	case wCheck:
@@ -201,20 +161,26 @@ func (s *Store) evaluate(w *writeReq, ev *evaluation) {
 		ev.changed = !ev.exists || !itemsEqual(ev.old, w.item)
 		ev.units = WriteUnits(max(ev.oldSize, ev.newSize))
 	case wUpdate:
+		var err error
 		switch {
+		case w.hasUpd && ev.exists:
+			ev.new, ev.touched, err = w.bound.Apply(ev.old, nil)
 		case w.hasUpd:
-			if !s.applyUpdate(w, ev) {
-				return
-			}
+			ev.new, ev.touched, err = w.bound.Apply(nil, s.keyItem(w.key))
 		case ev.exists:
 			ev.new = ev.old
 		default:
-			ev.new = (store.Item{s.schema.PartitionKey: store.Str(w.key.PK), s.schema.SortKey: store.Str(w.key.SK)})
+			ev.new = s.keyItem(w.key)
 		}
-		if !ev.exists || !w.hasUpd {
-			ev.newSize = ItemSize(ev.new)
-			ev.changed = !ev.exists
+		if err != nil {
+			ev.err = err
+			return
 		}
+		if ev.new == nil { // a REMOVE-only update of a missing item creates nothing
+			ev.units = WriteUnits(0)
+			return
+		}
+		s.account(ev, w.hasUpd)
 		if ev.keysMoved {
 			if err := s.checkIndexKeys(ev.new); err != nil {
 				ev.err = err
@@ -230,68 +196,31 @@ func (s *Store) evaluate(w *writeReq, ev *evaluation) {
 	s.indexCost(ev)
 }
 
-// applyUpdate computes w's update of ev.old with the expression engine. It
-// returns false when evaluate is done: an error, or a REMOVE-only update
-// of a missing item, which creates nothing. Call with s.mu held.
-func (s *Store) applyUpdate(w *writeReq, ev *evaluation) bool {
-	keys := [2]expr.KeyAttr{
-		{Name: s.schema.PartitionKey, Value: store.Str(w.key.PK)},
-		{Name: s.schema.SortKey, Value: store.Str(w.key.SK)},
-	}
-	var chg [16]expr.Change // the update's changes, off the heap
-	n, touched, changes, err := w.bound.ApplyChanges(ev.old, keys, chg[:0])
-	if err != nil {
-		ev.err = err
-		return false
-	}
-	if n == nil {
-		ev.units = WriteUnits(0)
-		return false
-	}
-	ev.new, ev.touched = (n), touched
-	s.accountChanges(w, ev, changes)
-	return true
+// keyItem returns an item of only key k's attributes.
+func (s *Store) keyItem(k store.Key) store.Item {
+	return store.Item{s.schema.PartitionKey: store.Str(k.PK), s.schema.SortKey: store.Str(k.SK)}
 }
 
-// accountChanges computes, for an update of an existing item, the new
-// item's size, whether it changed and whether its index keys may have
-// moved: from the changes the expression engine reported, or without them
-// by looking the touched attributes up. Only those can differ from the old
-// item.
-func (s *Store) accountChanges(w *writeReq, ev *evaluation, changes []expr.Change) {
-	if !ev.exists {
+// account computes an update's new item size, whether the item changed and
+// whether its index keys may have moved. Only the touched attributes of an
+// existing item can differ from the old item.
+func (s *Store) account(ev *evaluation, hasUpd bool) {
+	if !ev.exists || !hasUpd {
+		ev.newSize, ev.changed = ItemSize(ev.new), !ev.exists
 		return
 	}
 	ev.newSize, ev.changed, ev.keysMoved = ev.oldSize, false, false
-	if changes == nil {
-		for _, name := range ev.touched {
-			ov, had := ev.old[name]
-			nv, has := ev.new[name]
-			s.account(ev, name, ov, had, nv, has, true)
+	for _, name := range ev.touched {
+		ov, had := ev.old[name]
+		nv, has := ev.new[name]
+		ev.keysMoved = ev.keysMoved || s.isIndexKey(name)
+		if had {
+			ev.newSize -= len(name) + ValueSize(ov)
 		}
-		return
-	}
-	for i := range changes {
-		c := &changes[i]
-		s.account(ev, c.Name, c.Old, c.Had, c.New, c.Has, true)
-	}
-}
-
-// account adds to ev what the update did to attribute name: its size
-// before (had: present) and after, whether it changed, and (with
-// indexKeys) whether it is an index key.
-func (s *Store) account(ev *evaluation, name string, ov store.Value, had bool, nv store.Value, has bool, indexKeys bool) {
-	if indexKeys && !ev.keysMoved && s.isIndexKey(name) {
-		ev.keysMoved = true
-	}
-	if had {
-		ev.newSize -= len(name) + ValueSize(ov)
-	}
-	if has {
-		ev.newSize += len(name) + ValueSize(nv)
-	}
-	if had != has || ov != nv {
-		ev.changed = true
+		if has {
+			ev.newSize += len(name) + ValueSize(nv)
+		}
+		ev.changed = ev.changed || had != has || ov != nv
 	}
 }
 
@@ -309,7 +238,7 @@ func (s *Store) indexCost(ev *evaluation) {
 			// Same keys: only a ProjectAll entry is rewritten.
 			if ix.Projection == schema.ProjectAll {
 				if pk, _, in := indexKey(ev.new, ix); in {
-					ev.index.add(indexWrite{i, pk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
+					ev.index = append(ev.index, indexWrite{i, pk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
 				}
 			}
 			continue
@@ -323,14 +252,14 @@ func (s *Store) indexCost(ev *evaluation) {
 		switch {
 		case oin && nin && opk == npk && osk == nsk:
 			if ix.Projection == schema.ProjectAll {
-				ev.index.add(indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
+				ev.index = append(ev.index, indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
 			}
 		default:
 			if oin {
-				ev.index.add(indexWrite{i, opk, WriteUnits(s.indexEntrySize(ev.old, ev.oldSize, ix))})
+				ev.index = append(ev.index, indexWrite{i, opk, WriteUnits(s.indexEntrySize(ev.old, ev.oldSize, ix))})
 			}
 			if nin {
-				ev.index.add(indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
+				ev.index = append(ev.index, indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
 			}
 		}
 	}
@@ -349,9 +278,6 @@ func (s *Store) isIndexKey(name string) bool {
 // indexKey returns the index key of it in ix, and whether it is in the
 // index (it has both key attributes, as strings).
 func indexKey(it store.Item, ix schema.Index) (pk, sk string, ok bool) {
-	if it == nil {
-		return "", "", false
-	}
 	pk, ok1 := it.Str(ix.PartitionKey)
 	sk, ok2 := it.Str(ix.SortKey)
 	return pk, sk, ok1 && ok2
@@ -375,16 +301,8 @@ func (s *Store) charges(cl chargeList, w *writeReq, ev *evaluation) chargeList {
 	if w.txn {
 		units *= 2
 	}
-	c := charge{part: partKey{pk: w.key.PK}, write: true, milli: milli(units)}
-	if ev.ent != nil {
-		if ev.ent.part == nil {
-			ev.ent.part = s.part(c.part)
-		}
-		c.p = ev.ent.part
-	}
-	cl = cl.add(c)
-	for i := range ev.index.n {
-		x := ev.index.at(i)
+	cl = cl.add(charge{part: partKey{pk: w.key.PK}, write: true, milli: milli(units)})
+	for _, x := range ev.index {
 		cl = cl.add(charge{part: partKey{index: s.indexes[x.ix].ix.Name, pk: x.pk}, write: true, milli: milli(x.units)})
 	}
 	return cl
@@ -396,7 +314,10 @@ func capacityOf(w *writeReq, ev *evaluation) store.Capacity {
 	if w.txn {
 		units *= 2
 	}
-	iu := ev.index.units()
+	iu := 0.0
+	for _, x := range ev.index {
+		iu += x.units
+	}
 	return store.Capacity{WriteUnits: units + iu, IndexWriteUnits: iu}
 }
 
@@ -415,11 +336,7 @@ func (s *Store) commit(w *writeReq, ev *evaluation, now int64) {
 			}
 		}
 	} else {
-		if ev.ent != nil {
-			ev.ent.item, ev.ent.size = ev.new, ev.newSize
-		} else {
-			s.items[key] = &entry{item: ev.new, size: ev.newSize}
-		}
+		s.items[key] = entry{item: ev.new, size: ev.newSize}
 		if !ev.exists {
 			sks := s.byPK[key.PK]
 			if sks == nil {
@@ -471,7 +388,7 @@ func (s *Store) result(it store.Item) store.Item {
 	if s.shared {
 		return it
 	}
-	return clone(it)
+	return maps.Clone(it)
 }
 
 // returned sets a successful write's Attributes.

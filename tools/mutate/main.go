@@ -61,7 +61,8 @@ var targets = []target{
 	{name: "engine", dir: "internal/engine", runs: [][]string{{"./internal/engine", noFailFile}, {skipSlow, ".", noFailFile}}},
 	{name: "keys", dir: "internal/keys", runs: [][]string{{"./internal/keys"}, {"./internal/engine", noFailFile}, {skipSlow, "./aggregator"}}},
 	{name: "shards", dir: ".", files: []string{"reserve.go", "lease.go"}, runs: [][]string{{skipSlow, ".", noFailFile}}},
-	{name: "memsim", dir: "store/memsim", files: []string{"write.go", "partition.go"}, runs: [][]string{{"./store/memsim"}}},
+	{name: "memsim", dir: "store/memsim", files: []string{"write.go", "partition.go", "capacity.go"}, runs: [][]string{{"./store/memsim"}}},
+	{name: "expr", dir: "store/memsim/internal/expr", files: []string{"eval.go"}, runs: [][]string{{"./store/memsim/internal/expr"}, {"./store/memsim"}}},
 	{name: "items", dir: "internal/items", runs: [][]string{{"./internal/items"}, {skipSlow, "./admin"}}},
 }
 

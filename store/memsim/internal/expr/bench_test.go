@@ -44,7 +44,7 @@ func BenchmarkBindCheckApply(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if ok, _ := bd.Check(old); !ok {
+		if ok := bd.Check(old); !ok {
 			b.Fatal("condition false")
 		}
 		if _, _, err := bd.Apply(old, testKey); err != nil {
@@ -74,7 +74,7 @@ func BenchmarkCheck(b *testing.B) {
 	b.ReportAllocs()
 	ct := startCPU(b)
 	for b.Loop() {
-		if ok, _ := bd.Check(old); !ok {
+		if ok := bd.Check(old); !ok {
 			b.Fatal("condition false")
 		}
 	}

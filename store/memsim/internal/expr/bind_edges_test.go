@@ -142,40 +142,20 @@ func TestBetweenBoundsFromPaths(t *testing.T) {
 	bind(t, "", "c = :a AND d BETWEEN e AND :b", nil, v)
 }
 
-// TestApplyChanges: ApplyChanges reports, action by action, what the update
-// did to an existing item's top-level attributes, so that memsim accounts
-// for the new item's size without looking the attributes up again; Apply
-// gives the same item.
-func TestApplyChanges(t *testing.T) {
+// TestApplySetAddRemove: Apply sets, adds to and removes an existing item's
+// top-level attributes in one new item, and names what it touched.
+func TestApplySetAddRemove(t *testing.T) {
 	b := bind(t, "SET a = :v ADD n :d REMOVE r", "", nil, values{":v": S("new"), ":d": N(2)})
 	old := item("PK", S("p"), "SK", S("s"), "a", S("old"), "n", N(1), "r", S("gone"))
-	got, touched, chg, err := b.ApplyChanges(old, testKey, make([]Change, 0, 4))
+	got, touched, err := b.Apply(old, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Change{
-		{Name: "a", Old: S("old"), Had: true, New: S("new"), Has: true},
-		{Name: "n", Old: N(1), Had: true, New: N(3), Has: true},
-		{Name: "r", Old: S("gone"), Had: true},
+	if want := item("PK", S("p"), "SK", S("s"), "a", S("new"), "n", N(3)); !sameItem(got, want) {
+		t.Errorf("new item %v, want %v", got, want)
 	}
-	if len(chg) != len(want) {
-		t.Fatalf("changes %+v, want %+v", chg, want)
-	}
-	for i := range want {
-		if chg[i] != want[i] {
-			t.Errorf("change %d: %+v, want %+v", i, chg[i], want[i])
-		}
-	}
-	plain, plainTouched, err := b.Apply(old, testKey)
-	if err != nil || !sameItem(got, plain) || strings.Join(touched, ",") != strings.Join(plainTouched, ",") {
-		t.Fatalf("ApplyChanges gave %v %v, Apply %v %v %v", got, touched, plain, plainTouched, err)
-	}
-	// No changes without room for them, for a new item, or for a nested path.
-	if _, _, chg, _ := b.ApplyChanges(old, testKey, nil); chg != nil {
-		t.Errorf("changes without room: %+v", chg)
-	}
-	if _, _, chg, _ := b.ApplyChanges(nil, testKey, make([]Change, 0, 4)); chg != nil {
-		t.Errorf("changes of a new item: %+v", chg)
+	if strings.Join(touched, ",") != "a,n,r" || old["r"] != S("gone") || old["n"] != N(1) {
+		t.Errorf("touched %v, old item %v", touched, old)
 	}
 }
 

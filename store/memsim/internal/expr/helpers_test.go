@@ -19,7 +19,7 @@ var (
 // isKey is the limiter table's key schema.
 var isKey = schema.Default().IsKeyAttribute
 
-var testKey = [2]KeyAttr{{Name: "PK", Value: S("p")}, {Name: "SK", Value: S("s")}}
+var testKey = store.Item{"PK": S("p"), "SK": S("s")}
 
 // wantMessage fails unless err is a *store.ValidationError with message msg.
 func wantMessage(t *testing.T, err error, msg string) {

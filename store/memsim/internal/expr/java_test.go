@@ -105,8 +105,8 @@ func TestNumberArithmeticOverflows(t *testing.T) {
 		{minI, maxI, false, false},
 	} {
 		_, e := add(c.x, c.y, c.minus)
-		if (e == errOverflow) != c.overflow {
-			t.Errorf("add(%d, %d, minus %v): overflow %v, want %v", c.x, c.y, c.minus, e == errOverflow, c.overflow)
+		if (e == msgOverflow) != c.overflow {
+			t.Errorf("add(%d, %d, minus %v): overflow %v, want %v", c.x, c.y, c.minus, e == msgOverflow, c.overflow)
 		}
 	}
 }

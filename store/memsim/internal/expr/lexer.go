@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -15,6 +16,7 @@ import (
 
 type tokKind uint8
 
+// Token kinds. Those from tComma to tMinus are in the order of punctuation.
 const (
 	tEOF tokKind = iota
 	tComma
@@ -23,14 +25,9 @@ const (
 	tDot
 	tLBrack
 	tRBrack
-	tEQ
-	tNE
-	tLT
-	tLE
-	tGT
-	tGE
 	tPlus
 	tMinus
+	tCmp // a comparator: = <> < <= > >=
 	tIN
 	tBETWEEN
 	tNOT
@@ -47,6 +44,14 @@ const (
 	tUNKNOWN
 )
 
+const punctuation = ",().[]+-"
+
+var keywords = map[string]tokKind{"IN": tIN, "BETWEEN": tBETWEEN, "NOT": tNOT, "AND": tAND, "OR": tOR,
+	"SET": tSET, "ADD": tADD, "DELETE": tDELETE, "REMOVE": tREMOVE}
+
+// sectionNames are the keywords of update sections, by kind - tSET.
+var sectionNames = [...]string{"SET", "ADD", "DELETE", "REMOVE"}
+
 type token struct {
 	kind       tokKind
 	start, end int32 // byte offsets in the source
@@ -54,175 +59,141 @@ type token struct {
 
 func isIDStart(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 func isIDChar(c byte) bool  { return isIDStart(c) || c >= '0' && c <= '9' || c == '_' }
-func isWS(c byte) bool      { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-var keywords = [...]struct {
-	word string
-	kind tokKind
-}{
-	{"IN", tIN}, {"BETWEEN", tBETWEEN}, {"NOT", tNOT}, {"AND", tAND}, {"OR", tOR},
-	{"SET", tSET}, {"ADD", tADD}, {"DELETE", tDELETE}, {"REMOVE", tREMOVE},
-}
 
 // lex splits src into tokens, the last of which is tEOF. Whitespace is not
 // returned: the hidden whitespace between two tokens is the source text
 // between them.
 func lex(src string) []token {
 	toks := make([]token, 0, len(src)/3+2)
-	i := 0
-	for i < len(src) {
+	for i := 0; i < len(src); {
 		c := src[i]
-		if isWS(c) {
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
 			i++
 			continue
 		}
-		start := i
-		kind := tUNKNOWN
+		start, kind := i, tUNKNOWN
+		span := func(ok func(byte) bool) {
+			for i++; i < len(src) && ok(src[i]); i++ {
+			}
+		}
 		switch {
 		case isIDStart(c):
-			for i < len(src) && isIDChar(src[i]) {
-				i++
-			}
+			span(isIDChar)
 			kind = tID
-			word := src[start:i]
-			for _, k := range keywords {
-				if len(word) == len(k.word) && strings.EqualFold(word, k.word) {
-					kind = k.kind
-					break
-				}
+			if k, ok := keywords[strings.ToUpper(src[start:i])]; ok {
+				kind = k
 			}
-		case c == '0':
-			i++
-			kind = tINDEX
-		case c >= '1' && c <= '9':
-			for i < len(src) && src[i] >= '0' && src[i] <= '9' {
-				i++
-			}
+		case c >= '0' && c <= '9':
+			span(func(d byte) bool { return c != '0' && d >= '0' && d <= '9' })
 			kind = tINDEX
 		case c == '#' || c == ':':
-			j := i + 1
-			for j < len(src) && isIDChar(src[j]) {
-				j++
-			}
-			if j > i+1 {
-				i = j
+			if span(isIDChar); i > start+1 && c == '#' {
 				kind = tNAME
-				if c == ':' {
-					kind = tVALUE
-				}
-			} else {
-				i++
+			} else if i > start+1 {
+				kind = tVALUE
 			}
+		case strings.IndexByte(punctuation, c) >= 0:
+			i, kind = i+1, tComma+tokKind(strings.IndexByte(punctuation, c))
+		case c == '=' || c == '<' || c == '>':
+			span(func(d byte) bool { return i == start+1 && (c != '=' && d == '=' || c == '<' && d == '>') })
+			kind = tCmp
 		default:
-			i++
-			switch c {
-			case ',':
-				kind = tComma
-			case '(':
-				kind = tLParen
-			case ')':
-				kind = tRParen
-			case '.':
-				kind = tDot
-			case '[':
-				kind = tLBrack
-			case ']':
-				kind = tRBrack
-			case '=':
-				kind = tEQ
-			case '+':
-				kind = tPlus
-			case '-':
-				kind = tMinus
-			case '<':
-				kind = tLT
-				if i < len(src) && src[i] == '>' {
-					i++
-					kind = tNE
-				} else if i < len(src) && src[i] == '=' {
-					i++
-					kind = tLE
-				}
-			case '>':
-				kind = tGT
-				if i < len(src) && src[i] == '=' {
-					i++
-					kind = tGE
-				}
-			default:
-				if c >= utf8.RuneSelf {
-					_, n := utf8.DecodeRuneInString(src[start:])
-					i = start + n
-				}
-			}
+			_, n := utf8.DecodeRuneInString(src[start:])
+			i += n
 		}
 		toks = append(toks, token{kind: kind, start: int32(start), end: int32(i)})
 	}
-	toks = append(toks, token{kind: tEOF, start: int32(len(src)), end: int32(len(src))})
-	return toks
+	return append(toks, token{kind: tEOF, start: int32(len(src)), end: int32(len(src))})
 }
 
-// tokenText returns the text of a token as DynamoDB prints it: "<EOF>" for
-// the end when eofText is set, and the replacement character for a byte that
-// is not valid UTF-8 (DynamoDB receives JSON, which cannot carry one).
-func tokenText(src string, t token, eofText bool) string {
-	if t.kind == tEOF {
-		if eofText {
-			return "<EOF>"
-		}
-		return ""
-	}
-	return cleanUTF8(src[t.start:t.end])
-}
-
-func cleanUTF8(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	return strings.ToValidUTF8(s, "\uFFFD")
-}
+// cleanUTF8 replaces bytes that are not valid UTF-8 with the replacement
+// character, as DynamoDB prints them (it receives JSON, which cannot carry
+// them).
+func cleanUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // syntaxMessage formats DynamoDB's syntax error for the token at index i:
 // `Syntax error; token: "<tok>", near: "<prev><ws><tok><ws><next>"`, where
 // the hidden whitespace on either side is included verbatim (DynamoDB
 // Local's ExpressionErrorListener).
 func syntaxMessage(src string, toks []token, i int) string {
-	cur := toks[i]
 	var near strings.Builder
-	leftStart := int32(0)
+	pos, tok := int32(0), "<EOF>"
 	if i > 0 {
-		prev := toks[i-1]
-		near.WriteString(tokenText(src, prev, false))
-		leftStart = prev.end
+		pos = toks[i-1].start
 	}
-	near.WriteString(cleanUTF8(src[leftStart:cur.start]))
-	if cur.kind != tEOF {
-		near.WriteString(tokenText(src, cur, false))
-		next := toks[i+1]
-		near.WriteString(cleanUTF8(src[cur.end:next.start]))
-		near.WriteString(tokenText(src, next, false))
+	for _, t := range toks[max(i-1, 0):min(i+2, len(toks))] {
+		near.WriteString(cleanUTF8(src[pos:t.start]) + cleanUTF8(src[t.start:t.end]))
+		pos = t.end
 	}
-	return `Syntax error; token: "` + tokenText(src, cur, true) + `", near: "` + near.String() + `"`
+	if t := toks[i]; t.kind != tEOF {
+		tok = cleanUTF8(src[t.start:t.end])
+	}
+	return `Syntax error; token: "` + tok + `", near: "` + near.String() + `"`
 }
 
 // utf16Len is the length of s in UTF-16 code units, the unit Java's
 // String.length() counts (DynamoDB's expression size limit, size()).
 func utf16Len(s string) int {
 	n := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			n++
-			i++
-			continue
-		}
-		r, w := utf8.DecodeRuneInString(s[i:])
-		i += w
+	for _, r := range s {
+		n++
 		if r >= 0x10000 {
-			n += 2
-		} else {
 			n++
 		}
 	}
 	return n
 }
+
+// isReserved reports whether an identifier is one of DynamoDB's reserved
+// words, whatever its case.
+func isReserved(id string) bool {
+	_, ok := slices.BinarySearch(reservedWords, strings.ToUpper(id))
+	return ok
+}
+
+// reservedWords is the reserved-word list of DynamoDB Local's expression
+// parser (com.amazonaws.services.dynamodbv2.parser.ReservedKeywords), in
+// order: the list published at
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ReservedWords.html
+// without CONVERT and SIZE and with REMOVE.
+var reservedWords = strings.Fields(reservedList)
+
+const reservedList = "" +
+	"ABORT ABSOLUTE ACTION ADD AFTER AGENT AGGREGATE ALL ALLOCATE ALTER ANALYZE AND ANY ARCHIVE ARE ARRAY AS ASC " +
+	"ASCII ASENSITIVE ASSERTION ASYMMETRIC AT ATOMIC ATTACH ATTRIBUTE AUTH AUTHORIZATION AUTHORIZE AUTO AVG BACK " +
+	"BACKUP BASE BATCH BEFORE BEGIN BETWEEN BIGINT BINARY BIT BLOB BLOCK BOOLEAN BOTH BREADTH BUCKET BULK BY BYTE " +
+	"CALL CALLED CALLING CAPACITY CASCADE CASCADED CASE CAST CATALOG CHAR CHARACTER CHECK CLASS CLOB CLOSE CLUSTER " +
+	"CLUSTERED CLUSTERING CLUSTERS COALESCE COLLATE COLLATION COLLECTION COLUMN COLUMNS COMBINE COMMENT COMMIT " +
+	"COMPACT COMPILE COMPRESS CONDITION CONFLICT CONNECT CONNECTION CONSISTENCY CONSISTENT CONSTRAINT CONSTRAINTS " +
+	"CONSTRUCTOR CONSUMED CONTINUE COPY CORRESPONDING COUNT COUNTER CREATE CROSS CUBE CURRENT CURSOR CYCLE DATA " +
+	"DATABASE DATE DATETIME DAY DEALLOCATE DEC DECIMAL DECLARE DEFAULT DEFERRABLE DEFERRED DEFINE DEFINED DEFINITION " +
+	"DELETE DELIMITED DEPTH DEREF DESC DESCRIBE DESCRIPTOR DETACH DETERMINISTIC DIAGNOSTICS DIRECTORIES DISABLE " +
+	"DISCONNECT DISTINCT DISTRIBUTE DO DOMAIN DOUBLE DROP DUMP DURATION DYNAMIC EACH ELEMENT ELSE ELSEIF EMPTY " +
+	"ENABLE END EQUAL EQUALS ERROR ESCAPE ESCAPED EVAL EVALUATE EXCEEDED EXCEPT EXCEPTION EXCEPTIONS EXCLUSIVE EXEC " +
+	"EXECUTE EXISTS EXIT EXPLAIN EXPLODE EXPORT EXPRESSION EXTENDED EXTERNAL EXTRACT FAIL FALSE FAMILY FETCH FIELDS " +
+	"FILE FILTER FILTERING FINAL FINISH FIRST FIXED FLATTERN FLOAT FOR FORCE FOREIGN FORMAT FORWARD FOUND FREE FROM " +
+	"FULL FUNCTION FUNCTIONS GENERAL GENERATE GET GLOB GLOBAL GO GOTO GRANT GREATER GROUP GROUPING HANDLER HASH HAVE " +
+	"HAVING HEAP HIDDEN HOLD HOUR IDENTIFIED IDENTITY IF IGNORE IMMEDIATE IMPORT IN INCLUDING INCLUSIVE INCREMENT " +
+	"INCREMENTAL INDEX INDEXED INDEXES INDICATOR INFINITE INITIALLY INLINE INNER INNTER INOUT INPUT INSENSITIVE " +
+	"INSERT INSTEAD INT INTEGER INTERSECT INTERVAL INTO INVALIDATE IS ISOLATION ITEM ITEMS ITERATE JOIN KEY KEYS LAG " +
+	"LANGUAGE LARGE LAST LATERAL LEAD LEADING LEAVE LEFT LENGTH LESS LEVEL LIKE LIMIT LIMITED LINES LIST LOAD LOCAL " +
+	"LOCALTIME LOCALTIMESTAMP LOCATION LOCATOR LOCK LOCKS LOG LOGED LONG LOOP LOWER MAP MATCH MATERIALIZED MAX " +
+	"MAXLEN MEMBER MERGE METHOD METRICS MIN MINUS MINUTE MISSING MOD MODE MODIFIES MODIFY MODULE MONTH MULTI " +
+	"MULTISET NAME NAMES NATIONAL NATURAL NCHAR NCLOB NEW NEXT NO NONE NOT NULL NULLIF NUMBER NUMERIC OBJECT OF " +
+	"OFFLINE OFFSET OLD ON ONLINE ONLY OPAQUE OPEN OPERATOR OPTION OR ORDER ORDINALITY OTHER OTHERS OUT OUTER OUTPUT " +
+	"OVER OVERLAPS OVERRIDE OWNER PAD PARALLEL PARAMETER PARAMETERS PARTIAL PARTITION PARTITIONED PARTITIONS PATH " +
+	"PERCENT PERCENTILE PERMISSION PERMISSIONS PIPE PIPELINED PLAN POOL POSITION PRECISION PREPARE PRESERVE PRIMARY " +
+	"PRIOR PRIVATE PRIVILEGES PROCEDURE PROCESSED PROJECT PROJECTION PROPERTY PROVISIONING PUBLIC PUT QUERY QUIT " +
+	"QUORUM RAISE RANDOM RANGE RANK RAW READ READS REAL REBUILD RECORD RECURSIVE REDUCE REF REFERENCE REFERENCES " +
+	"REFERENCING REGEXP REGION REINDEX RELATIVE RELEASE REMAINDER REMOVE RENAME REPEAT REPLACE REQUEST RESET " +
+	"RESIGNAL RESOURCE RESPONSE RESTORE RESTRICT RESULT RETURN RETURNING RETURNS REVERSE REVOKE RIGHT ROLE ROLES " +
+	"ROLLBACK ROLLUP ROUTINE ROW ROWS RULE RULES SAMPLE SATISFIES SAVE SAVEPOINT SCAN SCHEMA SCOPE SCROLL SEARCH " +
+	"SECOND SECTION SEGMENT SEGMENTS SELECT SELF SEMI SENSITIVE SEPARATE SEQUENCE SERIALIZABLE SESSION SET SETS " +
+	"SHARD SHARE SHARED SHORT SHOW SIGNAL SIMILAR SKEWED SMALLINT SNAPSHOT SOME SOURCE SPACE SPACES SPARSE SPECIFIC " +
+	"SPECIFICTYPE SPLIT SQL SQLCODE SQLERROR SQLEXCEPTION SQLSTATE SQLWARNING START STATE STATIC STATUS STORAGE " +
+	"STORE STORED STREAM STRING STRUCT STYLE SUB SUBMULTISET SUBPARTITION SUBSTRING SUBTYPE SUM SUPER SYMMETRIC " +
+	"SYNONYM SYSTEM TABLE TABLESAMPLE TEMP TEMPORARY TERMINATED TEXT THAN THEN THROUGHPUT TIME TIMESTAMP TIMEZONE " +
+	"TINYINT TO TOKEN TOTAL TOUCH TRAILING TRANSACTION TRANSFORM TRANSLATE TRANSLATION TREAT TRIGGER TRIM TRUE " +
+	"TRUNCATE TTL TUPLE TYPE UNDER UNDO UNION UNIQUE UNIT UNKNOWN UNLOGGED UNNEST UNPROCESSED UNSIGNED UNTIL UPDATE " +
+	"UPPER URL USAGE USE USER USERS USING UUID VACUUM VALUE VALUED VALUES VARCHAR VARIABLE VARIANCE VARINT VARYING " +
+	"VIEW VIEWS VIRTUAL VOID WAIT WHEN WHENEVER WHERE WHILE WINDOW WITH WITHIN WITHOUT WORK WRAPPED WRITE YEAR ZONE "

@@ -2,23 +2,15 @@ package expr
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/shardlimit/limiter/store"
 )
 
-// DynamoDB's message texts. Where they come from:
-//
-//   - DynamoDB Local (decompiled, github.com/eznix86/dynamodb-local-decompiled):
-//     dbenv/DbValidationError.java holds the expression messages, formatted
-//     by LocalDBEnv as `<message>;` followed by ` key: value` pairs joined by
-//     ","; validate/ErrorFactory.java holds the request-level ones, formatted
-//     as `<message>: <detail>`.
-//   - Each is confirmed against real DynamoDB where a test run against AWS
-//     quotes it: dynalite's test suite (github.com/mhart/dynalite test/),
-//     ScyllaDB's Alternator tests (test/alternator), moto's aws_verified
-//     tests, floci's captures (github.com/floci-io/floci).
-
+// DynamoDB's message texts come from DynamoDB Local (decompiled,
+// github.com/eznix86/dynamodb-local-decompiled: dbenv/DbValidationError.java,
+// validate/ErrorFactory.java), each confirmed against real DynamoDB where a
+// test run against AWS quotes it (dynalite's and Alternator's tests, moto's
+// aws_verified tests, floci's captures).
 const (
 	prefixUpdate    = "Invalid UpdateExpression: "
 	prefixCondition = "Invalid ConditionExpression: "
@@ -41,33 +33,18 @@ const (
 	maxAttrNameBytes  = 65535 // UTF-8 bytes of an attribute name
 	typeNamesValid    = "{N,BS,L,B,NULL,M,S,SS,NS,BOOL}"
 	typeNamesAll      = "{NS,SS,L,BS,N,M,B,BOOL,NULL,S}"
-	addTypeSet        = ", typeSet: ALLOWED_FOR_ADD_OPERAND"
 )
-
-func verr(msg string) error { return &store.ValidationError{Message: msg} }
 
 func validationf(format string, args ...any) error {
 	return &store.ValidationError{Message: fmt.Sprintf(format, args...)}
 }
 
-// typeAbbr is DynamoDB's short type name of a value.
-func typeAbbr(v store.Value) string { return v.Kind() }
-
-// typeWord is the DocumentNodeType name DynamoDB prints for ADD and DELETE
-// operands.
-func typeWord(v store.Value) string {
-	if v.Kind() == "N" {
-		return "NUMBER"
-	}
-	return "STRING"
-}
-
 // attrValueString prints a value as DynamoDB's BETWEEN messages do:
 // "AttributeValue: {N:1}".
 func attrValueString(v store.Value) string {
-	if n, ok := v.AsInt(); ok {
-		return "AttributeValue: {N:" + strconv.FormatInt(n, 10) + "}"
+	s, isStr := v.AsString()
+	if !isStr {
+		s = v.String()
 	}
-	s, _ := v.AsString()
-	return "AttributeValue: {S:" + cleanUTF8(s) + "}"
+	return "AttributeValue: {" + v.Kind() + ":" + cleanUTF8(s) + "}"
 }

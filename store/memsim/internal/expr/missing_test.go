@@ -39,7 +39,7 @@ func TestMissingAttributes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.cond, err)
 		}
-		if got, _ := b.Check(it); got != c.want {
+		if got := b.Check(it); got != c.want {
 			t.Errorf("%s on %v: %v, want %v", c.cond, it, got, c.want)
 		}
 	}
@@ -69,7 +69,7 @@ func TestBeginsWithAndContainsNeedStrings(t *testing.T) {
 		{"contains(a, :v)", S(""), false},
 	} {
 		b := bind(t, "", c.cond, nil, values{":v": c.v})
-		if got, _ := b.Check(it); got != c.want {
+		if got := b.Check(it); got != c.want {
 			t.Errorf("%s with :v = %v: %v, want %v", c.cond, c.v, got, c.want)
 		}
 	}

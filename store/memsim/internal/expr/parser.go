@@ -1,6 +1,48 @@
 package expr
 
-import "math"
+import (
+	"math"
+	"slices"
+	"strconv"
+)
+
+// Parse parses an update expression and a condition expression; either may
+// be empty. Syntax errors, repeated clauses, more than two operands in a SET
+// value, unknown functions and the like are *store.ValidationError with
+// DynamoDB's message.
+func Parse(update, condition string) (*Parsed, error) {
+	p := &Parsed{}
+	for i, src := range [2]string{update, condition} {
+		prefix, ps, w := prefixCondition, &parser{src: src, toks: lex(src), names: &p.names, values: &p.values}, &walker{update: i == 0}
+		if w.update {
+			prefix = prefixUpdate
+		}
+		switch n := utf16Len(src); {
+		case src == "":
+			continue
+		case n > maxExpressionSize && w.update:
+			return nil, validationf("%s%s", prefix, msgSizeExceeded)
+		case n > maxExpressionSize:
+			return nil, validationf("%s%s expression size: %d", prefix, msgSizeExceeded, n)
+		}
+		msg := ps.run(func() {
+			if w.update {
+				p.actions = ps.parseUpdate()
+				w.actions(p.actions)
+			} else {
+				p.cond = ps.parseCondition()
+				w.walk(p.cond)
+			}
+		})
+		if msg == "" {
+			msg = w.err
+		}
+		if msg != "" {
+			return nil, validationf("%s%s", prefix, msg)
+		}
+	}
+	return p, nil
+}
 
 // The parser is a recursive-descent rendering of DynamoDB's ANTLR grammar:
 //
@@ -25,236 +67,180 @@ import "math"
 //
 // Where the grammar is ambiguous for a while ('(' can open a condition or an
 // operand; an operand can start a comparison or be a function condition),
-// the parser parses a cover of both and decides when a token settles it, so
-// a syntax error is reported at the first token that no valid expression
-// can contain (as ANTLR's adaptive prediction does).
-//
-// The redundant-parentheses rule is an action of the grammar: ANTLR runs it
-// when the closing parenthesis is consumed, but only once prediction has
-// committed to that part of the tree. The parser therefore records each
-// redundant pair with the index of the token at which the enclosing
-// prediction settled; the error is reported if that happened before the
-// first syntax error.
+// the parser parses a cover of both, so that a syntax error is reported at
+// the first token no valid expression can contain (as ANTLR's adaptive
+// prediction does). ANTLR runs the redundant-parentheses action when the
+// ')' is consumed, but only once prediction has committed to that part of
+// the tree: the parser records for each redundant pair the token at which
+// the enclosing prediction settled, and reports the pair if that came
+// before the first syntax error.
 
 type syntaxError struct{ at int }
-
-type parenEvent struct {
-	fire int // token index at which ANTLR would run the action
-}
-
-type region struct {
-	events []int // indexes into parser.events
-}
 
 type parser struct {
 	src    string
 	toks   []token
 	pos    int
-	names  *phTable
-	values *phTable
+	names  *[]string // placeholders, numbered in order of first appearance
+	values *[]string
 
-	events []parenEvent
-	reg    *region // the prediction region not yet settled, if any
+	fires   []int // per redundant pair: the token index at which ANTLR runs the action
+	pending []int // indexes into fires of the pairs in the unsettled prediction region
+	open    bool  // a prediction region is unsettled
 }
 
-// phTable numbers distinct placeholders in order of first appearance.
-type phTable struct {
-	list  []string
-	index map[string]int32
-}
-
-func (t *phTable) add(s string) int32 {
-	if i, ok := t.index[s]; ok {
-		return i
+// placeholder returns the index of placeholder s in *list, added if new.
+func placeholder(list *[]string, s string) int32 {
+	i := slices.Index(*list, s)
+	if i < 0 {
+		i, *list = len(*list), append(*list, s)
 	}
-	if t.index == nil {
-		t.index = make(map[string]int32)
-	}
-	i := int32(len(t.list))
-	t.list = append(t.list, s)
-	t.index[s] = i
-	return i
+	return int32(i)
 }
 
-func (p *parser) tok() tokKind       { return p.toks[p.pos].kind }
-func (p *parser) peek(n int) tokKind { return p.toks[min(p.pos+n, len(p.toks)-1)].kind }
-func (p *parser) text(i int) string  { t := p.toks[i]; return p.src[t.start:t.end] }
-func (p *parser) fail(at int)        { panic(syntaxError{at}) }
-func (p *parser) expect(k tokKind)   { p.must(p.tok() == k); p.pos++ }
+func (p *parser) tok() tokKind     { return p.toks[p.pos].kind }
+func (p *parser) text() string     { t := p.toks[p.pos]; return p.src[t.start:t.end] }
+func (p *parser) expect(k tokKind) { p.must(p.tok() == k); p.pos++ }
 func (p *parser) must(ok bool) {
 	if !ok {
-		p.fail(p.pos)
+		panic(syntaxError{p.pos})
 	}
 }
-func isComparator(k tokKind) bool { return k >= tEQ && k <= tGE }
 
-// openRegion starts a prediction region unless one is unsettled; it reports
-// whether the caller owns the new region.
-func (p *parser) openRegion() bool {
-	if p.reg != nil {
-		return false
+// region starts a prediction region unless one is unsettled, and returns
+// what settles the region it started, if still open, at the current token
+// (the one that follows the construct).
+func (p *parser) region() func() {
+	if p.open {
+		return func() {}
 	}
-	p.reg = &region{}
-	return true
+	p.open = true
+	return func() {
+		if p.open {
+			p.settle(p.pos)
+		}
+	}
 }
 
-// settle marks the open region as decided at token index at.
+// settle marks the open region, if any, as decided at token index at.
 func (p *parser) settle(at int) {
-	if p.reg == nil {
-		return
+	for _, e := range p.pending {
+		p.fires[e] = at
 	}
-	for _, e := range p.reg.events {
-		p.events[e].fire = at
-	}
-	p.reg = nil
+	p.pending, p.open = p.pending[:0], false
 }
 
-// closeRegion settles the region the caller owns, if still open, at the
-// current token (the one that follows the construct).
-func (p *parser) closeRegion(owner bool) {
-	if owner && p.reg != nil {
-		p.settle(p.pos)
+// closeParen consumes the ')' around n and records a redundant pair when n
+// was already in parentheses.
+func (p *parser) closeParen(n *node) *node {
+	p.expect(tRParen)
+	if n.parens {
+		fire := p.pos - 1
+		if p.open {
+			p.pending = append(p.pending, len(p.fires))
+			fire = math.MaxInt
+		}
+		p.fires = append(p.fires, fire)
 	}
-}
-
-// redundant records a redundant pair of parentheses closed at token index
-// closeAt.
-func (p *parser) redundant(closeAt int) {
-	if p.reg == nil {
-		p.events = append(p.events, parenEvent{fire: closeAt})
-		return
-	}
-	p.reg.events = append(p.reg.events, len(p.events))
-	p.events = append(p.events, parenEvent{fire: math.MaxInt})
+	n.parens = true
+	return n
 }
 
 // run parses with fn and returns the first error as DynamoDB would report
-// it: a redundant pair of parentheses that ANTLR acts on before the first
-// syntax error, else the syntax error.
-func (p *parser) run(fn func()) (msg string, failed bool) {
-	errAt := math.MaxInt
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				se, ok := r.(syntaxError)
-				if !ok {
-					panic(r)
-				}
-				errAt = se.at
+// it ("" when none): a redundant pair of parentheses that ANTLR acts on
+// before the first syntax error, else the syntax error.
+func (p *parser) run(fn func()) (msg string) {
+	defer func() {
+		errAt := math.MaxInt
+		if r := recover(); r != nil {
+			se, ok := r.(syntaxError)
+			if !ok {
+				panic(r)
 			}
-		}()
-		fn()
-	}()
-	for _, e := range p.events {
-		if e.fire < errAt {
-			return msgRedundant, true
+			errAt, msg = se.at, syntaxMessage(p.src, p.toks, se.at)
 		}
-	}
-	if errAt != math.MaxInt {
-		return syntaxMessage(p.src, p.toks, errAt), true
-	}
-	return "", false
+		for _, fire := range p.fires {
+			if fire < errAt {
+				msg = msgRedundant
+			}
+		}
+	}()
+	fn()
+	return ""
 }
 
-// ---- paths and operands ----
-
-func (p *parser) parsePath() *pathNode {
-	pn := &pathNode{}
-	switch p.tok() {
-	case tID:
-		pn.els = append(pn.els, pathEl{kind: peID, text: p.text(p.pos)})
-	case tNAME:
-		s := p.text(p.pos)
-		pn.els = append(pn.els, pathEl{kind: peName, text: s, ph: p.names.add(s)})
-	default:
-		p.fail(p.pos)
-	}
-	p.pos++
+func (p *parser) parsePath() []pathEl {
+	var els []pathEl
+	p.must(p.tok() == tID || p.tok() == tNAME)
 	for {
+		e := pathEl{kind: p.tok(), text: p.text()}
+		switch e.kind {
+		case tNAME:
+			e.ph = placeholder(p.names, e.text)
+		case tVALUE:
+			e.ph = placeholder(p.values, e.text)
+		case tINDEX:
+			var err error
+			if e.index, err = strconv.ParseInt(e.text, 10, 32); err != nil {
+				e.index = -1
+			}
+			p.pos++
+			p.must(p.tok() == tRBrack)
+		}
+		els = append(els, e)
+		p.pos++
 		switch p.tok() {
 		case tDot:
 			p.pos++
-			s := p.text(p.pos)
-			switch p.tok() {
-			case tID:
-				pn.els = append(pn.els, pathEl{kind: peID, text: s})
-			case tNAME:
-				pn.els = append(pn.els, pathEl{kind: peName, text: s, ph: p.names.add(s)})
-			case tVALUE:
-				pn.els = append(pn.els, pathEl{kind: peValue, text: s, ph: p.values.add(s)})
-			default:
-				p.fail(p.pos)
-			}
-			p.pos++
+			p.must(p.tok() == tID || p.tok() == tNAME || p.tok() == tVALUE)
 		case tLBrack:
 			p.pos++
 			p.must(p.tok() == tINDEX)
-			digits := p.text(p.pos)
-			p.pos++
-			p.expect(tRBrack)
-			pn.els = append(pn.els, pathEl{kind: peIndex, text: digits, index: parseIndex(digits)})
 		default:
-			return pn
+			return els
 		}
 	}
-}
-
-func parseIndex(digits string) int64 {
-	var n int64
-	for i := 0; i < len(digits); i++ {
-		n = n*10 + int64(digits[i]-'0')
-		if n > math.MaxInt32 {
-			return -1
-		}
-	}
-	return n
 }
 
 // parseOperand parses an operand where the grammar allows nothing else
 // (function arguments, the right side of comparisons, arithmetic).
-func (p *parser) parseOperand() *operandNode {
+func (p *parser) parseOperand() *node {
 	switch p.tok() {
 	case tLParen:
 		p.pos++
-		o := p.parseOperand()
-		p.expect(tRParen)
-		if o.parens {
-			p.redundant(p.pos - 1)
-		}
-		o.parens = true
-		return o
+		return p.closeParen(p.parseOperand())
 	case tID:
-		if p.peek(1) == tLParen {
-			return &operandNode{kind: oFunc, fn: p.parseFunc()}
+		if p.toks[p.pos+1].kind == tLParen {
+			f := &node{kind: nFunc, spec: opSpecs[p.text()]}
+			if f.spec == nil { // an unknown function: rejected by the walk
+				f.spec = &opSpec{name: p.text()}
+			}
+			p.pos += 2 // name and '('
+			f.kids = p.operands()
+			p.expect(tRParen)
+			return f
 		}
-		return &operandNode{kind: oPath, path: p.parsePath()}
+		return &node{kind: nPath, path: p.parsePath()}
 	case tNAME:
-		return &operandNode{kind: oPath, path: p.parsePath()}
+		return &node{kind: nPath, path: p.parsePath()}
 	case tVALUE:
-		o := &operandNode{kind: oValue, ph: p.values.add(p.text(p.pos))}
+		o := &node{kind: nValue, ph: placeholder(p.values, p.text())}
 		p.pos++
 		return o
 	}
-	p.fail(p.pos)
-	return nil
+	panic(syntaxError{p.pos})
 }
 
-func (p *parser) parseFunc() *funcNode {
-	f := &funcNode{name: p.text(p.pos)}
-	f.spec = opSpecs[f.name]
-	p.pos += 2 // name and '('
-	f.args = append(f.args, p.parseOperand())
-	for p.tok() == tComma {
+// operands parses operand (',' operand)* after kids.
+func (p *parser) operands(kids ...*node) []*node {
+	for kids = append(kids, p.parseOperand()); p.tok() == tComma; {
 		p.pos++
-		f.args = append(f.args, p.parseOperand())
+		kids = append(kids, p.parseOperand())
 	}
-	p.expect(tRParen)
-	return f
+	return kids
 }
 
-// ---- conditions ----
-
-func (p *parser) parseCondition() *condNode {
+func (p *parser) parseCondition() *node {
 	c, _ := p.parseOr(false)
 	p.must(p.tok() == tEOF)
 	return c
@@ -262,196 +248,205 @@ func (p *parser) parseCondition() *condNode {
 
 // parseOr parses a condition. With allowOp (directly inside parentheses),
 // the content may turn out to be a lone operand, returned as op.
-func (p *parser) parseOr(allowOp bool) (c *condNode, op *operandNode) {
-	c, op = p.parseAnd(allowOp)
+func (p *parser) parseOr(allowOp bool) (c, op *node) {
+	return p.parseBinary(allowOp, tOR, nOr, func(allowOp bool) (*node, *node) { return p.parseBinary(allowOp, tAND, nAnd, p.parseNot) })
+}
+
+// parseBinary parses next (join next)*: AND binds tighter than OR.
+func (p *parser) parseBinary(allowOp bool, join tokKind, kind uint8, next func(bool) (*node, *node)) (c, op *node) {
+	c, op = next(allowOp)
 	if op != nil {
 		return nil, op
 	}
-	for p.tok() == tOR {
+	for p.tok() == join {
 		p.settle(p.pos)
 		p.pos++
-		r, _ := p.parseAnd(false)
-		c = &condNode{kind: cOr, l: c, r: r}
+		r, _ := next(false)
+		c = &node{kind: kind, kids: []*node{c, r}}
 	}
 	return c, nil
 }
 
-func (p *parser) parseAnd(allowOp bool) (c *condNode, op *operandNode) {
-	c, op = p.parseNot(allowOp)
-	if op != nil {
-		return nil, op
-	}
-	for p.tok() == tAND {
-		p.settle(p.pos)
-		p.pos++
-		r, _ := p.parseNot(false)
-		c = &condNode{kind: cAnd, l: c, r: r}
-	}
-	return c, nil
-}
-
-func (p *parser) parseNot(allowOp bool) (*condNode, *operandNode) {
+func (p *parser) parseNot(allowOp bool) (*node, *node) {
 	if p.tok() == tNOT {
 		p.settle(p.pos)
 		p.pos++
 		inner, _ := p.parseNot(false)
-		return &condNode{kind: cNot, l: inner}, nil
+		return &node{kind: nNot, kids: []*node{inner}}, nil
 	}
-	return p.parsePrimary(allowOp)
-}
-
-func (p *parser) parsePrimary(allowOp bool) (c *condNode, op *operandNode) {
-	owner := p.openRegion()
-	defer p.closeRegion(owner)
+	defer p.region()()
 	switch p.tok() {
 	case tLParen:
 		p.pos++
 		inner, iop := p.parseOr(true)
-		p.expect(tRParen)
-		closeAt := p.pos - 1
 		if iop != nil {
-			if iop.parens {
-				p.redundant(closeAt)
-			}
-			iop.parens = true
-			return p.afterFirstOperand(iop, allowOp)
+			return p.afterFirstOperand(p.closeParen(iop), allowOp)
 		}
-		if inner.parens {
-			p.redundant(closeAt)
-		}
-		inner.parens = true
-		return inner, nil
+		return p.closeParen(inner), nil
 	case tID, tNAME, tVALUE:
 		return p.afterFirstOperand(p.parseOperand(), allowOp)
 	}
-	p.fail(p.pos)
-	return nil, nil
+	panic(syntaxError{p.pos})
 }
 
 // afterFirstOperand continues a condition whose first operand is o.
-func (p *parser) afterFirstOperand(o *operandNode, allowOp bool) (*condNode, *operandNode) {
+func (p *parser) afterFirstOperand(o *node, allowOp bool) (*node, *node) {
 	k := p.tok()
+	if k == tCmp || k == tIN || k == tBETWEEN {
+		p.settle(p.pos)
+		p.pos++
+	}
 	switch {
-	case isComparator(k):
-		p.settle(p.pos)
-		p.pos++
-		r := p.parseOperand()
-		return &condNode{kind: cCmp, cmp: uint8(k - tEQ), ops: []*operandNode{o, r}, spec: opSpecs[cmpNames[k-tEQ]]}, nil
+	case k == tCmp:
+		t := p.toks[p.pos-1]
+		return &node{kind: nCmp, spec: opSpecs[p.src[t.start:t.end]], kids: []*node{o, p.parseOperand()}}, nil
 	case k == tIN:
-		p.settle(p.pos)
-		p.pos++
 		p.expect(tLParen)
-		ops := []*operandNode{o, p.parseOperand()}
-		for p.tok() == tComma {
-			p.pos++
-			ops = append(ops, p.parseOperand())
-		}
+		c := &node{kind: nIn, kids: p.operands(o), spec: opSpecs["IN"]}
 		p.expect(tRParen)
-		return &condNode{kind: cIn, ops: ops, spec: opSpecs["IN"]}, nil
+		return c, nil
 	case k == tBETWEEN:
-		p.settle(p.pos)
-		p.pos++
 		lo := p.parseOperand()
 		p.expect(tAND)
-		hi := p.parseOperand()
-		return &condNode{kind: cBetween, ops: []*operandNode{o, lo, hi}, spec: opSpecs["BETWEEN"]}, nil
+		return &node{kind: nBetween, kids: []*node{o, lo, p.parseOperand()}, spec: opSpecs["BETWEEN"]}, nil
 	case allowOp && k == tRParen:
 		return nil, o // decided by what follows the enclosing parenthesis
-	case o.kind == oFunc:
+	case o.kind == nFunc:
 		p.settle(p.pos)
-		return &condNode{kind: cFunc, fn: o.fn, parens: o.parens}, nil
+		return o, nil
 	}
-	p.fail(p.pos)
-	return nil, nil
+	panic(syntaxError{p.pos})
 }
 
-// ---- update expressions ----
-
-func (p *parser) parseUpdate() []*section {
-	var secs []*section
+func (p *parser) parseUpdate() []*action {
+	var acts []*action
 	for {
-		var kind uint8
-		switch p.tok() {
-		case tSET:
-			kind = aSet
-		case tREMOVE:
-			kind = aRemove
-		case tADD:
-			kind = aAdd
-		case tDELETE:
-			kind = aDelete
-		default:
-			p.must(len(secs) > 0 && p.tok() == tEOF)
-			return secs
+		k := p.tok()
+		if k < tSET || k > tREMOVE {
+			p.must(len(acts) > 0 && k == tEOF)
+			return acts
 		}
-		p.pos++
-		s := &section{kind: kind}
 		for {
-			s.actions = append(s.actions, p.parseAction(kind))
+			p.pos++
+			a := &action{kind: k, path: p.parsePath()}
+			switch k {
+			case tSET:
+				p.must(p.tok() == tCmp && p.text() == "=")
+				p.pos++
+				settle := p.region()
+				a.val = p.setCover(false)
+				settle()
+			case tADD, tDELETE:
+				p.must(p.tok() == tVALUE)
+				a.ph = placeholder(p.values, p.text())
+				p.pos++
+			}
+			acts = append(acts, a)
 			if p.tok() != tComma {
+				a.last = true
 				break
 			}
-			p.pos++
 		}
-		secs = append(secs, s)
 	}
 }
 
-func (p *parser) parseAction(kind uint8) *action {
-	a := &action{kind: kind, path: p.parsePath()}
-	switch kind {
-	case aSet:
-		p.expect(tEQ)
-		a.val = p.parseSetValue()
-	case aAdd, aDelete:
-		p.must(p.tok() == tVALUE)
-		a.ph = p.values.add(p.text(p.pos))
-		p.pos++
-	}
-	return a
-}
-
-func (p *parser) parseSetValue() *setValue {
-	owner := p.openRegion()
-	defer p.closeRegion(owner)
-	return p.setCover(false)
-}
-
-func (p *parser) setCover(inParen bool) *setValue {
+// setCover parses a SET value: an operand, or arithmetic (nArith).
+func (p *parser) setCover(inParen bool) *node {
+	var o *node
 	if p.tok() == tLParen {
 		p.pos++
-		inner := p.setCover(true)
-		p.expect(tRParen)
-		closeAt := p.pos - 1
-		if inner.arith {
-			if inner.parens {
-				p.redundant(closeAt)
-			}
-			inner.parens = true
-			return inner
+		if o = p.closeParen(p.setCover(true)); o.kind == nArith {
+			return o
 		}
-		if inner.l.parens {
-			p.redundant(closeAt)
-		}
-		inner.l.parens = true
-		return p.afterSetOperand(inner.l, inParen)
+	} else {
+		o = p.parseOperand()
 	}
-	return p.afterSetOperand(p.parseOperand(), inParen)
-}
-
-func (p *parser) afterSetOperand(o *operandNode, inParen bool) *setValue {
 	if k := p.tok(); k == tPlus || k == tMinus {
 		p.settle(p.pos)
 		p.pos++
-		r := p.parseOperand()
-		v := &setValue{arith: true, minus: k == tMinus, l: o, r: r, kids: []*operandNode{o, r}, spec: opSpecs["+"]}
-		if v.minus {
-			v.spec = opSpecs["-"]
+		n := &node{kind: nArith, kids: []*node{o, p.parseOperand()}, spec: opSpecs["+"]}
+		if k == tMinus {
+			n.spec = opSpecs["-"]
 		}
-		return v
+		return n
 	}
 	if !inParen || p.tok() != tRParen {
 		p.settle(p.pos)
 	}
-	return &setValue{l: o}
+	return o
+}
+
+// The walker reproduces the checks DynamoDB makes while translating the
+// parse tree (DynamoDB Local's ASTListener), in the same order: a
+// depth-first walk in which function names are checked when a call is
+// entered, identifiers and list indexes when they are left, and repeated
+// sections when a section is left.
+type walker struct {
+	update  bool
+	nesting int
+	err     string // the first fault
+}
+
+func (w *walker) path(els []pathEl) {
+	for _, e := range els {
+		switch {
+		case w.err != "":
+			return
+		case e.kind == tID && isReserved(e.text):
+			w.err = "Attribute name is a reserved keyword; reserved keyword: " + e.text
+		case e.kind == tINDEX && e.index < 0:
+			w.err = "List index is not within the allowable range; index: [" + e.text + "]"
+		}
+	}
+}
+
+func (w *walker) walk(n *node) {
+	switch {
+	case w.err != "":
+		return
+	case n.kind == nPath:
+		w.path(n.path)
+	case n.kind == nFunc:
+		w.call(n)
+	}
+	nest := 0
+	if n.kind < nAnd { // functions and operators nest their operands; AND, OR and NOT do not
+		nest = 1
+	}
+	w.nesting += nest
+	for _, k := range n.kids {
+		w.walk(k)
+	}
+	w.nesting -= nest
+}
+
+// call checks the name of a function and its place.
+func (w *walker) call(f *node) {
+	name, use := f.spec.name, f.spec.use
+	switch {
+	case use == 0:
+		w.err = "Invalid function name; function: " + name
+	case w.update && use&useUpdate == 0:
+		w.err = "The function is not allowed in an update expression; function: " + name
+	case !w.update && use&useCond == 0:
+		w.err = "The function is not allowed in a condition expression; function: " + name
+	case w.nesting > 0 && name != "if_not_exists" && name != "size", w.nesting == 0 && !w.update && use&useBool == 0:
+		w.err = "The function is not allowed to be used this way in an expression; function: " + name
+	}
+}
+
+func (w *walker) actions(acts []*action) {
+	var seen [tREMOVE + 1]bool
+	for _, a := range acts {
+		w.path(a.path)
+		if a.kind == tSET {
+			w.walk(a.val)
+		}
+		if a.last && w.err == "" {
+			if seen[a.kind] {
+				w.err = `The "` + sectionNames[a.kind-tSET] + `" section can only be used once in an update expression;`
+			}
+			seen[a.kind] = true
+		}
+	}
 }

@@ -1,78 +1,45 @@
 package expr
 
 import (
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
-	"unicode/utf8"
+	"unicode/utf16"
 )
 
 // DynamoDB detects overlapping and conflicting update paths while building a
-// tree of the paths (DynamoDB Local's ExpressionValidator.buildProjectionTree),
-// one path at a time in reverse order of the actions. When a path collides,
-// "path two" of the message is read off the tree by following, at each
-// level, the first key of a java.util.HashMap whose keys hash as
-// DocPathMapElement / DocPathListElement do. This file reproduces that,
-// Java hash iteration order included, so the message names the same path.
+// tree of the paths, last action first (ExpressionValidator.buildProjectionTree),
+// and reads "path two" of its message off the tree by following the first
+// key, in java.util.HashMap order, at each level. This file reproduces that.
 
-// resolvedEl is a path element after placeholders are resolved.
-type resolvedEl struct {
-	list  bool   // a list index, not a map key
-	name  string // map key
-	index int64  // list index
-}
-
-func (e resolvedEl) String() string {
-	if e.list {
-		return "[" + strconv.FormatInt(e.index, 10) + "]"
-	}
-	return e.name
-}
-
-func pathString(els []resolvedEl) string {
-	var sb strings.Builder
-	sb.WriteByte('[')
+// pathString prints a resolved path as DynamoDB's messages do: [a, [1]].
+func pathString(els []pathEl) string {
+	s := make([]string, len(els))
 	for i, e := range els {
-		if i > 0 {
-			sb.WriteString(", ")
+		s[i] = e.text
+		if e.kind == tINDEX {
+			s[i] = "[" + e.text + "]"
 		}
-		sb.WriteString(e.String())
 	}
-	sb.WriteByte(']')
-	return sb.String()
+	return "[" + strings.Join(s, ", ") + "]"
 }
 
-// javaStringHash is java.lang.String.hashCode: over UTF-16 code units.
+// javaStringHash is java.lang.String.hashCode: over UTF-16 code units (a
+// byte that is not UTF-8 counts as U+FFFD).
 func javaStringHash(s string) int32 {
 	var h int32
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			h = 31*h + int32(c)
-			i++
-			continue
-		}
-		r, w := utf8.DecodeRuneInString(s[i:])
-		i += w
-		if r >= 0x10000 {
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-		} else {
-			h = 31*h + int32(r)
-		}
+	for _, c := range utf16.Encode([]rune(s)) {
+		h = 31*h + int32(c)
 	}
 	return h
 }
 
 // elHash is the hashCode of the DocPath element: commons-lang
 // HashCodeBuilder(8191, 127).append(field), i.e. 8191*127 + field hash.
-func elHash(e resolvedEl) int32 {
-	const base = int32(8191 * 127)
-	if e.list {
-		return base + int32(e.index)
+func elHash(e pathEl) int32 {
+	if e.kind == tINDEX {
+		return 8191*127 + int32(e.index)
 	}
-	return base + javaStringHash(e.name)
+	return 8191*127 + javaStringHash(e.text)
 }
 
 // javaOrder returns the iteration order of a java.util.HashMap into which
@@ -82,10 +49,8 @@ func elHash(e resolvedEl) int32 {
 // colliding keys, are not modelled.)
 func javaOrder(hashes []int32) []int {
 	capacity := 16
-	for n := 1; n <= len(hashes); n++ {
-		if n > capacity*3/4 {
-			capacity *= 2
-		}
+	for capacity*3/4 < len(hashes) {
+		capacity *= 2
 	}
 	order := make([]int, len(hashes))
 	for i := range order {
@@ -95,23 +60,14 @@ func javaOrder(hashes []int32) []int {
 		h := uint32(hashes[i])
 		return int((h ^ h>>16) & uint32(capacity-1))
 	}
-	sort.SliceStable(order, func(a, b int) bool { return bucket(order[a]) < bucket(order[b]) })
+	slices.SortStableFunc(order, func(a, b int) int { return bucket(a) - bucket(b) })
 	return order
 }
 
 // ptNode is a node of the path tree; a nil child marks the end of a path.
 type ptNode struct {
-	keys     []resolvedEl
+	keys     []pathEl
 	children []*ptNode
-}
-
-func (n *ptNode) find(e resolvedEl) int {
-	for i, k := range n.keys {
-		if k == e {
-			return i
-		}
-	}
-	return -1
 }
 
 // first returns the index of the key a HashMap iteration yields first.
@@ -123,47 +79,36 @@ func (n *ptNode) first() int {
 	return javaOrder(hashes)[0]
 }
 
-func chain(rest []resolvedEl) *ptNode {
-	if len(rest) == 0 {
-		return nil
-	}
-	return &ptNode{keys: []resolvedEl{rest[0]}, children: []*ptNode{chain(rest[1:])}}
-}
-
-// leafPath is buildPathToProjectionTreeLeaf: the first depth elements of
-// path, then the first keys down from node to a leaf.
-func leafPath(path []resolvedEl, depth int, node *ptNode) []resolvedEl {
-	out := append([]resolvedEl(nil), path[:depth]...)
-	for node != nil && len(node.keys) > 0 {
-		i := node.first()
-		out = append(out, node.keys[i])
-		node = node.children[i]
-	}
-	return out
-}
-
 // insert adds path to the tree rooted at root and returns DynamoDB's message
 // if it overlaps or conflicts with a path already there.
-func (root *ptNode) insert(path []resolvedEl) string {
+func (root *ptNode) insert(path []pathEl) string {
 	node := root
-	for depth := 0; ; depth++ {
-		e := path[depth]
-		i := node.find(e)
-		if i < 0 {
-			if len(node.keys) > 0 && node.keys[node.first()].list != e.list {
-				return "Two document paths conflict with each other; must remove or rewrite one of these paths; path one: " +
-					pathString(path) + ", path two: " + pathString(leafPath(path, depth, node))
+	for depth, e := range path {
+		i := slices.Index(node.keys, e)
+		if i < 0 && (len(node.keys) == 0 || node.keys[0].kind == e.kind) {
+			var child *ptNode // the rest of the path, as a chain
+			for _, r := range slices.Backward(path[depth+1:]) {
+				child = &ptNode{keys: []pathEl{r}, children: []*ptNode{child}}
 			}
-			node.keys = append(node.keys, e)
-			node.children = append(node.children, chain(path[depth+1:]))
+			node.keys, node.children = append(node.keys, e), append(node.children, child)
 			return ""
 		}
-		child := node.children[i]
-		if child != nil && depth+1 < len(path) {
-			node = child
+		if i >= 0 && node.children[i] != nil && depth+1 < len(path) {
+			node = node.children[i]
 			continue
 		}
-		return "Two document paths overlap with each other; must remove or rewrite one of these paths; path one: " +
-			pathString(path) + ", path two: " + pathString(leafPath(path, depth, node))
+		what := "overlap"
+		if i < 0 {
+			what = "conflict" // a list index where the tree has a name, or the reverse
+		}
+		// "path two": the path so far, then the first keys down to a leaf.
+		two := slices.Clone(path[:depth])
+		for node != nil && len(node.keys) > 0 {
+			f := node.first()
+			two, node = append(two, node.keys[f]), node.children[f]
+		}
+		return "Two document paths " + what + " with each other; must remove or rewrite one of these paths; path one: " +
+			pathString(path) + ", path two: " + pathString(two)
 	}
+	return ""
 }
