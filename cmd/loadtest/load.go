@@ -81,8 +81,8 @@ func execute(ctx context.Context, o *options, stderr io.Writer) (*report, error)
 	for p := range o.processes {
 		opts := []limiter.Option{limiter.WithNamespace(r.ns), limiter.WithObserver(r.obs), limiter.WithLogger(logger),
 			limiter.WithRand(rand.New(rand.NewPCG(o.seed, uint64(p)+1)))}
-		if opt := localRefusals(o.localRefusals); opt != nil {
-			opts = append(opts, opt)
+		if !o.localRefusals {
+			opts = append(opts, limiter.WithLocalRefusals(false))
 		}
 		if o.reservations {
 			opts = append(opts, limiter.WithReservations())
