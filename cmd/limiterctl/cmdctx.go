@@ -205,6 +205,16 @@ func (c *cmdCtx) tabular(header ...string) *tabwriter.Writer {
 	return w
 }
 
+// mapped returns f of every element of xs, in order; never nil, so that
+// an empty list is [] in JSON.
+func mapped[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
+}
+
 func row(w io.Writer, cells ...any) {
 	for i, x := range cells {
 		if i > 0 {

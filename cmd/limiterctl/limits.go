@@ -31,12 +31,12 @@ func init() {
 				scope := scoped(c)
 				return func() error { return limitsDelete(c, scope()) }
 			}},
-		&command{path: "limits list", short: "every limit stored in the namespace (or for one --entity)",
+		&command{path: "limits list", admin: true, short: "every limit stored in the namespace (or for one --entity)",
 			setup: func(c *cmdCtx) func() error {
 				entity := c.fs.String("entity", "", "only this entity's")
 				return func() error { return limitsList(c, *entity) }
 			}},
-		&command{path: "limits export", short: "write the namespace's stored limits as a manifest (for plan, apply, diff)",
+		&command{path: "limits export", admin: true, short: "write the namespace's stored limits as a manifest (for plan, apply, diff)",
 			setup: func(c *cmdCtx) func() error {
 				file := c.fs.String("f", "", "write to this file instead of standard output")
 				return func() error { return limitsExport(c, *file) }
@@ -108,11 +108,9 @@ type storedLimitsJSON struct {
 }
 
 func storedJSON(stored []admin.StoredLimits) []storedLimitsJSON {
-	out := make([]storedLimitsJSON, len(stored))
-	for i, s := range stored {
-		out[i] = storedLimitsJSON{s.Scope.Entity, s.Scope.Resource, limitsJSON(s.Limits)}
-	}
-	return out
+	return mapped(stored, func(s admin.StoredLimits) storedLimitsJSON {
+		return storedLimitsJSON{s.Scope.Entity, s.Scope.Resource, limitsJSON(s.Limits)}
+	})
 }
 
 func limitsSet(c *cmdCtx, s admin.Scope) error {
@@ -156,10 +154,7 @@ func limitsDelete(c *cmdCtx, s admin.Scope) error {
 }
 
 func limitsList(c *cmdCtx, entity string) error {
-	adm, err := c.admin()
-	if err != nil {
-		return err
-	}
+	adm := c.adm
 	stored, err := adm.ListLimits(c.ctx, entity)
 	if err != nil {
 		return err
@@ -182,10 +177,7 @@ func orDash(s string) string {
 }
 
 func limitsExport(c *cmdCtx, file string) error {
-	adm, err := c.admin()
-	if err != nil {
-		return err
-	}
+	adm := c.adm
 	stored, err := adm.ListLimits(c.ctx, "")
 	if err != nil {
 		return err
