@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 
@@ -9,28 +10,19 @@ import (
 )
 
 func init() {
-	scoped := func(c *cmdCtx) func() admin.Scope {
-		entity := c.fs.String("entity", "", "the entity (with --resource: on that resource only)")
-		resource := c.fs.String("resource", "", "the resource (without --entity: for every entity)")
-		return func() admin.Scope { return admin.Scope{Entity: *entity, Resource: *resource} }
+	// scoped is the setup of a command on the scope of --entity and --resource.
+	scoped := func(run func(*cmdCtx, admin.Scope) error) func(c *cmdCtx) func() error {
+		return func(c *cmdCtx) func() error {
+			entity := c.fs.String("entity", "", "the entity (with --resource: on that resource only)")
+			resource := c.fs.String("resource", "", "the resource (without --entity: for every entity)")
+			return func() error { return run(c, admin.Scope{Entity: *entity, Resource: *resource}) }
+		}
 	}
 	register(
-		&command{path: "limits get", short: "the limits stored for a scope (--entity, --resource or both)",
-			setup: func(c *cmdCtx) func() error {
-				scope := scoped(c)
-				return func() error { return limitsGet(c, scope()) }
-			}},
+		&command{path: "limits get", short: "the limits stored for a scope (--entity, --resource or both)", setup: scoped(limitsGet)},
 		&command{path: "limits set", args: "LIMIT...", minArgs: 1, maxArgs: -1,
-			short: "store limits for a scope: name:rate/period[:burst], e.g. rpm:100/min:150",
-			setup: func(c *cmdCtx) func() error {
-				scope := scoped(c)
-				return func() error { return limitsSet(c, scope()) }
-			}},
-		&command{path: "limits delete", short: "delete the limits stored for a scope",
-			setup: func(c *cmdCtx) func() error {
-				scope := scoped(c)
-				return func() error { return limitsDelete(c, scope()) }
-			}},
+			short: "store limits for a scope: name:rate/period[:burst], e.g. rpm:100/min:150", setup: scoped(limitsSet)},
+		&command{path: "limits delete", short: "delete the limits stored for a scope", setup: scoped(limitsDelete)},
 		&command{path: "limits list", admin: true, short: "every limit stored in the namespace (or for one --entity)",
 			setup: func(c *cmdCtx) func() error {
 				entity := c.fs.String("entity", "", "only this entity's")
@@ -169,12 +161,7 @@ func limitsList(c *cmdCtx, entity string) error {
 	return w.Flush()
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+func orDash(s string) string { return cmp.Or(s, "-") }
 
 func limitsExport(c *cmdCtx, file string) error {
 	adm := c.adm
