@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -151,10 +152,8 @@ func New(st store.Store, opts Options) (*Processor, error) {
 		if !keys.UsageWindow(w).Valid() {
 			return nil, fmt.Errorf("aggregator: invalid window %v", w)
 		}
-		for _, v := range p.windows[:i] {
-			if v == w {
-				return nil, fmt.Errorf("aggregator: window %v given twice", w)
-			}
+		if slices.Contains(p.windows[:i], w) {
+			return nil, fmt.Errorf("aggregator: window %v given twice", w)
 		}
 		p.retention[w] = DefaultRetention(w)
 		if d, ok := opts.Retention[w]; ok {
@@ -166,7 +165,7 @@ func New(st store.Store, opts Options) (*Processor, error) {
 			p.retention[w] = d
 		}
 	}
-	sort.Slice(p.windows, func(i, j int) bool { return p.windows[i] < p.windows[j] })
+	slices.Sort(p.windows)
 	for _, ns := range opts.Namespaces {
 		if ns == "" {
 			return nil, errors.New("aggregator: empty namespace in Namespaces")
