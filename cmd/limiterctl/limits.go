@@ -10,12 +10,18 @@ import (
 )
 
 func init() {
-	// scoped is the setup of a command on the scope of --entity and --resource.
+	// scoped is the setup of a command on the scope of --entity and
+	// --resource, at least one of them.
 	scoped := func(run func(*cmdCtx, admin.Scope) error) func(c *cmdCtx) func() error {
 		return func(c *cmdCtx) func() error {
 			entity := c.fs.String("entity", "", "the entity (with --resource: on that resource only)")
 			resource := c.fs.String("resource", "", "the resource (without --entity: for every entity)")
-			return func() error { return run(c, admin.Scope{Entity: *entity, Resource: *resource}) }
+			return func() error {
+				if *entity == "" && *resource == "" {
+					return usageErrorf("%s needs --entity, --resource or both", c.cmd.path)
+				}
+				return run(c, admin.Scope{Entity: *entity, Resource: *resource})
+			}
 		}
 	}
 	register(
@@ -51,18 +57,8 @@ func init() {
 	}
 }
 
-func (c *cmdCtx) needScope(s admin.Scope) error {
-	if s.Entity == "" && s.Resource == "" {
-		return usageErrorf("%s needs --entity, --resource or both", c.cmd.path)
-	}
-	return nil
-}
-
 // storedFor reads the limits stored for exactly s.
 func (c *cmdCtx) storedFor(s admin.Scope) (*admin.Admin, []limiter.Limit, bool, error) {
-	if err := c.needScope(s); err != nil {
-		return nil, nil, false, err
-	}
 	adm, err := c.admin()
 	if err != nil {
 		return nil, nil, false, err
@@ -106,9 +102,6 @@ func storedJSON(stored []admin.StoredLimits) []storedLimitsJSON {
 }
 
 func limitsSet(c *cmdCtx, s admin.Scope) error {
-	if err := c.needScope(s); err != nil {
-		return err
-	}
 	ls, err := parseLimits(c.args)
 	if err != nil {
 		return usageErrorf("%v", err)
