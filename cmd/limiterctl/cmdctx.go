@@ -135,9 +135,8 @@ func (c *cmdCtx) limiter() (*limiter.Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []limiter.Option{limiter.WithNamespace(c.namespace), limiter.WithCacheTTL(0),
-		limiter.WithLogger(slog.New(slog.DiscardHandler))}
-	if c.lim, err = limiter.New(st, opts...); err != nil {
+	if c.lim, err = limiter.New(st, limiter.WithNamespace(c.namespace), limiter.WithCacheTTL(0),
+		limiter.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
 		return nil, usageErrorf("%v", err)
 	}
 	return c.lim, nil

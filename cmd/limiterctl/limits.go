@@ -58,17 +58,16 @@ func init() {
 }
 
 // storedFor reads the limits stored for exactly s.
-func (c *cmdCtx) storedFor(s admin.Scope) (*admin.Admin, []limiter.Limit, bool, error) {
+func (c *cmdCtx) storedFor(s admin.Scope) ([]limiter.Limit, bool, error) {
 	adm, err := c.admin()
 	if err != nil {
-		return nil, nil, false, err
+		return nil, false, err
 	}
-	ls, ok, err := adm.GetLimits(c.ctx, s)
-	return adm, ls, ok, err
+	return adm.GetLimits(c.ctx, s)
 }
 
 func limitsGet(c *cmdCtx, s admin.Scope) error {
-	_, ls, ok, err := c.storedFor(s)
+	ls, ok, err := c.storedFor(s)
 	if err != nil {
 		return err
 	}
@@ -121,14 +120,14 @@ func limitsSet(c *cmdCtx, s admin.Scope) error {
 }
 
 func limitsDelete(c *cmdCtx, s admin.Scope) error {
-	adm, ls, ok, err := c.storedFor(s)
+	ls, ok, err := c.storedFor(s)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return fmt.Errorf("no limits stored for %v in namespace %q; nothing deleted (limiterctl limits list shows what is stored)", s, c.namespace)
 	}
-	if err := adm.DeleteLimits(c.ctx, s); err != nil {
+	if err := c.adm.DeleteLimits(c.ctx, s); err != nil {
 		return err
 	}
 	if c.json() {

@@ -434,8 +434,7 @@ func (r *loadRun) startProgress(stderr io.Writer) func() {
 		return func() {}
 	}
 	start := time.Now()
-	stop := make(chan struct{})
-	done := make(chan struct{})
+	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		t := time.NewTicker(o.progress)
