@@ -1,10 +1,12 @@
 package aggregator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -139,10 +141,8 @@ func New(st store.Store, opts Options) (*Processor, error) {
 	if st == nil {
 		return nil, errors.New("aggregator: store must not be nil")
 	}
-	p := &Processor{st: st, reportMalformed: opts.ReportMalformed, log: opts.Logger, known: make(map[string]shardState)}
-	if p.log == nil {
-		p.log = slog.Default()
-	}
+	p := &Processor{st: st, reportMalformed: opts.ReportMalformed, log: cmp.Or(opts.Logger, slog.Default()),
+		known: make(map[string]shardState)}
 	p.windows = opts.Windows
 	if len(p.windows) == 0 {
 		p.windows = DefaultWindows
@@ -152,10 +152,8 @@ func New(st store.Store, opts Options) (*Processor, error) {
 		if !keys.UsageWindow(w).Valid() {
 			return nil, fmt.Errorf("aggregator: invalid window %v", w)
 		}
-		for _, v := range p.windows[:i] {
-			if v == w {
-				return nil, fmt.Errorf("aggregator: window %v given twice", w)
-			}
+		if slices.Contains(p.windows[:i], w) {
+			return nil, fmt.Errorf("aggregator: window %v given twice", w)
 		}
 		p.retention[w] = DefaultRetention(w)
 		if d, ok := opts.Retention[w]; ok {
@@ -167,7 +165,7 @@ func New(st store.Store, opts Options) (*Processor, error) {
 			p.retention[w] = d
 		}
 	}
-	sort.Slice(p.windows, func(i, j int) bool { return p.windows[i] < p.windows[j] })
+	slices.Sort(p.windows)
 	for _, ns := range opts.Namespaces {
 		if ns == "" {
 			return nil, errors.New("aggregator: empty namespace in Namespaces")
@@ -180,25 +178,13 @@ func New(st store.Store, opts Options) (*Processor, error) {
 	switch {
 	case opts.HotPercent > 100:
 		return nil, fmt.Errorf("aggregator: HotPercent %d is above 100", opts.HotPercent)
-	case opts.HotPercent == 0:
-		p.hotPercent = DefaultHotPercent
-	case opts.HotPercent > 0:
-		p.hotPercent = int64(opts.HotPercent)
-	}
-	switch {
 	case opts.MaxShards < 0:
 		return nil, fmt.Errorf("aggregator: MaxShards %d is negative", opts.MaxShards)
-	case opts.MaxShards == 0:
-		p.maxShards = DefaultMaxShards
-	default:
-		p.maxShards = opts.MaxShards
 	}
-	switch {
-	case opts.ShardCooldown == 0:
-		p.cooldown = DefaultShardCooldown
-	case opts.ShardCooldown > 0:
-		p.cooldown = opts.ShardCooldown
-	}
+	// Zero is the default; a negative HotPercent or ShardCooldown is off.
+	p.hotPercent = max(int64(cmp.Or(opts.HotPercent, DefaultHotPercent)), 0)
+	p.maxShards = cmp.Or(opts.MaxShards, DefaultMaxShards)
+	p.cooldown = max(cmp.Or(opts.ShardCooldown, DefaultShardCooldown), 0)
 	return p, nil
 }
 

@@ -83,11 +83,7 @@ func malformed(field, reason string) *MalformedError {
 // attributes are left out. Keys must be strings.
 func FromLambda(er events.DynamoDBEventRecord) (Record, error) {
 	c := &er.Change
-	r := Record{
-		EventID:        er.EventID,
-		EventName:      er.EventName,
-		SequenceNumber: c.SequenceNumber,
-	}
+	r := Record{EventID: er.EventID, EventName: er.EventName, SequenceNumber: c.SequenceNumber}
 	if !c.ApproximateCreationDateTime.IsZero() {
 		r.At = c.ApproximateCreationDateTime.UTC()
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -100,7 +101,8 @@ func (p *poller) pass(ctx context.Context) (int, error) {
 		id := aws.ToString(sh.ShardId)
 		// A child shard waits for its parent: records of one item stay in
 		// order across a split.
-		if p.ended[id] || sh.ParentShardId != nil && !p.ended[*sh.ParentShardId] && known(shards, *sh.ParentShardId) {
+		if p.ended[id] || sh.ParentShardId != nil && !p.ended[*sh.ParentShardId] &&
+			slices.ContainsFunc(shards, func(s types.Shard) bool { return aws.ToString(s.ShardId) == *sh.ParentShardId }) {
 			continue
 		}
 		iter := p.iters[id]
@@ -128,15 +130,6 @@ func (p *poller) pass(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-func known(shards []types.Shard, id string) bool {
-	for _, s := range shards {
-		if aws.ToString(s.ShardId) == id {
-			return true
-		}
-	}
-	return false
-}
-
 // maxBatchAttempts bounds how often a batch whose records keep failing is
 // retried before the poller stops with an error.
 const maxBatchAttempts = 10
@@ -157,8 +150,11 @@ func (p *poller) handle(ctx context.Context, recs []types.Record) error {
 			return nil
 		}
 		if attempt == maxBatchAttempts {
-			return fmt.Errorf("a batch failed %d times, first at record %s: %w", attempt, resp.BatchItemFailures[0].ItemIdentifier,
-				errors.Join(failureErrors(res)...))
+			var errs []error
+			for _, f := range res.Failures {
+				errs = append(errs, f.Err)
+			}
+			return fmt.Errorf("a batch failed %d times, first at record %s: %w", attempt, resp.BatchItemFailures[0].ItemIdentifier, errors.Join(errs...))
 		}
 		first := resp.BatchItemFailures[0].ItemIdentifier
 		for i, r := range ev.Records {
@@ -174,12 +170,4 @@ func (p *poller) handle(ctx context.Context, recs []types.Record) error {
 		}
 	}
 	return nil
-}
-
-func failureErrors(res aggregator.Result) []error {
-	errs := make([]error, 0, len(res.Failures))
-	for _, f := range res.Failures {
-		errs = append(errs, f.Err)
-	}
-	return errs
 }

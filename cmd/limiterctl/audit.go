@@ -10,7 +10,7 @@ import (
 
 func init() {
 	register(
-		&command{path: "bucket reset", args: "ENTITY RESOURCE", minArgs: 2, maxArgs: 2,
+		&command{path: "bucket reset", admin: true, args: "ENTITY RESOURCE", minArgs: 2, maxArgs: 2,
 			short: "delete every shard of a bucket so it starts full again (needs --yes)",
 			setup: func(c *cmdCtx) func() error {
 				yes := c.fs.Bool("yes", false, "confirm: delete the bucket's shard items")
@@ -27,10 +27,7 @@ func init() {
 }
 
 func bucketReset(c *cmdCtx, yes bool) error {
-	adm, err := c.admin()
-	if err != nil {
-		return err
-	}
+	adm := c.adm
 	entity, resource := c.args[0], c.args[1]
 	if !yes {
 		bs, err := adm.Buckets(c.ctx, entity, resource)
@@ -105,11 +102,9 @@ func auditList(c *cmdCtx, resource string, limit int) error {
 		return fmt.Errorf("no audit records for %v in namespace %q", admin.Scope{Entity: q.Entity, Resource: q.Resource}, c.namespace)
 	}
 	if c.json() {
-		out := make([]auditJSON, len(recs))
-		for i, r := range recs {
-			out[i] = auditJSON{r.At, r.Principal, string(r.Action), r.Scope.Entity, r.Scope.Resource, toStateOut(r.Before), toStateOut(r.After)}
-		}
-		return c.printJSON(out)
+		return c.printJSON(mapped(recs, func(r admin.AuditRecord) auditJSON {
+			return auditJSON{r.At, r.Principal, string(r.Action), r.Scope.Entity, r.Scope.Resource, toStateOut(r.Before), toStateOut(r.After)}
+		}))
 	}
 	w := c.tabular("WHEN (UTC)", "WHO", "ACTION", "SCOPE", "BEFORE", "AFTER")
 	for _, r := range recs {

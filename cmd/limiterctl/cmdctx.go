@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,17 +53,10 @@ func newCmdCtx(ctx context.Context, stdout, stderr io.Writer) *cmdCtx {
 	c.fs.StringVar(&c.table, "table", os.Getenv("LIMITER_TABLE"), "the limiter's table ($LIMITER_TABLE)")
 	c.fs.StringVar(&c.region, "region", "", "AWS region ($AWS_REGION, else us-east-1)")
 	c.fs.StringVar(&c.endpoint, "endpoint", os.Getenv("LIMITER_ENDPOINT"), "DynamoDB endpoint URL, e.g. http://localhost:8000 ($LIMITER_ENDPOINT)")
-	c.fs.StringVar(&c.namespace, "namespace", envOr("LIMITER_NAMESPACE", "default"), "the limiter namespace ($LIMITER_NAMESPACE)")
+	c.fs.StringVar(&c.namespace, "namespace", cmp.Or(os.Getenv("LIMITER_NAMESPACE"), "default"), "the limiter namespace ($LIMITER_NAMESPACE)")
 	c.fs.StringVar(&c.principal, "principal", "", "who changes are recorded as ($LIMITER_PRINCIPAL, else $USER)")
 	c.fs.StringVar(&c.output, "o", "table", "output format: table or json")
 	return c
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 // parse parses flags from args. With interleave, flags may follow
@@ -101,12 +95,7 @@ func (c *cmdCtx) dynamo() (*dynamodb.Client, error) {
 	if c.client != nil {
 		return c.client, nil
 	}
-	region := c.region
-	for _, alt := range []string{os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION"), "us-east-1"} {
-		if region == "" {
-			region = alt
-		}
-	}
+	region := cmp.Or(c.region, os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION"), "us-east-1")
 	// No SDK log lines: limiterctl reports errors itself, and DynamoDB
 	// Local's answers to calls it does not implement make the SDK warn.
 	opts := []func(*config.LoadOptions) error{config.WithRegion(region), config.WithLogger(logging.Nop{})}
@@ -146,9 +135,8 @@ func (c *cmdCtx) limiter() (*limiter.Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []limiter.Option{limiter.WithNamespace(c.namespace), limiter.WithCacheTTL(0),
-		limiter.WithLogger(slog.New(slog.DiscardHandler))}
-	if c.lim, err = limiter.New(st, opts...); err != nil {
+	if c.lim, err = limiter.New(st, limiter.WithNamespace(c.namespace), limiter.WithCacheTTL(0),
+		limiter.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
 		return nil, usageErrorf("%v", err)
 	}
 	return c.lim, nil
@@ -176,15 +164,21 @@ func (c *cmdCtx) admin() (*admin.Admin, error) {
 
 // openStore returns the DynamoDB store of the table.
 func (c *cmdCtx) openStore() (store.Store, error) {
-	table, err := c.tableName()
-	if err != nil {
-		return nil, err
-	}
-	client, err := c.dynamo()
+	table, client, err := c.tableClient()
 	if err != nil {
 		return nil, err
 	}
 	return dynamo.New(client, table), nil
+}
+
+// tableClient returns --table and the DynamoDB client.
+func (c *cmdCtx) tableClient() (string, *dynamodb.Client, error) {
+	table, err := c.tableName()
+	if err != nil {
+		return "", nil, err
+	}
+	client, err := c.dynamo()
+	return table, client, err
 }
 
 // json reports whether -o json was asked for.
@@ -203,6 +197,16 @@ func (c *cmdCtx) tabular(header ...string) *tabwriter.Writer {
 		fmt.Fprintln(w, strings.Join(header, "\t"))
 	}
 	return w
+}
+
+// mapped returns f of every element of xs, in order; never nil, so that
+// an empty list is [] in JSON.
+func mapped[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
 }
 
 func row(w io.Writer, cells ...any) {

@@ -8,29 +8,29 @@ import (
 
 func init() {
 	register(
-		&command{path: "entity create", args: "ENTITY", minArgs: 1, maxArgs: 1,
+		&command{path: "entity create", admin: true, args: "ENTITY", minArgs: 1, maxArgs: 1,
 			short: "create an entity, optionally under a parent",
 			setup: func(c *cmdCtx) func() error {
 				parent := c.fs.String("parent", "", "the parent entity (cascade charges it)")
 				cascade := c.fs.Bool("cascade", false, "every acquire also charges the parent's bucket")
 				return func() error { return entityCreate(c, *parent, *cascade) }
 			}},
-		&command{path: "entity show", args: "ENTITY", minArgs: 1, maxArgs: 1,
+		&command{path: "entity show", admin: true, args: "ENTITY", minArgs: 1, maxArgs: 1,
 			short: "an entity, its stored limits and its buckets", setup: noFlags(entityShow)},
-		&command{path: "entity list", short: "the entities of the namespace, in id order",
+		&command{path: "entity list", admin: true, short: "the entities of the namespace, in id order",
 			setup: func(c *cmdCtx) func() error {
 				prefix := c.fs.String("prefix", "", "only ids that begin with this")
 				limit := c.fs.Int("limit", 1000, "at most this many (0: all)")
 				return func() error { return entityList(c, *prefix, *limit) }
 			}},
-		&command{path: "entity set-parent", args: "ENTITY [PARENT]", minArgs: 1, maxArgs: 2,
+		&command{path: "entity set-parent", admin: true, args: "ENTITY [PARENT]", minArgs: 1, maxArgs: 2,
 			short: "set or (with --none) remove an entity's parent",
 			setup: func(c *cmdCtx) func() error {
 				cascade := c.fs.Bool("cascade", false, "every acquire also charges the parent's bucket")
 				none := c.fs.Bool("none", false, "remove the parent")
 				return func() error { return entitySetParent(c, *cascade, *none) }
 			}},
-		&command{path: "entity delete", args: "ENTITY", minArgs: 1, maxArgs: 1,
+		&command{path: "entity delete", admin: true, args: "ENTITY", minArgs: 1, maxArgs: 1,
 			short: "delete an entity (its stored limits and buckets stay)", setup: noFlags(entityDelete)},
 	)
 }
@@ -44,10 +44,7 @@ type entityJSON struct {
 func toEntityJSON(e admin.Entity) entityJSON { return entityJSON{e.ID, e.Parent, e.Cascade} }
 
 func entityCreate(c *cmdCtx, parent string, cascade bool) error {
-	adm, err := c.admin()
-	if err != nil {
-		return err
-	}
+	adm := c.adm
 	id := c.args[0]
 	if _, ok, err := adm.GetEntity(c.ctx, id); err != nil {
 		return err
@@ -98,10 +95,7 @@ func (c *cmdCtx) mustEntity(adm *admin.Admin, id string) (admin.Entity, error) {
 }
 
 func entityShow(c *cmdCtx) error {
-	adm, err := c.admin()
-	if err != nil {
-		return err
-	}
+	adm := c.adm
 	id := c.args[0]
 	e, found, err := adm.GetEntity(c.ctx, id)
 	if err != nil {
@@ -154,20 +148,13 @@ func scopeResource(s admin.Scope) string {
 }
 
 func entityList(c *cmdCtx, prefix string, limit int) error {
-	adm, err := c.admin()
-	if err != nil {
-		return err
-	}
+	adm := c.adm
 	ents, err := adm.ListEntities(c.ctx, prefix, limit)
 	if err != nil {
 		return err
 	}
 	if c.json() {
-		out := make([]entityJSON, len(ents))
-		for i, e := range ents {
-			out[i] = toEntityJSON(e)
-		}
-		return c.printJSON(out)
+		return c.printJSON(mapped(ents, toEntityJSON))
 	}
 	w := c.tabular("ENTITY", "PARENT", "CASCADE")
 	for _, e := range ents {
@@ -181,10 +168,7 @@ func entityList(c *cmdCtx, prefix string, limit int) error {
 }
 
 func entitySetParent(c *cmdCtx, cascade, none bool) error {
-	adm, err := c.admin()
-	if err != nil {
-		return err
-	}
+	adm := c.adm
 	switch {
 	case none && len(c.args) == 2:
 		return usageErrorf("entity set-parent: give a PARENT or --none, not both")
@@ -211,10 +195,7 @@ func entitySetParent(c *cmdCtx, cascade, none bool) error {
 }
 
 func entityDelete(c *cmdCtx) error {
-	adm, err := c.admin()
-	if err != nil {
-		return err
-	}
+	adm := c.adm
 	e, err := c.mustEntity(adm, c.args[0])
 	if err != nil {
 		return err
@@ -237,9 +218,7 @@ type bucketJSON struct {
 }
 
 func bucketsJSON(bs []admin.BucketInfo) []bucketJSON {
-	out := make([]bucketJSON, len(bs))
-	for i, b := range bs {
-		out[i] = bucketJSON{b.Resource, b.Shards, b.Items, limitsJSON(b.Limits)}
-	}
-	return out
+	return mapped(bs, func(b admin.BucketInfo) bucketJSON {
+		return bucketJSON{b.Resource, b.Shards, b.Items, limitsJSON(b.Limits)}
+	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 
@@ -9,34 +10,31 @@ import (
 )
 
 func init() {
-	scoped := func(c *cmdCtx) func() admin.Scope {
-		entity := c.fs.String("entity", "", "the entity (with --resource: on that resource only)")
-		resource := c.fs.String("resource", "", "the resource (without --entity: for every entity)")
-		return func() admin.Scope { return admin.Scope{Entity: *entity, Resource: *resource} }
+	// scoped is the setup of a command on the scope of --entity and
+	// --resource, at least one of them.
+	scoped := func(run func(*cmdCtx, admin.Scope) error) func(c *cmdCtx) func() error {
+		return func(c *cmdCtx) func() error {
+			entity := c.fs.String("entity", "", "the entity (with --resource: on that resource only)")
+			resource := c.fs.String("resource", "", "the resource (without --entity: for every entity)")
+			return func() error {
+				if *entity == "" && *resource == "" {
+					return usageErrorf("%s needs --entity, --resource or both", c.cmd.path)
+				}
+				return run(c, admin.Scope{Entity: *entity, Resource: *resource})
+			}
+		}
 	}
 	register(
-		&command{path: "limits get", short: "the limits stored for a scope (--entity, --resource or both)",
-			setup: func(c *cmdCtx) func() error {
-				scope := scoped(c)
-				return func() error { return limitsGet(c, scope()) }
-			}},
+		&command{path: "limits get", short: "the limits stored for a scope (--entity, --resource or both)", setup: scoped(limitsGet)},
 		&command{path: "limits set", args: "LIMIT...", minArgs: 1, maxArgs: -1,
-			short: "store limits for a scope: name:rate/period[:burst], e.g. rpm:100/min:150",
-			setup: func(c *cmdCtx) func() error {
-				scope := scoped(c)
-				return func() error { return limitsSet(c, scope()) }
-			}},
-		&command{path: "limits delete", short: "delete the limits stored for a scope",
-			setup: func(c *cmdCtx) func() error {
-				scope := scoped(c)
-				return func() error { return limitsDelete(c, scope()) }
-			}},
-		&command{path: "limits list", short: "every limit stored in the namespace (or for one --entity)",
+			short: "store limits for a scope: name:rate/period[:burst], e.g. rpm:100/min:150", setup: scoped(limitsSet)},
+		&command{path: "limits delete", short: "delete the limits stored for a scope", setup: scoped(limitsDelete)},
+		&command{path: "limits list", admin: true, short: "every limit stored in the namespace (or for one --entity)",
 			setup: func(c *cmdCtx) func() error {
 				entity := c.fs.String("entity", "", "only this entity's")
 				return func() error { return limitsList(c, *entity) }
 			}},
-		&command{path: "limits export", short: "write the namespace's stored limits as a manifest (for plan, apply, diff)",
+		&command{path: "limits export", admin: true, short: "write the namespace's stored limits as a manifest (for plan, apply, diff)",
 			setup: func(c *cmdCtx) func() error {
 				file := c.fs.String("f", "", "write to this file instead of standard output")
 				return func() error { return limitsExport(c, *file) }
@@ -59,28 +57,17 @@ func init() {
 	}
 }
 
-func (c *cmdCtx) needScope(s admin.Scope) error {
-	if s.Entity == "" && s.Resource == "" {
-		return usageErrorf("%s needs --entity, --resource or both", c.cmd.path)
-	}
-	return nil
-}
-
 // storedFor reads the limits stored for exactly s.
-func (c *cmdCtx) storedFor(s admin.Scope) (*admin.Admin, []limiter.Limit, bool, error) {
-	if err := c.needScope(s); err != nil {
-		return nil, nil, false, err
-	}
+func (c *cmdCtx) storedFor(s admin.Scope) ([]limiter.Limit, bool, error) {
 	adm, err := c.admin()
 	if err != nil {
-		return nil, nil, false, err
+		return nil, false, err
 	}
-	ls, ok, err := adm.GetLimits(c.ctx, s)
-	return adm, ls, ok, err
+	return adm.GetLimits(c.ctx, s)
 }
 
 func limitsGet(c *cmdCtx, s admin.Scope) error {
-	_, ls, ok, err := c.storedFor(s)
+	ls, ok, err := c.storedFor(s)
 	if err != nil {
 		return err
 	}
@@ -108,17 +95,12 @@ type storedLimitsJSON struct {
 }
 
 func storedJSON(stored []admin.StoredLimits) []storedLimitsJSON {
-	out := make([]storedLimitsJSON, len(stored))
-	for i, s := range stored {
-		out[i] = storedLimitsJSON{s.Scope.Entity, s.Scope.Resource, limitsJSON(s.Limits)}
-	}
-	return out
+	return mapped(stored, func(s admin.StoredLimits) storedLimitsJSON {
+		return storedLimitsJSON{s.Scope.Entity, s.Scope.Resource, limitsJSON(s.Limits)}
+	})
 }
 
 func limitsSet(c *cmdCtx, s admin.Scope) error {
-	if err := c.needScope(s); err != nil {
-		return err
-	}
 	ls, err := parseLimits(c.args)
 	if err != nil {
 		return usageErrorf("%v", err)
@@ -138,14 +120,14 @@ func limitsSet(c *cmdCtx, s admin.Scope) error {
 }
 
 func limitsDelete(c *cmdCtx, s admin.Scope) error {
-	adm, ls, ok, err := c.storedFor(s)
+	ls, ok, err := c.storedFor(s)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return fmt.Errorf("no limits stored for %v in namespace %q; nothing deleted (limiterctl limits list shows what is stored)", s, c.namespace)
 	}
-	if err := adm.DeleteLimits(c.ctx, s); err != nil {
+	if err := c.adm.DeleteLimits(c.ctx, s); err != nil {
 		return err
 	}
 	if c.json() {
@@ -156,10 +138,7 @@ func limitsDelete(c *cmdCtx, s admin.Scope) error {
 }
 
 func limitsList(c *cmdCtx, entity string) error {
-	adm, err := c.admin()
-	if err != nil {
-		return err
-	}
+	adm := c.adm
 	stored, err := adm.ListLimits(c.ctx, entity)
 	if err != nil {
 		return err
@@ -174,18 +153,10 @@ func limitsList(c *cmdCtx, entity string) error {
 	return w.Flush()
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+func orDash(s string) string { return cmp.Or(s, "-") }
 
 func limitsExport(c *cmdCtx, file string) error {
-	adm, err := c.admin()
-	if err != nil {
-		return err
-	}
+	adm := c.adm
 	stored, err := adm.ListLimits(c.ctx, "")
 	if err != nil {
 		return err

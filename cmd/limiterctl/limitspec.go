@@ -36,11 +36,7 @@ func parseLimits(specs []string) ([]limiter.Limit, error) {
 func hasSpec(l limiter.Limit) bool { return l.Capacity == l.Refill }
 
 func describeLimits(ls []limiter.Limit) string {
-	parts := make([]string, len(ls))
-	for i, l := range ls {
-		parts[i] = l.String()
-	}
-	return strings.Join(parts, ", ")
+	return strings.Join(mapped(ls, limiter.Limit.String), ", ")
 }
 
 // formatPeriod writes a period as the limit syntax does (min, 90s, 7day).
@@ -104,10 +100,4 @@ func toJSON(l limiter.Limit) limitJSON {
 	return j
 }
 
-func limitsJSON(ls []limiter.Limit) []limitJSON {
-	out := make([]limitJSON, len(ls))
-	for i, l := range ls {
-		out[i] = toJSON(l)
-	}
-	return out
-}
+func limitsJSON(ls []limiter.Limit) []limitJSON { return mapped(ls, toJSON) }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/signal"
@@ -42,10 +43,7 @@ func local(c *cmdCtx) error {
 			err, dynamotest.InstallCommand, dynamotest.EnvDir)
 	}
 	defer srv.Stop()
-	table := c.table
-	if table == "" {
-		table = localTable
-	}
+	table := cmp.Or(c.table, localTable)
 	// dynamotest's client: no attempt timeout, which a JVM just started
 	// can need; the credentials the application is told to use.
 	client := dynamotest.NewClient(srv.Endpoint, func(o *dynamodb.Options) {

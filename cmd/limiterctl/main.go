@@ -45,6 +45,8 @@ type command struct {
 	short string
 	// minArgs and maxArgs bound the positional arguments (-1: no bound).
 	minArgs, maxArgs int
+	// admin makes c.adm before the command runs.
+	admin bool
 	// setup registers the command's own flags on c and returns the
 	// command, which reads them once they are parsed.
 	setup func(c *cmdCtx) func() error
@@ -94,6 +96,11 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if n := len(c.args); n < cmd.minArgs || cmd.maxArgs >= 0 && n > cmd.maxArgs {
 		return c.fail(usageErrorf("%s takes %s; got %d argument(s)", cmd.path, argsRule(cmd), n))
+	}
+	if cmd.admin {
+		if _, err := c.admin(); err != nil {
+			return c.fail(err)
+		}
 	}
 	if err := runCmd(); err != nil {
 		return c.fail(err)

@@ -346,10 +346,9 @@ func (c *cmdCtx) printPlan(file string, changes []change, mode planMode) error {
 		count[ch.Action]++
 	}
 	if c.json() {
-		out := make([]changeJSON, len(changes))
-		for i, ch := range changes {
-			out[i] = changeJSON{ch.Action, ch.Scope.Entity, ch.Scope.Resource, limitsJSON(ch.Before), limitsJSON(ch.After)}
-		}
+		out := mapped(changes, func(ch change) changeJSON {
+			return changeJSON{ch.Action, ch.Scope.Entity, ch.Scope.Resource, limitsJSON(ch.Before), limitsJSON(ch.After)}
+		})
 		return c.printJSON(map[string]any{"namespace": c.namespace, "manifest": file, "applied": mode == planApply,
 			"changes": out, "add": count["add"], "change": count["change"], "delete": count["delete"]})
 	}

@@ -60,16 +60,6 @@ func tableCreate(c *cmdCtx, timeout time.Duration) error {
 	return nil
 }
 
-// tableClient returns --table and the DynamoDB client.
-func (c *cmdCtx) tableClient() (string, *dynamodb.Client, error) {
-	table, err := c.tableName()
-	if err != nil {
-		return "", nil, err
-	}
-	client, err := c.dynamo()
-	return table, client, err
-}
-
 // check is one line of "table check".
 type check struct {
 	Name   string `json:"check"`
@@ -297,13 +287,10 @@ func tableDescribe(c *cmdCtx, scan bool) error {
 }
 
 func bytesString(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	for i, unit := range []string{"GiB", "MiB", "KiB"} {
+		if size := int64(1) << (30 - 10*i); n >= size {
+			return fmt.Sprintf("%.1f %s", float64(n)/float64(size), unit)
+		}
 	}
 	return fmt.Sprintf("%d bytes", n)
 }

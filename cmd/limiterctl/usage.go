@@ -2,7 +2,8 @@ package main
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -107,11 +108,9 @@ func usageList(c *cmdCtx, q admin.UsageQuery) error {
 		return err
 	}
 	if c.json() {
-		out := make([]usageRow, len(snaps))
-		for i, s := range snaps {
-			out[i] = usageRow{s.Limit, s.Window.String(), s.Start, s.End, s.Tokens, s.Events}
-		}
-		return c.printJSON(out)
+		return c.printJSON(mapped(snaps, func(s admin.UsageSnapshot) usageRow {
+			return usageRow{s.Limit, s.Window.String(), s.Start, s.End, s.Tokens, s.Events}
+		}))
 	}
 	peak := map[string]int64{}
 	for _, s := range snaps {
@@ -186,15 +185,7 @@ func usageSummary(c *cmdCtx, q admin.UsageQuery) error {
 			u.Series[i] = s.Tokens
 		}
 	}
-	names := make([]string, 0, len(sums))
-	for n := range sums {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	out := make([]usageSummaryJSON, len(names))
-	for i, n := range names {
-		out[i] = *sums[n]
-	}
+	out := mapped(slices.Sorted(maps.Keys(sums)), func(n string) usageSummaryJSON { return *sums[n] })
 	if c.json() {
 		return c.printJSON(out)
 	}

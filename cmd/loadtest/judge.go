@@ -57,11 +57,7 @@ type idealBucket struct {
 }
 
 func newIdealBucket(l limiter.Limit) *idealBucket {
-	burst := l.Burst
-	if burst == 0 {
-		burst = l.Capacity
-	}
-	return &idealBucket{level: float64(l.Capacity), burst: float64(burst), perNs: float64(l.Refill) / float64(l.Period.Nanoseconds())}
+	return &idealBucket{level: float64(l.Capacity), burst: float64(l.EffectiveBurst()), perNs: float64(l.Refill) / float64(l.Period.Nanoseconds())}
 }
 
 func (b *idealBucket) advance(t int64) {

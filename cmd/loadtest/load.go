@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,14 +67,10 @@ func execute(ctx context.Context, o *options, stderr io.Writer) (*report, error)
 		return nil, err
 	}
 	defer tgt.close()
-	r := &loadRun{o: o, tgt: tgt, st: newMetered(tgt.st, o.latency), obs: newObserver(), ns: o.namespace,
-		tl: newTimeline(o.timeline, 2*o.duration+time.Second)}
+	ns := cmp.Or(o.namespace, "load"+strconv.FormatInt(time.Now().UnixMilli(), 36))
+	r := &loadRun{o: o, tgt: tgt, st: newMetered(tgt.st, o.latency), obs: newObserver(), ns: ns, parent: "parent",
+		rawKey: store.Key{PK: ns + "/RAW", SK: "#RAW"}, tl: newTimeline(o.timeline, 2*o.duration+time.Second)}
 	r.st.tl, r.obs.tl = r.tl, r.tl
-	if r.ns == "" {
-		r.ns = "load" + strconv.FormatInt(time.Now().UnixMilli(), 36)
-	}
-	r.parent = "parent"
-	r.rawKey = store.Key{PK: r.ns + "/RAW", SK: "#RAW"}
 	logger := slog.New(slog.DiscardHandler)
 	if o.verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -81,8 +78,8 @@ func execute(ctx context.Context, o *options, stderr io.Writer) (*report, error)
 	for p := range o.processes {
 		opts := []limiter.Option{limiter.WithNamespace(r.ns), limiter.WithObserver(r.obs), limiter.WithLogger(logger),
 			limiter.WithRand(rand.New(rand.NewPCG(o.seed, uint64(p)+1)))}
-		if opt := localRefusals(o.localRefusals); opt != nil {
-			opts = append(opts, opt)
+		if !o.localRefusals {
+			opts = append(opts, limiter.WithLocalRefusals(false))
 		}
 		if o.reservations {
 			opts = append(opts, limiter.WithReservations())
@@ -198,11 +195,7 @@ func (r *loadRun) bucketItem(ctx context.Context) (store.Key, error) {
 	if _, err := r.lims[0].Acquire(ctx, req); err != nil {
 		return store.Key{}, fmt.Errorf("make the raw floor's bucket item: %w", err)
 	}
-	res := r.o.resource
-	if res == "" {
-		res = limiter.DefaultResource
-	}
-	return keys.Bucket{Namespace: r.ns, Entity: req.Entity, Resource: res}.Key(), nil
+	return keys.Bucket{Namespace: r.ns, Entity: req.Entity, Resource: cmp.Or(r.o.resource, limiter.DefaultResource)}.Key(), nil
 }
 
 // warmup runs the limiter on entities of their own and the raw write on an
@@ -441,8 +434,7 @@ func (r *loadRun) startProgress(stderr io.Writer) func() {
 		return func() {}
 	}
 	start := time.Now()
-	stop := make(chan struct{})
-	done := make(chan struct{})
+	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		t := time.NewTicker(o.progress)

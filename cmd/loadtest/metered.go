@@ -153,8 +153,7 @@ func (m *metered) Delete(ctx context.Context, in store.DeleteInput) (store.Write
 }
 
 func (m *metered) TransactWrite(ctx context.Context, in store.TransactWriteInput) (store.WriteOutput, error) {
-	return call(m, ctx, opTransactWrite, func() (store.WriteOutput, error) { return m.Store.TransactWrite(ctx, in) },
-		func(o store.WriteOutput) store.Capacity { return o.Consumed })
+	return call(m, ctx, opTransactWrite, func() (store.WriteOutput, error) { return m.Store.TransactWrite(ctx, in) }, writeCap)
 }
 
 func (m *metered) Query(ctx context.Context, in store.QueryInput) (store.QueryOutput, error) {

@@ -15,6 +15,7 @@ type observer struct {
 	mu    sync.Mutex
 	paths map[limiter.Path]*pathStats
 	hot   pathStats // the acquires admitted by one write, nothing read
+	total pathStats // every path's
 	tl    *timeline // -timeline, or nil
 }
 
@@ -49,6 +50,7 @@ func (o *observer) Observe(ev limiter.Event) {
 		o.paths[ev.Path] = p
 	}
 	p.add(ev)
+	o.total.add(ev)
 	if ev.Outcome == limiter.Admitted && ev.RoundTrips == 1 && ev.ReadUnits == 0 {
 		o.hot.add(ev)
 	}
@@ -81,19 +83,9 @@ func (o *observer) snapshot() (paths []pathStats, total, hot pathStats) {
 	defer o.mu.Unlock()
 	for _, p := range o.paths {
 		paths = append(paths, *p)
-		total.Acquires += p.Acquires
-		total.Admitted += p.Admitted
-		total.Refused += p.Refused
-		total.Unavailable += p.Unavailable
-		total.RoundTrips += p.RoundTrips
-		total.Throttled += p.Throttled
-		total.Doublings += p.Doublings
-		total.WCU += p.WCU
-		total.RCU += p.RCU
 	}
 	slices.SortFunc(paths, func(a, b pathStats) int { return int(a.path) - int(b.path) })
-	total.Path = "all"
-	hot = o.hot
-	hot.Path = "hot"
+	total, hot = o.total, o.hot
+	total.Path, hot.Path = "all", "hot"
 	return paths, total, hot
 }

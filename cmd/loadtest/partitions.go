@@ -56,8 +56,7 @@ type snapshot struct {
 
 func newSampler(st *memsim.Store, prefix string, skip func(string) bool) *sampler {
 	s := &sampler{st: st, prefix: prefix, skip: skip, peak: map[string]float64{}, later: map[string]float64{},
-		start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
-	s.initial = map[string]memsim.PartitionStats{}
+		start: time.Now(), stop: make(chan struct{}), done: make(chan struct{}), initial: map[string]memsim.PartitionStats{}}
 	for _, p := range s.partitions() {
 		s.initial[p.PK] = p
 	}

@@ -146,7 +146,7 @@ func (r *loadRun) report(ctx context.Context, hot *hotPartition) *report {
 	for _, op := range rep.Ops {
 		calls += op.Calls
 		rep.Throttled += op.Throttled
-		if o := opIndex(op.Op); isWriteOp(o) {
+		if isWriteOp(slices.Index(opNames[:], op.Op)) {
 			writes += op.Calls - op.Throttled - op.Failed
 			failedWrites += op.ConditionFailed
 		}
@@ -213,11 +213,7 @@ func (r *loadRun) admissionBound() float64 {
 		b := math.Inf(1)
 		for _, l := range ls {
 			if c := r.o.consume[l.Name]; c > 0 {
-				burst := l.Burst
-				if burst == 0 {
-					burst = l.Capacity
-				}
-				b = min(b, float64(copies)*(float64(burst)+perSecond(l)*secs)/float64(c))
+				b = min(b, float64(copies)*(float64(l.EffectiveBurst())+perSecond(l)*secs)/float64(c))
 			}
 		}
 		return b
@@ -247,10 +243,6 @@ func (r *loadRun) maxShards(ctx context.Context) int64 {
 		}
 	}
 	return n
-}
-
-func opIndex(name string) int {
-	return slices.Index(opNames[:], name)
 }
 
 func ratio(a, b int64) float64 {

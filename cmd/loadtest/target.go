@@ -60,10 +60,8 @@ func openTarget(ctx context.Context, o *options) (*target, error) {
 			stream: o.stream, failedWritesBilled: true, close: func() {}}, nil
 	case storeDynamoDBLocal:
 		return openLocal(ctx, o)
-	case storeDynamoDB:
-		return openAWS(ctx, o)
 	}
-	return nil, fmt.Errorf("-store %q: want %s, %s or %s", o.store, storeMemsim, storeDynamoDBLocal, storeDynamoDB)
+	return openAWS(ctx, o) // -store dynamodb (options.check allows no other)
 }
 
 // openLocal connects to DynamoDB Local at -endpoint, or starts one from
@@ -111,9 +109,6 @@ func openLocal(ctx context.Context, o *options) (*target, error) {
 
 // openAWS connects to DynamoDB with the default AWS configuration.
 func openAWS(ctx context.Context, o *options) (*target, error) {
-	if o.table == "" {
-		return nil, fmt.Errorf("-store %s needs -table (and -create-table to create it)", storeDynamoDB)
-	}
 	var opts []func(*config.LoadOptions) error
 	if o.region != "" {
 		opts = append(opts, config.WithRegion(o.region))

@@ -116,11 +116,10 @@ type Charge struct {
 	o   Options
 	rnd Rand
 
-	n        int64 // the shard count in use
-	tried    []int
-	triedBuf [4]int
-	choices  int
-	lastRL   *Refusal
+	n       int64 // the shard count in use
+	tried   []int
+	choices int
+	lastRL  *Refusal
 
 	// the current shard
 	shard     int

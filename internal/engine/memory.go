@@ -614,16 +614,8 @@ func (t tally) asMap() map[string]int64 {
 	return m
 }
 
-// grewRecently reports whether this client learned of a doubling of the
-// bucket within growthCooldown of now.
-func (m *Memory) grewRecently(ref keys.Bucket, now int64) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b := m.get(idOf(ref))
-	return b != nil && b.grewRecently(now)
-}
-
-// grewRecently is Memory.grewRecently of the bucket. The caller holds m.mu.
+// grewRecently reports whether the bucket's client learned of a doubling
+// within growthCooldown of now. The caller holds m.mu.
 func (b *bucketInfo) grewRecently(now int64) bool {
 	return b.grewAt > 0 && now-b.grewAt < growthCooldown
 }

@@ -454,3 +454,12 @@ func TestAFirstBucketOfOneShardAllocatesItsEntryAndKey(t *testing.T) {
 		t.Fatalf("pending %v, want rps %d", v.Pending, p.specs[0].amount)
 	}
 }
+
+// grewRecently reports whether m learned of a doubling of the bucket within
+// growthCooldown of now.
+func (m *Memory) grewRecently(ref keys.Bucket, now int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.get(idOf(ref))
+	return b != nil && b.grewRecently(now)
+}

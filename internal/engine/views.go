@@ -1,10 +1,6 @@
 package engine
 
-import (
-	"math"
-
-	"github.com/shardlimit/limiter/bucket"
-)
+import "math"
 
 // View is one application limit of a bucket as an answer saw it, in
 // millitokens and milliseconds: what the root package reports as a
@@ -157,6 +153,3 @@ func (p *Plan) Total(name string, images []*Image, n, now int64) (remaining, res
 	}
 	return 0, 0, false
 }
-
-// WholeTokens is bucket.WholeTokens, for the root package's reports.
-func WholeTokens(milli int64) int64 { return bucket.WholeTokens(milli) }
