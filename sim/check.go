@@ -1000,11 +1000,11 @@ func (c *Checker) liveness(op *Op, eff *Effects, roles [2]int32) {
 	if other != 0 {
 		return // someone else wrote the bucket meanwhile
 	}
-	switch op.Outcome {
-	case Admitted:
-		c.LivenessChecks++
-	case Rejected:
-		c.LivenessChecks++
+	if op.Outcome != Admitted && op.Outcome != Rejected {
+		return // a store failure: inconclusive
+	}
+	c.LivenessChecks++
+	if op.Outcome == Rejected {
 		bm := &c.m.Buckets[op.Bucket]
 		by := func(parent bool) string {
 			if parent {

@@ -270,11 +270,10 @@ func New(cfg Config) (*Sim, error) {
 // timelineStep is one second, or longer for runs over an hour so that
 // the timeline keeps at most about 3600 entries.
 func timelineStep(end int64) int64 {
-	step := int64(time.Second)
-	if n := end / int64(time.Hour); n >= 1 {
-		step = (end/3600 + int64(time.Second) - 1) / int64(time.Second) * int64(time.Second)
+	if end < int64(time.Hour) {
+		return int64(time.Second)
 	}
-	return step
+	return (end/3600 + int64(time.Second) - 1) / int64(time.Second) * int64(time.Second)
 }
 
 var discard = slog.New(slog.DiscardHandler)
