@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,6 +105,10 @@ func (a *AggregatorActor) Stats() AggregatorStats { return a.stats }
 // SK = #STATE filter) and adds up their tc deltas for the final check,
 // from the images themselves, independently of the aggregator.
 func (a *AggregatorActor) Records(recs []memsim.Record) {
+	windows := a.Options.Windows
+	if len(windows) == 0 {
+		windows = aggregator.DefaultWindows
+	}
 	for i := range recs {
 		r := &recs[i]
 		if r.Keys.SK != keys.SKBucket {
@@ -134,7 +139,7 @@ func (a *AggregatorActor) Records(recs []memsim.Record) {
 			if nv == ov {
 				continue
 			}
-			for _, w := range a.windows() {
+			for _, w := range windows {
 				kw := keys.UsageWindow(w)
 				a.want[usageCell{b.Namespace, b.Entity, b.Resource, limit, kw, kw.Start(r.At).UnixNano()}] += nv - ov
 			}
@@ -152,20 +157,10 @@ func tcLimit(attr string) (string, bool) {
 	return l, l != keys.HiddenLimit
 }
 
-func (a *AggregatorActor) windows() []aggregator.Window {
-	if len(a.Options.Windows) > 0 {
-		return a.Options.Windows
-	}
-	return aggregator.DefaultWindows
-}
-
 // Run implements Actor.
 func (a *AggregatorActor) Run(env *Env) {
 	a.s = env.c.s
-	minE, maxE := a.MinEvery, a.MaxEvery
-	if minE <= 0 {
-		minE = 100 * time.Millisecond
-	}
+	minE, maxE := orDefault(a.MinEvery, 100*time.Millisecond), a.MaxEvery
 	if maxE < minE {
 		maxE = max(5*minE, 500*time.Millisecond)
 	}
@@ -327,10 +322,7 @@ func (a *AggregatorActor) check(items []store.Item) {
 			}
 		}
 	}
-	cells := make([]usageCell, 0, len(a.want)+len(got))
-	for c := range a.want {
-		cells = append(cells, c)
-	}
+	cells := slices.Collect(maps.Keys(a.want))
 	for c := range got {
 		if _, ok := a.want[c]; !ok {
 			cells = append(cells, c)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"github.com/shardlimit/limiter/internal/engine"
+	"maps"
 	"math"
 	"math/bits"
 	"slices"
@@ -60,10 +61,9 @@ const wcuBurst = 1000 * 1000
 //
 // Invariant 8 (determinism) compares two runs: see [CheckDeterminism].
 type Checker struct {
-	m     *Model
-	base  int64 // Unix ns of virtual time 0
-	names [MaxLimits]limNames
-	nlim  int
+	m    *Model
+	base int64 // Unix ns of virtual time 0
+	nlim int
 	// read names the attributes decode needs (rf, shard_count, then tk,
 	// tc, ra, rp of each limit and of the hidden one), read into vals and
 	// has.
@@ -81,16 +81,14 @@ type Checker struct {
 
 	// Doublings counts shard-count doublings seen on shard 0 items.
 	Doublings int
-	// Removed counts bucket items deleted (REMOVE records), and
-	// ShardZeroRecreated the shard 0 items created at more than one shard:
-	// after shard 0 expired while other shards of its bucket lived on.
-	Removed, ShardZeroRecreated int
-	// LivenessChecks counts retries judged by invariant 7, and
-	// LivenessInconclusive those whose retry met a store failure.
-	LivenessChecks, LivenessInconclusive int
-	finished                             bool
-	maxShardsSeen                        int64
-	latency                              int64
+	// ShardZeroRecreated counts the shard 0 items created at more than one
+	// shard: after shard 0 expired while other shards of its bucket lived on.
+	ShardZeroRecreated int
+	// LivenessChecks counts retries judged by invariant 7.
+	LivenessChecks int
+	finished       bool
+	maxShardsSeen  int64
+	latency        int64
 
 	// PartitionAvailable, when set, returns the write units a table
 	// partition holds now (memsim's partition model): a doubling is
@@ -136,17 +134,6 @@ func (c *Checker) PartitionThrottled(pk string, at int64) {
 // earlier (invariant 3's slack).
 func (c *Checker) SetLatencyBound(ns int64) { c.latency = max(c.latency, ns) }
 
-type limNames struct{ tk, tc, ra, rp string }
-
-func namesOf(limit string) limNames {
-	return limNames{
-		tk: bucket.AttrName(limit, bucket.FieldTokens), tc: bucket.AttrName(limit, bucket.FieldTotalConsumed),
-		ra: bucket.AttrName(limit, bucket.FieldRefillAmount), rp: bucket.AttrName(limit, bucket.FieldRefillPeriod),
-	}
-}
-
-var wcuNames = namesOf(wcuName)
-
 type limInfo struct {
 	ok            bool
 	burst, ra, rp int64 // millitokens, ms (the original, undivided limit)
@@ -161,7 +148,7 @@ type bstate struct {
 	// client caused it, -1 for none), and the latest by another client
 	// than that one: the latest change by anyone but a given client.
 	lastAt, otherAt int64
-	lastBy, otherBy int32
+	lastBy          int32
 	// invariant 1: tc must end in [exact+lo, exact+hi] (millitokens)
 	exact, lo, hi [MaxLimits]int64
 	// itemUncertain: some contribution's shard is unknown, so only the
@@ -169,9 +156,6 @@ type bstate struct {
 	itemUncertain bool
 	// invariant 3: admissions (+) and refunds (-), millitokens
 	events [MaxLimits][]admEvent
-	// gone: the tc of deleted items (millitokens), part of invariant 1's
-	// totals
-	gone [MaxLimits]int64
 }
 
 // changedBy reports whether a client other than client changed the bucket
@@ -240,18 +224,10 @@ func (c *Checker) sampleConsumption(is *istate, at int64) {
 	}
 }
 
-// recentRate returns the partition's write units per second over the
-// shortest sample window of at least RateWindow ending at at; over the
-// item's whole life when it is younger than that (at least minRateWindow,
-// else 0).
-func (c *Checker) recentRate(is *istate, at int64) float64 {
-	if c.PartitionConsumed == nil {
-		return 0
-	}
-	return c.rateTo(is, at, c.PartitionConsumed(is.pk))
-}
-
-// rateTo is recentRate with the partition's consumption at at given.
+// rateTo returns the partition's write units per second over the
+// shortest sample window of at least RateWindow ending at at, where its
+// consumption is now; over the item's whole life when it is younger than
+// that (at least minRateWindow, else 0).
 func (c *Checker) rateTo(is *istate, at int64, now float64) float64 {
 	best := is.windowStart(at)
 	if best < 0 || at-is.cons[best].at < minRateWindow {
@@ -294,7 +270,10 @@ func (is *istate) windowStart(at int64) int {
 // are a few hundred ms old, so a doubling is judged against the recent
 // past, as a real throttle is (hotRecent).
 func (c *Checker) peakRate(is *istate, at int64) float64 {
-	peak := c.recentRate(is, at)
+	peak := 0.0
+	if c.PartitionConsumed != nil {
+		peak = c.rateTo(is, at, c.PartitionConsumed(is.pk))
+	}
 	for _, e := range is.cons {
 		if e.at == 0 || at-e.at > RateLookback {
 			continue
@@ -315,13 +294,12 @@ func NewChecker(m *Model, base int64) *Checker {
 	c := &Checker{m: m, base: base, byName: make(map[[2]string]int32, len(m.Buckets)),
 		itemOf: make(map[string]int32), perInv: make(map[string]int)}
 	c.nlim = len(m.LimitNames)
-	read := []string{"rf", "shard_count"}
-	for i, n := range m.LimitNames {
-		c.names[i] = namesOf(n)
-		read = append(read, c.names[i].tk, c.names[i].tc, c.names[i].ra, c.names[i].rp)
+	c.read = []string{"rf", "shard_count"}
+	for _, n := range append(slices.Clone(m.LimitNames), wcuName) {
+		for _, f := range [...]string{bucket.FieldTokens, bucket.FieldTotalConsumed, bucket.FieldRefillAmount, bucket.FieldRefillPeriod} {
+			c.read = append(c.read, bucket.AttrName(n, f))
+		}
 	}
-	read = append(read, wcuNames.tk, wcuNames.tc, wcuNames.ra, wcuNames.rp)
-	c.read = read
 	c.buckets = make([]bstate, len(m.Buckets))
 	for bi, bm := range m.Buckets {
 		c.byName[[2]string{bm.Entity, bm.Resource}] = int32(bi)
@@ -329,11 +307,7 @@ func NewChecker(m *Model, base int64) *Checker {
 		for i, n := range m.LimitNames {
 			for _, l := range bm.Limits {
 				if l.Name == n {
-					burst := l.Burst
-					if burst == 0 {
-						burst = l.Capacity
-					}
-					b.lim[i] = limInfo{ok: true, burst: burst * bucket.MilliPerToken,
+					b.lim[i] = limInfo{ok: true, burst: l.EffectiveBurst() * bucket.MilliPerToken,
 						ra: l.Refill * bucket.MilliPerToken, rp: l.Period.Milliseconds()}
 				}
 			}
@@ -353,12 +327,7 @@ func (c *Checker) flag(inv, format string, args ...any) {
 // invariant followed by a count of the rest.
 func (c *Checker) Violations() []Violation {
 	out := slices.Clone(c.violations)
-	invs := make([]string, 0, len(c.perInv))
-	for inv := range c.perInv {
-		invs = append(invs, inv)
-	}
-	slices.Sort(invs)
-	for _, inv := range invs {
+	for _, inv := range slices.Sorted(maps.Keys(c.perInv)) {
 		if n := c.perInv[inv]; n > maxDetails {
 			out = append(out, Violation{Invariant: inv, Detail: fmt.Sprintf("... and %d more", n-maxDetails)})
 		}
@@ -372,10 +341,6 @@ func (c *Checker) Harness(format string, args ...any) { c.flag(InvHarness, forma
 // ShardCount returns the shard count of a bucket as its shard 0 item shows
 // it (0 before the item exists).
 func (c *Checker) ShardCount(b int32) int64 { return c.buckets[b].shards }
-
-// maxShards returns the largest shard count any bucket reached (1 when no
-// bucket exists yet).
-func (c *Checker) maxShards() int64 { return max(c.maxShardsSeen, 1) }
 
 // Snapshot returns the change counters of a bucket and of its cascade
 // parent, for a later liveness judgement.
@@ -405,15 +370,13 @@ func (c *Checker) item(pk string) int32 {
 
 // img is the part of a bucket item the checkers read.
 type img struct {
-	ok           bool
-	rf, n        int64
-	has          [MaxLimits]bool
-	tk, tc       [MaxLimits]int64
-	ra, rp       [MaxLimits]int64
-	whas         bool
-	wtk, wtc     int64
-	wra, wrp     int64
-	hasShardAttr bool
+	ok       bool
+	rf, n    int64
+	has      [MaxLimits]bool
+	tk, tc   [MaxLimits]int64
+	ra, rp   [MaxLimits]int64
+	whas     bool
+	wtk, wtc int64
 }
 
 func (c *Checker) decode(it store.Item, o *img) {
@@ -424,11 +387,9 @@ func (c *Checker) decode(it store.Item, o *img) {
 	for i, name := range c.read {
 		v[i], has[i] = it.Int(name)
 	}
-	o.ok = true
-	o.rf = v[0]
-	o.n = 1
+	o.ok, o.rf, o.n = true, v[0], 1
 	if n := v[1]; has[1] && n >= 1 {
-		o.n, o.hasShardAttr = n, true
+		o.n = n
 	}
 	for i := 0; i < c.nlim; i++ {
 		j := 2 + 4*i
@@ -439,8 +400,7 @@ func (c *Checker) decode(it store.Item, o *img) {
 		o.tk[i], o.tc[i], o.ra[i], o.rp[i] = v[j], v[j+1], v[j+2], v[j+3]
 	}
 	if j := 2 + 4*c.nlim; has[j] {
-		o.whas, o.wtk = true, v[j]
-		o.wtc, o.wra, o.wrp = v[j+1], v[j+2], v[j+3]
+		o.whas, o.wtk, o.wtc = true, v[j], v[j+1]
 	}
 }
 
@@ -503,7 +463,7 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 		by = int32(cause.Client)
 	}
 	if by != b.lastBy || by < 0 {
-		b.otherAt, b.otherBy = b.lastAt, b.lastBy
+		b.otherAt = b.lastAt
 	}
 	b.lastAt, b.lastBy = at, by
 	pk := rec.Keys.PK
@@ -531,7 +491,7 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 		c.maxShardsSeen = max(c.maxShardsSeen, n.n)
 	}
 
-	c.lifecycle(b, is, &o, &n, at)
+	c.lifecycle(is, &o, &n, at)
 
 	// Invariant 2: rf never decreases, refill credited <= rate x rf advance.
 	// A recreated item starts afresh (no old image).
@@ -567,7 +527,8 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 	// The ideal wcu bucket of this item.
 	if n.whas {
 		if dw := n.wtc - o.wtc; dw > 0 {
-			c.wcuCharge(is, at, float64(dw)/float64(bucket.MilliPerToken))
+			c.wcuRefill(is, at)
+			is.wcuLevel -= float64(dw) / float64(bucket.MilliPerToken)
 		}
 	}
 
@@ -608,8 +569,7 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 		}
 		// Invariant 5: one write charges every limit of the acquire, or
 		// none (or refunds every one: a cascade compensation).
-		sign, uneven := 0, false
-		first := true
+		sign, uneven := 2, false // 2: no limit seen yet
 		for i := 0; i < c.nlim; i++ {
 			a := int64(0)
 			if b.lim[i].ok {
@@ -624,7 +584,6 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 				}
 				continue
 			case d == 0:
-				s = 0
 			case d == a:
 				s = 1
 			case d == -a:
@@ -632,8 +591,8 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 			default:
 				uneven = true
 			}
-			if first {
-				sign, first = s, false
+			if sign == 2 {
+				sign = s
 			} else if s != sign {
 				uneven = true
 			}
@@ -676,7 +635,7 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 }
 
 // lifecycle follows an item's creations, shard counts and deletions.
-func (c *Checker) lifecycle(b *bstate, is *istate, o, n *img, at int64) {
+func (c *Checker) lifecycle(is *istate, o, n *img, at int64) {
 	switch {
 	case n.ok && !o.ok:
 		is.existed, is.alive, is.bornAt = true, true, at
@@ -691,12 +650,8 @@ func (c *Checker) lifecycle(b *bstate, is *istate, o, n *img, at int64) {
 		}
 	case o.ok: // a REMOVE: its tc leaves the final items
 		is.alive, is.diedAt = false, at
-		c.Removed++
 		for i := 0; i < c.nlim; i++ {
-			if o.has[i] {
-				is.gone[i] += o.tc[i]
-				b.gone[i] += o.tc[i]
-			}
+			is.gone[i] += o.tc[i] // 0 for a limit the item lacks
 		}
 	}
 }
@@ -757,11 +712,6 @@ func (c *Checker) wcuRefill(is *istate, at int64) {
 	}
 }
 
-func (c *Checker) wcuCharge(is *istate, at int64, tokens float64) {
-	c.wcuRefill(is, at)
-	is.wcuLevel -= tokens
-}
-
 // checkDoublingCause accepts a doubling when one of the bucket's shards
 // was really at its write ceiling: its own writes exhausted an ideal wcu
 // bucket (1000 a second), its partition was refused a write for being over
@@ -783,17 +733,14 @@ func (c *Checker) checkDoublingCause(bi int32, from, at int64, seq uint64) {
 	if lowest <= wcuLow {
 		return
 	}
-	fastest := 0.0
+	fastest, lagging := 0.0, false
 	for _, ii := range c.buckets[bi].items {
 		fastest = math.Max(fastest, c.peakRate(&c.items[ii], at))
+		// a doubling decided when the partition ran hot, refused by throttles until now
+		lagging = lagging || c.items[ii].hotRateAt > 0 && at-c.items[ii].hotRateAt <= DoublingLag
 	}
-	if fastest >= ProactiveRate {
+	if fastest >= ProactiveRate || lagging {
 		return
-	}
-	for _, ii := range c.buckets[bi].items {
-		if h := c.items[ii].hotRateAt; h > 0 && at-h <= DoublingLag {
-			return // a doubling decided then, and refused by throttles until now
-		}
 	}
 	avail := math.Inf(1)
 	if c.PartitionAvailable != nil {
@@ -853,37 +800,33 @@ func (c *Checker) OpDone(op *Op, eff *Effects) {
 // refusal), never a lease, fail-open included; and a cascade's
 // compensation runs all the same.
 func (c *Checker) cancelled(op *Op) {
-	bm := &c.m.Buckets[op.Bucket]
+	var what string
 	switch {
 	case op.UndoCancelled:
-		c.flag(InvCancelled, "op #%d (acquire by client %d on %s/%s): the caller cancelled, and the compensation of its cascade was stopped by the cancelled context",
-			op.ID, op.Client, bm.Entity, bm.Resource)
+		what = "the compensation of its cascade was stopped by the cancelled context"
 	case op.FailedOpen:
-		c.flag(InvCancelled, "op #%d (acquire by client %d on %s/%s): the caller cancelled, and it was answered with a fail-open lease",
-			op.ID, op.Client, bm.Entity, bm.Resource)
+		what = "it was answered with a fail-open lease"
 	case op.Outcome == Admitted:
-		c.flag(InvCancelled, "op #%d (acquire by client %d on %s/%s): the caller cancelled, and it was answered with a lease",
-			op.ID, op.Client, bm.Entity, bm.Resource)
+		what = "it was answered with a lease"
 	case op.Outcome == Unavailable && !op.CtxErr:
-		c.flag(InvCancelled, "op #%d (acquire by client %d on %s/%s): the caller cancelled, and its error does not wrap the context's",
-			op.ID, op.Client, bm.Entity, bm.Resource)
+		what = "its error does not wrap the context's"
+	default:
+		return
 	}
+	bm := &c.m.Buckets[op.Bucket]
+	c.flag(InvCancelled, "op #%d (acquire by client %d on %s/%s): the caller cancelled, and %s", op.ID, op.Client, bm.Entity, bm.Resource, what)
 }
 
 // account adds an operation to invariant 1's expectations and to
 // invariant 3's admissions.
 func (c *Checker) account(op *Op, r int, bi int32) {
 	b := &c.buckets[bi]
-	known := r == 0 && op.Shard >= 0
-	var it *istate
-	if known {
+	var it *istate // the item of the op's shard, when known (an admitted op's shard exists)
+	if r == 0 && op.Shard >= 0 {
 		for _, ii := range b.items {
 			if c.items[ii].shard == op.Shard {
 				it = &c.items[ii]
 			}
-		}
-		if it == nil { // an admitted op's shard always exists; be safe
-			known = false
 		}
 	}
 	for i := 0; i < c.nlim; i++ {
@@ -905,14 +848,12 @@ func (c *Checker) account(op *Op, r int, bi int32) {
 				b.itemUncertain = true
 			}
 			if op.Pooled {
-				if op.Kind == OpAcquire && op.Outcome == Admitted && a > 0 {
-					b.events[i] = append(b.events[i], admEvent{at: op.End, amt: a})
+				amt := a // an acquire's charge, a rollback's or negative adjust's refund
+				if op.Kind == OpRollback {
+					amt = -a
 				}
-				if op.Kind == OpRollback && op.Outcome == Admitted && a > 0 {
-					b.events[i] = append(b.events[i], admEvent{at: op.End, amt: -a})
-				}
-				if op.Kind == OpAdjust && op.Outcome == Admitted && a < 0 {
-					b.events[i] = append(b.events[i], admEvent{at: op.End, amt: a})
+				if op.Outcome == Admitted && a != 0 && (amt < 0) == (op.Kind != OpAcquire) {
+					b.events[i] = append(b.events[i], admEvent{at: op.End, amt: amt})
 				}
 				continue
 			}
@@ -930,7 +871,6 @@ func (c *Checker) account(op *Op, r int, bi int32) {
 				continue
 			default:
 				b.hi[i] += a
-				ok = false
 			}
 		case OpAdjust:
 			if ok {
@@ -944,24 +884,20 @@ func (c *Checker) account(op *Op, r int, bi int32) {
 				b.exact[i] -= a
 				b.lo[i] -= up
 				b.hi[i] -= un
-				ok = up == 0 && un == 0
-				if !ok {
-					b.itemUncertain = true
-					it = nil
+				if ok = up == 0 && un == 0; !ok {
+					it = nil // the item's share is unknown from here on
 				}
 			} else {
 				b.lo[i] -= max(0, a+up)
 				b.hi[i] -= min(0, a+un)
 			}
 		}
-		if ok && known && it != nil {
-			switch op.Kind {
-			case OpRollback:
-				it.exact[i] -= a
-			default:
-				it.exact[i] += a
-			}
-		} else {
+		switch {
+		case ok && it != nil && op.Kind == OpRollback:
+			it.exact[i] -= a
+		case ok && it != nil:
+			it.exact[i] += a
+		default:
 			b.itemUncertain = true
 		}
 	}
@@ -1064,11 +1000,11 @@ func (c *Checker) liveness(op *Op, eff *Effects, roles [2]int32) {
 	if other != 0 {
 		return // someone else wrote the bucket meanwhile
 	}
-	switch op.Outcome {
-	case Admitted:
-		c.LivenessChecks++
-	case Rejected:
-		c.LivenessChecks++
+	if op.Outcome != Admitted && op.Outcome != Rejected {
+		return // a store failure: inconclusive
+	}
+	c.LivenessChecks++
+	if op.Outcome == Rejected {
 		bm := &c.m.Buckets[op.Bucket]
 		by := func(parent bool) string {
 			if parent {
@@ -1078,8 +1014,6 @@ func (c *Checker) liveness(op *Op, eff *Effects, roles [2]int32) {
 		}
 		c.flag(InvLiveness, "client %d waited the retry-after %v of rejection #%d%s on %s/%s and was rejected again%s at %s (retry-after now %v) although no one else wrote the bucket",
 			op.Client, time.Duration(rt.RetryAfter), rt.Rejection, by(rt.ByParent), bm.Entity, bm.Resource, by(op.ByParent), c.fmtT(op.Start), time.Duration(op.RetryAfter))
-	default:
-		c.LivenessInconclusive++
 	}
 }
 
@@ -1091,28 +1025,18 @@ func (c *Checker) Finish(items []store.Item) {
 	}
 	c.finished = true
 	// What the final items hold, then per item what its deletions took.
-	type final struct {
-		ii int32
-		tc [MaxLimits]int64
-	}
-	var finals []final
+	tcs := make(map[int32][MaxLimits]int64)
 	for _, it := range items {
 		pk, ok := it.Str(store.AttrPK)
 		if !ok {
 			continue
 		}
-		ii := c.item(pk)
-		if ii < 0 {
-			continue
+		if ii := c.item(pk); ii >= 0 {
+			var im img
+			c.decode(it, &im)
+			tcs[ii] = im.tc
+			c.items[ii].existed = true
 		}
-		var im img
-		c.decode(it, &im)
-		finals = append(finals, final{ii: ii, tc: im.tc})
-	}
-	tcs := make([][MaxLimits]int64, len(c.items))
-	for _, f := range finals {
-		tcs[f.ii] = f.tc
-		c.items[f.ii].existed = true
 	}
 	var sums = make([][MaxLimits]int64, len(c.buckets))
 	for ii := range c.items {
@@ -1122,7 +1046,7 @@ func (c *Checker) Finish(items []store.Item) {
 		}
 		b := &c.buckets[is.bucket]
 		for i := 0; i < c.nlim; i++ {
-			got := tcs[ii][i] + is.gone[i]
+			got := tcs[int32(ii)][i] + is.gone[i]
 			sums[is.bucket][i] += got
 			if !b.itemUncertain && len(b.items) > 1 && b.lim[i].ok && got != is.exact[i] {
 				c.flag(InvLostUpdate, "%s limit %s ends with tc = %d millitokens (%d of it in deleted items), but the operations on this shard add up to %d",

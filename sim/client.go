@@ -6,6 +6,7 @@ import (
 	"iter"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -116,7 +117,6 @@ const (
 	settleAdjustRollback
 )
 
-// start creates the client's coroutine.
 func (c *client) start(body func()) {
 	c.next, c.stop = iter.Pull(func(yield func(*call) bool) {
 		c.yield = yield
@@ -139,8 +139,11 @@ type handle struct{ c *client }
 
 var _ store.Store = handle{}
 
-func stoppedErr(op memsim.OpKind) error {
-	return &store.UnavailableError{Op: op.String(), OutcomeUnknown: op.IsWrite(), Err: ErrStopped}
+// unavailable is what a store call answers when the simulation ends
+// (ErrStopped) or its context is cancelled while it is in flight (the
+// context's error): outcome unknown for a write (it may have applied).
+func unavailable(op string, write bool, err error) error {
+	return &store.UnavailableError{Op: op, OutcomeUnknown: write, Err: err}
 }
 
 // do yields one store request and returns its response.
@@ -155,14 +158,11 @@ func (h handle) do(ctx context.Context, op memsim.OpKind, fill func(*request)) r
 		}
 		return response{err: &store.UnavailableError{Op: op.String(), Err: err}}
 	}
-	if c.s.stopping {
-		return response{err: stoppedErr(op)}
-	}
 	c.call.kind, c.call.op = callStore, op
 	fill(&c.call.req)
-	if !c.suspend() {
+	if c.s.stopping || !c.suspend() {
 		c.call = call{}
-		return response{err: stoppedErr(op)}
+		return response{err: unavailable(op.String(), op.IsWrite(), ErrStopped)}
 	}
 	r := c.call.resp
 	if c.cur.cascade && r.err == nil && op.IsWrite() && charges(c.call.req.upd.Expr, op == memsim.OpUpdate) {
@@ -170,7 +170,7 @@ func (h handle) do(ctx context.Context, op memsim.OpKind, fill func(*request)) r
 	}
 	c.call = call{}
 	if c.cur.cancel != nil && c.afterCall(ctx) {
-		r = response{err: cancelledErr(op.String(), op.IsWrite(), ctx)}
+		r = response{err: unavailable(op.String(), op.IsWrite(), ctx.Err())}
 	}
 	return r
 }
@@ -187,20 +187,9 @@ func (c *client) sawCancel() {
 // its caller's cancelled context stopped: to an item the acquire charged,
 // it was the compensation, which must not depend on the caller's context.
 func (c *client) refusedWrite(pk string) {
-	if c.cur.active && c.chargedBefore(pk) {
+	if c.cur.active && slices.Contains(c.charged, pk) {
 		c.cur.op.UndoCancelled = true
 	}
-}
-
-// chargedBefore reports whether a write of the cascading acquire in
-// progress charged the item of partition key pk.
-func (c *client) chargedBefore(pk string) bool {
-	for _, p := range c.charged {
-		if p == pk {
-			return true
-		}
-	}
-	return false
 }
 
 // afterCall counts a store call of the operation in progress and cancels
@@ -219,13 +208,6 @@ func (c *client) afterCall(ctx context.Context) bool {
 		return true
 	}
 	return false
-}
-
-// cancelledErr is what a store call answers when its context is
-// cancelled while it is in flight: the context's error, outcome unknown
-// for a write (it may have applied).
-func cancelledErr(op string, write bool, ctx context.Context) error {
-	return &store.UnavailableError{Op: op, OutcomeUnknown: write, Err: ctx.Err()}
 }
 
 // Get implements store.Store.
@@ -261,7 +243,7 @@ func (h handle) Delete(ctx context.Context, in store.DeleteInput) (store.WriteOu
 // TransactWrite implements store.Store.
 func (h handle) TransactWrite(ctx context.Context, in store.TransactWriteInput) (store.WriteOutput, error) {
 	r := h.do(ctx, memsim.OpTransactWrite, func(q *request) { q.tx = in })
-	return r.tx, r.err
+	return r.write, r.err
 }
 
 // Query implements store.Store.
@@ -292,36 +274,31 @@ func (h handle) WriteConcurrently(ctx context.Context, writes []store.Write) []s
 		c.sawCancel()
 		if c.cur.cascade {
 			for i := range writes {
-				c.refusedWrite(writeKeyPK(&writes[i]))
+				c.refusedWrite(actionPK(&writes[i]))
 			}
 		}
 		return fail(&store.UnavailableError{Op: "WriteConcurrently", Err: err})
 	}
-	if c.s.stopping {
-		return fail(stoppedErr(memsim.OpUpdate))
-	}
 	c.call.kind, c.call.writes = callConcurrent, writes
-	if !c.suspend() {
+	if c.s.stopping || !c.suspend() {
 		c.call = call{}
-		return fail(stoppedErr(memsim.OpUpdate))
+		return fail(unavailable(memsim.OpUpdate.String(), true, ErrStopped))
 	}
 	res := c.call.results
 	c.call = call{}
 	if c.cur.cascade {
 		for i, r := range res {
 			if w := &writes[i]; r.Err == nil && (w.Update == nil || charges(w.Update.Expr, true)) {
-				c.charged = append(c.charged, writeKeyPK(w))
+				c.charged = append(c.charged, actionPK(w))
 			}
 		}
 	}
 	if c.cur.cancel != nil && c.afterCall(ctx) {
-		return fail(cancelledErr("WriteConcurrently", true, ctx))
+		return fail(unavailable("WriteConcurrently", true, ctx.Err()))
 	}
 	return res
 }
 
-// writeKeyPK returns the partition key of one write of a
-// WriteConcurrently.
 // charges reports whether a write may charge its item (or return a
 // charge): every charge, and every compensation, moves a limit's total
 // consumed (an attribute named b_{L}_tc), or creates the item (a put). A
@@ -339,26 +316,11 @@ func charges(ex store.Expr, update bool) bool {
 	return false
 }
 
-func writeKeyPK(w *store.Write) string {
-	switch {
-	case w.Update != nil:
-		return w.Update.Key.PK
-	case w.Put != nil:
-		pk, _ := w.Put.Item.Str(store.AttrPK)
-		return pk
-	case w.Delete != nil:
-		return w.Delete.Key.PK
-	}
-	return ""
-}
-
-// begin starts recording an operation.
 func (c *client) begin(kind OpKind, bucket int32, amount [MaxLimits]int64) *Op {
 	s := c.s
 	s.nextOp++
-	c.cur = opState{active: true}
-	c.cur.op = Op{ID: s.nextOp, Client: c.id, Kind: kind, Bucket: bucket, Start: s.now, Amount: amount, Shard: -1}
-	c.cur.cause = Cause{Op: s.nextOp, Client: c.id, Kind: kind, Bucket: bucket, Amount: amount, Start: s.now}
+	c.cur = opState{active: true, op: Op{ID: s.nextOp, Client: c.id, Kind: kind, Bucket: bucket, Start: s.now, Amount: amount, Shard: -1},
+		cause: Cause{Op: s.nextOp, Client: c.id, Kind: kind, Bucket: bucket, Amount: amount, Start: s.now}}
 	c.charged = c.charged[:0]
 	if s.chk != nil {
 		c.cur.snap = s.chk.Snapshot(bucket)
@@ -403,31 +365,23 @@ func (c *client) end(err error) Outcome {
 		sec := s.second(s.now)
 		switch o {
 		case Admitted:
-			s.stats.acquires++
 			s.stats.admitted++
 			sec.Admitted++
 		case Rejected:
-			s.stats.acquires++
 			s.stats.rejected++
 			sec.Rejected++
 		case Unavailable:
-			s.stats.acquires++
 			s.stats.unavailable++
 			sec.Unavailable++
-		case Invalid:
+		}
+		if o != Cut {
 			s.stats.acquires++
-			s.stats.invalid++
-		case Cut:
-			s.stats.cut++
 		}
 	} else if o != Cut {
 		if op.Kind == OpAdjust {
 			s.stats.adjusts++
 		} else {
 			s.stats.rollbacks++
-		}
-		if o != Admitted {
-			s.stats.settleFailures++
 		}
 	}
 	s.mix(uint64(s.now))
@@ -453,7 +407,6 @@ func classify(err error) Outcome {
 	return Unavailable
 }
 
-// acquire runs one recorded Acquire.
 func (c *client) acquire(bi int32, amount [MaxLimits]int64, limits []limiter.Limit, retry *RetryInfo) (*limiter.Lease, Outcome, *Op) {
 	s := c.s
 	bm := &s.model.Buckets[bi]
@@ -510,7 +463,6 @@ func (c *client) retryInfo(op *Op) *RetryInfo {
 func (c *client) runWriter() {
 	s := c.s
 	wl := s.wl
-	mean := c.mean
 	next := s.now
 	c.arrival = next
 	crashAt := int64(-1)
@@ -535,7 +487,7 @@ func (c *client) runWriter() {
 			c.leases = nil
 			c.crashes++
 			s.stats.crashes++
-			down := int64(wl.crashDowntime())
+			down := int64(orDefault(wl.CrashDowntime, time.Second))
 			crashAt = s.now + down + int64(c.rng.ExpFloat64()*float64(wl.CrashEvery))
 			// The new process, idle until the next arrival, may crash again
 			// and again before it (a long idle period): those crashes change
@@ -566,7 +518,7 @@ func (c *client) runWriter() {
 			continue
 		}
 		arrival := next
-		next = wl.nextArrival(next+int64(c.rng.ExpFloat64()*mean), c.rng)
+		next = wl.nextArrival(next+int64(c.rng.ExpFloat64()*c.mean), c.rng)
 		c.arrival = next
 		s.stats.offered++
 		s.second(arrival).Offered++
@@ -577,7 +529,7 @@ func (c *client) runWriter() {
 		case Admitted:
 			c.schedule(lease, op, amount)
 		case Rejected:
-			if wl.RetryProb > 0 && c.rng.Float64() < wl.RetryProb && op.RetryAfter <= int64(wl.maxRetryWait()) {
+			if wl.RetryProb > 0 && c.rng.Float64() < wl.RetryProb && op.RetryAfter <= int64(orDefault(wl.MaxRetryWait, 2*time.Second)) {
 				ri := c.retryInfo(op)
 				if !c.sleepUntil(s.now+op.RetryAfter) || s.stopping {
 					return
@@ -757,20 +709,15 @@ func (s *Sim) makeClients() {
 	n := wl.Writers
 	skews := make([]int64, n)
 	skewRand, startRand := s.derive(streamSkew, 0), s.derive(streamStart, 0)
+	lo, hi := int64(0), int64(0)
 	for i := range skews {
 		if wl.Skew > 0 {
 			skews[i] = skewRand.Int64N(2*int64(wl.Skew)+1) - int64(wl.Skew)
 		}
-	}
-	lo, hi := int64(0), int64(0)
-	for _, k := range skews {
-		lo, hi = min(lo, k), max(hi, k)
+		lo, hi = min(lo, skews[i]), max(hi, skews[i])
 	}
 	s.model.SkewSpread = hi - lo
-	spread := int64(wl.StartSpread)
-	if spread <= 0 {
-		spread = int64(time.Second)
-	}
+	spread := int64(orDefault(wl.StartSpread, time.Second))
 	mk := func(kind clientKind, skew int64) *client {
 		id := uint64(len(s.clients))
 		c := &client{s: s, id: int32(id), kind: kind, clock: clientClock{s, skew},
@@ -808,7 +755,7 @@ func (s *Sim) newLimiter(c *client, r *rand.Rand) *limiter.Limiter {
 	wl := s.wl
 	opts := []limiter.Option{limiter.WithClock(c.clock), limiter.WithNamespace(s.model.Namespace),
 		limiter.WithRand(r), limiter.WithPolicy(limiter.FailClosed),
-		limiter.WithCacheTTL(wl.cacheTTL()), limiter.WithLogger(s.logger()), limiter.WithObserver(observer{s, c})}
+		limiter.WithCacheTTL(orDefault(wl.CacheTTL, time.Minute)), limiter.WithLogger(s.logger()), limiter.WithObserver(observer{s, c})}
 	if wl.Reservations {
 		opts = append(opts, limiter.WithReservations())
 	}
@@ -845,7 +792,6 @@ func (o observer) Observe(ev limiter.Event) {
 	o.s.stats.doublingsSeen += ev.ShardDoublings
 }
 
-// add counts one acquire's event.
 func (ps *pathStat) add(ev limiter.Event) {
 	ps.n++
 	ps.roundTrips += uint64(ev.RoundTrips)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/shardlimit/limiter/admin"
@@ -86,15 +87,13 @@ type Sim struct {
 	partThrottles map[string]uint64
 	stream        bool
 	lastSeq       uint64
-	recBuf        []memsim.Record // drain's, reused
 	chk           *Checker
 	faults        faultState
 	sweep         *sweeper // nil unless the fault plan expires items
 
-	clients   []*client
-	flights   []inflight
-	free      []int32
-	spareReqs []*request // cleared, for inflight.own
+	clients []*client
+	flights []inflight
+	free    []int32
 
 	nextOp   uint64
 	stopping bool
@@ -113,7 +112,6 @@ type Sim struct {
 type backend interface {
 	store.Store
 	StreamLen() uint64
-	Stream(afterSeq uint64) []memsim.Record
 	AppendStream(buf []memsim.Record, afterSeq uint64) []memsim.Record
 	TrimStream(throughSeq uint64)
 	Items() []store.Item
@@ -124,13 +122,13 @@ type backend interface {
 }
 
 type stats struct {
-	offered, acquires, admitted, rejected, unavailable, invalid, cut uint64
-	adjusts, rollbacks, settleFailures, falseRejections              uint64
-	throttled, roundTrips, storeCalls, validation, backlog           uint64
-	paths                                                            [16]pathStat
-	hot                                                              pathStat // admitted by one write, nothing read
-	crashes, cancelled                                               uint64
-	doublingsSeen                                                    int
+	offered, acquires, admitted, rejected, unavailable uint64
+	adjusts, rollbacks, falseRejections                uint64
+	throttled, roundTrips, storeCalls, backlog         uint64
+	paths                                              [16]pathStat
+	hot                                                pathStat // admitted by one write, nothing read
+	crashes, cancelled                                 uint64
+	doublingsSeen                                      int
 }
 
 // Random streams. Every random source of a run is derived from its seed,
@@ -157,7 +155,6 @@ func splitmix(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
-// derive returns the random stream of a purpose and index.
 func (s *Sim) derive(purpose, index uint64) *rand.Rand {
 	a := splitmix(s.cfg.Seed ^ splitmix(purpose<<32|index))
 	return rand.New(rand.NewPCG(a, splitmix(a)))
@@ -217,10 +214,7 @@ func New(cfg Config) (*Sim, error) {
 	}
 	s.faultEnd = dur
 	s.end = dur + int64(tail)
-	s.timeout = int64(cfg.CallTimeout)
-	if s.timeout <= 0 {
-		s.timeout = int64(time.Second)
-	}
+	s.timeout = int64(orDefault(cfg.CallTimeout, time.Second))
 	lm := DynamoDBLatency()
 	if wl.Latency != nil {
 		lm = *wl.Latency
@@ -276,11 +270,10 @@ func New(cfg Config) (*Sim, error) {
 // timelineStep is one second, or longer for runs over an hour so that
 // the timeline keeps at most about 3600 entries.
 func timelineStep(end int64) int64 {
-	step := int64(time.Second)
-	if n := end / int64(time.Hour); n >= 1 {
-		step = (end/3600 + int64(time.Second) - 1) / int64(time.Second) * int64(time.Second)
+	if end < int64(time.Hour) {
+		return int64(time.Second)
 	}
-	return step
+	return (end/3600 + int64(time.Second) - 1) / int64(time.Second) * int64(time.Second)
 }
 
 var discard = slog.New(slog.DiscardHandler)
@@ -299,7 +292,7 @@ func (s *Sim) setup() error {
 			if (e.Parent == "") != (pass == 0) {
 				continue
 			}
-			if e.Parent == "" && !s.wl.isParent(e.ID) {
+			if e.Parent == "" && !s.wl.parents[e.ID] {
 				continue
 			}
 			if err := adm.PutEntity(ctx, admin.Entity{ID: e.ID, Parent: e.Parent, Cascade: e.Cascade}); err != nil {
@@ -319,7 +312,6 @@ func (s *Sim) setup() error {
 	return nil
 }
 
-// push schedules an event.
 func (s *Sim) push(at int64, kind evKind, who, slot int32) {
 	s.seq++
 	s.events.push(event{at: at, seq: s.seq, kind: kind, who: who, slot: slot})
@@ -350,7 +342,7 @@ func (s *Sim) Run() *Report {
 	}
 	for len(s.events) > 0 && s.events[0].at <= s.end {
 		ev := s.events.pop()
-		if ev.at >= s.stepEnd() {
+		if ev.at >= int64(s.tlClosed+1)*s.step {
 			s.closeSteps(ev.at)
 		}
 		s.now = ev.at
@@ -372,8 +364,6 @@ func (s *Sim) Run() *Report {
 		if c.stop != nil {
 			c.stop()
 		}
-	}
-	for _, c := range s.clients {
 		if c.kind == kindWriter && c.startAt < s.end {
 			n := c.countBacklog()
 			s.stats.backlog += n
@@ -398,25 +388,18 @@ func Run(cfg Config) (*Report, error) {
 	return s.Run(), nil
 }
 
-func (s *Sim) stepEnd() int64 { return int64(s.tlClosed+1) * s.step }
-
 // closeSteps finishes the timeline steps that end at or before t.
 func (s *Sim) closeSteps(t int64) {
 	for int64(s.tlClosed+1)*s.step <= t && int64(s.tlClosed)*s.step < s.end {
 		sec := s.second(int64(s.tlClosed) * s.step)
-		sec.ShardCount = s.shardCount()
+		if s.chk != nil {
+			sec.ShardCount = max(s.chk.maxShardsSeen, 1)
+		}
 		s.tlClosed++
 		if s.cfg.Progress != nil {
 			s.cfg.Progress(Progress{Sim: time.Duration(int64(s.tlClosed) * s.step), Total: time.Duration(s.end), Acquires: s.stats.acquires})
 		}
 	}
-}
-
-func (s *Sim) shardCount() int64 {
-	if s.chk != nil {
-		return s.chk.maxShards()
-	}
-	return 0
 }
 
 // second returns the timeline entry of virtual time t (the last one for
@@ -510,7 +493,6 @@ type inflight struct {
 	out response
 }
 
-// request returns f's request.
 func (s *Sim) request(f *inflight) *request {
 	if f.own != nil {
 		return f.own
@@ -518,18 +500,10 @@ func (s *Sim) request(f *inflight) *request {
 	return &s.clients[f.client].call.req
 }
 
-// ownRequest gives f a request of its own (cleared ones are reused) and
-// returns it.
+// ownRequest gives f a request of its own and returns it.
 func (s *Sim) ownRequest(f *inflight) *request {
-	var q *request
-	if n := len(s.spareReqs); n > 0 {
-		q = s.spareReqs[n-1]
-		s.spareReqs = s.spareReqs[:n-1]
-	} else {
-		q = new(request)
-	}
-	f.own = q
-	return q
+	f.own = new(request)
+	return f.own
 }
 
 // callCtx is the context of one store request as the store sees it: its
@@ -572,7 +546,6 @@ type response struct {
 	get   store.GetOutput
 	batch store.BatchGetOutput
 	write store.WriteOutput
-	tx    store.WriteOutput
 	query store.QueryOutput
 	err   error
 }
@@ -598,10 +571,6 @@ func (s *Sim) release(slot int32) {
 	f := &s.flights[slot]
 	f.refs--
 	if f.refs <= 0 {
-		if q := f.own; q != nil {
-			*q = request{}
-			s.spareReqs = append(s.spareReqs, q)
-		}
 		*f = inflight{}
 		s.free = append(s.free, slot)
 	}
@@ -655,7 +624,7 @@ func (s *Sim) apply(slot int32) {
 	f.ctx = callCtx{s: s, slot: slot, deadline: f.deadline}
 	ctx := context.Context(&f.ctx) // valid during the call: s.flights does not grow meanwhile
 	var err error
-	var pk string
+	pk := q.writePK(f.kind) // "" but for a single-item write: set below for the others
 	s.faults.undo = f.kind.IsWrite() && s.isUndo(f)
 	if f.bad {
 		err = &store.ValidationError{Message: "sim: a Write with no operation"}
@@ -671,15 +640,12 @@ func (s *Sim) apply(slot int32) {
 			}
 		case memsim.OpPut:
 			f.out.write, err = s.st.Put(ctx, q.put)
-			pk, _ = q.put.Item.Str(store.AttrPK)
 		case memsim.OpUpdate:
 			f.out.write, err = s.st.Update(ctx, q.upd)
-			pk = q.upd.Key.PK
 		case memsim.OpDelete:
 			f.out.write, err = s.st.Delete(ctx, q.del)
-			pk = q.del.Key.PK
 		case memsim.OpTransactWrite:
-			f.out.tx, err = s.st.TransactWrite(ctx, q.tx)
+			f.out.write, err = s.st.TransactWrite(ctx, q.tx)
 			if len(q.tx.Actions) > 0 {
 				pk = actionPK(&q.tx.Actions[0])
 			}
@@ -699,9 +665,6 @@ func (s *Sim) apply(slot int32) {
 		}
 	} else if code == codeValidation && s.chk != nil {
 		s.chk.Harness("client %d: the store refused a %s on %s: %v", f.client, f.kind, pk, err)
-	}
-	if code == codeValidation {
-		s.stats.validation++
 	}
 	s.mix(uint64(s.now))
 	s.mix(uint64(f.client)<<32 | uint64(f.kind)<<8 | uint64(code))
@@ -739,7 +702,7 @@ func (s *Sim) isUndo(f *inflight) bool {
 		return false
 	}
 	c := s.clients[f.client]
-	return c.cur.active && c.cur.op.ID == f.cause.Op && c.chargedBefore(s.request(f).writePK(f.kind))
+	return c.cur.active && c.cur.op.ID == f.cause.Op && slices.Contains(c.charged, s.request(f).writePK(f.kind))
 }
 
 // writePK returns the partition key a single-item write names.
@@ -768,18 +731,12 @@ func (s *Sim) realThrottles(f *inflight) {
 		}
 	}
 	q := s.request(f)
-	switch f.kind {
-	case memsim.OpPut:
-		pk, _ := q.put.Item.Str(store.AttrPK)
-		check(pk)
-	case memsim.OpUpdate:
-		check(q.upd.Key.PK)
-	case memsim.OpDelete:
-		check(q.del.Key.PK)
-	case memsim.OpTransactWrite:
-		for i := range q.tx.Actions {
-			check(actionPK(&q.tx.Actions[i]))
-		}
+	if f.kind != memsim.OpTransactWrite {
+		check(q.writePK(f.kind))
+		return
+	}
+	for i := range q.tx.Actions {
+		check(actionPK(&q.tx.Actions[i]))
 	}
 }
 
@@ -808,7 +765,7 @@ func (s *Sim) drain(cause *Cause) {
 	if n == s.lastSeq {
 		return
 	}
-	recs := s.st.AppendStream(s.recBuf[:0], s.lastSeq)
+	recs := s.st.AppendStream(nil, s.lastSeq)
 	if s.chk != nil {
 		for i := range recs {
 			s.chk.Record(&recs[i], cause)
@@ -822,11 +779,6 @@ func (s *Sim) drain(cause *Cause) {
 	}
 	s.st.TrimStream(n)
 	s.lastSeq = n
-	if len(s.cfg.Actors) == 0 {
-		// Nobody kept the slice: reuse it (without its images).
-		clear(recs)
-		s.recBuf = recs[:0]
-	}
 }
 
 // deliver hands an answer to its client and resumes the client when it
@@ -868,14 +820,6 @@ const (
 )
 
 func errCode(err error) errClass {
-	// The common answers by their type first (neither wraps anything):
-	// the same classes as the chain below gives them, without walking it.
-	switch err.(type) {
-	case *store.ConditionFailedError:
-		return codeCondition
-	case *store.ThrottledError:
-		return codeThrottled
-	}
 	switch {
 	case err == nil:
 		return codeOK
@@ -884,8 +828,7 @@ func errCode(err error) errClass {
 	case errors.Is(err, store.ErrThrottled):
 		return codeThrottled
 	case errors.Is(err, store.ErrTransactionCanceled):
-		var tc *store.TransactionCanceledError
-		if errors.As(err, &tc) {
+		if tc, ok := errors.AsType[*store.TransactionCanceledError](err); ok {
 			for _, r := range tc.Reasons {
 				if r.Code == store.ReasonThrottlingError || r.Code == store.ReasonProvisionedThroughputExceeded {
 					return codeThrottled

@@ -25,7 +25,7 @@ type sweeper struct {
 	from, to int64 // deletions happen in [from, to) (virtual ns)
 	ttl      map[store.Key]int64
 	queued   map[store.Key]bool
-	due      []sweepEntry // a binary min-heap on (at, seq)
+	due      minHeap[sweepEntry] // ordered by (at, seq)
 	seq      uint64
 	gen      int32 // the armed evSweep event's generation
 	armedAt  int64 // when the armed event fires (-1: none)
@@ -89,16 +89,7 @@ func (w *sweeper) push(e sweepEntry) {
 	w.seq++
 	e.seq = w.seq
 	w.queued[e.key] = true
-	h := append(w.due, e)
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !e.before(h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-	w.due = h
+	w.due.push(e)
 	w.arm()
 }
 
@@ -107,26 +98,7 @@ func (a sweepEntry) before(b sweepEntry) bool {
 }
 
 func (w *sweeper) pop() sweepEntry {
-	h := w.due
-	top := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	h = h[:n]
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < n && h[l].before(h[m]) {
-			m = l
-		}
-		if r := l + 1; r < n && h[r].before(h[m]) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	w.due = h
+	top := w.due.pop()
 	delete(w.queued, top.key)
 	return top
 }

@@ -100,10 +100,7 @@ var undoFaultKinds = [...]memsim.Fault{memsim.FaultThrottle, memsim.Fault5xxBefo
 // its description. It returns a nil injector when the plan injects nothing
 // into requests.
 func (p FaultPlan) injector(rng *rand.Rand, base, end int64, st *faultState) (memsim.Injector, string) {
-	start := int64(p.Start)
-	if start <= 0 {
-		start = int64(time.Second)
-	}
+	start := int64(orDefault(p.Start, time.Second))
 	st.plan, st.from, st.to = p, start, end
 	if start >= end {
 		return nil, ""

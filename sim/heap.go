@@ -19,26 +19,24 @@ type event struct {
 	kind evKind
 }
 
-// eventHeap is a binary min-heap of events ordered by (at, seq): h[i]
-// comes before its children h[2i+1] and h[2i+2]. (at, seq) is a total
-// order, so the order of pops does not depend on the heap's shape.
-type eventHeap []event
+// before reports whether a comes before b: (at, seq) is a total order.
+func (a event) before(b event) bool { return a.at < b.at || (a.at == b.at && a.seq < b.seq) }
 
-// before reports whether a comes before b.
-func (a *event) before(b *event) bool {
-	if a.at != b.at {
-		return a.at < b.at
-	}
-	return a.seq < b.seq
-}
+// eventHeap is the scheduler's queue.
+type eventHeap = minHeap[event]
 
-// push adds e.
-func (h *eventHeap) push(e event) {
+// minHeap is a binary min-heap: h[i] comes before its children h[2i+1]
+// and h[2i+2]. Its elements' order must be total (ties broken by a
+// sequence number), so that the order of pops does not depend on the
+// heap's shape.
+type minHeap[T interface{ before(T) bool }] []T
+
+func (h *minHeap[T]) push(e T) {
 	*h = append(*h, e)
 	s := *h
 	for i := len(s) - 1; i > 0; {
 		parent := (i - 1) / 2
-		if !s[i].before(&s[parent]) {
+		if !s[i].before(s[parent]) {
 			break
 		}
 		s[i], s[parent] = s[parent], s[i]
@@ -46,8 +44,8 @@ func (h *eventHeap) push(e event) {
 	}
 }
 
-// pop removes and returns the first event; the heap must not be empty.
-func (h *eventHeap) pop() event {
+// pop removes and returns the first element; the heap must not be empty.
+func (h *minHeap[T]) pop() T {
 	s := *h
 	first := s[0]
 	last := len(s) - 1
@@ -56,7 +54,7 @@ func (h *eventHeap) pop() event {
 	for i := 0; ; {
 		least := i
 		for _, c := range [2]int{2*i + 1, 2*i + 2} {
-			if c < len(s) && s[c].before(&s[least]) {
+			if c < len(s) && s[c].before(s[least]) {
 				least = c
 			}
 		}

@@ -43,8 +43,7 @@ func (r *Report) WriteSVG(out io.Writer) error {
 	ymax := r.LimitRate
 	maxShard := int64(1)
 	for i := range r.Timeline {
-		ymax = math.Max(ymax, math.Max(math.Max(offered[i], admitted[i]), math.Max(rejected[i], throttled[i])))
-		ymax = math.Max(ymax, unavailable[i])
+		ymax = max(ymax, offered[i], admitted[i], rejected[i], throttled[i], unavailable[i])
 		maxShard = max(maxShard, r.Timeline[i].ShardCount)
 	}
 	ymax = niceCeil(ymax * 1.08)

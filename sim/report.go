@@ -140,21 +140,19 @@ func (s *Sim) report(items []store.Item) *Report {
 		WCU: tot.WriteUnits - s.setupCap.WriteUnits, RCU: tot.ReadUnits - s.setupCap.ReadUnits,
 		Paths: map[string]uint64{}, SkewMs: int64(wl.Skew / time.Millisecond), Faults: wl.faultDesc, LimitRate: wl.LimitRate,
 		TraceHash: fmt.Sprintf("%016x", s.hash), TimelineStepMs: s.step / int64(time.Millisecond),
-		Violations: []Violation{},
+		Violations: []Violation{}, Crashes: s.stats.crashes, Cancelled: s.stats.cancelled,
+		UndoWrites: s.faults.undoWrites, UndoFaults: s.faults.undoFaults, HotPath: s.stats.hot.cost(),
+		PathCosts: map[string]PathCost{}, ShardCountFinal: 1, ShardDoublings: s.stats.doublingsSeen,
 	}
 	if r.Faults == "" {
 		r.Faults = "none"
 	}
-	r.Crashes = s.stats.crashes
-	r.Cancelled = s.stats.cancelled
-	r.UndoWrites, r.UndoFaults = s.faults.undoWrites, s.faults.undoFaults
 	if s.sweep != nil {
 		// DynamoDB's deletions at expiry are free: leave them out.
 		r.Expired = s.sweep.deleted
 		r.WCU -= s.sweep.consumed.WriteUnits
 		r.RCU -= s.sweep.consumed.ReadUnits
 	}
-	r.PathCosts = map[string]PathCost{}
 	for p, ps := range s.stats.paths {
 		if ps.n > 0 {
 			name := limiter.Path(p).String()
@@ -162,8 +160,6 @@ func (s *Sim) report(items []store.Item) *Report {
 			r.PathCosts[name] = ps.cost()
 		}
 	}
-	r.HotPath = s.stats.hot.cost()
-	r.ShardCountFinal = 1
 	for _, it := range items {
 		pk, _ := it.Str(store.AttrPK)
 		if ref, ok := keys.ParseBucketPK(pk); ok && ref.Shard == 0 {
@@ -172,7 +168,6 @@ func (s *Sim) report(items []store.Item) *Report {
 			}
 		}
 	}
-	r.ShardDoublings = s.stats.doublingsSeen
 	if s.chk != nil {
 		r.ShardDoublings = s.chk.Doublings
 		r.ShardZeroRecreated = s.chk.ShardZeroRecreated
@@ -187,7 +182,7 @@ func (s *Sim) report(items []store.Item) *Report {
 		s.second(int64(len(s.tl)) * s.step)
 	}
 	r.Timeline = s.tl
-	w := Window{FromMs: int64(wl.warmUp() / time.Millisecond)}
+	w := Window{FromMs: int64(orDefault(wl.WarmUp, min(30*time.Second, wl.Duration/4)) / time.Millisecond)}
 	for _, sec := range r.Timeline {
 		if sec.TMs < w.FromMs {
 			continue

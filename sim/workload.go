@@ -144,28 +144,13 @@ type Range struct {
 	Adjust bool
 }
 
-func (w *Workload) maxRetryWait() time.Duration {
-	if w.MaxRetryWait > 0 {
-		return w.MaxRetryWait
+// orDefault returns d, or def when d is not positive.
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
 	}
-	return 2 * time.Second
+	return def
 }
-
-func (w *Workload) cacheTTL() time.Duration {
-	if w.CacheTTL > 0 {
-		return w.CacheTTL
-	}
-	return 60 * time.Second
-}
-
-func (w *Workload) warmUp() time.Duration {
-	if w.WarmUp > 0 {
-		return w.WarmUp
-	}
-	return min(30*time.Second, w.Duration/4)
-}
-
-func (w *Workload) isParent(id string) bool { return w.parents[id] }
 
 // limitsOf returns the limits in force for an entity's buckets.
 func (w *Workload) limitsOf(e *Entity) []limiter.Limit {
@@ -179,22 +164,20 @@ func (w *Workload) limitsOf(e *Entity) []limiter.Limit {
 // applied and validated.
 func resolve(cfg *Config) (*Workload, error) {
 	var w Workload
-	name := ""
 	if cfg.Workload != nil {
 		w = *cfg.Workload
-		name = "custom"
+		w.name = "custom"
 	} else {
 		sc, ok := Lookup(cfg.Scenario)
 		if !ok {
 			return nil, fmt.Errorf("sim: unknown scenario %q (see -list)", cfg.Scenario)
 		}
 		w = *sc.Build(*cfg)
-		name = sc.Name
+		w.name = sc.Name
 		if sc.Actors != nil && len(cfg.Actors) == 0 {
 			cfg.Actors = sc.Actors(*cfg)
 		}
 	}
-	w.name = name
 	if cfg.Writers > 0 {
 		w.Writers = cfg.Writers
 	}
@@ -204,9 +187,7 @@ func resolve(cfg *Config) (*Workload, error) {
 	if cfg.Duration > 0 {
 		w.Duration = cfg.Duration
 	}
-	if cfg.Faults {
-		w.Faults = true
-	}
+	w.Faults = w.Faults || cfg.Faults
 	switch {
 	case cfg.Skew > 0:
 		w.Skew = cfg.Skew
@@ -332,11 +313,7 @@ func (w *Workload) fits(ls []limiter.Limit, who string) error {
 		for _, l := range ls {
 			if l.Name == w.Limits[i].Name {
 				found = true
-				b := l.Burst
-				if b == 0 {
-					b = l.Capacity
-				}
-				if r.Max > b {
+				if b := l.EffectiveBurst(); r.Max > b {
 					return fmt.Errorf("sim: entity %q: limit %s has burst %d, below the largest charge %d", who, l.Name, b, r.Max)
 				}
 			}
@@ -426,13 +403,10 @@ func (w *Workload) amounts(r *rand.Rand) (a [MaxLimits]int64) {
 	return a
 }
 
-// meanArrival is the mean time (ns) between one writer's arrivals.
-func (w *Workload) meanArrival() float64 { return float64(w.Writers) / w.Rate * 1e9 }
-
 // meanArrivalOf is writer i's mean time between arrivals (ns), with Uneven.
 func (w *Workload) meanArrivalOf(i int) float64 {
 	if w.Uneven <= 0 {
-		return w.meanArrival()
+		return float64(w.Writers) / w.Rate * 1e9
 	}
 	var sum float64
 	for j := 0; j < w.Writers; j++ {
@@ -440,13 +414,6 @@ func (w *Workload) meanArrivalOf(i int) float64 {
 	}
 	share := 1 / math.Pow(float64(i+1), w.Uneven) / sum
 	return 1e9 / (w.Rate * share)
-}
-
-func (w *Workload) crashDowntime() time.Duration {
-	if w.CrashDowntime > 0 {
-		return w.CrashDowntime
-	}
-	return time.Second
 }
 
 // nextArrival moves an arrival time into the next active window of the
