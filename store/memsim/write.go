@@ -234,28 +234,14 @@ func (s *Store) indexCost(ev *evaluation) {
 	}
 	for i := range s.indexes {
 		ix := s.indexes[i].ix
-		if !ev.keysMoved {
-			// Same keys: only a ProjectAll entry is rewritten.
-			if ix.Projection == schema.ProjectAll {
-				if pk, _, in := indexKey(ev.new, ix); in {
-					ev.index = append(ev.index, indexWrite{i, pk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
-				}
-			}
-			continue
-		}
 		opk, osk, oin := indexKey(ev.old, ix)
 		npk, nsk, nin := indexKey(ev.new, ix) // ev.new is nil when the item is deleted
-		if oin && nin && opk == npk && osk == nsk {
-			if ix.Projection == schema.ProjectAll {
-				ev.index = append(ev.index, indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
-			}
-		} else {
-			if oin {
-				ev.index = append(ev.index, indexWrite{i, opk, WriteUnits(s.indexEntrySize(ev.old, ev.oldSize, ix))})
-			}
-			if nin {
-				ev.index = append(ev.index, indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
-			}
+		same := oin && nin && opk == npk && osk == nsk
+		if oin && !same {
+			ev.index = append(ev.index, indexWrite{i, opk, WriteUnits(s.indexEntrySize(ev.old, ev.oldSize, ix))})
+		}
+		if nin && (!same || ix.Projection == schema.ProjectAll) {
+			ev.index = append(ev.index, indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
 		}
 	}
 }
