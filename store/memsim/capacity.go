@@ -98,28 +98,6 @@ func ReadUnits(size int, consistent bool) float64 {
 	return float64(u) / 2
 }
 
-// attrsSize returns the size of the attributes of it named in names,
-// counting a name that appears twice once.
-func attrsSize(it store.Item, names []string) int {
-	n := 0
-	for i, name := range names {
-		dup := false
-		for _, prev := range names[:i] {
-			if prev == name {
-				dup = true
-				break
-			}
-		}
-		if dup {
-			continue
-		}
-		if v, ok := it[name]; ok {
-			n += len(name) + ValueSize(v)
-		}
-	}
-	return n
-}
-
 // indexEntrySize returns the size of the entry of it in ix: the table and
 // index key attributes, plus, for ProjectAll, every other attribute. (The
 // 100 bytes of per-entry overhead DynamoDB adds are storage only, not
@@ -128,7 +106,7 @@ func (s *Store) indexEntrySize(it store.Item, size int, ix schema.Index) int {
 	if ix.Projection == schema.ProjectAll {
 		return size
 	}
-	return attrsSize(it, []string{s.schema.PartitionKey, s.schema.SortKey, ix.PartitionKey, ix.SortKey})
+	return ItemSize(s.projected(it, ix))
 }
 
 // projected returns the entry of it in a keys-only index, or a clone of it

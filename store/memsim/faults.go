@@ -3,6 +3,7 @@ package memsim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -179,24 +180,15 @@ func (c chain) String() string {
 
 // OnOps applies inj only to requests of the given kinds; other requests are
 // not shown to inj.
-func OnOps(kinds []OpKind, inj Injector) Injector {
-	o := onOps{inj: inj, kinds: append([]OpKind(nil), kinds...)}
-	for _, k := range kinds {
-		if k < NumOpKinds {
-			o.mask |= 1 << k
-		}
-	}
-	return o
-}
+func OnOps(kinds []OpKind, inj Injector) Injector { return onOps{kinds: slices.Clone(kinds), inj: inj} }
 
 type onOps struct {
-	mask  uint32
 	kinds []OpKind
 	inj   Injector
 }
 
 func (o onOps) Inject(op Op) Decision {
-	if op.Kind >= NumOpKinds || o.mask&(1<<op.Kind) == 0 {
+	if op.Kind >= NumOpKinds || !slices.Contains(o.kinds, op.Kind) {
 		return Decision{}
 	}
 	return o.inj.Inject(op)

@@ -178,14 +178,7 @@ func (s *Store) admit(now int64, cl chargeList) (partKey, bool) {
 			p.stats.Consumed.ReadUnits += u
 		}
 		// One request per partition, even when it pays reads and writes.
-		first := true
-		for _, prev := range cl[:i] {
-			if prev.part == c.part {
-				first = false
-				break
-			}
-		}
-		if first {
+		if !slices.ContainsFunc(cl[:i], func(prev charge) bool { return prev.part == c.part }) {
 			p.stats.Requests++
 		}
 	}
@@ -201,25 +194,22 @@ func (s *Store) Partition(pk string) PartitionStats {
 // consumed: the Consumed of [Store.Partition], without the rest (no clock
 // read, no bucket refilled), for a caller that samples it on every write.
 // It is zero for a partition nothing was charged to.
-func (s *Store) PartitionConsumed(pk string) store.Capacity {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p := s.parts[partKey{pk: pk}]; p != nil {
-		return p.stats.Consumed
-	}
-	return store.Capacity{}
-}
+func (s *Store) PartitionConsumed(pk string) store.Capacity { return s.counters(pk).Consumed }
 
 // PartitionThrottles returns how many requests partition pk of the table
 // has throttled for being over its ceiling: the Throttles of
 // [Store.Partition], without the rest.
-func (s *Store) PartitionThrottles(pk string) uint64 {
+func (s *Store) PartitionThrottles(pk string) uint64 { return s.counters(pk).Throttles }
+
+// counters returns table partition pk's counters (zero for a partition
+// nothing was charged to) without its buckets' availability.
+func (s *Store) counters(pk string) PartitionStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p := s.parts[partKey{pk: pk}]; p != nil {
-		return p.stats.Throttles
+		return p.stats
 	}
-	return 0
+	return PartitionStats{}
 }
 
 // IndexPartition returns the statistics of partition pk of index (the
@@ -228,8 +218,7 @@ func (s *Store) IndexPartition(index, pk string) PartitionStats {
 	now := s.clock.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := partKey{index, pk}
-	p := s.parts[k]
+	p := s.parts[partKey{index, pk}]
 	if p == nil {
 		p = &partition{stats: PartitionStats{Index: index, PK: pk}}
 	}

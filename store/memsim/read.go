@@ -22,22 +22,14 @@ func (s *Store) Get(ctx context.Context, in store.GetInput) (store.GetOutput, er
 		s.countLocked(OpGet, outValidation, store.Capacity{})
 		return store.GetOutput{}, err
 	}
-	var d Decision
-	if s.intercept {
-		var err error
-		d, err = s.begin(ctx, OpGet, "", func() []store.Key { return []store.Key{in.Key} })
-		if err != nil {
-			return store.GetOutput{}, err
-		}
-		if err := s.early(OpGet, d, in.Key); err != nil {
-			return store.GetOutput{}, err
-		}
+	d, err := s.start(ctx, OpGet, "", in.Key, func() []store.Key { return []store.Key{in.Key} })
+	if err != nil {
+		return store.GetOutput{}, err
 	}
 	now := s.clock.Now().UnixNano()
 	var out store.GetOutput
-	var err error
 	s.mu.Lock()
-	e := s.at(in.Key)
+	e := s.items[in.Key]
 	units := ReadUnits(e.size, in.ConsistentRead)
 	if _, ok := s.admit(now, chargeList{{part: partKey{pk: in.Key.PK}, milli: milli(units)}}); !ok {
 		s.count(OpGet, outThrottle, store.Capacity{})
@@ -68,36 +60,26 @@ func (s *Store) BatchGet(ctx context.Context, in store.BatchGetInput) (store.Bat
 		s.countLocked(OpBatchGet, outValidation, store.Capacity{})
 		return store.BatchGetOutput{}, err
 	}
-	var d Decision
-	if s.intercept {
-		var err error
-		d, err = s.begin(ctx, OpBatchGet, "", func() []store.Key { return slices.Clone(in.Keys) })
-		if err != nil {
-			return store.BatchGetOutput{}, err
-		}
-		if err := s.early(OpBatchGet, d, in.Keys[0]); err != nil {
-			return store.BatchGetOutput{}, err
-		}
+	d, err := s.start(ctx, OpBatchGet, "", in.Keys[0], func() []store.Key { return slices.Clone(in.Keys) })
+	if err != nil {
+		return store.BatchGetOutput{}, err
 	}
 	now := s.clock.Now().UnixNano()
-	items := make([]store.Item, len(in.Keys))
-	// A batch of a few keys (the common one) needs no heap for these two.
-	var foundBuf [8]store.Item
-	var clBuf [8]charge
-	found, cl := foundBuf[:0], chargeList(clBuf[:0])
+	found := make([]store.Item, len(in.Keys))
+	var clBuf [8]charge // a batch of a few keys (the common one) needs no heap for its charges
+	cl := chargeList(clBuf[:0])
 	var units float64
-	var err error
 	s.mu.Lock()
-	for _, k := range in.Keys {
-		e := s.at(k)
-		found = append(found, e.item) // copied below, outside the lock
+	for i, k := range in.Keys {
+		e := s.items[k]
+		found[i] = e.item // copied below, outside the lock
 		u := ReadUnits(e.size, in.ConsistentRead)
 		units += u
 		cl = cl.add(charge{part: partKey{pk: k.PK}, milli: milli(u)})
 	}
 	if p, ok := s.admit(now, cl); !ok {
 		s.count(OpBatchGet, outThrottle, store.Capacity{})
-		err = &store.ThrottledError{Code: s.throttleCode, Reason: tableReason(false), Key: firstKeyIn(in.Keys, p.pk)}
+		err = &store.ThrottledError{Code: s.throttleCode, Reason: tableReason(false), Key: in.Keys[slices.IndexFunc(in.Keys, func(k store.Key) bool { return k.PK == p.pk })]}
 	} else {
 		s.count(OpBatchGet, outOK, store.Capacity{ReadUnits: units})
 	}
@@ -109,18 +91,9 @@ func (s *Store) BatchGet(ctx context.Context, in store.BatchGetInput) (store.Bat
 		return store.BatchGetOutput{}, err
 	}
 	for i, x := range found {
-		items[i] = maps.Clone(x)
+		found[i] = maps.Clone(x)
 	}
-	return store.BatchGetOutput{Items: items, Consumed: store.Capacity{ReadUnits: units}}, nil
-}
-
-func firstKeyIn(keys []store.Key, pk string) store.Key {
-	for _, k := range keys {
-		if k.PK == pk {
-			return k
-		}
-	}
-	return store.Key{PK: pk}
+	return store.BatchGetOutput{Items: found, Consumed: store.Capacity{ReadUnits: units}}, nil
 }
 
 func (s *Store) checkBatch(keys []store.Key) error {
@@ -142,16 +115,6 @@ func (s *Store) checkBatch(keys []store.Key) error {
 }
 
 func hasDuplicate(keys []store.Key) bool {
-	if len(keys) <= 16 {
-		for i := range keys {
-			for j := range i {
-				if keys[i] == keys[j] {
-					return true
-				}
-			}
-		}
-		return false
-	}
 	seen := make(map[store.Key]struct{}, len(keys))
 	for _, k := range keys {
 		if _, dup := seen[k]; dup {
@@ -173,54 +136,35 @@ func (s *Store) Query(ctx context.Context, in store.QueryInput) (store.QueryOutp
 	if err := ctx.Err(); err != nil {
 		return store.QueryOutput{}, s.canceled(OpQuery, err)
 	}
-	ixPos := -1
-	var verrr error
+	ixPos, pkName := -1, s.schema.PartitionKey
+	for i, st := range s.indexes {
+		if in.Index != "" && st.ix.Name == in.Index {
+			ixPos, pkName = i, st.ix.PartitionKey
+		}
+	}
+	var bad error
 	switch {
-	case in.Index != "":
-		for i, st := range s.indexes {
-			if st.ix.Name == in.Index {
-				ixPos = i
-			}
-		}
-		if ixPos < 0 {
-			verrr = verr(msgUnknownIndex(in.Index))
-		} else if in.ConsistentRead {
-			verrr = verr(msgConsistentOnIndex)
-		}
+	case in.Index != "" && ixPos < 0:
+		bad = verr("The table does not have the specified index: " + in.Index)
+	case in.Index != "" && in.ConsistentRead:
+		bad = verr(msgConsistentOnIndex)
+	case in.PartitionKey == "":
+		bad = verr(msgEmptyKey(pkName))
+	case in.Limit < 0:
+		bad = verr(msgBadLimit(in.Limit))
 	}
-	if verrr == nil {
-		pkName := s.schema.PartitionKey
-		if ixPos >= 0 {
-			pkName = s.indexes[ixPos].ix.PartitionKey
-		}
-		switch {
-		case in.PartitionKey == "":
-			verrr = verr(msgEmptyKey(pkName))
-		case in.Limit < 0:
-			verrr = verr(msgBadLimit(in.Limit))
-		}
-	}
-	if verrr != nil {
+	if bad != nil {
 		s.countLocked(OpQuery, outValidation, store.Capacity{})
-		return store.QueryOutput{}, verrr
+		return store.QueryOutput{}, bad
 	}
-	var d Decision
-	if s.intercept {
-		var err error
-		d, err = s.begin(ctx, OpQuery, in.Index, func() []store.Key { return []store.Key{{PK: in.PartitionKey}} })
-		if err != nil {
-			return store.QueryOutput{}, err
-		}
-		if err := s.early(OpQuery, d, store.Key{PK: in.PartitionKey}); err != nil {
-			return store.QueryOutput{}, err
-		}
+	key := store.Key{PK: in.PartitionKey}
+	d, err := s.start(ctx, OpQuery, in.Index, key, func() []store.Key { return []store.Key{key} })
+	if err != nil {
+		return store.QueryOutput{}, err
 	}
 	now := s.clock.Now().UnixNano()
-	var (
-		items []store.Item
-		units float64
-		err   error
-	)
+	var items []store.Item
+	var units float64
 	s.mu.Lock()
 	if ixPos < 0 {
 		items, units = s.queryTable(in)
@@ -233,7 +177,7 @@ func (s *Store) Query(ctx context.Context, in store.QueryInput) (store.QueryOutp
 		if in.Index != "" {
 			reason = indexReason(false)
 		}
-		err = &store.ThrottledError{Code: s.throttleCode, Reason: reason, Key: store.Key{PK: in.PartitionKey}}
+		err = &store.ThrottledError{Code: s.throttleCode, Reason: reason, Key: key}
 		items = nil
 	} else {
 		s.count(OpQuery, outOK, store.Capacity{ReadUnits: units})
@@ -265,7 +209,7 @@ func (s *Store) queryTable(in store.QueryInput) ([]store.Item, float64) {
 	items := make([]store.Item, len(keys))
 	size := 0
 	for i, sk := range keys {
-		e := s.at(store.Key{PK: in.PartitionKey, SK: sk})
+		e := s.items[store.Key{PK: in.PartitionKey, SK: sk}]
 		items[i] = maps.Clone(e.item)
 		size += e.size
 	}
@@ -282,7 +226,7 @@ func (s *Store) queryIndex(pos int, in store.QueryInput) ([]store.Item, float64)
 	members := st.members[in.PartitionKey]
 	hits := make([]hit, 0, len(members))
 	for k := range members {
-		sk, _ := s.at(k).item.Str(st.ix.SortKey)
+		sk, _ := s.items[k].item.Str(st.ix.SortKey)
 		if strings.HasPrefix(sk, in.SortKeyPrefix) {
 			hits = append(hits, hit{sk, k})
 		}
@@ -294,7 +238,7 @@ func (s *Store) queryIndex(pos int, in store.QueryInput) ([]store.Item, float64)
 	items := make([]store.Item, len(hits))
 	size := 0
 	for i, h := range hits {
-		e := s.at(h.key)
+		e := s.items[h.key]
 		items[i] = s.projected(e.item, st.ix)
 		size += s.indexEntrySize(e.item, e.size, st.ix)
 	}

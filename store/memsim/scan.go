@@ -42,7 +42,7 @@ func (s *Store) Scan(ctx context.Context, in store.ScanInput) (store.ScanOutput,
 			out.Next = &next
 			break
 		}
-		e := s.at(k)
+		e := s.items[k]
 		size += e.size
 		if strings.HasPrefix(k.PK, in.PartitionKeyPrefix) {
 			out.Items = append(out.Items, maps.Clone(e.item))

@@ -54,10 +54,6 @@ type entry struct {
 	size int
 }
 
-// at returns the entry at k, or the zero entry (no item). Call with s.mu
-// held.
-func (s *Store) at(k store.Key) entry { return s.items[k] }
-
 type indexState struct {
 	ix schema.Index
 	// members maps an index partition key value to the table keys of the
@@ -186,8 +182,7 @@ func New(opts ...Option) *Store {
 		}
 		s.indexes = append(s.indexes, indexState{ix: ix, members: make(map[string]map[store.Key]struct{})})
 	}
-	sc := s.schema
-	s.isKey = sc.IsKeyAttribute
+	s.isKey = s.schema.IsKeyAttribute
 	s.intercept = s.faults != nil || s.hook != nil
 	return s
 }
@@ -197,21 +192,14 @@ var _ store.Store = (*Store)(nil)
 // Clock returns the store's clock.
 func (s *Store) Clock() Clock { return s.clock }
 
-// Faults returns the fault plan, or nil.
-func (s *Store) Faults() Injector { return s.faults }
-
 // Items returns a copy of every item, sorted by key (partition key, then
 // sort key). It consumes nothing and is not seen by injectors or the hook.
 func (s *Store) Items() []store.Item {
 	s.mu.Lock()
-	keys := make([]store.Key, 0, len(s.items))
-	for k := range s.items {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, compareKeys)
+	keys := slices.SortedFunc(maps.Keys(s.items), compareKeys)
 	out := make([]store.Item, len(keys))
 	for i, k := range keys {
-		out[i] = maps.Clone(s.at(k).item)
+		out[i] = maps.Clone(s.items[k].item)
 	}
 	s.mu.Unlock()
 	return out
@@ -222,7 +210,7 @@ func (s *Store) Items() []store.Item {
 func (s *Store) Peek(key store.Key) store.Item {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return maps.Clone(s.at(key).item)
+	return maps.Clone(s.items[key].item)
 }
 
 // Len returns the number of items.
@@ -351,6 +339,19 @@ func (s *Store) begin(ctx context.Context, kind OpKind, index string, keys func(
 		}
 	}
 	return d, nil
+}
+
+// start is begin then early, for a single-item request (key is the one a
+// throttle or conflict names), when there is a hook or a fault plan.
+func (s *Store) start(ctx context.Context, kind OpKind, index string, key store.Key, keys func() []store.Key) (Decision, error) {
+	if !s.intercept {
+		return Decision{}, nil
+	}
+	d, err := s.begin(ctx, kind, index, keys)
+	if err == nil {
+		err = s.early(kind, d, key)
+	}
+	return d, err
 }
 
 // early answers the faults that stop a request before it is applied, and

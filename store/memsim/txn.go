@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"hash"
+	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/shardlimit/limiter/store"
@@ -72,11 +74,7 @@ func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) 
 				out, code, msg = outFault, store.ReasonTransactionConflict, msgReasonConflict
 			}
 			s.countLocked(OpTransactWrite, out, store.Capacity{})
-			reasons := make([]store.CancellationReason, len(reqs))
-			for i := range reasons {
-				reasons[i] = store.CancellationReason{Code: code, Message: msg}
-			}
-			return store.WriteOutput{}, &store.TransactionCanceledError{Reasons: reasons}
+			return store.WriteOutput{}, cancelled(len(reqs), code, msg, func(int) bool { return true })
 		case Fault5xxBeforeApply:
 			if err := s.early(OpTransactWrite, d, reqs[0].key); err != nil {
 				return store.WriteOutput{}, err
@@ -152,14 +150,12 @@ func (s *Store) prepareTxn(actions []store.Write) ([]writeReq, error) {
 // transactLocked evaluates and, when every action passes, applies a
 // transaction. Call with s.mu held.
 func (s *Store) transactLocked(token string, fp [sha256.Size]byte, reqs []writeReq, now int64) (store.WriteOutput, error) {
-	if token != "" {
-		if te, ok := s.tokens[token]; ok && now < te.expires {
-			if te.fp != fp {
-				s.count(OpTransactWrite, outValidation, store.Capacity{})
-				return store.WriteOutput{}, verr(msgIdempotentMismatch)
-			}
-			return s.replayLocked(reqs, now)
+	if te, ok := s.tokens[token]; token != "" && ok && now < te.expires {
+		if te.fp != fp {
+			s.count(OpTransactWrite, outValidation, store.Capacity{})
+			return store.WriteOutput{}, verr(msgIdempotentMismatch)
 		}
+		return s.replayLocked(reqs, now)
 	}
 	evs := make([]evaluation, len(reqs))
 	failed, invalid := false, false
@@ -232,25 +228,31 @@ func (s *Store) transactLocked(token string, fp [sha256.Size]byte, reqs []writeR
 	return store.WriteOutput{Consumed: consumed}, nil
 }
 
+// cancelled is the cancellation of a transaction of n actions: those hit
+// reports carry code and msg, the others None.
+func cancelled(n int, code, msg string, hit func(i int) bool) error {
+	reasons := make([]store.CancellationReason, n)
+	for i := range reasons {
+		reasons[i].Code = store.ReasonNone
+		if hit(i) {
+			reasons[i] = store.CancellationReason{Code: code, Message: msg}
+		}
+	}
+	return &store.TransactionCanceledError{Reasons: reasons}
+}
+
 // throttledTxn is the cancellation of a transaction one of whose partitions
 // was over its ceiling: the actions charging that partition carry the
 // throttle reason, the others None.
 func (s *Store) throttledTxn(reqs []writeReq, evs []evaluation, p partKey) error {
 	code, msg := s.throttleReason()
-	reasons := make([]store.CancellationReason, len(reqs))
-	for i := range reqs {
-		reasons[i].Code = store.ReasonNone
+	return cancelled(len(reqs), code, msg, func(i int) bool {
 		hit := p.index == "" && reqs[i].key.PK == p.pk
 		for _, x := range evs[i].index {
-			if s.indexes[x.ix].ix.Name == p.index && x.pk == p.pk {
-				hit = true
-			}
+			hit = hit || (s.indexes[x.ix].ix.Name == p.index && x.pk == p.pk)
 		}
-		if hit {
-			reasons[i] = store.CancellationReason{Code: code, Message: msg}
-		}
-	}
-	return &store.TransactionCanceledError{Reasons: reasons}
+		return hit
+	})
 }
 
 // replayLocked answers a repeat of a completed transaction.
@@ -258,21 +260,13 @@ func (s *Store) replayLocked(reqs []writeReq, now int64) (store.WriteOutput, err
 	var cl chargeList
 	var consumed store.Capacity
 	for i := range reqs {
-		u := ReadUnits(s.at(reqs[i].key).size, true)
+		u := ReadUnits(s.items[reqs[i].key].size, true)
 		cl = cl.add(charge{part: partKey{pk: reqs[i].key.PK}, milli: milli(u)})
 		consumed.ReadUnits += u
 	}
 	if p, ok := s.admit(now, cl); !ok {
 		s.count(OpTransactWrite, outThrottle, store.Capacity{})
-		code, msg := s.throttleReason()
-		reasons := make([]store.CancellationReason, len(reqs))
-		for i := range reqs {
-			reasons[i].Code = store.ReasonNone
-			if reqs[i].key.PK == p.pk {
-				reasons[i] = store.CancellationReason{Code: code, Message: msg}
-			}
-		}
-		return store.WriteOutput{}, &store.TransactionCanceledError{Reasons: reasons}
+		return store.WriteOutput{}, s.throttledTxn(reqs, make([]evaluation, len(reqs)), p)
 	}
 	s.count(OpTransactWrite, outOK, consumed)
 	return store.WriteOutput{Consumed: consumed}, nil
@@ -298,6 +292,12 @@ func (s *Store) rememberToken(token string, fp [sha256.Size]byte, now int64) {
 // transaction ignores, are left out.
 func fingerprint(actions []store.Write) [sha256.Size]byte {
 	h := sha256.New()
+	keyed := func(tag string, k store.Key, e store.Expr, retOld bool) {
+		writeStr(h, tag)
+		writeStr(h, k.PK)
+		writeStr(h, k.SK)
+		writeExpr(h, e, retOld)
+	}
 	for _, a := range actions {
 		switch {
 		case a.Put != nil:
@@ -305,17 +305,11 @@ func fingerprint(actions []store.Write) [sha256.Size]byte {
 			writeItem(h, a.Put.Item)
 			writeExpr(h, a.Put.Expr, a.Put.ReturnOldOnConditionFailure)
 		case a.Update != nil:
-			writeStr(h, "update")
-			writeKey(h, a.Update.Key)
-			writeExpr(h, a.Update.Expr, a.Update.ReturnOldOnConditionFailure)
+			keyed("update", a.Update.Key, a.Update.Expr, a.Update.ReturnOldOnConditionFailure)
 		case a.Delete != nil:
-			writeStr(h, "delete")
-			writeKey(h, a.Delete.Key)
-			writeExpr(h, a.Delete.Expr, a.Delete.ReturnOldOnConditionFailure)
+			keyed("delete", a.Delete.Key, a.Delete.Expr, a.Delete.ReturnOldOnConditionFailure)
 		case a.Check != nil:
-			writeStr(h, "check")
-			writeKey(h, a.Check.Key)
-			writeExpr(h, a.Check.Expr, a.Check.ReturnOldOnConditionFailure)
+			keyed("check", a.Check.Key, a.Check.Expr, a.Check.ReturnOldOnConditionFailure)
 		}
 	}
 	var out [sha256.Size]byte
@@ -343,19 +337,9 @@ func writeValue(h hash.Hash, v store.Value) {
 	h.Write(b[:])
 }
 
-func writeKey(h hash.Hash, k store.Key) {
-	writeStr(h, k.PK)
-	writeStr(h, k.SK)
-}
-
 func writeItem(h hash.Hash, it store.Item) {
-	names := make([]string, 0, len(it))
-	for n := range it {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	writeStr(h, "item")
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(it)) {
 		writeStr(h, n)
 		writeValue(h, it[n])
 	}
@@ -365,29 +349,14 @@ func writeItem(h hash.Hash, it store.Item) {
 func writeExpr(h hash.Hash, e store.Expr, retOld bool) {
 	writeStr(h, e.Update)
 	writeStr(h, e.Condition)
-	names := make([]string, 0, len(e.Names))
-	for n := range e.Names {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(e.Names)) {
 		writeStr(h, n)
 		writeStr(h, e.Names[n])
 	}
 	writeStr(h, "values")
-	values := e.Values
-	vals := make([]string, 0, len(values))
-	for n := range values {
-		vals = append(vals, n)
-	}
-	slices.Sort(vals)
-	for _, n := range vals {
+	for _, n := range slices.Sorted(maps.Keys(e.Values)) {
 		writeStr(h, n)
-		writeValue(h, values[n])
+		writeValue(h, e.Values[n])
 	}
-	if retOld {
-		writeStr(h, "retold")
-	} else {
-		writeStr(h, "noretold")
-	}
+	writeStr(h, strconv.FormatBool(retOld))
 }

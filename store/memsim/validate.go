@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/shardlimit/limiter/store"
-	"github.com/shardlimit/limiter/store/internal/schema"
 	"github.com/shardlimit/limiter/store/memsim/internal/expr"
 )
 
@@ -34,32 +33,14 @@ const (
 	msgOneWrite            = "A Write must set exactly one of Put, Update or Delete"
 	msgCheckAlone          = "A Write with a Check is accepted only in TransactWrite"
 	msgEmptyAttrName       = "One or more parameter values were invalid: An attribute name cannot be empty"
+	msgPKTooLarge          = "One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of 2048 bytes"
+	msgSKTooLarge          = "One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes"
 )
 
 func verr(msg string) error { return &store.ValidationError{Message: msg} }
 
-func msgMissingKey(name string) string {
-	return "One or more parameter values were invalid: Missing the key " + name + " in the item"
-}
-
-func msgKeyType(name string, got string) string {
-	return "One or more parameter values were invalid: Type mismatch for key " + name + " expected: S actual: " + got
-}
-
 func msgEmptyKey(name string) string {
 	return "One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty string value. Key: " + name
-}
-
-func msgIndexKeyType(ix schema.Index, name string, got string) string {
-	return "One or more parameter values were invalid: Type mismatch for Index Key " + name + " Expected: S Actual: " + got + " IndexName: " + ix.Name
-}
-
-func msgEmptyIndexKey(ix schema.Index, name string) string {
-	return "One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty string value. IndexName: " + ix.Name + ", IndexKey: " + name
-}
-
-func msgUnknownIndex(name string) string {
-	return "The table does not have the specified index: " + name
 }
 
 func msgBadReturn(r store.ReturnValue) string {
@@ -69,11 +50,6 @@ func msgBadReturn(r store.ReturnValue) string {
 func msgBadLimit(n int) string {
 	return "1 validation error detected: Value '" + strconv.Itoa(n) + "' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1"
 }
-
-const (
-	msgPKTooLarge = "One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of 2048 bytes"
-	msgSKTooLarge = "One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes"
-)
 
 // checkKey validates a request key.
 func (s *Store) checkKey(k store.Key) error {
@@ -107,11 +83,11 @@ func (s *Store) checkPutItem(it store.Item) (store.Key, error) {
 	for i, name := range [2]string{s.schema.PartitionKey, s.schema.SortKey} {
 		v, ok := it[name]
 		if !ok {
-			return store.Key{}, verr(msgMissingKey(name))
+			return store.Key{}, verr("One or more parameter values were invalid: Missing the key " + name + " in the item")
 		}
 		str, ok := v.AsString()
 		if !ok {
-			return store.Key{}, verr(msgKeyType(name, v.Kind()))
+			return store.Key{}, verr("One or more parameter values were invalid: Type mismatch for key " + name + " expected: S actual: " + v.Kind())
 		}
 		if str == "" {
 			return store.Key{}, verr(msgEmptyKey(name))
@@ -136,10 +112,10 @@ func (s *Store) checkIndexKeys(it store.Item) error {
 			}
 			str, ok := v.AsString()
 			if !ok {
-				return verr(msgIndexKeyType(ix, name, v.Kind()))
+				return verr("One or more parameter values were invalid: Type mismatch for Index Key " + name + " Expected: S Actual: " + v.Kind() + " IndexName: " + ix.Name)
 			}
 			if str == "" {
-				return verr(msgEmptyIndexKey(ix, name))
+				return verr("One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty string value. IndexName: " + ix.Name + ", IndexKey: " + name)
 			}
 		}
 	}

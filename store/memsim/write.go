@@ -158,7 +158,7 @@ func (s *Store) evaluate(w *writeReq, ev *evaluation) {
 		ev.changed = ev.exists
 	case wPut:
 		ev.new, ev.newSize = (w.item), w.size
-		ev.changed = !ev.exists || !itemsEqual(ev.old, w.item)
+		ev.changed = !ev.exists || !maps.Equal(ev.old, w.item)
 		ev.units = WriteUnits(max(ev.oldSize, ev.newSize))
 	case wUpdate:
 		var err error
@@ -234,33 +234,14 @@ func (s *Store) indexCost(ev *evaluation) {
 	}
 	for i := range s.indexes {
 		ix := s.indexes[i].ix
-		if !ev.keysMoved {
-			// Same keys: only a ProjectAll entry is rewritten.
-			if ix.Projection == schema.ProjectAll {
-				if pk, _, in := indexKey(ev.new, ix); in {
-					ev.index = append(ev.index, indexWrite{i, pk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
-				}
-			}
-			continue
-		}
 		opk, osk, oin := indexKey(ev.old, ix)
-		var npk, nsk string
-		var nin bool
-		if !ev.remove {
-			npk, nsk, nin = indexKey(ev.new, ix)
+		npk, nsk, nin := indexKey(ev.new, ix) // ev.new is nil when the item is deleted
+		same := oin && nin && opk == npk && osk == nsk
+		if oin && !same {
+			ev.index = append(ev.index, indexWrite{i, opk, WriteUnits(s.indexEntrySize(ev.old, ev.oldSize, ix))})
 		}
-		switch {
-		case oin && nin && opk == npk && osk == nsk:
-			if ix.Projection == schema.ProjectAll {
-				ev.index = append(ev.index, indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
-			}
-		default:
-			if oin {
-				ev.index = append(ev.index, indexWrite{i, opk, WriteUnits(s.indexEntrySize(ev.old, ev.oldSize, ix))})
-			}
-			if nin {
-				ev.index = append(ev.index, indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
-			}
+		if nin && (!same || ix.Projection == schema.ProjectAll) {
+			ev.index = append(ev.index, indexWrite{i, npk, WriteUnits(s.indexEntrySize(ev.new, ev.newSize, ix))})
 		}
 	}
 }
@@ -281,18 +262,6 @@ func indexKey(it store.Item, ix schema.Index) (pk, sk string, ok bool) {
 	pk, ok1 := it.Str(ix.PartitionKey)
 	sk, ok2 := it.Str(ix.SortKey)
 	return pk, sk, ok1 && ok2
-}
-
-func itemsEqual(a, b store.Item) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // charges adds what an applied (or condition-failed) evaluation consumes.
@@ -346,17 +315,10 @@ func (s *Store) commit(w *writeReq, ev *evaluation, now int64) {
 			sks[key.SK] = struct{}{}
 		}
 	}
-	for i := range s.indexes {
-		if !ev.keysMoved {
-			break
-		}
+	for i := 0; ev.keysMoved && i < len(s.indexes); i++ {
 		st := &s.indexes[i]
 		opk, osk, oin := indexKey(ev.old, st.ix)
-		var npk, nsk string
-		var nin bool
-		if !ev.remove {
-			npk, nsk, nin = indexKey(ev.new, st.ix)
-		}
+		npk, nsk, nin := indexKey(ev.new, st.ix)
 		if oin && nin && opk == npk && osk == nsk {
 			continue
 		}
@@ -411,11 +373,6 @@ func (s *Store) returned(out *store.WriteOutput, r store.ReturnValue, ev *evalua
 	}
 }
 
-// failedWith sets the item a failed condition hands back.
-func (s *Store) failedWith(cf *store.ConditionFailedError, old store.Item) {
-	cf.Item = s.result(old)
-}
-
 func pick(it store.Item, names []string) store.Item {
 	var out store.Item
 	for _, n := range names {
@@ -435,23 +392,12 @@ func (s *Store) write(ctx context.Context, kind OpKind, w writeReq, prepErr erro
 		s.countLocked(kind, outValidation, store.Capacity{})
 		return store.WriteOutput{}, prepErr
 	}
-	var d Decision
-	if s.intercept {
-		var err error
-		d, err = s.begin(ctx, kind, "", func() []store.Key { return []store.Key{w.key} })
-		if err != nil {
-			return store.WriteOutput{}, err
-		}
-		if err := s.early(kind, d, w.key); err != nil {
-			return store.WriteOutput{}, err
-		}
+	d, err := s.start(ctx, kind, "", w.key, func() []store.Key { return []store.Key{w.key} })
+	if err != nil {
+		return store.WriteOutput{}, err
 	}
 	now := s.clock.Now().UnixNano()
-	var (
-		out store.WriteOutput
-		err error
-		buf [6]charge
-	)
+	var out store.WriteOutput
 	s.mu.Lock()
 	var ev evaluation
 	s.evaluate(&w, &ev)
@@ -460,7 +406,7 @@ func (s *Store) write(ctx context.Context, kind OpKind, w writeReq, prepErr erro
 		s.count(kind, outValidation, store.Capacity{})
 		err = ev.err
 	default:
-		if p, ok := s.admit(now, s.charges(buf[:0], &w, &ev)); !ok {
+		if p, ok := s.admit(now, s.charges(nil, &w, &ev)); !ok {
 			s.count(kind, outThrottle, store.Capacity{})
 			reason := tableReason(true)
 			if p.index != "" {
@@ -474,7 +420,7 @@ func (s *Store) write(ctx context.Context, kind OpKind, w writeReq, prepErr erro
 			s.count(kind, outCondition, out.Consumed)
 			cf := &store.ConditionFailedError{}
 			if w.retOld && ev.exists {
-				s.failedWith(cf, ev.old)
+				cf.Item = s.result(ev.old)
 			}
 			err = cf
 			break
