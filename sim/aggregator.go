@@ -226,24 +226,21 @@ func (a *AggregatorActor) tick(ctx context.Context, p *aggregator.Processor) {
 		res := p.Process(ctx, batch)
 		a.stats.Deliveries++
 		a.count(res)
-		done := batch
-		if len(res.Failures) > 0 {
-			first := make(map[store.Key]int, len(res.Failures))
-			for _, f := range res.Failures {
-				k := batch[f.Index].Keys
-				if i, ok := first[k]; !ok || f.Index < i {
-					first[k] = f.Index
-				}
-				blocked[k] = true
+		first := make(map[store.Key]int, len(res.Failures))
+		for _, f := range res.Failures {
+			k := batch[f.Index].Keys
+			if i, ok := first[k]; !ok || f.Index < i {
+				first[k] = f.Index
 			}
-			done = nil
-			for i, r := range batch {
-				if j, ok := first[r.Keys]; ok && i >= j {
-					held = append(held, r)
-					a.stats.Redelivered++
-				} else {
-					done = append(done, r)
-				}
+			blocked[k] = true
+		}
+		var done []aggregator.Record
+		for i, r := range batch {
+			if j, ok := first[r.Keys]; ok && i >= j {
+				held = append(held, r)
+				a.stats.Redelivered++
+			} else {
+				done = append(done, r)
 			}
 		}
 		if len(done) > 0 {
@@ -254,11 +251,7 @@ func (a *AggregatorActor) tick(ctx context.Context, p *aggregator.Processor) {
 		}
 	}
 	// Held records are older than anything that arrived meanwhile.
-	held = append(held, todo...)
-	a.pending = append(held, a.pending...)
-	if len(a.pending) == 0 {
-		a.pending = nil
-	}
+	a.pending = append(append(held, todo...), a.pending...)
 }
 
 func (a *AggregatorActor) count(res aggregator.Result) {

@@ -88,7 +88,12 @@ type Checker struct {
 	LivenessChecks int
 	finished       bool
 	maxShardsSeen  int64
-	latency        int64
+	// latency is the longest time (ns) between a client sending a write
+	// and the store applying it, set by the scheduler at the end. The
+	// limiter computes refill on its clock when it sends; admissions are
+	// timed when they apply; a window of apply times may therefore use
+	// refill of up to that much earlier (invariant 3's slack).
+	latency int64
 
 	// PartitionAvailable, when set, returns the write units a table
 	// partition holds now (memsim's partition model): a doubling is
@@ -126,13 +131,6 @@ func (c *Checker) PartitionThrottled(pk string, at int64) {
 		c.items[ii].throttledAt, c.items[ii].throttled = at, true
 	}
 }
-
-// SetLatencyBound tells the checker the longest time (ns) between a
-// client sending a write and the store applying it. The limiter computes
-// refill on its clock when it sends; admissions are timed when they apply;
-// a window of apply times may therefore use refill of up to that much
-// earlier (invariant 3's slack).
-func (c *Checker) SetLatencyBound(ns int64) { c.latency = max(c.latency, ns) }
 
 type limInfo struct {
 	ok            bool
@@ -244,24 +242,17 @@ func (c *Checker) rateTo(is *istate, at int64, now float64) float64 {
 // back, the first at least RateWindow old is the latest such, and the
 // last one met the oldest.
 func (is *istate) windowStart(at int64) int {
-	best, oldest := -1, -1
+	oldest := -1
 	n := len(is.cons)
 	for k := 1; k <= n; k++ {
 		i := (is.consNext - k + n) % n
-		s := &is.cons[i]
-		if s.at == 0 {
-			continue
+		if s := &is.cons[i]; s.at != 0 && at-s.at >= RateWindow {
+			return i
+		} else if s.at != 0 {
+			oldest = i
 		}
-		if at-s.at >= RateWindow {
-			best = i
-			break
-		}
-		oldest = i
 	}
-	if best < 0 {
-		best = oldest
-	}
-	return best
+	return oldest
 }
 
 // peakRate returns the partition's highest write units per second over
@@ -334,13 +325,6 @@ func (c *Checker) Violations() []Violation {
 	}
 	return out
 }
-
-// Harness records a failure of the simulation itself.
-func (c *Checker) Harness(format string, args ...any) { c.flag(InvHarness, format, args...) }
-
-// ShardCount returns the shard count of a bucket as its shard 0 item shows
-// it (0 before the item exists).
-func (c *Checker) ShardCount(b int32) int64 { return c.buckets[b].shards }
 
 // Snapshot returns the change counters of a bucket and of its cascade
 // parent, for a later liveness judgement.
@@ -426,19 +410,6 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
-}
-
-func (c *Checker) role(causeBucket, itemBucket int32) int {
-	if causeBucket < 0 || int(causeBucket) >= len(c.m.Buckets) {
-		return -1
-	}
-	if causeBucket == itemBucket {
-		return 0
-	}
-	if c.m.Buckets[causeBucket].Parent == itemBucket {
-		return 1
-	}
-	return -1
 }
 
 func (c *Checker) fmtT(at int64) string { return time.Duration(at).String() }
@@ -535,7 +506,13 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 	if cause == nil {
 		return
 	}
-	role := c.role(cause.Bucket, bi)
+	role := -1 // the op's bucket (0) or its parent's (1)
+	switch cb := cause.Bucket; {
+	case cb == bi:
+		role = 0
+	case cb >= 0 && int(cb) < len(c.m.Buckets) && c.m.Buckets[cb].Parent == bi:
+		role = 1
+	}
 	if role < 0 {
 		c.flag(InvHarness, "op #%d (%s of bucket %d) wrote %s, which is neither its bucket nor its parent's", cause.Op, cause.Kind, cause.Bucket, pk)
 		return
@@ -569,32 +546,19 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 		}
 		// Invariant 5: one write charges every limit of the acquire, or
 		// none (or refunds every one: a cascade compensation).
-		sign, uneven := 2, false // 2: no limit seen yet
+		sign, uneven := int64(2), false // 2: no limit seen yet
 		for i := 0; i < c.nlim; i++ {
 			a := int64(0)
 			if b.lim[i].ok {
 				a = cause.Amount[i] * bucket.MilliPerToken
 			}
-			d := dtc[i]
-			s := 0
-			switch {
-			case a == 0:
-				if d != 0 {
-					uneven = true
-				}
-				continue
-			case d == 0:
-			case d == a:
-				s = 1
-			case d == -a:
-				s = -1
+			switch d := dtc[i]; {
+			case a == 0 || (d != 0 && d != a && d != -a):
+				uneven = uneven || d != 0
+			case sign == 2:
+				sign = d / a // 1 charged, -1 refunded, 0 untouched
 			default:
-				uneven = true
-			}
-			if sign == 2 {
-				sign = s
-			} else if s != sign {
-				uneven = true
+				uneven = uneven || d/a != sign
 			}
 		}
 		if uneven && !c.m.Reservations { // with reservations: per operation, in allOrNothing
@@ -779,10 +743,9 @@ func (c *Checker) OpDone(op *Op, eff *Effects) {
 	}
 	roles := [2]int32{op.Bucket, c.m.Buckets[op.Bucket].Parent}
 	for r, bi := range roles {
-		if bi < 0 {
-			continue
+		if bi >= 0 {
+			c.account(op, r, bi)
 		}
-		c.account(op, r, bi)
 	}
 	if op.Kind == OpAcquire {
 		c.allOrNothing(op, eff, roles)
@@ -862,35 +825,24 @@ func (c *Checker) account(op *Op, r int, bi int32) {
 			continue
 		}
 		ok := op.Outcome == Admitted
-		switch op.Kind {
-		case OpAcquire:
-			switch op.Outcome {
-			case Admitted:
-				b.exact[i] += a
-			case Rejected:
-				continue
-			default:
-				b.hi[i] += a
+		switch {
+		case op.Kind == OpAcquire && op.Outcome == Rejected:
+			continue
+		case op.Kind != OpRollback && ok:
+			b.exact[i] += a
+		case op.Kind != OpRollback: // may have applied (an acquire's a is never negative)
+			b.lo[i] += min(0, a)
+			b.hi[i] += max(0, a)
+		case ok:
+			b.exact[i] -= a
+			b.lo[i] -= up
+			b.hi[i] -= un
+			if ok = up == 0 && un == 0; !ok {
+				it = nil // the item's share is unknown from here on
 			}
-		case OpAdjust:
-			if ok {
-				b.exact[i] += a
-			} else {
-				b.lo[i] += min(0, a)
-				b.hi[i] += max(0, a)
-			}
-		case OpRollback:
-			if ok {
-				b.exact[i] -= a
-				b.lo[i] -= up
-				b.hi[i] -= un
-				if ok = up == 0 && un == 0; !ok {
-					it = nil // the item's share is unknown from here on
-				}
-			} else {
-				b.lo[i] -= max(0, a+up)
-				b.hi[i] -= min(0, a+un)
-			}
+		default:
+			b.lo[i] -= max(0, a+up)
+			b.hi[i] -= min(0, a+un)
 		}
 		switch {
 		case ok && it != nil && op.Kind == OpRollback:

@@ -149,24 +149,19 @@ func unavailable(op string, write bool, err error) error {
 // do yields one store request and returns its response.
 func (h handle) do(ctx context.Context, op memsim.OpKind, fill func(*request)) response {
 	c := h.c
-	if err := ctx.Err(); err != nil {
-		c.sawCancel()
-		if c.cur.cascade && op.IsWrite() {
-			fill(&c.call.req)
-			c.refusedWrite(c.call.req.writePK(op))
-			c.call = call{}
-		}
-		return response{err: &store.UnavailableError{Op: op.String(), Err: err}}
-	}
 	c.call.kind, c.call.op = callStore, op
-	fill(&c.call.req)
-	if c.s.stopping || !c.suspend() {
-		c.call = call{}
-		return response{err: unavailable(op.String(), op.IsWrite(), ErrStopped)}
+	q := &c.call.req
+	fill(q)
+	if err := c.send(ctx, op, op.String(), func(yield func(string) bool) {
+		if op.IsWrite() {
+			yield(q.writePK(op))
+		}
+	}); err != nil {
+		return response{err: err}
 	}
 	r := c.call.resp
-	if c.cur.cascade && r.err == nil && op.IsWrite() && charges(c.call.req.upd.Expr, op == memsim.OpUpdate) {
-		c.charged = append(c.charged, c.call.req.writePK(op))
+	if c.cur.cascade && r.err == nil && op.IsWrite() && charges(q.upd.Expr, op == memsim.OpUpdate) {
+		c.charged = append(c.charged, q.writePK(op))
 	}
 	c.call = call{}
 	if c.cur.cancel != nil && c.afterCall(ctx) {
@@ -175,21 +170,31 @@ func (h handle) do(ctx context.Context, op memsim.OpKind, fill func(*request)) r
 	return r
 }
 
-// sawCancel notes that a store call of the operation in progress met its
-// caller's cancelled context.
-func (c *client) sawCancel() {
-	if c.cur.active && c.cur.cancel != nil {
-		c.cur.op.Cancelled = true
+// send hands the call in c.call (named name, op for its writes) to the
+// scheduler on the caller's ctx; pks are the partition keys of its
+// writes. It returns the error that answers the call instead of the
+// store: ctx's, cancelled before the call (to a cascading acquire, a
+// write to an item it charged was its compensation, which must not
+// depend on the caller's context), or ErrStopped; nil: the answers are in
+// c.call.
+func (c *client) send(ctx context.Context, op memsim.OpKind, name string, pks iter.Seq[string]) error {
+	if err := ctx.Err(); err != nil {
+		if c.cur.active && c.cur.cancel != nil {
+			c.cur.op.Cancelled = true
+		}
+		for pk := range pks {
+			if c.cur.cascade && c.cur.active && slices.Contains(c.charged, pk) {
+				c.cur.op.UndoCancelled = true
+			}
+		}
+		c.call = call{}
+		return &store.UnavailableError{Op: name, Err: err}
 	}
-}
-
-// refusedWrite notes a write of the cascading acquire in progress that
-// its caller's cancelled context stopped: to an item the acquire charged,
-// it was the compensation, which must not depend on the caller's context.
-func (c *client) refusedWrite(pk string) {
-	if c.cur.active && slices.Contains(c.charged, pk) {
-		c.cur.op.UndoCancelled = true
+	if c.s.stopping || !c.suspend() {
+		c.call = call{}
+		return unavailable(op.String(), op.IsWrite(), ErrStopped)
 	}
+	return nil
 }
 
 // afterCall counts a store call of the operation in progress and cancels
@@ -263,40 +268,32 @@ func (h handle) Scan(ctx context.Context, in store.ScanInput) (store.ScanOutput,
 // when every answer is in.
 func (h handle) WriteConcurrently(ctx context.Context, writes []store.Write) []store.WriteResult {
 	c := h.c
-	fail := func(err error) []store.WriteResult {
-		out := make([]store.WriteResult, len(writes))
-		for i := range out {
-			out[i].Err = err
-		}
-		return out
-	}
-	if err := ctx.Err(); err != nil {
-		c.sawCancel()
-		if c.cur.cascade {
-			for i := range writes {
-				c.refusedWrite(actionPK(&writes[i]))
+	c.call.kind, c.call.writes = callConcurrent, writes
+	err := c.send(ctx, memsim.OpUpdate, "WriteConcurrently", func(yield func(string) bool) {
+		for i := range writes {
+			if !yield(actionPK(&writes[i])) {
+				return
 			}
 		}
-		return fail(&store.UnavailableError{Op: "WriteConcurrently", Err: err})
-	}
-	c.call.kind, c.call.writes = callConcurrent, writes
-	if c.s.stopping || !c.suspend() {
+	})
+	if err == nil {
+		res := c.call.results
 		c.call = call{}
-		return fail(unavailable(memsim.OpUpdate.String(), true, ErrStopped))
-	}
-	res := c.call.results
-	c.call = call{}
-	if c.cur.cascade {
 		for i, r := range res {
-			if w := &writes[i]; r.Err == nil && (w.Update == nil || charges(w.Update.Expr, true)) {
+			if w := &writes[i]; c.cur.cascade && r.Err == nil && (w.Update == nil || charges(w.Update.Expr, true)) {
 				c.charged = append(c.charged, actionPK(w))
 			}
 		}
+		if c.cur.cancel == nil || !c.afterCall(ctx) {
+			return res
+		}
+		err = unavailable("WriteConcurrently", true, ctx.Err())
 	}
-	if c.cur.cancel != nil && c.afterCall(ctx) {
-		return fail(unavailable("WriteConcurrently", true, ctx.Err()))
+	out := make([]store.WriteResult, len(writes))
+	for i := range out {
+		out[i].Err = err
 	}
-	return res
+	return out
 }
 
 // charges reports whether a write may charge its item (or return a
@@ -352,11 +349,7 @@ func (c *client) end(err error) Outcome {
 		// errors.AsType, not errors.As: no target to allocate per operation.
 		if rl, ok := errors.AsType[*limiter.RateLimitedError](err); ok {
 			op.RetryAfter, op.ByParent, op.Local = int64(rl.RetryAfter), rl.Parent, rl.Local
-			exceeded := false
-			for _, ls := range rl.Limits {
-				exceeded = exceeded || ls.Exceeded
-			}
-			if !exceeded {
+			if !slices.ContainsFunc(rl.Limits, func(ls limiter.LimitState) bool { return ls.Exceeded }) {
 				s.stats.falseRejections++
 			}
 		}
@@ -428,8 +421,7 @@ func (c *client) acquire(bi int32, amount [MaxLimits]int64, limits []limiter.Lim
 		op.Shard = int32(lease.Shard())
 		op.FailedOpen = lease.FailedOpen()
 	}
-	o := c.end(err)
-	return lease, o, op
+	return lease, c.end(err), op
 }
 
 // caller returns the context and policy of the acquire in progress: in

@@ -373,7 +373,7 @@ func (s *Sim) Run() *Report {
 	items := s.st.Items()
 	if s.chk != nil {
 		s.drain(nil)
-		s.chk.SetLatencyBound(s.maxReq)
+		s.chk.latency = s.maxReq
 		s.chk.Finish(items)
 	}
 	return s.report(items)
@@ -430,44 +430,44 @@ func (s *Sim) resume(c *client) {
 
 // dispatch turns what a client yielded into events.
 func (s *Sim) dispatch(c *client, cl *call) {
-	switch cl.kind {
-	case callSleep:
+	if cl.kind == callSleep {
 		s.push(max(cl.until, s.now), evWake, c.id, -1)
-		return
-	case callConcurrent:
-		n := len(cl.writes)
-		cl.results = make([]store.WriteResult, n)
-		s.stats.roundTrips++
-		if n == 0 {
-			s.push(s.now, evWake, c.id, -1)
-			return
-		}
-		c.pending = n
-		for i := range cl.writes {
-			w := &cl.writes[i]
-			slot := s.newFlight(c, int32(i))
-			f := &s.flights[slot]
-			q := s.ownRequest(f)
-			switch {
-			case w.Put != nil:
-				f.kind, q.put = memsim.OpPut, *w.Put
-			case w.Update != nil:
-				f.kind, q.upd = memsim.OpUpdate, *w.Update
-			case w.Delete != nil:
-				f.kind, q.del = memsim.OpDelete, *w.Delete
-			default:
-				f.kind = memsim.OpUpdate
-				f.bad = true
-			}
-			s.send(slot)
-		}
 		return
 	}
 	s.stats.roundTrips++
-	c.pending = 1
-	slot := s.newFlight(c, -1)
-	s.flights[slot].kind = cl.op // its request stays in cl until it is applied
-	s.send(slot)
+	if cl.kind == callStore {
+		c.pending = 1
+		slot := s.newFlight(c, -1)
+		s.flights[slot].kind = cl.op // its request stays in cl until it is applied
+		s.send(slot)
+		return
+	}
+	// callConcurrent: one request per write.
+	n := len(cl.writes)
+	cl.results = make([]store.WriteResult, n)
+	if n == 0 {
+		s.push(s.now, evWake, c.id, -1)
+		return
+	}
+	c.pending = n
+	for i := range cl.writes {
+		w := &cl.writes[i]
+		slot := s.newFlight(c, int32(i))
+		f := &s.flights[slot]
+		q := new(request)
+		f.own = q
+		switch {
+		case w.Put != nil:
+			f.kind, q.put = memsim.OpPut, *w.Put
+		case w.Update != nil:
+			f.kind, q.upd = memsim.OpUpdate, *w.Update
+		case w.Delete != nil:
+			f.kind, q.del = memsim.OpDelete, *w.Delete
+		default:
+			f.kind, f.bad = memsim.OpUpdate, true
+		}
+		s.send(slot)
+	}
 }
 
 // inflight is one store request between its client and the store.
@@ -500,35 +500,21 @@ func (s *Sim) request(f *inflight) *request {
 	return &s.clients[f.client].call.req
 }
 
-// ownRequest gives f a request of its own and returns it.
-func (s *Sim) ownRequest(f *inflight) *request {
-	f.own = new(request)
-	return f.own
-}
-
 // callCtx is the context of one store request as the store sees it: its
 // deadline is the client's timeout on the virtual clock. Wall time never
 // cancels it; the scheduler enforces the deadline (a request that would
 // answer later is answered with a timeout at the deadline).
+// Its Done, Err and Value are the background context's: a request is never
+// cancelled while the store serves it.
 type callCtx struct {
+	context.Context
 	s        *Sim
 	slot     int32
 	deadline int64
 }
 
-var _ context.Context = (*callCtx)(nil)
-
 // Deadline returns the virtual deadline.
 func (c *callCtx) Deadline() (time.Time, bool) { return time.Unix(0, c.s.base+c.deadline).UTC(), true }
-
-// Done returns nil: a request is never cancelled while the store serves it.
-func (c *callCtx) Done() <-chan struct{} { return nil }
-
-// Err returns nil for the same reason.
-func (c *callCtx) Err() error { return nil }
-
-// Value returns nil.
-func (c *callCtx) Value(any) any { return nil }
 
 // request holds the input of any store call.
 type request struct {
@@ -569,8 +555,7 @@ func (s *Sim) newFlight(c *client, sub int32) int32 {
 
 func (s *Sim) release(slot int32) {
 	f := &s.flights[slot]
-	f.refs--
-	if f.refs <= 0 {
+	if f.refs--; f.refs <= 0 {
 		*f = inflight{}
 		s.free = append(s.free, slot)
 	}
@@ -588,7 +573,8 @@ func (s *Sim) send(slot int32) {
 		// Applied after its caller has moved on: a copy of its own (the
 		// client's call holds its next request by then).
 		if f.own == nil {
-			*s.ownRequest(f) = s.clients[f.client].call.req
+			q := s.clients[f.client].call.req
+			f.own = &q
 		}
 		f.timedOut, f.orphan, f.refs = true, true, 2
 		s.push(f.deadline, evDeliver, f.client, slot)
@@ -621,7 +607,7 @@ var bgctx = context.Background()
 func (s *Sim) apply(slot int32) {
 	f := &s.flights[slot]
 	q := s.request(f)
-	f.ctx = callCtx{s: s, slot: slot, deadline: f.deadline}
+	f.ctx = callCtx{Context: bgctx, s: s, slot: slot, deadline: f.deadline}
 	ctx := context.Context(&f.ctx) // valid during the call: s.flights does not grow meanwhile
 	var err error
 	pk := q.writePK(f.kind) // "" but for a single-item write: set below for the others
@@ -664,23 +650,21 @@ func (s *Sim) apply(slot int32) {
 			s.realThrottles(f)
 		}
 	} else if code == codeValidation && s.chk != nil {
-		s.chk.Harness("client %d: the store refused a %s on %s: %v", f.client, f.kind, pk, err)
+		s.chk.flag(InvHarness, "client %d: the store refused a %s on %s: %v", f.client, f.kind, pk, err)
 	}
 	s.mix(uint64(s.now))
 	s.mix(uint64(f.client)<<32 | uint64(f.kind)<<8 | uint64(code))
 	s.mixString(pk)
 
-	if s.stream {
-		var cause *Cause
-		if f.hasCause {
-			cause = &f.cause
-			cause.Effects = nil
-			if c := s.clients[f.client]; c.cur.active && c.cur.op.ID == f.cause.Op {
-				cause.Effects = &c.cur.eff
-			}
+	var cause *Cause // for the checker (drain does nothing without the stream)
+	if f.hasCause {
+		cause = &f.cause
+		cause.Effects = nil
+		if c := s.clients[f.client]; c.cur.active && c.cur.op.ID == f.cause.Op {
+			cause.Effects = &c.cur.eff
 		}
-		s.drain(cause)
 	}
+	s.drain(cause)
 
 	if f.orphan { // the client gave up before the request arrived
 		s.release(slot)

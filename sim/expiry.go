@@ -97,12 +97,6 @@ func (a sweepEntry) before(b sweepEntry) bool {
 	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
 }
 
-func (w *sweeper) pop() sweepEntry {
-	top := w.due.pop()
-	delete(w.queued, top.key)
-	return top
-}
-
 // arm makes sure an evSweep event fires when the earliest deletion is due.
 func (w *sweeper) arm() {
 	if len(w.due) == 0 {
@@ -126,7 +120,8 @@ func (w *sweeper) fire(gen int32) {
 	w.armedAt = -1
 	s := w.s
 	for len(w.due) > 0 && w.due[0].at <= s.now {
-		e := w.pop()
+		e := w.due.pop()
+		delete(w.queued, e.key)
 		v, ok := w.ttl[e.key]
 		switch {
 		case !ok: // deleted meanwhile
@@ -151,8 +146,7 @@ func (w *sweeper) remove(k store.Key) {
 		out, err = s.st.Delete(bgctx, store.DeleteInput{Key: k, Expr: expired})
 		s.faults.bypass = false
 	}
-	w.consumed.WriteUnits += out.Consumed.WriteUnits
-	w.consumed.ReadUnits += out.Consumed.ReadUnits
+	w.consumed = w.consumed.Add(out.Consumed)
 	code := errCode(err)
 	s.mix(uint64(s.now))
 	s.mix(uint64(0xee)<<32 | uint64(code))

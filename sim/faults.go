@@ -113,18 +113,20 @@ func (p FaultPlan) injector(rng *rand.Rand, base, end int64, st *faultState) (me
 	if p.StormP > 0 && p.StormLength > 0 {
 		parts = append(parts, memsim.ThrottleStorm(from.Add(2*time.Second), p.StormEvery, p.StormLength, p.StormP, rng.Uint64()))
 	}
-	if p.P5xxBefore > 0 {
-		parts = append(parts, memsim.OnOps(writeOps, memsim.Probability(p.P5xxBefore, rng.Uint64(), memsim.Fault5xxBeforeApply)))
-	}
-	if p.P5xxAfter > 0 {
-		parts = append(parts, memsim.OnOps(writeOps, memsim.Probability(p.P5xxAfter, rng.Uint64(), memsim.Fault5xxAfterApply)))
-	}
-	if p.PLost > 0 {
-		parts = append(parts, memsim.Probability(p.PLost, rng.Uint64(), memsim.FaultLostResponse))
-	}
-	if p.PConflict > 0 {
-		parts = append(parts, memsim.OnOps([]memsim.OpKind{memsim.OpUpdate, memsim.OpPut, memsim.OpTransactWrite},
-			memsim.Probability(p.PConflict, rng.Uint64(), memsim.FaultConflict)))
+	for _, f := range []struct {
+		p     float64
+		ops   []memsim.OpKind // nil: every request
+		fault memsim.Fault
+	}{{p.P5xxBefore, writeOps, memsim.Fault5xxBeforeApply}, {p.P5xxAfter, writeOps, memsim.Fault5xxAfterApply}, {p.PLost, nil, memsim.FaultLostResponse},
+		{p.PConflict, []memsim.OpKind{memsim.OpUpdate, memsim.OpPut, memsim.OpTransactWrite}, memsim.FaultConflict}} {
+		if !(f.p > 0) {
+			continue
+		}
+		inj := memsim.Probability(f.p, rng.Uint64(), f.fault)
+		if f.ops != nil {
+			inj = memsim.OnOps(f.ops, inj)
+		}
+		parts = append(parts, inj)
 	}
 	if p.PUndoFail > 0 {
 		// First in the chain: a compensation write meets its own fault

@@ -28,23 +28,22 @@ func (r *Report) WriteSVG(out io.Writer) error {
 	if tEnd <= 0 {
 		tEnd = float64(n) * step
 	}
-	rate := func(f func(Second) uint64) []float64 {
-		v := make([]float64, n)
-		for i, s := range r.Timeline {
-			v[i] = float64(f(s)) / step
-		}
-		return v
-	}
-	offered := rate(func(s Second) uint64 { return s.Offered })
-	admitted := rate(func(s Second) uint64 { return s.Admitted })
-	rejected := rate(func(s Second) uint64 { return s.Rejected })
-	throttled := rate(func(s Second) uint64 { return s.Throttled })
-	unavailable := rate(func(s Second) uint64 { return s.Unavailable })
+	// The rates per second, in drawing order (admitted on top).
+	series := []struct {
+		color string
+		count func(Second) uint64
+		v     []float64
+	}{{"#9ecae1", func(s Second) uint64 { return s.Offered }, nil}, {"#e67e22", func(s Second) uint64 { return s.Rejected }, nil},
+		{"#d62728", func(s Second) uint64 { return s.Throttled }, nil}, {"#9467bd", func(s Second) uint64 { return s.Unavailable }, nil},
+		{"#2a9d2a", func(s Second) uint64 { return s.Admitted }, nil}}
 	ymax := r.LimitRate
 	maxShard := int64(1)
-	for i := range r.Timeline {
-		ymax = max(ymax, offered[i], admitted[i], rejected[i], throttled[i], unavailable[i])
-		maxShard = max(maxShard, r.Timeline[i].ShardCount)
+	for i, s := range r.Timeline {
+		for k := range series {
+			series[k].v = append(series[k].v, float64(series[k].count(s))/step)
+			ymax = max(ymax, series[k].v[i])
+		}
+		maxShard = max(maxShard, s.ShardCount)
 	}
 	ymax = niceCeil(ymax * 1.08)
 	smax := float64(2) // a power of two above the largest count: its line stays off the border
@@ -84,24 +83,19 @@ func (r *Report) WriteSVG(out io.Writer) error {
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%.0f" fill="#f4f8ff"/>`+"\n", x(ts), top, x(tEnd)-x(ts), ph)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#777">fault-free tail</text>`+"\n", x(ts)+4, top+14)
 	}
-	poly := func(v []float64, color, extra string) {
-		if len(v) == 0 {
-			return
-		}
-		var p strings.Builder
-		for i := range v {
-			fmt.Fprintf(&p, "%.1f,%.1f ", x((float64(i)+0.5)*step), y(v[i]))
-		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.6" %s points="%s"/>`+"\n", color, extra, strings.TrimSpace(p.String()))
-	}
 	if r.LimitRate > 0 {
 		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#555" stroke-dasharray="6 4"/>`+"\n", left, W-right, y(r.LimitRate), y(r.LimitRate))
 	}
-	poly(offered, "#9ecae1", "")
-	poly(rejected, "#e67e22", "")
-	poly(throttled, "#d62728", "")
-	poly(unavailable, "#9467bd", "")
-	poly(admitted, "#2a9d2a", "")
+	for _, sr := range series {
+		if n == 0 {
+			break
+		}
+		var p strings.Builder
+		for i, v := range sr.v {
+			fmt.Fprintf(&p, "%.1f,%.1f ", x((float64(i)+0.5)*step), y(v))
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.6"  points="%s"/>`+"\n", sr.color, strings.TrimSpace(p.String()))
+	}
 	// shard count as a step line
 	if n > 0 {
 		var p strings.Builder

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -138,14 +139,11 @@ func (s *Sim) report(items []store.Item) *Report {
 		Throttled: s.stats.throttled, Unavailable: s.stats.unavailable, FalseRejections: s.stats.falseRejections, Adjusts: s.stats.adjusts, Rollbacks: s.stats.rollbacks,
 		RoundTrips: s.stats.roundTrips, StoreRequests: s.stats.storeCalls,
 		WCU: tot.WriteUnits - s.setupCap.WriteUnits, RCU: tot.ReadUnits - s.setupCap.ReadUnits,
-		Paths: map[string]uint64{}, SkewMs: int64(wl.Skew / time.Millisecond), Faults: wl.faultDesc, LimitRate: wl.LimitRate,
+		Paths: map[string]uint64{}, SkewMs: int64(wl.Skew / time.Millisecond), Faults: cmp.Or(wl.faultDesc, "none"), LimitRate: wl.LimitRate,
 		TraceHash: fmt.Sprintf("%016x", s.hash), TimelineStepMs: s.step / int64(time.Millisecond),
 		Violations: []Violation{}, Crashes: s.stats.crashes, Cancelled: s.stats.cancelled,
 		UndoWrites: s.faults.undoWrites, UndoFaults: s.faults.undoFaults, HotPath: s.stats.hot.cost(),
 		PathCosts: map[string]PathCost{}, ShardCountFinal: 1, ShardDoublings: s.stats.doublingsSeen,
-	}
-	if r.Faults == "" {
-		r.Faults = "none"
 	}
 	if s.sweep != nil {
 		// DynamoDB's deletions at expiry are free: leave them out.
@@ -202,14 +200,6 @@ func (s *Sim) report(items []store.Item) *Report {
 	}
 	r.AfterWarmUp = w
 	return r
-}
-
-// WithoutWall returns a copy of r with WallMs zeroed: what two runs of the
-// same configuration and seed must agree on.
-func (r *Report) WithoutWall() Report {
-	c := *r
-	c.WallMs = 0
-	return c
 }
 
 func pct(n, of uint64) string {

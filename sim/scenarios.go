@@ -84,41 +84,24 @@ func llmConsume() []Range {
 
 func steady(Config) *Workload {
 	return &Workload{
-		Limits:       []limiter.Limit{limiter.PerMinute("rpm", 160), limiter.PerMinute("tpm", 100_000)},
-		Entities:     keysEntities(200, "key"),
-		Resources:    []string{"gpt-4o", "claude-3.5"},
-		Zipf:         1.1,
-		ZipfV:        50,
-		Consume:      llmConsume(),
-		AdjustProb:   0.8,
-		AdjustSpread: 0.4,
-		RollbackProb: 0.03,
-		CallTime:     Latency{Median: 800 * time.Millisecond, P99: 5 * time.Second},
-		RetryProb:    0.5,
-		Writers:      100,
-		Rate:         1000,
-		Duration:     30 * time.Second,
-		Probe:        true,
-		LimitRate:    200 * 2 * 160 / 60.0,
+		Limits:   []limiter.Limit{limiter.PerMinute("rpm", 160), limiter.PerMinute("tpm", 100_000)},
+		Entities: keysEntities(200, "key"), Resources: []string{"gpt-4o", "claude-3.5"},
+		Zipf: 1.1, ZipfV: 50,
+		Consume: llmConsume(), AdjustProb: 0.8, AdjustSpread: 0.4, RollbackProb: 0.03,
+		CallTime: Latency{Median: 800 * time.Millisecond, P99: 5 * time.Second}, RetryProb: 0.5,
+		Writers: 100, Rate: 1000, Duration: 30 * time.Second,
+		Probe: true, LimitRate: 200 * 2 * 160 / 60.0,
 	}
 }
 
 func contention(Config) *Workload {
 	return &Workload{
-		Limits:       []limiter.Limit{limiter.PerSecond("rps", 300), limiter.PerMinute("tpm", 12_000_000)},
-		Entities:     []Entity{{ID: "tenant-1"}},
-		Resources:    []string{"gpt-4o"},
-		Consume:      []Range{{Min: 1, Max: 1}, {Min: 50, Max: 500, Adjust: true}},
-		AdjustProb:   0.5,
-		AdjustSpread: 0.3,
-		RollbackProb: 0.05,
-		CallTime:     Latency{Median: 300 * time.Millisecond, P99: 2 * time.Second},
-		RetryProb:    0.5,
-		Writers:      128,
-		Rate:         400,
-		Duration:     60 * time.Second,
-		Probe:        true,
-		LimitRate:    300,
+		Limits:   []limiter.Limit{limiter.PerSecond("rps", 300), limiter.PerMinute("tpm", 12_000_000)},
+		Entities: []Entity{{ID: "tenant-1"}}, Resources: []string{"gpt-4o"},
+		Consume: []Range{{Min: 1, Max: 1}, {Min: 50, Max: 500, Adjust: true}}, AdjustProb: 0.5, AdjustSpread: 0.3, RollbackProb: 0.05,
+		CallTime: Latency{Median: 300 * time.Millisecond, P99: 2 * time.Second}, RetryProb: 0.5,
+		Writers: 128, Rate: 400, Duration: 60 * time.Second,
+		Probe: true, LimitRate: 300,
 	}
 }
 
@@ -126,40 +109,24 @@ func cascade(Config) *Workload {
 	const projects = 8
 	es := projectTree(projects, 40, "project-%02d", limiter.PerMinute("rpm", 3000), limiter.PerMinute("tpm", 1_500_000))
 	return &Workload{
-		Limits:       []limiter.Limit{limiter.PerMinute("rpm", 120), limiter.PerMinute("tpm", 100_000)},
-		Entities:     es,
-		Resources:    []string{"gpt-4o", "claude-3.5"},
-		Consume:      llmConsume(),
-		AdjustProb:   0.7,
-		AdjustSpread: 0.4,
-		RollbackProb: 0.05,
-		CallTime:     Latency{Median: 800 * time.Millisecond, P99: 5 * time.Second},
-		RetryProb:    0.5,
-		Writers:      160,
-		Rate:         1600,
-		Duration:     60 * time.Second,
-		Probe:        true,
-		LimitRate:    projects * 2 * 3000 / 60.0,
+		Limits:   []limiter.Limit{limiter.PerMinute("rpm", 120), limiter.PerMinute("tpm", 100_000)},
+		Entities: es, Resources: []string{"gpt-4o", "claude-3.5"},
+		Consume: llmConsume(), AdjustProb: 0.7, AdjustSpread: 0.4, RollbackProb: 0.05,
+		CallTime: Latency{Median: 800 * time.Millisecond, P99: 5 * time.Second}, RetryProb: 0.5,
+		Writers: 160, Rate: 1600, Duration: 60 * time.Second,
+		Probe: true, LimitRate: projects * 2 * 3000 / 60.0,
 	}
 }
 
 func skewed(Config) *Workload {
 	return &Workload{
-		Limits:       []limiter.Limit{limiter.PerMinute("rpm", 1200), limiter.PerMinute("tpm", 1_000_000)},
-		Entities:     keysEntities(40, "key"),
-		Resources:    []string{"gpt-4o"},
-		Consume:      llmConsume(),
-		AdjustProb:   0.6,
-		AdjustSpread: 0.4,
-		RollbackProb: 0.05,
-		CallTime:     Latency{Median: 500 * time.Millisecond, P99: 3 * time.Second},
-		RetryProb:    0.5,
-		Writers:      128,
-		Rate:         1000,
-		Duration:     60 * time.Second,
-		Skew:         time.Second,
-		Probe:        true,
-		LimitRate:    40 * 1200 / 60.0,
+		Limits:   []limiter.Limit{limiter.PerMinute("rpm", 1200), limiter.PerMinute("tpm", 1_000_000)},
+		Entities: keysEntities(40, "key"), Resources: []string{"gpt-4o"},
+		Consume: llmConsume(), AdjustProb: 0.6, AdjustSpread: 0.4, RollbackProb: 0.05,
+		CallTime: Latency{Median: 500 * time.Millisecond, P99: 3 * time.Second}, RetryProb: 0.5,
+		Writers: 128, Rate: 1000, Duration: 60 * time.Second,
+		Skew:  time.Second,
+		Probe: true, LimitRate: 40 * 1200 / 60.0,
 	}
 }
 
@@ -171,24 +138,15 @@ func faulty(Config) *Workload {
 	es := projectTree(4, 20, "project-%d", limiter.PerMinute("rpm", 2400), limiter.PerMinute("tpm", 1_000_000))
 	es = append(es, keysEntities(80, "key")...)
 	return &Workload{
-		Limits:       []limiter.Limit{limiter.PerMinute("rpm", 240), limiter.PerMinute("tpm", 150_000)},
-		Entities:     es,
-		Resources:    []string{"gpt-4o", "claude-3.5"},
-		Consume:      llmConsume(),
-		AdjustProb:   0.7,
-		AdjustSpread: 0.4,
-		RollbackProb: 0.05,
-		CallTime:     Latency{Median: 800 * time.Millisecond, P99: 5 * time.Second},
-		RetryProb:    0.5,
-		Writers:      160,
-		Rate:         1200,
-		DutyPeriod:   2 * time.Hour,
-		DutyOn:       20 * time.Second,
-		Duration:     2*2*time.Hour + 20*time.Second,
-		WarmUp:       15 * time.Second,
-		Skew:         250 * time.Millisecond,
-		Faults:       true,
-		Probe:        true,
+		Limits:   []limiter.Limit{limiter.PerMinute("rpm", 240), limiter.PerMinute("tpm", 150_000)},
+		Entities: es, Resources: []string{"gpt-4o", "claude-3.5"},
+		Consume: llmConsume(), AdjustProb: 0.7, AdjustSpread: 0.4, RollbackProb: 0.05,
+		CallTime: Latency{Median: 800 * time.Millisecond, P99: 5 * time.Second}, RetryProb: 0.5,
+		Writers: 160, Rate: 1200, Duration: 2*2*time.Hour + 20*time.Second,
+		DutyPeriod: 2 * time.Hour, DutyOn: 20 * time.Second,
+		Probe: true, WarmUp: 15 * time.Second,
+		Skew:   250 * time.Millisecond,
+		Faults: true,
 	}
 }
 
@@ -208,52 +166,36 @@ func expiry(Config) *Workload {
 	es := []Entity{{ID: "org", NoTraffic: true, Limits: []limiter.Limit{limiter.PerSecond("rps", 2400)}},
 		{ID: "org.key-a", Parent: "org", Cascade: true}, {ID: "org.key-b", Parent: "org", Cascade: true}}
 	return &Workload{
-		Limits:        []limiter.Limit{limiter.PerSecond("rps", 2000)},
-		Entities:      es,
-		Resources:     []string{"gpt-4o"},
-		Consume:       []Range{{Min: 1, Max: 1}},
-		RetryProb:     0.5,
-		Writers:       64,
-		Rate:          3000,
-		DutyPeriod:    2 * time.Hour,
-		DutyOn:        6 * time.Second,
-		Duration:      4*2*time.Hour + 6*time.Second,
-		CrashEvery:    time.Hour,
-		CrashDowntime: time.Second,
-		Faults:        true,
-		FaultPlan:     &fp,
-		Probe:         true,
-		LimitRate:     2400,
-		WarmUp:        3 * time.Second,
+		Limits:   []limiter.Limit{limiter.PerSecond("rps", 2000)},
+		Entities: es, Resources: []string{"gpt-4o"},
+		Consume:   []Range{{Min: 1, Max: 1}},
+		RetryProb: 0.5,
+		Writers:   64, Rate: 3000, Duration: 4*2*time.Hour + 6*time.Second,
+		DutyPeriod: 2 * time.Hour, DutyOn: 6 * time.Second,
+		CrashEvery: time.Hour, CrashDowntime: time.Second,
+		Faults: true, FaultPlan: &fp,
+		Probe: true, LimitRate: 2400, WarmUp: 3 * time.Second,
 	}
 }
 
 func hotEntity(Config) *Workload {
 	return &Workload{
-		Limits:    []limiter.Limit{limiter.PerSecond("rps", 1_000_000)},
-		Entities:  []Entity{{ID: "hot-tenant"}},
-		Resources: []string{"gpt-4o"},
-		Consume:   []Range{{Min: 1, Max: 1}},
-		Writers:   128,
-		Rate:      10_000,
-		Duration:  120 * time.Second,
+		Limits:   []limiter.Limit{limiter.PerSecond("rps", 1_000_000)},
+		Entities: []Entity{{ID: "hot-tenant"}}, Resources: []string{"gpt-4o"},
+		Consume: []Range{{Min: 1, Max: 1}},
+		Writers: 128, Rate: 10_000, Duration: 120 * time.Second,
 		LimitRate: 0,
 	}
 }
 
 func idleYear(Config) *Workload {
 	return &Workload{
-		Limits:     []limiter.Limit{limiter.PerSecond("rps", 20), limiter.PerDay("rpd", 2_000_000)},
-		Entities:   []Entity{{ID: "quiet-tenant"}},
-		Resources:  []string{"gpt-4o"},
-		Consume:    []Range{{Min: 1, Max: 1}, {Min: 1, Max: 1}},
-		Writers:    2,
-		Rate:       10,
-		Duration:   365 * 24 * time.Hour,
-		DutyPeriod: 24 * time.Hour,
-		DutyOn:     time.Minute,
-		LimitRate:  20,
-		WarmUp:     24 * time.Hour,
+		Limits:   []limiter.Limit{limiter.PerSecond("rps", 20), limiter.PerDay("rpd", 2_000_000)},
+		Entities: []Entity{{ID: "quiet-tenant"}}, Resources: []string{"gpt-4o"},
+		Consume: []Range{{Min: 1, Max: 1}, {Min: 1, Max: 1}},
+		Writers: 2, Rate: 10, Duration: 365 * 24 * time.Hour,
+		DutyPeriod: 24 * time.Hour, DutyOn: time.Minute,
+		LimitRate: 20, WarmUp: 24 * time.Hour,
 	}
 }
 
@@ -266,16 +208,12 @@ func idleYear(Config) *Workload {
 // second per key, 10 offered) never refuse.
 func coldStart(Config) *Workload {
 	return &Workload{
-		Limits:      []limiter.Limit{limiter.PerSecond("rps", 100)},
-		Entities:    keysEntities(1000, "key"),
-		Resources:   []string{"gpt-4o"},
-		Consume:     []Range{{Min: 1, Max: 1}},
-		Writers:     200,
-		Rate:        10_000,
-		Duration:    5 * time.Second,
+		Limits:   []limiter.Limit{limiter.PerSecond("rps", 100)},
+		Entities: keysEntities(1000, "key"), Resources: []string{"gpt-4o"},
+		Consume: []Range{{Min: 1, Max: 1}},
+		Writers: 200, Rate: 10_000, Duration: 5 * time.Second,
 		StartSpread: 100 * time.Millisecond,
-		LimitRate:   100_000,
-		WarmUp:      time.Second,
+		LimitRate:   100_000, WarmUp: time.Second,
 	}
 }
 
@@ -286,14 +224,11 @@ func coldStart(Config) *Workload {
 // land on one index partition key (about 1,000 writes a second).
 func newEntities(Config) *Workload {
 	return &Workload{
-		Limits:    []limiter.Limit{limiter.PerMinute("rpm", 60)},
-		Entities:  keysEntities(100_000, "key"),
-		Resources: []string{"gpt-4o"},
-		Consume:   []Range{{Min: 1, Max: 1}},
-		Writers:   64,
-		Rate:      2000,
-		Duration:  20 * time.Second,
-		WarmUp:    time.Second,
+		Limits:   []limiter.Limit{limiter.PerMinute("rpm", 60)},
+		Entities: keysEntities(100_000, "key"), Resources: []string{"gpt-4o"},
+		Consume: []Range{{Min: 1, Max: 1}},
+		Writers: 64, Rate: 2000, Duration: 20 * time.Second,
+		WarmUp: time.Second,
 	}
 }
 
@@ -304,16 +239,13 @@ func newEntities(Config) *Workload {
 // load, so every refusal is a false one.
 func reservationsWorkload(Config) *Workload {
 	return &Workload{
-		Limits:       []limiter.Limit{limiter.PerSecond("rps", 15_000)},
-		Entities:     []Entity{{ID: "tenant"}},
-		Resources:    []string{"gpt-4o"},
-		Consume:      []Range{{Min: 1, Max: 1}},
-		Writers:      16,
-		Rate:         10_000,
+		Limits:   []limiter.Limit{limiter.PerSecond("rps", 15_000)},
+		Entities: []Entity{{ID: "tenant"}}, Resources: []string{"gpt-4o"},
+		Consume: []Range{{Min: 1, Max: 1}},
+		Writers: 16, Rate: 10_000, Duration: 60 * time.Second,
 		Uneven:       0.7,
 		Reservations: true,
 		CrashEvery:   20 * time.Second,
-		Duration:     60 * time.Second,
 		LimitRate:    15_000,
 	}
 }
@@ -325,14 +257,10 @@ func reservationsWorkload(Config) *Workload {
 func saturated(cfg Config) *Workload {
 	lm := FixedLatency(30 * time.Millisecond)
 	return &Workload{
-		Latency:   &lm,
-		Limits:    []limiter.Limit{limiter.PerSecond("rps", 200)},
-		Entities:  []Entity{{ID: "tenant"}},
-		Resources: []string{"gpt-4o"},
-		Consume:   []Range{{Min: 1, Max: 1}},
-		Writers:   32,
-		Rate:      400,
-		Duration:  60 * time.Second,
+		Latency: &lm, Limits: []limiter.Limit{limiter.PerSecond("rps", 200)},
+		Entities: []Entity{{ID: "tenant"}}, Resources: []string{"gpt-4o"},
+		Consume: []Range{{Min: 1, Max: 1}},
+		Writers: 32, Rate: 400, Duration: 60 * time.Second,
 		LimitRate: 200,
 	}
 }

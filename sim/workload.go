@@ -184,9 +184,7 @@ func resolve(cfg *Config) (*Workload, error) {
 	if cfg.Rate > 0 {
 		w.Rate = cfg.Rate
 	}
-	if cfg.Duration > 0 {
-		w.Duration = cfg.Duration
-	}
+	w.Duration = orDefault(cfg.Duration, w.Duration)
 	w.Faults = w.Faults || cfg.Faults
 	switch {
 	case cfg.Skew > 0:
