@@ -10,10 +10,6 @@ import (
 	"github.com/shardlimit/limiter/store/storetest"
 )
 
-// An equivalent mutant of write.go (tools/mutate), which no test can kill:
-// commit's `ev.keysMoved` shortcut skips computing index keys that, when
-// no index key attribute was touched, come out equal.
-
 // A Put that only adds an attribute to an item otherwise equal to the
 // stored one changes the item: it is stored.
 func TestAPutThatAddsAnAttributeIsStored(t *testing.T) {
