@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardlimit/limiter"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
@@ -212,8 +213,9 @@ const (
 // It returns the counts of what it deleted.
 //
 // It scans the table a page at a time (the cost of Namespace) and deletes
-// each page's items in batches of 25 single-item deletes, paced by the
-// wall clock to opts.WriteUnitsPerSecond (the scan's reads are not paced);
+// each page's items in batches of 25 single-item deletes, paced to
+// opts.WriteUnitsPerSecond by the Admin's clock, which it sleeps with when
+// it is a limiter.Sleeper (the scan's reads are not paced);
 // a throttled delete is retried after a backoff
 // (50 ms, doubling to 5 s). It keeps no state outside the table: when it
 // is interrupted (a cancelled context, a failure), what it deleted is gone
@@ -238,7 +240,7 @@ func (a *Admin) DeleteNamespace(ctx context.Context, opts DeleteNamespaceOptions
 		rate = DefaultDeleteRate
 	}
 	defer a.lim.Invalidate()
-	d := deleter{a: a, rate: rate, start: time.Now(), done: newCounter(a.ns), progress: opts.Progress}
+	d := deleter{a: a, rate: rate, start: a.clock.Now(), done: newCounter(a.ns), progress: opts.Progress}
 	err := scanPages(ctx, a.st, a.ns+"/", func(ks []store.Key) error {
 		for first := 0; first < len(ks); first += deleteBatch {
 			if err := d.batch(ctx, ks[first:min(first+deleteBatch, len(ks))]); err != nil {
@@ -298,14 +300,18 @@ func (d *deleter) batch(ctx context.Context, ks []store.Key) error {
 			return storeErr(ctx, "delete namespace", failed)
 		}
 		wait := time.Duration(d.spent / d.rate * float64(time.Second))
-		wait -= time.Since(d.start)
+		wait -= d.a.clock.Now().Sub(d.start)
 		if len(again) > 0 {
 			d.backoff = min(max(2*d.backoff, minBackoff), maxBackoff)
 			wait = max(wait, d.backoff)
 		} else {
 			d.backoff = 0
 		}
-		if err := sleep(ctx, wait); err != nil {
+		sl, ok := d.a.clock.(limiter.Sleeper)
+		if !ok {
+			sl = systemClock{}
+		}
+		if err := sl.Sleep(ctx, wait); err != nil {
 			return err
 		}
 		ks = again
@@ -313,8 +319,9 @@ func (d *deleter) batch(ctx context.Context, ks []store.Key) error {
 	return nil
 }
 
-// sleep waits d (nothing when d <= 0) or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits d on a wall-clock timer (nothing when d <= 0) or until ctx
+// is done.
+func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/shardlimit/limiter"
@@ -25,6 +26,7 @@ func (e *env) seedNamespace(ns string, n int) NamespaceInfo {
 	e.t.Helper()
 	p := e.limiter(WithNamespace(ns), limiter.WithNamespace(ns))
 	for i := range n {
+		e.clock.Add(time.Second) // under a partition ceiling, each entity's writes in a second of their own
 		id := "key-" + strconv.Itoa(i)
 		if err := p.PutEntity(e.ctx, Entity{ID: id}); err != nil {
 			e.t.Fatal(err)
@@ -113,11 +115,14 @@ func TestNamespaceListShowDelete(t *testing.T) {
 	}
 }
 
-// A delete throttled on many of its writes and interrupted (its context
-// cancelled) leaves part of the namespace; run again, it finishes.
+// A delete throttled on many of its writes, by injected faults and by the
+// partition ceiling of the namespace's configuration index (10 write units
+// a second here), and interrupted (its context cancelled), leaves part of
+// the namespace; run again, it finishes. Its backoffs sleep on the manual
+// clock, so the ceiling refills without wall time.
 func TestNamespaceDeleteThrottledInterruptedResumed(t *testing.T) {
 	throttles := memsim.OnOps([]memsim.OpKind{memsim.OpDelete}, memsim.Probability(0.3, 7, memsim.FaultThrottle))
-	e := newEnv(t, memsim.WithFaults(throttles))
+	e := newEnv(t, memsim.WithFaults(throttles), memsim.WithPartitionLimits(10, 0))
 	seeded := e.seedNamespace("ns", 40)
 	e.seedNamespace("other", 2)
 	kept := e.itemsOutside("ns")
@@ -149,8 +154,9 @@ func TestNamespaceDeleteThrottledInterruptedResumed(t *testing.T) {
 	if _, err := a.Namespace(e.ctx); !errors.Is(err, ErrUnknownNamespace) {
 		t.Fatalf("Namespace() after the resumed delete: %v, want ErrUnknownNamespace", err)
 	}
-	if e.st.Totals().Throttles == 0 {
-		t.Error("no delete was throttled: the test proves nothing about backing off")
+	if e.st.Totals().Throttles == 0 || e.st.IndexPartition(store.IndexGSI3, keys.ConfigIndexPK("ns")).Throttles == 0 {
+		t.Errorf("throttles: %d, %d at the ceiling: the test proves nothing about backing off",
+			e.st.Totals().Throttles, e.st.IndexPartition(store.IndexGSI3, keys.ConfigIndexPK("ns")).Throttles)
 	}
 	if d := cmp.Diff(kept, e.st.Items()); d != "" {
 		t.Fatalf("items outside the namespace changed (-before +after):\n%s", d)
@@ -216,4 +222,19 @@ func TestNamespaceBadInput(t *testing.T) {
 func isField(err error, field string) bool {
 	var v *limiter.ValidationError
 	return errors.As(err, &v) && v.Field == field
+}
+
+// The deletes are paced: at 50 write units a second, on the Admin's
+// manual clock, deleting what costs W write units takes W/50 seconds.
+func TestNamespaceDeleteIsPaced(t *testing.T) {
+	e := newEnv(t)
+	e.seedNamespace("ns", 10)
+	start, before := e.clock.Now(), e.st.Totals().Consumed.WriteUnits
+	if _, err := e.admin("ns").DeleteNamespace(e.ctx, DeleteNamespaceOptions{WriteUnitsPerSecond: 50}); err != nil {
+		t.Fatal(err)
+	}
+	spent := e.st.Totals().Consumed.WriteUnits - before
+	if took, least := e.clock.Now().Sub(start), time.Duration(spent/50*float64(time.Second)); took < least || spent < 60 {
+		t.Fatalf("deleting %.0f write units at 50 a second took %v on the clock, want at least %v", spent, took, least)
+	}
 }

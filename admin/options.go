@@ -27,8 +27,9 @@ type Option func(*Admin)
 // limiter.WithNamespace: an Admin changes only its own namespace.
 func WithNamespace(ns string) Option { return func(a *Admin) { a.ns = ns } }
 
-// WithClock sets the clock audit records are dated by (default: the
-// system clock).
+// WithClock sets the clock audit records are dated by and DeleteNamespace
+// paces its deletes by, sleeping with it when it is a limiter.Sleeper
+// (default: the system clock).
 func WithClock(c limiter.Clock) Option { return func(a *Admin) { a.clock = c } }
 
 // WithLimiter gives the Admin a limiter of the same process and namespace
