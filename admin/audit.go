@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,8 +24,9 @@ import (
 // The audit trail. Every configuration change made through an Admin
 // (PutEntity, DeleteEntity, PutLimits, DeleteLimits, ResetBucket) writes
 // an audit record in the same transaction as the change: both happen or
-// neither. A call that would change nothing (the same entity or limits
-// again, deleting what does not exist) writes nothing and records nothing.
+// neither (a top-up writes its record first: see TopUp). A call that
+// would change nothing (the same entity or limits again, deleting what
+// does not exist) writes nothing and records nothing.
 
 // AuditAction names the kind of a configuration change.
 type AuditAction string
@@ -36,6 +38,7 @@ const (
 	AuditPutLimits    AuditAction = "limits.put"
 	AuditDeleteLimits AuditAction = "limits.delete"
 	AuditResetBucket  AuditAction = "bucket.reset"
+	AuditTopUp        AuditAction = "bucket.top-up"
 )
 
 // AuditRecord is one configuration change.
@@ -54,17 +57,25 @@ type AuditRecord struct {
 	// Before and After are the state the change found and left; nil when
 	// there was nothing (a creation, a deletion).
 	Before, After *AuditState
+	// Pending and Missed are a top-up's shards, in order, still to get
+	// their share (ResumeTopUps grants them) and those that could not (the
+	// shard item or one of the limits was gone). The others have theirs.
+	Pending, Missed []int
 }
 
 // AuditState is the configuration one side of an [AuditRecord] describes.
 // Which fields are set depends on the action: Parent and Cascade for
-// entity changes, Limits for limits changes, Shards for a bucket reset.
+// entity changes, Limits for limits changes, Shards for a bucket reset,
+// Tokens and Shards for a top-up.
 type AuditState struct {
 	Parent  string
 	Cascade bool
 	Limits  []limiter.Limit
-	// Shards is the shard count of a bucket that was reset.
+	// Shards is the shard count of a bucket that was reset, or the number
+	// of shard items a top-up is spread over.
 	Shards int
+	// Tokens is a top-up's grant: whole tokens per limit name.
+	Tokens map[string]int64
 	// Malformed is set, with the reason, when the stored item could not be
 	// read (a change may overwrite such an item).
 	Malformed string
@@ -296,6 +307,7 @@ type stateJSON struct {
 	Cascade   bool              `json:"cascade,omitempty"`
 	Limits    []storedLimitJSON `json:"limits,omitempty"`
 	Shards    int               `json:"shards,omitempty"`
+	Tokens    map[string]int64  `json:"tokens,omitempty"`
 	Malformed string            `json:"malformed,omitempty"`
 }
 
@@ -311,7 +323,7 @@ func encodeState(s *AuditState) string {
 	if s == nil {
 		return ""
 	}
-	j := stateJSON{Parent: s.Parent, Cascade: s.Cascade, Shards: s.Shards, Malformed: s.Malformed}
+	j := stateJSON{Parent: s.Parent, Cascade: s.Cascade, Shards: s.Shards, Tokens: s.Tokens, Malformed: s.Malformed}
 	for _, x := range s.Limits {
 		j.Limits = append(j.Limits, storedLimitJSON{x.Name, x.Capacity, x.EffectiveBurst(), x.Refill, x.Period.Milliseconds()})
 	}
@@ -327,7 +339,7 @@ func decodeState(s string, ok bool) (*AuditState, error) {
 	if err := json.Unmarshal([]byte(s), &j); err != nil {
 		return nil, err
 	}
-	st := &AuditState{Parent: j.Parent, Cascade: j.Cascade, Shards: j.Shards, Malformed: j.Malformed}
+	st := &AuditState{Parent: j.Parent, Cascade: j.Cascade, Shards: j.Shards, Tokens: j.Tokens, Malformed: j.Malformed}
 	for _, x := range j.Limits {
 		st.Limits = append(st.Limits, limiter.Limit{Name: x.Name, Capacity: x.Capacity, Burst: x.Burst, Refill: x.Refill,
 			Period: time.Duration(x.PeriodMs) * time.Millisecond})
@@ -440,5 +452,18 @@ func decodeAudit(it store.Item) (AuditRecord, error) {
 		sk, _ := it.Str(store.AttrSK)
 		return AuditRecord{}, fmt.Errorf("limiter: malformed audit record %s: %w", sk, err)
 	}
+	for name, m := range it.Numbers() {
+		if s, ok := strings.CutPrefix(name, attrShardMark); ok {
+			shard, _ := strconv.Atoi(s)
+			switch m {
+			case markPending:
+				r.Pending = append(r.Pending, shard)
+			case markMissed:
+				r.Missed = append(r.Missed, shard)
+			}
+		}
+	}
+	slices.Sort(r.Pending) // map order must not show
+	slices.Sort(r.Missed)
 	return r, nil
 }

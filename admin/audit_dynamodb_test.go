@@ -28,13 +28,10 @@ func (r *raceOnce) TransactWrite(ctx context.Context, in store.TransactWriteInpu
 	return r.Store.TransactWrite(ctx, in)
 }
 
-// The audited configuration writes on a real server: the conditional
-// transaction, the record's Before after a lost race (the item DynamoDB
-// returns with the cancellation), the listings through GSI3 and a reset.
-func TestAuditOnDynamoDBLocal(t *testing.T) {
-	srv := dynamotest.Start(t)
-	st := &raceOnce{Store: dynamo.New(srv.Client, srv.NewTable(t))}
-	ctx := admin.ContextWithPrincipal(context.Background(), "alice")
+// planes returns a limiter and an Admin that keeps it up to date, in
+// namespace "it" of st.
+func planes(t *testing.T, st store.Store) (*limiter.Limiter, *admin.Admin) {
+	t.Helper()
 	lim, err := limiter.New(st, limiter.WithNamespace("it"))
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +40,17 @@ func TestAuditOnDynamoDBLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return lim, adm
+}
+
+// The audited configuration writes on a real server: the conditional
+// transaction, the record's Before after a lost race (the item DynamoDB
+// returns with the cancellation), the listings through GSI3 and a reset.
+func TestAuditOnDynamoDBLocal(t *testing.T) {
+	srv := dynamotest.Start(t)
+	st := &raceOnce{Store: dynamo.New(srv.Client, srv.NewTable(t))}
+	ctx := admin.ContextWithPrincipal(context.Background(), "alice")
+	lim, adm := planes(t, st)
 	rpm := func(n int64) []limiter.Limit { return []limiter.Limit{limiter.PerMinute("rpm", n)} }
 	if err := adm.PutEntity(ctx, admin.Entity{ID: "key-1"}); err != nil {
 		t.Fatal(err)

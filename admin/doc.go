@@ -7,7 +7,8 @@
 //
 // An Admin writes entities and stored limits (Put, Get, Delete, List),
 // records every change in an audit trail (Audit, ContextWithPrincipal),
-// lists buckets and resets them (Buckets, ResetBucket), reads the usage
+// lists buckets, resets them and tops them up (Buckets, ResetBucket,
+// TopUp, ResumeTopUps), reads the usage
 // snapshots the aggregator writes (Usage), sets a table up (InitTable,
 // TableSchemaVersion) and lists, counts and deletes whole namespaces
 // (ListNamespaces, Namespace, DeleteNamespace: operator commands that scan

@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +18,12 @@ func init() {
 			setup: func(c *cmdCtx) func() error {
 				yes := c.fs.Bool("yes", false, "confirm: delete the bucket's shard items")
 				return func() error { return bucketReset(c, *yes) }
+			}},
+		&command{path: "bucket top-up", admin: true, args: "ENTITY RESOURCE LIMIT=N...", minArgs: 2, maxArgs: -1,
+			short: "grant a bucket tokens now, up to its burst (audited); --resume finishes an interrupted top-up",
+			setup: func(c *cmdCtx) func() error {
+				resume := c.fs.Bool("resume", false, "grant what the bucket's interrupted top-ups have not granted yet (no LIMIT=N)")
+				return func() error { return bucketTopUp(c, *resume) }
 			}},
 		&command{path: "audit list", args: "[ENTITY]", minArgs: 0, maxArgs: 1,
 			short: "configuration changes of an entity (or, with --resource alone, of a resource's limits), newest first",
@@ -56,6 +65,65 @@ func bucketReset(c *cmdCtx, yes bool) error {
 	return nil
 }
 
+func bucketTopUp(c *cmdCtx, resume bool) error {
+	entity, resource, grants := c.args[0], c.args[1], c.args[2:]
+	var recs []admin.AuditRecord
+	switch {
+	case resume && len(grants) > 0:
+		return usageErrorf("bucket top-up --resume takes no LIMIT=N: it grants what the recorded top-ups have not granted yet")
+	case resume:
+		var err error
+		if recs, err = c.adm.ResumeTopUps(c.ctx, entity, resource); err != nil {
+			return err
+		}
+	case len(grants) == 0:
+		return usageErrorf("bucket top-up needs a grant: LIMIT=N, e.g. tpm=5000 (whole tokens)")
+	default:
+		tokens := map[string]int64{}
+		for _, g := range grants {
+			name, n, ok := strings.Cut(g, "=")
+			v, err := strconv.ParseInt(n, 10, 64)
+			if !ok || err != nil {
+				return usageErrorf("bucket top-up: %q must be LIMIT=N, N whole tokens (e.g. tpm=5000)", g)
+			}
+			tokens[name] = v
+		}
+		rec, err := c.adm.TopUp(c.ctx, entity, resource, tokens)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, rec)
+	}
+	if c.json() {
+		return c.printJSON(mapped(recs, toAuditJSON))
+	}
+	if len(recs) == 0 {
+		fmt.Fprintf(c.stdout, "No unfinished top-up of %s on %s.\n", entity, resource)
+	}
+	for _, r := range recs {
+		fmt.Fprintf(c.stdout, "Topped up %s on %s: %s.\n", entity, resource, topUpText(r))
+	}
+	c.args = c.args[:2]
+	return status(c, nil)
+}
+
+// topUpText describes a top-up record: "tpm +5000 over 2 shard(s)", and
+// the shards it has not reached.
+func topUpText(r admin.AuditRecord) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(r.After.Tokens)) {
+		parts = append(parts, fmt.Sprintf("%s +%d", name, r.After.Tokens[name]))
+	}
+	s := strings.Join(parts, ", ") + fmt.Sprintf(" over %d shard(s)", r.After.Shards)
+	if len(r.Missed) > 0 {
+		s += fmt.Sprintf(", not granted on shard(s) %v (gone, or without the limit)", r.Missed)
+	}
+	if len(r.Pending) > 0 {
+		s += fmt.Sprintf(", shard(s) %v pending: limiterctl bucket top-up %s %s --resume", r.Pending, r.Scope.Entity, r.Scope.Resource)
+	}
+	return s
+}
+
 type auditJSON struct {
 	At        time.Time `json:"at"`
 	Principal string    `json:"principal"`
@@ -64,21 +132,30 @@ type auditJSON struct {
 	Resource  string    `json:"resource,omitempty"`
 	Before    *stateOut `json:"before"`
 	After     *stateOut `json:"after"`
+	// Pending and Missed are a top-up's shards not granted yet, and those
+	// it could not reach.
+	Pending []int `json:"pending,omitempty"`
+	Missed  []int `json:"missed,omitempty"`
+}
+
+func toAuditJSON(r admin.AuditRecord) auditJSON {
+	return auditJSON{r.At, r.Principal, string(r.Action), r.Scope.Entity, r.Scope.Resource, toStateOut(r.Before), toStateOut(r.After), r.Pending, r.Missed}
 }
 
 type stateOut struct {
-	Parent    string      `json:"parent,omitempty"`
-	Cascade   bool        `json:"cascade,omitempty"`
-	Limits    []limitJSON `json:"limits,omitempty"`
-	Shards    int         `json:"shards,omitempty"`
-	Malformed string      `json:"malformed,omitempty"`
+	Parent    string           `json:"parent,omitempty"`
+	Cascade   bool             `json:"cascade,omitempty"`
+	Limits    []limitJSON      `json:"limits,omitempty"`
+	Shards    int              `json:"shards,omitempty"`
+	Tokens    map[string]int64 `json:"tokens,omitempty"`
+	Malformed string           `json:"malformed,omitempty"`
 }
 
 func toStateOut(s *admin.AuditState) *stateOut {
 	if s == nil {
 		return nil
 	}
-	return &stateOut{s.Parent, s.Cascade, limitsJSON(s.Limits), s.Shards, s.Malformed}
+	return &stateOut{s.Parent, s.Cascade, limitsJSON(s.Limits), s.Shards, s.Tokens, s.Malformed}
 }
 
 func auditList(c *cmdCtx, resource string, limit int) error {
@@ -102,9 +179,7 @@ func auditList(c *cmdCtx, resource string, limit int) error {
 		return fmt.Errorf("no audit records for %v in namespace %q", admin.Scope{Entity: q.Entity, Resource: q.Resource}, c.namespace)
 	}
 	if c.json() {
-		return c.printJSON(mapped(recs, func(r admin.AuditRecord) auditJSON {
-			return auditJSON{r.At, r.Principal, string(r.Action), r.Scope.Entity, r.Scope.Resource, toStateOut(r.Before), toStateOut(r.After)}
-		}))
+		return c.printJSON(mapped(recs, toAuditJSON))
 	}
 	w := c.tabular("WHEN (UTC)", "WHO", "ACTION", "SCOPE", "BEFORE", "AFTER")
 	for _, r := range recs {
@@ -127,6 +202,8 @@ func stateText(a admin.AuditAction, s *admin.AuditState) string {
 		return "parent " + s.Parent + map[bool]string{true: " (cascade)"}[s.Cascade]
 	case a == admin.AuditResetBucket:
 		return fmt.Sprintf("%d shard(s)", s.Shards)
+	case a == admin.AuditTopUp:
+		return topUpText(admin.AuditRecord{After: s})
 	}
 	return describeLimits(s.Limits)
 }

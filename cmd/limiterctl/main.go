@@ -1,6 +1,7 @@
 // Command limiterctl operates a limiter table: provisioning and checks,
 // entities, stored limits (one at a time or from a declarative manifest),
-// the status of buckets, usage, bucket resets and the audit trail; and,
+// the status of buckets, usage, bucket resets and top-ups, the audit
+// trail and namespaces; and,
 // for development, "limiterctl local": DynamoDB Local with the limiter's
 // table until Ctrl-C.
 //

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,6 +50,9 @@ type bucketStatus struct {
 	StoredFor []string     `json:"stored_for"`
 	Request   string       `json:"request_limits"`
 	Limits    []limitState `json:"limits"`
+	// LastTopUp is the bucket's newest top-up in the audit trail.
+	LastTopUp *auditJSON `json:"last_top_up,omitempty"`
+	topUp     admin.AuditRecord
 }
 
 func status(c *cmdCtx, defaults limitFlags) error {
@@ -74,11 +78,21 @@ func status(c *cmdCtx, defaults limitFlags) error {
 	if len(buckets) == 0 {
 		return fmt.Errorf("entity %q has no buckets in namespace %q (never charged, expired or reset); name a RESOURCE to see its limits", entity, c.namespace)
 	}
+	recs, err := adm.Audit(c.ctx, admin.AuditQuery{Entity: entity, Limit: 1000})
+	if err != nil {
+		return err
+	}
 	var out []bucketStatus
 	for _, b := range buckets {
 		st, err := bucketState(c, adm, b, given)
 		if err != nil {
 			return err
+		}
+		if i := slices.IndexFunc(recs, func(r admin.AuditRecord) bool {
+			return r.Action == admin.AuditTopUp && r.Scope.Resource == b.Resource
+		}); i >= 0 {
+			j := toAuditJSON(recs[i])
+			st.LastTopUp, st.topUp = &j, recs[i]
 		}
 		out = append(out, st)
 	}
@@ -96,7 +110,15 @@ func status(c *cmdCtx, defaults limitFlags) error {
 				fmt.Sprintf("%d/%s", l.Limit.Refill, l.Limit.Period), roundDuration(l.TimeToFull), orDash(strings.Join(b.StoredFor, ", ")))
 		}
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, b := range out {
+		if t := b.topUp; t.After != nil {
+			fmt.Fprintf(c.stdout, "Last top-up of %s: %s by %s: %s.\n", b.Resource, t.At.Format("2006-01-02 15:04:05"), t.Principal, topUpText(t))
+		}
+	}
+	return nil
 }
 
 // bucketState reads one bucket's balance. The request's limits it passes
