@@ -156,7 +156,7 @@ Commands:
 	var lines []string
 	for _, cmd := range commands {
 		if group == "" || strings.HasPrefix(cmd.path, group+" ") || cmd.path == group {
-			lines = append(lines, fmt.Sprintf("  %-36s %s", cmd.path+" "+cmd.args, cmd.short))
+			lines = append(lines, fmt.Sprintf("  %-42s %s", cmd.path+" "+cmd.args, cmd.short))
 		}
 	}
 	sort.Strings(lines)
