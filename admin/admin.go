@@ -3,7 +3,8 @@ package admin
 import (
 	"context"
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -195,11 +196,7 @@ func (a *Admin) Buckets(ctx context.Context, entity, resource string) ([]BucketI
 	if resource != "" {
 		count[resource] += 0 // shard 0 may exist before its index entry does
 	}
-	resources := make([]string, 0, len(count))
-	for r := range count {
-		resources = append(resources, r)
-	}
-	sort.Strings(resources)
+	resources := slices.Sorted(maps.Keys(count))
 	ks := make([]store.Key, len(resources))
 	for i, r := range resources {
 		ks[i] = keys.Bucket{Namespace: ns, Entity: entity, Resource: r}.Key()

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
@@ -81,11 +82,7 @@ func (a *Admin) ResetBucket(ctx context.Context, entity, resource string) (shard
 	if len(found) == 0 {
 		return 0, nil
 	}
-	all := make([]int, 0, len(found))
-	for s := range found {
-		all = append(all, s)
-	}
-	sort.Ints(all)
+	all := slices.Sorted(maps.Keys(found))
 	if shards == 0 { // shard 0 is gone, others remain
 		shards = len(all)
 	}

@@ -1,9 +1,10 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/shardlimit/limiter"
@@ -161,11 +162,8 @@ func (a *Admin) Usage(ctx context.Context, q UsageQuery) ([]UsageSnapshot, error
 		s.Tokens = bucket.WholeTokens(s.Millitokens)
 		res = append(res, *s)
 	}
-	sort.Slice(res, func(i, j int) bool {
-		if !res[i].Start.Equal(res[j].Start) {
-			return res[i].Start.Before(res[j].Start)
-		}
-		return res[i].Limit < res[j].Limit
+	slices.SortFunc(res, func(x, y UsageSnapshot) int {
+		return cmp.Or(x.Start.Compare(y.Start), cmp.Compare(x.Limit, y.Limit))
 	})
 	return res, nil
 }
