@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"maps"
@@ -169,10 +170,7 @@ type BucketInfo struct {
 // Query of the entity's GSI3 partition and one strongly consistent batch
 // read of shard 0 per 100 buckets.
 func (a *Admin) Buckets(ctx context.Context, entity, resource string) ([]BucketInfo, error) {
-	if err := a.begin(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkEntity("entity", entity); err != nil {
+	if err := cmp.Or(a.begin(ctx), checkEntity("entity", entity)); err != nil {
 		return nil, err
 	}
 	if resource != "" {

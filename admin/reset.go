@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,13 +44,7 @@ import (
 //   - The usage counters of the deleted items are gone from the bucket;
 //     the aggregator's usage snapshots keep what was consumed.
 func (a *Admin) ResetBucket(ctx context.Context, entity, resource string) (shards int, err error) {
-	if err := a.begin(ctx); err != nil {
-		return 0, err
-	}
-	if err := checkEntity("entity", entity); err != nil {
-		return 0, err
-	}
-	if err := checkResource("resource", resource); err != nil {
+	if err := cmp.Or(a.begin(ctx), checkEntity("entity", entity), checkResource("resource", resource)); err != nil {
 		return 0, err
 	}
 	who, err := a.principalOf(ctx)

@@ -169,10 +169,7 @@ func (a *Admin) Usage(ctx context.Context, q UsageQuery) ([]UsageSnapshot, error
 }
 
 func checkUsageQuery(q UsageQuery) error {
-	if err := checkEntity("UsageQuery.Entity", q.Entity); err != nil {
-		return err
-	}
-	if err := checkResource("UsageQuery.Resource", q.Resource); err != nil {
+	if err := cmp.Or(checkEntity("UsageQuery.Entity", q.Entity), checkResource("UsageQuery.Resource", q.Resource)); err != nil {
 		return err
 	}
 	if q.Limit != "" {
