@@ -237,11 +237,7 @@ func classify(err error, c *cmdCtx) (code int, hint string) {
 	case errors.Is(err, dynamo.ErrSchemaMismatch):
 		return exitFailure, "the table's keys or indexes are not the limiter's: see docs/dynamodb.md (the table) and deploy/"
 	case errors.As(err, &op) || strings.Contains(err.Error(), "connection refused"):
-		where := "the DynamoDB endpoint"
-		if c.endpoint != "" {
-			where = c.endpoint
-		}
-		return exitStoreError, "nothing answered at " + where + ": start DynamoDB Local (docs/operations.md) or fix --endpoint"
+		return exitStoreError, "nothing answered at " + cmp.Or(c.endpoint, "the DynamoDB endpoint") + ": start DynamoDB Local (docs/operations.md) or fix --endpoint"
 	case errors.As(err, &api):
 		switch api.ErrorCode() {
 		case "ResourceNotFoundException":
