@@ -9,7 +9,21 @@ import (
 
 var conditionCases = []testCase{
 	{"OnExistingItem", testConditionsExisting},
-	{"OnMissingItem", testConditionsMissing},
+	// Evaluates conditions on an item that does not exist: only conditions
+	// true on an empty item let the upsert through, and a failure has no old
+	// item to return.
+	{"OnMissingItem", func(f *fixture) {
+		runConditions(f, "missing-", []conditionCase{
+			{"AttributeExistsPK", nm(store.AttrPK).Exists(), false},
+			{"AttributeNotExistsPK", nm(store.AttrPK).NotExists(), true},
+			{"NotAttributeExistsPK", store.Not(nm(store.AttrPK).Exists()), true},
+			{"Equal", nm("n").Equal(num(1)), false},
+			{"GreaterEqualZero", nm("n").GreaterThanEqual(num(0)), false},
+			{"NotEqual", nm("n").NotEqual(num(1)), true},
+			{"BeginsWithSortKey", nm(store.AttrSK).BeginsWith("missing-"), false},
+			{"NotExistsOrEnough", store.Or(nm(store.AttrPK).NotExists(), nm("n").GreaterThanEqual(num(1))), true},
+		})
+	}},
 }
 
 // conditionBase is the item the conditions of testConditionsExisting are
@@ -113,22 +127,6 @@ var existingItemConditions = []conditionCase{
 // that exists: a true condition lets the update (ADD hits 1) through; a
 // false one fails with the item as it stood and changes nothing.
 func testConditionsExisting(f *fixture) { runConditions(f, "cond-", existingItemConditions) }
-
-// testConditionsMissing evaluates conditions on an item that does not
-// exist: only conditions true on an empty item let the upsert through, and
-// a failure has no old item to return.
-func testConditionsMissing(f *fixture) {
-	runConditions(f, "missing-", []conditionCase{
-		{"AttributeExistsPK", nm(store.AttrPK).Exists(), false},
-		{"AttributeNotExistsPK", nm(store.AttrPK).NotExists(), true},
-		{"NotAttributeExistsPK", store.Not(nm(store.AttrPK).Exists()), true},
-		{"Equal", nm("n").Equal(num(1)), false},
-		{"GreaterEqualZero", nm("n").GreaterThanEqual(num(0)), false},
-		{"NotEqual", nm("n").NotEqual(num(1)), true},
-		{"BeginsWithSortKey", nm(store.AttrSK).BeginsWith("missing-"), false},
-		{"NotExistsOrEnough", store.Or(nm(store.AttrPK).NotExists(), nm("n").GreaterThanEqual(num(1))), true},
-	})
-}
 
 // runConditions runs each case on its own key (prefix + name), holding
 // conditionBase unless prefix is "missing-".
