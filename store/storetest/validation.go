@@ -215,10 +215,6 @@ func (f *fixture) rawUpdate(k store.Key, e store.Expr) error {
 	return err
 }
 
-func (f *fixture) builtUpdate(k store.Key, u store.Update) error {
-	return f.rawUpdate(k, f.expr(u, store.Condition{}))
-}
-
 func runValidationCases(f *fixture, kind string, cases []validationCase) {
 	for _, c := range cases {
 		f.run(c.name, func(f *fixture) {
@@ -241,7 +237,7 @@ func runValidationCases(f *fixture, kind string, cases []validationCase) {
 			case kind == "Delete":
 				_, err = f.s.Delete(f.ctx, store.DeleteInput{Key: k, Expr: c.expr, Return: c.ret})
 			case c.upd.Len() > 0:
-				err = f.builtUpdate(k, c.upd)
+				err = f.rawUpdate(k, f.expr(c.upd, store.Condition{}))
 			default:
 				err = f.rawUpdate(k, c.expr)
 			}
