@@ -8,10 +8,13 @@ import (
 // existing and on a missing item.
 
 var conditionCases = []testCase{
-	{"OnExistingItem", testConditionsExisting},
-	// Evaluates conditions on an item that does not exist: only conditions
-	// true on an empty item let the upsert through, and a failure has no old
-	// item to return.
+	// Each condition in an Update of an item that exists: a true condition
+	// lets the update (ADD hits 1) through; a false one fails with the item
+	// as it stood and changes nothing.
+	{"OnExistingItem", func(f *fixture) { runConditions(f, "cond-", existingItemConditions) }},
+	// Conditions on an item that does not exist: only conditions true on an
+	// empty item let the upsert through, and a failure has no old item to
+	// return.
 	{"OnMissingItem", func(f *fixture) {
 		runConditions(f, "missing-", []conditionCase{
 			{"AttributeExistsPK", nm(store.AttrPK).Exists(), false},
@@ -26,8 +29,8 @@ var conditionCases = []testCase{
 	}},
 }
 
-// conditionBase is the item the conditions of testConditionsExisting are
-// evaluated on.
+// conditionBase is the item the conditions of OnExistingItem are evaluated
+// on.
 func conditionBase(k store.Key) store.Item {
 	return item(k,
 		"n", 50000,
@@ -122,11 +125,6 @@ var existingItemConditions = []conditionCase{
 	{"NestedFalse", store.And(store.Or(condFalse, condTrue), store.Not(condTrue)), false},
 	{"ThreeWayAnd", store.And(condTrue, nm("z").Equal(num(0)), nm("s").BeginsWith("ban")), true},
 }
-
-// testConditionsExisting evaluates each condition in an Update of an item
-// that exists: a true condition lets the update (ADD hits 1) through; a
-// false one fails with the item as it stood and changes nothing.
-func testConditionsExisting(f *fixture) { runConditions(f, "cond-", existingItemConditions) }
 
 // runConditions runs each case on its own key (prefix + name), holding
 // conditionBase unless prefix is "missing-".

@@ -7,7 +7,20 @@ import (
 // The limiter's own request shapes, exactly as it sends them.
 
 var limiterCases = []testCase{
-	{"SpeculativeConsume/Granted", testSpeculativeGranted},
+	// 50000 tokens cover 9999 (numerically; lexically "50000" < "9999"), on
+	// a key of the limiter's shape.
+	{"SpeculativeConsume/Granted", func(f *fixture) {
+		k := store.Key{PK: "NS#default#ENT#user-1", SK: "#BUCKET#gpt-4"}
+		f.put(item(k, bucket(50000, 5000)...))
+		out, err := consume(speculative(9999))(f, k)
+		if err != nil {
+			f.t.Fatalf("speculative consume: %v", err)
+		}
+		want := item(k, bucket(50000-9999, 5000-wcuCost, "b_rpm_tc", 9999, "b_wcu_tc", wcuCost)...)
+		expectAttrs(f.t, "ALL_NEW", want, out.Attributes)
+		expectWriteUnits(f.t, "speculative consume", out.Consumed)
+		f.expect(k, want)
+	}},
 	// Exactly enough tokens is enough (>=), leaving 0.
 	{"SpeculativeConsume/GrantedAtBoundary", steps(bucket(3000, wcuCost), step{
 		call: consume(speculative(3000)),
@@ -149,19 +162,4 @@ func consume(u store.Update, c store.Condition) func(*fixture, store.Key) (store
 	return func(f *fixture, k store.Key) (store.WriteOutput, error) {
 		return f.s.Update(f.ctx, store.UpdateInput{Key: k, Expr: f.expr(u, c), Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true})
 	}
-}
-
-// testSpeculativeGranted: 50000 tokens cover 9999 (numerically; lexically
-// "50000" < "9999"), on a key of the limiter's shape.
-func testSpeculativeGranted(f *fixture) {
-	k := store.Key{PK: "NS#default#ENT#user-1", SK: "#BUCKET#gpt-4"}
-	f.put(item(k, bucket(50000, 5000)...))
-	out, err := consume(speculative(9999))(f, k)
-	if err != nil {
-		f.t.Fatalf("speculative consume: %v", err)
-	}
-	want := item(k, bucket(50000-9999, 5000-wcuCost, "b_rpm_tc", 9999, "b_wcu_tc", wcuCost)...)
-	expectAttrs(f.t, "ALL_NEW", want, out.Attributes)
-	expectWriteUnits(f.t, "speculative consume", out.Consumed)
-	f.expect(k, want)
 }
