@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/shardlimit/limiter/bucket"
@@ -15,8 +16,11 @@ import (
 // (Rollback), or settle it (Commit). A lease is safe for concurrent use;
 // after Commit or Rollback every method returns ErrLeaseEnded.
 type Lease struct {
-	l     *Limiter
-	parts []leasePart // the entity's bucket, then the cascade parent's
+	l *Limiter
+	// parts are the buckets charged: per resource (Request.Resource's,
+	// then each of Request.Also's), the entity's, then the cascade
+	// parent's.
+	parts []leasePart
 
 	mu         sync.Mutex
 	ended      bool
@@ -76,27 +80,32 @@ func (le *Lease) valid() error {
 // store call). The acquire's write sets it; each Adjust, and a Rollback,
 // that writes sets it again, so after an Adjust it shows the settled
 // charge, not the estimate. A correction that changes nothing (zero
-// amounts, a refund to a shard that expired) leaves it as it was. It is
-// nil for a lease granted under fail-open, and for a nil Lease.
-func (le *Lease) Limits() []LimitState {
-	if le == nil || len(le.parts) == 0 {
-		return nil
-	}
-	le.mu.Lock()
-	defer le.mu.Unlock()
-	return le.limitStates(0)
-}
+// amounts, a refund to a shard that expired) leaves it as it was. With
+// Request.Also it has the limits of every resource: Request.Resource's
+// first, then each of Also's in its order (LimitState.Resource says
+// which). It is nil for a lease granted under fail-open, and for a nil
+// Lease.
+func (le *Lease) Limits() []LimitState { return le.statesOf(false) }
 
 // ParentLimits returns the state of the cascade parent's limits as the
-// lease's last write to the parent's bucket left them (see Limits); nil
-// without a cascade.
-func (le *Lease) ParentLimits() []LimitState {
-	if le == nil || len(le.parts) < 2 {
+// lease's last write to the parent's bucket left them (see Limits), of
+// every resource as Limits has them; nil without a cascade.
+func (le *Lease) ParentLimits() []LimitState { return le.statesOf(true) }
+
+// statesOf returns the states of the entity's buckets, or the parent's.
+func (le *Lease) statesOf(parent bool) []LimitState {
+	if le == nil {
 		return nil
 	}
 	le.mu.Lock()
 	defer le.mu.Unlock()
-	return le.limitStates(1)
+	var out []LimitState
+	for i := range le.parts {
+		if le.parts[i].p.parent == parent {
+			out = append(out, le.limitStates(i)...)
+		}
+	}
+	return out
 }
 
 // Shard returns the shard of the entity's bucket that was charged (0 for
@@ -111,7 +120,8 @@ func (le *Lease) Shard() int {
 // Adjust corrects the charge by delta tokens per limit, on the shard(s) the
 // acquire charged: a positive delta charges more (the request used more
 // than estimated; the bucket may go into debt), a negative one returns
-// tokens. Limits a cascade parent also has are adjusted there too.
+// tokens. Every bucket the acquire charged that has the limit is adjusted:
+// a cascade parent's, and each resource's with Request.Also.
 //
 // A lease never returns more than it took: a refund is capped, per limit
 // and per bucket, at what the lease holds there (what the acquire charged,
@@ -147,7 +157,7 @@ func (le *Lease) Adjust(ctx context.Context, delta map[string]int64) error {
 		if d < -MaxTokens || d > MaxTokens {
 			return invalid("Adjust["+name+"]", "%d must be between -%d and %d tokens", d, MaxTokens, MaxTokens)
 		}
-		if !le.parts[0].p.Has(name) {
+		if !slices.ContainsFunc(le.parts, func(part leasePart) bool { return part.p.Has(name) }) {
 			return invalid("Adjust["+name+"]", "the lease has no limit named %q", name)
 		}
 	}

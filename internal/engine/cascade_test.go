@@ -29,7 +29,7 @@ func describeCascade(s CascadeStep) string {
 		return strings.Join(cs, " + ")
 	case s.Done:
 		return "done"
-	case s.Refused != nil && s.Parent:
+	case s.Refused != nil && s.Side == 1:
 		return "refused parent"
 	case s.Refused != nil:
 		return "refused child"
@@ -63,7 +63,7 @@ func converseCascade(t *testing.T, c *Cascade, now int64, turns ...cturn) Cascad
 // newCascade returns a cascade charging a token of each bucket, both
 // unknown to the client unless m says otherwise.
 func newCascade(m *Memory) *Cascade {
-	return NewCascade(m, plan1(bucketRef), plan1(parentRef), picks(), Options{})
+	return NewCascade(m, picks(), Options{}, plan1(bucketRef), plan1(parentRef))
 }
 
 var (
