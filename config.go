@@ -52,12 +52,13 @@ func (l *Limiter) config(ctx context.Context, tr *trace, req Request) (settings,
 		tr.ev.Resource = resource
 	}
 	s.buckets = make([]resourceLimits, 0, 1+len(req.Also))
-	for i, r := range append([]string{resource}, req.Also...) {
-		b := resourceLimits{resource: r}
-		on := ""
+	for i := 0; i <= len(req.Also); i++ {
+		r, on := resource, ""
 		if i > 0 {
+			r = req.Also[i-1]
 			on = " on resource " + r
 		}
+		b := resourceLimits{resource: r}
 		var err error
 		s.entity, b.limits, _, _, err = l.limitsFor(ctx, tr, req.Entity, r, req.Limits)
 		if err != nil {

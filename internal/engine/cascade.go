@@ -267,7 +267,7 @@ func (c *Cascade) undoFailed(o *Charge, err error) {
 
 // judge returns a refusal when the machine's last view of its shard
 // refuses the plan at now, as a local refusal would (nil otherwise): the
-// other side's wait, for a cascade refusal that must cover both.
+// other sides' waits, for a cascade refusal that must cover every side.
 func (c *Charge) judge(now int64) *Refusal {
 	v := c.view
 	if v.Img == nil || !v.Img.matches(c.p, c.n) {
