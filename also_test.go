@@ -126,12 +126,16 @@ func TestAlsoWithCascadeChargesEachResourcesParent(t *testing.T) {
 }
 
 // The lease settles every bucket: Adjust charges (or refunds) each
-// resource that has the limit, Rollback returns each resource's charge.
+// resource that has the limit, Rollback returns each resource's charge,
+// each in one round trip of concurrent writes.
 func TestAlsoLeaseSettlesEachResource(t *testing.T) {
 	e, l := alsoEnv(t)
 	lease := e.mustAcquire(l, alsoReq("key-1", "all-models"))
 	if err := lease.Adjust(e.ctx, map[string]int64{"rpm": 1}); err != nil {
 		t.Fatal(err)
+	}
+	if ev := e.last(); ev.RoundTrips != 1 || ev.WriteUnits != 2 {
+		t.Fatalf("Adjust of two buckets: %d round trips, %.0f WCU; want 1 and 2", ev.RoundTrips, ev.WriteUnits)
 	}
 	if a, b := e.consumed("key-1", "gpt-4", "rpm"), e.consumed("key-1", "all-models", "rpm"); a != 2_000 || b != 2_000 {
 		t.Fatalf("after Adjust(+1): tc %d and %d, want 2000 on each resource", a, b)

@@ -132,8 +132,9 @@ func (le *Lease) Shard() int {
 // store.OutcomeUnknown) counts its refunds as made and its further charges
 // as not made, so that a later refund cannot return them twice.
 //
-// Adjust is one write when the bucket is below its burst, two when it must
-// first materialize a refill; it never rejects. Errors: a *ValidationError
+// Adjust is one write per bucket when the bucket is below its burst, two
+// when it must first materialize a refill, the buckets' writes made
+// together (one round trip); it never rejects. Errors: a *ValidationError
 // for a nil ctx or a bad delta (nothing changed), ErrLeaseEnded, the
 // context's error when ctx is done (as Acquire's: store.OutcomeUnknown
 // tells whether the write may have applied), an *UnavailableError when
@@ -233,12 +234,20 @@ func (le *Lease) Commit() error {
 
 // applyEach charges each part of the lease what amounts(part) says, in
 // millitokens (zero amounts charge nothing), records what reached it, and
-// keeps the item its write returned for Limits.
+// keeps the item its write returned for Limits. The parts' writes go out
+// together (one round trip for a cascade, or several resources).
 func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePart) map[string]int64) error {
 	l := le.l
 	trv := l.newTrace(op, le.parts[0].p.Ref.Entity, le.parts[0].p.Ref.Resource)
 	tr := &trv
-	var err error
+	type settling struct {
+		part *leasePart
+		amts map[string]int64
+		m    *engine.Adjust
+		step engine.Step
+	}
+	var ss []settling
+	now := l.nowMs()
 	for i := range le.parts {
 		part := &le.parts[i]
 		amts := amounts(part)
@@ -250,16 +259,43 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 			continue
 		}
 		m := engine.NewAdjust(l.mem, part.p.WithAmounts(amts), part.shard, part.n)
-		now := l.nowMs()
-		step, now := l.drive(ctx, tr, now, m.Start(now), m.Feed)
-		img, n := m.Img, m.N
-		if step.Err != nil {
-			err = errors.Join(err, step.Err)
-			if store.OutcomeUnknown(step.Err) {
+		ss = append(ss, settling{part, amts, m, m.Start(now)})
+	}
+	// The I/O loop of every part's machine: the calls they ask for go out
+	// together, each result fed back to its machine.
+	for {
+		var batch engine.CascadeStep
+		var who []int
+		for i, x := range ss {
+			if x.step.Call != nil {
+				batch.Calls = append(batch.Calls, x.step.Call)
+				batch.Paths = append(batch.Paths, x.step.Path)
+				who = append(who, i)
+			}
+		}
+		if len(who) == 0 {
+			break
+		}
+		for _, p := range batch.Paths {
+			tr.path(p)
+		}
+		rs := l.calls(ctx, tr, batch)
+		now = l.nowMs()
+		for j, i := range who {
+			ss[i].step = ss[i].m.Feed(rs[j], now)
+		}
+	}
+	var err error
+	for _, x := range ss {
+		tr.path(x.step.Path)
+		part := x.part
+		if x.step.Err != nil {
+			err = errors.Join(err, x.step.Err)
+			if store.OutcomeUnknown(x.step.Err) {
 				// The write may have applied: its refunds count as made (a
 				// later refund must not return them again), its charges as
 				// not made (nor return what may never have been taken).
-				for name, d := range amts {
+				for name, d := range x.amts {
 					if d < 0 {
 						part.addNet(name, d)
 					}
@@ -267,11 +303,11 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 			}
 			continue
 		}
-		for name, d := range amts {
+		for name, d := range x.amts {
 			part.addNet(name, d)
 		}
-		if img != nil {
-			part.img, part.n, part.at, part.ok = img, n, now, false
+		if x.m.Img != nil {
+			part.img, part.n, part.at, part.ok = x.m.Img, x.m.N, now, false
 		}
 	}
 	switch {
