@@ -1,0 +1,93 @@
+package engine
+
+// Tests written for mutants that lived (tools/mutate and gremlins over
+// internal/engine, docs/testing.md's "Mutation testing"): each tells the
+// story of the bug its mutant is.
+
+import (
+	"testing"
+
+	"github.com/shardlimit/limiter/store"
+)
+
+// An adjust found its shard expired and tried to make it again, but another
+// writer made it first: the Put failed, and the normal write on the other
+// writer's item applied. The machine and the memory keep the item that
+// write returned, not the one the lost Put would have made.
+func TestAdjustAfterALostCreateKeepsTheWrittenItem(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	a := NewAdjust(m, p.WithAmounts(map[string]int64{"rps": 500}), 0, 1)
+	converse(t, a.Start(T), a.Feed, T, []exchange{
+		{"update 0 adjust", gone},
+		{"put 0 create", failed(shape{rf: T, tk: map[string]int64{"rps": 9000}}.item(p))},
+		{"update 0 normal", wrote(shape{rf: T, tk: map[string]int64{"rps": 8500}, tc: map[string]int64{"rps": 1500}}.item(p))},
+		{"done none", Result{}},
+	})
+	if a.Img == nil {
+		t.Fatal("no image after the normal write applied")
+	}
+	if st, _ := a.Img.comp.Get("rps"); st.Tokens != 8500 || a.Img != m.View(bucketRef, 0).Img {
+		t.Fatalf("the machine keeps tk %d (the memory the same image: %v); want the normal write's 8500, not the lost Put's",
+			st.Tokens, a.Img == m.View(bucketRef, 0).Img)
+	}
+}
+
+// The acquire charged shard 1 when the bucket had 2 shards; it doubled to
+// 4 since, and shard 1 was written at 4. The adjust's guarded ADD fails on
+// the count, and its normal write goes on at 4: a correction must not undo
+// a doubling (shard 1 back at 2 would refill at twice its share).
+func TestAdjustOnAShardThatDoubledSinceKeepsTheNewCount(t *testing.T) {
+	p := plan1(bucketRef)
+	st := sim(t, shape{shard: 1, n: 4, rf: T - 5000}.item(p))
+	a := NewAdjust(NewMemory(0), p.WithAmounts(map[string]int64{"rps": 500}), 1, 2)
+	play(t, st, a.Start(T), a.Feed, T, "update 1 adjust", "update 1 normal", "done none")
+	if n := attr(t, st, bucketRef, 1, "shard_count"); n != 4 || a.N != 4 {
+		t.Fatalf("shard 1 at %d shards, the machine says %d; want 4, the doubling kept", n, a.N)
+	}
+}
+
+// The acquire charged shard 1 of a bucket of 4 shards; shard 1 itself was
+// last written at 2 (a shard other than 0 learns of a doubling at its next
+// write). The adjust's normal write moves shard 1 to the 4 the lease knows,
+// not leave it at 2 refilling at twice its share.
+func TestAdjustOnAShardBehindTheLeaseMovesItToTheLeaseCount(t *testing.T) {
+	p := plan1(bucketRef)
+	st := sim(t, shape{shard: 1, n: 2, rf: T - 5000}.item(p))
+	a := NewAdjust(NewMemory(0), p.WithAmounts(map[string]int64{"rps": 500}), 1, 4)
+	play(t, st, a.Start(T), a.Feed, T, "update 1 adjust", "update 1 normal", "done none")
+	if n := attr(t, st, bucketRef, 1, "shard_count"); n != 4 || a.N != 4 {
+		t.Fatalf("shard 1 at %d shards, the machine says %d; want the lease's 4", n, a.N)
+	}
+}
+
+// A write's conditions are collected in room the builder holds for eight:
+// rendering a write of eight conditions costs what rendering them from a
+// list made to measure costs, and the builder: nothing for growing the
+// list one condition at a time.
+func TestBuildOfEightConditionsDoesNotGrowTheList(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under -race")
+	}
+	terms := make([]term, 8)
+	for i := range terms {
+		terms[i] = term{condGe, "a", int64(i)}
+	}
+	measured := testing.AllocsPerRun(100, func() {
+		conds := make([]store.Condition, 0, len(terms))
+		for _, c := range terms {
+			conds = append(conds, compare(c))
+		}
+		_, _ = store.Build(store.Update{}, store.And(conds...))
+	})
+	got := testing.AllocsPerRun(100, func() {
+		_, _ = build(func(k *builder) {
+			for _, c := range terms {
+				k.cond(c.k, c.name, c.v)
+			}
+		})
+	})
+	if got > measured {
+		t.Fatalf("build of eight conditions: %v allocations, want at most %v (the list made to measure)", got, measured)
+	}
+}
