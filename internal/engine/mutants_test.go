@@ -91,3 +91,26 @@ func TestBuildOfEightConditionsDoesNotGrowTheList(t *testing.T) {
 		t.Fatalf("build of eight conditions: %v allocations, want at most %v (the list made to measure)", got, measured)
 	}
 }
+
+// A cascade refused with a wait of 0 ms (the image the refusal was judged
+// from shows the tokens: the store refused on what others took since)
+// still has both sides promise a millisecond ahead. A promise at now is
+// kept at once: every writer that met the refusal would go to the store
+// in the same millisecond, none judged from its estimates.
+func TestCascadeRefusalOfNoWaitPromisesAMillisecondAhead(t *testing.T) {
+	m := NewMemory(0)
+	c := newCascade(m)
+	c.Start(T)
+	full := image(t, shape{rf: T}.item(child1))
+	c.steps[0] = Step{Refused: &Refusal{Plan: child1, Img: full, N: 1, Now: T}}
+	s := c.next(T)
+	if s.Refused == nil {
+		t.Fatalf("answer %q, want a refusal", describeCascade(s))
+	}
+	if w := retryOf(s.Refused); w != 0 {
+		t.Fatalf("retry after %d ms, want a refusal of no wait", w)
+	}
+	if a, b := m.View(bucketRef, 0).Promise, m.View(parentRef, 0).Promise; a != T+1 || b != T+1 {
+		t.Fatalf("promises T%+d and T%+d, want T+1 on both sides", a-T, b-T)
+	}
+}
