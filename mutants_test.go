@@ -1,0 +1,36 @@
+package limiter
+
+// Tests written for mutants that lived (tools/mutate over reserve.go and
+// lease.go, docs/testing.md's "Mutation testing"): each tells the story of
+// the bug its mutant is.
+
+import (
+	"testing"
+	"time"
+)
+
+// A busy process reserved from a bucket; its pool outlived its life with
+// tokens left, and meanwhile another process drained the bucket. The
+// pool's rest goes back to the store before the next acquire asks: that
+// acquire is admitted from the returned tokens, not refused by a bucket
+// that is only empty because the process still sits on its own rest.
+func TestReservationsAnExpiredPoolGoesBackBeforeTheNextAcquire(t *testing.T) {
+	e := newEnv(t)
+	pooled := e.limiter(WithReservations())
+	plain := e.limiter()
+	r := Request{Entity: "k", Resource: "r", Limits: []Limit{PerSecond("rps", 1000)}, Consume: map[string]int64{"rps": 1}}
+	for i := 0; i < 200; i++ { // a pool of about 100 ms of this demand
+		e.clock.Add(200 * time.Microsecond)
+		e.mustAcquire(pooled, r)
+	}
+	e.clock.Add(1500 * time.Millisecond) // the pool's life is over
+	for i := 0; i < 2000; i++ {
+		_, _ = plain.Acquire(e.ctx, r) // drained: the bucket less the pool's hold
+	}
+	if _, err := pooled.Acquire(e.ctx, r); err != nil {
+		t.Fatalf("the pooled process, its expired pool's rest not yet returned: %v", err)
+	}
+	if ev := e.last(); ev.Returned["rps"] <= 0 {
+		t.Fatalf("returned %v; want the expired pool's rest", ev.Returned)
+	}
+}
