@@ -34,3 +34,21 @@ func TestReservationsAnExpiredPoolGoesBackBeforeTheNextAcquire(t *testing.T) {
 		t.Fatalf("returned %v; want the expired pool's rest", ev.Returned)
 	}
 }
+
+// An acquire answered from the process's pool says so in its event:
+// PathPool, no round trip, no store call. A dashboard that counts the
+// paths tells the pool's share of the traffic from it.
+func TestReservationsAnAcquireFromThePoolReportsPathPool(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter(WithReservations())
+	r := Request{Entity: "k", Resource: "r", Limits: []Limit{PerSecond("rps", 1000)}, Consume: map[string]int64{"rps": 1}}
+	for i := 0; i < 200; i++ { // a pool of about 100 ms of this demand
+		e.clock.Add(200 * time.Microsecond)
+		e.mustAcquire(l, r)
+	}
+	calls := e.st.Totals().Requests
+	e.mustAcquire(l, r)
+	if ev := e.last(); ev.Path != PathPool || ev.RoundTrips != 0 || e.st.Totals().Requests != calls {
+		t.Fatalf("path %v, %d round trips, %d store calls; want PathPool and none", ev.Path, ev.RoundTrips, e.st.Totals().Requests-calls)
+	}
+}
