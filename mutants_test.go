@@ -52,3 +52,54 @@ func TestReservationsAnAcquireFromThePoolReportsPathPool(t *testing.T) {
 		t.Fatalf("path %v, %d round trips, %d store calls; want PathPool and none", ev.Path, ev.RoundTrips, e.st.Totals().Requests-calls)
 	}
 }
+
+// An operator reconciles a process's reservations from its events: every
+// token a write reserved into the pool was handed out by an acquire the
+// pool answered, or given back to the store (when a pool was replaced, or
+// by Close, whose event says so).
+func TestReservationsEventsAccountForEveryReservedToken(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter(WithReservations())
+	r := Request{Entity: "k", Resource: "r", Limits: []Limit{PerSecond("rps", 100_000)}, Consume: map[string]int64{"rps": 1}}
+	for i := 0; i < 3000; i++ {
+		e.clock.Add(200 * time.Microsecond)
+		e.mustAcquire(l, r)
+	}
+	if err := l.Close(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	var reserved, fromPool, returned int64
+	for _, ev := range e.events {
+		reserved += ev.Reserved["rps"]
+		returned += ev.Returned["rps"]
+		if ev.Path == PathPool {
+			fromPool++
+		}
+	}
+	if reserved == 0 || reserved != fromPool+returned {
+		t.Fatalf("the events reserved %d tokens, the pool answered %d acquires, %d were returned; want reserved = answered + returned",
+			reserved, fromPool, returned)
+	}
+	if ev := e.last(); ev.Op != "close" || ev.Returned["rps"] <= 0 {
+		t.Fatalf("the last event: %s returning %v; want Close's, returning the pool's rest", ev.Op, ev.Returned)
+	}
+}
+
+// A pooled lease's rollback goes back into the pool, not to the store, and
+// its event says so: PathPool, no round trip.
+func TestReservationsAPooledRollbackReportsPathPool(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter(WithReservations())
+	r := Request{Entity: "k", Resource: "r", Limits: []Limit{PerSecond("rps", 1000)}, Consume: map[string]int64{"rps": 1}}
+	for i := 0; i < 200; i++ { // a pool of about 100 ms of this demand
+		e.clock.Add(200 * time.Microsecond)
+		e.mustAcquire(l, r)
+	}
+	le := e.mustAcquire(l, r)
+	if err := le.Rollback(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ev := e.last(); ev.Op != "rollback" || ev.Path != PathPool || ev.RoundTrips != 0 {
+		t.Fatalf("the rollback's event: %s on path %v, %d round trips; want rollback, PathPool, none", ev.Op, ev.Path, ev.RoundTrips)
+	}
+}
