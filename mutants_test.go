@@ -103,3 +103,32 @@ func TestReservationsAPooledRollbackReportsPathPool(t *testing.T) {
 		t.Fatalf("the rollback's event: %s on path %v, %d round trips; want rollback, PathPool, none", ev.Op, ev.Path, ev.RoundTrips)
 	}
 }
+
+// A pool handed out its tokens; the reservation write that would take the
+// next pool (and release the part of the hold the pool handed out) is
+// declined, because another process drained the bucket meanwhile. The
+// pool keeps that part of its hold to release: Close then leaves no hold
+// on the bucket (a hold left would lower its cap until its generation was
+// reclaimed, up to 10 minutes).
+func TestReservationsADeclinedReservationKeepsTheHoldToRelease(t *testing.T) {
+	e := newEnv(t)
+	pooled := e.limiter(WithReservations())
+	plain := e.limiter()
+	r := Request{Entity: "k", Resource: "r", Limits: []Limit{PerSecond("rps", 1000)}, Consume: map[string]int64{"rps": 1}}
+	for i := 0; i < 200; i++ { // a pool of about 100 ms of this demand
+		e.clock.Add(200 * time.Microsecond)
+		e.mustAcquire(pooled, r)
+	}
+	for i := 0; i < 2000; i++ {
+		_, _ = plain.Acquire(e.ctx, r) // drained: the bucket less the pool's hold
+	}
+	for i := 0; i < 300; i++ { // the pool runs dry, and the bucket has nothing
+		_, _ = pooled.Acquire(e.ctx, r)
+	}
+	if err := pooled.Close(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if hd, _ := e.bucketItem("k", "r", 0).Int("b_rps_hd"); hd != 0 {
+		t.Fatalf("a hold of %d millitokens is left on the bucket after Close", hd)
+	}
+}
