@@ -7,6 +7,10 @@ package limiter
 import (
 	"testing"
 	"time"
+
+	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
+	"github.com/shardlimit/limiter/store/memsim"
 )
 
 // A busy process reserved from a bucket; its pool outlived its life with
@@ -130,5 +134,54 @@ func TestReservationsADeclinedReservationKeepsTheHoldToRelease(t *testing.T) {
 	}
 	if hd, _ := e.bucketItem("k", "r", 0).Int("b_rps_hd"); hd != 0 {
 		t.Fatalf("a hold of %d millitokens is left on the bucket after Close", hd)
+	}
+}
+
+// The write that would take the next reservation times out (it may have
+// applied). The pool never sees those tokens, like a crashed process's:
+// the acquire's event counts them as unsettled, besides its charge.
+func TestReservationsAnUnknownReservationIsUnsettled(t *testing.T) {
+	sc := newScript()
+	e := newEnv(t, memsim.WithFaults(sc.injector()))
+	l := e.limiter(WithReservations())
+	r := Request{Entity: "k", Resource: "r", Limits: []Limit{PerSecond("rps", 1000)}, Consume: map[string]int64{"rps": 1}}
+	for i := 0; i < 200; i++ { // a pool of about 100 ms of this demand
+		e.clock.Add(200 * time.Microsecond)
+		e.mustAcquire(l, r)
+	}
+	sc.on(keys.Bucket{Namespace: "ns", Entity: "k", Resource: "r"}.PK(), memsim.FaultLostResponse)
+	sc.arm()
+	for i := 0; i < 1000; i++ { // until the pool runs dry and the next reservation is written
+		e.clock.Add(200 * time.Microsecond)
+		_, err := l.Acquire(e.ctx, r)
+		ev := e.last()
+		if ev.Path == PathPool {
+			continue
+		}
+		if !store.OutcomeUnknown(err) || ev.Unsettled["rps"] <= 0 {
+			t.Fatalf("err %v, unsettled %v; want an unknown outcome, the reservation unsettled", err, ev.Unsettled)
+		}
+		return
+	}
+	t.Fatal("the pool never ran dry")
+}
+
+// Close returns the pool's rest, and that write times out (it may have
+// applied): Close's event counts the rest as unsettled, not returned.
+func TestReservationsAnUnknownReturnIsUnsettled(t *testing.T) {
+	sc := newScript()
+	e := newEnv(t, memsim.WithFaults(sc.injector()))
+	l := e.limiter(WithReservations())
+	r := Request{Entity: "k", Resource: "r", Limits: []Limit{PerSecond("rps", 1000)}, Consume: map[string]int64{"rps": 1}}
+	for i := 0; i < 200; i++ { // a pool of about 100 ms of this demand
+		e.clock.Add(200 * time.Microsecond)
+		e.mustAcquire(l, r)
+	}
+	sc.on(keys.Bucket{Namespace: "ns", Entity: "k", Resource: "r"}.PK(), memsim.FaultLostResponse)
+	sc.arm()
+	err := l.Close(e.ctx)
+	if ev := e.last(); !store.OutcomeUnknown(err) || ev.Unsettled["rps"] >= 0 || len(ev.Returned) != 0 {
+		t.Fatalf("err %v, unsettled %v, returned %v; want an unknown outcome, the rest unsettled (negative), nothing returned",
+			err, ev.Unsettled, ev.Returned)
 	}
 }
