@@ -185,3 +185,94 @@ func TestReservationsAnUnknownReturnIsUnsettled(t *testing.T) {
 			err, ev.Unsettled, ev.Returned)
 	}
 }
+
+// pooledEnv is a limiter with reservations whose pool holds about 100 ms
+// of a demand of 5,000 acquires a second on a bucket of 1,000 a second,
+// and the tokens admitted so far.
+func pooledEnv(t *testing.T) (e *env, l *Limiter, r Request, admitted int64) {
+	e = newEnv(t)
+	l = e.limiter(WithReservations())
+	r = Request{Entity: "k", Resource: "r", Limits: []Limit{PerSecond("rps", 1000)}, Consume: map[string]int64{"rps": 1}}
+	for i := 0; i < 200; i++ {
+		e.clock.Add(200 * time.Microsecond)
+		e.mustAcquire(l, r)
+		admitted++
+	}
+	return e, l, r, admitted
+}
+
+// A pooled lease charged more (Adjust +2) while its pool holds enough
+// takes the tokens from the pool, not the store: the event says PathPool,
+// no store call; after Close the bucket counts them.
+func TestReservationsAPooledChargeComesOutOfThePool(t *testing.T) {
+	e, l, r, admitted := pooledEnv(t)
+	le := e.mustAcquire(l, r)
+	admitted++
+	calls := e.st.Totals().Requests
+	if err := le.Adjust(e.ctx, map[string]int64{"rps": 2}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := e.last(); ev.Op != "adjust" || ev.Path != PathPool || e.st.Totals().Requests != calls {
+		t.Fatalf("the adjust's event: %s on path %v, %d store calls; want adjust, PathPool, none", ev.Op, ev.Path, e.st.Totals().Requests-calls)
+	}
+	admitted += 2
+	if err := l.Close(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.consumed("k", "r", "rps"); got != admitted*1000 {
+		t.Fatalf("tc = %d after Close, want %d (the acquires and the adjust's 2)", got, admitted*1000)
+	}
+}
+
+// A pooled lease rolled back after its pool's life ended: the pool cannot
+// take the token back, so the refund goes to the store, and the bucket
+// counts it returned.
+func TestReservationsARollbackAfterThePoolEndedGoesToTheStore(t *testing.T) {
+	e, l, r, admitted := pooledEnv(t)
+	le := e.mustAcquire(l, r)
+	e.clock.Add(1500 * time.Millisecond) // the pool's life is over
+	if err := le.Rollback(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.consumed("k", "r", "rps"); got != admitted*1000 {
+		t.Fatalf("tc = %d after Close, want %d (the rolled back token returned)", got, admitted*1000)
+	}
+}
+
+// A pooled lease refunds its token into the pool (Adjust -1), then is
+// rolled back: it holds nothing more, and the rollback returns nothing a
+// second time.
+func TestReservationsAPooledRefundThenRollbackReturnsOnce(t *testing.T) {
+	e, l, r, admitted := pooledEnv(t)
+	le := e.mustAcquire(l, r)
+	if err := le.Adjust(e.ctx, map[string]int64{"rps": -1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := le.Rollback(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.consumed("k", "r", "rps"); got != admitted*1000 {
+		t.Fatalf("tc = %d after Close, want %d (the lease's token returned once)", got, admitted*1000)
+	}
+}
+
+// A pooled lease's Limits count the pool's holdings as they were when the
+// lease was served, and keep saying so: acquires the pool answers later do
+// not move the lease's answer (it is the state its own acquire left).
+func TestReservationsAPooledLeaseLimitsStayAsServed(t *testing.T) {
+	e, l, r, _ := pooledEnv(t)
+	le := e.mustAcquire(l, r)
+	first := le.Limits()
+	for i := 0; i < 10; i++ {
+		e.mustAcquire(l, r)
+	}
+	if again := le.Limits(); again[0] != first[0] {
+		t.Fatalf("the lease's Limits moved with later acquires: %+v, then %+v", first[0], again[0])
+	}
+}
