@@ -5,6 +5,9 @@ package limiter
 // the bug its mutant is.
 
 import (
+	"bytes"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -274,5 +277,27 @@ func TestReservationsAPooledLeaseLimitsStayAsServed(t *testing.T) {
 	}
 	if again := le.Limits(); again[0] != first[0] {
 		t.Fatalf("the lease's Limits moved with later acquires: %+v, then %+v", first[0], again[0])
+	}
+}
+
+// A pool's rest cannot be returned (the store refuses the write): the
+// operator learns it from the limiter's log, a warning naming the bucket,
+// and the tokens come back to the bucket as it refills.
+func TestReservationsAFailedReturnIsLogged(t *testing.T) {
+	sc := newScript()
+	e := newEnv(t, memsim.WithFaults(sc.injector()))
+	var log bytes.Buffer
+	l := e.limiter(WithReservations(), WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	r := Request{Entity: "k", Resource: "r", Limits: []Limit{PerSecond("rps", 1000)}, Consume: map[string]int64{"rps": 1}}
+	for i := 0; i < 200; i++ { // a pool of about 100 ms of this demand
+		e.clock.Add(200 * time.Microsecond)
+		e.mustAcquire(l, r)
+	}
+	e.clock.Add(1500 * time.Millisecond) // the pool's life is over: the next acquire returns its rest
+	sc.on(keys.Bucket{Namespace: "ns", Entity: "k", Resource: "r"}.PK(), memsim.Fault5xxBeforeApply, memsim.Fault5xxBeforeApply, memsim.Fault5xxBeforeApply, memsim.Fault5xxBeforeApply)
+	sc.arm()
+	_, _ = l.Acquire(e.ctx, r)
+	if !strings.Contains(log.String(), "returning a reservation failed") || !strings.Contains(log.String(), "entity=k") {
+		t.Fatalf("the log says %q; want the failed return's warning, naming the entity", log.String())
 	}
 }
