@@ -21,7 +21,7 @@ func TestAdjustAfterALostCreateKeepsTheWrittenItem(t *testing.T) {
 	converse(t, a.Start(T), a.Feed, T, []exchange{
 		{"update 0 adjust", gone},
 		{"put 0 create", failed(shape{rf: T, tk: map[string]int64{"rps": 9000}}.item(p))},
-		{"update 0 normal", wrote(shape{rf: T, tk: map[string]int64{"rps": 8500}, tc: map[string]int64{"rps": 1500}}.item(p))},
+		{"update 0 full", wrote(shape{rf: T, tk: map[string]int64{"rps": 8500}, tc: map[string]int64{"rps": 1500}}.item(p))},
 		{"done none", Result{}},
 	})
 	if a.Img == nil {
@@ -112,5 +112,57 @@ func TestCascadeRefusalOfNoWaitPromisesAMillisecondAhead(t *testing.T) {
 	}
 	if a, b := m.View(bucketRef, 0).Promise, m.View(parentRef, 0).Promise; a != T+1 || b != T+1 {
 		t.Fatalf("promises T%+d and T%+d, want T+1 on both sides", a-T, b-T)
+	}
+}
+
+// With local refusals off, a race lost whose item still has the tokens is
+// raced again, also after outrunRaces lost races at the limit (the others
+// draining 95 % of the refill; TestOutrunRefusals: refused there with
+// local refusals on): the store decides.
+func TestNoLocalRefusalsRacesOnAtTheLimit(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{rps10}, map[string]int64{"rps": 1})
+	m := NewMemory(0)
+	measured(m, bucketRef, 0, 0.2, 0.1, T, map[string]float64{"rps": 9.5})
+	c := NewCharge(m, p, picks(), Options{NoLocalRefusals: true})
+	plenty := failed(shape{rf: T, tk: map[string]int64{"rps": 5000}}.item(p))
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 speculative", plenty},
+		{"update 0 retry", plenty},
+		{"update 0 retry", Result{}},
+	})
+}
+
+// A process's first write to a bucket it has no image of (a cold write,
+// speculative with no history) failed on a full bucket: the plan's history
+// records that it found the bucket full, so the next cold write to a
+// bucket of the same plan is the full or the ride-ahead write, not another
+// speculative charge bound to fail.
+func TestAColdWriteThatFailedOnAFullBucketTeachesThePlan(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 speculative", failed(shape{rf: T - 5000}.item(p))},
+		{"update 0 full", Result{}},
+	})
+	if got := m.coldWrite(p, 1, false); got == PathNone {
+		t.Fatalf("the next cold write of the plan: %v; want the full or the ride-ahead write", got)
+	}
+}
+
+// A cold write failed on a full bucket and the write made after it landed
+// taking most of the burst: the plan's history counts the first write
+// once, as finding the bucket full (the landed write was no first write).
+func TestAColdWriteMadeAgainCountsOnce(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{rps10}, map[string]int64{"rps": 5})
+	m := NewMemory(0)
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 speculative", failed(shape{rf: T - 5000}.item(p))},
+		{"update 0 full", wrote(shape{rf: T, tk: map[string]int64{"rps": 5000}, tc: map[string]int64{"rps": 5000}}.item(p))},
+		{"done full", Result{}},
+	})
+	if pr := m.plans[p.hash]; pr == nil || pr.full != 1 {
+		t.Fatalf("the plan's history: %+v; want one first write, full", pr)
 	}
 }
