@@ -21,7 +21,7 @@ func TestAdjustAfterALostCreateKeepsTheWrittenItem(t *testing.T) {
 	converse(t, a.Start(T), a.Feed, T, []exchange{
 		{"update 0 adjust", gone},
 		{"put 0 create", failed(shape{rf: T, tk: map[string]int64{"rps": 9000}}.item(p))},
-		{"update 0 full", wrote(shape{rf: T, tk: map[string]int64{"rps": 8500}, tc: map[string]int64{"rps": 1500}}.item(p))},
+		{"update 0 normal", wrote(shape{rf: T, tk: map[string]int64{"rps": 8500}, tc: map[string]int64{"rps": 1500}}.item(p))},
 		{"done none", Result{}},
 	})
 	if a.Img == nil {
