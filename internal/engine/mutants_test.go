@@ -166,3 +166,18 @@ func TestAColdWriteMadeAgainCountsOnce(t *testing.T) {
 		t.Fatalf("the plan's history: %+v; want one first write, full", pr)
 	}
 }
+
+// A client holds an image of the bucket, two seconds old and full when
+// seen, and no estimate of the others' writes; the plan's history says
+// its buckets are found full. The first write is the full write (a bucket
+// seen full has likely sat full since), not the speculative charge, which
+// a full bucket refuses.
+func TestAWarmWriteWithoutARateFollowsThePlansHistory(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	full := true
+	m.notePrior(p.hash, &full, -1)
+	heard(t, m, bucketRef, shape{rf: T - 2000}.item(p), 1, T-2000)
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{{"update 0 full", Result{}}})
+}
