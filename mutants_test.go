@@ -6,6 +6,7 @@ package limiter
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -299,5 +300,47 @@ func TestReservationsAFailedReturnIsLogged(t *testing.T) {
 	_, _ = l.Acquire(e.ctx, r)
 	if !strings.Contains(log.String(), "returning a reservation failed") || !strings.Contains(log.String(), "entity=k") {
 		t.Fatalf("the log says %q; want the failed return's warning, naming the entity", log.String())
+	}
+}
+
+// A lease granted under fail-open charged nothing: its Adjust and its
+// Rollback do nothing and say nothing went wrong, and the Rollback ends
+// it like any other.
+func TestAFailedOpenLeaseCorrectsNothing(t *testing.T) {
+	e := newEnv(t, memsim.WithFaults(memsim.Func("outage", func(memsim.Op) memsim.Decision {
+		return memsim.Decision{Fault: memsim.Fault5xxBeforeApply}
+	})))
+	l := e.limiter(WithPolicy(FailOpen))
+	le, err := l.Acquire(e.ctx, Request{Entity: "k", Resource: "r", Limits: []Limit{PerSecond("rps", 1000)}, Consume: map[string]int64{"rps": 1}})
+	if err != nil || !le.FailedOpen() {
+		t.Fatalf("fail-open: %v", err)
+	}
+	calls := e.st.Totals().Requests
+	if err := le.Adjust(e.ctx, map[string]int64{"rps": 2}); err != nil {
+		t.Fatalf("Adjust of a failed-open lease: %v", err)
+	}
+	if err := le.Rollback(e.ctx); err != nil {
+		t.Fatalf("Rollback of a failed-open lease: %v", err)
+	}
+	if err := le.Rollback(e.ctx); !errors.Is(err, ErrLeaseEnded) {
+		t.Fatalf("a second Rollback: %v, want ErrLeaseEnded", err)
+	}
+	if n := e.st.Totals().Requests - calls; n != 0 {
+		t.Fatalf("%d store calls for a failed-open lease's corrections, want none", n)
+	}
+}
+
+// A pooled lease corrected by nothing (zero amounts) leaves its Limits as
+// they were: nothing was written, nothing taken from the pool.
+func TestAPooledLeaseCorrectedByNothingKeepsItsLimits(t *testing.T) {
+	e, l, r, _ := pooledEnv(t)
+	le := e.mustAcquire(l, r)
+	before := le.Limits()
+	e.clock.Add(50 * time.Millisecond)
+	if err := le.Adjust(e.ctx, map[string]int64{"rps": 0}); err != nil {
+		t.Fatal(err)
+	}
+	if after := le.Limits(); after[0] != before[0] {
+		t.Fatalf("Limits after a zero Adjust: %+v, want as before: %+v", after[0], before[0])
 	}
 }
