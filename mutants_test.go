@@ -344,3 +344,25 @@ func TestAPooledLeaseCorrectedByNothingKeepsItsLimits(t *testing.T) {
 		t.Fatalf("Limits after a zero Adjust: %+v, want as before: %+v", after[0], before[0])
 	}
 }
+
+// A pooled lease rolled back into the pool after other acquires moved the
+// bucket (a reservation write since) shows the bucket as the limiter last
+// saw it, as a lease served at that moment does, with its own token back
+// in the pool: not the item it was served from, refilled.
+func TestAPooledRollbackShowsTheBucketAsLastSeen(t *testing.T) {
+	e, l, r, _ := pooledEnv(t)
+	le := e.mustAcquire(l, r)
+	for i := 0; i < 200; i++ { // the pool runs dry and is taken again
+		e.clock.Add(200 * time.Microsecond)
+		e.mustAcquire(l, r)
+	}
+	if err := le.Rollback(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := le.Limits()[0]
+	fresh := e.mustAcquire(l, r).Limits()[0]
+	if got.Remaining != fresh.Remaining+1 || got.Reset != fresh.Reset {
+		t.Fatalf("the rolled back lease shows %d remaining, full in %v; a lease served now: %d, %v (want one more remaining, the same reset)",
+			got.Remaining, got.Reset, fresh.Remaining, fresh.Reset)
+	}
+}
