@@ -181,3 +181,41 @@ func TestAWarmWriteWithoutARateFollowsThePlansHistory(t *testing.T) {
 	c := NewCharge(m, p, picks(), Options{})
 	converse(t, c.Start(T), c.Feed, T, []exchange{{"update 0 full", Result{}}})
 }
+
+// A process's first write to a bucket it has no image of (speculative, no
+// history) lands and finds the bucket nearly full: the plan's history
+// records it, so the next cold write of the plan is the full or the
+// ride-ahead write.
+func TestAColdWriteThatLandedOnAFullBucketTeachesThePlan(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 speculative", wrote(shape{rf: T - 5000, tk: map[string]int64{"rps": 9500}, tc: map[string]int64{"rps": 500}}.item(p))},
+		{"done speculative", Result{}},
+	})
+	if got := m.coldWrite(p, 1, false); got == PathNone {
+		t.Fatalf("the next cold write of the plan: %v; want the full or the ride-ahead write", got)
+	}
+}
+
+// A refusal with two limits exceeded waits for the slower: the cascade's
+// answer (and the promise both sides keep) is the longest wait, whichever
+// limit comes first in name order.
+func TestARefusalWaitsForItsSlowestLimit(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("a", 10), perSecond("b", 100)}, map[string]int64{"a": 1, "b": 1})
+	img := image(t, shape{rf: T, tk: map[string]int64{"a": 0, "b": 0}}.item(p))
+	r := &Refusal{Plan: p, Img: img, N: 1, Now: T}
+	longest := int64(0)
+	for _, v := range r.Views() {
+		longest = max(longest, v.RetryMs)
+	}
+	if w := retryOf(r); w != longest || w < 100 {
+		t.Fatalf("retry after %d ms; want the slower limit's %d (a token at 10 a second)", w, longest)
+	}
+}
+
+// Mutants of internal/engine no test kills, and why:
+//   - charge.go, charged's `c.cold = false` removed: equivalent. charged
+//     ends the machine (Done); cold is read only while a write of the
+//     machine is in flight (afterWrite, charged), and no write follows.
