@@ -91,12 +91,13 @@ type mutant struct {
 func main() {
 	root := flag.String("root", "..", "the limiter module's root directory")
 	only := flag.String("targets", "", "comma-separated targets (default all: "+names()+")")
+	files := flag.String("files", "", "comma-separated file names: only their mutants (default every file of the targets)")
 	list := flag.Bool("list", false, "list the mutants and exit")
 	report := flag.String("report", "", "write the report to this file (default standard output)")
 	workers := flag.Int("workers", max(runtime.NumCPU()/2, 1), "mutants tested at once")
 	timeout := flag.Float64("timeout-factor", 3, "a run taking this many times its baseline (plus 30 s) is TIMED OUT")
 	flag.Parse()
-	if err := run(*root, *only, *list, *report, *workers, *timeout); err != nil {
+	if err := run(*root, *only, *files, *list, *report, *workers, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "mutate:", err)
 		os.Exit(1)
 	}
@@ -110,7 +111,7 @@ func names() string {
 	return strings.Join(s, ",")
 }
 
-func run(root, only string, list bool, reportPath string, workers int, factor float64) error {
+func run(root, only, files string, list bool, reportPath string, workers int, factor float64) error {
 	root, err := filepath.Abs(root)
 	if err != nil {
 		return err
@@ -134,6 +135,11 @@ func run(root, only string, list bool, reportPath string, workers int, factor fl
 		ms, err := mutants(root, t)
 		if err != nil {
 			return err
+		}
+		if files != "" {
+			ms = slices.DeleteFunc(ms, func(m *mutant) bool {
+				return !slices.Contains(strings.Split(files, ","), filepath.Base(m.file))
+			})
 		}
 		if list {
 			for _, m := range ms {

@@ -1,0 +1,221 @@
+package engine
+
+// Tests written for mutants that lived (tools/mutate and gremlins over
+// internal/engine, docs/testing.md's "Mutation testing"): each tells the
+// story of the bug its mutant is.
+
+import (
+	"testing"
+
+	"github.com/shardlimit/limiter/store"
+)
+
+// An adjust found its shard expired and tried to make it again, but another
+// writer made it first: the Put failed, and the normal write on the other
+// writer's item applied. The machine and the memory keep the item that
+// write returned, not the one the lost Put would have made.
+func TestAdjustAfterALostCreateKeepsTheWrittenItem(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	a := NewAdjust(m, p.WithAmounts(map[string]int64{"rps": 500}), 0, 1)
+	converse(t, a.Start(T), a.Feed, T, []exchange{
+		{"update 0 adjust", gone},
+		{"put 0 create", failed(shape{rf: T, tk: map[string]int64{"rps": 9000}}.item(p))},
+		{"update 0 normal", wrote(shape{rf: T, tk: map[string]int64{"rps": 8500}, tc: map[string]int64{"rps": 1500}}.item(p))},
+		{"done none", Result{}},
+	})
+	if a.Img == nil {
+		t.Fatal("no image after the normal write applied")
+	}
+	if st, _ := a.Img.comp.Get("rps"); st.Tokens != 8500 || a.Img != m.View(bucketRef, 0).Img {
+		t.Fatalf("the machine keeps tk %d (the memory the same image: %v); want the normal write's 8500, not the lost Put's",
+			st.Tokens, a.Img == m.View(bucketRef, 0).Img)
+	}
+}
+
+// The acquire charged shard 1 when the bucket had 2 shards; it doubled to
+// 4 since, and shard 1 was written at 4. The adjust's guarded ADD fails on
+// the count, and its normal write goes on at 4: a correction must not undo
+// a doubling (shard 1 back at 2 would refill at twice its share).
+func TestAdjustOnAShardThatDoubledSinceKeepsTheNewCount(t *testing.T) {
+	p := plan1(bucketRef)
+	st := sim(t, shape{shard: 1, n: 4, rf: T - 5000}.item(p))
+	a := NewAdjust(NewMemory(0), p.WithAmounts(map[string]int64{"rps": 500}), 1, 2)
+	play(t, st, a.Start(T), a.Feed, T, "update 1 adjust", "update 1 normal", "done none")
+	if n := attr(t, st, bucketRef, 1, "shard_count"); n != 4 || a.N != 4 {
+		t.Fatalf("shard 1 at %d shards, the machine says %d; want 4, the doubling kept", n, a.N)
+	}
+}
+
+// The acquire charged shard 1 of a bucket of 4 shards; shard 1 itself was
+// last written at 2 (a shard other than 0 learns of a doubling at its next
+// write). The adjust's normal write moves shard 1 to the 4 the lease knows,
+// not leave it at 2 refilling at twice its share.
+func TestAdjustOnAShardBehindTheLeaseMovesItToTheLeaseCount(t *testing.T) {
+	p := plan1(bucketRef)
+	st := sim(t, shape{shard: 1, n: 2, rf: T - 5000}.item(p))
+	a := NewAdjust(NewMemory(0), p.WithAmounts(map[string]int64{"rps": 500}), 1, 4)
+	play(t, st, a.Start(T), a.Feed, T, "update 1 adjust", "update 1 normal", "done none")
+	if n := attr(t, st, bucketRef, 1, "shard_count"); n != 4 || a.N != 4 {
+		t.Fatalf("shard 1 at %d shards, the machine says %d; want the lease's 4", n, a.N)
+	}
+}
+
+// A write's conditions are collected in room the builder holds for eight:
+// rendering a write of eight conditions costs what rendering them from a
+// list made to measure costs, and the builder: nothing for growing the
+// list one condition at a time.
+func TestBuildOfEightConditionsDoesNotGrowTheList(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under -race")
+	}
+	terms := make([]term, 8)
+	for i := range terms {
+		terms[i] = term{condGe, "a", int64(i)}
+	}
+	measured := testing.AllocsPerRun(100, func() {
+		conds := make([]store.Condition, 0, len(terms))
+		for _, c := range terms {
+			conds = append(conds, compare(c))
+		}
+		_, _ = store.Build(store.Update{}, store.And(conds...))
+	})
+	got := testing.AllocsPerRun(100, func() {
+		_, _ = build(func(k *builder) {
+			for _, c := range terms {
+				k.cond(c.k, c.name, c.v)
+			}
+		})
+	})
+	if got > measured {
+		t.Fatalf("build of eight conditions: %v allocations, want at most %v (the list made to measure)", got, measured)
+	}
+}
+
+// A cascade refused with a wait of 0 ms (the image the refusal was judged
+// from shows the tokens: the store refused on what others took since)
+// still has both sides promise a millisecond ahead. A promise at now is
+// kept at once: every writer that met the refusal would go to the store
+// in the same millisecond, none judged from its estimates.
+func TestCascadeRefusalOfNoWaitPromisesAMillisecondAhead(t *testing.T) {
+	m := NewMemory(0)
+	c := newCascade(m)
+	c.Start(T)
+	full := image(t, shape{rf: T}.item(child1))
+	c.steps[0] = Step{Refused: &Refusal{Plan: child1, Img: full, N: 1, Now: T}}
+	s := c.next(T)
+	if s.Refused == nil {
+		t.Fatalf("answer %q, want a refusal", describeCascade(s))
+	}
+	if w := retryOf(s.Refused); w != 0 {
+		t.Fatalf("retry after %d ms, want a refusal of no wait", w)
+	}
+	if a, b := m.View(bucketRef, 0).Promise, m.View(parentRef, 0).Promise; a != T+1 || b != T+1 {
+		t.Fatalf("promises T%+d and T%+d, want T+1 on both sides", a-T, b-T)
+	}
+}
+
+// With local refusals off, a race lost whose item still has the tokens is
+// raced again, also after outrunRaces lost races at the limit (the others
+// draining 95 % of the refill; TestOutrunRefusals: refused there with
+// local refusals on): the store decides.
+func TestNoLocalRefusalsRacesOnAtTheLimit(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{rps10}, map[string]int64{"rps": 1})
+	m := NewMemory(0)
+	measured(m, bucketRef, 0, 0.2, 0.1, T, map[string]float64{"rps": 9.5})
+	c := NewCharge(m, p, picks(), Options{NoLocalRefusals: true})
+	plenty := failed(shape{rf: T, tk: map[string]int64{"rps": 5000}}.item(p))
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 speculative", plenty},
+		{"update 0 retry", plenty},
+		{"update 0 retry", Result{}},
+	})
+}
+
+// A process's first write to a bucket it has no image of (a cold write,
+// speculative with no history) failed on a full bucket: the plan's history
+// records that it found the bucket full, so the next cold write to a
+// bucket of the same plan is the full or the ride-ahead write, not another
+// speculative charge bound to fail.
+func TestAColdWriteThatFailedOnAFullBucketTeachesThePlan(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 speculative", failed(shape{rf: T - 5000}.item(p))},
+		{"update 0 full", Result{}},
+	})
+	if got := m.coldWrite(p, 1, false); got == PathNone {
+		t.Fatalf("the next cold write of the plan: %v; want the full or the ride-ahead write", got)
+	}
+}
+
+// A cold write failed on a full bucket and the write made after it landed
+// taking most of the burst: the plan's history counts the first write
+// once, as finding the bucket full (the landed write was no first write).
+func TestAColdWriteMadeAgainCountsOnce(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{rps10}, map[string]int64{"rps": 5})
+	m := NewMemory(0)
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 speculative", failed(shape{rf: T - 5000}.item(p))},
+		{"update 0 full", wrote(shape{rf: T, tk: map[string]int64{"rps": 5000}, tc: map[string]int64{"rps": 5000}}.item(p))},
+		{"done full", Result{}},
+	})
+	if pr := m.plans[p.hash]; pr == nil || pr.full != 1 {
+		t.Fatalf("the plan's history: %+v; want one first write, full", pr)
+	}
+}
+
+// A client holds an image of the bucket, two seconds old and full when
+// seen, and no estimate of the others' writes; the plan's history says
+// its buckets are found full. The first write is the full write (a bucket
+// seen full has likely sat full since), not the speculative charge, which
+// a full bucket refuses.
+func TestAWarmWriteWithoutARateFollowsThePlansHistory(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	full := true
+	m.notePrior(p.hash, &full, -1)
+	heard(t, m, bucketRef, shape{rf: T - 2000}.item(p), 1, T-2000)
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{{"update 0 full", Result{}}})
+}
+
+// A process's first write to a bucket it has no image of (speculative, no
+// history) lands and finds the bucket nearly full: the plan's history
+// records it, so the next cold write of the plan is the full or the
+// ride-ahead write.
+func TestAColdWriteThatLandedOnAFullBucketTeachesThePlan(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 speculative", wrote(shape{rf: T - 5000, tk: map[string]int64{"rps": 9500}, tc: map[string]int64{"rps": 500}}.item(p))},
+		{"done speculative", Result{}},
+	})
+	if got := m.coldWrite(p, 1, false); got == PathNone {
+		t.Fatalf("the next cold write of the plan: %v; want the full or the ride-ahead write", got)
+	}
+}
+
+// A refusal with two limits exceeded waits for the slower: the cascade's
+// answer (and the promise both sides keep) is the longest wait, whichever
+// limit comes first in name order.
+func TestARefusalWaitsForItsSlowestLimit(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("a", 10), perSecond("b", 100)}, map[string]int64{"a": 1, "b": 1})
+	img := image(t, shape{rf: T, tk: map[string]int64{"a": 0, "b": 0}}.item(p))
+	r := &Refusal{Plan: p, Img: img, N: 1, Now: T}
+	longest := int64(0)
+	for _, v := range r.Views() {
+		longest = max(longest, v.RetryMs)
+	}
+	if w := retryOf(r); w != longest || w < 100 {
+		t.Fatalf("retry after %d ms; want the slower limit's %d (a token at 10 a second)", w, longest)
+	}
+}
+
+// Mutants of internal/engine no test kills, and why:
+//   - charge.go, charged's `c.cold = false` removed: equivalent. charged
+//     ends the machine (Done); cold is read only while a write of the
+//     machine is in flight (afterWrite, charged), and no write follows.
