@@ -130,7 +130,7 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 		return l.cascade(ctx, tr, child, parent)
 	}
 	child := l.newPlan(req.Entity, s.resource, s.limits, req.Consume)
-	if l.pools != nil && l.cfg.reserve.covers(req.Consume) {
+	if l.pools != nil && l.cfg.reserve.covers(req.Consume) && !child.ChargesQuota() {
 		if lease, err, done := l.reserved(ctx, tr, child); done {
 			return lease, err
 		}

@@ -172,7 +172,7 @@ func (c *Cascade) settle(now int64) CascadeStep {
 	// Not the wcu charge: the write happened and was billed.
 	o := c.Sides[charged]
 	c.settled = &ans
-	c.undo = o.p.WithAmounts(negate(o.p.Amounts()))
+	c.undo = o.p.WithAmounts(negate(o.p.Amounts())).At(o.Img)
 	c.undoIdx, c.undoN = charged, o.N
 	return c.undoStep(now)
 }
@@ -203,6 +203,12 @@ func (c *Cascade) afterUndo(r Result, now int64) CascadeStep {
 			// times must be computed at the count the shard now has (the
 			// count only grows, so this ends).
 			c.undoN = im.shardCount
+			return c.undoStep(now)
+		}
+		if err == nil && im != nil && c.undo.quotaMoved(im) {
+			// A quota's window ended since the charge: its refund is moot
+			// (see quota.go); the rates' still applies.
+			c.undo = c.undo.withoutQuotas()
 			return c.undoStep(now)
 		}
 		// The shard is gone (expired: it was full) or lost the limit:

@@ -197,6 +197,14 @@ func (c *Charge) nextShard(now int64) Step {
 			return c.refuse(now)
 		}
 		shard := pick(c.rnd, c.n, c.tried)
+		if c.p.quotaNeedsShardZero(c.m, c.n, now) {
+			// A quota's window starts on another shard only at a count
+			// learned from shard 0 in that window (see quota.go).
+			if slices.Contains(c.tried, 0) {
+				return c.refuse(now)
+			}
+			shard = 0
+		}
 		if shard < 0 {
 			return c.refuse(now)
 		}
@@ -805,8 +813,7 @@ func (p *Plan) withBilled(billed int64) *Plan {
 	if billed <= 0 {
 		return p
 	}
-	q := withSpecs(p.Ref, p.hash, p.specs)
-	q.gen = p.gen // a reservation's release names its hold generation
+	q := p.clone() // with gen: a reservation's release names its hold generation
 	q.specs[len(q.specs)-1].amount += billed * unit
 	return q
 }

@@ -206,7 +206,7 @@ func (p *Plan) fullHeld(im *Image, n, now, h int64) (store.Expr, error) {
 // (emitSpeculative moves fl and fh by the charge only), in generation g.
 func (p *Plan) emitReserve(k *builder, n, now, g int64, burn []int64) {
 	k.cond(condEq, attrGen, g)
-	p.emitSpeculative(k, n, now, burn, false)
+	p.emitSpeculative(k, nil, n, now, burn, false)
 }
 
 // emitReturn gives back a pool's rest (amount -rest) and its hold

@@ -1,0 +1,180 @@
+package limiter
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The quota attributes of a bucket (shard 0): what is left in its window
+// (millitokens) and the window's start.
+func (e *env) quota(entity, resource, name string) (left, window int64) {
+	e.t.Helper()
+	it := e.bucketItem(entity, resource, 0)
+	left, ok1 := it.Int("q_" + name + "_tk")
+	window, ok2 := it.Int("q_" + name + "_ws")
+	if !ok1 || !ok2 {
+		e.t.Fatalf("bucket %s/%s has no quota %s: %v", entity, resource, name, it)
+	}
+	return left, window
+}
+
+func stateOf(t *testing.T, states []LimitState, name string) LimitState {
+	t.Helper()
+	for _, s := range states {
+		if s.Limit.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no state for %s in %+v", name, states)
+	return LimitState{}
+}
+
+// A monthly budget in Paris beside a rate, across the month's end on the
+// night Paris is on winter time: both are charged by one write, a request
+// the budget cannot pay is refused until midnight in Paris and takes
+// nothing from the rate, and the new month starts at the whole budget.
+// A settlement after the boundary leaves the new month alone; a debt
+// within the month holds the budget shut until its end.
+func TestStoryAMonthlyBudgetInParisAcrossTheMonthsEnd(t *testing.T) {
+	e := newEnv(t)
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Skip(err)
+	}
+	novemberInParis := time.Date(2026, 11, 1, 0, 0, 0, 0, paris) // 23:00 UTC on 31 October
+	e.clock.Set(novemberInParis.Add(-2 * time.Hour))
+	l := e.limiter()
+	usd := Limit{Name: "usd", Capacity: 1000, Window: "month", TimeZone: "Europe/Paris"}
+	limits := []Limit{PerMinute("rpm", 100), usd}
+	ask := func(cost int64) Request { return req("k1", limits, map[string]int64{"rpm": 1, "usd": cost}) }
+
+	e.mustAcquire(l, ask(600)) // creates the bucket
+	le := e.mustAcquire(l, ask(300))
+	e.expectCost(PathSpeculative, 1, 0, 1)
+	st := stateOf(t, le.Limits(), "usd")
+	if st.Remaining != 100 || st.Reset != 2*time.Hour {
+		t.Fatalf("usd after 900 of 1000: remaining %d, reset %v; want 100, 2h (midnight in Paris)", st.Remaining, st.Reset)
+	}
+
+	rpmBefore := e.tokens("k1", "gpt-4", "rpm")
+	rl := e.mustReject(l, ask(200))
+	if rl.RetryAfter != 2*time.Hour || !stateOf(t, rl.Limits, "usd").Exceeded || stateOf(t, rl.Limits, "rpm").Exceeded {
+		t.Fatalf("refusal: retry after %v, limits %+v; want 2h, usd exceeded, rpm not", rl.RetryAfter, rl.Limits)
+	}
+	if got := e.tokens("k1", "gpt-4", "rpm"); got != rpmBefore {
+		t.Fatalf("the refused request took %d millitokens of rpm", rpmBefore-got)
+	}
+
+	e.clock.Set(novemberInParis)
+	e.mustAcquire(l, ask(200))
+	left, window := e.quota("k1", "gpt-4", "usd")
+	if left != 800_000 || window != novemberInParis.UnixMilli() {
+		t.Fatalf("November: %d left from %v, want 800000 from %v", left, time.UnixMilli(window).In(paris), novemberInParis)
+	}
+
+	// October's lease settles after its month ended: forgiven, November
+	// keeps its budget.
+	if err := le.Adjust(e.ctx, map[string]int64{"usd": 500}); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := e.quota("k1", "gpt-4", "usd"); left != 800_000 {
+		t.Fatalf("a settlement of October's lease took %d from November", 800_000-left)
+	}
+
+	// A November lease settles above its estimate: November is in debt
+	// and refuses until December.
+	nov := e.mustAcquire(l, ask(100))
+	if err := nov.Adjust(e.ctx, map[string]int64{"usd": 900}); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := e.quota("k1", "gpt-4", "usd"); left != -200_000 {
+		t.Fatalf("after the settlement: %d left, want -200000 (a debt)", left)
+	}
+	rl = e.mustReject(l, ask(1))
+	december := time.Date(2026, 12, 1, 0, 0, 0, 0, paris)
+	if want := december.Sub(novemberInParis); rl.RetryAfter != want {
+		t.Fatalf("in debt: retry after %v, want %v (December in Paris)", rl.RetryAfter, want)
+	}
+	// Rolled back, the lease returns its whole charge to November.
+	if err := nov.Rollback(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := e.quota("k1", "gpt-4", "usd"); left != 800_000 {
+		t.Fatalf("after the rollback: %d left, want 800000", left)
+	}
+	// December starts at the whole budget: the debt does not carry.
+	e.clock.Set(december)
+	e.mustAcquire(l, ask(1000))
+	if left, _ := e.quota("k1", "gpt-4", "usd"); left != 0 {
+		t.Fatalf("December after 1000: %d left, want 0", left)
+	}
+}
+
+// Bad quotas are refused naming the field, before anything is written.
+func TestQuotaValidationNamesTheField(t *testing.T) {
+	q := Limit{Name: "usd", Capacity: 10, Window: "month"}
+	with := func(f func(*Limit)) Limit { l := q; f(&l); return l }
+	for _, tc := range []struct {
+		l     Limit
+		field string
+	}{
+		{with(func(l *Limit) { l.TimeZone = "Mars/Olympus" }), "Limit[usd].TimeZone"},
+		{with(func(l *Limit) { l.Window = "fortnight" }), "Limit[usd].Window"},
+		{with(func(l *Limit) { l.Capacity = 0 }), "Limit[usd].Capacity"},
+		{with(func(l *Limit) { l.Capacity = -5 }), "Limit[usd].Capacity"},
+		{with(func(l *Limit) { l.Refill, l.Period = 10, time.Hour }), "Limit[usd].Refill"},
+		{with(func(l *Limit) { l.Period = time.Hour }), "Limit[usd].Period"},
+		{with(func(l *Limit) { l.Burst = 20 }), "Limit[usd].Burst"},
+		{with(func(l *Limit) { l.MonthDay = 32 }), "Limit[usd].MonthDay"},
+		{with(func(l *Limit) { l.WeekStart = time.Monday }), "Limit[usd].WeekStart"},
+		{with(func(l *Limit) { l.Window = "day"; l.MonthDay = 3 }), "Limit[usd].MonthDay"},
+		{PerMinute("rpm", 10).withZone("Europe/Paris"), "Limit[rpm].TimeZone"},
+	} {
+		err := tc.l.Validate()
+		var ve *ValidationError
+		if !errors.As(err, &ve) || ve.Field != tc.field {
+			t.Errorf("%+v: %v, want an error naming %s", tc.l, err, tc.field)
+		}
+	}
+	e := newEnv(t)
+	l := e.limiter()
+	_, err := l.Acquire(e.ctx, req("k1", []Limit{with(func(l *Limit) { l.TimeZone = "Mars/Olympus" })}, map[string]int64{"usd": 1}))
+	if !errors.Is(err, ErrInvalid) || e.bucketItem("k1", "gpt-4", 0) != nil {
+		t.Fatalf("acquire with a bad zone: %v, item %v; want ErrInvalid and nothing stored", err, e.bucketItem("k1", "gpt-4", 0))
+	}
+}
+
+func (l Limit) withZone(z string) Limit { l.TimeZone = z; return l }
+
+// The text form of a quota reads back as the same limit, and its errors
+// name the part that is wrong.
+func TestParseLimitReadsQuotas(t *testing.T) {
+	for s, want := range map[string]Limit{
+		"tokens:1000000/month":                {Name: "tokens", Capacity: 1_000_000, Window: "month"},
+		"usd:50_000_000/month:15@Europe/Paris": {Name: "usd", Capacity: 50_000_000, Window: "month", MonthDay: 15, TimeZone: "Europe/Paris"},
+		"req:500/week:mon@America/New_York":   {Name: "req", Capacity: 500, Window: "week", WeekStart: time.Monday, TimeZone: "America/New_York"},
+		"req:20/day":                          {Name: "req", Capacity: 20, Window: "day"},
+	} {
+		got, err := ParseLimit(s)
+		if err != nil || got != want {
+			t.Errorf("ParseLimit(%q) = %+v, %v; want %+v", s, got, err, want)
+			continue
+		}
+		back, err := ParseLimit(got.String())
+		if err != nil || back != got {
+			t.Errorf("%q: String %q reads back as %+v, %v", s, got.String(), back, err)
+		}
+	}
+	for s, part := range map[string]string{
+		"usd:10/month@Mars/Olympus": "zone", "usd:10/month:32": "anchor", "usd:10/week:monday": "anchor",
+		"usd:10/day:3": "anchor", "usd:0/month": "quota", "usd:10/month@": "zone", "wcu:10/day": "name",
+	} {
+		_, err := ParseLimit(s)
+		var ve *ValidationError
+		if !errors.As(err, &ve) || !strings.HasPrefix(ve.Field, part+" of") {
+			t.Errorf("ParseLimit(%q) = %v, want an error naming its %s", s, err, part)
+		}
+	}
+}
