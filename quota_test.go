@@ -152,10 +152,10 @@ func (l Limit) withZone(z string) Limit { l.TimeZone = z; return l }
 // name the part that is wrong.
 func TestParseLimitReadsQuotas(t *testing.T) {
 	for s, want := range map[string]Limit{
-		"tokens:1000000/month":                {Name: "tokens", Capacity: 1_000_000, Window: "month"},
+		"tokens:1000000/month":                 {Name: "tokens", Capacity: 1_000_000, Window: "month"},
 		"usd:50_000_000/month:15@Europe/Paris": {Name: "usd", Capacity: 50_000_000, Window: "month", MonthDay: 15, TimeZone: "Europe/Paris"},
-		"req:500/week:mon@America/New_York":   {Name: "req", Capacity: 500, Window: "week", WeekStart: time.Monday, TimeZone: "America/New_York"},
-		"req:20/day":                          {Name: "req", Capacity: 20, Window: "day"},
+		"req:500/week:mon@America/New_York":    {Name: "req", Capacity: 500, Window: "week", WeekStart: time.Monday, TimeZone: "America/New_York"},
+		"req:20/day":                           {Name: "req", Capacity: 20, Window: "day"},
 	} {
 		got, err := ParseLimit(s)
 		if err != nil || got != want {
