@@ -13,7 +13,7 @@ import (
 
 // limitSyntax is the grammar of a limit written as text, for error messages
 // and help: see [ParseLimit].
-const limitSyntax = "name:rate/period[:burst], such as rpm:100/min or tpm:10000/min:20000, or a quota name:n/window[:anchor][@zone], such as tokens:1000000/month or usd:50000000/month:15@Europe/Paris"
+const limitSyntax = "name:rate/period[:burst], such as rpm:100/min or tpm:10000/min:20000"
 
 // periodUnits are the period's unit names; each may follow a count (5min).
 var periodUnits = []struct {
@@ -59,7 +59,9 @@ var periodUnits = []struct {
 // and zone is an IANA time zone (UTC when left out). So
 // "tokens:1000000/month" is a million tokens a calendar month in UTC, and
 // "usd:50000000/month:15@Europe/Paris" is fifty million a month from the
-// 15th, at midnight in Paris.
+// 15th, at midnight in Paris. A daily quota needs its zone, UTC included
+// ("req:20/day@UTC"): without one, "req:20/day" is the rate of 20 tokens
+// every 24 hours, refilled continuously.
 //
 // Errors are a *[ValidationError] (errors.Is(err, [ErrInvalid])) whose
 // Field names the part of s that is wrong (name, rate, period or burst,
@@ -129,8 +131,8 @@ func parseQuota(s string, bad func(part, format string, a ...any) (Limit, error)
 		return Limit{}, false, nil
 	}
 	nText, window, _ := strings.Cut(fields[1], "/")
-	if window != "day" && window != "week" && window != "month" {
-		return Limit{}, false, nil
+	if window != "week" && window != "month" && (window != "day" || !hasZone) {
+		return Limit{}, false, nil // "/day" alone is a rate's period
 	}
 	l := Limit{Name: fields[0], Window: window, TimeZone: zone}
 	var err error
@@ -246,8 +248,11 @@ func (l Limit) String() string {
 		case l.MonthDay > 1:
 			s += ":" + strconv.Itoa(l.MonthDay)
 		}
-		if l.TimeZone != "" {
+		switch {
+		case l.TimeZone != "":
 			s += "@" + l.TimeZone
+		case l.Window == "day":
+			s += "@UTC" // "/day" alone is a rate's period
 		}
 		return s
 	}

@@ -155,7 +155,7 @@ func TestParseLimitReadsQuotas(t *testing.T) {
 		"tokens:1000000/month":                 {Name: "tokens", Capacity: 1_000_000, Window: "month"},
 		"usd:50_000_000/month:15@Europe/Paris": {Name: "usd", Capacity: 50_000_000, Window: "month", MonthDay: 15, TimeZone: "Europe/Paris"},
 		"req:500/week:mon@America/New_York":    {Name: "req", Capacity: 500, Window: "week", WeekStart: time.Monday, TimeZone: "America/New_York"},
-		"req:20/day":                           {Name: "req", Capacity: 20, Window: "day"},
+		"req:20/day@UTC":                       {Name: "req", Capacity: 20, Window: "day", TimeZone: "UTC"},
 	} {
 		got, err := ParseLimit(s)
 		if err != nil || got != want {
@@ -169,7 +169,7 @@ func TestParseLimitReadsQuotas(t *testing.T) {
 	}
 	for s, part := range map[string]string{
 		"usd:10/month@Mars/Olympus": "zone", "usd:10/month:32": "anchor", "usd:10/week:monday": "anchor",
-		"usd:10/day:3": "anchor", "usd:0/month": "quota", "usd:10/month@": "zone", "wcu:10/day": "name",
+		"usd:10/day:3@UTC": "anchor", "usd:0/month": "quota", "usd:10/month@": "zone", "wcu:10/day": "name",
 	} {
 		_, err := ParseLimit(s)
 		var ve *ValidationError
