@@ -1143,10 +1143,19 @@ func (c *Checker) quotaWindows(cause *Cause, b *bstate, pk string, n *img, dtc *
 			continue
 		}
 		ws := n.ra[i]
-		slack := (c.m.SkewSpread + c.latency) / 1_000_000
+		// The writer dated it on its clock when it sent the write, after
+		// its operation started.
+		skew := c.m.SkewSpread / 1_000_000
 		now := (c.base + at) / 1_000_000 // Unix ms
-		lo, _ := cal.Bounds(now - slack - 1)
-		hi, _ := cal.Bounds(now + slack + 1)
+		from := now
+		if cause != nil {
+			from = (c.base + cause.Start) / 1_000_000
+		}
+		lo, _ := cal.Bounds(from - skew - 1)
+		hi, _ := cal.Bounds(now + skew + 1)
+		if cause != nil && cause.Kind != OpAcquire {
+			lo = math.MinInt64 // a settlement, in its acquire's window
+		}
 		if s, _ := cal.Bounds(ws); s != ws || ws < lo || ws > hi {
 			c.flag(InvQuota, "%s limit %s dated at window %s by a write at %s (seq %d)",
 				pk, c.m.LimitNames[i], time.UnixMilli(ws).In(locOf(cal)), time.UnixMilli(now).In(locOf(cal)), seq)

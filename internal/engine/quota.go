@@ -117,6 +117,7 @@ func (p *Plan) quotasShort(im *Image, n, now int64) bool {
 // now). push says the write sets no expiry otherwise: a window it starts
 // then pushes the expiry to the window's end (see ttl).
 func (p *Plan) emitQuotas(k *builder, im *Image, n, now int64, push bool) {
+	ttl := int64(0) // the latest expiry a window started here needs
 	for i := range p.quotas {
 		q := &p.quotas[i]
 		if q.amount == 0 {
@@ -161,15 +162,17 @@ func (p *Plan) emitQuotas(k *builder, im *Image, n, now int64, push bool) {
 			k.set(q.ws, w)
 			k.add(q.tc, q.amount)
 			k.cond(condLt, q.ws, w)
-			if seen, has := im.raw.Int(store.AttrTTL); push && has {
-				if d := expiryAt(end, 0) - seen; d > 0 {
-					k.add(store.AttrTTL, d)
-				}
-			}
+			ttl = max(ttl, expiryAt(end, 0))
 		}
 		if im != nil && im.hash != p.hash {
 			k.set(q.cp, q.n) // a quota whose N changed: from the next window
 		}
+	}
+	if ttl == 0 || !push {
+		return
+	}
+	if seen, has := im.raw.Int(store.AttrTTL); has && ttl > seen {
+		k.add(store.AttrTTL, ttl-seen)
 	}
 }
 
