@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardlimit/limiter/internal/items"
 )
 
 // The quota attributes of a bucket (shard 0): what is left in its window
@@ -177,4 +179,81 @@ func TestParseLimitReadsQuotas(t *testing.T) {
 			t.Errorf("ParseLimit(%q) = %v, want an error naming its %s", s, err, part)
 		}
 	}
+}
+
+// On a bucket of four shards each shard holds a quarter of the daily
+// quota; the shards made by the doublings start the day they are made
+// empty. So neither the day the bucket split nor the next one admits more
+// than the quota, and the next day admits nearly all of it.
+func TestShardedQuotaHoldsItsWindowAcrossShards(t *testing.T) {
+	limits := []Limit{PerSecond("rps", 100_000), {Name: "req", Capacity: 400, Window: "day"}}
+	e, l := shardedEnv(t, "hot", limits)
+	r := Request{Entity: "hot", Resource: "r", Limits: limits, Consume: map[string]int64{"rps": 1, "req": 1}}
+	spend := func() (admitted int) {
+		for i := 0; i < 600; i++ {
+			_, err := l.Acquire(e.ctx, r)
+			var rl *RateLimitedError
+			switch {
+			case err == nil:
+				admitted++
+			case !errors.As(err, &rl):
+				t.Fatal(err)
+			}
+		}
+		return admitted
+	}
+	if first := spend(); first > 400 {
+		t.Fatalf("the day the bucket split admitted %d, above the quota of 400", first)
+	}
+	midnight := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+	e.clock.Set(midnight)
+	second := spend()
+	if second > 400 || second < 390 {
+		t.Fatalf("the next day admitted %d, want at most the quota of 400 and nearly all of it", second)
+	}
+	for s := 0; s < 4; s++ {
+		it := e.bucketItem("hot", "r", s)
+		left, _ := it.Int("q_req_tk")
+		ws, _ := it.Int("q_req_ws")
+		if ws != midnight.UnixMilli() || left < 0 || left > 100_000 {
+			t.Errorf("shard %d: %d left from %v, want at most its quarter (100000) from midnight", s, left, time.UnixMilli(ws).UTC())
+		}
+	}
+}
+
+// A team's monthly budget above its keys' budgets: a key's acquire
+// charges its own budget and the team's in one step, all or nothing. When
+// the team's budget is spent a key with budget left is refused, by the
+// team, and charged nothing.
+func TestCascadeTeamBudgetAboveItsKeys(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter()
+	for _, ent := range []items.Entity{{ID: "team"}, {ID: "key-a", Parent: "team", Cascade: true}, {ID: "key-b", Parent: "team", Cascade: true}} {
+		if err := l.putEntity(e.ctx, ent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	month := func(n int64) []Limit {
+		return []Limit{PerMinute("rpm", 1000), {Name: "usd", Capacity: n, Window: "month", TimeZone: "Europe/Paris"}}
+	}
+	if err := l.putLimits(e.ctx, scope{Entity: "team"}, month(1000)); err != nil {
+		t.Fatal(err)
+	}
+	ask := func(key string, usd int64) Request {
+		return Request{Entity: key, Resource: "gpt-4", Limits: month(600), Consume: map[string]int64{"rpm": 1, "usd": usd}}
+	}
+	e.mustAcquire(l, ask("key-a", 600))
+	e.mustAcquire(l, ask("key-b", 300))
+	before, _ := e.quota("key-b", "gpt-4", "usd")
+	rl := e.mustReject(l, ask("key-b", 200)) // key-b has 300 left, the team 100
+	if !rl.Parent || rl.Entity != "team" || !stateOf(t, rl.Limits, "usd").Exceeded {
+		t.Fatalf("refusal %+v: want the team's budget named", rl)
+	}
+	if after, _ := e.quota("key-b", "gpt-4", "usd"); after != before {
+		t.Fatalf("the refused request took %d from key-b's budget", before-after)
+	}
+	if team, _ := e.quota("team", "gpt-4", "usd"); team != 100_000 {
+		t.Fatalf("the team has %d left, want 100000", team)
+	}
+	e.mustAcquire(l, ask("key-b", 100))
 }
