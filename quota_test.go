@@ -60,6 +60,10 @@ func TestStoryAMonthlyBudgetInParisAcrossTheMonthsEnd(t *testing.T) {
 		t.Fatalf("usd after 900 of 1000: remaining %d, reset %v; want 100, 2h (midnight in Paris)", st.Remaining, st.Reset)
 	}
 
+	status, err := l.Status(e.ctx, "k1", "gpt-4", limits)
+	if st := stateOf(t, status, "usd"); err != nil || st.Remaining != 100 || st.Reset != 2*time.Hour {
+		t.Fatalf("Status: %+v, %v; want usd remaining 100, reset 2h", st, err)
+	}
 	rpmBefore := e.tokens("k1", "gpt-4", "rpm")
 	rl := e.mustReject(l, ask(200))
 	if rl.RetryAfter != 2*time.Hour || !stateOf(t, rl.Limits, "usd").Exceeded || stateOf(t, rl.Limits, "rpm").Exceeded {

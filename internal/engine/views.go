@@ -160,7 +160,8 @@ func (p *Plan) Total(name string, images []*Image, n, now int64) (remaining, res
 		for shard, im := range images {
 			if im == nil {
 				if shard == 0 {
-					sum = satAdd(sum, q.share(n))
+					_, end := q.cal.Bounds(now)
+					sum, resetMs = satAdd(sum, q.share(n)), max(resetMs, end-now)
 				}
 				continue
 			}
