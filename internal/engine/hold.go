@@ -198,7 +198,9 @@ func (p *Plan) fullHeld(im *Image, n, now, h int64) (store.Expr, error) {
 			u = u.Add(s.tc, store.Int(s.amount))
 		}
 	}
-	return store.Build(u, store.And(conds...))
+	k := &builder{u: u, conds: conds}
+	p.emitQuotas(k, im, n, now, false) // an acquire that charges a quota, on an item pools reserved from
+	return store.Build(k.u, store.And(k.conds...))
 }
 
 // emitReserve is the consumption-only write of a reservation in the
