@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/shardlimit/limiter/bucket"
@@ -209,10 +211,10 @@ func (p *Plan) quotaItem(it store.Item, shard int, n, now int64) {
 }
 
 // removedQuotas returns the attributes of the quotas the image has and the
-// plan does not.
+// plan does not, in name order (an expression is the same on every run).
 func (p *Plan) removedQuotas(im *Image) []string {
 	var out []string
-	for a := range im.raw {
+	for _, a := range slices.Sorted(maps.Keys(im.raw)) {
 		name, ok := strings.CutPrefix(a, "q_")
 		if name, ok = strings.CutSuffix(name, "_"+bucket.FieldWindow); !ok {
 			continue

@@ -45,3 +45,24 @@ func TestEveryAcquireWriteCarriesTheQuota(t *testing.T) {
 		t.Errorf("create of shard 1: q_usd_tk = %v, want 0 (a doubling's shard starts its window empty)", it["q_usd_tk"])
 	}
 }
+
+// A quota removed from the configuration is removed from the item by the
+// normal write, and the same way on every run (the expression does not
+// depend on map order).
+func TestNormalWriteRemovesAQuotaTheSameWayEveryTime(t *testing.T) {
+	withQuotas := NewPlan(bucketRef, []Limit{rps10, usdMonth, {Name: "eur", Limit: usdMonth.Limit, Calendar: usdMonth.Calendar}}, nil)
+	im := image(t, shape{rf: T - 10_000}.item(withQuotas))
+	p := NewPlan(bucketRef, []Limit{rps10}, map[string]int64{"rps": 1})
+	first, err := p.normal(im, 1, T, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if again, _ := p.normal(im, 1, T, true, nil); !again.Equal(first) {
+			t.Fatalf("the same normal write differs between two builds:\n%s\n%s", first.Update, again.Update)
+		}
+	}
+	if names := slices.Collect(maps.Values(first.Names)); !slices.Contains(names, "q_eur_tk") || !slices.Contains(names, "q_usd_ws") {
+		t.Fatalf("the write removes %v, not the quotas", names)
+	}
+}
