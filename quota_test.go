@@ -1,6 +1,7 @@
 package limiter
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -260,4 +261,24 @@ func TestCascadeTeamBudgetAboveItsKeys(t *testing.T) {
 		t.Fatalf("the team has %d left, want 100000", team)
 	}
 	e.mustAcquire(l, ask("key-b", 100))
+}
+
+// A quota round-trips through JSON with its calendar fields, and a rate's
+// JSON form is unchanged by them.
+func TestQuotaJSONRoundTrips(t *testing.T) {
+	q := Limit{Name: "usd", Capacity: 50_000_000, Window: "week", TimeZone: "Asia/Kolkata", WeekStart: time.Monday}
+	b, err := json.Marshal(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != `{"name":"usd","capacity":50000000,"window":"week","time_zone":"Asia/Kolkata","week_start":1}` {
+		t.Fatalf("JSON %s", b)
+	}
+	var back Limit
+	if err := json.Unmarshal(b, &back); err != nil || back != q {
+		t.Fatalf("decoded %+v, %v; want %+v", back, err, q)
+	}
+	if b, _ := json.Marshal(PerMinute("rpm", 100)); string(b) != `{"name":"rpm","capacity":100,"burst":100,"refill":100,"period":"1m0s"}` {
+		t.Fatalf("a rate's JSON %s", b)
+	}
 }
