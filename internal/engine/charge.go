@@ -471,7 +471,9 @@ func (c *Charge) throttled(err error, now int64) Step {
 
 // spread tries another shard after a throttle, or gives up with it.
 func (c *Charge) spread(err error, now int64) Step {
-	if c.n > 1 && len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n {
+	// (Not when a quota needs shard 0 first, and shard 0 is what refused:
+	// see nextShard.)
+	if c.n > 1 && len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n && !c.p.quotaNeedsShardZero(c.m, c.n, now) {
 		return c.nextShard(now) // another shard is another partition
 	}
 	return Step{Err: err}
