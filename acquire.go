@@ -148,7 +148,7 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 		return l.cascade(ctx, tr, plans)
 	}
 	child := l.newPlan(req.Entity, s.buckets[0].resource, s.buckets[0].limits, req.Consume)
-	if l.pools != nil && l.cfg.reserve.covers(req.Consume) {
+	if l.pools != nil && l.cfg.reserve.covers(req.Consume) && !child.ChargesQuota() {
 		if lease, err, done := l.reserved(ctx, tr, child); done {
 			return lease, err
 		}

@@ -45,23 +45,30 @@ func decode[J, T any](b []byte, dst *T, conv func(J) T) error {
 }
 
 type limitJSON struct {
-	Name     string   `json:"name"`
-	Capacity int64    `json:"capacity"`
-	Burst    int64    `json:"burst,omitempty"`
-	Refill   int64    `json:"refill"`
-	Period   duration `json:"period"`
+	Name      string   `json:"name"`
+	Capacity  int64    `json:"capacity"`
+	Burst     int64    `json:"burst,omitempty"`
+	Refill    int64    `json:"refill,omitempty"`
+	Period    duration `json:"period,omitempty"`
+	Window    string   `json:"window,omitempty"`
+	TimeZone  string   `json:"time_zone,omitempty"`
+	WeekStart int      `json:"week_start,omitempty"`
+	MonthDay  int      `json:"month_day,omitempty"`
 }
 
 // MarshalJSON encodes l as {"name", "capacity", "burst" (left out when 0),
-// "refill", "period"}, the period as a duration string.
+// "refill", "period"}, the period as a duration string; a quota as
+// {"name", "capacity", "burst", "window", "time_zone", "week_start" (0
+// for Sunday), "month_day"}, each left out when 0 or empty.
 func (l Limit) MarshalJSON() ([]byte, error) {
-	return json.Marshal(limitJSON{l.Name, l.Capacity, l.Burst, l.Refill, duration(l.Period)})
+	return json.Marshal(limitJSON{l.Name, l.Capacity, l.Burst, l.Refill, duration(l.Period), l.Window, l.TimeZone, int(l.WeekStart), l.MonthDay})
 }
 
 // UnmarshalJSON decodes the form MarshalJSON writes.
 func (l *Limit) UnmarshalJSON(b []byte) error {
 	return decode(b, l, func(j limitJSON) Limit {
-		return Limit{Name: j.Name, Capacity: j.Capacity, Burst: j.Burst, Refill: j.Refill, Period: time.Duration(j.Period)}
+		return Limit{Name: j.Name, Capacity: j.Capacity, Burst: j.Burst, Refill: j.Refill, Period: time.Duration(j.Period),
+			Window: j.Window, TimeZone: j.TimeZone, WeekStart: time.Weekday(j.WeekStart), MonthDay: j.MonthDay}
 	})
 }
 

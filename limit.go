@@ -4,12 +4,19 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/engine"
 	"github.com/shardlimit/limiter/internal/keys"
 )
 
 // Limit is one named token bucket: it holds up to Burst tokens and gains
 // Refill tokens every Period, credited continuously. A new bucket starts
 // full.
+//
+// With Window set, the limit is a calendar quota instead: Capacity tokens
+// per day, week or month in a time zone, all of them back at each window's
+// start (no refill in between; Refill and Period stay 0). A quota lives in
+// the bucket beside its rates and is charged by the same write, all or
+// nothing; docs/limiter.md says how a quota behaves.
 //
 // Amounts are whole tokens; inside, the limiter keeps millitokens (1/1000 of
 // a token) so that refill at any rate is exact to the millitoken. The zero
@@ -20,16 +27,57 @@ type Limit struct {
 	// a letter, then up to 63 letters, digits, '_', '.' or '-'. "wcu" is
 	// reserved.
 	Name string
-	// Capacity is the nominal size of the bucket, in tokens (at least 1).
+	// Capacity is the nominal size of the bucket, in tokens (at least 1);
+	// for a quota, what each window holds.
 	Capacity int64
 	// Burst is the most tokens the bucket ever holds; 0 means Capacity.
-	// It may not be below Capacity.
+	// It may not be below Capacity (a quota's is 0 or Capacity).
 	Burst int64
-	// Refill is the number of tokens credited per Period (at least 1).
+	// Refill is the number of tokens credited per Period (at least 1; 0
+	// for a quota).
 	Refill int64
 	// Period is the refill period: a whole number of milliseconds, at least
-	// 1 ms and at most 366 days.
+	// 1 ms and at most 366 days (0 for a quota).
 	Period time.Duration
+
+	// Window makes the limit a calendar quota: "day", "week" or "month".
+	// "" (the zero value) is a rate.
+	Window string
+	// TimeZone is the IANA name of a quota's time zone, such as
+	// "Europe/Paris", whose local midnights are its boundaries; "" is UTC.
+	TimeZone string
+	// WeekStart is the day a "week" quota's windows start (the zero value
+	// is Sunday).
+	WeekStart time.Weekday
+	// MonthDay anchors a "month" quota's windows, a billing cycle: they
+	// start at midnight of that day of each month, 1 to 31 (0 is 1), or
+	// of the month's last day when it is shorter.
+	MonthDay int
+}
+
+// quota reports whether l is a calendar quota.
+func (l Limit) quota() bool { return l.Window != "" }
+
+// windows are the Window names, in bucket.Window order.
+var windows = [...]string{bucket.Day: "day", bucket.Week: "week", bucket.Month: "month"}
+
+// calendar returns a quota's windows, loading its time zone (an error
+// names what does not load).
+func (l Limit) calendar() (bucket.Calendar, error) {
+	c := bucket.Calendar{WeekStart: l.WeekStart, MonthDay: l.MonthDay}
+	for w, name := range windows {
+		if name != "" && name == l.Window {
+			c.Window = bucket.Window(w)
+		}
+	}
+	if l.TimeZone != "" && l.TimeZone != "UTC" {
+		loc, err := time.LoadLocation(l.TimeZone)
+		if err != nil {
+			return c, err
+		}
+		c.Loc = loc
+	}
+	return c, nil
 }
 
 // PerSecond returns a limit of n tokens a second, starting full.
@@ -68,7 +116,18 @@ func (l Limit) EffectiveBurst() int64 {
 // 10^12 tokens. Beyond it the millitoken arithmetic could overflow.
 const MaxTokens = bucket.MaxTokens / bucket.MilliPerToken
 
-// bucketLimit converts l to millitokens. l must be valid.
+// engineLimit converts l to the engine's limit, in millitokens, with a
+// quota's windows. l must be valid (its time zone loads).
+func (l Limit) engineLimit() (engine.Limit, error) {
+	if !l.quota() {
+		return engine.Limit{Name: l.Name, Limit: l.bucketLimit()}, nil
+	}
+	cal, err := l.calendar()
+	n := l.Capacity * bucket.MilliPerToken
+	return engine.Limit{Name: l.Name, Limit: bucket.Limit{Capacity: n, Burst: n}, Calendar: cal}, err
+}
+
+// bucketLimit converts a rate l to millitokens. l must be valid.
 func (l Limit) bucketLimit() bucket.Limit {
 	return bucket.Limit{
 		Capacity:     l.Capacity * bucket.MilliPerToken,

@@ -3,6 +3,7 @@ package limiter
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,20 @@ var periodUnits = []struct {
 // So "rpm:100/min:150" is PerMinute("rpm", 100).WithBurst(150): it starts
 // with 100 tokens, regains 100 a minute and holds up to 150.
 //
+// A calendar quota (see [Limit.Window]) is written
+//
+//	name:n/window[:anchor][@zone]
+//
+// where n is the quota per window (its Capacity), window is day, week or
+// month, anchor is a week's first day (sun, mon, tue, wed, thu, fri, sat;
+// sun when left out) or a month's first day (1 to 31; 1 when left out),
+// and zone is an IANA time zone (UTC when left out). So
+// "tokens:1000000/month" is a million tokens a calendar month in UTC, and
+// "usd:50000000/month:15@Europe/Paris" is fifty million a month from the
+// 15th, at midnight in Paris. A daily quota needs its zone, UTC included
+// ("req:20/day@UTC"): without one, "req:20/day" is the rate of 20 tokens
+// every 24 hours, refilled continuously.
+//
 // Errors are a *[ValidationError] (errors.Is(err, [ErrInvalid])) whose
 // Field names the part of s that is wrong (name, rate, period or burst,
 // and s) and whose Rule says what it must be.
@@ -55,6 +70,9 @@ func ParseLimit(s string) (Limit, error) {
 	spec := fmt.Sprintf("limit %q", s)
 	bad := func(part, format string, a ...any) (Limit, error) {
 		return Limit{}, invalid(part+" of "+spec, format, a...)
+	}
+	if l, ok, err := parseQuota(s, bad); ok {
+		return l, err
 	}
 	fields := strings.Split(s, ":")
 	if len(fields) < 2 || len(fields) > 3 {
@@ -99,6 +117,77 @@ func ParseLimit(s string) (Limit, error) {
 		return bad(part, "%s", rule)
 	}
 	return l, nil
+}
+
+// weekdays are the anchors of a week quota, Sunday first.
+var weekdays = [...]string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
+
+// parseQuota reads s as a calendar quota; ok is false when s's window is
+// not day, week or month (s is then a rate, or wrong as one).
+func parseQuota(s string, bad func(part, format string, a ...any) (Limit, error)) (_ Limit, ok bool, _ error) {
+	body, zone, hasZone := strings.Cut(s, "@")
+	fields := strings.Split(body, ":")
+	if len(fields) < 2 || len(fields) > 3 {
+		return Limit{}, false, nil
+	}
+	nText, window, _ := strings.Cut(fields[1], "/")
+	if window != "week" && window != "month" && (window != "day" || !hasZone) {
+		return Limit{}, false, nil // "/day" alone is a rate's period
+	}
+	l := Limit{Name: fields[0], Window: window, TimeZone: zone}
+	var err error
+	if !keys.ValidLimitName(l.Name) {
+		_, err = bad("name", "%q %s", l.Name, keys.RuleLimitName)
+		return Limit{}, true, err
+	}
+	if l.Capacity, ok = wholeTokens(nText); !ok {
+		_, err = bad("quota", "%q must be a whole number of tokens between 1 and %d", nText, MaxTokens)
+		return Limit{}, true, err
+	}
+	if hasZone && zone == "" {
+		_, err = bad("zone", "is empty after '@': write an IANA time zone such as Europe/Paris, or leave out the '@'")
+		return Limit{}, true, err
+	}
+	if len(fields) == 3 {
+		anchor := fields[2]
+		switch window {
+		case "week":
+			i := slices.Index(weekdays[:], anchor)
+			if i < 0 {
+				_, err = bad("anchor", "%q must be the week's first day: sun, mon, tue, wed, thu, fri or sat", anchor)
+				return Limit{}, true, err
+			}
+			l.WeekStart = time.Weekday(i)
+		case "month":
+			d, perr := strconv.Atoi(anchor)
+			if perr != nil || d < 1 || d > 31 {
+				_, err = bad("anchor", "%q must be the month's first day, 1 to 31", anchor)
+				return Limit{}, true, err
+			}
+			l.MonthDay = d
+		default:
+			_, err = bad("anchor", "%q: a day quota takes no anchor (a day starts at midnight)", anchor)
+			return Limit{}, true, err
+		}
+	}
+	if err := l.Validate(); err != nil {
+		// Only the name's reserved word and the zone are left to break a
+		// rule here.
+		part, rule := "zone", err.Error()
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			rule = ve.Rule
+			if strings.HasSuffix(ve.Field, "Name") {
+				part = "name"
+			}
+		}
+		_, err = bad(part, "%s", rule)
+		return Limit{}, true, err
+	}
+	if l.MonthDay == 1 {
+		l.MonthDay = 0 // one way to write the default
+	}
+	return l, true, nil
 }
 
 // wholeTokens reads a whole number of tokens in [1, MaxTokens].
@@ -146,7 +235,27 @@ func parsePeriod(s string) (time.Duration, bool) {
 // A limit whose Capacity and Refill differ has no such text: String
 // writes every field instead, as in "tpm(capacity 100000, burst 150000,
 // refill 50000 per min)", which ParseLimit does not read.
+//
+// A quota is written as ParseLimit reads it ("usd:50000000/month:15@Europe/Paris",
+// its anchor and zone only when set), and ParseLimit(l.String()) is l for
+// every valid quota with a Burst of 0 and a MonthDay other than 1.
 func (l Limit) String() string {
+	if l.quota() {
+		s := l.Name + ":" + strconv.FormatInt(l.Capacity, 10) + "/" + l.Window
+		switch {
+		case l.WeekStart > time.Sunday && l.WeekStart <= time.Saturday:
+			s += ":" + weekdays[l.WeekStart]
+		case l.MonthDay > 1:
+			s += ":" + strconv.Itoa(l.MonthDay)
+		}
+		switch {
+		case l.TimeZone != "":
+			s += "@" + l.TimeZone
+		case l.Window == "day":
+			s += "@UTC" // "/day" alone is a rate's period
+		}
+		return s
+	}
 	p := formatPeriod(l.Period)
 	if l.Capacity != l.Refill {
 		return fmt.Sprintf("%s(capacity %d, burst %d, refill %d per %s)", l.Name, l.Capacity, l.EffectiveBurst(), l.Refill, p)

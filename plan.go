@@ -16,11 +16,13 @@ type bucketPlan struct {
 }
 
 // newPlan returns the plan to charge consume (tokens) from an (entity,
-// resource) bucket under limits, which must be valid.
+// resource) bucket under limits, which must be valid (Validate loaded
+// every quota's time zone).
 func (l *Limiter) newPlan(entity, resource string, limits []Limit, consume map[string]int64) bucketPlan {
 	el := make([]engine.Limit, 0, len(limits))
 	for _, x := range limits {
-		el = append(el, engine.Limit{Name: x.Name, Limit: x.bucketLimit()})
+		e, _ := x.engineLimit()
+		el = append(el, e)
 	}
 	ref := keys.Bucket{Namespace: l.cfg.namespace, Entity: entity, Resource: resource}
 	return bucketPlan{Plan: engine.NewPlan(ref, el, consume), limits: limits}
@@ -50,8 +52,10 @@ func (bp bucketPlan) rateLimited(rf *engine.Refusal) *RateLimitedError {
 	return e
 }
 
-// part is the lease part of a charged bucket.
+// part is the lease part of a charged bucket. Its quotas settle in the
+// windows the charge wrote (engine.Plan.At).
 func (bp bucketPlan) part(m *engine.Charge, now int64) leasePart {
+	bp.Plan = bp.Plan.At(m.Img)
 	return leasePart{p: bp, shard: m.Shard, n: m.N, img: m.Img, at: now}
 }
 

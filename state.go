@@ -103,6 +103,9 @@ func (bp bucketPlan) state(v engine.View) LimitState {
 		// (a whole bucket's burst covers any valid one): another shard,
 		// tried next time, may serve it.
 		ls.RetryAfter = ls.Limit.Period
+		if ls.Limit.quota() {
+			ls.RetryAfter = ls.Reset // the next window
+		}
 	default:
 		ls.RetryAfter = msDuration(v.RetryMs)
 	}

@@ -34,6 +34,14 @@ func (l Limit) Validate() error {
 		return invalid("Limit.Name", `"wcu" is reserved for the limiter's own per-partition write limit`)
 	case l.Capacity < 1 || l.Capacity > MaxTokens:
 		return invalid(f("Capacity"), "%d must be between 1 and %d tokens", l.Capacity, MaxTokens)
+	case l.quota():
+		return l.validateQuota(f)
+	case l.TimeZone != "":
+		return invalid(f("TimeZone"), "%q is for a quota only: set Window (day, week or month), or leave TimeZone empty", l.TimeZone)
+	case l.WeekStart != 0:
+		return invalid(f("WeekStart"), "%v is for a week quota only: set Window to \"week\", or leave WeekStart 0", l.WeekStart)
+	case l.MonthDay != 0:
+		return invalid(f("MonthDay"), "%d is for a month quota only: set Window to \"month\", or leave MonthDay 0", l.MonthDay)
 	case l.Burst != 0 && (l.Burst < l.Capacity || l.Burst > MaxTokens):
 		return invalid(f("Burst"), "%d must be 0 (= Capacity) or between Capacity (%d) and %d tokens", l.Burst, l.Capacity, MaxTokens)
 	case l.Refill < 1 || l.Refill > MaxTokens:
@@ -42,6 +50,33 @@ func (l Limit) Validate() error {
 		return invalid(f("Period"), "%v must be between 1ms and 366 days", l.Period)
 	case l.Period%time.Millisecond != 0:
 		return invalid(f("Period"), "%v must be a whole number of milliseconds", l.Period)
+	}
+	return nil
+}
+
+// validateQuota checks the fields of a calendar quota (its name and
+// capacity are checked); f names a field.
+func (l Limit) validateQuota(f func(string) string) error {
+	cal, err := l.calendar()
+	switch {
+	case l.Burst != 0 && l.Burst != l.Capacity:
+		return invalid(f("Burst"), "%d must be 0 or Capacity (%d): a quota holds Capacity tokens per window", l.Burst, l.Capacity)
+	case l.Refill != 0:
+		return invalid(f("Refill"), "%d must be 0: a quota has no refill, it is back at Capacity at each window's start", l.Refill)
+	case l.Period != 0:
+		return invalid(f("Period"), "%v must be 0: a quota's window is its Window (%s), not a refill period", l.Period, l.Window)
+	case cal.Window == 0:
+		return invalid(f("Window"), "%q must be day, week or month (the windows with a calendar boundary)", l.Window)
+	case err != nil:
+		return invalid(f("TimeZone"), "%q does not load as an IANA time zone (such as Europe/Paris): %v", l.TimeZone, err)
+	case l.WeekStart < time.Sunday || l.WeekStart > time.Saturday:
+		return invalid(f("WeekStart"), "%d must be a day of the week, 0 (Sunday) to 6 (Saturday)", int(l.WeekStart))
+	case l.WeekStart != 0 && cal.Window != bucket.Week:
+		return invalid(f("WeekStart"), "%v is for a week quota only; this one's window is a %s", l.WeekStart, l.Window)
+	case l.MonthDay < 0 || l.MonthDay > 31:
+		return invalid(f("MonthDay"), "%d must be 1 to 31 (0 is 1)", l.MonthDay)
+	case l.MonthDay != 0 && cal.Window != bucket.Month:
+		return invalid(f("MonthDay"), "%d is for a month quota only; this one's window is a %s", l.MonthDay, l.Window)
 	}
 	return nil
 }

@@ -297,6 +297,11 @@ type storedLimitJSON struct {
 	Burst    int64  `json:"burst"`
 	Refill   int64  `json:"refill"`
 	PeriodMs int64  `json:"period_ms"`
+	// A calendar quota's (see limiter.Limit).
+	Window    string `json:"window,omitempty"`
+	TimeZone  string `json:"time_zone,omitempty"`
+	WeekStart int    `json:"week_start,omitempty"`
+	MonthDay  int    `json:"month_day,omitempty"`
 }
 
 func encodeState(s *AuditState) string {
@@ -305,7 +310,8 @@ func encodeState(s *AuditState) string {
 	}
 	j := stateJSON{Parent: s.Parent, Cascade: s.Cascade, Shards: s.Shards, Tokens: s.Tokens, Malformed: s.Malformed}
 	for _, x := range s.Limits {
-		j.Limits = append(j.Limits, storedLimitJSON{x.Name, x.Capacity, x.EffectiveBurst(), x.Refill, x.Period.Milliseconds()})
+		j.Limits = append(j.Limits, storedLimitJSON{x.Name, x.Capacity, x.EffectiveBurst(), x.Refill, x.Period.Milliseconds(),
+			x.Window, x.TimeZone, int(x.WeekStart), x.MonthDay})
 	}
 	b, _ := json.Marshal(j) // plain strings, numbers and bools: cannot fail
 	return string(b)
@@ -322,7 +328,8 @@ func decodeState(s string, ok bool) (*AuditState, error) {
 	st := &AuditState{Parent: j.Parent, Cascade: j.Cascade, Shards: j.Shards, Tokens: j.Tokens, Malformed: j.Malformed}
 	for _, x := range j.Limits {
 		st.Limits = append(st.Limits, limiter.Limit{Name: x.Name, Capacity: x.Capacity, Burst: x.Burst, Refill: x.Refill,
-			Period: time.Duration(x.PeriodMs) * time.Millisecond})
+			Period: time.Duration(x.PeriodMs) * time.Millisecond,
+			Window: x.Window, TimeZone: x.TimeZone, WeekStart: time.Weekday(x.WeekStart), MonthDay: x.MonthDay})
 	}
 	return st, nil
 }

@@ -3,6 +3,7 @@ package aggregator
 import (
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shardlimit/limiter/bucket"
@@ -61,7 +62,12 @@ func extractDeltas(r Record, b keys.Bucket, at time.Time) ([]Delta, error) {
 	var bad *MalformedError
 	for name, v := range r.New {
 		limit, field, ok := bucket.ParseAttrName(name)
-		if !ok || field != bucket.FieldTotalConsumed || limit == keys.HiddenLimit {
+		if rest, quota := strings.CutPrefix(name, "q_"); !ok && quota {
+			// A calendar quota's total consumed, q_{limit}_tc, is usage too.
+			limit, ok = strings.CutSuffix(rest, "_"+bucket.FieldTotalConsumed)
+			field = bucket.FieldTotalConsumed
+		}
+		if !ok || limit == "" || field != bucket.FieldTotalConsumed || limit == keys.HiddenLimit {
 			continue
 		}
 		nv, _ := v.AsInt()       // checkRecord made sure it is a number

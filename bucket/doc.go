@@ -46,4 +46,14 @@
 // names may contain underscores ([ParseAttrName]). [Decode] turns the
 // attributes into a [Composite] whose limits are sorted by name, and
 // [Composite.Attrs] emits them back in a deterministic order.
+//
+// # Calendar quotas
+//
+// A quota is N per calendar window, reset at each boundary, with no refill
+// in between. A [Calendar] says where the boundaries are (a day, a week
+// from a start day, a month from an anchor day, in a time zone);
+// [Calendar.Bounds] returns the window that holds an instant, following
+// the zone's clock changes and short months with the standard library's
+// calendar (time.Date). A quota's attributes are q_{limit}_{field}
+// ([QuotaAttrName]); [Decode] leaves them out of a Composite.
 package bucket

@@ -159,8 +159,20 @@ const maxSFInteger = 999_999_999_999_999
 // is the burst and w that time rounded up to whole seconds (the draft has
 // no sub-second windows). When that time is under a second, w is 1 and q
 // what the bucket refills in a second.
+//
+// A calendar quota (l.Window set) is q = its Capacity per its window's
+// nominal length: 86400 s for a day, 604800 for a week, 2592000 (30 days)
+// for a month; the RateLimit field's t says when the current window ends.
 func quota(l limiter.Limit) (q, w int64) {
 	burst := l.EffectiveBurst()
+	switch l.Window {
+	case "day":
+		return burst, 86400
+	case "week":
+		return burst, 7 * 86400
+	case "month":
+		return burst, 30 * 86400
+	}
 	if l.Refill <= 0 || l.Period <= 0 {
 		return burst, 1
 	}
@@ -189,6 +201,10 @@ func available(s limiter.LimitState, delta int64) (r, t int64) {
 	n := max(s.Shards, 1)
 	whole := floorDiv(s.Remaining-s.Reserved, n) - delta // the shard's whole tokens
 	r = min(max(whole*n+s.Reserved, 0), q)
+	if s.Limit.Window != "" {
+		// A calendar quota: nothing comes back before its window ends.
+		return r, min(max(s.ResetSeconds(), 1), maxSFInteger)
+	}
 	refill, period := s.Limit.Refill, s.Limit.Period.Milliseconds()
 	if refill <= 0 || period <= 0 {
 		return r, 1

@@ -484,3 +484,19 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A monthly budget shows as a quota policy of a month (w in seconds, 30
+// days nominal), and its RateLimit item's t is the time to the month's
+// end: January has 31 days.
+func TestCalendarQuotaShowsItsWindow(t *testing.T) {
+	lim, adm, _ := newPlanes(t)
+	must(t, adm.PutLimits(context.Background(), admin.Scope{Entity: "key-1"},
+		[]limiter.Limit{limiter.PerMinute("rpm", 10), {Name: "tpm", Capacity: 100_000, Window: "month"}}))
+	w := serve(newMiddleware(t, lim).Handler(ok), "key-1", 1000)
+	if got := w.Header().Get("RateLimit-Policy"); got != `"rpm";q=10;w=60, "tpm";q=100000;w=2592000` {
+		t.Errorf("RateLimit-Policy %q", got)
+	}
+	if got := w.Header().Get("RateLimit"); !strings.Contains(got, `"tpm";r=99000;t=2678400`) {
+		t.Errorf("RateLimit %q, want tpm's 99000 left until the end of January", got)
+	}
+}

@@ -32,6 +32,11 @@ const (
 	// whose store calls met the cancellation, must end with the context's
 	// error (or a refusal), never with a lease, fail-open included.
 	InvCancelled = "cancelled-acquire"
+	// InvQuota: what acquires take of a calendar quota in one window (all
+	// shards of the bucket together, net of the settlements in it) is at
+	// most the quota at every acquire's write; and every write dates the
+	// quota's window at a boundary of its calendar around the write's time.
+	InvQuota = "quota-per-window"
 )
 
 // Violation is one broken invariant.
@@ -135,6 +140,10 @@ func (c *Checker) PartitionThrottled(pk string, at int64) {
 type limInfo struct {
 	ok            bool
 	burst, ra, rp int64 // millitokens, ms (the original, undivided limit)
+	// cal is a calendar quota's (nil for a rate): its item attributes are
+	// q_{name}_{tk,tc,ws,cp}, decoded into tk, tc, ra (the window's start)
+	// and rp (the quota); burst is the quota.
+	cal *bucket.Calendar
 }
 
 type bstate struct {
@@ -154,6 +163,8 @@ type bstate struct {
 	itemUncertain bool
 	// invariant 3: admissions (+) and refunds (-), millitokens
 	events [MaxLimits][]admEvent
+	// quota-per-window: net charge per quota and window start (Unix ms)
+	quotaNet map[[2]int64]int64
 }
 
 // changedBy reports whether a client other than client changed the bucket
@@ -286,7 +297,13 @@ func NewChecker(m *Model, base int64) *Checker {
 		itemOf: make(map[string]int32), perInv: make(map[string]int)}
 	c.nlim = len(m.LimitNames)
 	c.read = []string{"rf", "shard_count"}
-	for _, n := range append(slices.Clone(m.LimitNames), wcuName) {
+	for i, n := range append(slices.Clone(m.LimitNames), wcuName) {
+		if i < len(m.Quotas) && m.Quotas[i] != nil {
+			for _, f := range [...]string{bucket.FieldTokens, bucket.FieldTotalConsumed, bucket.FieldWindow, bucket.FieldCapacity} {
+				c.read = append(c.read, bucket.QuotaAttrName(n, f))
+			}
+			continue
+		}
 		for _, f := range [...]string{bucket.FieldTokens, bucket.FieldTotalConsumed, bucket.FieldRefillAmount, bucket.FieldRefillPeriod} {
 			c.read = append(c.read, bucket.AttrName(n, f))
 		}
@@ -300,6 +317,10 @@ func NewChecker(m *Model, base int64) *Checker {
 				if l.Name == n {
 					b.lim[i] = limInfo{ok: true, burst: l.EffectiveBurst() * bucket.MilliPerToken,
 						ra: l.Refill * bucket.MilliPerToken, rp: l.Period.Milliseconds()}
+					if l.Window != "" {
+						b.lim[i].cal = m.Quotas[i]
+						b.quotaNet = make(map[[2]int64]int64)
+					}
 				}
 			}
 		}
@@ -473,8 +494,8 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 		} else {
 			dt := n.rf - o.rf
 			for i := 0; i < c.nlim; i++ {
-				if !o.has[i] || !n.has[i] {
-					continue
+				if !o.has[i] || !n.has[i] || b.lim[i].cal != nil {
+					continue // (a quota has no refill: its windows are checked below)
 				}
 				credited := (n.tk[i] + n.tc[i]) - (o.tk[i] + o.tc[i])
 				ra := floorDiv(o.ra[i], max(o.n, 1))
@@ -527,6 +548,7 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 			dtc[i] = -o.tc[i]
 		}
 	}
+	c.quotaWindows(cause, b, pk, &n, &dtc, at, rec.Seq)
 
 	if cause.Kind == OpAcquire && n.ok {
 		// Invariant 4: a charge by an acquire leaves the balance >= 0
@@ -540,7 +562,10 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 			if dtc[i] <= 0 || n.tk[i] >= 0 {
 				continue
 			}
-			eff := n.tk[i] + refillBound(late-n.rf, floorDiv(n.ra[i], max(n.n, 1)), n.rp[i])
+			eff := n.tk[i] // a quota: what is left in its window
+			if b.lim[i].cal == nil {
+				eff += refillBound(late-n.rf, floorDiv(n.ra[i], max(n.n, 1)), n.rp[i])
+			}
 			if eff < 0 {
 				c.flag(InvNegative, "op #%d (acquire by client %d) charged %s limit %s %d millitokens and left tk = %d, %d with the refill since rf (seq %d at %s)",
 					cause.Op, cause.Client, pk, c.m.LimitNames[i], dtc[i], n.tk[i], eff, rec.Seq, c.fmtT(at))
@@ -827,6 +852,20 @@ func (c *Checker) account(op *Op, r int, bi int32) {
 			continue
 		}
 		ok := op.Outcome == Admitted
+		if b.lim[i].cal != nil && op.Kind != OpAcquire {
+			// A settlement of a quota applies only while its acquire's
+			// window lasts (a debt is forgiven, a refund moot, after it):
+			// it may or may not have applied.
+			lo, hi := min(0, a), max(0, a) // an adjust's delta, or nothing
+			if op.Kind == OpRollback {
+				// a refund of a plus what the failed adjusts may have added
+				lo, hi = min(0, -(a+up)), max(0, -(a+un))
+			}
+			b.lo[i] += lo
+			b.hi[i] += hi
+			b.itemUncertain = true
+			continue
+		}
 		switch {
 		case op.Kind == OpAcquire && op.Outcome == Rejected:
 			continue
@@ -1025,7 +1064,9 @@ func (c *Checker) Finish(items []store.Item) {
 						bm.Entity, bm.Resource, c.m.LimitNames[i], got, lo, hi)
 				}
 			}
-			c.windows(bi, i)
+			if b.lim[i].cal == nil { // a quota's windows are checked as the writes come
+				c.windows(bi, i)
+			}
 		}
 	}
 }
@@ -1087,4 +1128,53 @@ func CheckDeterminism(first, second string) []Violation {
 		return nil
 	}
 	return []Violation{{Invariant: InvDeterminism, Detail: "the same seed gave trace " + first + " and then " + second}}
+}
+
+// quotaWindows checks the quotas' part of one write of bucket b (the
+// invariant InvQuota): the window it dates the quota at is a boundary of
+// the quota's calendar within the clocks' spread and the latency bound of
+// the write's time, and an acquire's charge leaves what acquires and
+// settlements took of that window, over all shards, at most the quota.
+func (c *Checker) quotaWindows(cause *Cause, b *bstate, pk string, n *img, dtc *[MaxLimits]int64, at int64, seq uint64) {
+	if !n.ok {
+		return
+	}
+	for i := 0; i < c.nlim; i++ {
+		cal := b.lim[i].cal
+		if cal == nil || !n.has[i] || dtc[i] == 0 {
+			continue
+		}
+		ws := n.ra[i]
+		// The writer dated it on its clock when it sent the write, after
+		// its operation started.
+		skew := c.m.SkewSpread / 1_000_000
+		now := (c.base + at) / 1_000_000 // Unix ms
+		from := now
+		if cause != nil {
+			from = (c.base + cause.Start) / 1_000_000
+		}
+		lo, _ := cal.Bounds(from - skew - 1)
+		hi, _ := cal.Bounds(now + skew + 1)
+		if cause != nil && cause.Kind != OpAcquire {
+			lo = math.MinInt64 // a settlement, in its acquire's window
+		}
+		if s, _ := cal.Bounds(ws); s != ws || ws < lo || ws > hi {
+			c.flag(InvQuota, "%s limit %s dated at window %s by a write at %s (seq %d)",
+				pk, c.m.LimitNames[i], time.UnixMilli(ws).In(locOf(cal)), time.UnixMilli(now).In(locOf(cal)), seq)
+		}
+		key := [2]int64{int64(i), ws}
+		b.quotaNet[key] += dtc[i]
+		if cause != nil && cause.Kind == OpAcquire && dtc[i] > 0 && b.quotaNet[key] > b.lim[i].burst {
+			c.flag(InvQuota, "op #%d (acquire by client %d) took %s limit %s to %s in the window from %s, above its quota %s (seq %d at %s)",
+				cause.Op, cause.Client, pk, c.m.LimitNames[i], tokens(float64(b.quotaNet[key])),
+				time.UnixMilli(ws).In(locOf(cal)), tokens(float64(b.lim[i].burst)), seq, c.fmtT(at))
+		}
+	}
+}
+
+func locOf(cal *bucket.Calendar) *time.Location {
+	if cal.Loc == nil {
+		return time.UTC
+	}
+	return cal.Loc
 }

@@ -204,6 +204,9 @@ func New(cfg Config) (*Sim, error) {
 	s := &Sim{cfg: cfg, wl: wl}
 	s.rng = s.derive(streamLatency, 0)
 	s.base = memsim.Epoch().UnixNano()
+	if !wl.Start.IsZero() {
+		s.base = wl.Start.UnixNano()
+	}
 	dur := int64(wl.Duration)
 	tail := cfg.Tail
 	switch {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/bucket"
 )
 
 // MaxLimits is the most limits a workload may configure per bucket.
@@ -168,7 +169,10 @@ type Model struct {
 	// LimitNames are the workload's limit names; Op amounts are indexed
 	// like them.
 	LimitNames []string
-	Buckets    []BucketModel
+	// Quotas are the calendars of the limits that are calendar quotas,
+	// indexed like LimitNames (nil for a rate).
+	Quotas  []*bucket.Calendar
+	Buckets []BucketModel
 	// SkewSpread is the largest difference between two clients' clocks
 	// (ns): refill computed on a fast clock may credit that much early.
 	SkewSpread int64

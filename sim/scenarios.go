@@ -38,6 +38,7 @@ var registry = []Scenario{
 	{Name: "expiry", Summary: "bursts that shard two keys and their cascade parent, then idle periods longer than the TTL in which shards expire one by one in no order, then traffic again; with the faults scenario's fault plan", Build: expiry},
 	{Name: "aggregator", Summary: "hot-entity for 10 s (128 writers, 10,000 req/s) with the aggregator actor consuming the change stream (duplicates included); usage totals checked against the stream",
 		Build: aggregatorWorkload, Actors: func(Config) []Actor { return []Actor{NewAggregatorActor()} }},
+	{Name: "quota-month", Summary: "10 keys with a rate, a monthly money budget and a daily request quota in Havana, across the night of 1 November 2026: the month and the day end at midnight, and an hour later the clocks go back to midnight again (the day lasts 25 hours); busy 30 s in every five minutes", Build: quotaMonth},
 }
 
 // Scenarios returns the registered scenarios in display order.
@@ -199,6 +200,29 @@ func hotEntity(Config) *Workload {
 		Consume: []Range{{Min: 1, Max: 1}},
 		Writers: 128, Rate: 10_000, Duration: 120 * time.Second,
 		LimitRate: 0,
+	}
+}
+
+// quotaMonth crosses a month's end in a zone whose clocks go back an hour
+// later, to midnight again: Havana, 1 November 2026. Midnight comes at
+// 04:00 UTC (the month and the day end) and again at 05:00 UTC (no window
+// ends: the day lasts 25 hours). The run starts at 03:59:45 UTC and is
+// busy the first 30 s of every five minutes, so both midnights fall in a
+// busy stretch. Each key spends its budgets a few busy minutes into the new
+// windows; every acquire after that is refused and must take nothing.
+func quotaMonth(Config) *Workload {
+	return &Workload{
+		Limits: []limiter.Limit{limiter.PerMinute("rpm", 600),
+			{Name: "usd", Capacity: 60_000, Window: "month", TimeZone: "America/Havana"},
+			{Name: "req", Capacity: 1_000, Window: "day", TimeZone: "America/Havana"}},
+		Entities: keysEntities(10, "key"), Resources: []string{"gpt-4o"},
+		Consume:    []Range{{Min: 1, Max: 1}, {Min: 50, Max: 150, Adjust: true}, {Min: 1, Max: 1}},
+		AdjustProb: 0.7, AdjustSpread: 0.4, RollbackProb: 0.05,
+		CallTime: Latency{Median: 800 * time.Millisecond, P99: 5 * time.Second}, RetryProb: 0.5,
+		Writers: 16, Rate: 40, Duration: 62 * time.Minute,
+		DutyPeriod: 5 * time.Minute, DutyOn: 30 * time.Second,
+		Start:  time.Date(2026, 11, 1, 3, 59, 45, 0, time.UTC),
+		WarmUp: time.Minute,
 	}
 }
 

@@ -154,6 +154,8 @@ func testScenario(t *testing.T, sc Scenario, seed uint64) {
 		cfg.Rate = 2000
 	case "idle-year":
 		cfg.Duration = 10 * 24 * time.Hour
+	case "quota-month":
+		cfg.Duration = 0 // both midnights: the scenario's 62 minutes
 	}
 	rep := mustRun(t, cfg)
 	requireOK(t, rep)

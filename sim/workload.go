@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/bucket"
 )
 
 // Workload is the traffic of a simulation: who asks for what, how often,
@@ -100,6 +101,9 @@ type Workload struct {
 	// LimitRate is the acquire rate the limits admit at most, all buckets
 	// together, drawn in plots (0: not drawn).
 	LimitRate float64
+	// Start is the wall time the run starts at (default memsim.Epoch()):
+	// calendar quotas' windows follow it.
+	Start time.Time
 	// WarmUp is the time excluded from the report's after-warm-up figures
 	// (default: 30 s, at most a quarter of Duration).
 	WarmUp time.Duration
@@ -325,6 +329,9 @@ func (w *Workload) validate() error {
 		w.probeLimits = make([]limiter.Limit, len(w.Limits))
 		for i, l := range w.Limits {
 			w.probeLimits[i] = limiter.PerSecond(l.Name, 4)
+			if l.Window != "" { // the same kind (the checker reads it so), never binding
+				w.probeLimits[i] = limiter.Limit{Name: l.Name, Capacity: 1_000_000_000, Window: l.Window, TimeZone: l.TimeZone}
+			}
 		}
 	}
 	return nil
@@ -358,6 +365,7 @@ func (w *Workload) model(s *Sim) *Model {
 	m := &Model{Namespace: w.Namespace, probeBucket: -1, Reservations: w.Reservations}
 	for _, l := range w.Limits {
 		m.LimitNames = append(m.LimitNames, l.Name)
+		m.Quotas = append(m.Quotas, calendarOf(l))
 	}
 	nr := len(w.Resources) + len(w.Also) // the Also resources after the others
 	m.index = make([]int32, len(w.Entities)*nr)
@@ -413,6 +421,28 @@ func (w *Workload) model(s *Sim) *Model {
 	m.TailSettle = s.timeout + max(int64(time.Second), 2*int64(w.Skew))
 	m.CheckDoublingCause = true
 	return m
+}
+
+// calendarOf returns the windows of a quota limit as its fields describe
+// them, computed here rather than by the limiter (nil for a rate). l is
+// valid: its time zone loads.
+func calendarOf(l limiter.Limit) *bucket.Calendar {
+	if l.Window == "" {
+		return nil
+	}
+	c := &bucket.Calendar{WeekStart: l.WeekStart, MonthDay: l.MonthDay}
+	switch l.Window {
+	case "day":
+		c.Window = bucket.Day
+	case "week":
+		c.Window = bucket.Week
+	case "month":
+		c.Window = bucket.Month
+	}
+	if l.TimeZone != "" {
+		c.Loc, _ = time.LoadLocation(l.TimeZone)
+	}
+	return c
 }
 
 // pick chooses the bucket of the next request (z: the client's Zipf

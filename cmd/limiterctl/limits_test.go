@@ -133,3 +133,27 @@ scopes:
 	c.fails(exitUsage, []string{"needs -f FILE"}, "limits", "plan")
 	contains(t, c.ok("limits", "diff", "-f", copyNs), "No changes")
 }
+
+// A team's monthly budget in a manifest, in the limit syntax: applied,
+// stored with its window, zone and anchor, exported as written, and shown
+// by status with the time to the cycle's end.
+func TestManifestWithACalendarQuota(t *testing.T) {
+	c := newCLI(t)
+	p := filepath.Join(t.TempDir(), "limits.yaml")
+	if err := os.WriteFile(p, []byte(`
+scopes:
+  - entity: team-a
+    limits: [rpm:500/min, "usd:50000000/month:15@Europe/Paris"]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	contains(t, c.ok("limits", "apply", "-f", p), "Applied: 1 to add")
+	contains(t, c.ok("limits", "diff", "-f", p), "No changes")
+	var got storedLimitsJSON
+	c.json(&got, "limits", "get", "--entity", "team-a")
+	if len(got.Limits) != 2 || got.Limits[1].Spec != "usd:50000000/month:15@Europe/Paris" || got.Limits[1].Window != "month" ||
+		got.Limits[1].TimeZone != "Europe/Paris" || got.Limits[1].MonthDay != 15 {
+		t.Fatalf("limits get -o json: %+v", got)
+	}
+	c.fails(exitUsage, []string{`invalid zone of limit "usd:1/month@Mars/Olympus"`}, "limits", "set", "--entity", "k", "usd:1/month@Mars/Olympus")
+}

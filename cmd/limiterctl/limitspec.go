@@ -32,8 +32,8 @@ func parseLimits(specs []string) ([]limiter.Limit, error) {
 }
 
 // hasSpec reports whether the limit syntax can express l: whether its
-// capacity is its refill.
-func hasSpec(l limiter.Limit) bool { return l.Capacity == l.Refill }
+// capacity is its refill, or it is a calendar quota.
+func hasSpec(l limiter.Limit) bool { return l.Capacity == l.Refill || l.Window != "" }
 
 func describeLimits(ls []limiter.Limit) string {
 	return strings.Join(mapped(ls, limiter.Limit.String), ", ")
@@ -63,7 +63,8 @@ func parsePeriod(s string) (time.Duration, error) {
 func sameLimits(a, b []limiter.Limit) bool {
 	return slices.EqualFunc(sortedLimits(a), sortedLimits(b), func(x, y limiter.Limit) bool {
 		return x.Name == y.Name && x.Capacity == y.Capacity && x.EffectiveBurst() == y.EffectiveBurst() &&
-			x.Refill == y.Refill && x.Period == y.Period
+			x.Refill == y.Refill && x.Period == y.Period &&
+			x.Window == y.Window && x.TimeZone == y.TimeZone && x.WeekStart == y.WeekStart && x.MonthDay == y.MonthDay
 	})
 }
 
@@ -80,11 +81,18 @@ type limitJSON struct {
 	Refill   int64  `json:"refill" yaml:"refill"`
 	Period   string `json:"period" yaml:"period"`
 	PeriodMs int64  `json:"period_ms" yaml:"-"`
+	// A calendar quota's (limiter.Limit.Window and the fields beside it);
+	// in a manifest a quota is written in the limit syntax.
+	Window    string `json:"window,omitempty" yaml:"-"`
+	TimeZone  string `json:"time_zone,omitempty" yaml:"-"`
+	WeekStart int    `json:"week_start,omitempty" yaml:"-"`
+	MonthDay  int    `json:"month_day,omitempty" yaml:"-"`
 }
 
 func toJSON(l limiter.Limit) limitJSON {
 	j := limitJSON{Name: l.Name, Capacity: l.Capacity, Burst: l.EffectiveBurst(), Refill: l.Refill,
-		Period: formatPeriod(l.Period), PeriodMs: l.Period.Milliseconds()}
+		Period: formatPeriod(l.Period), PeriodMs: l.Period.Milliseconds(),
+		Window: l.Window, TimeZone: l.TimeZone, WeekStart: int(l.WeekStart), MonthDay: l.MonthDay}
 	if hasSpec(l) {
 		j.Spec = l.String()
 	}

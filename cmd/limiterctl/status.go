@@ -112,8 +112,12 @@ func status(c *cmdCtx, defaults limitFlags) error {
 			shards = "- (full)"
 		}
 		for _, l := range b.Limits {
+			rate := fmt.Sprintf("%d/%s", l.Limit.Refill, l.Limit.Period)
+			if l.Limit.Window != "" { // a calendar quota: its window, full again at its end
+				rate = fmt.Sprintf("%d/%s", l.Limit.Capacity, l.Limit.Window)
+			}
 			row(w, b.Resource, shards, l.Limit.Name, l.Available, l.Limit.Burst,
-				fmt.Sprintf("%d/%s", l.Limit.Refill, l.Limit.Period), roundDuration(l.TimeToFull), orDash(strings.Join(b.StoredFor, ", ")))
+				rate, roundDuration(l.TimeToFull), orDash(strings.Join(b.StoredFor, ", ")))
 		}
 	}
 	if err := w.Flush(); err != nil {
@@ -155,6 +159,9 @@ func bucketState(c *cmdCtx, adm *admin.Admin, b admin.BucketInfo, given []limite
 	}
 	for _, a := range states {
 		full := timeToFull(a.Limit, a.Remaining)
+		if a.Limit.Window != "" {
+			full = a.Reset // a calendar quota is whole again when its window ends
+		}
 		st.Limits = append(st.Limits, limitState{Limit: toJSON(a.Limit), Available: a.Remaining, TimeToFull: full, TimeToFullMs: full.Milliseconds()})
 	}
 	return st, nil

@@ -56,8 +56,10 @@ type idealBucket struct {
 	fills               int64 // how often it reached its burst
 }
 
+// A calendar quota is a bucket that does not refill (a run stays within
+// one of its windows).
 func newIdealBucket(l limiter.Limit) *idealBucket {
-	return &idealBucket{level: float64(l.Capacity), burst: float64(l.EffectiveBurst()), perNs: float64(l.Refill) / float64(l.Period.Nanoseconds())}
+	return &idealBucket{level: float64(l.Capacity), burst: float64(l.EffectiveBurst()), perNs: perSecond(l) / 1e9}
 }
 
 func (b *idealBucket) advance(t int64) {

@@ -10,8 +10,9 @@ import (
 )
 
 // parseLimits reads the -limits syntax: comma-separated limits as
-// limiter.ParseLimit reads them (name:rate/period[:burst]), such as
-// "rps:100000/s" or "rpm:200/s,tpm:10000/min:20000".
+// limiter.ParseLimit reads them (name:rate/period[:burst], or a calendar
+// quota name:n/window[:anchor][@zone]), such as "rps:100000/s",
+// "rpm:200/s,tpm:10000/min:20000" or "rps:1000/s,usd:100000000/month@Europe/Paris".
 func parseLimits(flagName, s string) ([]limiter.Limit, error) {
 	var out []limiter.Limit
 	for part := range strings.SplitSeq(s, ",") {
@@ -77,7 +78,11 @@ func formatLimits(ls []limiter.Limit) string {
 	return strings.Join(parts, ",")
 }
 
-// perSecond is a limit's refill rate in tokens per second.
+// perSecond is a limit's refill rate in tokens per second; 0 for a
+// calendar quota, which does not refill within its window.
 func perSecond(l limiter.Limit) float64 {
+	if l.Period <= 0 {
+		return 0
+	}
 	return float64(l.Refill) / l.Period.Seconds()
 }

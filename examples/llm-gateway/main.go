@@ -1,6 +1,7 @@
 // Command llm-gateway is an example service: an LLM-style completion
-// endpoint limited per API key and model, to requests and tokens a minute,
-// with its state in DynamoDB. See README.md.
+// endpoint limited per API key and model, to requests and tokens a minute
+// and to a monthly budget in money, per key and per team, with its state
+// in DynamoDB. See README.md.
 package main
 
 import (
@@ -27,14 +28,28 @@ import (
 	"github.com/shardlimit/limiter/store/dynamo"
 )
 
-// Every key gets these limits per model; premiumKey gets ten times as
-// much, stored in the table.
+// Every key gets these limits per model: requests and tokens a minute, and
+// a budget of $5 a calendar month (UTC) in micro-dollars. premiumKey gets
+// ten times as much, stored in the table, and belongs to team, whose own
+// budget of $100 a month its keys share: each request charges the key's
+// limits and the team's, all or nothing.
 var (
-	defaultLimits = []limiter.Limit{limiter.PerMinute("rpm", 10), limiter.PerMinute("tpm", 1_000)}
-	premiumLimits = []limiter.Limit{limiter.PerMinute("rpm", 100), limiter.PerMinute("tpm", 10_000)}
+	defaultLimits = []limiter.Limit{limiter.PerMinute("rpm", 10), limiter.PerMinute("tpm", 1_000), monthly("usd", 5_000_000)}
+	premiumLimits = []limiter.Limit{limiter.PerMinute("rpm", 100), limiter.PerMinute("tpm", 10_000), monthly("usd", 50_000_000)}
+	teamLimits    = []limiter.Limit{limiter.PerMinute("rpm", 1_000), limiter.PerMinute("tpm", 100_000), monthly("usd", 100_000_000)}
 )
 
-const premiumKey = "sk-premium"
+const (
+	premiumKey = "sk-premium"
+	team       = "team-acme"
+	// microDollarsPerToken is the model's price: $2 per million tokens.
+	microDollarsPerToken = 2
+)
+
+// monthly is a budget of n per calendar month, in UTC.
+func monthly(name string, n int64) limiter.Limit {
+	return limiter.Limit{Name: name, Capacity: n, Window: "month"}
+}
 
 func main() {
 	addr := flag.String("addr", "localhost:8080", "address to listen on")
@@ -88,12 +103,18 @@ func setup(ctx context.Context, endpoint, table string) (*limiter.Limiter, error
 	if err != nil {
 		return nil, err
 	}
+	if err := adm.PutLimits(ctx, admin.Scope{Entity: team}, teamLimits); err != nil {
+		return nil, err
+	}
+	if err := adm.PutEntity(ctx, admin.Entity{ID: entityOf(premiumKey), Parent: team, Cascade: true}); err != nil {
+		return nil, err
+	}
 	return lim, adm.PutLimits(ctx, admin.Scope{Entity: entityOf(premiumKey)}, premiumLimits)
 }
 
 func newHandler(lim *limiter.Limiter) (http.Handler, error) {
 	mw, err := httplimit.New(lim, apiKey, httplimit.WithLimits(defaultLimits...), httplimit.WithCost(estimate),
-		httplimit.WithQuotaUnits(map[string]string{"tpm": "tokens"}))
+		httplimit.WithQuotaUnits(map[string]string{"tpm": "tokens", "usd": "micro-usd"}))
 	if err != nil {
 		return nil, err
 	}
@@ -123,14 +144,16 @@ type completion struct {
 	MaxTokens int64  `json:"max_tokens"`
 }
 
-// estimate charges one request and the most tokens it can use: the
-// prompt plus max_tokens. The handler reports the real count.
+// estimate charges one request, the most tokens it can use (the prompt
+// plus max_tokens) and their price. The handler reports the real count,
+// and the middleware settles both against the estimate.
 func estimate(r *http.Request) (map[string]int64, error) {
 	c, err := decode(r)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]int64{"rpm": 1, "tpm": tokens(c.Prompt) + c.MaxTokens}, nil
+	most := tokens(c.Prompt) + c.MaxTokens
+	return map[string]int64{"rpm": 1, "tpm": most, "usd": most * microDollarsPerToken}, nil
 }
 
 // decode reads the JSON body and puts it back for the handler.
@@ -158,7 +181,7 @@ func complete(w http.ResponseWriter, r *http.Request) {
 	words := strings.Fields(c.Prompt)
 	out := strings.Join(words[:min(int64(len(words)), c.MaxTokens)], " ")
 	used := tokens(c.Prompt) + tokens(out)
-	httplimit.ReportCost(r.Context(), map[string]int64{"tpm": used})
+	httplimit.ReportCost(r.Context(), map[string]int64{"tpm": used, "usd": used * microDollarsPerToken})
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{"model": r.PathValue("model"), "text": out, "total_tokens": used})
 }

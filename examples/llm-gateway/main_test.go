@@ -17,9 +17,10 @@ import (
 )
 
 // The service as its README runs it, on DynamoDB Local: the table is
-// provisioned, the headers count down, the real token count is charged,
-// the premium key's stored limits apply, and the eleventh request is
-// refused.
+// provisioned, the headers count down, the real token count and its price
+// are charged against the monthly budgets (the key's, and for the premium
+// key its team's too), the premium key's stored limits apply, and the
+// eleventh request is refused.
 func TestServiceOnDynamoDBLocal(t *testing.T) {
 	srv := dynamotest.Start(t)
 	table := "llm-gateway-test"
@@ -55,8 +56,13 @@ func TestServiceOnDynamoDBLocal(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 || out.TotalTokens != 6 {
 		t.Fatalf("%s %+v %v", resp.Status, out, err)
 	}
-	if got := resp.Header.Get("RateLimit-Policy"); got != `"rpm";q=10;w=60, "tpm";q=1000;qu="tokens";w=60` {
+	if got := resp.Header.Get("RateLimit-Policy"); got != `"rpm";q=10;w=60, "tpm";q=1000;qu="tokens";w=60, "usd";q=5000000;qu="micro-usd";w=2592000` {
 		t.Errorf("RateLimit-Policy %q", got)
+	}
+	// The budget was charged the estimate's price (13 tokens, 26
+	// micro-dollars), then settled at the 6 tokens used: 12.
+	if usd := budget(resp, "usd"); usd != 5_000_000-12 {
+		t.Errorf("usd left %d, want 4999988: RateLimit %q", usd, resp.Header.Get("RateLimit"))
 	}
 	// The handler reported the 6 tokens it used before it answered: 1000 -
 	// 6. What refills meanwhile (1000 tokens a minute, 17 a second) adds a
@@ -80,8 +86,14 @@ func TestServiceOnDynamoDBLocal(t *testing.T) {
 	}
 
 	resp = post("sk-premium", `{"prompt":"hi"}`)
-	if got := resp.Header.Get("RateLimit-Policy"); resp.StatusCode != 200 || got != `"rpm";q=100;w=60, "tpm";q=10000;qu="tokens";w=60` {
+	if got := resp.Header.Get("RateLimit-Policy"); resp.StatusCode != 200 || got != `"rpm";q=100;w=60, "tpm";q=10000;qu="tokens";w=60, "usd";q=50000000;qu="micro-usd";w=2592000, `+
+		`"parent/rpm";q=1000;w=60, "parent/tpm";q=100000;qu="tokens";w=60, "parent/usd";q=100000000;qu="micro-usd";w=2592000` {
 		t.Errorf("premium: %s %q", resp.Status, resp.Header.Get("RateLimit-Policy"))
+	}
+	// 2 tokens used (the prompt and its echo): 4 micro-dollars, from the
+	// key's budget and the team's.
+	if key, team := budget(resp, "usd"), budget(resp, "parent/usd"); key != 50_000_000-4 || team != 100_000_000-4 {
+		t.Errorf("premium: usd left %d, team's %d; want 49999996 and 99999996: RateLimit %q", key, team, resp.Header.Get("RateLimit"))
 	}
 	if resp = post("", `{}`); resp.StatusCode != 401 {
 		t.Errorf("no key: %s", resp.Status)
@@ -92,6 +104,17 @@ func TestServiceOnDynamoDBLocal(t *testing.T) {
 }
 
 var remainingRE = regexp.MustCompile(`"(rpm|tpm)";r=(\d+);`)
+
+// budget returns the r of a limit in a response's RateLimit field (-1
+// when it is not there).
+func budget(resp *http.Response, name string) int64 {
+	m := regexp.MustCompile(`"` + regexp.QuoteMeta(name) + `";r=(\d+);`).FindStringSubmatch(resp.Header.Get("RateLimit"))
+	if m == nil {
+		return -1
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n
+}
 
 // remaining returns the r of rpm and tpm in a response's RateLimit field.
 func remaining(resp *http.Response) (rpm, tpm int) {

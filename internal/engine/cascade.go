@@ -173,7 +173,8 @@ func (c *Cascade) settle(now int64) CascadeStep {
 		case c.done[side]:
 			// Undo the charged side: return its charge (a refund needs no
 			// guard). Not the wcu charge: the write happened and was billed.
-			c.undos = append(c.undos, undo{side: side, plan: sd.p.WithAmounts(negate(sd.p.Amounts())), n: sd.N})
+			// A quota's refund goes to the window the charge wrote (At).
+			c.undos = append(c.undos, undo{side: side, plan: sd.p.WithAmounts(negate(sd.p.Amounts())).At(sd.Img), n: sd.N})
 		case c.steps[side].Call != nil:
 			sd.Drop(now) // its call is not made
 		}
@@ -240,6 +241,11 @@ func (c *Cascade) afterUndo(rs []Result, now int64) CascadeStep {
 				// times must be computed at the count the shard now has
 				// (the count only grows, so this ends).
 				u.n = im.shardCount
+				again = append(again, u)
+			} else if err == nil && im != nil && u.plan.quotaMoved(im) {
+				// A quota's window ended since the charge: its refund is
+				// moot (see quota.go); the rates' still applies.
+				u.plan = u.plan.withoutQuotas()
 				again = append(again, u)
 			}
 			// Otherwise the shard is gone (expired: it was full) or lost

@@ -197,6 +197,14 @@ func (c *Charge) nextShard(now int64) Step {
 			return c.refuse(now)
 		}
 		shard := pick(c.rnd, c.n, c.tried)
+		if c.p.quotaNeedsShardZero(c.m, c.n, now) {
+			// A quota's window starts on another shard only at a count
+			// learned from shard 0 in that window (see quota.go).
+			if slices.Contains(c.tried, 0) {
+				return c.refuse(now)
+			}
+			shard = 0
+		}
 		if shard < 0 {
 			return c.refuse(now)
 		}
@@ -463,7 +471,9 @@ func (c *Charge) throttled(err error, now int64) Step {
 
 // spread tries another shard after a throttle, or gives up with it.
 func (c *Charge) spread(err error, now int64) Step {
-	if c.n > 1 && len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n {
+	// (Not when a quota needs shard 0 first, and shard 0 is what refused:
+	// see nextShard.)
+	if c.n > 1 && len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n && !c.p.quotaNeedsShardZero(c.m, c.n, now) {
 		return c.nextShard(now) // another shard is another partition
 	}
 	return Step{Err: err}
@@ -805,8 +815,7 @@ func (p *Plan) withBilled(billed int64) *Plan {
 	if billed <= 0 {
 		return p
 	}
-	q := withSpecs(p.Ref, p.hash, p.specs)
-	q.gen = p.gen // a reservation's release names its hold generation
+	q := p.clone() // with gen: a reservation's release names its hold generation
 	q.specs[len(q.specs)-1].amount += billed * unit
 	return q
 }

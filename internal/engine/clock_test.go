@@ -146,7 +146,7 @@ func TestFullWriteMovesRefillForward(t *testing.T) {
 	if step, _ := drive(st, clock.Now().UnixMilli, refund.Start(now), refund.Feed); !step.Done {
 		t.Fatalf("refund: %+v", step)
 	}
-	full, _ := NewPlan(bucketRef, limits, map[string]int64{"rps": 2}).full(1, now, 0)
+	full, _ := NewPlan(bucketRef, limits, map[string]int64{"rps": 2}).full(nil, 1, now, 0)
 	_, err := st.Update(ctx, store.UpdateInput{Key: key, Expr: full})
 	if !errors.Is(err, store.ErrConditionFailed) {
 		t.Fatalf("a full write in the millisecond of rf: %v, want a condition failure", err)
@@ -154,7 +154,7 @@ func TestFullWriteMovesRefillForward(t *testing.T) {
 	// A full write a millisecond later moves rf; the old image's normal
 	// write then loses the race.
 	clock.Add(time.Millisecond)
-	full, _ = NewPlan(bucketRef, limits, map[string]int64{"rps": 2}).full(1, now+1, 0)
+	full, _ = NewPlan(bucketRef, limits, map[string]int64{"rps": 2}).full(nil, 1, now+1, 0)
 	if _, err := st.Update(ctx, store.UpdateInput{Key: key, Expr: full}); err != nil {
 		t.Fatal(err)
 	}

@@ -122,6 +122,9 @@ func (p *Plan) lacks(v *ShardView, n, now int64, o Options, shared bool) bool {
 	if v.Binding && v.Promise != 0 && !kept {
 		return true // a throttle said the bucket is at its limit: wait
 	}
+	if p.quotasShort(im, n, now) {
+		return true // only a refund or the window's end brings a quota back
+	}
 	for i := range p.specs {
 		s := &p.specs[i]
 		if s.hidden {
@@ -301,6 +304,9 @@ const (
 // consumption-only writes run, so its wcu view can be empty while the
 // shard is not hot.
 func (p *Plan) shortfall(im *Image, n, now int64, busy bool) shortKind {
+	if p.quotasShort(im, n, now) {
+		return shortApp
+	}
 	kind := shortNone
 	for i := range p.specs {
 		s := &p.specs[i]
@@ -605,11 +611,11 @@ func (p *Plan) blind(v *ShardView, n, now int64, draw float64, cold Path) (store
 	if im == nil || !im.matches(p, n) {
 		switch {
 		case im == nil && cold == PathFull:
-			ex, err := p.full(n, now, 0)
+			ex, err := p.full(im, n, now, 0)
 			return ex, PathFull, err
 		case im == nil && cold == PathRetry:
 			if burn := p.rideBurn(n, rideMax); burn != nil {
-				ex, err := p.speculative(n, now, burn, true)
+				ex, err := p.speculative(im, n, now, burn, true)
 				return ex, PathSpeculative, err
 			}
 		}
@@ -617,7 +623,7 @@ func (p *Plan) blind(v *ShardView, n, now int64, draw float64, cold Path) (store
 		if v.unmeasured() {
 			burn = p.unmeasuredBurn(nil, n) // its item, if any, is of other limits
 		}
-		ex, err := p.speculative(n, now, burn, false)
+		ex, err := p.speculative(im, n, now, burn, false)
 		return ex, PathSpeculative, err
 	}
 	if im.fullBy(p, n, now) {
@@ -634,14 +640,14 @@ func (p *Plan) blind(v *ShardView, n, now int64, draw float64, cold Path) (store
 				ex, err := p.fullHeld(im, n, now, 0)
 				return ex, PathFull, err
 			}
-			ex, err := p.full(n, now, 0)
+			ex, err := p.full(im, n, now, 0)
 			return ex, PathFull, err
 		case PathRetry:
 			k := int64(rideMax)
 			if v.Others > 0 {
 				k = p.rideGap(v)
 			}
-			ex, err := p.speculative(n, now, p.rideBurn(n, k), !im.holds)
+			ex, err := p.speculative(im, n, now, p.rideBurn(n, k), !im.holds)
 			return ex, PathSpeculative, err
 		}
 	}
@@ -650,7 +656,7 @@ func (p *Plan) blind(v *ShardView, n, now int64, draw float64, cold Path) (store
 		ex, err := p.normal(im, n, now, true, burn)
 		return ex, PathNormal, err
 	}
-	ex, err := p.speculative(n, now, burn, !im.holds)
+	ex, err := p.speculative(im, n, now, burn, !im.holds)
 	return ex, PathSpeculative, err
 }
 
@@ -781,7 +787,7 @@ func (p *Plan) informed(im *Image, v ShardView, n, now, lat int64, contended boo
 		if h > 0 && !im.holds && v.Others > 0 {
 			burn := p.rideBurn(n, h)
 			if k := p.slack(n, burn); k > 0 && p.fullSince(im, now) > now-k {
-				ex, err := p.speculative(n, now, burn, true)
+				ex, err := p.speculative(im, n, now, burn, true)
 				return ex, PathRetry, err
 			}
 		}
@@ -789,13 +795,13 @@ func (p *Plan) informed(im *Image, v ShardView, n, now, lat int64, contended boo
 			ex, err := p.fullHeld(im, n, now, h)
 			return ex, PathFull, err
 		}
-		ex, err := p.full(n, now, h)
+		ex, err := p.full(im, n, now, h)
 		return ex, PathFull, err
 	}
 	v.Img, v.At = im, now
 	burn := p.headroom(&v, n, now)
 	if p.retryable(im, n, now, burn) {
-		ex, err := p.speculative(n, now, burn, !im.holds)
+		ex, err := p.speculative(im, n, now, burn, !im.holds)
 		return ex, PathRetry, err
 	}
 	ex, err := p.normal(im, n, now, true, burn)

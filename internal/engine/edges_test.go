@@ -66,7 +66,7 @@ func TestTheFullWriteRequiresItsShardCount(t *testing.T) {
 	p := plan1(bucketRef)
 	for _, n := range []int64{1, 2} {
 		st := sim(t, shape{rf: T - 5000, n: n}.item(p))
-		ex, err := p.full(1, T, 0)
+		ex, err := p.full(nil, 1, T, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

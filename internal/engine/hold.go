@@ -198,7 +198,9 @@ func (p *Plan) fullHeld(im *Image, n, now, h int64) (store.Expr, error) {
 			u = u.Add(s.tc, store.Int(s.amount))
 		}
 	}
-	return store.Build(u, store.And(conds...))
+	k := &builder{u: u, conds: conds}
+	p.emitQuotas(k, im, n, now, false) // an acquire that charges a quota, on an item pools reserved from
+	return store.Build(k.u, store.And(k.conds...))
 }
 
 // emitReserve is the consumption-only write of a reservation in the
@@ -206,7 +208,7 @@ func (p *Plan) fullHeld(im *Image, n, now, h int64) (store.Expr, error) {
 // (emitSpeculative moves fl and fh by the charge only), in generation g.
 func (p *Plan) emitReserve(k *builder, n, now, g int64, burn []int64) {
 	k.cond(condEq, attrGen, g)
-	p.emitSpeculative(k, n, now, burn, false)
+	p.emitSpeculative(k, nil, n, now, burn, false)
 }
 
 // emitReturn gives back a pool's rest (amount -rest) and its hold

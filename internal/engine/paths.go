@@ -44,12 +44,16 @@ const (
 // becomes fl > now - K, K the floor of its burn's refill time (ms), so
 // that it also lands on a bucket full for less than K (see rideAhead);
 // the item must then have no hold generation.
-func (p *Plan) speculative(n, now int64, burn []int64, ride bool) (store.Expr, error) {
-	return build(func(k *builder) { p.emitSpeculative(k, n, now, burn, ride) })
+//
+// im is the writer's image of the item (nil: none), from which the quotas'
+// part guesses the window (see quota.go).
+func (p *Plan) speculative(im *Image, n, now int64, burn []int64, ride bool) (store.Expr, error) {
+	return build(func(k *builder) { p.emitSpeculative(k, im, n, now, burn, ride) })
 }
 
 // emitSpeculative emits the speculative write (ride: see speculative).
-func (p *Plan) emitSpeculative(k *builder, n, now int64, burn []int64, ride bool) {
+func (p *Plan) emitSpeculative(k *builder, im *Image, n, now int64, burn []int64, ride bool) {
+	p.emitQuotas(k, im, n, now, true)
 	k.cond(condEq, attrLimitsHash, p.hash)
 	k.cond(condEq, attrShardCount, n)
 	if ride && burn != nil {
@@ -158,12 +162,13 @@ func burnOf(burn []int64, i int) int64 {
 // its burst minus the charge, rf to now + h. Blind, like speculative, and
 // the cheap path for lightly used buckets, which are nearly always full. h
 // dates it h ms ahead of now (the cushion, see below; 0 for none).
-func (p *Plan) full(n, now, h int64) (store.Expr, error) {
-	return build(func(k *builder) { p.emitFull(k, n, now, h) })
+func (p *Plan) full(im *Image, n, now, h int64) (store.Expr, error) {
+	return build(func(k *builder) { p.emitFull(k, im, n, now, h) })
 }
 
-// emitFull emits the full write.
-func (p *Plan) emitFull(k *builder, n, now, h int64) {
+// emitFull emits the full write (im: the writer's image, for the quotas).
+func (p *Plan) emitFull(k *builder, im *Image, n, now, h int64) {
+	p.emitQuotas(k, im, n, now, false)
 	rf := now + h
 	k.set(attrRefill, rf)
 	k.set(store.AttrTTL, p.ttl(nil, n, rf))
@@ -321,6 +326,7 @@ func (p *Plan) createWith(shard int, n, now int64, debit bool) store.PutInput {
 		it[s.ra], it[s.rp] = store.Int(s.orig.RefillAmount), store.Int(s.orig.RefillPeriod)
 		it[s.fl], it[s.fh] = store.Int(fa), store.Int(fa)
 	}
+	p.quotaItem(it, ref.Shard, n, now)
 	it[store.AttrTTL] = store.Int(p.ttl(tks, n, now))
 	return store.PutInput{
 		Item:                        it,
@@ -405,6 +411,12 @@ func (p *Plan) normal(im *Image, n, now int64, floors bool, burn []int64) (store
 			}
 		}
 	}
+	for _, a := range p.removedQuotas(im) {
+		u = u.Remove(a)
+	}
+	k := &builder{u: u, conds: conds}
+	p.emitQuotas(k, im, n, now, false)
+	u, conds = k.u, k.conds
 	if seen, ok := im.raw.Int(store.AttrTTL); ok {
 		// ADD, not SET: a concurrent Adjust may have pushed the expiry
 		// for its debt (see ttl).
@@ -437,6 +449,7 @@ func (p *Plan) emitNormal(k *builder, im *Image, n, now int64, floors bool, burn
 	k.cond(condEq, attrRefill, im.rf)
 	k.cond(condEq, attrLimitsHash, im.hash)
 	k.cond(condEq, attrShardCount, im.shardCount)
+	p.emitQuotas(k, im, n, now, false)
 	for i := range p.specs {
 		s := &p.specs[i]
 		st, _ := p.normalStep(s, im, n, rf1, burnOf(burn, i), 0) // present: the hashes match
@@ -537,7 +550,11 @@ func (p *Plan) hasSpec(name string) bool {
 // without setting the expiry (an Adjust) push it by their own refill time
 // (adjustTTL). A bucket that DynamoDB deletes after its expiry is full by
 // then, so recreating it full loses nothing.
-func (p *Plan) ttl(tks []int64, n, rf int64) int64 { return expiryAt(rf, p.ttlSpan(tks, n)) }
+// A bucket with quotas expires no sooner than an hour after the end of
+// their windows of rf (quotaExpiry).
+func (p *Plan) ttl(tks []int64, n, rf int64) int64 {
+	return max(expiryAt(rf, p.ttlSpan(tks, n)), p.quotaExpiry(rf))
+}
 
 // ttlSpan is ttl's time (ms) from rf to an hour before the expiry: twice
 // the longest time any limit needs to be full again.
@@ -577,6 +594,8 @@ func (p *Plan) adjustTTL(n int64) int64 {
 // adjust charges (amount > 0) or refunds (amount < 0) each limit, without
 // a floor: debt is allowed. A charge must not land on a bucket that is
 // full at now, so it is conditional on fl > now.
+//
+// Quotas settle in the windows their acquire charged (see quota.go).
 func (p *Plan) adjust(n, now int64) (store.Expr, error) {
 	return build(func(k *builder) { p.emitAdjust(k, n, now) })
 }
@@ -586,6 +605,7 @@ func (p *Plan) emitAdjust(k *builder, n, now int64) {
 		k.add(store.AttrTTL, push) // a charge may deepen a debt: see ttl
 	}
 	k.cond(condEq, attrShardCount, n)
+	p.emitQuotas(k, nil, n, now, false)
 	for i := range p.specs {
 		s := &p.specs[i]
 		if s.amount == 0 {
@@ -619,6 +639,16 @@ func (p *Plan) adjustLoose(im *Image) (store.Expr, bool, error) {
 		}
 		u = u.Add(s.tk, store.Int(-s.amount)).Add(s.tc, store.Int(s.amount))
 		conds = append(conds, store.Name(s.tk).Exists())
+	}
+	for i := range p.quotas {
+		// A settlement's quota, in its window (emitQuotas), if the item
+		// still has it.
+		if q := &p.quotas[i]; q.amount != 0 && q.at != 0 {
+			if ws, _, ok := im.quota(q); ok && ws == q.at {
+				u = u.Add(q.tk, store.Int(-q.amount)).Add(q.tc, store.Int(q.amount))
+				conds = append(conds, store.Name(q.ws).Equal(store.Int(q.at)))
+			}
+		}
 	}
 	if u.Len() == 0 {
 		return store.Expr{}, false, nil

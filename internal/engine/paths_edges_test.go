@@ -30,7 +30,7 @@ func TestTheFullWriteRequiresTheLimitsHash(t *testing.T) {
 	old := plan1(bucketRef)
 	now := NewPlan(bucketRef, []Limit{perSecond("rps", 20)}, map[string]int64{"rps": 1})
 	st := sim(t, shape{rf: T - 5000}.item(now))
-	ex, err := old.full(1, T, 0)
+	ex, err := old.full(nil, 1, T, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestWritesKeepTheExpiry(t *testing.T) {
 	stale := shape{rf: T - 5000}.item(p)
 	stale[store.AttrTTL] = store.Int(1) // long past
 	st := sim(t, stale)
-	ex, _ := p.full(1, T, 0)
+	ex, _ := p.full(nil, 1, T, 0)
 	if err := apply(st, ex); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestARescalingNormalWriteRequiresTheTokensAsSeen(t *testing.T) {
 		{"for new limits", NewPlan(bucketRef, []Limit{perSecond("rps", 20)}, map[string]int64{"rps": 1}), 1},
 	} {
 		st := sim(t, item)
-		spec, _ := p.speculative(1, T-100, nil, false) // another writer, at the old count
+		spec, _ := p.speculative(nil, 1, T-100, nil, false) // another writer, at the old count
 		if err := apply(st, spec); err != nil {
 			t.Fatal(err)
 		}

@@ -51,7 +51,7 @@ func TestSeedConcurrencyTraceCountsRefillOnce(t *testing.T) {
 	if !b.retryable(fresh, 1, now, nil) {
 		t.Fatal("after A's write nothing is left to refill: B must take the retry path")
 	}
-	exR, _ := b.speculative(1, now, nil, false) // the retry path: consumption only
+	exR, _ := b.speculative(nil, 1, now, nil, false) // the retry path: consumption only
 	if err := update(exR); err != nil {
 		t.Fatalf("B's retry: %v", err)
 	}

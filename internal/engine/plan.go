@@ -2,6 +2,7 @@ package engine
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/internal/keys"
@@ -12,6 +13,9 @@ import (
 type Limit struct {
 	Name string
 	bucket.Limit
+	// Calendar makes the limit a calendar quota (its Window set):
+	// Capacity per window, no refill (see quota.go).
+	Calendar bucket.Calendar
 }
 
 // Hidden is the per-partition write-unit limit every plan carries last:
@@ -79,15 +83,25 @@ type Plan struct {
 	// Ref is the bucket (its Shard field is ignored).
 	Ref   keys.Bucket
 	specs []spec
-	hash  int64
+	// quotas are the calendar quotas, in name order (see quota.go).
+	quotas []quota
+	hash   int64
 	// gen is the hold generation a pool's return was reserved under
 	// (meaningful when a spec has a release).
 	gen int64
 }
 
-// withSpecs returns a plan of ref charging specs (copied).
+// withSpecs returns a plan of ref charging specs (copied), without
+// quotas.
 func withSpecs(ref keys.Bucket, hash int64, specs []spec) *Plan {
 	return &Plan{Ref: ref, hash: hash, specs: slices.Clone(specs)}
+}
+
+// clone returns a copy of p that derived plans may change.
+func (p *Plan) clone() *Plan {
+	q := withSpecs(p.Ref, p.hash, p.specs)
+	q.quotas, q.gen = slices.Clone(p.quotas), p.gen
+	return q
 }
 
 // NewPlan returns the plan to charge consume (tokens per limit name; names
@@ -95,9 +109,17 @@ func withSpecs(ref keys.Bucket, hash int64, specs []spec) *Plan {
 // the hidden limit one unit. limits must be valid and distinctly named.
 func NewPlan(ref keys.Bucket, limits []Limit, consume map[string]int64) *Plan {
 	specs := make([]spec, 0, len(limits)+1)
+	var quotas []quota
 	for _, l := range limits {
+		if l.Calendar.Window != 0 {
+			q := newQuota(l)
+			q.amount = consume[l.Name] * bucket.MilliPerToken
+			quotas = append(quotas, q)
+			continue
+		}
 		specs = append(specs, newSpec(l))
 	}
+	slices.SortFunc(quotas, func(a, b quota) int { return strings.Compare(a.name, b.name) })
 	sortSpecs(specs)
 	specs = append(specs, spec{specAttrs: hiddenAttrs})
 	sorted := make([]Limit, len(specs))
@@ -110,17 +132,21 @@ func NewPlan(ref keys.Bucket, limits []Limit, consume map[string]int64) *Plan {
 			s.amount = consume[s.name] * bucket.MilliPerToken
 		}
 	}
-	hash := int64(fnv64(sorted) &^ (1 << 63)) // positive: readable in the console
-	return &Plan{Ref: ref, hash: hash, specs: specs}
+	hash := int64(quotaHash(fnv64(sorted), quotas) &^ (1 << 63)) // positive: readable in the console
+	return &Plan{Ref: ref, hash: hash, specs: specs, quotas: quotas}
 }
 
 // WithAmounts returns a copy of p charging the given millitokens per limit
 // name (absent names, and the hidden limit, charge nothing): the plan of
 // an adjust or a refund.
 func (p *Plan) WithAmounts(milli map[string]int64) *Plan {
-	q := withSpecs(p.Ref, p.hash, p.specs)
+	q := p.clone()
+	q.gen = 0
 	for i := range q.specs {
 		q.specs[i].amount = milli[q.specs[i].name]
+	}
+	for i := range q.quotas {
+		q.quotas[i].amount = milli[q.quotas[i].name]
 	}
 	return q
 }
@@ -128,7 +154,8 @@ func (p *Plan) WithAmounts(milli map[string]int64) *Plan {
 // WithExtra returns a copy of p that also charges extra millitokens per
 // limit name (a reservation taken with the charge).
 func (p *Plan) WithExtra(extra map[string]int64) *Plan {
-	q := withSpecs(p.Ref, p.hash, p.specs)
+	q := p.clone()
+	q.gen = 0
 	for i := range q.specs {
 		q.specs[i].amount += extra[q.specs[i].name]
 	}
@@ -152,7 +179,11 @@ func (p *Plan) WithHold(hold, release map[string]int64, gen int64) *Plan {
 // WithReturn returns the plan of a pool's return: refund rest and release
 // held millitokens per limit name of the hold generation gen.
 func (p *Plan) WithReturn(rest, held map[string]int64, gen int64) *Plan {
-	q := withSpecs(p.Ref, p.hash, p.specs)
+	q := withSpecs(p.Ref, p.hash, p.specs) // a pool never holds a quota
+	q.quotas = slices.Clone(p.quotas)
+	for i := range q.quotas {
+		q.quotas[i].amount = 0
+	}
 	q.gen = gen
 	for i := range q.specs {
 		s := &q.specs[i]
@@ -179,6 +210,18 @@ func (p *Plan) charges() bool {
 			return true
 		}
 	}
+	return p.ChargesQuota()
+}
+
+// ChargesQuota reports whether the plan charges or refunds a calendar
+// quota. Reservation pools never hold a quota: such a charge goes to the
+// store.
+func (p *Plan) ChargesQuota() bool {
+	for i := range p.quotas {
+		if p.quotas[i].amount != 0 {
+			return true
+		}
+	}
 	return false
 }
 
@@ -192,7 +235,7 @@ func (p *Plan) keysLimits() keys.Limits {
 			l.Names = append(l.Names, p.specs[i].name) // in name order (sortSpecs)
 		}
 	}
-	return l
+	return l // the rates: a doubling resets their guards; quotas have none
 }
 
 // Has reports whether the plan has an application limit called name.
@@ -202,7 +245,7 @@ func (p *Plan) Has(name string) bool {
 			return true
 		}
 	}
-	return false
+	return p.hasQuota(name)
 }
 
 // Amounts returns the millitokens the plan charges per application limit
@@ -214,6 +257,11 @@ func (p *Plan) Amounts() map[string]int64 {
 			m[s.name] = s.amount
 		}
 	}
+	for i := range p.quotas {
+		if q := &p.quotas[i]; q.amount != 0 {
+			m[q.name] = q.amount
+		}
+	}
 	return m
 }
 
@@ -223,6 +271,11 @@ func (p *Plan) Divisible(n int64) bool {
 	for i := range p.specs {
 		s := &p.specs[i]
 		if !s.hidden && s.perShard(n).Burst < max(s.amount, bucket.MilliPerToken) {
+			return false
+		}
+	}
+	for i := range p.quotas {
+		if q := &p.quotas[i]; q.share(n) < max(q.amount, bucket.MilliPerToken) {
 			return false
 		}
 	}
@@ -242,6 +295,32 @@ func fnv64(ls []Limit) uint64 {
 		}
 		mix(0)
 		for _, v := range [...]int64{l.Capacity, l.Burst, l.RefillAmount, l.RefillPeriod} {
+			for j := 0; j < 8; j++ {
+				mix(byte(uint64(v) >> (8 * j)))
+			}
+		}
+	}
+	return h
+}
+
+// quotaHash mixes the quotas (name, N, window, time zone, week start,
+// month day) into a hash of the rates; without quotas it is h unchanged.
+func quotaHash(h uint64, qs []quota) uint64 {
+	mix := func(b byte) { h ^= uint64(b); h *= 1099511628211 }
+	str := func(s string) {
+		for i := 0; i < len(s); i++ {
+			mix(s[i])
+		}
+		mix(0)
+	}
+	for _, q := range qs {
+		str(q.name)
+		zone := "UTC"
+		if q.cal.Loc != nil {
+			zone = q.cal.Loc.String()
+		}
+		str(zone)
+		for _, v := range [...]int64{q.n, int64(q.cal.Window), int64(q.cal.WeekStart), int64(q.cal.MonthDay)} {
 			for j := 0; j < 8; j++ {
 				mix(byte(uint64(v) >> (8 * j)))
 			}
@@ -271,5 +350,5 @@ func (p *Plan) Same(q *Plan) bool {
 			return false
 		}
 	}
-	return true
+	return slices.EqualFunc(p.quotas, q.quotas, func(a, b quota) bool { return a.name == b.name && a.amount == b.amount && a.at == b.at })
 }

@@ -83,7 +83,7 @@ func TestSpeculativeFromTheRefill(t *testing.T) {
 				it[attrGen], it[attrGenAt], it["b_rps_hd"] = store.Int(1), store.Int(T-1000), store.Int(0)
 			}
 			st := sim(t, it)
-			ex, err := c.p.speculative(1, T, nil, false)
+			ex, err := c.p.speculative(nil, 1, T, nil, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -31,7 +31,7 @@ func TestRideAheadGuardArithmetic(t *testing.T) {
 		if c.burn > 0 {
 			burn = []int64{c.burn, 0}
 		}
-		ex, err := p.speculative(1, now, burn, c.ride)
+		ex, err := p.speculative(nil, 1, now, burn, c.ride)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +61,7 @@ func TestRideAheadLandsOnlyOnABucketFullForLessThanItsBurn(t *testing.T) {
 	}{{"full for 29 ms", 29, true}, {"full for 30 ms", 30, false}, {"full for a second", 1000, false}} {
 		rf := T - c.fullMs - 100 // 9 tokens at rf: full 100 ms later
 		st := sim(t, shape{rf: rf, tk: map[string]int64{"rps": 9000}}.item(p))
-		ex, err := p.speculative(1, T, burn, true)
+		ex, err := p.speculative(nil, 1, T, burn, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestTheFirstWriteIsChosenByCollisionProbability(t *testing.T) {
 // ADDs to it but lands on a shard whose gauge is spent.
 func TestTheGaugeIsNoConditionOfTheHotWrite(t *testing.T) {
 	p := plan1(bucketRef)
-	ex, err := p.speculative(1, T, nil, false)
+	ex, err := p.speculative(nil, 1, T, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func (p *Plan) Views(im *Image, n, now int64, charge, judge bool) []View {
 		}
 		out = append(out, v)
 	}
-	return out
+	return append(out, p.quotaViews(im, n, now, charge, judge)...)
 }
 
 // Views returns the refusal's per-limit state (judged). With the view the
@@ -148,6 +148,26 @@ func (p *Plan) Total(name string, images []*Image, n, now int64) (remaining, res
 			if full := st.FullAt(rf); full > now {
 				resetMs = max(resetMs, full-now)
 			}
+		}
+		return sum, resetMs, true
+	}
+	for i := range p.quotas {
+		q := &p.quotas[i]
+		if q.name != name {
+			continue
+		}
+		var sum int64
+		for shard, im := range images {
+			if im == nil {
+				if shard == 0 {
+					_, end := q.cal.Bounds(now)
+					sum, resetMs = satAdd(sum, q.share(n)), max(resetMs, end-now)
+				}
+				continue
+			}
+			left, end := im.quotaLeft(q, max(n, im.shardCount), now)
+			sum = satAdd(sum, left)
+			resetMs = max(resetMs, end-now)
 		}
 		return sum, resetMs, true
 	}

@@ -40,6 +40,10 @@ type Limit interface {
 		Name                    string
 		Capacity, Burst, Refill int64
 		Period                  time.Duration
+
+		Window, TimeZone string
+		WeekStart        time.Weekday
+		MonthDay         int
 	}
 }
 
@@ -48,6 +52,10 @@ type fields struct {
 	Name                    string
 	Capacity, Burst, Refill int64
 	Period                  time.Duration
+
+	Window, TimeZone string
+	WeekStart        time.Weekday
+	MonthDay         int
 }
 
 // Entity is a stored entity.
@@ -95,7 +103,9 @@ func LimitsItem[L Limit](ns string, k store.Key, entity, resource string, limits
 }
 
 // encodeLimits is the stored form: "name=capacity/burst/refill/periodMs;..."
-// in tokens and milliseconds (burst 0 stored as the capacity).
+// in tokens and milliseconds (burst 0 stored as the capacity); a calendar
+// quota's refill and period are 0, followed by
+// "|window|timeZone|weekStart|monthDay" ("tpd=1000/1000/0/0|month|Europe/Paris|0|15").
 func encodeLimits[L Limit](ls []L) string {
 	var b strings.Builder
 	for i, l := range ls {
@@ -109,6 +119,9 @@ func encodeLimits[L Limit](ls []L) string {
 		}
 		b.WriteString(x.Name + "=" + strconv.FormatInt(x.Capacity, 10) + "/" + strconv.FormatInt(burst, 10) +
 			"/" + strconv.FormatInt(x.Refill, 10) + "/" + strconv.FormatInt(x.Period.Milliseconds(), 10))
+		if x.Window != "" {
+			b.WriteString("|" + x.Window + "|" + x.TimeZone + "|" + strconv.Itoa(int(x.WeekStart)) + "|" + strconv.Itoa(x.MonthDay))
+		}
 	}
 	return b.String()
 }
@@ -126,9 +139,23 @@ func DecodeLimits[L Limit](it store.Item, valid func(L) error) (_ []L, ok bool, 
 	var ls []L
 	for _, part := range strings.Split(s, ";") {
 		name, rest, ok := strings.Cut(part, "=")
+		rest, cal, isQuota := strings.Cut(rest, "|")
 		f := strings.Split(rest, "/")
 		if !ok || len(f) != 4 {
 			return nil, false, errors.New("limiter: malformed stored limits " + strconv.Quote(s))
+		}
+		var q fields
+		if isQuota {
+			c := strings.Split(cal, "|")
+			if len(c) != 4 {
+				return nil, false, errors.New("limiter: malformed stored limits " + strconv.Quote(s))
+			}
+			ws, err1 := strconv.Atoi(c[2])
+			md, err2 := strconv.Atoi(c[3])
+			if err1 != nil || err2 != nil {
+				return nil, false, errors.New("limiter: malformed stored limits " + strconv.Quote(s))
+			}
+			q = fields{Window: c[0], TimeZone: c[1], WeekStart: time.Weekday(ws), MonthDay: md}
 		}
 		var v [4]int64
 		for i := range f {
@@ -138,7 +165,8 @@ func DecodeLimits[L Limit](it store.Item, valid func(L) error) (_ []L, ok bool, 
 			}
 			v[i] = n
 		}
-		x := L(fields{Name: name, Capacity: v[0], Burst: v[1], Refill: v[2], Period: time.Duration(v[3]) * time.Millisecond})
+		x := L(fields{Name: name, Capacity: v[0], Burst: v[1], Refill: v[2], Period: time.Duration(v[3]) * time.Millisecond,
+			Window: q.Window, TimeZone: q.TimeZone, WeekStart: q.WeekStart, MonthDay: q.MonthDay})
 		if err := valid(x); err != nil {
 			return nil, false, errors.New("limiter: stored limits: " + err.Error())
 		}

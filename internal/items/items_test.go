@@ -16,6 +16,10 @@ type limit struct {
 	Name                    string
 	Capacity, Burst, Refill int64
 	Period                  time.Duration
+
+	Window, TimeZone string
+	WeekStart        time.Weekday
+	MonthDay         int
 }
 
 func valid(limit) error { return nil }
@@ -23,10 +27,11 @@ func valid(limit) error { return nil }
 // Limits round-trip through their item, a burst of 0 stored as the
 // capacity; the item carries its configuration index entry.
 func TestLimitsRoundTrip(t *testing.T) {
-	ls := []limit{{"rpm", 100, 0, 100, time.Minute}, {"tpm", 10, 20, 5, 250 * time.Millisecond}}
+	ls := []limit{{Name: "rpm", Capacity: 100, Refill: 100, Period: time.Minute}, {Name: "tpm", Capacity: 10, Burst: 20, Refill: 5, Period: 250 * time.Millisecond},
+		{Name: "usd", Capacity: 50, Burst: 50, Window: "month", TimeZone: "Europe/Paris", MonthDay: 15}}
 	k := keys.EntityLimits("ns", "k", keys.AnyResource)
 	it := LimitsItem("ns", k, "k", "", ls)
-	if s, _ := it.Str(AttrLimits); s != "rpm=100/100/100/60000;tpm=10/20/5/250" {
+	if s, _ := it.Str(AttrLimits); s != "rpm=100/100/100/60000;tpm=10/20/5/250;usd=50/50/0/0|month|Europe/Paris|0|15" {
 		t.Fatalf("stored %q", s)
 	}
 	if sk, _ := it.Str(store.AttrGSI3SK); sk != keys.LimitsIndexSK("k", keys.AnyResource) {
@@ -34,7 +39,7 @@ func TestLimitsRoundTrip(t *testing.T) {
 	}
 	got, ok, err := DecodeLimits(it, valid)
 	ls[0].Burst = 100
-	if err != nil || !ok || len(got) != 2 || got[0] != ls[0] || got[1] != ls[1] {
+	if err != nil || !ok || len(got) != 3 || got[0] != ls[0] || got[1] != ls[1] || got[2] != ls[2] {
 		t.Fatalf("decoded %+v %v %v", got, ok, err)
 	}
 	if got, ok, err := DecodeLimits[limit](nil, valid); got != nil || ok || err != nil {
@@ -44,7 +49,7 @@ func TestLimitsRoundTrip(t *testing.T) {
 
 // A malformed or invalid stored limit is an error naming it.
 func TestDecodeLimitsRefusesBadItems(t *testing.T) {
-	for s, want := range map[string]string{"rpm=1/1/1": "malformed", "rpm=1/1/x/1": "malformed", "rpm=1/1/1/1": "no good"} {
+	for s, want := range map[string]string{"rpm=1/1/1": "malformed", "usd=1/1/0/0|month|UTC|0": "malformed", "usd=1/1/0/0|month|UTC|x|1": "malformed", "rpm=1/1/x/1": "malformed", "rpm=1/1/1/1": "no good"} {
 		_, _, err := DecodeLimits(store.Item{AttrLimits: store.Str(s)}, func(limit) error { return errors.New("no good") })
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", s, err, want)

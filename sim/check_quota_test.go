@@ -1,0 +1,74 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shardlimit/limiter"
+	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/store"
+)
+
+// A crafted world with a quota: bucket "solo"/"m" with rpm (10/s) and
+// usd, 10 tokens a day (UTC).
+
+var usdDay = &bucket.Calendar{Window: bucket.Day}
+
+func quotaStory(t *testing.T) (*story, int64) {
+	ls := []limiter.Limit{limiter.PerSecond("rpm", 10), {Name: "usd", Capacity: 10, Window: "day"}}
+	m := &Model{Namespace: "ns", LimitNames: []string{"rpm", "usd"}, Quotas: []*bucket.Calendar{nil, usdDay},
+		Buckets: []BucketModel{{Entity: "solo", Resource: "m", Limits: ls, Parent: -1}}}
+	day, _ := usdDay.Bounds(testBase / 1e6)
+	return &story{t: t, c: NewChecker(m, testBase)}, day
+}
+
+// qitem is the bucket with rpm charged rpmTC tokens and usd holding left
+// of its window from ws, usdTC consumed.
+func qitem(rpmTC, left, usdTC float64, ws int64) store.Item {
+	it := item("solo", 0, 1, 0, lim{tk: 10 - rpmTC, tc: rpmTC, ra: 10}, lim{})
+	for _, f := range []string{bucket.FieldTokens, bucket.FieldTotalConsumed, bucket.FieldRefillAmount, bucket.FieldRefillPeriod, bucket.FieldBurst} {
+		delete(it, bucket.AttrName("tpm", f))
+	}
+	it[bucket.QuotaAttrName("usd", bucket.FieldTokens)] = store.Int(int64(left * 1000))
+	it[bucket.QuotaAttrName("usd", bucket.FieldTotalConsumed)] = store.Int(int64(usdTC * 1000))
+	it[bucket.QuotaAttrName("usd", bucket.FieldWindow)] = store.Int(ws)
+	it[bucket.QuotaAttrName("usd", bucket.FieldCapacity)] = store.Int(10_000)
+	return it
+}
+
+// Two acquires spend the day's 10; the next day starts at 10 again.
+func TestCheckerQuotaCleanHistoryPasses(t *testing.T) {
+	s, day := quotaStory(t)
+	a := qitem(1, 4, 6, day)
+	s.op(OpAcquire, 0, 0, 1, 6).write(5, nil, a).done(6, Admitted)
+	b := qitem(2, 0, 10, day)
+	s.op(OpAcquire, 0, 10, 1, 4).write(15, a, b).done(16, Admitted)
+	s.op(OpAcquire, 0, 20, 1, 1).done(21, Rejected)
+	next := day + int64(24*time.Hour/time.Millisecond)
+	at := next - testBase/1e6 + 10 // ms of virtual time, just after midnight
+	c := qitem(3, 7, 13, next)
+	s.op(OpAcquire, 0, at, 1, 3).write(at+5, b, c).done(at+6, Admitted)
+	s.expect([]store.Item{c})
+}
+
+// A third acquire that takes the day past its quota is flagged, and so is
+// a write that dates the quota at an instant that is no boundary.
+func TestCheckerFlagsQuotaOverTheWindow(t *testing.T) {
+	s, day := quotaStory(t)
+	a := qitem(1, 4, 6, day)
+	s.op(OpAcquire, 0, 0, 1, 6).write(5, nil, a).done(6, Admitted)
+	b := qitem(2, 0, 10, day)
+	s.op(OpAcquire, 0, 10, 1, 4).write(15, a, b).done(16, Admitted)
+	c := qitem(3, 0, 11, day+1) // a fresh "window" a millisecond after midnight: more than 10 in the day
+	s.op(OpAcquire, 0, 20, 1, 1).write(25, b, c).done(26, Admitted)
+	s.expect([]store.Item{c}, InvQuota)
+}
+
+func TestCheckerFlagsQuotaOverAdmitted(t *testing.T) {
+	s, day := quotaStory(t)
+	a := qitem(1, 4, 6, day)
+	s.op(OpAcquire, 0, 0, 1, 6).write(5, nil, a).done(6, Admitted)
+	b := qitem(2, 0, 11, day) // 11 of 10 (and its balance left at 0: only the window's sum shows it)
+	s.op(OpAcquire, 0, 10, 1, 5).write(15, a, b).done(16, Admitted)
+	s.expect([]store.Item{b}, InvQuota)
+}
