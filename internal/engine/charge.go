@@ -246,7 +246,7 @@ func (c *Charge) blindWrite(now int64) Step {
 	q := c.p.withBilled(c.billed)
 	first := PathNone
 	v := &c.view
-	if c.cold = v.Img == nil; c.cold || v.RateAt == 0 && v.Rate <= 0 {
+	if c.cold = v.Img == nil; c.cold || !v.knowsOthers(now) {
 		first = c.m.coldWrite(c.p, c.n, !c.cold)
 	}
 	ex, path, err := q.blind(&c.view, c.n, now, c.rnd.Float64(), first)
@@ -334,19 +334,21 @@ func (c *Charge) afterWrite(r *Result, now int64) Step {
 	if err != nil {
 		return Step{Err: err}
 	}
-	if c.cold && im != nil {
+	cold := c.cold
+	if cold && im != nil {
 		full := c.p.nearlyFull(im, c.n, now)
 		c.m.notePrior(c.p.hash, &full, -1)
 	}
 	c.cold = false
-	// A blind full write that failed lost a race (its view said full); a
+	// A blind full write that failed lost a race (its view said full; a
+	// cold one, made without a view, says nothing of others); a
 	// speculative write may only have found the bucket full, which says
 	// nothing unless others write the shard: by this process's estimate,
 	// or because the item shows writes since its last one (or it had
 	// none) and a refill moments ago. (Processes that start on a bucket
 	// together have no estimate: without this, each one's first full write
 	// raced the others' without a cushion.)
-	if c.path == PathFull || c.path == PathNormal || c.path == PathRetry || c.view.othersSince(now) >= 0.5 ||
+	if c.path == PathFull && !cold || c.path == PathNormal || c.path == PathRetry || c.view.othersSince(now) >= 0.5 ||
 		(im != nil && im.rf > now-recentRefill && c.othersWrote(im)) {
 		c.contended = true
 	}

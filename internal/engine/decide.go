@@ -623,7 +623,7 @@ func (p *Plan) blind(v *ShardView, n, now int64, draw float64, cold Path) (store
 	if im.fullBy(p, n, now) {
 		first := cold // no estimate of the others: what the plan's first writes found
 		switch {
-		case v.RateAt != 0 || v.Rate > 0:
+		case v.knowsOthers(now):
 			first = p.first(v, n, now)
 		case v.OwnRefill && cold == PathNone:
 			first = PathFull
@@ -670,6 +670,17 @@ func (p *Plan) blind(v *ShardView, n, now int64, draw float64, cold Path) (store
 // to that share of the bucket's refill missing (the admission bound is
 // untouched: the burn is refill the bucket had lost at its cap, or tokens
 // taken and not counted).
+
+// knowsOthers reports whether the view's estimate of the other writers
+// says something of them now: an estimate that they write, or a fresh one
+// (at most estimateAge old) that they do not. An older estimate that no
+// one else wrote says nothing of the writes since.
+func (v *ShardView) knowsOthers(now int64) bool {
+	if v.RateAt == 0 && v.Rate <= 0 {
+		return false
+	}
+	return v.Others > 0 || now-v.RateAt <= estimateAge
+}
 
 // rideGaps is how many of the measured gaps between the other writers'
 // writes a ride-ahead write's slack covers (it fails with probability

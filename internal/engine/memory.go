@@ -28,8 +28,10 @@ type Memory struct {
 	// once) from a hot partition (one bucket).
 	storm stormWindow
 
-	// What first writes of each plan (by its hash) found: see prior.go.
-	plans map[int64]*prior
+	// What first writes of each plan (by its hash), and of any plan,
+	// found: see prior.go.
+	plans   map[int64]*prior
+	anyPlan prior
 }
 
 // DefaultMemorySize is how many buckets a Memory remembers by default.
@@ -773,7 +775,7 @@ func (m *Memory) Forget() {
 	defer m.mu.Unlock()
 	m.buckets.Purge()
 	m.storm = stormWindow{}
-	m.plans = nil
+	m.plans, m.anyPlan = nil, prior{}
 }
 
 // Len returns how many buckets the memory holds.
