@@ -369,6 +369,26 @@ func headroomTarget(l bucket.Limit) int64 {
 	return min(t, maxHeadroomMs)
 }
 
+// latencyTarget returns the headroom target of limit l when the shard's
+// answers take lat ms: at least twice the round trip, at most
+// maxLatencyCushion and what refills 1/latencyShare of the burst (and
+// never less than target, the target without latency). A writer learns
+// where the full-at instant stands a round trip late, and its write lands
+// half a round trip after it decided: a target shorter than that leaves
+// the writers no margin, and the full-at instant falls back to the clock
+// now and then, failing every write in flight at once.
+func latencyTarget(l bucket.Limit, target, lat int64) int64 {
+	if lat <= 0 || 2*lat <= target || l.RefillAmount <= 0 {
+		return target
+	}
+	most := min(int64(float64(l.Burst)/latencyShare*float64(l.RefillPeriod)/float64(l.RefillAmount)), maxLatencyCushion)
+	return max(target, min(2*lat, most))
+}
+
+// latencyShare bounds the headroom target under latency: what refills
+// 1/latencyShare of the burst.
+const latencyShare = 20
+
 // headroom returns the tokens each limit burns beside its charge on a
 // shared shard near its ceiling (nil: none). See above.
 func (p *Plan) headroom(v *ShardView, n, now int64) []int64 {
@@ -393,7 +413,7 @@ func (p *Plan) headroom(v *ShardView, n, now int64) []int64 {
 			continue
 		}
 		l := s.perShard(n)
-		target := headroomTarget(l)
+		target := latencyTarget(l, headroomTarget(l), v.Lat)
 		ahead := max(fl+kept-now, 0)
 		// One interval at the target, more nearer, less further, by an
 		// amount that shrinks with the image's age: a writer that corrects
@@ -412,8 +432,15 @@ func (p *Plan) headroom(v *ShardView, n, now int64) []int64 {
 			_, ms := l.RefillTime(s.amount + b)
 			b = cushionTokens(l, ms) - s.amount
 		}
-		// Leave the stored balance room for the writers that follow.
-		burn = withBurn(burn, len(p.specs), i, min(b, (st.Tokens-s.amount)/2))
+		// Leave the stored balance room for the writers that follow,
+		// unless the refill route pays the burn: at a stored balance
+		// spent, a write that burnt nothing would move fl by the floor of
+		// its charge's refill time, by nothing on a bucket far above its
+		// load, and the clock would overtake fl.
+		if room := (st.Tokens - s.amount) / 2; b > room && !im.pays(s, n, now, s.amount+b, v.ahead(s, n, now)) {
+			b = room
+		}
+		burn = withBurn(burn, len(p.specs), i, b)
 	}
 	return burn
 }
