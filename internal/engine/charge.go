@@ -105,6 +105,7 @@ const (
 	phSiblings                    // the read of the siblings found
 	phVerify                      // the read of shard 0 before making another missing shard
 	phDouble                      // the doubling write
+	phRecount                     // the read of shard 0 after a throttle left no shard to spread to
 )
 
 // Charge is the machine of one acquire of one bucket: it picks a shard,
@@ -143,6 +144,9 @@ type Charge struct {
 	// redoubled is set once the doubling was made again with the limits
 	// shard 0 showed (see afterDouble).
 	redoubled bool
+	// throttle is the throttle that sent the acquire to read shard 0's
+	// count (see spread); nil until then, and it is read once.
+	throttle error
 
 	// Set when Done.
 	Shard int
@@ -185,6 +189,8 @@ func (c *Charge) feed(r *Result, now int64) Step {
 		return c.afterVerify(r, now)
 	case phDouble:
 		return c.afterDouble(r, now)
+	case phRecount:
+		return c.afterRecount(r, now)
 	}
 	return c.afterWrite(r, now)
 }
@@ -468,7 +474,36 @@ func (c *Charge) spread(err error, now int64) Step {
 	if c.n > 1 && len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n {
 		return c.nextShard(now) // another shard is another partition
 	}
+	if c.throttle == nil && c.phase == phWrite && c.view.busyness(now) != busyNo {
+		// No shard left at the count this client knows, on a shard it
+		// measured near its partition's ceiling; but a throttled write
+		// returns no item, and the bucket may have doubled since the
+		// client learned its count (its writers crowd the old shards
+		// until they learn it): read shard 0's count (a consistent read,
+		// 0.5 RCU; reads do not count against the partition's writes)
+		// before answering unavailable. (A throttle on a shard not
+		// measured busy is a storm or bad luck, not a split.)
+		c.throttle = err
+		c.phase, c.path = phRecount, PathDiscover
+		in := store.BatchGetInput{Keys: []store.Key{c.p.Ref.WithShard(0).Key()}, ConsistentRead: true}
+		return Step{Path: PathDiscover, Call: &Call{BatchGet: &in}}
+	}
 	return Step{Err: err}
+}
+
+// afterRecount: shard 0's count, read after a throttle left no shard to
+// spread to. Larger than the client knew: learn it and spread at it (shard
+// 0 stays tried). Otherwise the throttle is the answer.
+func (c *Charge) afterRecount(r *Result, now int64) Step {
+	if r.Err == nil && len(r.Batch.Items) > 0 {
+		img, err := Decode(r.Batch.Items[0])
+		if err == nil && img.shardCount > c.n {
+			c.m.learn(c.p.Ref, 0, img, img.shardCount, now, c.lat, nil)
+			c.n = img.shardCount
+			return c.nextShard(now)
+		}
+	}
+	return Step{Err: c.throttle}
 }
 
 // informed goes on from the item a failed write returned.

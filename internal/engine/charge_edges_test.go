@@ -511,7 +511,11 @@ func TestSuccessfulWritesCountAgainstThrottles(t *testing.T) {
 		throttled := func() string {
 			ch := NewCharge(m, p, picks(), Options{})
 			ch.Start(T)
-			return describe(ch.Feed(throttle, T))
+			s := ch.Feed(throttle, T)
+			if describe(s) == "get [0] discover" { // shard 0's count, on a shard measured busy: still one
+				s = ch.Feed(found(ok), T)
+			}
+			return describe(s)
 		}
 		throttled() // opens the window
 		for i := 0; i < c.acquires; i++ {

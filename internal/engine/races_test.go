@@ -240,17 +240,43 @@ func TestStoryThrottledDoublingIsPressed(t *testing.T) {
 
 // A client measured shard 0 at its ceiling (a write a ms). Its writes are
 // throttled: the first two throttles are the answer to their acquires
-// (one throttle may be bad luck), the third within a second marks the
-// partition hot, and that acquire doubles the bucket.
+// (one throttle may be bad luck), once shard 0's count, read for a
+// doubling the client has not learned of, shows none; the third within a
+// second marks the partition hot, and that acquire doubles the bucket.
 func TestStoryThrottlesOnAHotPartitionDouble(t *testing.T) {
 	p := planBusy(bucketRef)
 	m := NewMemory(0)
-	knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p), 1, T-10)
+	one := shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p)
+	knows(t, m, bucketRef, one, 1, T-10)
 	measured(m, bucketRef, 0, 1, 0.9, T, nil)
-	for i, want := range []string{"err", "err", "update 0 double"} {
+	for i := range 2 {
 		c := NewCharge(m, p, picks(), Options{})
 		now := T + int64(i)
-		converse(t, c.Start(now), c.Feed, now, []exchange{{"update 0 full", throttle}, {want, Result{}}})
+		converse(t, c.Start(now), c.Feed, now, []exchange{{"update 0 full", throttle}, {"get [0] discover", found(one)}, {"err", Result{}}})
+	}
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T+2), c.Feed, T+2, []exchange{{"update 0 full", throttle}, {"update 0 double", Result{}}})
+}
+
+// A client that measured shard 0 at its ceiling has not learned that
+// another process doubled the bucket: its write to shard 0 is throttled
+// (the others that have not learned it either crowd it), and returns no
+// item. Rather than answer unavailable, it reads shard 0's count, learns
+// the doubling, and writes to the new shard.
+func TestStoryAThrottleOnAShardTheOthersSplitSpreads(t *testing.T) {
+	p := planBusy(bucketRef)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p), 1, T-10)
+	measured(m, bucketRef, 0, 1, 0.9, T, nil)
+	doubled := shape{n: 2, rf: T - 5, tk: map[string]int64{"rps": 4000}}.item(p)
+	c := NewCharge(m, p, picks(1), Options{})
+	last := converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 full", throttle},
+		{"get [0] discover", found(doubled)},
+		{"update 1 speculative", Result{}},
+	})
+	if last.Err != nil || m.Count(bucketRef) != 2 {
+		t.Fatalf("err %v, count %d: want the write on shard 1 of 2", last.Err, m.Count(bucketRef))
 	}
 }
 
@@ -269,10 +295,11 @@ func TestStoryThrottleStormIsNotAHotPartition(t *testing.T) {
 		now := T + int64(i)
 		converse(t, c.Start(now), c.Feed, now, []exchange{{"update 0 speculative", throttle}, {"err", Result{}}})
 	}
+	one := shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p)
 	for i := range 3 {
 		c := NewCharge(m, p, picks(), Options{})
 		now := T + 2 + int64(i)
-		converse(t, c.Start(now), c.Feed, now, []exchange{{"update 0 full", throttle}, {"err", Result{}}})
+		converse(t, c.Start(now), c.Feed, now, []exchange{{"update 0 full", throttle}, {"get [0] discover", found(one)}, {"err", Result{}}})
 	}
 }
 
