@@ -255,6 +255,11 @@ func (c *Charge) blindWrite(now int64) Step {
 	if c.cold = v.Img == nil; c.cold || !v.knowsOthers(now) {
 		first = c.m.coldWrite(c.p, c.n, !c.cold)
 	}
+	if c.cold && c.shard != 0 && first == PathFull {
+		// Shards other than 0 start empty (a doubling adds no tokens):
+		// one this process has no image of is likely still filling.
+		first = PathNone
+	}
 	ex, path, err := q.blind(&c.view, c.n, now, c.rnd.Float64(), first)
 	if err != nil {
 		return Step{Err: err}

@@ -244,3 +244,25 @@ func TestAnOldEstimateOfNoOthersSaysNothing(t *testing.T) {
 		t.Fatal("an estimate of others writing, 2 s old: want it believed")
 	}
 }
+
+// A process with no history of first writes makes the full write on a
+// bucket it knows nothing of, but not on a shard other than 0 of a
+// bucket it knows doubled: such a shard starts empty (a doubling adds no
+// tokens) and is likely still filling. (With the full write there, the
+// processes that spread to the new shards after a doubling failed their
+// first write on each, and the busy bucket doubled once more than its
+// load needed.)
+func TestTheColdWriteOnANewShardIsTheSpeculativeOne(t *testing.T) {
+	p := planBusy(bucketRef)
+	m := NewMemory(0)
+	c := NewCharge(m, p, picks(0), Options{})
+	if s := c.Start(T); describe(s) != "update 0 full" {
+		t.Fatalf("shard 0, no history: %q, want the full write", describe(s))
+	}
+	m = NewMemory(0)
+	m.learn(bucketRef, 0, nil, 2, T-100, 0, nil)
+	c = NewCharge(m, p, picks(1), Options{})
+	if s := c.Start(T); describe(s) != "update 1 speculative" {
+		t.Fatalf("shard 1 of 2, no history: %q, want the speculative write", describe(s))
+	}
+}
