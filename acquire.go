@@ -9,13 +9,21 @@ import (
 	"github.com/shardlimit/limiter/store"
 )
 
-// Request asks for tokens from one (entity, resource) bucket.
+// Request asks for tokens from an (entity, resource) bucket, or from
+// several resources of the entity at once (Also).
 type Request struct {
 	// Entity is who is limited, such as an API key.
 	Entity string
 	// Resource is what is limited, such as a model name; it may contain
 	// '/'. Empty means DefaultResource (plain per-key limiting).
 	Resource string
+	// Also are more resources of the entity charged by the same acquire,
+	// the same Consume on each (say the model and "all-models"): all of
+	// them or none, their writes made together in one round trip. Each
+	// resource's limits are resolved as Resource's are (the caller's
+	// Limits, overridden by what is stored for the resource), and Consume
+	// must fit each. With Resource, at most 16 resources, each named once.
+	Also []string
 	// Limits are the caller's limits; empty means the limiter's default
 	// limits (WithDefaultLimits). Limits stored for the entity or the
 	// resource override them by name, and add the names they define (see
@@ -34,7 +42,10 @@ type Request struct {
 
 // Acquire takes the requested tokens from every limit of the bucket, all
 // or none, in one conditional write on the hot path. With cascade on for
-// the entity, it also charges the parent's bucket, all or none across both.
+// the entity, it also charges the parent's bucket, and with Request.Also
+// the bucket of each further resource (and its parent's): all or none
+// across every bucket, their writes made together in one round trip, a
+// bucket charged while another refused refunded before the answer.
 //
 // It returns a *RateLimitedError when a limit lacks tokens (nothing is
 // charged), a *ValidationError for bad input or a nil ctx (checked before
@@ -124,12 +135,19 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 // charge runs the write engine for an acquire whose configuration is
 // resolved.
 func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings) (*Lease, error) {
-	if s.entity.Cascade {
-		child := l.newPlan(req.Entity, s.resource, s.limits, req.Consume)
-		parent := l.newPlan(s.entity.Parent, s.resource, s.parent, req.Consume)
-		return l.cascade(ctx, tr, child, parent)
+	if s.entity.Cascade || len(s.buckets) > 1 {
+		plans := make([]bucketPlan, 0, 2*len(s.buckets))
+		for _, b := range s.buckets {
+			plans = append(plans, l.newPlan(req.Entity, b.resource, b.limits, req.Consume))
+			if s.entity.Cascade {
+				parent := l.newPlan(s.entity.Parent, b.resource, b.parent, req.Consume)
+				parent.parent = true
+				plans = append(plans, parent)
+			}
+		}
+		return l.cascade(ctx, tr, plans)
 	}
-	child := l.newPlan(req.Entity, s.resource, s.limits, req.Consume)
+	child := l.newPlan(req.Entity, s.buckets[0].resource, s.buckets[0].limits, req.Consume)
 	if l.pools != nil && l.cfg.reserve.covers(req.Consume) {
 		if lease, err, done := l.reserved(ctx, tr, child); done {
 			return lease, err

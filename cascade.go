@@ -8,13 +8,17 @@ import (
 	"github.com/shardlimit/limiter/store"
 )
 
-// cascade charges the entity's bucket and its parent's, all or nothing as
-// the caller sees it: both first writes go out together (one round trip),
-// each side goes on from its own result, and a side charged while the
-// other was refused or failed is refunded before the answer (see
-// engine.Cascade).
-func (l *Limiter) cascade(ctx context.Context, tr *trace, child, parent bucketPlan) (*Lease, error) {
-	m := engine.NewCascade(l.mem, child.Plan, parent.Plan, l.rng, l.cfg.engine)
+// cascade charges several buckets all or nothing as the caller sees it:
+// the entity's and its parent's, on each resource of the request. Every
+// first write goes out together (one round trip), each bucket goes on from
+// its own result, and the buckets charged while another was refused or
+// failed are refunded before the answer (see engine.Cascade).
+func (l *Limiter) cascade(ctx context.Context, tr *trace, plans []bucketPlan) (*Lease, error) {
+	ps := make([]*engine.Plan, len(plans))
+	for i, bp := range plans {
+		ps[i] = bp.Plan
+	}
+	m := engine.NewCascade(l.mem, l.rng, l.cfg.engine, ps...)
 	step := m.Start(l.nowMs())
 	for len(step.Calls) > 0 {
 		for _, p := range step.Paths {
@@ -25,26 +29,25 @@ func (l *Limiter) cascade(ctx context.Context, tr *trace, child, parent bucketPl
 	switch {
 	case step.Done:
 		now := l.nowMs()
-		return &Lease{l: l, parts: []leasePart{child.part(m.Sides[0], now), parent.part(m.Sides[1], now)}}, nil
+		lease := &Lease{l: l, parts: make([]leasePart, len(plans))}
+		for i, bp := range plans {
+			lease.parts[i] = bp.part(m.Sides[i], now)
+		}
+		return lease, nil
 	case step.Refused != nil:
 		tr.ev.Path = PathReject
 		if step.Refused.Local {
 			tr.ev.Path = PathLocal
 		}
-		bp := child
-		if step.Parent {
-			bp = parent
-		}
-		rl := bp.rateLimited(step.Refused)
-		rl.Parent = step.Parent
+		rl := plans[step.Side].rateLimited(step.Refused)
 		if step.UndoErr != nil {
-			// Refused, but the other side's charge may stand: an outcome the
-			// limiter cannot vouch for. The answer says one thing, that the
-			// outcome is unknown (a caller testing ErrRateLimited first would
-			// believe nothing was charged); the refusal goes in Refusal. Being
-			// refused, it is never failed open (see Acquire).
-			l.cfg.logger.Warn("limiter: cascade refused, and the other side's charge may stand",
-				"entity", child.Ref.Entity, "resource", child.Ref.Resource, "err", step.UndoErr)
+			// Refused, but another bucket's charge may stand: an outcome
+			// the limiter cannot vouch for. The answer says one thing, that
+			// the outcome is unknown (a caller testing ErrRateLimited first
+			// would believe nothing was charged); the refusal goes in
+			// Refusal. Being refused, it is never failed open (see Acquire).
+			l.cfg.logger.Warn("limiter: refused, and another bucket's charge may stand",
+				"entity", plans[0].Ref.Entity, "resource", plans[0].Ref.Resource, "err", step.UndoErr)
 			return nil, &UnavailableError{Op: "acquire", Err: step.UndoErr, Refusal: rl}
 		}
 		return nil, rl
@@ -70,8 +73,8 @@ func (l *Limiter) detached(ctx context.Context) (context.Context, context.Cancel
 	return ctx, func() {}
 }
 
-// calls makes the calls of a cascade step: two writes concurrently (one
-// round trip), anything else one after the other.
+// calls makes the calls of a cascade step: the writes concurrently (one
+// round trip), then any read, one after the other.
 func (l *Limiter) calls(ctx context.Context, tr *trace, step engine.CascadeStep) []engine.Result {
 	if step.Undo {
 		var cancel context.CancelFunc
@@ -79,34 +82,34 @@ func (l *Limiter) calls(ctx context.Context, tr *trace, step engine.CascadeStep)
 		defer cancel()
 	}
 	rs := make([]engine.Result, len(step.Calls))
-	if len(step.Calls) == 2 && isWrite(step.Calls[0]) && isWrite(step.Calls[1]) {
-		ws := make([]store.Write, 2)
-		for i, c := range step.Calls {
-			ws[i] = store.Write{Update: c.Update, Put: c.Put}
+	var ws []store.Write
+	var at []int // the index of each write in step.Calls
+	for i, c := range step.Calls {
+		if c.Update != nil || c.Put != nil {
+			ws = append(ws, store.Write{Update: c.Update, Put: c.Put})
+			at = append(at, i)
 		}
+	}
+	if len(ws) > 1 {
 		sent := l.nowMs()
 		res := l.st.WriteConcurrently(ctx, ws)
 		tr.ev.RoundTrips++
-		for i, r := range res {
+		for j, r := range res {
 			tr.ev.ReadUnits += r.Output.Consumed.ReadUnits
 			tr.ev.WriteUnits += r.Output.Consumed.WriteUnits
 			if storeThrottled(r.Err) {
 				tr.ev.Throttled++
 			}
-			rs[i] = engine.Result{Write: r.Output, Err: r.Err, Sent: sent}
-			if step.Paths[i] == engine.PathDouble && r.Err == nil {
-				l.doubled(tr, step.Calls[i].Update.Key)
-			}
+			rs[at[j]] = engine.Result{Write: r.Output, Err: r.Err, Sent: sent}
 		}
-		return rs
 	}
 	for i, c := range step.Calls {
-		rs[i] = l.call(ctx, tr, c, l.nowMs())
+		if len(ws) < 2 || (c.Update == nil && c.Put == nil) {
+			rs[i] = l.call(ctx, tr, c, l.nowMs())
+		}
 		if step.Paths[i] == engine.PathDouble && rs[i].Err == nil {
 			l.doubled(tr, c.Update.Key)
 		}
 	}
 	return rs
 }
-
-func isWrite(c *engine.Call) bool { return c.Update != nil || c.Put != nil }

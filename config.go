@@ -27,44 +27,56 @@ const DefaultResource = "default"
 
 // settings is what one acquire runs with.
 type settings struct {
-	entity   items.Entity // as stored (parent, cascade); ID alone when not stored
-	resource string       // the request's, or DefaultResource
-	limits   []Limit      // the limits of the entity's bucket, per name
-	parent   []Limit      // those of the parent's bucket, when entity.Cascade
-	// cached says until when (exclusive) the configuration cache keeps
-	// what these settings came from, read in cache generation gen: a
-	// repeat memo may serve them until then (zero: not cached).
-	cached time.Time
-	gen    uint64
+	entity items.Entity // as stored (parent, cascade); ID alone when not stored
+	// buckets are the limits of each resource charged: the request's (or
+	// DefaultResource), then each of Request.Also.
+	buckets []resourceLimits
+}
+
+// resourceLimits are the limits an acquire charges on one resource.
+type resourceLimits struct {
+	resource string
+	limits   []Limit // the limits of the entity's bucket, per name
+	parent   []Limit // those of the parent's bucket, when the entity cascades
 }
 
 // config reads the stored configuration that applies to req, which
 // checkRequest accepted (from the cache when it can), and checks the
-// request's Consume against the limits that result. It is the acquire
-// path's one entry into configuration.
+// request's Consume against the limits that result on every resource. It
+// is the acquire path's one entry into configuration.
 func (l *Limiter) config(ctx context.Context, tr *trace, req Request) (settings, error) {
-	s := settings{resource: req.Resource}
-	if s.resource == "" {
-		s.resource = DefaultResource
-		tr.ev.Resource = s.resource
+	var s settings
+	resource := req.Resource
+	if resource == "" {
+		resource = DefaultResource
+		tr.ev.Resource = resource
 	}
-	var err error
-	s.entity, s.limits, s.cached, s.gen, err = l.limitsFor(ctx, tr, req.Entity, s.resource, req.Limits)
-	if err != nil {
-		return s, err
-	}
-	if err := checkConsume(s.limits, req.Consume, ""); err != nil {
-		return s, err
-	}
-	if !s.entity.Cascade {
-		return s, nil
-	}
-	_, s.parent, _, _, err = l.limitsFor(ctx, tr, s.entity.Parent, s.resource, req.Limits)
-	if err != nil {
-		return s, err
-	}
-	if err := checkConsume(s.parent, req.Consume, " for the parent "+s.entity.Parent); err != nil {
-		return s, err
+	s.buckets = make([]resourceLimits, 0, 1+len(req.Also))
+	for i := 0; i <= len(req.Also); i++ {
+		r, on := resource, ""
+		if i > 0 {
+			r = req.Also[i-1]
+			on = " on resource " + r
+		}
+		b := resourceLimits{resource: r}
+		var err error
+		s.entity, b.limits, _, _, err = l.limitsFor(ctx, tr, req.Entity, r, req.Limits)
+		if err != nil {
+			return s, err
+		}
+		if err := checkConsume(b.limits, req.Consume, on); err != nil {
+			return s, err
+		}
+		if s.entity.Cascade {
+			_, b.parent, _, _, err = l.limitsFor(ctx, tr, s.entity.Parent, r, req.Limits)
+			if err != nil {
+				return s, err
+			}
+			if err := checkConsume(b.parent, req.Consume, " for the parent "+s.entity.Parent+on); err != nil {
+				return s, err
+			}
+		}
+		s.buckets = append(s.buckets, b)
 	}
 	return s, nil
 }

@@ -31,8 +31,10 @@
 //	err = lease.Commit()
 //
 // Beyond a single bucket: an entity may cascade to a parent (a key to its
-// project), charging both all or nothing; limits stored for an entity or a
-// resource override the caller's. Operators set both up with package
+// project), charging both all or nothing; one acquire may charge several
+// resources of the entity (Request.Also: the model and "all-models"), all
+// or nothing; limits stored for an entity or a resource override the
+// caller's. Operators set both up with package
 // admin (the control plane: entities, stored limits, audit, usage,
 // resets), which servers that only acquire need not import; a limiter
 // reads them through its cache (WithCacheTTL). A bucket too hot for one

@@ -118,6 +118,83 @@ func TestOnDynamoDBLocal(t *testing.T) {
 	}
 }
 
+// Several resources in one acquire on DynamoDB Local: a key's model and
+// "all-models" (a stored limit of 2 a minute) are charged by two
+// concurrent writes, 2 WCU in one round trip; when "all-models" refuses,
+// the model's charge (of a third model, written in the same round trip) is
+// refunded: nothing is charged. The lease settles both.
+func TestSeveralResourcesOnDynamoDBLocal(t *testing.T) {
+	srv := dynamotest.Start(t)
+	st := dynamo.New(srv.Client, srv.NewTable(t))
+	ctx := context.Background()
+	clock := memsim.NewManualClock(time.Now().UTC().Truncate(time.Second))
+	var last limiter.Event
+	lim, err := limiter.New(st, limiter.WithNamespace("it"), limiter.WithClock(clock),
+		limiter.WithObserver(limiter.ObserverFunc(func(e limiter.Event) { last = e })))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm, err := admin.New(st, admin.WithNamespace("it"), admin.WithLimiter(lim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := adm.PutLimits(ctx, admin.Scope{Resource: "all-models"}, []limiter.Limit{limiter.PerMinute("rpm", 2)}); err != nil {
+		t.Fatal(err)
+	}
+	consumed := func(resource string) int64 {
+		out, err := st.Get(ctx, store.GetInput{ConsistentRead: true,
+			Key: keys.Bucket{Namespace: "it", Entity: "key-1", Resource: resource}.Key()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := out.Item.Int("b_rpm_tc")
+		return v
+	}
+	r := limiter.Request{Entity: "key-1", Resource: "gpt-4", Also: []string{"all-models"},
+		Limits: []limiter.Limit{limiter.PerMinute("rpm", 100)}, Consume: map[string]int64{"rpm": 1}}
+	if _, err := lim.Acquire(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := lim.Acquire(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last.RoundTrips != 1 || last.WriteUnits != 2 || last.ReadUnits != 0 {
+		t.Fatalf("two resources: %d round trips, %.0f WCU, %.0f RCU; want 1, 2, 0", last.RoundTrips, last.WriteUnits, last.ReadUnits)
+	}
+	if ls := lease.Limits(); len(ls) != 2 || ls[1].Resource != "all-models" || ls[1].Remaining != 0 {
+		t.Fatalf("lease limits %+v, want gpt-4's then all-models' (0 left)", ls)
+	}
+	if err := lease.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := consumed("gpt-4"), consumed("all-models"); a != 1000 || b != 1000 {
+		t.Fatalf("after the rollback: tc %d and %d, want 1000 each (the first acquire's)", a, b)
+	}
+	if _, err := lim.Acquire(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	// all-models is spent: a fresh limiter (no memory of the buckets, so
+	// every write goes out) asks for claude-3 and all-models.
+	fresh, err := limiter.New(st, limiter.WithNamespace("it"), limiter.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Resource = "claude-3"
+	var rl *limiter.RateLimitedError
+	if _, err := fresh.Acquire(ctx, r); !errors.As(err, &rl) || rl.Resource != "all-models" {
+		t.Fatalf("all-models spent: %v, want its rate limit", err)
+	}
+	if got := consumed("claude-3"); got != 0 {
+		t.Fatalf("claude-3 keeps %d millitokens of the refused acquire, want 0", got)
+	}
+	r.Also = []string{"all-models", "all-models"}
+	var v *limiter.ValidationError
+	if _, err := lim.Acquire(ctx, r); !errors.As(err, &v) || v.Field != "Request.Also[1]" {
+		t.Fatalf("a resource twice: %v, want a validation error of Request.Also[1]", err)
+	}
+}
+
 // A table with the wrong key schema: the limiter's first call says which
 // table and how to provision it, and is not failed open.
 func TestWrongKeySchemaOnDynamoDBLocal(t *testing.T) {

@@ -66,6 +66,7 @@ func (l *Limit) UnmarshalJSON(b []byte) error {
 }
 
 type limitStateJSON struct {
+	Resource   string   `json:"resource,omitempty"`
 	Limit      Limit    `json:"limit"`
 	Shards     int64    `json:"shards"`
 	Requested  int64    `json:"requested"`
@@ -76,16 +77,16 @@ type limitStateJSON struct {
 	Exceeded   bool     `json:"exceeded"`
 }
 
-// MarshalJSON encodes s with its fields in snake_case, Reset and
-// RetryAfter as duration strings.
+// MarshalJSON encodes s with its fields in snake_case ("resource" left
+// out when empty), Reset and RetryAfter as duration strings.
 func (s LimitState) MarshalJSON() ([]byte, error) {
-	return json.Marshal(limitStateJSON{s.Limit, s.Shards, s.Requested, s.Remaining, s.Reserved, duration(s.Reset), duration(s.RetryAfter), s.Exceeded})
+	return json.Marshal(limitStateJSON{s.Resource, s.Limit, s.Shards, s.Requested, s.Remaining, s.Reserved, duration(s.Reset), duration(s.RetryAfter), s.Exceeded})
 }
 
 // UnmarshalJSON decodes the form MarshalJSON writes.
 func (s *LimitState) UnmarshalJSON(b []byte) error {
 	return decode(b, s, func(j limitStateJSON) LimitState {
-		return LimitState{Limit: j.Limit, Shards: j.Shards, Requested: j.Requested, Remaining: j.Remaining, Reserved: j.Reserved,
+		return LimitState{Resource: j.Resource, Limit: j.Limit, Shards: j.Shards, Requested: j.Requested, Remaining: j.Remaining, Reserved: j.Reserved,
 			Reset: time.Duration(j.Reset), RetryAfter: time.Duration(j.RetryAfter), Exceeded: j.Exceeded}
 	})
 }

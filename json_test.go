@@ -37,9 +37,9 @@ func TestJSONForms(t *testing.T) {
 		`{"name":"tpm","capacity":10000,"burst":20000,"refill":10000,"period":"1m0s"}`)
 	roundTrip(t, limiter.Limit{Name: "x", Capacity: 5, Refill: 1, Period: 250 * time.Millisecond},
 		`{"name":"x","capacity":5,"refill":1,"period":"250ms"}`)
-	roundTrip(t, limiter.LimitState{Limit: limiter.PerSecond("rps", 10), Shards: 2, Requested: 3, Remaining: 1,
+	roundTrip(t, limiter.LimitState{Resource: "gpt-x", Limit: limiter.PerSecond("rps", 10), Shards: 2, Requested: 3, Remaining: 1,
 		Reset: 900 * time.Millisecond, RetryAfter: 200 * time.Millisecond, Exceeded: true},
-		`{"limit":{"name":"rps","capacity":10,"burst":10,"refill":10,"period":"1s"},"shards":2,"requested":3,"remaining":1,"reset":"900ms","retry_after":"200ms","exceeded":true}`)
+		`{"resource":"gpt-x","limit":{"name":"rps","capacity":10,"burst":10,"refill":10,"period":"1s"},"shards":2,"requested":3,"remaining":1,"reset":"900ms","retry_after":"200ms","exceeded":true}`)
 	roundTrip(t, []limiter.LimitState{{Limit: limiter.PerDay("rpd", 1)}},
 		`[{"limit":{"name":"rpd","capacity":1,"burst":1,"refill":1,"period":"24h0m0s"},"shards":0,"requested":0,"remaining":0,"reset":"0s","retry_after":"0s","exceeded":false}]`)
 }

@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/shardlimit/limiter/bucket"
@@ -15,8 +16,11 @@ import (
 // (Rollback), or settle it (Commit). A lease is safe for concurrent use;
 // after Commit or Rollback every method returns ErrLeaseEnded.
 type Lease struct {
-	l     *Limiter
-	parts []leasePart // the entity's bucket, then the cascade parent's
+	l *Limiter
+	// parts are the buckets charged: per resource (Request.Resource's,
+	// then each of Request.Also's), the entity's, then the cascade
+	// parent's.
+	parts []leasePart
 
 	mu         sync.Mutex
 	ended      bool
@@ -76,27 +80,32 @@ func (le *Lease) valid() error {
 // store call). The acquire's write sets it; each Adjust, and a Rollback,
 // that writes sets it again, so after an Adjust it shows the settled
 // charge, not the estimate. A correction that changes nothing (zero
-// amounts, a refund to a shard that expired) leaves it as it was. It is
-// nil for a lease granted under fail-open, and for a nil Lease.
-func (le *Lease) Limits() []LimitState {
-	if le == nil || len(le.parts) == 0 {
-		return nil
-	}
-	le.mu.Lock()
-	defer le.mu.Unlock()
-	return le.limitStates(0)
-}
+// amounts, a refund to a shard that expired) leaves it as it was. With
+// Request.Also it has the limits of every resource: Request.Resource's
+// first, then each of Also's in its order (LimitState.Resource says
+// which). It is nil for a lease granted under fail-open, and for a nil
+// Lease.
+func (le *Lease) Limits() []LimitState { return le.statesOf(false) }
 
 // ParentLimits returns the state of the cascade parent's limits as the
-// lease's last write to the parent's bucket left them (see Limits); nil
-// without a cascade.
-func (le *Lease) ParentLimits() []LimitState {
-	if le == nil || len(le.parts) < 2 {
+// lease's last write to the parent's bucket left them (see Limits), of
+// every resource as Limits has them; nil without a cascade.
+func (le *Lease) ParentLimits() []LimitState { return le.statesOf(true) }
+
+// statesOf returns the states of the entity's buckets, or the parent's.
+func (le *Lease) statesOf(parent bool) []LimitState {
+	if le == nil {
 		return nil
 	}
 	le.mu.Lock()
 	defer le.mu.Unlock()
-	return le.limitStates(1)
+	var out []LimitState
+	for i := range le.parts {
+		if le.parts[i].p.parent == parent {
+			out = append(out, le.limitStates(i)...)
+		}
+	}
+	return out
 }
 
 // Shard returns the shard of the entity's bucket that was charged (0 for
@@ -111,7 +120,8 @@ func (le *Lease) Shard() int {
 // Adjust corrects the charge by delta tokens per limit, on the shard(s) the
 // acquire charged: a positive delta charges more (the request used more
 // than estimated; the bucket may go into debt), a negative one returns
-// tokens. Limits a cascade parent also has are adjusted there too.
+// tokens. Every bucket the acquire charged that has the limit is adjusted:
+// a cascade parent's, and each resource's with Request.Also.
 //
 // A lease never returns more than it took: a refund is capped, per limit
 // and per bucket, at what the lease holds there (what the acquire charged,
@@ -122,8 +132,9 @@ func (le *Lease) Shard() int {
 // store.OutcomeUnknown) counts its refunds as made and its further charges
 // as not made, so that a later refund cannot return them twice.
 //
-// Adjust is one write when the bucket is below its burst, two when it must
-// first materialize a refill; it never rejects. Errors: a *ValidationError
+// Adjust is one write per bucket when the bucket is below its burst, two
+// when it must first materialize a refill, the buckets' writes made
+// together (one round trip); it never rejects. Errors: a *ValidationError
 // for a nil ctx or a bad delta (nothing changed), ErrLeaseEnded, the
 // context's error when ctx is done (as Acquire's: store.OutcomeUnknown
 // tells whether the write may have applied), an *UnavailableError when
@@ -147,7 +158,7 @@ func (le *Lease) Adjust(ctx context.Context, delta map[string]int64) error {
 		if d < -MaxTokens || d > MaxTokens {
 			return invalid("Adjust["+name+"]", "%d must be between -%d and %d tokens", d, MaxTokens, MaxTokens)
 		}
-		if !le.parts[0].p.Has(name) {
+		if !slices.ContainsFunc(le.parts, func(part leasePart) bool { return part.p.Has(name) }) {
 			return invalid("Adjust["+name+"]", "the lease has no limit named %q", name)
 		}
 	}
@@ -223,12 +234,20 @@ func (le *Lease) Commit() error {
 
 // applyEach charges each part of the lease what amounts(part) says, in
 // millitokens (zero amounts charge nothing), records what reached it, and
-// keeps the item its write returned for Limits.
+// keeps the item its write returned for Limits. The parts' writes go out
+// together (one round trip for a cascade, or several resources).
 func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePart) map[string]int64) error {
 	l := le.l
 	trv := l.newTrace(op, le.parts[0].p.Ref.Entity, le.parts[0].p.Ref.Resource)
 	tr := &trv
-	var err error
+	type settling struct {
+		part *leasePart
+		amts map[string]int64
+		m    *engine.Adjust
+		step engine.Step
+	}
+	var ss []settling
+	now := l.nowMs()
 	for i := range le.parts {
 		part := &le.parts[i]
 		amts := amounts(part)
@@ -240,16 +259,43 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 			continue
 		}
 		m := engine.NewAdjust(l.mem, part.p.WithAmounts(amts), part.shard, part.n)
-		now := l.nowMs()
-		step, now := l.drive(ctx, tr, now, m.Start(now), m.Feed)
-		img, n := m.Img, m.N
-		if step.Err != nil {
-			err = errors.Join(err, step.Err)
-			if store.OutcomeUnknown(step.Err) {
+		ss = append(ss, settling{part, amts, m, m.Start(now)})
+	}
+	// The I/O loop of every part's machine: the calls they ask for go out
+	// together, each result fed back to its machine.
+	for {
+		var batch engine.CascadeStep
+		var who []int
+		for i, x := range ss {
+			if x.step.Call != nil {
+				batch.Calls = append(batch.Calls, x.step.Call)
+				batch.Paths = append(batch.Paths, x.step.Path)
+				who = append(who, i)
+			}
+		}
+		if len(who) == 0 {
+			break
+		}
+		for _, p := range batch.Paths {
+			tr.path(p)
+		}
+		rs := l.calls(ctx, tr, batch)
+		now = l.nowMs()
+		for j, i := range who {
+			ss[i].step = ss[i].m.Feed(rs[j], now)
+		}
+	}
+	var err error
+	for _, x := range ss {
+		tr.path(x.step.Path)
+		part := x.part
+		if x.step.Err != nil {
+			err = errors.Join(err, x.step.Err)
+			if store.OutcomeUnknown(x.step.Err) {
 				// The write may have applied: its refunds count as made (a
 				// later refund must not return them again), its charges as
 				// not made (nor return what may never have been taken).
-				for name, d := range amts {
+				for name, d := range x.amts {
 					if d < 0 {
 						part.addNet(name, d)
 					}
@@ -257,11 +303,11 @@ func (le *Lease) applyEach(ctx context.Context, op string, amounts func(*leasePa
 			}
 			continue
 		}
-		for name, d := range amts {
+		for name, d := range x.amts {
 			part.addNet(name, d)
 		}
-		if img != nil {
-			part.img, part.n, part.at, part.ok = img, n, now, false
+		if x.m.Img != nil {
+			part.img, part.n, part.at, part.ok = x.m.Img, x.m.N, now, false
 		}
 	}
 	switch {

@@ -12,6 +12,7 @@ import (
 type bucketPlan struct {
 	*engine.Plan
 	limits []Limit
+	parent bool // a cascade parent's bucket
 }
 
 // newPlan returns the plan to charge consume (tokens) from an (entity,
@@ -37,7 +38,7 @@ func (bp bucketPlan) limit(name string) Limit {
 
 // rateLimited builds the refusal's error.
 func (bp bucketPlan) rateLimited(rf *engine.Refusal) *RateLimitedError {
-	e := &RateLimitedError{Entity: bp.Ref.Entity, Resource: bp.Ref.Resource, Limits: bp.states(rf.Views()), Local: rf.Local}
+	e := &RateLimitedError{Entity: bp.Ref.Entity, Resource: bp.Ref.Resource, Limits: bp.states(rf.Views()), Parent: bp.parent, Local: rf.Local}
 	for _, ls := range e.Limits {
 		e.RetryAfter = max(e.RetryAfter, ls.RetryAfter)
 	}

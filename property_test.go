@@ -16,8 +16,9 @@ import (
 )
 
 // TestProperty generates simulation configurations (100 to 256 writers,
-// one to four limits, cascade on or off, sharding pressure, reservations
-// (also under sharding pressure), faults, clock skew, seeds) and checks
+// one to four limits, cascade on or off, acquires of several resources,
+// sharding pressure, reservations (also under sharding pressure), faults,
+// clock skew, seeds) and checks
 // every invariant of the design on each run of the deterministic
 // simulator (package sim).
 //
@@ -147,6 +148,21 @@ func genConfig(t *rapid.T, long bool) sim.Config {
 		cascade = rapid.IntRange(0, 2).Draw(t, "pressure_cascade") == 0
 	}
 	wl.Resources = []string{"gpt-4o", "models/claude-3.5"}[:resources]
+	// Acquires of several resources (Request.Also) in about a third of the
+	// configurations without sharding pressure: each request also charges
+	// one or two more resources of its entity (and their cascade
+	// parents'), whose limits are stored at once or twice the request's,
+	// or are the request's own. Invariant 3 is checked per bucket, so on
+	// each resource.
+	if !pressure && rapid.IntRange(0, 2).Draw(t, "also_drawn") == 0 {
+		wl.Also = []string{"all-models", "models/all"}[:rapid.IntRange(1, 2).Draw(t, "also")]
+		if factor := int64(rapid.IntRange(0, 2).Draw(t, "also_limit_factor")); factor > 0 {
+			for _, l := range wl.Limits {
+				l.Capacity, l.Burst, l.Refill = l.Capacity*factor, l.Burst*factor, l.Refill*factor
+				wl.AlsoLimits = append(wl.AlsoLimits, l)
+			}
+		}
+	}
 	if cascade {
 		projects := rapid.IntRange(1, 3).Draw(t, "projects")
 		factor := int64(rapid.IntRange(1, 8).Draw(t, "parent_limit_factor"))
@@ -207,7 +223,7 @@ func genConfig(t *rapid.T, long bool) sim.Config {
 	// and pools take most acquires off the store, so the busiest reserve
 	// while the others charge the store and drive the doublings (in about
 	// a quarter of these configurations).
-	if !cascade && reservationsDrawn(rapid.Float64Range(0, 1).Draw(t, "reservations"), pressure) {
+	if !cascade && len(wl.Also) == 0 && reservationsDrawn(rapid.Float64Range(0, 1).Draw(t, "reservations"), pressure) {
 		wl.Reservations = true
 		if pressure {
 			wl.Uneven = rapid.Float64Range(0, 1).Draw(t, "uneven")

@@ -13,6 +13,9 @@ import (
 // item that refused it, and [Limiter.Status] for a read: the first two cost
 // no extra store call, they come from the item the write returned.
 type LimitState struct {
+	// Resource is the resource of the bucket: an answer for an acquire of
+	// several resources (Request.Also) has each resource's limits.
+	Resource string `json:"resource"`
 	// Limit is the limit that applied to the whole bucket: a stored
 	// override, else the caller's (or the limiter's default). It is not
 	// divided by the shard count.
@@ -91,7 +94,7 @@ func msDuration(ms int64) time.Duration {
 
 // state converts an engine view of one limit.
 func (bp bucketPlan) state(v engine.View) LimitState {
-	ls := LimitState{Limit: bp.limit(v.Name), Shards: v.Shards, Requested: v.Requested / bucket.MilliPerToken,
+	ls := LimitState{Resource: bp.Ref.Resource, Limit: bp.limit(v.Name), Shards: v.Shards, Requested: v.Requested / bucket.MilliPerToken,
 		Remaining: bucket.WholeTokens(v.Remaining), Reset: msDuration(v.ResetMs), Exceeded: v.Exceeded}
 	switch {
 	case !v.Exceeded:

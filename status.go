@@ -82,7 +82,7 @@ func (l *Limiter) status(ctx context.Context, tr *trace, entity, resource string
 	res := make([]LimitState, 0, len(limits))
 	for _, x := range sortedLimits(limits) {
 		sum, reset, _ := p.Total(x.Name, images, n, now)
-		res = append(res, LimitState{Limit: x, Shards: n, Remaining: bucket.WholeTokens(sum), Reset: msDuration(reset)})
+		res = append(res, LimitState{Resource: resource, Limit: x, Shards: n, Remaining: bucket.WholeTokens(sum), Reset: msDuration(reset)})
 	}
 	return res, nil
 }

@@ -1,6 +1,8 @@
 package limiter
 
 import (
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/shardlimit/limiter/bucket"
@@ -49,6 +51,11 @@ func (l Limit) Validate() error {
 // under DynamoDB's 4 KB expression and 1 KB-per-WCU item sizes.
 const maxLimits = 16
 
+// maxResources bounds the resources of one acquire (Request.Resource and
+// Request.Also): their writes go out together, one round trip of up to 16
+// concurrent writes (32 with a cascade).
+const maxResources = 16
+
 func checkLimits(field string, ls []Limit) error {
 	if len(ls) > maxLimits {
 		return invalid(field, "%d limits; at most %d", len(ls), maxLimits)
@@ -75,6 +82,21 @@ func checkRequest(req Request, resource string) error {
 	}
 	if err := checkResource("Request.Resource", resource); err != nil {
 		return err
+	}
+	if len(req.Also) > maxResources-1 {
+		return invalid("Request.Also", "%d resources with Request.Resource; at most %d", len(req.Also)+1, maxResources)
+	}
+	for i, r := range req.Also {
+		field := "Request.Also[" + strconv.Itoa(i) + "]"
+		if err := checkResource(field, r); err != nil {
+			return err
+		}
+		if r == resource {
+			return invalid(field, "%q is Request.Resource: each resource is charged once", r)
+		}
+		if slices.Contains(req.Also[:i], r) {
+			return invalid(field, "%q appears twice: each resource is charged once", r)
+		}
 	}
 	if err := checkLimits("Request.Limits", req.Limits); err != nil {
 		return err

@@ -35,7 +35,9 @@ const (
 
 // SetLeaseHeaders sets the RateLimit-Policy and RateLimit fields on h for
 // an admitted request: one item per limit of the lease, then one per limit
-// of its cascade parent, each in name order. units maps a limit name to
+// of its cascade parent, each in name order. A lease of several resources
+// (limiter.Request.Also) names the limits of the resources after the
+// first "RESOURCE/NAME". units maps a limit name to
 // its quota unit (see [WithQuotaUnits]; nil: every limit counts requests).
 // It sets nothing for a nil lease or one granted under fail-open, which
 // carries no state. The middleware sets the fields itself; call this when
@@ -90,18 +92,32 @@ func (f fields) refusalStates(e *limiter.RateLimitedError) []namedState {
 type namedState struct {
 	name   string
 	parent bool
+	also   bool // of a resource after the first
 	limiter.LimitState
 }
 
 // items returns the states of own and parent limits that f keeps, in f's
-// order: the entity's limits, then the parent's, each by rank, then name.
+// order: the entity's limits, then the parent's, each the first
+// resource's, then the others', by rank, then name.
 // The order depends only on the names, so it is the same on every answer.
+// The limits of a resource other than the first state's are named
+// "RESOURCE/NAME" (several resources in one acquire).
 func (f fields) items(own, parent []limiter.LimitState) []namedState {
 	out := make([]namedState, 0, len(own)+len(parent))
+	first := ""
+	if len(own) > 0 {
+		first = own[0].Resource
+	} else if len(parent) > 0 {
+		first = parent[0].Resource
+	}
 	add := func(prefix string, ss []limiter.LimitState) {
 		for _, s := range ss {
-			if n := prefix + s.Limit.Name; f.keep == nil || f.keep(n) {
-				out = append(out, namedState{n, prefix != "", s})
+			n := prefix + s.Limit.Name
+			if s.Resource != first {
+				n = prefix + s.Resource + "/" + s.Limit.Name
+			}
+			if f.keep == nil || f.keep(n) {
+				out = append(out, namedState{n, prefix != "", s.Resource != first, s})
 			}
 		}
 	}
@@ -110,6 +126,12 @@ func (f fields) items(own, parent []limiter.LimitState) []namedState {
 	slices.SortFunc(out, func(a, b namedState) int {
 		if a.parent != b.parent {
 			if b.parent {
+				return -1
+			}
+			return 1
+		}
+		if a.also != b.also {
+			if b.also {
 				return -1
 			}
 			return 1

@@ -114,6 +114,7 @@ type Middleware struct {
 	onError       ErrorHandler
 	fields        fields
 	adjustTimeout time.Duration
+	also          func(r *http.Request) ([]string, error)
 }
 
 // Option configures a Middleware.
@@ -170,6 +171,19 @@ func ExposeLimits(names ...string) Option {
 // starting with a letter, at most 64 characters.
 func WithQuotaUnits(units map[string]string) Option {
 	return func(m *Middleware) { m.fields.units = maps.Clone(units) }
+}
+
+// WithAlso sets a function returning the resources each request also
+// charges, beside the key function's (limiter.Request.Also: all of them or
+// none, in one round trip; at most 15, none named twice). An error it
+// returns answers the request as a key function's does. In the RateLimit
+// fields of an admitted request, the limits of these resources are named
+// "RESOURCE/NAME" (a cascade parent's "parent/RESOURCE/NAME"); a refusal's
+// fields and body describe the bucket that refused
+// (limiter.RateLimitedError.Resource), its limits named as for a request
+// of that resource alone.
+func WithAlso(f func(r *http.Request) ([]string, error)) Option {
+	return func(m *Middleware) { m.also = f }
 }
 
 // WithAdjustTimeout bounds the Adjust that settles a lease after the
@@ -230,11 +244,15 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		if err == nil {
 			consume, err = m.cost(r)
 		}
+		var also []string
+		if err == nil && m.also != nil {
+			also, err = m.also(r)
+		}
 		if err != nil {
 			m.onError(w, r, asRequestError(err))
 			return
 		}
-		lease, err := m.lim.Acquire(r.Context(), limiter.Request{Entity: entity, Resource: resource,
+		lease, err := m.lim.Acquire(r.Context(), limiter.Request{Entity: entity, Resource: resource, Also: also,
 			Limits: m.limits, Consume: consume, Policy: m.policy})
 		if err != nil {
 			m.refuse(w, r, err)
@@ -270,20 +288,14 @@ func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, err error) {
 // cost functions derived from the request (a client error), rather than
 // the middleware's configuration.
 func fromRequest(field string) bool {
-	return field == "Request.Entity" || field == "Request.Resource" || strings.HasPrefix(field, "Request.Consume[")
+	return field == "Request.Entity" || field == "Request.Resource" || strings.HasPrefix(field, "Request.Also") ||
+		strings.HasPrefix(field, "Request.Consume[")
 }
 
 // validUnit reports whether u is a quota unit WithQuotaUnits accepts.
 func validUnit(u string) bool {
-	if len(u) == 0 || len(u) > 64 || u[0] < 'a' || u[0] > 'z' {
-		return false
-	}
-	for i := 0; i < len(u); i++ {
-		if c := u[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
+	return len(u) > 0 && len(u) <= 64 && u[0] >= 'a' && u[0] <= 'z' &&
+		strings.Trim(u, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
 }
 
 func asRequestError(err error) error {

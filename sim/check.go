@@ -326,12 +326,13 @@ func (c *Checker) Violations() []Violation {
 	return out
 }
 
-// Snapshot returns the change counters of a bucket and of its cascade
-// parent, for a later liveness judgement.
-func (c *Checker) Snapshot(b int32) (s [2]uint64) {
-	s[0] = c.buckets[b].changes
-	if p := c.m.Buckets[b].Parent; p >= 0 {
-		s[1] = c.buckets[p].changes
+// Snapshot returns the change counters of the buckets an operation on
+// bucket b writes (by role, see Effects), for a later liveness judgement.
+func (c *Checker) Snapshot(b int32) (s [maxRoles]uint64) {
+	for r, bi := range c.m.roles(b) {
+		if bi >= 0 {
+			s[r] = c.buckets[bi].changes
+		}
 	}
 	return s
 }
@@ -506,15 +507,16 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 	if cause == nil {
 		return
 	}
-	role := -1 // the op's bucket (0) or its parent's (1)
-	switch cb := cause.Bucket; {
-	case cb == bi:
-		role = 0
-	case cb >= 0 && int(cb) < len(c.m.Buckets) && c.m.Buckets[cb].Parent == bi:
-		role = 1
+	role := -1 // the op's bucket (0), its parent's (1), an Also bucket or its parent's (2...)
+	if cb := cause.Bucket; cb >= 0 && int(cb) < len(c.m.Buckets) {
+		for r, x := range c.m.roles(cb) {
+			if x == bi {
+				role = r
+			}
+		}
 	}
 	if role < 0 {
-		c.flag(InvHarness, "op #%d (%s of bucket %d) wrote %s, which is neither its bucket nor its parent's", cause.Op, cause.Kind, cause.Bucket, pk)
+		c.flag(InvHarness, "op #%d (%s of bucket %d) wrote %s, which is none of its buckets (its own, its Also ones, their parents')", cause.Op, cause.Kind, cause.Bucket, pk)
 		return
 	}
 	var dtc [MaxLimits]int64
@@ -741,7 +743,7 @@ func (c *Checker) OpDone(op *Op, eff *Effects) {
 	if op.Outcome == Invalid {
 		c.flag(InvHarness, "op #%d (%s by client %d) was refused as invalid: the workload is wrong", op.ID, op.Kind, op.Client)
 	}
-	roles := [2]int32{op.Bucket, c.m.Buckets[op.Bucket].Parent}
+	roles := c.m.roles(op.Bucket)
 	for r, bi := range roles {
 		if bi >= 0 {
 			c.account(op, r, bi)
@@ -855,7 +857,7 @@ func (c *Checker) account(op *Op, r int, bi int32) {
 	}
 }
 
-func (c *Checker) allOrNothing(op *Op, eff *Effects, roles [2]int32) {
+func (c *Checker) allOrNothing(op *Op, eff *Effects, roles [maxRoles]int32) {
 	for r, bi := range roles {
 		if bi < 0 {
 			continue
@@ -928,7 +930,7 @@ func (c *Checker) pooledAllOrNothing(op *Op, eff *Effects, bi int32) {
 	}
 }
 
-func (c *Checker) liveness(op *Op, eff *Effects, roles [2]int32) {
+func (c *Checker) liveness(op *Op, eff *Effects, roles [maxRoles]int32) {
 	rt := op.Retry
 	if rt.Start < c.m.TailStart+c.m.TailSettle || op.Start < rt.End+rt.RetryAfter {
 		return

@@ -86,7 +86,7 @@ type opState struct {
 	op     Op
 	eff    Effects
 	cause  Cause
-	snap   [2]uint64
+	snap   [maxRoles]uint64
 	// cascade: a cascading acquire (its charged writes are remembered).
 	cascade bool
 	// The caller's cancellation: cancel is called after cancelAt store
@@ -413,7 +413,11 @@ func (c *client) acquire(bi int32, amount [MaxLimits]int64, limits []limiter.Lim
 	op.Retry = retry
 	c.cur.cascade = bm.Parent >= 0
 	ctx, policy := c.caller()
-	lease, err := c.lim.Acquire(ctx, limiter.Request{Entity: bm.Entity, Resource: bm.Resource, Limits: limits, Consume: c.consume, Policy: policy})
+	var also []string
+	if len(bm.Also) > 0 {
+		also = s.wl.Also
+	}
+	lease, err := c.lim.Acquire(ctx, limiter.Request{Entity: bm.Entity, Resource: bm.Resource, Also: also, Limits: limits, Consume: c.consume, Policy: policy})
 	if c.cur.cancel != nil {
 		c.cur.cancel()
 	}
@@ -569,11 +573,10 @@ func (c *client) schedule(lease *limiter.Lease, op *Op, amount [MaxLimits]int64)
 	// c.leases is sorted by due, latest first, so that the next one is
 	// taken off the end; of equal dues the older is nearer the end.
 	i := len(c.leases)
-	c.leases = append(c.leases, pl)
-	for ; i > 0 && c.leases[i-1].due <= pl.due; i-- {
-		c.leases[i] = c.leases[i-1]
+	for i > 0 && c.leases[i-1].due <= pl.due {
+		i--
 	}
-	c.leases[i] = pl
+	c.leases = slices.Insert(c.leases, i, pl)
 }
 
 // settle adjusts and/or rolls back a lease whose model call ended.

@@ -300,6 +300,13 @@ func (s *Sim) setup() error {
 			}
 		}
 	}
+	for _, r := range s.wl.Also {
+		if s.wl.AlsoLimits != nil {
+			if err := adm.PutLimits(ctx, admin.Scope{Resource: r}, s.wl.AlsoLimits); err != nil {
+				return fmt.Errorf("sim: setup: put limits of %s: %w", r, err)
+			}
+		}
+	}
 	for _, e := range s.wl.Entities {
 		if e.Limits != nil {
 			if err := adm.PutLimits(ctx, admin.Scope{Entity: e.ID}, e.Limits); err != nil {

@@ -7,6 +7,14 @@ import (
 // MaxLimits is the most limits a workload may configure per bucket.
 const MaxLimits = 4
 
+// MaxAlso is the most resources a workload's acquires charge besides the
+// one picked (Workload.Also).
+const MaxAlso = 3
+
+// maxRoles is the most buckets one operation writes: its bucket, each of
+// its Also buckets, and the cascade parent of each.
+const maxRoles = 2 * (1 + MaxAlso)
+
 // OpKind is the kind of a recorded client operation.
 type OpKind uint8
 
@@ -111,26 +119,27 @@ type RetryInfo struct {
 	// Local: the rejection was answered from the limiter's last item of the
 	// bucket, which may be up to engine.LocalRefusalAge (a second) older than the rejection.
 	Local bool
-	// Snapshot holds the change counters of the op's bucket and its parent
-	// when the rejection started, and Own the changes the rejection itself
-	// made (a cascade may charge and compensate): any other change before
-	// the retry means someone else consumed.
-	Snapshot, Own [2]uint64
+	// Snapshot holds the change counters of the op's buckets (its roles,
+	// see Effects) when the rejection started, and Own the changes the
+	// rejection itself made (a cascade may charge and compensate): any
+	// other change before the retry means someone else consumed.
+	Snapshot, Own [maxRoles]uint64
 }
 
 // Effects is what the change stream shows one operation did, accumulated
 // by the scheduler, which applies requests one at a time and so knows
 // which operation caused each stream record. Role 0 is the operation's
-// bucket, role 1 its cascade parent.
+// bucket, role 1 its cascade parent, roles 2 and 3 its first Also bucket
+// and that bucket's parent, and so on (see Model.roles).
 type Effects struct {
 	// Net is the change of each limit's tc counter (millitokens), summed
 	// over the bucket's shards.
-	Net [2][MaxLimits]int64
+	Net [maxRoles][MaxLimits]int64
 	// LastApply is the virtual time of the last record on the bucket (0
 	// when there was none).
-	LastApply [2]int64
+	LastApply [maxRoles]int64
 	// Changes counts the records on the bucket.
-	Changes [2]uint64
+	Changes [maxRoles]uint64
 }
 
 // Cause identifies the client operation whose request produced stream
@@ -179,7 +188,8 @@ type Model struct {
 	// for the simulator: the bucket of each (entity, resource), the
 	// entities with traffic, the probe's bucket
 	index       []int32
-	nres        int
+	nres        int // resources per entity in index: Resources, then Also
+	picked      int // the resources requests pick (Resources)
 	traffic     []int
 	probeBucket int32
 }
@@ -193,4 +203,21 @@ type BucketModel struct {
 	// Parent is the index of the cascade parent's bucket for the same
 	// resource, or -1.
 	Parent int32
+	// Also are the buckets of the entity on the resources every acquire of
+	// this bucket also charges (Workload.Also).
+	Also []int32
+}
+
+// roles returns the buckets an operation on bucket b writes, by role (see
+// Effects); -1 for a role it has not.
+func (m *Model) roles(b int32) (r [maxRoles]int32) {
+	for i := range r {
+		r[i] = -1
+	}
+	bm := &m.Buckets[b]
+	r[0], r[1] = b, bm.Parent
+	for j, a := range bm.Also {
+		r[2+2*j], r[3+2*j] = a, m.Buckets[a].Parent
+	}
+	return r
 }

@@ -26,6 +26,7 @@ var registry = []Scenario{
 	{Name: "steady", Summary: "many API keys (Zipf-popular) on two models, rpm+tpm limits, LLM-style token adjust after the call (default)", Build: steady},
 	{Name: "contention", Summary: "128+ writers on one bucket, demand well above its limit", Build: contention},
 	{Name: "cascade", Summary: "API keys under projects, every acquire also charges the project (cascade on)", Build: cascade},
+	{Name: "all-models", Summary: "API keys on three models, every acquire also charging the key's \"all-models\" bucket (Request.Also), whose stored limits are below the three models' together", Build: allModels},
 	{Name: "skew", Summary: "client clocks up to ±1 s apart on a few busy buckets", Build: skewed},
 	{Name: "faults", Summary: "three 20 s phases 2 h apart under throttle storms, 5xx before/after apply, lost answers, conflicts, latency spikes, skew, cancelled callers, failed cascade compensations, and items expiring in between; then a fault-free tail", Build: faulty},
 	{Name: "hot-entity", Summary: "one entity and resource at 10,000 req/s with limits far above: only the 1000 WCU/s partition ceiling binds, so shards double", Build: hotEntity},
@@ -102,6 +103,19 @@ func contention(Config) *Workload {
 		CallTime: Latency{Median: 300 * time.Millisecond, P99: 2 * time.Second}, RetryProb: 0.5,
 		Writers: 128, Rate: 400, Duration: 60 * time.Second,
 		Probe: true, LimitRate: 300,
+	}
+}
+
+func allModels(Config) *Workload {
+	return &Workload{
+		Limits:   []limiter.Limit{limiter.PerMinute("rpm", 60), limiter.PerMinute("tpm", 60_000)},
+		Entities: keysEntities(100, "key"), Resources: []string{"gpt-4o", "claude-3.5", "gemini-2"},
+		Also: []string{"all-models"}, AlsoLimits: []limiter.Limit{limiter.PerMinute("rpm", 100), limiter.PerMinute("tpm", 100_000)},
+		Zipf: 1.1, ZipfV: 20,
+		Consume: llmConsume(), AdjustProb: 0.8, AdjustSpread: 0.4, RollbackProb: 0.03,
+		CallTime: Latency{Median: 800 * time.Millisecond, P99: 5 * time.Second}, RetryProb: 0.5,
+		Writers: 100, Rate: 400, Duration: 30 * time.Second,
+		Probe: true, LimitRate: 100 * 100 / 60.0,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/shardlimit/limiter"
@@ -27,8 +28,16 @@ type Workload struct {
 	// entities are the hot ones. Resources are picked uniformly.
 	Entities  []Entity
 	Resources []string
-	Zipf      float64
-	ZipfV     float64
+	// Also are resources every acquire charges besides the one picked
+	// (limiter.Request.Also; at most MaxAlso, none of them in
+	// Resources): a gateway charging a model and "all-models". AlsoLimits,
+	// when set, are stored for each of them (every entity) and override
+	// the requests' limits there, as an entity's own stored limits
+	// override them in turn. Not with Reservations.
+	Also       []string
+	AlsoLimits []limiter.Limit
+	Zipf       float64
+	ZipfV      float64
 	// Consume says how many tokens of each limit (same index as Limits)
 	// one acquire asks for; a Range with Max 0 takes nothing of it.
 	Consume []Range
@@ -160,6 +169,15 @@ func (w *Workload) limitsOf(e *Entity) []limiter.Limit {
 	return w.Limits
 }
 
+// alsoLimitsOf returns the limits in force for an entity's buckets on the
+// Also resources.
+func (w *Workload) alsoLimitsOf(e *Entity) []limiter.Limit {
+	if e.Limits == nil && w.AlsoLimits != nil {
+		return w.AlsoLimits
+	}
+	return w.limitsOf(e)
+}
+
 // resolve returns the workload a configuration runs, with the overrides
 // applied and validated.
 func resolve(cfg *Config) (*Workload, error) {
@@ -228,15 +246,27 @@ func (w *Workload) validate() error {
 		return errors.New("sim: ZipfV must be at least 1")
 	case w.DutyPeriod < 0 || w.DutyOn < 0 || (w.DutyPeriod > 0 && (w.DutyOn <= 0 || w.DutyOn > w.DutyPeriod)):
 		return errors.New("sim: DutyOn must be in (0, DutyPeriod]")
+	case len(w.Also) > MaxAlso:
+		return fmt.Errorf("sim: at most %d Also resources, not %d", MaxAlso, len(w.Also))
+	case len(w.Also) > 0 && w.Reservations:
+		return errors.New("sim: Also with Reservations is not simulated (reservations serve acquires of one resource)")
+	}
+	for i, r := range w.Also {
+		if slices.Contains(w.Resources, r) || slices.Contains(w.Also[:i], r) {
+			return fmt.Errorf("sim: Also resource %q twice (in Resources or Also)", r)
+		}
+	}
+	if len(w.AlsoLimits) > 0 {
+		if err := w.fits(w.AlsoLimits, ""); err != nil {
+			return err
+		}
 	}
 	for i, l := range w.Limits {
 		if err := l.Validate(); err != nil {
 			return fmt.Errorf("sim: limit %d: %w", i, err)
 		}
-		for _, m := range w.Limits[:i] {
-			if m.Name == l.Name {
-				return fmt.Errorf("sim: limit %q twice", l.Name)
-			}
+		if slices.ContainsFunc(w.Limits[:i], func(m limiter.Limit) bool { return m.Name == l.Name }) {
+			return fmt.Errorf("sim: limit %q twice", l.Name)
 		}
 	}
 	consumed := false
@@ -329,7 +359,7 @@ func (w *Workload) model(s *Sim) *Model {
 	for _, l := range w.Limits {
 		m.LimitNames = append(m.LimitNames, l.Name)
 	}
-	nr := len(w.Resources)
+	nr := len(w.Resources) + len(w.Also) // the Also resources after the others
 	m.index = make([]int32, len(w.Entities)*nr)
 	for i := range m.index {
 		m.index[i] = -1
@@ -338,8 +368,13 @@ func (w *Workload) model(s *Sim) *Model {
 		k := e*nr + r
 		if m.index[k] < 0 {
 			m.index[k] = int32(len(m.Buckets))
-			m.Buckets = append(m.Buckets, BucketModel{Entity: w.Entities[e].ID, Resource: w.Resources[r],
-				Limits: w.limitsOf(&w.Entities[e]), Parent: -1})
+			bm := BucketModel{Entity: w.Entities[e].ID, Parent: -1}
+			if r < len(w.Resources) {
+				bm.Resource, bm.Limits = w.Resources[r], w.limitsOf(&w.Entities[e])
+			} else {
+				bm.Resource, bm.Limits = w.Also[r-len(w.Resources)], w.alsoLimitsOf(&w.Entities[e])
+			}
+			m.Buckets = append(m.Buckets, bm)
 		}
 		return m.index[k]
 	}
@@ -349,8 +384,17 @@ func (w *Workload) model(s *Sim) *Model {
 			continue
 		}
 		m.traffic = append(m.traffic, e)
+		var also []int32 // shared by the entity's buckets: read only
+		for j := range w.Also {
+			a := add(e, len(w.Resources)+j)
+			if ent.Cascade {
+				m.Buckets[a].Parent = add(w.entityIdx[ent.Parent], len(w.Resources)+j)
+			}
+			also = append(also, a)
+		}
 		for r := range w.Resources {
 			b := add(e, r)
+			m.Buckets[b].Also = also
 			if ent.Cascade {
 				p := add(w.entityIdx[ent.Parent], r)
 				m.Buckets[b].Parent = p
@@ -361,7 +405,7 @@ func (w *Workload) model(s *Sim) *Model {
 		m.probeBucket = int32(len(m.Buckets))
 		m.Buckets = append(m.Buckets, BucketModel{Entity: "sim-probe", Resource: "probe", Limits: w.probeLimits, Parent: -1})
 	}
-	m.nres = nr
+	m.nres, m.picked = nr, len(w.Resources)
 	m.TailStart = int64(w.Duration)
 	// After the tail starts: in-flight requests end within a timeout, and
 	// the clocks have slewed back (twice the skew), so no refill timestamp is
@@ -381,8 +425,8 @@ func (w *Workload) pick(m *Model, r *rand.Rand, z *rand.Zipf) int32 {
 		e = m.traffic[r.IntN(len(m.traffic))]
 	}
 	res := 0
-	if m.nres > 1 {
-		res = r.IntN(m.nres)
+	if m.picked > 1 {
+		res = r.IntN(m.picked)
 	}
 	return m.index[e*m.nres+res]
 }

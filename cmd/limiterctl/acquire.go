@@ -15,9 +15,10 @@ func init() {
 		short: "take tokens as a request would (exit 1 when rate limited): to try limits out",
 		setup: func(c *cmdCtx) func() error {
 			consume := c.fs.String("consume", "", "tokens per limit, e.g. rpm=1,tpm=500 (required)")
+			also := c.fs.String("also", "", "more resources the same acquire charges, all or none, e.g. all-models (comma-separated, at most 15)")
 			var defaults limitFlags
 			c.fs.Var(&defaults, "limit", "a limit the request carries (name:rate/period[:burst], e.g. rpm:100/min), used when none is stored; repeat for several")
-			return func() error { return acquire(c, *consume, defaults) }
+			return func() error { return acquire(c, *consume, *also, defaults) }
 		}})
 }
 
@@ -34,7 +35,7 @@ func parseConsume(s string) (map[string]int64, error) {
 	return out, nil
 }
 
-func acquire(c *cmdCtx, consume string, defaults limitFlags) error {
+func acquire(c *cmdCtx, consume, also string, defaults limitFlags) error {
 	if consume == "" {
 		return usageErrorf("acquire needs --consume, e.g. --consume rpm=1,tpm=500")
 	}
@@ -66,18 +67,25 @@ func acquire(c *cmdCtx, consume string, defaults limitFlags) error {
 			limits = bs[0].Limits
 		}
 	}
-	_, err = lim.Acquire(c.ctx, limiter.Request{Entity: entity, Resource: resource, Limits: limits, Consume: amounts})
+	var others []string
+	if also != "" {
+		others = strings.Split(also, ",")
+	}
+	_, err = lim.Acquire(c.ctx, limiter.Request{Entity: entity, Resource: resource, Also: others, Limits: limits, Consume: amounts})
 	var rl *limiter.RateLimitedError
+	var ve *limiter.ValidationError
 	switch {
 	case errors.As(err, &rl):
-		return refused(c, rl)
+		return refused(c, rl, resource)
+	case errors.As(err, &ve) && strings.HasPrefix(ve.Field, "Request.Also"):
+		return usageErrorf("--also: %v", err)
 	case err != nil:
 		return err
 	}
 	if c.json() {
 		return c.printJSON(map[string]any{"admitted": true})
 	}
-	fmt.Fprintf(c.stdout, "Admitted: %s took %s on %s.\n", entity, consume, resource)
+	fmt.Fprintf(c.stdout, "Admitted: %s took %s on %s.\n", entity, consume, strings.Join(append([]string{resource}, others...), " and "))
 	return nil
 }
 
@@ -89,9 +97,10 @@ type refusedLimit struct {
 	RetryAfterMs int64     `json:"retry_after_ms"`
 }
 
-// refused prints which limits refused an acquire (the parent's, for a
-// cascade), what they hold and when to retry; exit code 1.
-func refused(c *cmdCtx, rl *limiter.RateLimitedError) error {
+// refused prints which limits refused an acquire of resource (the
+// parent's, for a cascade; another resource's, with --also), what they
+// hold and when to retry; exit code 1.
+func refused(c *cmdCtx, rl *limiter.RateLimitedError, resource string) error {
 	var out []refusedLimit
 	for _, s := range rl.Limits {
 		if s.Exceeded {
@@ -100,17 +109,21 @@ func refused(c *cmdCtx, rl *limiter.RateLimitedError) error {
 	}
 	if c.json() {
 		_ = c.printJSON(map[string]any{"admitted": false, "retry_after_ms": rl.RetryAfter.Milliseconds(),
-			"parent": rl.Parent, "refused_by": out})
+			"parent": rl.Parent, "resource": rl.Resource, "refused_by": out})
 		return &failure{}
 	}
 	whose := ""
 	if rl.Parent {
 		whose = "the parent " + strconv.Quote(rl.Entity) + "'s "
 	}
+	on := ""
+	if rl.Resource != resource {
+		on = " on " + strconv.Quote(rl.Resource)
+	}
 	for _, s := range rl.Limits {
 		if s.Exceeded {
-			fmt.Fprintf(c.stdout, "Refused by %slimit %v: requested %d, remaining %d, enough in %v.\n",
-				whose, s.Limit, s.Requested, s.Remaining, s.RetryAfter.Round(time.Millisecond))
+			fmt.Fprintf(c.stdout, "Refused by %slimit %v%s: requested %d, remaining %d, enough in %v.\n",
+				whose, s.Limit, on, s.Requested, s.Remaining, s.RetryAfter.Round(time.Millisecond))
 		}
 	}
 	fmt.Fprintf(c.stdout, "Rate limited: retry after %v.\n", rl.RetryAfter.Round(time.Millisecond))

@@ -12,8 +12,8 @@ import (
 )
 
 func init() {
-	register(&command{path: "status", args: "ENTITY [RESOURCE]", minArgs: 1, maxArgs: 2,
-		short: "limits, tokens available (summed over shards), shard count and time to full of an entity's buckets",
+	register(&command{path: "status", args: "ENTITY [RESOURCE...]", minArgs: 1, maxArgs: -1,
+		short: "limits, tokens available (summed over shards), shard count and time to full of an entity's buckets (every one, or those of the RESOURCEs)",
 		setup: func(c *cmdCtx) func() error {
 			var defaults limitFlags
 			c.fs.Var(&defaults, "limit", "a limit your service requests (name:rate/period[:burst], e.g. rpm:100/min); repeat for several. "+
@@ -64,16 +64,22 @@ func status(c *cmdCtx, defaults limitFlags) error {
 	if err != nil {
 		return err
 	}
-	entity, resource := c.args[0], ""
-	if len(c.args) == 2 {
-		resource = c.args[1]
+	entity, resources := c.args[0], c.args[1:]
+	var buckets []admin.BucketInfo
+	if len(resources) == 0 {
+		if buckets, err = adm.Buckets(c.ctx, entity, ""); err != nil {
+			return err
+		}
 	}
-	buckets, err := adm.Buckets(c.ctx, entity, resource)
-	if err != nil {
-		return err
-	}
-	if resource != "" && len(buckets) == 0 {
-		buckets = []admin.BucketInfo{{Entity: entity, Resource: resource}} // never written, expired or reset: full
+	for _, resource := range resources {
+		bs, err := adm.Buckets(c.ctx, entity, resource)
+		if err != nil {
+			return err
+		}
+		if len(bs) == 0 {
+			bs = []admin.BucketInfo{{Entity: entity, Resource: resource}} // never written, expired or reset: full
+		}
+		buckets = append(buckets, bs...)
 	}
 	if len(buckets) == 0 {
 		return fmt.Errorf("entity %q has no buckets in namespace %q (never charged, expired or reset); name a RESOURCE to see its limits", entity, c.namespace)

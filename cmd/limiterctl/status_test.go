@@ -152,3 +152,21 @@ func TestAcquire(t *testing.T) {
 	c.fails(exitUsage, []string{"must be name=tokens"}, "acquire", "key-1", "gpt-4", "--consume", "rpm")
 	c.fails(exitUsage, []string{"needs --consume"}, "acquire", "key-1", "gpt-4")
 }
+
+// acquire --also charges several resources all or none, and names the one
+// that refused; status shows the buckets of the resources named.
+func TestAcquireAlsoAndStatusOfSeveralResources(t *testing.T) {
+	c := newCLI(t)
+	c.ok("limits", "set", "--resource", "all-models", "rpm:1/min")
+	contains(t, c.ok("acquire", "key-1", "gpt-4", "--also", "all-models", "--consume", "rpm=1", "--limit", "rpm:5/min"),
+		"Admitted: key-1 took rpm=1 on gpt-4 and all-models.")
+	out := c.fails(exitFailure, nil, "acquire", "key-1", "claude-3", "--also", "all-models", "--consume", "rpm=1", "--limit", "rpm:5/min")
+	contains(t, out, `Refused by limit rpm:1/min on "all-models": requested 1, remaining 0, enough in `)
+	var st []bucketStatus
+	c.json(&st, "status", "key-1", "gpt-4", "all-models", "claude-3", "--limit", "rpm:5/min")
+	if len(st) != 3 || st[0].Resource != "gpt-4" || st[1].Resource != "all-models" || st[2].Resource != "claude-3" ||
+		st[0].Limits[0].Available != 4 || st[1].Limits[0].Available != 0 || st[2].Exists {
+		t.Fatalf("status of three resources: %+v", st)
+	}
+	c.fails(exitUsage, []string{"--also", "Request.Also[0]"}, "acquire", "key-1", "gpt-4", "--also", "gpt-4", "--consume", "rpm=1", "--limit", "rpm:5/min")
+}

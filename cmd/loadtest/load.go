@@ -168,13 +168,15 @@ func (r *loadRun) setup(ctx context.Context) error {
 		}
 		names = append(names, r.parent)
 	}
-	if len(names)*len(r.lims) > primeMax {
+	if len(names)*len(r.lims)*(1+len(o.also)) > primeMax {
 		return nil
 	}
 	for _, l := range r.lims {
 		for _, e := range names {
-			if _, err := l.Status(ctx, e, o.resource, o.limits); err != nil {
-				return fmt.Errorf("read the configuration of %s: %w", e, err)
+			for _, res := range append([]string{o.resource}, o.also...) {
+				if _, err := l.Status(ctx, e, res, o.limits); err != nil {
+					return fmt.Errorf("read the configuration of %s: %w", e, err)
+				}
 			}
 		}
 	}
@@ -334,7 +336,7 @@ func (r *loadRun) limiterSlice(ctx context.Context, d time.Duration, entities []
 	p, stop := r.newPace(ctx, d, measure)
 	defer stop()
 	return r.each(func(w *writer) {
-		req := limiter.Request{Resource: r.o.resource, Limits: r.o.limits, Consume: r.o.consume}
+		req := limiter.Request{Resource: r.o.resource, Also: r.o.also, Limits: r.o.limits, Consume: r.o.consume}
 		for p.wait(ctx) {
 			k := 0
 			if len(entities) > 1 {

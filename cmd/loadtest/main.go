@@ -27,6 +27,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -48,6 +49,7 @@ type options struct {
 	consume            map[string]int64
 	keys               int
 	resource           string
+	also               []string // more resources every acquire charges (Request.Also)
 	cascade            bool
 
 	duration, slice, warmup, progress, timeline     time.Duration
@@ -95,7 +97,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func parse(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
-	var limits, parent, consume string
+	var limits, parent, consume, also string
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.store, "store", storeMemsim, "target: memsim, dynamodb-local or dynamodb")
@@ -114,6 +116,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&consume, "consume", "", "tokens per acquire: N of every limit, or name:N,... (default 1 of every limit)")
 	fs.IntVar(&o.keys, "keys", 1, "entities the writers spread over (uniformly at random); 1: one hot bucket")
 	fs.StringVar(&o.resource, "resource", "", "the resource of every acquire (default limiter.DefaultResource)")
+	fs.StringVar(&also, "also", "", "more resources every acquire charges too, all or none (limiter.Request.Also), comma-separated, with the same limits")
 	fs.BoolVar(&o.cascade, "cascade", false, "every entity has one parent, charged by every acquire too")
 	fs.StringVar(&parent, "parent-limits", "", "with -cascade: the parent's limits, stored for it (default: the same as -limits)")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured time of the limiter (the raw floor runs as long again)")
@@ -155,6 +158,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.consume, err = parseConsume(consume, o.limits); err != nil {
 		return nil, err
 	}
+	if also != "" {
+		o.also = strings.Split(also, ",")
+	}
 	return o, o.check()
 }
 
@@ -168,6 +174,8 @@ func (o *options) check() error {
 		return fmt.Errorf("-processes %d: want between 1 and -writers (%d)", o.processes, o.writers)
 	case o.rate < 0 || math.IsNaN(o.rate) || math.IsInf(o.rate, 0):
 		return fmt.Errorf("-rate %v: want 0 (closed loop) or a positive number of acquires per second", o.rate)
+	case len(o.also) > 15:
+		return fmt.Errorf("-also: %d resources; at most 15 (16 with the acquire's own)", len(o.also))
 	case o.keys < 1 || o.keys > 1<<20:
 		return fmt.Errorf("-keys %d: want between 1 and %d", o.keys, 1<<20)
 	case o.rawItem != rawItemTiny && o.rawItem != rawItemBucket:

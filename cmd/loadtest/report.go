@@ -28,6 +28,7 @@ type report struct {
 	ParentLimits       string           `json:"parent_limits,omitempty"`
 	Consume            map[string]int64 `json:"consume"`
 	Keys               int              `json:"keys"`
+	Also               []string         `json:"also,omitempty"`
 	Cascade            bool             `json:"cascade"`
 	ServerLatencyMs    float64          `json:"server_latency_ms"`
 	Seconds            float64          `json:"seconds"`
@@ -103,7 +104,7 @@ func (r *loadRun) report(ctx context.Context, hot *hotPartition) *report {
 	o := r.o
 	rep := &report{Store: o.store, Target: r.tgt.describe, Stream: r.tgt.stream, FailedWritesBilled: r.tgt.failedWritesBilled,
 		Writers: o.writers, Processes: o.processes, Rate: o.rate, Limits: formatLimits(o.limits), Consume: o.consume,
-		Keys: o.keys, Cascade: o.cascade, ServerLatencyMs: ms(o.latency), Seconds: r.limiterTime.Seconds(),
+		Keys: o.keys, Also: o.also, Cascade: o.cascade, ServerLatencyMs: ms(o.latency), Seconds: r.limiterTime.Seconds(),
 		Slices: r.slices, LocalRefusals: o.localRefusals, HotPartition: hot, timeline: r.tl}
 	if o.cascade {
 		rep.ParentLimits = formatLimits(o.parent)
@@ -169,6 +170,9 @@ func (r *loadRun) report(ctx context.Context, hot *hotPartition) *report {
 	if !math.IsInf(rep.AdmissionBound, 1) && rep.AdmissionBound > 0 {
 		rep.WritesPerBound = float64(writes) / rep.AdmissionBound
 	}
+	// The judgement needs no bucket of the -also resources: they have the
+	// same limits and are charged by the same acquires, all or none, so
+	// their ideal buckets would be the main resource's, level for level.
 	rep.FalseRefusals, rep.HeldRefusals = judge(atts, o.keys, o.limits, mergeLimits(o.parent, o.limits), o.consume, o.cascade)
 	rep.FalseRefusalsFraction = ratio(rep.FalseRefusals, rep.Attempts)
 	rep.MaxShards = r.maxShards(ctx)
@@ -282,6 +286,9 @@ func (rep *report) print(w io.Writer) {
 	p("store      %s\n", rep.Target)
 	p("load       %d writers in %d process(es), %s, %d key(s), limits %s, consume %s", rep.Writers, rep.Processes, load,
 		rep.Keys, rep.Limits, formatConsume(rep.Consume))
+	if len(rep.Also) > 0 {
+		p(", every acquire also charging %s", strings.Join(rep.Also, ", "))
+	}
 	if rep.Cascade {
 		p(", cascade to one parent with limits %s", rep.ParentLimits)
 	}

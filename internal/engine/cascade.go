@@ -2,37 +2,45 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/shardlimit/limiter/store"
 )
 
-// Cascade is the machine of an acquire that charges an entity's bucket
-// and its parent's, all or nothing as the caller sees it. Each side is a
-// Charge; their calls go out together (one round trip when both are
+// Cascade is the machine of an acquire that charges several buckets all
+// or nothing as the caller sees it: an entity's and its parent's (a
+// cascade), several resources of one entity, or both. Each side is a
+// Charge; their calls go out together (one round trip of concurrent
 // writes) and each side goes on from its own result, so a side that lost
-// a race retries alone while the other stays charged. When one side is
-// refused or fails after the other was charged, the charged side is
-// refunded (an undo) before the answer: the caller never keeps half a
-// charge. No transaction: a TransactWriteItems costs two write units per
-// item and returns no item to remember.
+// a race retries alone while the others stay charged. When one side is
+// refused or fails after others were charged, the charged sides are
+// refunded (undos, made together) before the answer: the caller never
+// keeps part of a charge. No transaction: a TransactWriteItems costs two
+// write units per item and returns no item to remember.
 type Cascade struct {
-	Sides [2]*Charge // the entity's, then the parent's
+	Sides []*Charge // in the order of the plans given to NewCascade
 
-	steps [2]Step
-	done  [2]bool
-	// settled is the answer given once the undo (if any) is made.
+	steps []Step
+	done  []bool
+	// settled is the answer given once the undos (if any) are made.
 	settled *CascadeStep
-	undo    *Plan
-	undoIdx int
-	undoN   int64 // the shard count the undo is computed at
-	undos   int
+	undos   []undo // the undos still to make
+	failed  error  // the undos that could not be made
+}
+
+// undo is the refund of one charged side.
+type undo struct {
+	side  int
+	plan  *Plan
+	n     int64 // the shard count the refund is computed at
+	tries int
 }
 
 // CascadeStep is what a Cascade asks for next: calls to make together
 // (then Feed their results, in order), or an answer.
 type CascadeStep struct {
-	// Calls are the store calls to make now, with the side (0 child, 1
-	// parent) and path of each. Two writes go out concurrently.
+	// Calls are the store calls to make now, with the side (the index of
+	// its plan) and path of each. The writes go out concurrently.
 	Calls []*Call
 	Sides []int
 	Paths []Path
@@ -42,10 +50,10 @@ type CascadeStep struct {
 
 	Done    bool
 	Refused *Refusal
-	// Parent is true when the refusal is the parent's.
-	Parent bool
-	Err    error
-	// UndoErr, beside a refusal, says that the other side's charge could
+	// Side is the side whose refusal is the answer.
+	Side int
+	Err  error
+	// UndoErr, beside a refusal, says that another side's charge could
 	// not be returned and may stand.
 	UndoErr error
 }
@@ -57,25 +65,30 @@ const maxUndos = 3
 // could not be made: one side's charge may stand (see store.OutcomeUnknown).
 var ErrUndoFailed = errors.New("limiter: cascade compensation failed")
 
-// NewCascade returns the machine charging child and parent.
-func NewCascade(m *Memory, child, parent *Plan, rnd Rand, o Options) *Cascade {
-	return &Cascade{Sides: [2]*Charge{NewCharge(m, child, rnd, o), NewCharge(m, parent, rnd, o)}}
+// NewCascade returns the machine charging every plan, all or nothing.
+func NewCascade(m *Memory, rnd Rand, o Options, plans ...*Plan) *Cascade {
+	c := &Cascade{Sides: make([]*Charge, len(plans)), steps: make([]Step, len(plans)), done: make([]bool, len(plans))}
+	for i, p := range plans {
+		c.Sides[i] = NewCharge(m, p, rnd, o)
+	}
+	return c
 }
 
 // Start returns the first step.
 func (c *Cascade) Start(now int64) CascadeStep {
-	c.steps[0] = c.Sides[0].Start(now)
-	c.steps[1] = c.Sides[1].Start(now)
+	for i, sd := range c.Sides {
+		c.steps[i] = sd.Start(now)
+	}
 	return c.next(now)
 }
 
 // Feed takes the results of the last step's calls, in order.
 func (c *Cascade) Feed(rs []Result, now int64) CascadeStep {
-	if c.undo != nil {
-		return c.afterUndo(rs[0], now)
+	if c.settled != nil {
+		return c.afterUndo(rs, now)
 	}
 	i := 0
-	for side := 0; side < 2; side++ {
+	for side := range c.Sides {
 		if c.steps[side].Call != nil && i < len(rs) {
 			c.steps[side] = c.Sides[side].Feed(rs[i], now)
 			i++
@@ -84,24 +97,24 @@ func (c *Cascade) Feed(rs []Result, now int64) CascadeStep {
 	return c.next(now)
 }
 
-// next combines the two sides' steps.
+// next combines the sides' steps.
 func (c *Cascade) next(now int64) CascadeStep {
-	for side := 0; side < 2; side++ {
-		if c.steps[side].Done {
-			c.done[side] = true
-		}
+	all := true
+	for side, s := range c.steps {
+		c.done[side] = c.done[side] || s.Done
+		all = all && c.done[side]
 	}
-	for side := 0; side < 2; side++ {
-		if s := c.steps[side]; s.Refused != nil || s.Err != nil {
+	for _, s := range c.steps {
+		if s.Refused != nil || s.Err != nil {
 			return c.settle(now)
 		}
 	}
-	if c.done[0] && c.done[1] {
+	if all {
 		return CascadeStep{Done: true}
 	}
 	var out CascadeStep
-	for side := 0; side < 2; side++ {
-		if s := c.steps[side]; s.Call != nil {
+	for side, s := range c.steps {
+		if s.Call != nil {
 			out.Calls = append(out.Calls, s.Call)
 			out.Sides = append(out.Sides, side)
 			out.Paths = append(out.Paths, s.Path)
@@ -111,22 +124,21 @@ func (c *Cascade) next(now int64) CascadeStep {
 }
 
 // settle answers once a side is refused or failed, after undoing the
-// other side if it was charged. A refusal wins over a failure (a rate
-// limit is never turned into anything a fail-open policy would admit) and
-// covers both sides: when the other side's last known image refuses too,
-// the longer wait wins. A side whose write failed with an unknown outcome
-// may be charged: it cannot be undone (a refund of a charge that never
-// applied would hand out tokens), so the answer says the outcome is
-// unknown (UndoErr beside a refusal, or that error itself).
+// sides that were charged. A refusal wins over a failure (a rate limit is
+// never turned into anything a fail-open policy would admit) and covers
+// every side: when another side's last known image refuses too, the
+// longest wait wins (the first side's on a tie). A side whose write failed
+// with an unknown outcome may be charged: it cannot be undone (a refund of
+// a charge that never applied would hand out tokens), so the answer says
+// the outcome is unknown (UndoErr beside a refusal, or that error itself).
 func (c *Cascade) settle(now int64) CascadeStep {
 	var ans CascadeStep
 	var unknown error
-	for side := 0; side < 2; side++ {
-		s := c.steps[side]
+	for side, s := range c.steps {
 		switch {
 		case s.Refused != nil:
 			if ans.Refused == nil || retryOf(s.Refused) > retryOf(ans.Refused) {
-				ans.Refused, ans.Parent = s.Refused, side == 1
+				ans.Refused, ans.Side = s.Refused, side
 			}
 		case s.Err != nil:
 			if store.OutcomeUnknown(s.Err) {
@@ -139,108 +151,123 @@ func (c *Cascade) settle(now int64) CascadeStep {
 	}
 	if ans.Refused != nil {
 		ans.Err, ans.UndoErr = nil, unknown
-		for side := 0; side < 2; side++ {
-			if s := c.steps[side]; s.Refused == nil && s.Err == nil && !c.done[side] {
+		for side, s := range c.steps {
+			if s.Refused == nil && s.Err == nil && !c.done[side] {
 				if j := c.Sides[side].judge(now); j != nil && retryOf(j) > retryOf(ans.Refused) {
-					ans.Refused, ans.Parent = j, side == 1
+					ans.Refused, ans.Side = j, side
 				}
 			}
 		}
-		// Both sides keep the answer's promise: when its wait is over,
+		// Every side keeps the answer's promise: when its wait is over,
 		// each asks the store rather than refuse from an estimate.
 		if w := retryOf(ans.Refused); w < 1<<62 {
 			for _, sd := range c.Sides {
 				if len(sd.tried) > 0 {
-					sd.m.promised(sd.p.Ref, sd.shard, now+max(w, 1), now, false) // both sides keep the cascade's wait
+					sd.m.promised(sd.p.Ref, sd.shard, now+max(w, 1), now, false) // every side keeps the cascade's wait
 				}
 			}
 		}
 	}
-	charged := -1
-	for side := 0; side < 2; side++ {
+	for side, sd := range c.Sides {
 		switch {
 		case c.done[side]:
-			charged = side
+			// Undo the charged side: return its charge (a refund needs no
+			// guard). Not the wcu charge: the write happened and was billed.
+			c.undos = append(c.undos, undo{side: side, plan: sd.p.WithAmounts(negate(sd.p.Amounts())), n: sd.N})
 		case c.steps[side].Call != nil:
-			c.Sides[side].Drop(now) // its call is not made
+			sd.Drop(now) // its call is not made
 		}
 	}
-	if charged < 0 {
+	if len(c.undos) == 0 {
 		return ans // no side charged
 	}
-	// Undo the charged side: return its charge (a refund needs no guard).
-	// Not the wcu charge: the write happened and was billed.
-	o := c.Sides[charged]
 	c.settled = &ans
-	c.undo = o.p.WithAmounts(negate(o.p.Amounts()))
-	c.undoIdx, c.undoN = charged, o.N
 	return c.undoStep(now)
 }
 
+// undoStep asks for the undos still to make, or answers when none is left.
 func (c *Cascade) undoStep(now int64) CascadeStep {
-	o := c.Sides[c.undoIdx]
-	ex, err := c.undo.adjust(c.undoN, now)
-	if err != nil {
-		return c.undoFailed(err)
-	}
-	call := &Call{Update: &store.UpdateInput{Key: o.p.Ref.WithShard(o.Shard).Key(), Expr: ex,
-		Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}}
-	return CascadeStep{Calls: []*Call{call}, Sides: []int{c.undoIdx}, Paths: []Path{PathUndo}, Undo: true}
-}
-
-func (c *Cascade) afterUndo(r Result, now int64) CascadeStep {
-	o := c.Sides[c.undoIdx]
-	switch {
-	case r.Err == nil:
-		if img, err := Decode(r.Write.Attributes); err == nil && img != nil {
-			o.m.learn(o.p.Ref, o.Shard, img, 0, now, r.latency(now), c.undo)
+	out := CascadeStep{Undo: true}
+	pending := c.undos[:0]
+	for _, u := range c.undos {
+		o := c.Sides[u.side]
+		ex, err := u.plan.adjust(u.n, now)
+		if err != nil {
+			c.undoFailed(o, err)
+			continue
 		}
-		return *c.settled
-	case errors.Is(r.Err, store.ErrConditionFailed):
-		im, err := conditionImage(r.Err)
-		if err == nil && im != nil && im.shardCount > c.undoN {
-			// The bucket doubled since the charge: the refund's refill
-			// times must be computed at the count the shard now has (the
-			// count only grows, so this ends).
-			c.undoN = im.shardCount
-			return c.undoStep(now)
-		}
-		// The shard is gone (expired: it was full) or lost the limit:
-		// there is nothing to return the charge to.
-		return *c.settled
-	case (errors.Is(r.Err, store.ErrThrottled) || errors.Is(r.Err, store.ErrTransactionConflict)) && !store.OutcomeUnknown(r.Err):
-		// Certainly not applied: try again, a few times.
-		c.undos++
-		if c.undos < maxUndos {
-			return c.undoStep(now)
-		}
+		pending = append(pending, u)
+		out.Calls = append(out.Calls, &Call{Update: &store.UpdateInput{Key: o.p.Ref.WithShard(o.Shard).Key(), Expr: ex,
+			Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}})
+		out.Sides = append(out.Sides, u.side)
+		out.Paths = append(out.Paths, PathUndo)
 	}
-	return c.undoFailed(r.Err)
-}
-
-// undoFailed reports a compensation that could not be made: one side's
-// charge stands, or may. A refusal stays a refusal (a rate limit is never
-// turned into anything a fail-open policy would admit); the stray charge
-// only costs the caller tokens, and UndoErr says so. A failure becomes an
-// unavailability whose outcome is unknown.
-func (c *Cascade) undoFailed(err error) CascadeStep {
-	who := "entity"
-	if c.undoIdx == 1 {
-		who = "parent"
+	c.undos = pending
+	if len(c.undos) > 0 {
+		return out
 	}
-	e := &store.UnavailableError{Op: "cascade undo", OutcomeUnknown: true,
-		Err: errors.Join(ErrUndoFailed, errors.New("the "+who+"'s charge may stand"), err)}
-	if c.settled.Refused != nil {
-		ans := *c.settled
+	ans := *c.settled
+	if c.failed != nil {
+		// One side's charge stands, or may. A refusal stays a refusal (a
+		// rate limit is never turned into anything a fail-open policy
+		// would admit); the stray charge only costs the caller tokens, and
+		// UndoErr says so. A failure becomes an unavailability whose
+		// outcome is unknown.
+		e := &store.UnavailableError{Op: "cascade undo", OutcomeUnknown: true, Err: errors.Join(ErrUndoFailed, c.failed)}
+		if ans.Refused == nil {
+			return CascadeStep{Err: e}
+		}
 		ans.UndoErr = errors.Join(ans.UndoErr, e)
-		return ans
 	}
-	return CascadeStep{Err: e}
+	return ans
+}
+
+// afterUndo takes the results of the undos, in order.
+func (c *Cascade) afterUndo(rs []Result, now int64) CascadeStep {
+	again := c.undos[:0]
+	for i, u := range c.undos {
+		o := c.Sides[u.side]
+		r := rs[i]
+		switch {
+		case r.Err == nil:
+			if img, err := Decode(r.Write.Attributes); err == nil && img != nil {
+				o.m.learn(o.p.Ref, o.Shard, img, 0, now, r.latency(now), u.plan)
+			}
+		case errors.Is(r.Err, store.ErrConditionFailed):
+			im, err := conditionImage(r.Err)
+			if err == nil && im != nil && im.shardCount > u.n {
+				// The bucket doubled since the charge: the refund's refill
+				// times must be computed at the count the shard now has
+				// (the count only grows, so this ends).
+				u.n = im.shardCount
+				again = append(again, u)
+			}
+			// Otherwise the shard is gone (expired: it was full) or lost
+			// the limit: there is nothing to return the charge to.
+		case (errors.Is(r.Err, store.ErrThrottled) || errors.Is(r.Err, store.ErrTransactionConflict)) && !store.OutcomeUnknown(r.Err):
+			// Certainly not applied: try again, a few times.
+			if u.tries++; u.tries < maxUndos {
+				again = append(again, u)
+				continue
+			}
+			c.undoFailed(o, r.Err)
+		default:
+			c.undoFailed(o, r.Err)
+		}
+	}
+	c.undos = again
+	return c.undoStep(now)
+}
+
+// undoFailed records a compensation that could not be made, naming the
+// bucket whose charge stands, or may.
+func (c *Cascade) undoFailed(o *Charge, err error) {
+	c.failed = errors.Join(c.failed, fmt.Errorf("the charge of %q on %q may stand: %w", o.p.Ref.Entity, o.p.Ref.Resource, err))
 }
 
 // judge returns a refusal when the machine's last view of its shard
 // refuses the plan at now, as a local refusal would (nil otherwise): the
-// other side's wait, for a cascade refusal that must cover both.
+// other sides' waits, for a cascade refusal that must cover every side.
 func (c *Charge) judge(now int64) *Refusal {
 	v := c.view
 	if v.Img == nil || !v.Img.matches(c.p, c.n) {

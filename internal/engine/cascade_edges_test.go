@@ -82,7 +82,7 @@ func TestCascadeUndoFailuresNameTheSide(t *testing.T) {
 		cturn{both, []Result{failed(shape{rf: T, tk: tokens(0)}.item(child1)), wrote(shape{rf: T, tk: tokens(8000)}.item(parent1))}},
 		cturn{"parent update 0 undo", []Result{notApplied}},
 		cturn{"refused child", nil})
-	if s.UndoErr == nil || !strings.Contains(s.UndoErr.Error(), "the parent's charge may stand") {
+	if s.UndoErr == nil || !strings.Contains(s.UndoErr.Error(), `the charge of "parent" on "r" may stand`) {
 		t.Fatalf("undo err %v, want it to name the parent", s.UndoErr)
 	}
 	c = newCascade(speculating(NewMemory(0)))
@@ -90,7 +90,7 @@ func TestCascadeUndoFailuresNameTheSide(t *testing.T) {
 		cturn{both, []Result{wrote(shape{rf: T, tk: tokens(8000)}.item(child1)), failed(shape{rf: T, tk: tokens(0)}.item(parent1))}},
 		cturn{"child update 0 undo", []Result{notApplied}},
 		cturn{"refused parent", nil})
-	if s.UndoErr == nil || !strings.Contains(s.UndoErr.Error(), "the entity's charge may stand") {
+	if s.UndoErr == nil || !strings.Contains(s.UndoErr.Error(), `the charge of "e" on "r" may stand`) {
 		t.Fatalf("undo err %v, want it to name the entity", s.UndoErr)
 	}
 }

@@ -29,7 +29,7 @@ func describeCascade(s CascadeStep) string {
 		return strings.Join(cs, " + ")
 	case s.Done:
 		return "done"
-	case s.Refused != nil && s.Parent:
+	case s.Refused != nil && s.Side == 1:
 		return "refused parent"
 	case s.Refused != nil:
 		return "refused child"
@@ -63,7 +63,7 @@ func converseCascade(t *testing.T, c *Cascade, now int64, turns ...cturn) Cascad
 // newCascade returns a cascade charging a token of each bucket, both
 // unknown to the client unless m says otherwise.
 func newCascade(m *Memory) *Cascade {
-	return NewCascade(m, plan1(bucketRef), plan1(parentRef), picks(), Options{})
+	return NewCascade(m, picks(), Options{}, plan1(bucketRef), plan1(parentRef))
 }
 
 var (
@@ -252,5 +252,33 @@ func TestCascadeDroppedWriteLeavesNoReservation(t *testing.T) {
 		cturn{"refused parent", nil})
 	if pend := m.View(bucketRef, 0).Pending; len(pend) != 0 {
 		t.Errorf("the child's shard has %v in flight, want nothing: its retry was never made", pend)
+	}
+}
+
+// Three buckets (a key's model, "all-models", and a third resource): the
+// model and the third are charged, "all-models" refuses. Both charged
+// sides are refunded by one step of two concurrent undos; a throttled
+// undo is made again alone, and the answer names the refusing side.
+func TestCascadeOfThreeUndoesEveryChargedSide(t *testing.T) {
+	allRef := keys.Bucket{Namespace: "ns", Entity: "e", Resource: "all-models"}
+	thirdRef := keys.Bucket{Namespace: "ns", Entity: "e", Resource: "third"}
+	all1, third1 := plan1(allRef), plan1(thirdRef)
+	c := NewCascade(NewMemory(0), picks(), Options{}, child1, all1, third1)
+	s := c.Start(T)
+	if len(s.Calls) != 3 || s.Undo {
+		t.Fatalf("first step: %d calls (undo %v), want the three writes together", len(s.Calls), s.Undo)
+	}
+	s = c.Feed([]Result{wrote(shape{rf: T, tk: tokens(9000)}.item(child1)), failed(shape{rf: T, tk: tokens(0)}.item(all1)),
+		wrote(shape{rf: T, tk: tokens(9000)}.item(third1))}, T)
+	if !s.Undo || len(s.Calls) != 2 || s.Sides[0] != 0 || s.Sides[1] != 2 || s.Paths[0] != PathUndo {
+		t.Fatalf("want the undos of sides 0 and 2 together: undo %v, sides %v, paths %v", s.Undo, s.Sides, s.Paths)
+	}
+	s = c.Feed([]Result{wrote(shape{rf: T, tk: tokens(10000)}.item(child1)), throttle}, T)
+	if !s.Undo || len(s.Sides) != 1 || s.Sides[0] != 2 {
+		t.Fatalf("want the throttled undo of side 2 again, alone: sides %v", s.Sides)
+	}
+	s = c.Feed([]Result{wrote(shape{rf: T, tk: tokens(10000)}.item(third1))}, T)
+	if s.Refused == nil || s.Side != 1 || s.UndoErr != nil || len(s.Calls) != 0 {
+		t.Fatalf("want all-models' refusal (side 1), every undo made: refused %v side %d undo err %v", s.Refused != nil, s.Side, s.UndoErr)
 	}
 }

@@ -98,7 +98,7 @@ func TestCascadeUndoAfterADoublingRefundsTheCharge(t *testing.T) {
 	}
 	before, _ := st.Peek(parentRef.Key()).Int("b_rps_tc")
 
-	c := NewCascade(speculating(NewMemory(0)), child, parent, newRand(1), Options{})
+	c := NewCascade(speculating(NewMemory(0)), newRand(1), Options{}, child, parent)
 	step := c.Start(now())
 	doubled := false
 	for len(step.Calls) > 0 {
