@@ -75,8 +75,13 @@ func TestRegressionCascadeUnknownIsNeverARefusal(t *testing.T) {
 		for i := 0; i < 10; i++ { // the project's 10 a minute are spent
 			e.mustAcquire(setup, req("key-1", rpm(100), one))
 		}
+		e.mustAcquire(setup, req("key-2", rpm(100), one)) // a bucket below its burst, no parent
 		for _, policy := range []Policy{FailClosed, FailOpen} {
 			l := e.limiter(WithPolicy(policy)) // no memory of the items: both writes go out
+			// Its first write found a bucket below its burst: its first
+			// writes to the items are the consumption-only ones, which
+			// apply whatever the bucket's state.
+			e.mustAcquire(l, req("key-2", rpm(100), one))
 			sc.seen = map[string]int{}
 			sc.on(childPK, child...)
 			sc.arm()

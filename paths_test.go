@@ -98,6 +98,8 @@ func TestTwoWritersShareTheRefillWithoutALock(t *testing.T) {
 	a = e.limiter()
 	b := e.limiter()
 	e.mustAcquire(a, req("k1", rpm(100), map[string]int64{"rpm": 1})) // warm A's config cache
+	e.mustAcquire(setup, req("k2", rpm(100), map[string]int64{"rpm": 95}))
+	e.mustAcquire(b, req("k2", rpm(100), map[string]int64{"rpm": 1})) // B found a bucket below its burst
 	racing = false
 	e.clock.Add(30 * time.Second) // refill 50: 4 + 50 = 54 available
 	bUpdates = 0
@@ -153,16 +155,18 @@ func TestFastRejectAndRetryAfter(t *testing.T) {
 	}
 }
 
-// A refill due: the speculative write of a client without the item is
-// paid by the refill since rf (the refill route): 1 write, rf unmoved. A
-// client that knows the item makes the same write: 1 round trip, 0 RCU,
-// 1 WCU.
+// A refill due: the speculative write of a client without the item (whose
+// first writes found buckets below their burst) is paid by the refill
+// since rf (the refill route): 1 write, rf unmoved. A client that knows
+// the item makes the same write: 1 round trip, 0 RCU, 1 WCU.
 func TestARefillDueCostsOneWriteFromTheRefill(t *testing.T) {
 	e := newEnv(t)
 	l := e.limiter()
 	e.mustAcquire(l, req("k1", rpm(60), map[string]int64{"rpm": 60}))
 	e.clock.Add(10 * time.Second) // 10 tokens refilled, not full
-	other := e.limiter()          // no cached image: tries the speculative path
+	other := e.limiter()          // no cached image of k1: tries the speculative path
+	e.mustAcquire(l, req("k2", rpm(60), map[string]int64{"rpm": 30}))
+	e.mustAcquire(other, req("k2", rpm(60), map[string]int64{"rpm": 1})) // found below its burst
 	e.mustAcquire(other, req("k1", rpm(60), map[string]int64{"rpm": 5}))
 	// Cold client: the configuration read, then one write.
 	if ev := e.last(); ev.Path != PathSpeculative || ev.RoundTrips != 2 || ev.WriteUnits != 1 {

@@ -261,6 +261,15 @@ func (p *pace) dispatch(ctx context.Context, start time.Time, interval time.Dura
 	for n := int64(0); ; n++ {
 		at := start.Add(time.Duration(n) * interval)
 		if !at.Before(p.end) {
+			// The slice lasts until its end, not its last slot: the next
+			// slice's first slot must not follow this one's last at once.
+			if d := time.Until(p.end); d > 0 {
+				t.Reset(d)
+				select {
+				case <-ctx.Done():
+				case <-t.C:
+				}
+			}
 			return
 		}
 		if d := time.Until(at); d > 0 {

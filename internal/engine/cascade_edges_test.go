@@ -26,7 +26,7 @@ func TestCascadeRefusalJudgesOnlyASideStillToWrite(t *testing.T) {
 		{"the parent, in a race, would wait as long", 0, failed(shape{rf: T, tk: tokens(5000)}.item(parent1)), "refused child", 100},
 		{"the parent was charged", -1000, wrote(shape{rf: T, tk: tokens(-2000)}.item(parent1)), "refused child", 100},
 	} {
-		m := NewMemory(0)
+		m := speculating(NewMemory(0))
 		knows(t, m, parentRef, shape{rf: T, tk: tokens(c.parent)}.item(parent1), 1, T)
 		ch := newCascade(m)
 		ch.Sides[1].o.NoLocalRefusals = true // the parent's write goes out
@@ -47,7 +47,7 @@ func TestCascadeRefusalJudgesOnlyASideStillToWrite(t *testing.T) {
 // After an undo that lands, the client remembers the refunded shard as
 // the undo left it.
 func TestCascadeUndoIsRemembered(t *testing.T) {
-	m := NewMemory(0)
+	m := speculating(NewMemory(0))
 	c := newCascade(m)
 	after := shape{rf: T, tk: tokens(9000)}.item(child1)
 	converseCascade(t, c, T,
@@ -64,7 +64,7 @@ func TestCascadeUndoIsRemembered(t *testing.T) {
 // comes at once, no undo made again.
 func TestCascadeUndoOnAnItemWithoutTheLimit(t *testing.T) {
 	other := NewPlan(bucketRef, []Limit{perSecond("tpm", 10)}, nil)
-	c := newCascade(NewMemory(0))
+	c := newCascade(speculating(NewMemory(0)))
 	converseCascade(t, c, T,
 		cturn{both, []Result{wrote(shape{rf: T, tk: tokens(8000)}.item(child1)), failed(shape{rf: T, tk: tokens(0)}.item(parent1))}},
 		cturn{"child update 0 undo", []Result{failed(shape{rf: T}.item(other))}},
@@ -77,7 +77,7 @@ func TestCascadeUndoOnAnItemWithoutTheLimit(t *testing.T) {
 func TestCascadeUndoFailuresNameTheSide(t *testing.T) {
 	notApplied := erred(&store.UnavailableError{Op: "Update", Err: errors.New("503")})
 	// The parent charged, the child refused: the parent's undo.
-	c := newCascade(NewMemory(0))
+	c := newCascade(speculating(NewMemory(0)))
 	s := converseCascade(t, c, T,
 		cturn{both, []Result{failed(shape{rf: T, tk: tokens(0)}.item(child1)), wrote(shape{rf: T, tk: tokens(8000)}.item(parent1))}},
 		cturn{"parent update 0 undo", []Result{notApplied}},
@@ -85,7 +85,7 @@ func TestCascadeUndoFailuresNameTheSide(t *testing.T) {
 	if s.UndoErr == nil || !strings.Contains(s.UndoErr.Error(), `the charge of "parent" on "r" may stand`) {
 		t.Fatalf("undo err %v, want it to name the parent", s.UndoErr)
 	}
-	c = newCascade(NewMemory(0))
+	c = newCascade(speculating(NewMemory(0)))
 	s = converseCascade(t, c, T,
 		cturn{both, []Result{wrote(shape{rf: T, tk: tokens(8000)}.item(child1)), failed(shape{rf: T, tk: tokens(0)}.item(parent1))}},
 		cturn{"child update 0 undo", []Result{notApplied}},

@@ -76,7 +76,7 @@ var (
 // Both sides have the tokens: their writes go out together and both
 // apply. One round trip, no undo.
 func TestCascadeBothChargedInOneRoundTrip(t *testing.T) {
-	c := newCascade(NewMemory(0))
+	c := newCascade(speculating(NewMemory(0)))
 	converseCascade(t, c, T,
 		cturn{both, []Result{wrote(shape{rf: T, tk: tokens(9000)}.item(child1)), wrote(shape{rf: T, tk: tokens(4000)}.item(parent1))}},
 		cturn{"done", nil})
@@ -89,7 +89,7 @@ func TestCascadeBothChargedInOneRoundTrip(t *testing.T) {
 // parent's applied. The child retries alone, consume-only; the parent
 // stays charged, once.
 func TestCascadeLosingSideRetriesAlone(t *testing.T) {
-	c := newCascade(NewMemory(0))
+	c := newCascade(speculating(NewMemory(0)))
 	converseCascade(t, c, T,
 		cturn{both, []Result{failed(shape{rf: T, tk: tokens(3000)}.item(child1)), wrote(shape{rf: T, tk: tokens(4000)}.item(parent1))}},
 		cturn{"child update 0 retry", []Result{wrote(shape{rf: T, tk: tokens(2000)}.item(child1))}},
@@ -103,7 +103,7 @@ func TestCascadeLosingSideRetriesAlone(t *testing.T) {
 func TestCascadeParentRefusedUndoesTheChild(t *testing.T) {
 	charged := shape{rf: T - 10, tk: tokens(8000), tc: map[string]int64{"rps": 1000, "wcu": 1000}}
 	st := sim(t, charged.item(child1))
-	c := newCascade(NewMemory(0))
+	c := newCascade(speculating(NewMemory(0)))
 	s := converseCascade(t, c, T,
 		cturn{both, []Result{wrote(charged.item(child1)), failed(shape{rf: T, tk: tokens(0)}.item(parent1))}},
 		cturn{"child update 0 undo", nil})
@@ -123,7 +123,7 @@ func TestCascadeParentRefusedUndoesTheChild(t *testing.T) {
 // refusal stays a refusal (never failed open), and UndoErr says the
 // child's charge may stand.
 func TestCascadeUndoWithUnknownOutcome(t *testing.T) {
-	c := newCascade(NewMemory(0))
+	c := newCascade(speculating(NewMemory(0)))
 	s := converseCascade(t, c, T,
 		cturn{both, []Result{wrote(shape{rf: T, tk: tokens(9000)}.item(child1)), failed(shape{rf: T, tk: tokens(0)}.item(parent1))}},
 		cturn{"child update 0 undo", []Result{unknown}},
@@ -138,14 +138,14 @@ func TestCascadeUndoWithUnknownOutcome(t *testing.T) {
 func TestCascadeThrottledUndoIsMadeAgain(t *testing.T) {
 	refusedParent := []Result{wrote(shape{rf: T, tk: tokens(9000)}.item(child1)), failed(shape{rf: T, tk: tokens(0)}.item(parent1))}
 	undo := "child update 0 undo"
-	s := converseCascade(t, newCascade(NewMemory(0)), T,
+	s := converseCascade(t, newCascade(speculating(NewMemory(0))), T,
 		cturn{both, refusedParent},
 		cturn{undo, []Result{throttle}}, cturn{undo, []Result{throttle}}, cturn{undo, []Result{wrote(nil)}},
 		cturn{"refused parent", nil})
 	if s.UndoErr != nil {
 		t.Fatalf("undo err %v after the third attempt applied", s.UndoErr)
 	}
-	s = converseCascade(t, newCascade(NewMemory(0)), T,
+	s = converseCascade(t, newCascade(speculating(NewMemory(0))), T,
 		cturn{both, refusedParent},
 		cturn{undo, []Result{throttle}}, cturn{undo, []Result{throttle}}, cturn{undo, []Result{throttle}},
 		cturn{"refused parent", nil})
@@ -157,7 +157,7 @@ func TestCascadeThrottledUndoIsMadeAgain(t *testing.T) {
 // The undo finds the child's shard gone (it expired, so it was full):
 // there is nothing to return the token to, and nothing is owed.
 func TestCascadeUndoFindsTheShardGone(t *testing.T) {
-	s := converseCascade(t, newCascade(NewMemory(0)), T,
+	s := converseCascade(t, newCascade(speculating(NewMemory(0))), T,
 		cturn{both, []Result{wrote(shape{rf: T, tk: tokens(9000)}.item(child1)), failed(shape{rf: T, tk: tokens(0)}.item(parent1))}},
 		cturn{"child update 0 undo", []Result{gone}},
 		cturn{"refused parent", nil})
@@ -171,7 +171,7 @@ func TestCascadeUndoFindsTheShardGone(t *testing.T) {
 // would hand out a token), so no undo is made: the refusal comes with the
 // unknown outcome beside it.
 func TestCascadeUnknownSideIsNotUndone(t *testing.T) {
-	s := converseCascade(t, newCascade(NewMemory(0)), T,
+	s := converseCascade(t, newCascade(speculating(NewMemory(0))), T,
 		cturn{both, []Result{unknown, failed(shape{rf: T, tk: tokens(0)}.item(parent1))}},
 		cturn{"refused parent", nil})
 	if !store.OutcomeUnknown(s.UndoErr) || s.Err != nil {
@@ -183,7 +183,7 @@ func TestCascadeUnknownSideIsNotUndone(t *testing.T) {
 // charged. The child is refunded, and the answer is the parent's unknown
 // outcome, for the caller to treat as possibly charged.
 func TestCascadeChildUndoneWhenTheParentIsUnknown(t *testing.T) {
-	s := converseCascade(t, newCascade(NewMemory(0)), T,
+	s := converseCascade(t, newCascade(speculating(NewMemory(0))), T,
 		cturn{both, []Result{wrote(shape{rf: T, tk: tokens(9000)}.item(child1)), unknown}},
 		cturn{"child update 0 undo", []Result{wrote(shape{rf: T, tk: tokens(10000)}.item(child1))}},
 		cturn{"err", nil})
@@ -196,7 +196,7 @@ func TestCascadeChildUndoneWhenTheParentIsUnknown(t *testing.T) {
 // wins over a failure (a fail-open policy must never admit what a limit
 // refused), and nothing was charged.
 func TestCascadeRefusalWinsOverAFailure(t *testing.T) {
-	s := converseCascade(t, newCascade(NewMemory(0)), T,
+	s := converseCascade(t, newCascade(speculating(NewMemory(0))), T,
 		cturn{both, []Result{failed(shape{rf: T, tk: tokens(0)}.item(child1)), throttle}},
 		cturn{"refused child", nil})
 	if s.Err != nil || s.UndoErr != nil {
@@ -232,7 +232,7 @@ func TestCascadeRefusalCoversBothSides(t *testing.T) {
 // in flight, is refused locally. A side's retry dropped after a round
 // trip leaves its reservation the same way.
 func TestCascadeDroppedWriteLeavesNoReservation(t *testing.T) {
-	m := NewMemory(0)
+	m := speculating(NewMemory(0))
 	knows(t, m, bucketRef, shape{rf: T - 50, tk: tokens(0)}.item(child1), 1, T-50)
 	knows(t, m, parentRef, shape{rf: T, tk: tokens(1500)}.item(parent1), 1, T)
 	converseCascade(t, newCascade(m), T, cturn{"refused child", nil})
@@ -246,7 +246,7 @@ func TestCascadeDroppedWriteLeavesNoReservation(t *testing.T) {
 
 	// The same after a round trip: the child lost a race and would retry,
 	// the parent is refused; the child's retry is dropped.
-	m = NewMemory(0)
+	m = speculating(NewMemory(0))
 	converseCascade(t, newCascade(m), T,
 		cturn{both, []Result{failed(shape{rf: T, tk: tokens(3000)}.item(child1)), failed(shape{rf: T, tk: tokens(0)}.item(parent1))}},
 		cturn{"refused parent", nil})

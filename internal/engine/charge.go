@@ -105,6 +105,7 @@ const (
 	phSiblings                    // the read of the siblings found
 	phVerify                      // the read of shard 0 before making another missing shard
 	phDouble                      // the doubling write
+	phRecount                     // the read of shard 0 after a throttle left no shard to spread to
 )
 
 // Charge is the machine of one acquire of one bucket: it picks a shard,
@@ -143,6 +144,9 @@ type Charge struct {
 	// redoubled is set once the doubling was made again with the limits
 	// shard 0 showed (see afterDouble).
 	redoubled bool
+	// throttle is the throttle that sent the acquire to read shard 0's
+	// count (see spread); nil until then, and it is read once.
+	throttle error
 
 	// Set when Done.
 	Shard int
@@ -185,6 +189,8 @@ func (c *Charge) feed(r *Result, now int64) Step {
 		return c.afterVerify(r, now)
 	case phDouble:
 		return c.afterDouble(r, now)
+	case phRecount:
+		return c.afterRecount(r, now)
 	}
 	return c.afterWrite(r, now)
 }
@@ -254,8 +260,13 @@ func (c *Charge) blindWrite(now int64) Step {
 	q := c.p.withBilled(c.billed)
 	first := PathNone
 	v := &c.view
-	if c.cold = v.Img == nil; c.cold || v.RateAt == 0 && v.Rate <= 0 {
+	if c.cold = v.Img == nil; c.cold || !v.knowsOthers(now) {
 		first = c.m.coldWrite(c.p, c.n, !c.cold)
+	}
+	if c.cold && c.shard != 0 && first == PathFull {
+		// Shards other than 0 start empty (a doubling adds no tokens):
+		// one this process has no image of is likely still filling.
+		first = PathNone
 	}
 	ex, path, err := q.blind(&c.view, c.n, now, c.rnd.Float64(), first)
 	if err != nil {
@@ -342,19 +353,21 @@ func (c *Charge) afterWrite(r *Result, now int64) Step {
 	if err != nil {
 		return Step{Err: err}
 	}
-	if c.cold && im != nil {
+	cold := c.cold
+	if cold && im != nil {
 		full := c.p.nearlyFull(im, c.n, now)
 		c.m.notePrior(c.p.hash, &full, -1)
 	}
 	c.cold = false
-	// A blind full write that failed lost a race (its view said full); a
+	// A blind full write that failed lost a race (its view said full; a
+	// cold one, made without a view, says nothing of others); a
 	// speculative write may only have found the bucket full, which says
 	// nothing unless others write the shard: by this process's estimate,
 	// or because the item shows writes since its last one (or it had
 	// none) and a refill moments ago. (Processes that start on a bucket
 	// together have no estimate: without this, each one's first full write
 	// raced the others' without a cushion.)
-	if c.path == PathFull || c.path == PathNormal || c.path == PathRetry || c.view.othersSince(now) >= 0.5 ||
+	if c.path == PathFull && !cold || c.path == PathNormal || c.path == PathRetry || c.view.othersSince(now) >= 0.5 ||
 		(im != nil && im.rf > now-recentRefill && c.othersWrote(im)) {
 		c.contended = true
 	}
@@ -476,7 +489,36 @@ func (c *Charge) spread(err error, now int64) Step {
 	if c.n > 1 && len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n && !c.p.quotaNeedsShardZero(c.m, c.n, now) {
 		return c.nextShard(now) // another shard is another partition
 	}
+	if c.throttle == nil && c.phase == phWrite && c.view.busyness(now) != busyNo {
+		// No shard left at the count this client knows, on a shard it
+		// measured near its partition's ceiling; but a throttled write
+		// returns no item, and the bucket may have doubled since the
+		// client learned its count (its writers crowd the old shards
+		// until they learn it): read shard 0's count (a consistent read,
+		// 0.5 RCU; reads do not count against the partition's writes)
+		// before answering unavailable. (A throttle on a shard not
+		// measured busy is a storm or bad luck, not a split.)
+		c.throttle = err
+		c.phase, c.path = phRecount, PathDiscover
+		in := store.BatchGetInput{Keys: []store.Key{c.p.Ref.WithShard(0).Key()}, ConsistentRead: true}
+		return Step{Path: PathDiscover, Call: &Call{BatchGet: &in}}
+	}
 	return Step{Err: err}
+}
+
+// afterRecount: shard 0's count, read after a throttle left no shard to
+// spread to. Larger than the client knew: learn it and spread at it (shard
+// 0 stays tried). Otherwise the throttle is the answer.
+func (c *Charge) afterRecount(r *Result, now int64) Step {
+	if r.Err == nil && len(r.Batch.Items) > 0 {
+		img, err := Decode(r.Batch.Items[0])
+		if err == nil && img.shardCount > c.n {
+			c.m.learn(c.p.Ref, 0, img, img.shardCount, now, c.lat, nil)
+			c.n = img.shardCount
+			return c.nextShard(now)
+		}
+	}
+	return Step{Err: c.throttle}
 }
 
 // informed goes on from the item a failed write returned.

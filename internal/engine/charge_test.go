@@ -343,7 +343,7 @@ func TestChargePaths(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := NewMemory(0)
+			m := speculating(NewMemory(0))
 			if tc.knows != nil {
 				tc.knows(t, m)
 			}

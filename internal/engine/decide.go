@@ -375,6 +375,26 @@ func headroomTarget(l bucket.Limit) int64 {
 	return min(t, maxHeadroomMs)
 }
 
+// latencyTarget returns the headroom target of limit l when the shard's
+// answers take lat ms: at least twice the round trip, at most
+// maxLatencyCushion and what refills 1/latencyShare of the burst (and
+// never less than target, the target without latency). A writer learns
+// where the full-at instant stands a round trip late, and its write lands
+// half a round trip after it decided: a target shorter than that leaves
+// the writers no margin, and the full-at instant falls back to the clock
+// now and then, failing every write in flight at once.
+func latencyTarget(l bucket.Limit, target, lat int64) int64 {
+	if lat <= 0 || 2*lat <= target || l.RefillAmount <= 0 {
+		return target
+	}
+	most := min(int64(float64(l.Burst)/latencyShare*float64(l.RefillPeriod)/float64(l.RefillAmount)), maxLatencyCushion)
+	return max(target, min(2*lat, most))
+}
+
+// latencyShare bounds the headroom target under latency: what refills
+// 1/latencyShare of the burst.
+const latencyShare = 20
+
 // headroom returns the tokens each limit burns beside its charge on a
 // shared shard near its ceiling (nil: none). See above.
 func (p *Plan) headroom(v *ShardView, n, now int64) []int64 {
@@ -399,7 +419,7 @@ func (p *Plan) headroom(v *ShardView, n, now int64) []int64 {
 			continue
 		}
 		l := s.perShard(n)
-		target := headroomTarget(l)
+		target := latencyTarget(l, headroomTarget(l), v.Lat)
 		ahead := max(fl+kept-now, 0)
 		// One interval at the target, more nearer, less further, by an
 		// amount that shrinks with the image's age: a writer that corrects
@@ -418,8 +438,15 @@ func (p *Plan) headroom(v *ShardView, n, now int64) []int64 {
 			_, ms := l.RefillTime(s.amount + b)
 			b = cushionTokens(l, ms) - s.amount
 		}
-		// Leave the stored balance room for the writers that follow.
-		burn = withBurn(burn, len(p.specs), i, min(b, (st.Tokens-s.amount)/2))
+		// Leave the stored balance room for the writers that follow,
+		// unless the refill route pays the burn: at a stored balance
+		// spent, a write that burnt nothing would move fl by the floor of
+		// its charge's refill time, by nothing on a bucket far above its
+		// load, and the clock would overtake fl.
+		if room := (st.Tokens - s.amount) / 2; b > room && !im.pays(s, n, now, s.amount+b, v.ahead(s, n, now)) {
+			b = room
+		}
+		burn = withBurn(burn, len(p.specs), i, b)
 	}
 	return burn
 }
@@ -629,7 +656,7 @@ func (p *Plan) blind(v *ShardView, n, now int64, draw float64, cold Path) (store
 	if im.fullBy(p, n, now) {
 		first := cold // no estimate of the others: what the plan's first writes found
 		switch {
-		case v.RateAt != 0 || v.Rate > 0:
+		case v.knowsOthers(now):
 			first = p.first(v, n, now)
 		case v.OwnRefill && cold == PathNone:
 			first = PathFull
@@ -676,6 +703,17 @@ func (p *Plan) blind(v *ShardView, n, now int64, draw float64, cold Path) (store
 // to that share of the bucket's refill missing (the admission bound is
 // untouched: the burn is refill the bucket had lost at its cap, or tokens
 // taken and not counted).
+
+// knowsOthers reports whether the view's estimate of the other writers
+// says something of them now: an estimate that they write, or a fresh one
+// (at most estimateAge old) that they do not. An older estimate that no
+// one else wrote says nothing of the writes since.
+func (v *ShardView) knowsOthers(now int64) bool {
+	if v.RateAt == 0 && v.Rate <= 0 {
+		return false
+	}
+	return v.Others > 0 || now-v.RateAt <= estimateAge
+}
 
 // rideGaps is how many of the measured gaps between the other writers'
 // writes a ride-ahead write's slack covers (it fails with probability

@@ -158,6 +158,32 @@ func TestHeadroomTarget(t *testing.T) {
 	}
 }
 
+// Under latency the headroom target is at least twice the round trip, at
+// most maxLatencyCushion and what refills 1/latencyShare of the burst:
+// writers that learn where the full-at instant stands a round trip late
+// need that margin, or it falls back to the clock now and then and every
+// write in flight fails at once.
+func TestLatencyTarget(t *testing.T) {
+	big := bucket.Limit{Burst: 100_000_000, RefillAmount: 100_000_000, RefillPeriod: 1000} // 100,000 a second
+	small := bucket.Limit{Burst: 100_000, RefillAmount: 100_000, RefillPeriod: 1000}       // 100 a second
+	for _, c := range []struct {
+		name      string
+		l         bucket.Limit
+		lat, want int64
+	}{
+		{"no round trip known", big, 0, 10},
+		{"a round trip within half the target", big, 5, 10},
+		{"10 ms", big, 10, 20},
+		{"30 ms: 5 % of the burst", big, 30, 50},
+		{"30 ms, a burst of 100: 5 %", small, 30, 50},
+		{"a second: maxLatencyCushion at most", bucket.Limit{Burst: 10_000_000, RefillAmount: 1_000_000, RefillPeriod: 1000}, 1000, maxLatencyCushion},
+	} {
+		if got := latencyTarget(c.l, headroomTarget(c.l), c.lat); got != c.want {
+			t.Errorf("%s: %d ms, want %d", c.name, got, c.want)
+		}
+	}
+}
+
 // Headroom on a shared shard near its burst: the refill of headroomGain
 // intervals between the shard's writes when full by now, one at the
 // target, none at twice the target (farther apart the older the image,
@@ -206,6 +232,9 @@ func TestHeadroom(t *testing.T) {
 		{"no rate", ShardView{Img: full, At: T, Others: 0.1}, T, 0},
 		{"no image", ShardView{At: T, Rate: 0.1, Others: 0.1}, T, 0},
 		{"a burn no larger than the charge", shared(full, 2), T, 0},
+		{"the stored balance spent, the refill route paying: one interval at the target", shared(image(t, shape{rf: T - 1000, tk: map[string]int64{"rps": -10_000}}.item(p)), 0.1), T, 9000},
+		{"the stored balance spent, the route closed (rf too old): none", shared(image(t, shape{rf: T - refillRouteAge - 1, tk: map[string]int64{"rps": -10_000}, ahead: map[string]int64{"rps": -refillRouteAge + 1010}}.item(p)), 0.1), T, 0},
+		{"a write every 100 ms, answers in 30 ms: the refill of a 50 ms target", func() ShardView { v := shared(full, 0.01); v.Lat = 30; return v }(), T, 50*1000 - 1000},
 		{"a target of 1 ms", func() ShardView {
 			q := NewPlan(bucketRef, []Limit{{Name: "rps", Limit: bucket.Limit{Capacity: 200_000, Burst: 200_000, RefillAmount: 2000, RefillPeriod: 1}}}, map[string]int64{"rps": 1})
 			return ShardView{Img: image(t, shape{rf: T}.item(q)), At: T, Rate: 0.5, Others: 0.5}

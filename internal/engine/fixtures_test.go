@@ -312,3 +312,13 @@ func retryMs(t *testing.T, rl *Refusal) int64 {
 	t.Fatal("the refusal exceeds no limit")
 	return 0
 }
+
+// speculating returns m as the memory of a process whose first writes so
+// far found their buckets below the burst: its first write to a bucket it
+// has no image of, of a plan it has no history of, is the speculative
+// charge (see Memory.coldWrite), which the stories of this package start
+// from. A memory with no history at all makes the full write instead.
+func speculating(m *Memory) *Memory {
+	m.anyPlan.found(false)
+	return m
+}

@@ -28,8 +28,10 @@ type Memory struct {
 	// once) from a hot partition (one bucket).
 	storm stormWindow
 
-	// What first writes of each plan (by its hash) found: see prior.go.
-	plans map[int64]*prior
+	// What first writes of each plan (by its hash), and of any plan,
+	// found: see prior.go.
+	plans   map[int64]*prior
+	anyPlan prior
 }
 
 // DefaultMemorySize is how many buckets a Memory remembers by default.
@@ -117,6 +119,8 @@ type shardInfo struct {
 	// maxRateLatency: no rate is taken from such answers (see
 	// ShardView.Slow).
 	slow bool
+	// lat is the round trip of the last answer about the shard (ms).
+	lat int64
 }
 
 // rateWindowMs is the shortest stretch of time an estimate is taken over:
@@ -189,6 +193,10 @@ type ShardView struct {
 	// that has not measured the shard will not soon (see
 	// Plan.unmeasuredBurn).
 	Slow bool
+	// Lat is the round trip of the last answer about the shard (ms): how
+	// old the news in an image is by the time a write made from it lands
+	// (see Plan.headroom).
+	Lat int64
 }
 
 func (m *Memory) get(id bucketID) *bucketInfo {
@@ -295,7 +303,7 @@ func (m *Memory) shardOf(ref keys.Bucket, shard int) *shardInfo {
 }
 
 func (si *shardInfo) view() ShardView {
-	v := ShardView{Img: si.img, At: si.at, Rate: si.rate, Others: si.others, RateAt: si.rateAt, Provisional: si.provisional, Promise: si.promise, Binding: si.binding, OwnRefill: si.ownRefill, Slow: si.slow}
+	v := ShardView{Img: si.img, At: si.at, Rate: si.rate, Others: si.others, RateAt: si.rateAt, Provisional: si.provisional, Promise: si.promise, Binding: si.binding, OwnRefill: si.ownRefill, Slow: si.slow, Lat: si.lat}
 	if si.inflight > 0 {
 		// Writes of this process are in flight on the shard: its writers
 		// compete with each other as other processes' would, so for the
@@ -367,7 +375,7 @@ func (m *Memory) learnIn(b *bucketInfo, fresh bool, shard int, img *Image, n, no
 		}
 	}
 	si.img, si.at, si.ownRefill = img, now, false
-	si.slow = lat > maxRateLatency
+	si.slow, si.lat = lat > maxRateLatency, lat
 	if si.slow {
 		// A slow answer describes the item as it was up to lat ms ago: no
 		// rate is taken from it (what mine added stays in the window).
@@ -773,7 +781,7 @@ func (m *Memory) Forget() {
 	defer m.mu.Unlock()
 	m.buckets.Purge()
 	m.storm = stormWindow{}
-	m.plans = nil
+	m.plans, m.anyPlan = nil, prior{}
 }
 
 // Len returns how many buckets the memory holds.

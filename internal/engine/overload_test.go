@@ -72,7 +72,7 @@ func TestStoryAHotShardDoublesAgainOnlyWhenOverloaded(t *testing.T) {
 // throttled of them throttled, in the 4 ms before T.
 func justDoubled(t *testing.T, p *Plan, tk int64, rate float64, went, throttled int) *Memory {
 	t.Helper()
-	m := NewMemory(0)
+	m := speculating(NewMemory(0))
 	knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": tk}}.item(p), 1, T-10)
 	m.learn(bucketRef, 0, image(t, shape{n: 2, rf: T - 5, tk: map[string]int64{"rps": tk / 2}}.item(p)), 2, T-5, 0, nil)
 	measured(m, bucketRef, 0, rate, 0.9, T, nil)

@@ -8,8 +8,10 @@ import "math"
 // used alike (a limit far above its traffic leaves every key full between
 // acquires), so the choice is taken from what this process's earlier
 // first writes to buckets of the same plan found: full or not (a decayed
-// share), and the other writers' rate it measured on them. With no
-// history, the speculative charge.
+// share), and the other writers' rate it measured on them. A plan with no
+// history follows what the process's first writes to buckets of any plan
+// found; with none at all, the full write: a bucket is most often used
+// below its limit, and then full.
 
 // coldWeight is the weight of the newest first write in a plan's share of
 // full buckets.
@@ -22,8 +24,21 @@ const maxPlans = 1024
 type prior struct {
 	full   float64 // decayed share of first writes that found the bucket full
 	seen   bool    // a first write was recorded
-	others float64 // the last estimate of the others' write rate on a bucket of the plan (writes per ms)
+	others float64 // the others' write rate on buckets of the plan, a decayed mean of the estimates (writes per ms)
 	known  bool    // others was measured
+}
+
+// found records a first write that found the bucket full or not.
+func (pr *prior) found(full bool) {
+	f := 0.0
+	if full {
+		f = 1
+	}
+	if !pr.seen {
+		pr.full, pr.seen = f, true
+	} else {
+		pr.full += coldWeight * (f - pr.full)
+	}
 }
 
 // nearlyFullShare is the share of its burst (percent) every limit the
@@ -66,39 +81,46 @@ func (m *Memory) notePriorLocked(hash int64, found *bool, others float64) {
 		m.plans[hash] = pr
 	}
 	if found != nil {
-		f := 0.0
-		if *found {
-			f = 1
-		}
-		if !pr.seen {
-			pr.full, pr.seen = f, true
-		} else {
-			pr.full += coldWeight * (f - pr.full)
-		}
+		pr.found(*found)
+		m.anyPlan.found(*found)
 	}
 	if others >= 0 {
-		pr.others, pr.known = others, true
+		if !pr.known {
+			pr.others, pr.known = others, true
+		} else {
+			pr.others += coldWeight * (others - pr.others)
+		}
 	}
 }
 
 // coldWrite returns the first write to a bucket of p at n shards that the
-// process has no image of: PathNone for the speculative charge, PathFull
-// for the full write, PathRetry for the ride-ahead write (burning
-// rideShare of each burst; see Plan.first for the choice between the
-// last two; before any estimate of the others, the ride-ahead write, which
-// lands whether or not they wrote moments ago, unless the client has an
-// item of the bucket (warm): a bucket it saw full has likely sat full
-// since).
+// process has no image of, or whose image says nothing of the other
+// writers (see ShardView.knowsOthers): PathNone for the speculative
+// charge, PathFull for the full write, PathRetry for the ride-ahead write
+// (burning rideShare of each burst; see Plan.first for the choice between
+// the last two). A plan with no history: the speculative charge when
+// the process's first writes to buckets of any plan mostly found them
+// below their burst, else the full write. Before any estimate of the others,
+// the ride-ahead write, which lands whether or not they wrote moments ago,
+// unless the client has an item of the bucket (warm): a bucket it saw
+// full has likely sat full since.
 func (m *Memory) coldWrite(p *Plan, n int64, warm bool) Path {
 	m.mu.Lock()
 	pr := m.plans[p.hash]
 	var full, others float64
-	known := false
+	known, seen := false, false
 	if pr != nil {
-		full, others, known = pr.full, pr.others, pr.known
+		full, others, known, seen = pr.full, pr.others, pr.known, pr.seen
 	}
+	anyPlan := m.anyPlan
 	m.mu.Unlock()
-	if pr == nil || full <= 0.5 {
+	if !seen {
+		if anyPlan.seen && anyPlan.full <= 0.5 {
+			return PathNone
+		}
+		return PathFull
+	}
+	if full <= 0.5 {
 		return PathNone
 	}
 	tau := p.chargeTime(n)

@@ -49,7 +49,7 @@ func TestStoryTwoFullWritesFromOneImage(t *testing.T) {
 func TestStoryCushionAfterFindingASharedBucketFull(t *testing.T) {
 	p := plan1(bucketRef)
 	st := sim(t, shape{rf: T - 5000}.item(p))
-	mb := NewMemory(0)
+	mb := speculating(NewMemory(0))
 	knows(t, mb, bucketRef, shape{rf: T - 100, tk: map[string]int64{"rps": 9000}}.item(p), 1, T-100)
 	measured(mb, bucketRef, 0, 0.06, 0.05, T-100, nil) // 5 writes by others since the image
 	b := NewCharge(mb, p, picks(), Options{})
@@ -59,7 +59,7 @@ func TestStoryCushionAfterFindingASharedBucketFull(t *testing.T) {
 		t.Fatalf("rf T%+d, tk %d; want T+10 and 10000-1000-100", rf-T, tk)
 	}
 
-	c := NewCharge(NewMemory(0), p, picks(), Options{})
+	c := NewCharge(speculating(NewMemory(0)), p, picks(), Options{})
 	play(t, st, c.Start(T+1), c.Feed, T+1, "update 0 speculative", "done speculative")
 	if tc := attr(t, st, bucketRef, 0, "b_rps_tc"); tc != 2000 {
 		t.Fatalf("tc %d, want 2000", tc)
@@ -93,7 +93,7 @@ func TestStoryStaleCountAfterADoubling(t *testing.T) {
 	p := plan1(bucketRef)
 	rps := func(tk int64) map[string]int64 { return map[string]int64{"rps": tk} }
 	st := sim(t, shape{n: 2, rf: T - 10, tk: rps(3000)}.item(p), shape{shard: 1, n: 2, rf: T - 10, tk: rps(4000)}.item(p))
-	m := NewMemory(0)
+	m := speculating(NewMemory(0))
 	knows(t, m, bucketRef, shape{rf: T - 2000}.item(p), 1, T-2000) // full, one shard
 	c := NewCharge(m, p, picks(), Options{})
 
@@ -115,7 +115,7 @@ func TestStoryStaleCountAfterADoubling(t *testing.T) {
 func TestStoryWholeBucketExpiredWithAStaleCount(t *testing.T) {
 	p := plan1(bucketRef)
 	st := sim(t)
-	m := NewMemory(0)
+	m := speculating(NewMemory(0))
 	m.learn(bucketRef, 0, nil, 4, T-7_200_000, 0, nil)
 	c := NewCharge(m, p, picks(2), Options{})
 
@@ -134,7 +134,7 @@ func TestStoryWholeBucketExpiredWithAStaleCount(t *testing.T) {
 func TestStoryShardZeroExpiredBesideItsSibling(t *testing.T) {
 	p := plan1(bucketRef)
 	st := sim(t, shape{shard: 1, n: 2, rf: T - 100, tk: map[string]int64{"rps": 2000}}.item(p))
-	c := NewCharge(NewMemory(0), p, picks(), Options{})
+	c := NewCharge(speculating(NewMemory(0)), p, picks(), Options{})
 
 	play(t, st, c.Start(T), c.Feed, T, "update 0 speculative", "query discover", "get [1] discover", "put 0 create", "done create")
 	if n, tk := attr(t, st, bucketRef, 0, "shard_count"), attr(t, st, bucketRef, 0, "b_rps_tk"); n != 2 || tk != 4000 {
@@ -194,7 +194,7 @@ func TestStoryLocalRefusalKeepsItsPromise(t *testing.T) {
 func TestStoryFailedWriteIsBilledByTheNext(t *testing.T) {
 	p := plan1(bucketRef)
 	st := sim(t, shape{rf: T, tk: map[string]int64{"rps": 0}}.item(p))
-	m := NewMemory(0)
+	m := speculating(NewMemory(0))
 	c := NewCharge(m, p, picks(), Options{})
 	play(t, st, c.Start(T), c.Feed, T, "update 0 speculative", "refused reject")
 
@@ -212,7 +212,7 @@ func TestStoryFailedWriteIsBilledByTheNext(t *testing.T) {
 // new shard, and the one after goes straight to a shard.
 func TestStoryThrottledDoublingIsPressed(t *testing.T) {
 	p := planBusy(bucketRef)
-	m := NewMemory(0)
+	m := speculating(NewMemory(0))
 	knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p), 1, T-10)
 	measured(m, bucketRef, 0, 1, 0.9, T, nil)
 	spent := shape{rf: T, tk: map[string]int64{"rps": 8000, "wcu": 0}}
@@ -240,17 +240,43 @@ func TestStoryThrottledDoublingIsPressed(t *testing.T) {
 
 // A client measured shard 0 at its ceiling (a write a ms). Its writes are
 // throttled: the first two throttles are the answer to their acquires
-// (one throttle may be bad luck), the third within a second marks the
-// partition hot, and that acquire doubles the bucket.
+// (one throttle may be bad luck), once shard 0's count, read for a
+// doubling the client has not learned of, shows none; the third within a
+// second marks the partition hot, and that acquire doubles the bucket.
 func TestStoryThrottlesOnAHotPartitionDouble(t *testing.T) {
 	p := planBusy(bucketRef)
 	m := NewMemory(0)
-	knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p), 1, T-10)
+	one := shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p)
+	knows(t, m, bucketRef, one, 1, T-10)
 	measured(m, bucketRef, 0, 1, 0.9, T, nil)
-	for i, want := range []string{"err", "err", "update 0 double"} {
+	for i := range 2 {
 		c := NewCharge(m, p, picks(), Options{})
 		now := T + int64(i)
-		converse(t, c.Start(now), c.Feed, now, []exchange{{"update 0 full", throttle}, {want, Result{}}})
+		converse(t, c.Start(now), c.Feed, now, []exchange{{"update 0 full", throttle}, {"get [0] discover", found(one)}, {"err", Result{}}})
+	}
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T+2), c.Feed, T+2, []exchange{{"update 0 full", throttle}, {"update 0 double", Result{}}})
+}
+
+// A client that measured shard 0 at its ceiling has not learned that
+// another process doubled the bucket: its write to shard 0 is throttled
+// (the others that have not learned it either crowd it), and returns no
+// item. Rather than answer unavailable, it reads shard 0's count, learns
+// the doubling, and writes to the new shard.
+func TestStoryAThrottleOnAShardTheOthersSplitSpreads(t *testing.T) {
+	p := planBusy(bucketRef)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p), 1, T-10)
+	measured(m, bucketRef, 0, 1, 0.9, T, nil)
+	doubled := shape{n: 2, rf: T - 5, tk: map[string]int64{"rps": 4000}}.item(p)
+	c := NewCharge(m, p, picks(1), Options{})
+	last := converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 full", throttle},
+		{"get [0] discover", found(doubled)},
+		{"update 1 speculative", Result{}},
+	})
+	if last.Err != nil || m.Count(bucketRef) != 2 {
+		t.Fatalf("err %v, count %d: want the write on shard 1 of 2", last.Err, m.Count(bucketRef))
 	}
 }
 
@@ -260,7 +286,7 @@ func TestStoryThrottlesOnAHotPartitionDouble(t *testing.T) {
 // help. The third throttle is the answer, as the first two.
 func TestStoryThrottleStormIsNotAHotPartition(t *testing.T) {
 	p := planBusy(bucketRef)
-	m := NewMemory(0)
+	m := speculating(NewMemory(0))
 	knows(t, m, bucketRef, shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p), 1, T-10)
 	measured(m, bucketRef, 0, 1, 0.9, T, nil)
 	for i, e := range []string{"a", "b"} {
@@ -269,10 +295,11 @@ func TestStoryThrottleStormIsNotAHotPartition(t *testing.T) {
 		now := T + int64(i)
 		converse(t, c.Start(now), c.Feed, now, []exchange{{"update 0 speculative", throttle}, {"err", Result{}}})
 	}
+	one := shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p)
 	for i := range 3 {
 		c := NewCharge(m, p, picks(), Options{})
 		now := T + 2 + int64(i)
-		converse(t, c.Start(now), c.Feed, now, []exchange{{"update 0 full", throttle}, {"err", Result{}}})
+		converse(t, c.Start(now), c.Feed, now, []exchange{{"update 0 full", throttle}, {"get [0] discover", found(one)}, {"err", Result{}}})
 	}
 }
 
@@ -372,7 +399,7 @@ func TestStoryAnItemAnotherRefilledSaysNothingOfTheOthers(t *testing.T) {
 	p := plan1(bucketRef)
 	seen := shape{rf: T - 1140}.item(p)
 	st := sim(t, shape{rf: T - 5, tk: map[string]int64{"rps": 9000}}.item(p)) // full at T+95
-	ma, mb := NewMemory(0), NewMemory(0)
+	ma, mb := speculating(NewMemory(0)), speculating(NewMemory(0))
 	knows(t, ma, bucketRef, seen, 1, T-140)
 	heard(t, mb, bucketRef, seen, 1, T-140)
 	a := NewCharge(ma, p, picks(), Options{})
@@ -401,7 +428,7 @@ func TestOwnRefillIsTheFullOrNormalWrites(t *testing.T) {
 		{"consumption-only", shape{rf: T - 5, tk: map[string]int64{"rps": 9000}}.item(p), []string{"update 0 speculative", "done speculative"}, "update 0 speculative"},
 	} {
 		st := sim(t, c.seen)
-		m := NewMemory(0)
+		m := speculating(NewMemory(0))
 		a := NewCharge(m, p, picks(), Options{})
 		play(t, st, a.Start(T), a.Feed, T, c.first...)
 		b := NewCharge(m, p, picks(), Options{})

@@ -153,15 +153,16 @@ func TestTheGaugeIsNoConditionOfTheHotWrite(t *testing.T) {
 }
 
 // A process's first write to a bucket it has no image of follows what its
-// first writes to buckets of the same plan found: with no history the
-// speculative charge; after full buckets, the full write while the others
-// write seldom, the ride-ahead write when they write often; after buckets
-// at their limit, the speculative charge again.
+// first writes to buckets of the same plan found: with no history the full
+// write (a bucket is most often used below its limit, and full); after
+// full buckets, the full write while the others write seldom, the
+// ride-ahead write when they write often; after buckets at their limit,
+// the speculative charge.
 func TestTheColdWriteFollowsThePlansHistory(t *testing.T) {
 	p := NewPlan(bucketRef, []Limit{perMinute("rpm", 600)}, map[string]int64{"rpm": 1})
 	m := NewMemory(0)
-	if got := m.coldWrite(p, 1, false); got != PathNone {
-		t.Fatalf("no history: %v, want none (the speculative charge)", got)
+	if got := m.coldWrite(p, 1, false); got != PathFull {
+		t.Fatalf("no history: %v, want the full write", got)
 	}
 	full, notFull := true, false
 	m.notePrior(p.hash, &full, -1)
@@ -175,15 +176,25 @@ func TestTheColdWriteFollowsThePlansHistory(t *testing.T) {
 	if got := m.coldWrite(p, 1, false); got != PathFull {
 		t.Fatalf("full buckets, no one else writes: %v, want full", got)
 	}
-	m.notePrior(p.hash, nil, 0.0018)
+	for range 16 {
+		m.notePrior(p.hash, nil, 0.0018)
+	}
 	if got := m.coldWrite(p, 1, false); got != PathRetry {
 		t.Fatalf("full buckets, others at 1.8 a second: %v, want the ride-ahead write", got)
+	}
+	m.notePrior(p.hash, nil, 0)
+	if got := m.coldWrite(p, 1, false); got != PathRetry {
+		t.Fatalf("others at 1.8 a second on most buckets, none on the last: %v, want the ride-ahead write still", got)
 	}
 	for range 8 {
 		m.notePrior(p.hash, &notFull, -1)
 	}
 	if got := m.coldWrite(p, 1, false); got != PathNone {
 		t.Fatalf("buckets at their limit since: %v, want none", got)
+	}
+	other := NewPlan(bucketRef, []Limit{perMinute("rpm", 60)}, map[string]int64{"rpm": 1})
+	if got := m.coldWrite(other, 1, false); got != PathNone {
+		t.Fatalf("a plan with no history, in a process whose buckets were at their limit: %v, want none", got)
 	}
 	ex, path, err := p.blind(&ShardView{}, 1, T, 0.5, PathRetry)
 	if err != nil || path != PathSpeculative || !strings.Contains(renderExpr(ex), "(b_rpm_fl > 1767225598200)") {
@@ -197,7 +208,7 @@ func TestTheColdWriteFollowsThePlansHistory(t *testing.T) {
 // every shard tried.
 func TestAYoungShardDoesNotRefuseWhileAnOlderHasTokens(t *testing.T) {
 	p := planBusy(bucketRef)
-	m := NewMemory(0)
+	m := speculating(NewMemory(0))
 	m.learn(bucketRef, 0, nil, 1, T-100, 0, nil)
 	m.learn(bucketRef, 0, nil, 2, T-50, 0, nil) // grew 50 ms ago: no doubling again
 	hot := shape{n: 2, rf: T, tk: map[string]int64{"rps": 4000, "wcu": 0}}.item(p)
@@ -212,5 +223,46 @@ func TestAYoungShardDoesNotRefuseWhileAnOlderHasTokens(t *testing.T) {
 	})
 	if last.Refused != nil || last.Err != nil {
 		t.Fatalf("refused %v, err %v: want the write on shard 0", last.Refused, last.Err)
+	}
+}
+
+// An estimate that no one else wrote says so only while it is fresh: a
+// process that measured a bucket alone 2 s ago, and sees it full by now,
+// chooses its first write as for a bucket it has no estimate of (what its
+// plan's first writes found), since others may have started writing; an
+// estimate that others write keeps saying so.
+func TestAnOldEstimateOfNoOthersSaysNothing(t *testing.T) {
+	v := ShardView{RateAt: T - 2000, Rate: 0.001}
+	if v.knowsOthers(T) {
+		t.Fatal("an estimate of no others 2 s old: want it to say nothing")
+	}
+	if !v.knowsOthers(T - 1700) {
+		t.Fatal("an estimate of no others 300 ms old: want it believed")
+	}
+	v.Others = 0.0009
+	if !v.knowsOthers(T) {
+		t.Fatal("an estimate of others writing, 2 s old: want it believed")
+	}
+}
+
+// A process with no history of first writes makes the full write on a
+// bucket it knows nothing of, but not on a shard other than 0 of a
+// bucket it knows doubled: such a shard starts empty (a doubling adds no
+// tokens) and is likely still filling. (With the full write there, the
+// processes that spread to the new shards after a doubling failed their
+// first write on each, and the busy bucket doubled once more than its
+// load needed.)
+func TestTheColdWriteOnANewShardIsTheSpeculativeOne(t *testing.T) {
+	p := planBusy(bucketRef)
+	m := NewMemory(0)
+	c := NewCharge(m, p, picks(0), Options{})
+	if s := c.Start(T); describe(s) != "update 0 full" {
+		t.Fatalf("shard 0, no history: %q, want the full write", describe(s))
+	}
+	m = NewMemory(0)
+	m.learn(bucketRef, 0, nil, 2, T-100, 0, nil)
+	c = NewCharge(m, p, picks(1), Options{})
+	if s := c.Start(T); describe(s) != "update 1 speculative" {
+		t.Fatalf("shard 1 of 2, no history: %q, want the speculative write", describe(s))
 	}
 }

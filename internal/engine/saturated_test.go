@@ -77,7 +77,7 @@ func TestNoDoublingPastTheBurst(t *testing.T) {
 		want   string
 	}{{300, "update 1 speculative"}, {200, "update 0 double"}} {
 		p := NewPlan(bucketRef, []Limit{l}, map[string]int64{"tpm": c.amount})
-		m := NewMemory(0)
+		m := speculating(NewMemory(0))
 		knows(t, m, bucketRef, shape{n: 2, rf: T - 10}.item(p), 2, T-10)
 		measured(m, bucketRef, 0, 1, 0.9, T, nil)
 		spent := failed(shape{n: 2, rf: T, tk: map[string]int64{"wcu": 0}}.item(p))

@@ -98,7 +98,7 @@ func TestCascadeUndoAfterADoublingRefundsTheCharge(t *testing.T) {
 	}
 	before, _ := st.Peek(parentRef.Key()).Int("b_rps_tc")
 
-	c := NewCascade(NewMemory(0), newRand(1), Options{}, child, parent)
+	c := NewCascade(speculating(NewMemory(0)), newRand(1), Options{}, child, parent)
 	step := c.Start(now())
 	doubled := false
 	for len(step.Calls) > 0 {
@@ -166,7 +166,7 @@ func TestDoublingKeepsShardZerosGuards(t *testing.T) {
 	// write takes the charge from the new burst.
 	clock.Add(time.Millisecond)
 	now := clock.Now().UnixMilli()
-	m := NewMemory(0)
+	m := speculating(NewMemory(0))
 	m.learn(bucketRef, 0, nil, 2, now, 0, nil)
 	c := NewCharge(m, p, picks(0), Options{})
 	play(t, st, c.Start(now), c.Feed, now, "update 0 speculative", "update 0 normal", "done normal")
@@ -202,7 +202,7 @@ func TestDoublingAShardZeroOfAnotherConfiguration(t *testing.T) {
 	// admitted writes to heat a partition); it has measured shard 0 at its
 	// ceiling.
 	p := NewPlan(bucketRef, []Limit{perSecond("rps", 4000)}, map[string]int64{"rps": 1})
-	m := NewMemory(0)
+	m := speculating(NewMemory(0))
 	knows(t, m, bucketRef, put.Item, 1, now)
 	measured(m, bucketRef, 0, 1, 0.9, now, nil)
 	c := NewCharge(m, p, picks(0, 1), Options{})

@@ -92,7 +92,7 @@ func TestAccrualAtTheLimitIsPaced(t *testing.T) {
 func TestStoryAtALimitEachProcessWaitsForItsShare(t *testing.T) {
 	p := planBusy(bucketRef)
 	st := sim(t, shape{rf: T, tk: map[string]int64{"rps": 900}}.item(p))
-	ma := NewMemory(0)
+	ma := speculating(NewMemory(0))
 	measured(ma, bucketRef, 0, 0, 0, T, map[string]float64{"rps": 937.5})
 	acquire := func(m *Memory, now int64, wants ...string) Step {
 		t.Helper()
@@ -103,7 +103,7 @@ func TestStoryAtALimitEachProcessWaitsForItsShare(t *testing.T) {
 	if s := acquire(ma, T, "update 0 speculative", "refused reject"); retryMs(t, s.Refused) != 15 {
 		t.Fatalf("A: retry after %d ms, want 15: its share", retryMs(t, s.Refused))
 	}
-	if s := acquire(NewMemory(0), T, "update 0 speculative", "refused reject"); retryMs(t, s.Refused) != 1 {
+	if s := acquire(speculating(NewMemory(0)), T, "update 0 speculative", "refused reject"); retryMs(t, s.Refused) != 1 {
 		t.Fatalf("B: retry after %d ms, want 1: alone, the bucket's own wait", retryMs(t, s.Refused))
 	}
 	acquire(ma, T+10, "refused local")

@@ -32,7 +32,7 @@ func TestEveryWriteCountsAmongTheThrottles(t *testing.T) {
 		attempts: 3,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := NewMemory(0)
+			m := speculating(NewMemory(0))
 			m.noteWrite(ref, 0, 1, true, busyNear, T) // a throttle a moment ago
 			c := NewCharge(m, p, picks(), Options{})
 			converse(t, c.Start(T), c.Feed, T, tc.turns)
