@@ -121,7 +121,7 @@ func TestCascadeRefusalOfNoWaitPromisesAMillisecondAhead(t *testing.T) {
 // local refusals on): the store decides.
 func TestNoLocalRefusalsRacesOnAtTheLimit(t *testing.T) {
 	p := NewPlan(bucketRef, []Limit{rps10}, map[string]int64{"rps": 1})
-	m := NewMemory(0)
+	m := speculating(NewMemory(0))
 	measured(m, bucketRef, 0, 0.2, 0.1, T, map[string]float64{"rps": 9.5})
 	c := NewCharge(m, p, picks(), Options{NoLocalRefusals: true})
 	plenty := failed(shape{rf: T, tk: map[string]int64{"rps": 5000}}.item(p))
@@ -133,13 +133,14 @@ func TestNoLocalRefusalsRacesOnAtTheLimit(t *testing.T) {
 }
 
 // A process's first write to a bucket it has no image of (a cold write,
-// speculative with no history) failed on a full bucket: the plan's history
+// speculative: its first writes to other buckets found them below their
+// burst) failed on a full bucket: the plan's history
 // records that it found the bucket full, so the next cold write to a
 // bucket of the same plan is the full or the ride-ahead write, not another
 // speculative charge bound to fail.
 func TestAColdWriteThatFailedOnAFullBucketTeachesThePlan(t *testing.T) {
 	p := plan1(bucketRef)
-	m := NewMemory(0)
+	m := speculating(NewMemory(0))
 	c := NewCharge(m, p, picks(), Options{})
 	converse(t, c.Start(T), c.Feed, T, []exchange{
 		{"update 0 speculative", failed(shape{rf: T - 5000}.item(p))},
@@ -155,7 +156,7 @@ func TestAColdWriteThatFailedOnAFullBucketTeachesThePlan(t *testing.T) {
 // once, as finding the bucket full (the landed write was no first write).
 func TestAColdWriteMadeAgainCountsOnce(t *testing.T) {
 	p := NewPlan(bucketRef, []Limit{rps10}, map[string]int64{"rps": 5})
-	m := NewMemory(0)
+	m := speculating(NewMemory(0))
 	c := NewCharge(m, p, picks(), Options{})
 	converse(t, c.Start(T), c.Feed, T, []exchange{
 		{"update 0 speculative", failed(shape{rf: T - 5000}.item(p))},
@@ -182,13 +183,13 @@ func TestAWarmWriteWithoutARateFollowsThePlansHistory(t *testing.T) {
 	converse(t, c.Start(T), c.Feed, T, []exchange{{"update 0 full", Result{}}})
 }
 
-// A process's first write to a bucket it has no image of (speculative, no
-// history) lands and finds the bucket nearly full: the plan's history
+// A process's first write to a bucket it has no image of (speculative: its
+// first writes to other buckets found them below their burst) lands and finds the bucket nearly full: the plan's history
 // records it, so the next cold write of the plan is the full or the
 // ride-ahead write.
 func TestAColdWriteThatLandedOnAFullBucketTeachesThePlan(t *testing.T) {
 	p := plan1(bucketRef)
-	m := NewMemory(0)
+	m := speculating(NewMemory(0))
 	c := NewCharge(m, p, picks(), Options{})
 	converse(t, c.Start(T), c.Feed, T, []exchange{
 		{"update 0 speculative", wrote(shape{rf: T - 5000, tk: map[string]int64{"rps": 9500}, tc: map[string]int64{"rps": 500}}.item(p))},
