@@ -184,9 +184,9 @@ func TestAWarmWriteWithoutARateFollowsThePlansHistory(t *testing.T) {
 }
 
 // A process's first write to a bucket it has no image of (speculative: its
-// first writes to other buckets found them below their burst) lands and finds the bucket nearly full: the plan's history
-// records it, so the next cold write of the plan is the full or the
-// ride-ahead write.
+// first writes to other buckets found them below their burst) lands and
+// finds the bucket nearly full: the plan's history records it, so the next
+// cold write of the plan is the full or the ride-ahead write.
 func TestAColdWriteThatLandedOnAFullBucketTeachesThePlan(t *testing.T) {
 	p := plan1(bucketRef)
 	m := speculating(NewMemory(0))
