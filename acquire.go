@@ -3,8 +3,10 @@ package limiter
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/shardlimit/limiter/internal/engine"
+	"github.com/shardlimit/limiter/internal/items"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
@@ -36,6 +38,12 @@ type Request struct {
 // or none, in one conditional write on the hot path. With cascade on for
 // the entity, it also charges the parent's bucket, all or none across both.
 //
+// An acquire in a scope an operator disabled (see admin.Mode) makes no
+// write: in admit mode it returns a lease that charged nothing (Adjust and
+// Rollback do nothing), in refuse mode an error matching ErrDisabled
+// (never a *RateLimitedError: it has no retry-after, as waiting does not
+// help). The configuration is read, and bad input refused, all the same.
+//
 // It returns a *RateLimitedError when a limit lacks tokens (nothing is
 // charged), a *ValidationError for bad input or a nil ctx (checked before
 // any I/O), the context's error when ctx is done (never a lease), and an
@@ -52,7 +60,7 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Lease, error) {
 	tr := &trv
 	lease, err := l.acquire(ctx, tr, req)
 	switch {
-	case err == nil, errors.Is(err, ErrRateLimited), refusedUnknown(err):
+	case err == nil, errors.Is(err, ErrRateLimited), errors.Is(err, ErrDisabled), refusedUnknown(err):
 		// A refusal is never failed open, also when it comes with an
 		// unknown outcome (a cascade whose other side may be charged).
 	case storeDown(err):
@@ -107,7 +115,16 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 	}
 	s, err := l.config(ctx, tr, req)
 	var lease *Lease
-	if err == nil {
+	switch {
+	case err != nil:
+	case s.mode == items.ModeAdmit:
+		tr.ev.Mode = s.mode
+		lease = &Lease{l: l, bypass: true}
+	case s.mode == items.ModeRefuse:
+		tr.ev.Mode = s.mode
+		err = fmt.Errorf("%w: entity %q on resource %q is refused by the mode of %s; no retry helps until an operator changes it",
+			ErrDisabled, req.Entity, s.resource, s.modeOf)
+	default:
 		lease, err = l.charge(ctx, tr, req, s)
 	}
 	if !l.cfg.noBreaker {

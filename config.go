@@ -31,6 +31,9 @@ type settings struct {
 	resource string       // the request's, or DefaultResource
 	limits   []Limit      // the limits of the entity's bucket, per name
 	parent   []Limit      // those of the parent's bucket, when entity.Cascade
+	// mode is the entity's scopes' mode on the resource ("": enforcing;
+	// items.ModeAdmit, items.ModeRefuse) and modeOf the scope that set it.
+	mode, modeOf string
 	// cached says until when (exclusive) the configuration cache keeps
 	// what these settings came from, read in cache generation gen: a
 	// repeat memo may serve them until then (zero: not cached).
@@ -49,50 +52,70 @@ func (l *Limiter) config(ctx context.Context, tr *trace, req Request) (settings,
 		tr.ev.Resource = s.resource
 	}
 	var err error
-	s.entity, s.limits, s.cached, s.gen, err = l.limitsFor(ctx, tr, req.Entity, s.resource, req.Limits)
+	var c conf
+	c, err = l.limitsFor(ctx, tr, req.Entity, s.resource, req.Limits)
 	if err != nil {
 		return s, err
 	}
+	s.entity, s.limits, s.mode, s.modeOf, s.cached, s.gen = c.entity, c.limits, c.mode, c.modeOf, c.cached, c.gen
 	if err := checkConsume(s.limits, req.Consume, ""); err != nil {
 		return s, err
 	}
-	if !s.entity.Cascade {
+	if !s.entity.Cascade || s.mode != "" {
 		return s, nil
 	}
-	_, s.parent, _, _, err = l.limitsFor(ctx, tr, s.entity.Parent, s.resource, req.Limits)
+	c, err = l.limitsFor(ctx, tr, s.entity.Parent, s.resource, req.Limits)
 	if err != nil {
 		return s, err
 	}
+	s.parent = c.limits
 	if err := checkConsume(s.parent, req.Consume, " for the parent "+s.entity.Parent); err != nil {
 		return s, err
 	}
 	return s, nil
 }
 
-// limitsFor returns the entity as stored and the limits of its bucket on
-// resource: per limit name, the most specific of the limits stored for
-// {entity, resource}, for {entity, ""}, for {"", resource}, and the
-// caller's (the request's, or the limiter's defaults when the request has
-// none). Names any of them defines apply; a name defined nowhere does not.
-// cached and gen are those of the stored configuration (see settings).
-func (l *Limiter) limitsFor(ctx context.Context, tr *trace, entity, resource string, caller []Limit) (_ items.Entity, _ []Limit, cached time.Time, gen uint64, _ error) {
+// conf is the configuration of an entity's bucket on a resource.
+type conf struct {
+	entity       items.Entity // as stored
+	limits       []Limit
+	mode, modeOf string    // see settings
+	cached       time.Time // see settings
+	gen          uint64
+}
+
+// limitsFor returns the entity as stored, the limits of its bucket on
+// resource and its mode: per limit name, the most specific of the limits
+// stored for {entity, resource}, for {entity, ""}, for {"", resource}, and
+// the caller's (the request's, or the limiter's defaults when the request
+// has none). Names any of them defines apply; a name defined nowhere does
+// not. The mode is the most specific of the three stored scopes' that has
+// one.
+func (l *Limiter) limitsFor(ctx context.Context, tr *trace, entity, resource string, caller []Limit) (conf, error) {
 	if len(caller) == 0 {
 		caller = l.cfg.defaults
 	}
 	ec, rc, gen, err := l.stored(ctx, tr, entity, resource)
 	if err != nil {
-		return items.Entity{}, nil, time.Time{}, 0, err
+		return conf{}, err
 	}
-	limits := mergeLimits(ec.own, ec.all, rc.limits, caller)
-	if len(limits) > maxLimits {
-		return items.Entity{}, nil, time.Time{}, 0, invalid("limits", "%d limits apply to entity %q on resource %q (the caller's and the stored ones); at most %d",
-			len(limits), entity, resource, maxLimits)
+	c := conf{entity: ec.entity, limits: mergeLimits(ec.own, ec.all, rc.limits, caller), cached: ec.cached, gen: gen}
+	if len(c.limits) > maxLimits {
+		return conf{}, invalid("limits", "%d limits apply to entity %q on resource %q (the caller's and the stored ones); at most %d",
+			len(c.limits), entity, resource, maxLimits)
 	}
-	cached = ec.cached
-	if rc.cached.Before(cached) {
-		cached = rc.cached
+	switch {
+	case ec.ownMode != "":
+		c.mode, c.modeOf = ec.ownMode, "entity "+strconv.Quote(entity)+" on resource "+strconv.Quote(resource)
+	case ec.allMode != "":
+		c.mode, c.modeOf = ec.allMode, "entity "+strconv.Quote(entity)
+	case rc.mode != "":
+		c.mode, c.modeOf = rc.mode, "resource "+strconv.Quote(resource)
 	}
-	return ec.entity, limits, cached, gen, nil
+	if rc.cached.Before(c.cached) {
+		c.cached = rc.cached
+	}
+	return c, nil
 }
 
 // mergeLimits combines scopes, most specific first: per limit name, the
@@ -119,15 +142,17 @@ func mergeLimits(own, all, res, caller []Limit) []Limit {
 
 // entityConf is what is stored on an entity's partition for one resource.
 type entityConf struct {
-	entity items.Entity
-	own    []Limit   // stored for {entity, resource}; nil when none
-	all    []Limit   // stored for {entity, ""}; nil when none
-	cached time.Time // until when the cache keeps it (exclusive; zero: not cached)
+	entity           items.Entity
+	own              []Limit   // stored for {entity, resource}; nil when none
+	all              []Limit   // stored for {entity, ""}; nil when none
+	ownMode, allMode string    // the modes of those scopes ("": none)
+	cached           time.Time // until when the cache keeps it (exclusive; zero: not cached)
 }
 
 // resourceConf is what is stored for every entity on a resource.
 type resourceConf struct {
 	limits []Limit   // nil when none
+	mode   string    // the resource's mode ("": none)
 	cached time.Time // as entityConf's
 }
 
@@ -355,7 +380,7 @@ func (l *Limiter) read(ctx context.Context, tr *trace, gen uint64, entity, resou
 		got = got[3:]
 	}
 	if withResource {
-		if res.limits, _, err = limitsOf(got[0]); err != nil {
+		if res.limits, res.mode, err = scopeOf(got[0]); err != nil {
 			return entityConf{}, resourceConf{}, err
 		}
 	}
@@ -389,17 +414,25 @@ func decodeEntityConf(id string, meta, own, all store.Item) (entityConf, error) 
 		ec.entity = items.DecodeEntity(id, meta)
 	}
 	var err error
-	if ec.own, _, err = limitsOf(own); err != nil {
+	if ec.own, ec.ownMode, err = scopeOf(own); err != nil {
 		return entityConf{}, err
 	}
-	if ec.all, _, err = limitsOf(all); err != nil {
+	if ec.all, ec.allMode, err = scopeOf(all); err != nil {
 		return entityConf{}, err
 	}
 	return ec, nil
 }
 
-// limitsOf decodes a stored limits item; ok is false for no item.
-func limitsOf(it store.Item) ([]Limit, bool, error) { return items.DecodeLimits(it, Limit.Validate) }
+// scopeOf decodes a stored limits item: its limits and its mode (nil and
+// "" for no item).
+func scopeOf(it store.Item) ([]Limit, string, error) {
+	ls, _, err := items.DecodeLimits(it, Limit.Validate)
+	if err != nil {
+		return nil, "", err
+	}
+	mode, err := items.DecodeMode(it)
+	return ls, mode, err
+}
 
 // storeErr turns a store error into the caller's: the context's error
 // when ctx is done (see ctxDone), an *UnavailableError when the store

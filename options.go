@@ -196,8 +196,8 @@ const (
 // Outcome is what a call ended with.
 type Outcome uint8
 
-// Outcomes of a call. An acquire ends Admitted, Rejected, Unavailable or
-// Invalid; an adjust, a rollback, a status read or a Close ends
+// Outcomes of a call. An acquire ends Admitted, Rejected, Disabled,
+// Unavailable or Invalid; an adjust, a rollback, a status read or a Close ends
 // Succeeded, Unavailable or Invalid (they never reject). A call whose
 // context ended counts as Unavailable.
 const (
@@ -206,9 +206,11 @@ const (
 	Unavailable
 	Invalid
 	Succeeded
+	// Disabled: refused because the scope's mode is refuse (ErrDisabled).
+	Disabled
 )
 
-var outcomeNames = [...]string{"", "admitted", "rejected", "unavailable", "invalid", "succeeded"}
+var outcomeNames = [...]string{"", "admitted", "rejected", "unavailable", "invalid", "succeeded", "disabled"}
 
 // String returns the outcome's name.
 func (o Outcome) String() string {
@@ -257,6 +259,10 @@ type Event struct {
 	// whose outcome is unknown may have moved (positive: taken into a
 	// pool, negative: given back).
 	Reserved, Returned, Unsettled map[string]int64
+	// Mode is the mode of the scope that decided an acquire without a
+	// write: "admit" (Outcome Admitted, Path PathNone, no store call but the
+	// configuration's read) or "refuse" (Outcome Disabled); "" otherwise.
+	Mode string
 	// BreakerOpen is true when the call was answered as unavailable
 	// without a store call because the circuit breaker is open (see
 	// WithBreaker).

@@ -20,8 +20,30 @@ const (
 	AttrParent  = "parent_id"
 	AttrCascade = "cascade"
 	AttrLimits  = "limits"
+	AttrMode    = "mode"
 	AttrVersion = "version"
 )
+
+// Modes of a scope, stored in the mode attribute of its limits item
+// (absent: the scope enforces its limits). A limits item holds limits, a
+// mode, or both.
+const (
+	// ModeAdmit: every acquire in the scope is admitted without a write.
+	ModeAdmit = "admit"
+	// ModeRefuse: every acquire in the scope is refused without a write.
+	ModeRefuse = "refuse"
+)
+
+// DecodeMode reads a scope's mode from its limits item (nil: no item,
+// mode ""); an unknown mode is an error.
+func DecodeMode(it store.Item) (string, error) {
+	m, _ := it.Str(AttrMode)
+	switch m {
+	case "", ModeAdmit, ModeRefuse:
+		return m, nil
+	}
+	return "", errors.New("limiter: stored mode " + strconv.Quote(m) + " is unknown (this library knows admit and refuse)")
+}
 
 // SchemaVersion is the version of the table layout this library writes. It
 // is stored once per table (PK "#SCHEMA", SK "#VERSION", attribute
@@ -82,16 +104,22 @@ func DecodeEntity(id string, it store.Item) Entity {
 	return e
 }
 
-// LimitsItem is the stored form, at key k, of the limits of the scope
-// (entity, resource) (entity "" for a resource's, resource "" for an
-// entity's on every resource), with its configuration index entry.
-func LimitsItem[L Limit](ns string, k store.Key, entity, resource string, limits []L) store.Item {
-	if entity != "" && resource == "" {
-		resource = keys.AnyResource
+// LimitsItem is the stored form, at key k, of the limits and the mode of
+// the scope (entity, resource) (entity "" for a resource's, resource ""
+// for an entity's on every resource), with its configuration index entry;
+// nil when there are neither limits nor a mode (the scope stores nothing).
+func LimitsItem[L Limit](ns string, k store.Key, entity, resource string, limits []L, mode string) store.Item {
+	if len(limits) == 0 && mode == "" {
+		return nil
 	}
-	return store.Item{store.AttrPK: store.Str(k.PK), store.AttrSK: store.Str(k.SK),
-		AttrLimits:       store.Str(encodeLimits(limits)),
-		store.AttrGSI3PK: store.Str(keys.ConfigIndexPK(ns)), store.AttrGSI3SK: store.Str(keys.LimitsIndexSK(entity, resource))}
+	it := ScopeItem(ns, k, entity, resource)
+	if len(limits) > 0 {
+		it[AttrLimits] = store.Str(encodeLimits(limits))
+	}
+	if mode != "" {
+		it[AttrMode] = store.Str(mode)
+	}
+	return it
 }
 
 // encodeLimits is the stored form: "name=capacity/burst/refill/periodMs;..."
@@ -113,13 +141,27 @@ func encodeLimits[L Limit](ls []L) string {
 	return b.String()
 }
 
+// ScopeItem is the item of a scope's limits and mode (see LimitsItem)
+// with neither: its key and its configuration index entry.
+func ScopeItem(ns string, k store.Key, entity, resource string) store.Item {
+	if entity != "" && resource == "" {
+		resource = keys.AnyResource
+	}
+	return store.Item{store.AttrPK: store.Str(k.PK), store.AttrSK: store.Str(k.SK),
+		store.AttrGSI3PK: store.Str(keys.ConfigIndexPK(ns)), store.AttrGSI3SK: store.Str(keys.LimitsIndexSK(entity, resource))}
+}
+
 // DecodeLimits decodes a stored limits item, checking each limit with
-// valid (limiter.Limit.Validate); ok is false for no item.
+// valid (limiter.Limit.Validate); ok is false for no item, or an item that
+// holds a mode alone.
 func DecodeLimits[L Limit](it store.Item, valid func(L) error) (_ []L, ok bool, _ error) {
 	if it == nil {
 		return nil, false, nil
 	}
 	s, ok := it.Str(AttrLimits)
+	if _, hasMode := it.Str(AttrMode); !ok && hasMode {
+		return nil, false, nil
+	}
 	if !ok {
 		return nil, false, errors.New("limiter: stored limits item has no limits attribute")
 	}

@@ -25,7 +25,7 @@ func valid(limit) error { return nil }
 func TestLimitsRoundTrip(t *testing.T) {
 	ls := []limit{{"rpm", 100, 0, 100, time.Minute}, {"tpm", 10, 20, 5, 250 * time.Millisecond}}
 	k := keys.EntityLimits("ns", "k", keys.AnyResource)
-	it := LimitsItem("ns", k, "k", "", ls)
+	it := LimitsItem("ns", k, "k", "", ls, "")
 	if s, _ := it.Str(AttrLimits); s != "rpm=100/100/100/60000;tpm=10/20/5/250" {
 		t.Fatalf("stored %q", s)
 	}
@@ -52,6 +52,35 @@ func TestDecodeLimitsRefusesBadItems(t *testing.T) {
 	}
 	if _, _, err := DecodeLimits(store.Item{}, valid); err == nil || !strings.Contains(err.Error(), "has no limits attribute") {
 		t.Errorf("an item without limits: %v, want the attribute named missing", err)
+	}
+}
+
+// A scope may store a mode beside its limits, or a mode alone: the item
+// then has no limits (DecodeLimits says none, not malformed), and a scope
+// with neither has no item at all. A mode this library does not know is an
+// error, not "enforcing": a table written by a newer library must not turn
+// a refused scope into an enforcing one.
+func TestModeBesideLimits(t *testing.T) {
+	k := keys.ResourceLimits("ns", "gpt-4")
+	it := LimitsItem("ns", k, "", "gpt-4", []limit{{"rpm", 1, 1, 1, time.Second}}, ModeRefuse)
+	if m, err := DecodeMode(it); m != ModeRefuse || err != nil {
+		t.Fatalf("mode %q %v", m, err)
+	}
+	alone := LimitsItem[limit]("ns", k, "", "gpt-4", nil, ModeAdmit)
+	if ls, ok, err := DecodeLimits(alone, valid); ls != nil || ok || err != nil {
+		t.Fatalf("a mode alone: limits %v %v %v", ls, ok, err)
+	}
+	if m, err := DecodeMode(alone); m != ModeAdmit || err != nil {
+		t.Fatalf("a mode alone: %q %v", m, err)
+	}
+	if it := LimitsItem[limit]("ns", k, "", "gpt-4", nil, ""); it != nil {
+		t.Fatalf("neither limits nor mode: %v, want no item", it)
+	}
+	if m, err := DecodeMode(nil); m != "" || err != nil {
+		t.Fatalf("no item: %q %v", m, err)
+	}
+	if _, err := DecodeMode(store.Item{AttrMode: store.Str("bypass")}); err == nil || !strings.Contains(err.Error(), `"bypass"`) {
+		t.Fatalf("unknown mode: %v", err)
 	}
 }
 
