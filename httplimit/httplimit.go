@@ -260,7 +260,7 @@ func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	case r.Context().Err() != nil:
 		// The client went away: nobody reads the answer.
 		m.logger.Debug("httplimit: request ended before its acquire", "err", err)
-	case !errors.Is(err, limiter.ErrUnavailable):
+	case !errors.Is(err, limiter.ErrUnavailable) && !errors.Is(err, limiter.ErrDisabled):
 		m.logger.Error("httplimit: acquire failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	m.onError(w, r, err)
