@@ -241,5 +241,16 @@ func genConfig(t *rapid.T, long bool) sim.Config {
 			wl.Duration += wl.DutyPeriod
 		}
 	}
-	return sim.Config{Workload: wl, Seed: rapid.Uint64().Draw(t, "seed"), Tail: tail}
+	seed := rapid.Uint64().Draw(t, "seed")
+	// Disabled scopes (drawn last, so the draws above stay as they were):
+	// some entities, cascade parents included, admit every acquire or
+	// refuse it, without a write. The checker requires that, and that no
+	// other bucket's accounting sees them (a child of a refused parent is
+	// still charged, its parent too).
+	if !pressure {
+		for i := range wl.Entities {
+			wl.Entities[i].Mode = rapid.SampledFrom([]string{"", "", "", "", "admit", "refuse"}).Draw(t, "mode")
+		}
+	}
+	return sim.Config{Workload: wl, Seed: seed, Tail: tail}
 }

@@ -32,6 +32,12 @@ const (
 	// whose store calls met the cancellation, must end with the context's
 	// error (or a refusal), never with a lease, fail-open included.
 	InvCancelled = "cancelled-acquire"
+	// InvModes: an acquire of a disabled scope makes no write, to its
+	// bucket or its cascade parent's; in admit mode it is admitted, in
+	// refuse mode refused (Outcome Disabled), and no acquire acts on a mode
+	// its scope did not have within the cache TTL before it. Its tokens
+	// count in no bucket's accounting (invariants 1 and 3 leave it out).
+	InvModes = "modes"
 )
 
 // Violation is one broken invariant.
@@ -742,6 +748,16 @@ func (c *Checker) OpDone(op *Op, eff *Effects) {
 		c.flag(InvHarness, "op #%d (%s by client %d) was refused as invalid: the workload is wrong", op.ID, op.Kind, op.Client)
 	}
 	roles := [2]int32{op.Bucket, c.m.Buckets[op.Bucket].Parent}
+	if op.Kind == OpAcquire && c.mode(op, eff) {
+		return // decided by a mode: no write, nothing to account
+	}
+	if op.Kind != OpAcquire && op.Mode != "" {
+		// An adjust or rollback of a lease a mode admitted: it holds nothing.
+		if eff.Changes != [2]uint64{} {
+			c.flag(InvModes, "op #%d (%s by client %d) of a lease mode %s admitted wrote its buckets", op.ID, op.Kind, op.Client, op.Mode)
+		}
+		return
+	}
 	for r, bi := range roles {
 		if bi >= 0 {
 			c.account(op, r, bi)
@@ -756,6 +772,44 @@ func (c *Checker) OpDone(op *Op, eff *Effects) {
 	if op.Kind == OpAcquire && op.Cancelled {
 		c.cancelled(op)
 	}
+}
+
+// mode judges an acquire against its bucket's modes (InvModes) and
+// reports whether a mode decided it.
+func (c *Checker) mode(op *Op, eff *Effects) bool {
+	bm := &c.m.Buckets[op.Bucket]
+	// The modes the acquire may act on: those of the spans that overlap
+	// [Start - CacheTTL, End] (a cached read may be that old).
+	allowed := map[string]bool{}
+	for i, sp := range bm.Modes {
+		if i+1 < len(bm.Modes) && bm.Modes[i+1].From < op.Start-c.m.CacheTTL {
+			continue
+		}
+		if sp.From <= op.End {
+			allowed[sp.Mode] = true
+		}
+	}
+	if len(bm.Modes) == 0 {
+		allowed[""] = true
+	}
+	bad := func(format string, args ...any) {
+		c.flag(InvModes, "op #%d (acquire by client %d on %s/%s, %s, mode %q): "+format,
+			append([]any{op.ID, op.Client, bm.Entity, bm.Resource, op.Outcome, op.Mode}, args...)...)
+	}
+	decided := op.Outcome == Disabled || op.Mode != ""
+	switch {
+	case op.Outcome == Cut || op.Outcome == Unavailable && !decided:
+		return decided // a store failure before any decision: nothing to judge
+	case !allowed[op.Mode]:
+		bad("its scope had none of that mode within the cache TTL before it (it had %v)", bm.Modes)
+	case op.Mode == "admit" && op.Outcome != Admitted, op.Mode == "refuse" && op.Outcome != Disabled,
+		op.Mode == "" && op.Outcome == Disabled:
+		bad("the mode and the outcome disagree")
+	}
+	if decided && eff.Changes != [2]uint64{} {
+		bad("it wrote its buckets (%d and %d changes)", eff.Changes[0], eff.Changes[1])
+	}
+	return decided
 }
 
 // cancelled judges an acquire whose caller cancelled its context and

@@ -109,6 +109,7 @@ type pendingLease struct {
 	base     [MaxLimits]int64 // what the lease holds, as far as the client knows
 	unkPos   [MaxLimits]int64
 	unkNeg   [MaxLimits]int64
+	mode     string // the acquire's Op.Mode: "admit" for a lease that charged nothing
 }
 
 const (
@@ -366,6 +367,11 @@ func (c *client) end(err error) Outcome {
 		case Unavailable:
 			s.stats.unavailable++
 			sec.Unavailable++
+		case Disabled:
+			s.stats.disabled++
+		}
+		if op.Mode == "admit" && o == Admitted {
+			s.stats.bypassed++
 		}
 		if o != Cut {
 			s.stats.acquires++
@@ -394,6 +400,8 @@ func classify(err error) Outcome {
 		return Unavailable // it may have charged, refusal or not
 	case errors.Is(err, limiter.ErrRateLimited):
 		return Rejected
+	case errors.Is(err, limiter.ErrDisabled):
+		return Disabled
 	case errors.Is(err, limiter.ErrInvalid), errors.Is(err, store.ErrValidation):
 		return Invalid
 	}
@@ -565,7 +573,7 @@ func (c *client) schedule(lease *limiter.Lease, op *Op, amount [MaxLimits]int64)
 		return
 	}
 	pl := pendingLease{due: c.s.now + wl.callTime.draw(c.rng), lease: lease, bucket: op.Bucket, shard: op.Shard,
-		action: action, estimate: amount, base: amount}
+		action: action, estimate: amount, base: amount, mode: op.Mode}
 	// c.leases is sorted by due, latest first, so that the next one is
 	// taken off the end; of equal dues the older is nearer the end.
 	i := len(c.leases)
@@ -599,6 +607,7 @@ func (c *client) settle(pl *pendingLease) {
 			op := c.begin(OpAdjust, pl.bucket, delta)
 			op.Shard = pl.shard
 			err := pl.lease.Adjust(bgctx, c.adjust)
+			op.Mode = pl.mode
 			if c.end(err) == Admitted {
 				for i := range delta {
 					pl.base[i] += delta[i]
@@ -620,7 +629,9 @@ func (c *client) settle(pl *pendingLease) {
 	}
 	op := c.begin(OpRollback, pl.bucket, pl.base)
 	op.Shard, op.UnkPos, op.UnkNeg = pl.shard, pl.unkPos, pl.unkNeg
-	c.end(pl.lease.Rollback(bgctx))
+	err := pl.lease.Rollback(bgctx)
+	op.Mode = pl.mode
+	c.end(err)
 }
 
 // runProbe is the liveness probe: from the start of the fault-free tail it
@@ -769,6 +780,7 @@ func (o observer) Observe(ev limiter.Event) {
 	if c := o.c; c != nil && c.cur.active && ev.Op != "close" {
 		op := &c.cur.op
 		op.Pooled = ev.Path == limiter.PathPool
+		op.Mode = ev.Mode
 		for i, name := range o.s.model.LimitNames {
 			op.Reserved[i] += ev.Reserved[name]
 			op.Returned[i] += ev.Returned[name]

@@ -38,9 +38,10 @@ const (
 	Unavailable                    // *limiter.UnavailableError (or any other store failure)
 	Invalid                        // *limiter.ValidationError: a workload bug
 	Cut                            // the simulation ended first
+	Disabled                       // limiter.ErrDisabled: the scope's mode is refuse
 )
 
-var outcomeNames = [...]string{"", "admitted", "rejected", "unavailable", "invalid", "cut"}
+var outcomeNames = [...]string{"", "admitted", "rejected", "unavailable", "invalid", "cut", "disabled"}
 
 // String returns the outcome's name.
 func (o Outcome) String() string {
@@ -100,6 +101,10 @@ type Op struct {
 	// context.Canceled. UndoCancelled: a cascade's compensation write met
 	// the caller's cancelled context (it must run on a context of its own).
 	Cancelled, FailedOpen, CtxErr, UndoCancelled bool
+	// Mode is the mode that decided an acquire without a write
+	// (limiter.Event.Mode): "admit", "refuse", or "" when none did; an
+	// adjust or rollback has its acquire's.
+	Mode string
 }
 
 // RetryInfo links a retry to the rejection it follows.
@@ -175,6 +180,9 @@ type Model struct {
 	// happened while one of the bucket's shards was really at its write
 	// ceiling (see Checker.checkDoublingCause).
 	CheckDoublingCause bool
+	// CacheTTL is the limiters' configuration cache TTL (ns): an acquire
+	// may act on a mode that changed up to that long before it.
+	CacheTTL int64
 
 	// for the simulator: the bucket of each (entity, resource), the
 	// entities with traffic, the probe's bucket
@@ -193,4 +201,14 @@ type BucketModel struct {
 	// Parent is the index of the cascade parent's bucket for the same
 	// resource, or -1.
 	Parent int32
+	// Modes are the bucket's modes over the run, in time order (nil: it
+	// enforces throughout).
+	Modes []ModeSpan
+}
+
+// ModeSpan is a bucket's mode ("admit", "refuse" or "" for enforce) from
+// From (virtual ns) until the next span.
+type ModeSpan struct {
+	From int64
+	Mode string
 }

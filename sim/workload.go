@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -82,6 +83,9 @@ type Workload struct {
 	Uneven float64
 	// CacheTTL is the limiters' configuration cache TTL (default 60 s).
 	CacheTTL time.Duration
+	// ModeChanges are an operator's changes of scopes' modes during the
+	// run, in time order.
+	ModeChanges []ModeChange
 	// PartitionWCU overrides memsim's per-partition write ceiling (0: the
 	// default 1000 units per second).
 	PartitionWCU float64
@@ -135,6 +139,20 @@ type Entity struct {
 	Limits []limiter.Limit
 	// NoTraffic marks an entity that is never picked (a cascade parent).
 	NoTraffic bool
+	// Mode, when set, is stored for the entity on every resource
+	// (admin.SetMode): "admit" or "refuse".
+	Mode string
+}
+
+// ModeChange is an operator's change of a scope's mode (admin.SetMode) at
+// At of virtual time, made directly on the table (no client, no latency,
+// no fault): the limiters see it within their CacheTTL.
+type ModeChange struct {
+	At time.Duration
+	// Entity and Resource name the scope (one may be "").
+	Entity, Resource string
+	// Mode is "admit", "refuse" or "" (enforce).
+	Mode string
 }
 
 // Range is an inclusive range of token amounts.
@@ -291,6 +309,24 @@ func (w *Workload) validate() error {
 			}
 		}
 	}
+	for _, e := range w.Entities {
+		if err := checkMode(e.Mode); err != nil {
+			return fmt.Errorf("sim: entity %q: %w", e.ID, err)
+		}
+	}
+	var last time.Duration
+	for i, mc := range w.ModeChanges {
+		if err := checkMode(mc.Mode); err != nil {
+			return fmt.Errorf("sim: ModeChanges[%d]: %w", i, err)
+		}
+		if _, ok := w.entityIdx[mc.Entity]; mc.Entity != "" && !ok {
+			return fmt.Errorf("sim: ModeChanges[%d]: unknown entity %q", i, mc.Entity)
+		}
+		if (mc.Entity == "" && mc.Resource == "") || mc.At < last {
+			return fmt.Errorf("sim: ModeChanges[%d]: needs an entity or a resource, and changes in time order", i)
+		}
+		last = mc.At
+	}
 	if w.Probe {
 		w.probeLimits = make([]limiter.Limit, len(w.Limits))
 		for i, l := range w.Limits {
@@ -298,6 +334,35 @@ func (w *Workload) validate() error {
 		}
 	}
 	return nil
+}
+
+// checkMode accepts the modes a workload may set.
+func checkMode(m string) error {
+	switch m {
+	case "", "admit", "refuse":
+		return nil
+	}
+	return fmt.Errorf("unknown mode %q (want admit, refuse or \"\")", m)
+}
+
+// modeSpans returns the modes of entity's bucket on resource over the
+// run: the mode in force from 0, then one span per change of it, each
+// from the change's time (the most specific scope with a mode wins, as
+// for an acquire).
+func (w *Workload) modeSpans(entity, resource string) []ModeSpan {
+	type scope struct{ e, r string }
+	modes := map[scope]string{{entity, ""}: w.Entities[w.entityIdx[entity]].Mode}
+	mode := func() string {
+		return cmp.Or(modes[scope{entity, resource}], modes[scope{entity, ""}], modes[scope{"", resource}])
+	}
+	spans := []ModeSpan{{From: 0, Mode: mode()}}
+	for _, mc := range w.ModeChanges {
+		modes[scope{mc.Entity, mc.Resource}] = mc.Mode
+		if m := mode(); m != spans[len(spans)-1].Mode {
+			spans = append(spans, ModeSpan{From: int64(mc.At), Mode: m})
+		}
+	}
+	return spans
 }
 
 // fits checks that every limit named by the request exists in ls with a
@@ -339,7 +404,7 @@ func (w *Workload) model(s *Sim) *Model {
 		if m.index[k] < 0 {
 			m.index[k] = int32(len(m.Buckets))
 			m.Buckets = append(m.Buckets, BucketModel{Entity: w.Entities[e].ID, Resource: w.Resources[r],
-				Limits: w.limitsOf(&w.Entities[e]), Parent: -1})
+				Limits: w.limitsOf(&w.Entities[e]), Parent: -1, Modes: w.modeSpans(w.Entities[e].ID, w.Resources[r])})
 		}
 		return m.index[k]
 	}
@@ -363,6 +428,7 @@ func (w *Workload) model(s *Sim) *Model {
 	}
 	m.nres = nr
 	m.TailStart = int64(w.Duration)
+	m.CacheTTL = int64(orDefault(w.CacheTTL, time.Minute))
 	// After the tail starts: in-flight requests end within a timeout, and
 	// the clocks have slewed back (twice the skew), so no refill timestamp is
 	// in the future.
