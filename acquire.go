@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/shardlimit/limiter/internal/engine"
 	"github.com/shardlimit/limiter/internal/items"
@@ -125,6 +126,7 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 		err = fmt.Errorf("%w: entity %q on resource %q is refused by the mode of %s; no retry helps until an operator changes it",
 			ErrDisabled, req.Entity, s.resource, s.modeOf)
 	default:
+		tr.ev.Mode = s.mode
 		lease, err = l.charge(ctx, tr, req, s)
 	}
 	if !l.cfg.noBreaker {
@@ -139,15 +141,51 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 }
 
 // charge runs the write engine for an acquire whose configuration is
-// resolved.
+// resolved. A refusal by shadow limits alone is no refusal: the acquire is
+// charged again skipping them (each is charged only when it has the
+// tokens, as if it enforced), and Event.WouldRefuse names them. Each try
+// skips at least one more limit, so there are at most as many tries as
+// limits.
 func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings) (*Lease, error) {
+	for {
+		lease, err := l.chargeOnce(ctx, tr, req, s)
+		var rl *RateLimitedError
+		if !errors.As(err, &rl) {
+			return lease, err
+		}
+		var names []string
+		for _, ls := range rl.Limits {
+			if ls.Exceeded && !ls.Limit.Shadow {
+				return nil, err // an enforcing limit refused
+			}
+			if ls.Exceeded {
+				names = append(names, ls.Limit.Name)
+			}
+		}
+		if len(names) == 0 {
+			return nil, err // refused after losing races: not a limit's doing
+		}
+		prefix := ""
+		if rl.Parent {
+			s.skipParent, prefix = append(s.skipParent, names...), "parent:"
+		} else {
+			s.skip = append(s.skip, names...)
+		}
+		for _, n := range names {
+			tr.ev.WouldRefuse = append(tr.ev.WouldRefuse, prefix+n)
+		}
+	}
+}
+
+// chargeOnce is one try of charge.
+func (l *Limiter) chargeOnce(ctx context.Context, tr *trace, req Request, s settings) (*Lease, error) {
 	if s.entity.Cascade {
-		child := l.newPlan(req.Entity, s.resource, s.limits, req.Consume)
-		parent := l.newPlan(s.entity.Parent, s.resource, s.parent, req.Consume)
+		child := l.newPlan(req.Entity, s.resource, s.limits, req.Consume).skipping(s.skip)
+		parent := l.newPlan(s.entity.Parent, s.resource, s.parent, req.Consume).skipping(s.skipParent)
 		return l.cascade(ctx, tr, child, parent)
 	}
-	child := l.newPlan(req.Entity, s.resource, s.limits, req.Consume)
-	if l.pools != nil && l.cfg.reserve.covers(req.Consume) {
+	child := l.newPlan(req.Entity, s.resource, s.limits, req.Consume).skipping(s.skip)
+	if l.pools != nil && l.cfg.reserve.covers(req.Consume) && !slices.ContainsFunc(s.limits, func(x Limit) bool { return x.Shadow }) {
 		if lease, err, done := l.reserved(ctx, tr, child); done {
 			return lease, err
 		}

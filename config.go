@@ -32,8 +32,12 @@ type settings struct {
 	limits   []Limit      // the limits of the entity's bucket, per name
 	parent   []Limit      // those of the parent's bucket, when entity.Cascade
 	// mode is the entity's scopes' mode on the resource ("": enforcing;
-	// items.ModeAdmit, items.ModeRefuse) and modeOf the scope that set it.
+	// items.ModeAdmit, items.ModeRefuse, items.ModeShadow: limits and
+	// parent are then all shadow) and modeOf the scope that set it.
 	mode, modeOf string
+	// skip and skipParent name the shadow limits an earlier try of this
+	// acquire found would refuse: the charge skips them (Plan.Skipping).
+	skip, skipParent []string
 	// cached says until when (exclusive) the configuration cache keeps
 	// what these settings came from, read in cache generation gen: a
 	// repeat memo may serve them until then (zero: not cached).
@@ -61,7 +65,10 @@ func (l *Limiter) config(ctx context.Context, tr *trace, req Request) (settings,
 	if err := checkConsume(s.limits, req.Consume, ""); err != nil {
 		return s, err
 	}
-	if !s.entity.Cascade || s.mode != "" {
+	if s.mode == items.ModeShadow {
+		s.limits = shadowed(s.limits)
+	}
+	if !s.entity.Cascade || s.mode == items.ModeAdmit || s.mode == items.ModeRefuse {
 		return s, nil
 	}
 	c, err = l.limitsFor(ctx, tr, s.entity.Parent, s.resource, req.Limits)
@@ -69,6 +76,9 @@ func (l *Limiter) config(ctx context.Context, tr *trace, req Request) (settings,
 		return s, err
 	}
 	s.parent = c.limits
+	if s.mode == items.ModeShadow {
+		s.parent = shadowed(s.parent)
+	}
 	if err := checkConsume(s.parent, req.Consume, " for the parent "+s.entity.Parent); err != nil {
 		return s, err
 	}
@@ -116,6 +126,16 @@ func (l *Limiter) limitsFor(ctx context.Context, tr *trace, entity, resource str
 		c.cached = rc.cached
 	}
 	return c, nil
+}
+
+// shadowed returns a copy of limits, every one of them shadow.
+func shadowed(limits []Limit) []Limit {
+	out := make([]Limit, len(limits))
+	for i, x := range limits {
+		x.Shadow = true
+		out[i] = x
+	}
+	return out
 }
 
 // mergeLimits combines scopes, most specific first: per limit name, the

@@ -50,18 +50,20 @@ type limitJSON struct {
 	Burst    int64    `json:"burst,omitempty"`
 	Refill   int64    `json:"refill"`
 	Period   duration `json:"period"`
+	Shadow   bool     `json:"shadow,omitempty"`
 }
 
 // MarshalJSON encodes l as {"name", "capacity", "burst" (left out when 0),
-// "refill", "period"}, the period as a duration string.
+// "refill", "period", "shadow" (left out when false)}, the period as a
+// duration string.
 func (l Limit) MarshalJSON() ([]byte, error) {
-	return json.Marshal(limitJSON{l.Name, l.Capacity, l.Burst, l.Refill, duration(l.Period)})
+	return json.Marshal(limitJSON{l.Name, l.Capacity, l.Burst, l.Refill, duration(l.Period), l.Shadow})
 }
 
 // UnmarshalJSON decodes the form MarshalJSON writes.
 func (l *Limit) UnmarshalJSON(b []byte) error {
 	return decode(b, l, func(j limitJSON) Limit {
-		return Limit{Name: j.Name, Capacity: j.Capacity, Burst: j.Burst, Refill: j.Refill, Period: time.Duration(j.Period)}
+		return Limit{Name: j.Name, Capacity: j.Capacity, Burst: j.Burst, Refill: j.Refill, Period: time.Duration(j.Period), Shadow: j.Shadow}
 	})
 }
 

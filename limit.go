@@ -30,6 +30,13 @@ type Limit struct {
 	// Period is the refill period: a whole number of milliseconds, at least
 	// 1 ms and at most 366 days.
 	Period time.Duration
+	// Shadow makes the limit watch without enforcing: an acquire it would
+	// refuse is admitted, and the limit is not charged by it (its bucket
+	// stays as enforcing would have left it); Event.WouldRefuse names it.
+	// An acquire it admits charges it like any limit, and leases, Status
+	// and usage report it. Operators set it on stored limits (admin) to try
+	// a new limit on real traffic before enforcing it.
+	Shadow bool
 }
 
 // PerSecond returns a limit of n tokens a second, starting full.

@@ -12,7 +12,7 @@ import (
 
 // limitSyntax is the grammar of a limit written as text, for error messages
 // and help: see [ParseLimit].
-const limitSyntax = "name:rate/period[:burst], such as rpm:100/min or tpm:10000/min:20000"
+const limitSyntax = "name:rate/period[:burst][:shadow], such as rpm:100/min or tpm:10000/min:20000"
 
 // periodUnits are the period's unit names; each may follow a count (5min).
 var periodUnits = []struct {
@@ -57,6 +57,10 @@ func ParseLimit(s string) (Limit, error) {
 		return Limit{}, invalid(part+" of "+spec, format, a...)
 	}
 	fields := strings.Split(s, ":")
+	shadow := len(fields) > 2 && fields[len(fields)-1] == "shadow"
+	if shadow {
+		fields = fields[:len(fields)-1]
+	}
 	if len(fields) < 2 || len(fields) > 3 {
 		return Limit{}, invalid(spec, "must be %s", limitSyntax)
 	}
@@ -76,7 +80,7 @@ func ParseLimit(s string) (Limit, error) {
 	if !ok {
 		return bad("period", "%q must be s, sec, second, m, min, minute, h, hour, d or day, a count and one of them (5min), or a Go duration (250ms, 1h30m)", periodText)
 	}
-	l := Limit{Name: name, Capacity: rate, Burst: rate, Refill: rate, Period: period}
+	l := Limit{Name: name, Capacity: rate, Burst: rate, Refill: rate, Period: period, Shadow: shadow}
 	if len(fields) == 3 {
 		if l.Burst, ok = wholeTokens(fields[2]); !ok {
 			return bad("burst", "%q must be a whole number of tokens between the rate (%d) and %d", fields[2], rate, MaxTokens)
@@ -148,14 +152,18 @@ func parsePeriod(s string) (time.Duration, bool) {
 // refill 50000 per min)", which ParseLimit does not read.
 func (l Limit) String() string {
 	p := formatPeriod(l.Period)
+	shadow := ""
+	if l.Shadow {
+		shadow = ":shadow"
+	}
 	if l.Capacity != l.Refill {
-		return fmt.Sprintf("%s(capacity %d, burst %d, refill %d per %s)", l.Name, l.Capacity, l.EffectiveBurst(), l.Refill, p)
+		return fmt.Sprintf("%s(capacity %d, burst %d, refill %d per %s)%s", l.Name, l.Capacity, l.EffectiveBurst(), l.Refill, p, shadow)
 	}
 	s := l.Name + ":" + strconv.FormatInt(l.Refill, 10) + "/" + p
 	if b := l.EffectiveBurst(); b != l.Capacity {
 		s += ":" + strconv.FormatInt(b, 10)
 	}
-	return s
+	return s + shadow
 }
 
 // formatPeriod writes d in the largest of day, h, min and s that divides

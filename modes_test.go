@@ -130,3 +130,85 @@ func TestModeUnknownIsAnError(t *testing.T) {
 		t.Fatalf("unknown stored mode: %v", err)
 	}
 }
+
+// A limit tried in shadow on real traffic: twice its rate offered, it
+// refuses nobody, and it is charged by exactly the acquires it would have
+// admitted, so its "would refuse" count is what enforcing it would refuse
+// (here every acquire past its burst of 3), not every acquire after the
+// first refusal (as a bucket driven into debt would say). The enforcing
+// limit beside it is charged by every acquire.
+func TestShadowLimitNeverRefusesAndIsChargedAsIfEnforced(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter()
+	rps3 := PerMinute("rpm", 3)
+	rps3.Shadow = true
+	limits := []Limit{rps3, PerMinute("tpm", 1000)}
+	one := map[string]int64{"rpm": 1, "tpm": 1}
+	var would int
+	for i := 0; i < 10; i++ {
+		le := e.mustAcquire(l, req("k", limits, one))
+		if ev := e.last(); len(ev.WouldRefuse) > 0 {
+			would++
+			if ev.WouldRefuse[0] != "rpm" || ev.Outcome != Admitted {
+				t.Fatalf("acquire %d: %+v", i, ev)
+			}
+		}
+		if i == 9 {
+			st := le.Limits()
+			if st[0].Limit.Name != "rpm" || !st[0].Limit.Shadow || st[0].Remaining != 0 {
+				t.Fatalf("the lease's shadow limit: %+v", st[0])
+			}
+		}
+	}
+	if would != 7 {
+		t.Fatalf("%d acquires would have been refused, want 7", would)
+	}
+	if got := e.consumed("k", "gpt-4", "rpm"); got != 3000 {
+		t.Fatalf("rpm consumed %d millitokens, want the 3 it admitted", got)
+	}
+	if got := e.consumed("k", "gpt-4", "tpm"); got != 10_000 {
+		t.Fatalf("tpm consumed %d millitokens, want all 10", got)
+	}
+	// Enforced: the same limit now refuses.
+	rps3.Shadow = false
+	e.mustReject(l, req("k", []Limit{rps3, PerMinute("tpm", 1000)}, one))
+}
+
+// A scope in shadow mode makes every limit of its acquires shadow, the
+// cascade parent's too: an operator watches a whole key's limits without
+// refusing it. A stored limit can be shadow on its own (the stored form
+// keeps the flag).
+func TestShadowModeAndStoredShadowLimit(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter()
+	if err := l.putEntity(e.ctx, items.Entity{ID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.putEntity(e.ctx, items.Entity{ID: "k", Parent: "p", Cascade: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.putScope(e.ctx, scope{Entity: "p"}, rpm(1), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.putScope(e.ctx, scope{Entity: "k"}, nil, items.ModeShadow); err != nil {
+		t.Fatal(err)
+	}
+	one := map[string]int64{"rpm": 1}
+	for i := 0; i < 3; i++ {
+		e.mustAcquire(l, req("k", rpm(1), one))
+	}
+	if ev := e.last(); ev.Mode != "shadow" || len(ev.WouldRefuse) != 2 {
+		t.Fatalf("shadow mode: %+v", ev)
+	}
+	shadowRPM := rpm(1)
+	shadowRPM[0].Shadow = true
+	if err := l.putScope(e.ctx, scope{Entity: "solo"}, shadowRPM, ""); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		e.mustAcquire(l, req("solo", rpm(5), one))
+	}
+	if ev := e.last(); ev.Mode != "" || len(ev.WouldRefuse) != 1 || ev.WouldRefuse[0] != "rpm" {
+		t.Fatalf("a stored shadow limit: %+v", ev)
+	}
+}

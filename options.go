@@ -259,10 +259,16 @@ type Event struct {
 	// whose outcome is unknown may have moved (positive: taken into a
 	// pool, negative: given back).
 	Reserved, Returned, Unsettled map[string]int64
-	// Mode is the mode of the scope that decided an acquire without a
-	// write: "admit" (Outcome Admitted, Path PathNone, no store call but the
-	// configuration's read) or "refuse" (Outcome Disabled); "" otherwise.
+	// Mode is the mode of the scope that governed an acquire: "admit"
+	// (admitted without a write: Outcome Admitted, Path PathNone, no store
+	// call but the configuration's read), "refuse" (refused without a
+	// write: Outcome Disabled) or "shadow" (every limit shadow); ""
+	// otherwise.
 	Mode string
+	// WouldRefuse names the shadow limits (see Limit.Shadow) that would
+	// have refused an admitted acquire, the cascade parent's prefixed with
+	// "parent:"; they were not charged by it. nil when none.
+	WouldRefuse []string
 	// BreakerOpen is true when the call was answered as unavailable
 	// without a store call because the circuit breaker is open (see
 	// WithBreaker).

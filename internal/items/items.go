@@ -32,6 +32,8 @@ const (
 	ModeAdmit = "admit"
 	// ModeRefuse: every acquire in the scope is refused without a write.
 	ModeRefuse = "refuse"
+	// ModeShadow: every limit of the scope's acquires is a shadow limit.
+	ModeShadow = "shadow"
 )
 
 // DecodeMode reads a scope's mode from its limits item (nil: no item,
@@ -39,10 +41,10 @@ const (
 func DecodeMode(it store.Item) (string, error) {
 	m, _ := it.Str(AttrMode)
 	switch m {
-	case "", ModeAdmit, ModeRefuse:
+	case "", ModeAdmit, ModeRefuse, ModeShadow:
 		return m, nil
 	}
-	return "", errors.New("limiter: stored mode " + strconv.Quote(m) + " is unknown (this library knows admit and refuse)")
+	return "", errors.New("limiter: stored mode " + strconv.Quote(m) + " is unknown (this library knows admit, refuse and shadow)")
 }
 
 // SchemaVersion is the version of the table layout this library writes. It
@@ -62,6 +64,7 @@ type Limit interface {
 		Name                    string
 		Capacity, Burst, Refill int64
 		Period                  time.Duration
+		Shadow                  bool
 	}
 }
 
@@ -70,6 +73,7 @@ type fields struct {
 	Name                    string
 	Capacity, Burst, Refill int64
 	Period                  time.Duration
+	Shadow                  bool
 }
 
 // Entity is a stored entity.
@@ -123,7 +127,8 @@ func LimitsItem[L Limit](ns string, k store.Key, entity, resource string, limits
 }
 
 // encodeLimits is the stored form: "name=capacity/burst/refill/periodMs;..."
-// in tokens and milliseconds (burst 0 stored as the capacity).
+// in tokens and milliseconds (burst 0 stored as the capacity), with "/s"
+// after a shadow limit's period.
 func encodeLimits[L Limit](ls []L) string {
 	var b strings.Builder
 	for i, l := range ls {
@@ -137,6 +142,9 @@ func encodeLimits[L Limit](ls []L) string {
 		}
 		b.WriteString(x.Name + "=" + strconv.FormatInt(x.Capacity, 10) + "/" + strconv.FormatInt(burst, 10) +
 			"/" + strconv.FormatInt(x.Refill, 10) + "/" + strconv.FormatInt(x.Period.Milliseconds(), 10))
+		if x.Shadow {
+			b.WriteString("/s")
+		}
 	}
 	return b.String()
 }
@@ -169,6 +177,10 @@ func DecodeLimits[L Limit](it store.Item, valid func(L) error) (_ []L, ok bool, 
 	for _, part := range strings.Split(s, ";") {
 		name, rest, ok := strings.Cut(part, "=")
 		f := strings.Split(rest, "/")
+		shadow := len(f) == 5 && f[4] == "s"
+		if shadow {
+			f = f[:4]
+		}
 		if !ok || len(f) != 4 {
 			return nil, false, errors.New("limiter: malformed stored limits " + strconv.Quote(s))
 		}
@@ -180,7 +192,7 @@ func DecodeLimits[L Limit](it store.Item, valid func(L) error) (_ []L, ok bool, 
 			}
 			v[i] = n
 		}
-		x := L(fields{Name: name, Capacity: v[0], Burst: v[1], Refill: v[2], Period: time.Duration(v[3]) * time.Millisecond})
+		x := L(fields{Name: name, Capacity: v[0], Burst: v[1], Refill: v[2], Period: time.Duration(v[3]) * time.Millisecond, Shadow: shadow})
 		if err := valid(x); err != nil {
 			return nil, false, errors.New("limiter: stored limits: " + err.Error())
 		}

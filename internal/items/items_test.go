@@ -16,17 +16,18 @@ type limit struct {
 	Name                    string
 	Capacity, Burst, Refill int64
 	Period                  time.Duration
+	Shadow                  bool
 }
 
 func valid(limit) error { return nil }
 
-// Limits round-trip through their item, a burst of 0 stored as the
+// Limits round-trip through their item (a shadow limit keeps its flag), a burst of 0 stored as the
 // capacity; the item carries its configuration index entry.
 func TestLimitsRoundTrip(t *testing.T) {
-	ls := []limit{{"rpm", 100, 0, 100, time.Minute}, {"tpm", 10, 20, 5, 250 * time.Millisecond}}
+	ls := []limit{{"rpm", 100, 0, 100, time.Minute, false}, {"tpm", 10, 20, 5, 250 * time.Millisecond, true}}
 	k := keys.EntityLimits("ns", "k", keys.AnyResource)
 	it := LimitsItem("ns", k, "k", "", ls, "")
-	if s, _ := it.Str(AttrLimits); s != "rpm=100/100/100/60000;tpm=10/20/5/250" {
+	if s, _ := it.Str(AttrLimits); s != "rpm=100/100/100/60000;tpm=10/20/5/250/s" {
 		t.Fatalf("stored %q", s)
 	}
 	if sk, _ := it.Str(store.AttrGSI3SK); sk != keys.LimitsIndexSK("k", keys.AnyResource) {
@@ -62,7 +63,7 @@ func TestDecodeLimitsRefusesBadItems(t *testing.T) {
 // a refused scope into an enforcing one.
 func TestModeBesideLimits(t *testing.T) {
 	k := keys.ResourceLimits("ns", "gpt-4")
-	it := LimitsItem("ns", k, "", "gpt-4", []limit{{"rpm", 1, 1, 1, time.Second}}, ModeRefuse)
+	it := LimitsItem("ns", k, "", "gpt-4", []limit{{"rpm", 1, 1, 1, time.Second, false}}, ModeRefuse)
 	if m, err := DecodeMode(it); m != ModeRefuse || err != nil {
 		t.Fatalf("mode %q %v", m, err)
 	}
