@@ -327,6 +327,7 @@ type storedLimitJSON struct {
 	Burst    int64  `json:"burst"`
 	Refill   int64  `json:"refill"`
 	PeriodMs int64  `json:"period_ms"`
+	Shadow   bool   `json:"shadow,omitempty"`
 }
 
 func encodeState(s *AuditState) string {
@@ -335,7 +336,7 @@ func encodeState(s *AuditState) string {
 	}
 	j := stateJSON{Parent: s.Parent, Cascade: s.Cascade, Shards: s.Shards, Tokens: s.Tokens, Mode: string(s.Mode), Malformed: s.Malformed}
 	for _, x := range s.Limits {
-		j.Limits = append(j.Limits, storedLimitJSON{x.Name, x.Capacity, x.EffectiveBurst(), x.Refill, x.Period.Milliseconds()})
+		j.Limits = append(j.Limits, storedLimitJSON{x.Name, x.Capacity, x.EffectiveBurst(), x.Refill, x.Period.Milliseconds(), x.Shadow})
 	}
 	b, _ := json.Marshal(j) // plain strings, numbers and bools: cannot fail
 	return string(b)
@@ -352,7 +353,7 @@ func decodeState(s string, ok bool) (*AuditState, error) {
 	st := &AuditState{Parent: j.Parent, Cascade: j.Cascade, Shards: j.Shards, Tokens: j.Tokens, Mode: Mode(j.Mode), Malformed: j.Malformed}
 	for _, x := range j.Limits {
 		st.Limits = append(st.Limits, limiter.Limit{Name: x.Name, Capacity: x.Capacity, Burst: x.Burst, Refill: x.Refill,
-			Period: time.Duration(x.PeriodMs) * time.Millisecond})
+			Period: time.Duration(x.PeriodMs) * time.Millisecond, Shadow: x.Shadow})
 	}
 	return st, nil
 }

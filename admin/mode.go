@@ -19,6 +19,10 @@ import (
 //     rate limit, so there is no retry-after (a revoked key, a model taken
 //     out of service); httplimit answers 403 Forbidden.
 //
+// ModeShadow enforces nothing but disables nothing either: every limit of
+// the scope's acquires (the cascade parent's included) is a shadow limit
+// (limiter.Limit.Shadow): charged and reported, never refusing.
+//
 // An acquire of (entity, resource) takes the mode of the most specific of
 // its scopes that has one: {Entity, Resource}, then {Entity, ""}, then
 // {"", Resource}, as limits are chosen by name. So a key set to admit on
@@ -39,6 +43,7 @@ const (
 	ModeEnforce Mode = ""
 	ModeAdmit   Mode = items.ModeAdmit
 	ModeRefuse  Mode = items.ModeRefuse
+	ModeShadow  Mode = items.ModeShadow
 )
 
 // SetMode sets a scope's mode (ModeEnforce clears it); the scope's limits
@@ -56,11 +61,11 @@ func (a *Admin) SetMode(ctx context.Context, s Scope, m Mode) error {
 	var v *store.Value
 	switch m {
 	case ModeEnforce:
-	case ModeAdmit, ModeRefuse:
+	case ModeAdmit, ModeRefuse, ModeShadow:
 		x := store.Str(string(m))
 		v = &x
 	default:
-		return invalid("mode", "%q is not a mode: want %q, %q or %q (enforce, the default)", m, ModeAdmit, ModeRefuse, ModeEnforce)
+		return invalid("mode", "%q is not a mode: want %q, %q, %q or %q (enforce, the default)", m, ModeAdmit, ModeRefuse, ModeShadow, ModeEnforce)
 	}
 	err = a.applyChange(ctx, configChange{op: "set mode", action: AuditSetMode, scope: s, key: k, state: limitsState,
 		edit: func(old store.Item) store.Item { return a.scopeItem(k, s, old, items.AttrMode, v) }})

@@ -35,7 +35,8 @@ const (
 
 // SetLeaseHeaders sets the RateLimit-Policy and RateLimit fields on h for
 // an admitted request: one item per limit of the lease, then one per limit
-// of its cascade parent, each in name order. units maps a limit name to
+// of its cascade parent, each in name order, shadow limits left out (see
+// [WithShadowLimits]). units maps a limit name to
 // its quota unit (see [WithQuotaUnits]; nil: every limit counts requests).
 // It sets nothing for a nil lease or one granted under fail-open, which
 // carries no state. The middleware sets the fields itself; call this when
@@ -61,6 +62,10 @@ type fields struct {
 	units map[string]string // limit name → quota unit; none: requests
 	rank  map[string]int    // limit name → place; names without one follow, in name order
 	keep  func(string) bool // nil: every limit
+	// shadow shows shadow limits (limiter.Limit.Shadow) too; by default
+	// they are left out: they refuse nothing, so a client must not pace
+	// itself by them.
+	shadow bool
 }
 
 // setLease sets the fields of an admitted request, with delta (reported
@@ -100,7 +105,7 @@ func (f fields) items(own, parent []limiter.LimitState) []namedState {
 	out := make([]namedState, 0, len(own)+len(parent))
 	add := func(prefix string, ss []limiter.LimitState) {
 		for _, s := range ss {
-			if n := prefix + s.Limit.Name; f.keep == nil || f.keep(n) {
+			if n := prefix + s.Limit.Name; (f.keep == nil || f.keep(n)) && (f.shadow || !s.Limit.Shadow) {
 				out = append(out, namedState{n, prefix != "", s})
 			}
 		}

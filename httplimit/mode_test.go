@@ -3,8 +3,10 @@ package httplimit_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/shardlimit/limiter"
 	"github.com/shardlimit/limiter/admin"
 	"github.com/shardlimit/limiter/httplimit"
 )
@@ -33,5 +35,25 @@ func TestDisabledScopes(t *testing.T) {
 		if w.Code != http.StatusOK || w.Header().Get("RateLimit") != "" {
 			t.Fatalf("admitted scope: %d, headers %v", w.Code, w.Header())
 		}
+	}
+}
+
+// A limit watched in shadow is not announced to clients: one pacing itself
+// by the RateLimit fields would slow down for a limit that refuses
+// nothing. WithShadowLimits(true) shows it.
+func TestShadowLimitsLeftOutOfTheFields(t *testing.T) {
+	lim, adm, _ := newPlanes(t)
+	rpd := limiter.PerDay("rpd", 1)
+	rpd.Shadow = true
+	must(t, adm.PutLimits(context.Background(), admin.Scope{Resource: "gpt-4"}, []limiter.Limit{rpd}))
+	for i := 0; i < 3; i++ {
+		w := serve(newMiddleware(t, lim).Handler(ok), "key-1", 1)
+		if w.Code != http.StatusOK || strings.Contains(w.Header().Get("RateLimit-Policy"), "rpd") {
+			t.Fatalf("request %d: %d, policy %q", i, w.Code, w.Header().Get("RateLimit-Policy"))
+		}
+	}
+	w := serve(newMiddleware(t, lim, httplimit.WithShadowLimits(true)).Handler(ok), "key-1", 1)
+	if !strings.Contains(w.Header().Get("RateLimit-Policy"), `"rpd"`) {
+		t.Fatalf("WithShadowLimits(true): policy %q", w.Header().Get("RateLimit-Policy"))
 	}
 }

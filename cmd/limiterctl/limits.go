@@ -29,9 +29,9 @@ func init() {
 		&command{path: "limits set", args: "LIMIT...", minArgs: 1, maxArgs: -1,
 			short: "store limits for a scope: name:rate/period[:burst], e.g. rpm:100/min:150", setup: scoped(limitsSet)},
 		&command{path: "limits delete", short: "delete the limits stored for a scope (its mode stays)", setup: scoped(limitsDelete)},
-		&command{path: "mode get", short: "the mode of a scope (--entity, --resource or both): enforce, admit or refuse", setup: scoped(modeGet)},
+		&command{path: "mode get", short: "the mode of a scope (--entity, --resource or both): enforce, admit, refuse or shadow", setup: scoped(modeGet)},
 		&command{path: "mode set", args: "MODE", minArgs: 1, maxArgs: 1,
-			short: "set a scope's mode: admit (every acquire admitted, no write), refuse (every acquire refused, no write) or enforce", setup: scoped(modeSet)},
+			short: "set a scope's mode: admit (admitted, no write), refuse (refused, no write), shadow (charged, never refused) or enforce", setup: scoped(modeSet)},
 		&command{path: "limits list", admin: true, short: "every limit stored in the namespace (or for one --entity)",
 			setup: func(c *cmdCtx) func() error {
 				entity := c.fs.String("entity", "", "only this entity's")
@@ -112,10 +112,10 @@ func parseMode(s string) (admin.Mode, error) {
 	switch m := admin.Mode(s); m {
 	case "enforce":
 		return admin.ModeEnforce, nil
-	case admin.ModeAdmit, admin.ModeRefuse:
+	case admin.ModeAdmit, admin.ModeRefuse, admin.ModeShadow:
 		return m, nil
 	}
-	return "", fmt.Errorf("unknown mode %q: want enforce, admit or refuse", s)
+	return "", fmt.Errorf("unknown mode %q: want enforce, admit, refuse or shadow", s)
 }
 
 func modeGet(c *cmdCtx, s admin.Scope) error {
@@ -141,6 +141,8 @@ func modeMeaning(m admin.Mode) string {
 		return "every acquire admitted without a write"
 	case admin.ModeRefuse:
 		return "every acquire refused without a write"
+	case admin.ModeShadow:
+		return "every limit charged and reported, none refuses"
 	}
 	return "the limits apply"
 }

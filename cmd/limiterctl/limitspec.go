@@ -67,7 +67,7 @@ func sameLimits(a, b []limiter.Limit) bool {
 	a, b = sortedLimits(a), sortedLimits(b)
 	for i := range a {
 		x, y := a[i], b[i]
-		if x.Name != y.Name || x.Capacity != y.Capacity || x.EffectiveBurst() != y.EffectiveBurst() || x.Refill != y.Refill || x.Period != y.Period {
+		if x.Name != y.Name || x.Capacity != y.Capacity || x.EffectiveBurst() != y.EffectiveBurst() || x.Refill != y.Refill || x.Period != y.Period || x.Shadow != y.Shadow {
 			return false
 		}
 	}
@@ -89,11 +89,12 @@ type limitJSON struct {
 	Refill   int64  `json:"refill" yaml:"refill"`
 	Period   string `json:"period" yaml:"period"`
 	PeriodMs int64  `json:"period_ms" yaml:"-"`
+	Shadow   bool   `json:"shadow,omitempty" yaml:"shadow,omitempty"`
 }
 
 func toJSON(l limiter.Limit) limitJSON {
 	j := limitJSON{Name: l.Name, Capacity: l.Capacity, Burst: l.EffectiveBurst(), Refill: l.Refill,
-		Period: formatPeriod(l.Period), PeriodMs: l.Period.Milliseconds()}
+		Period: formatPeriod(l.Period), PeriodMs: l.Period.Milliseconds(), Shadow: l.Shadow}
 	if hasSpec(l) {
 		j.Spec = l.String()
 	}

@@ -29,8 +29,10 @@ import (
 //	    limits:
 //	      - rpm:100/min:150
 //	      - {name: tpm, capacity: 100000, burst: 150000, refill: 50000, period: min}
-//	  - entity: key-revoked     # a scope may have a mode: admit or refuse
+//	  - entity: key-revoked     # a scope may have a mode: admit, refuse or shadow
 //	    mode: refuse            # (enforce, the default, is left out)
+//	  - resource: gpt-4o        # a limit tried in shadow (":shadow", or
+//	    limits: [rpd:5000/day:shadow]  # shadow: true in the mapping form)
 //
 // A limit is a string in the limit syntax or, for a limit whose capacity
 // and refill differ, a mapping. A scope has limits, a mode, or both.
@@ -117,7 +119,7 @@ func parseScope(n *yaml.Node, at func(*yaml.Node, string, ...any) error) (manife
 		case "mode":
 			m, err := parseMode(v.Value)
 			if err != nil || v.Kind != yaml.ScalarNode {
-				return s, at(v, "mode of a scope: unknown mode %q: want admit, refuse or enforce (the default)", v.Value)
+				return s, at(v, "mode of a scope: unknown mode %q: want admit, refuse, shadow or enforce (the default)", v.Value)
 			}
 			s.Mode = m
 		default:
@@ -131,7 +133,7 @@ func parseScope(n *yaml.Node, at func(*yaml.Node, string, ...any) error) (manife
 		return s, nil // a mode alone
 	}
 	if limitsNode == nil || limitsNode.Kind != yaml.SequenceNode || len(limitsNode.Content) == 0 {
-		return s, at(n, "%v needs a non-empty list of limits, or a mode (admit or refuse)", s.Scope)
+		return s, at(n, "%v needs a non-empty list of limits, or a mode (admit, refuse or shadow)", s.Scope)
 	}
 	names := map[string]bool{}
 	for _, ln := range limitsNode.Content {
@@ -163,16 +165,16 @@ func parseManifestLimit(n *yaml.Node) (limiter.Limit, error) {
 	}
 	for i := 0; i < len(n.Content); i += 2 {
 		switch n.Content[i].Value {
-		case "name", "capacity", "burst", "refill", "period":
+		case "name", "capacity", "burst", "refill", "period", "shadow":
 		default:
-			return limiter.Limit{}, fmt.Errorf("unknown key %q in a limit; want name, capacity, burst, refill, period", n.Content[i].Value)
+			return limiter.Limit{}, fmt.Errorf("unknown key %q in a limit; want name, capacity, burst, refill, period, shadow", n.Content[i].Value)
 		}
 	}
 	p, err := parsePeriod(j.Period)
 	if err != nil {
 		return limiter.Limit{}, fmt.Errorf("limit %q: period %q: %v", j.Name, j.Period, err)
 	}
-	l := limiter.Limit{Name: j.Name, Capacity: j.Capacity, Burst: j.Burst, Refill: j.Refill, Period: p}
+	l := limiter.Limit{Name: j.Name, Capacity: j.Capacity, Burst: j.Burst, Refill: j.Refill, Period: p, Shadow: j.Shadow}
 	if err := l.Validate(); err != nil {
 		return limiter.Limit{}, err
 	}

@@ -74,3 +74,34 @@ scopes:
 	c.fails(exitUsage, []string{`m.yaml:3: mode of a scope: unknown mode "off"`}, "limits", "apply", "-f", m)
 	contains(t, c.ok("mode", "get", "--entity", "key-9"), "enforce")
 }
+
+// Rolling a limit out: added in shadow through a manifest, watched (an
+// acquire over it is admitted, the lease reports it), then enforced by
+// removing ":shadow", one audited change that plan shows (a change of the
+// flag alone is a change, not "No changes").
+func TestShadowRolloutByManifest(t *testing.T) {
+	c := newCLI(t)
+	dir := t.TempDir()
+	m := filepath.Join(dir, "m.yaml")
+	write := func(text string) {
+		if err := os.WriteFile(m, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("scopes:\n  - resource: gpt-4\n    limits: [rpm:100/min, rpd:1/day:shadow]\n")
+	contains(t, c.ok("limits", "apply", "-f", m), `+ resource "gpt-4": rpm:100/min, rpd:1/day:shadow`)
+	one := map[string]int64{"rpm": 1, "rpd": 1}
+	lim := c.limiter()
+	for i := 0; i < 3; i++ { // rpd would refuse the second and third
+		c.acquire(lim, "key-1", "gpt-4", nil, one)
+	}
+	contains(t, c.ok("limits", "export"), "rpd:1/day:shadow")
+	write("scopes:\n  - resource: gpt-4\n    limits: [rpm:100/min, rpd:1/day]\n")
+	contains(t, c.ok("limits", "plan", "-f", m), `~ resource "gpt-4": rpm:100/min, rpd:1/day:shadow -> rpm:100/min, rpd:1/day`)
+	c.ok("limits", "apply", "-f", m)
+	if _, err := c.limiter().Acquire(context.Background(), limiter.Request{Entity: "key-1", Resource: "gpt-4", Consume: one}); !errors.Is(err, limiter.ErrRateLimited) {
+		t.Fatalf("enforced rpd: %v", err)
+	}
+	contains(t, c.ok("audit", "list", "--resource", "gpt-4"), "limits.put", "rpd:1/day:shadow")
+	contains(t, c.ok("mode", "set", "--entity", "key-2", "shadow"), "every limit charged and reported, none refuses")
+}
