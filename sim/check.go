@@ -141,6 +141,7 @@ func (c *Checker) PartitionThrottled(pk string, at int64) {
 type limInfo struct {
 	ok            bool
 	burst, ra, rp int64 // millitokens, ms (the original, undivided limit)
+	shadow        bool  // shadow at some time: an acquire may skip it
 }
 
 type bstate struct {
@@ -305,7 +306,7 @@ func NewChecker(m *Model, base int64) *Checker {
 			for _, l := range bm.Limits {
 				if l.Name == n {
 					b.lim[i] = limInfo{ok: true, burst: l.EffectiveBurst() * bucket.MilliPerToken,
-						ra: l.Refill * bucket.MilliPerToken, rp: l.Period.Milliseconds()}
+						ra: l.Refill * bucket.MilliPerToken, rp: l.Period.Milliseconds(), shadow: l.Shadow}
 				}
 			}
 		}
@@ -559,6 +560,9 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 				a = cause.Amount[i] * bucket.MilliPerToken
 			}
 			switch d := dtc[i]; {
+			case d == 0 && b.lim[i].shadow:
+				// A shadow limit the acquire skipped (allOrNothing checks
+				// the operation's exact amounts).
 			case a == 0 || (d != 0 && d != a && d != -a):
 				uneven = uneven || d != 0
 			case sign == 2:
@@ -751,7 +755,7 @@ func (c *Checker) OpDone(op *Op, eff *Effects) {
 	if op.Kind == OpAcquire && c.mode(op, eff) {
 		return // decided by a mode: no write, nothing to account
 	}
-	if op.Kind != OpAcquire && op.Mode != "" {
+	if op.Kind != OpAcquire && op.Mode == "admit" {
 		// An adjust or rollback of a lease a mode admitted: it holds nothing.
 		if eff.Changes != [2]uint64{} {
 			c.flag(InvModes, "op #%d (%s by client %d) of a lease mode %s admitted wrote its buckets", op.ID, op.Kind, op.Client, op.Mode)
@@ -796,15 +800,17 @@ func (c *Checker) mode(op *Op, eff *Effects) bool {
 		c.flag(InvModes, "op #%d (acquire by client %d on %s/%s, %s, mode %q): "+format,
 			append([]any{op.ID, op.Client, bm.Entity, bm.Resource, op.Outcome, op.Mode}, args...)...)
 	}
-	decided := op.Outcome == Disabled || op.Mode != ""
+	decided := op.Outcome == Disabled || op.Mode == "admit" || op.Mode == "refuse"
 	switch {
 	case op.Outcome == Cut || op.Outcome == Unavailable && !decided:
 		return decided // a store failure before any decision: nothing to judge
 	case !allowed[op.Mode]:
 		bad("its scope had none of that mode within the cache TTL before it (it had %v)", bm.Modes)
 	case op.Mode == "admit" && op.Outcome != Admitted, op.Mode == "refuse" && op.Outcome != Disabled,
-		op.Mode == "" && op.Outcome == Disabled:
+		!decided && op.Outcome == Disabled:
 		bad("the mode and the outcome disagree")
+	case op.ShadowRefused:
+		bad("it was refused by shadow limits alone")
 	}
 	if decided && eff.Changes != [2]uint64{} {
 		bad("it wrote its buckets (%d and %d changes)", eff.Changes[0], eff.Changes[1])
@@ -851,6 +857,9 @@ func (c *Checker) account(op *Op, r int, bi int32) {
 			continue
 		}
 		a := op.Amount[i] * bucket.MilliPerToken
+		if op.Skipped[r][i] {
+			a = 0 // a shadow limit the acquire skipped: not charged, nothing to refund
+		}
 		up, un := op.UnkPos[i]*bucket.MilliPerToken, op.UnkNeg[i]*bucket.MilliPerToken
 		if r == 0 && c.m.Reservations {
 			// What this operation's writes moved between a reservation pool
@@ -931,6 +940,9 @@ func (c *Checker) allOrNothing(op *Op, eff *Effects, roles [2]int32) {
 					continue
 				}
 				want := op.Amount[i] * bucket.MilliPerToken
+				if op.Skipped[r][i] {
+					want = 0
+				}
 				if eff.Net[r][i] != want {
 					c.flag(InvAllOrNothing, "op #%d (acquire by client %d) was admitted but changed %s/%s limit %s by %d millitokens, want %d",
 						op.ID, op.Client, c.m.Buckets[bi].Entity, c.m.Buckets[bi].Resource, c.m.LimitNames[i], eff.Net[r][i], want)
@@ -963,7 +975,7 @@ func (c *Checker) pooledAllOrNothing(op *Op, eff *Effects, bi int32) {
 		want := (op.Reserved[i] - op.Returned[i]) * bucket.MilliPerToken
 		switch op.Outcome {
 		case Admitted:
-			if !op.Pooled {
+			if !op.Pooled && !op.Skipped[0][i] {
 				want += op.Amount[i] * bucket.MilliPerToken
 				if want > 0 {
 					b.events[i] = append(b.events[i], admEvent{at: eff.LastApply[0], amt: op.Amount[i] * bucket.MilliPerToken})

@@ -109,7 +109,8 @@ type pendingLease struct {
 	base     [MaxLimits]int64 // what the lease holds, as far as the client knows
 	unkPos   [MaxLimits]int64
 	unkNeg   [MaxLimits]int64
-	mode     string // the acquire's Op.Mode: "admit" for a lease that charged nothing
+	mode     string // "admit" for a lease that charged nothing (admit mode)
+	skipped  [2][MaxLimits]bool
 }
 
 const (
@@ -350,6 +351,8 @@ func (c *client) end(err error) Outcome {
 		// errors.AsType, not errors.As: no target to allocate per operation.
 		if rl, ok := errors.AsType[*limiter.RateLimitedError](err); ok {
 			op.RetryAfter, op.ByParent, op.Local = int64(rl.RetryAfter), rl.Parent, rl.Local
+			op.ShadowRefused = slices.ContainsFunc(rl.Limits, func(ls limiter.LimitState) bool { return ls.Exceeded }) &&
+				!slices.ContainsFunc(rl.Limits, func(ls limiter.LimitState) bool { return ls.Exceeded && !ls.Limit.Shadow })
 			if !slices.ContainsFunc(rl.Limits, func(ls limiter.LimitState) bool { return ls.Exceeded }) {
 				s.stats.falseRejections++
 			}
@@ -372,6 +375,9 @@ func (c *client) end(err error) Outcome {
 		}
 		if op.Mode == "admit" && o == Admitted {
 			s.stats.bypassed++
+		}
+		if o == Admitted && op.Skipped != [2][MaxLimits]bool{} {
+			s.stats.wouldRefuse++
 		}
 		if o != Cut {
 			s.stats.acquires++
@@ -573,7 +579,10 @@ func (c *client) schedule(lease *limiter.Lease, op *Op, amount [MaxLimits]int64)
 		return
 	}
 	pl := pendingLease{due: c.s.now + wl.callTime.draw(c.rng), lease: lease, bucket: op.Bucket, shard: op.Shard,
-		action: action, estimate: amount, base: amount, mode: op.Mode}
+		action: action, estimate: amount, base: amount, skipped: op.Skipped}
+	if op.Mode == "admit" {
+		pl.mode = op.Mode
+	}
 	// c.leases is sorted by due, latest first, so that the next one is
 	// taken off the end; of equal dues the older is nearer the end.
 	i := len(c.leases)
@@ -607,7 +616,7 @@ func (c *client) settle(pl *pendingLease) {
 			op := c.begin(OpAdjust, pl.bucket, delta)
 			op.Shard = pl.shard
 			err := pl.lease.Adjust(bgctx, c.adjust)
-			op.Mode = pl.mode
+			op.Mode, op.Skipped = pl.mode, pl.skipped
 			if c.end(err) == Admitted {
 				for i := range delta {
 					pl.base[i] += delta[i]
@@ -630,7 +639,7 @@ func (c *client) settle(pl *pendingLease) {
 	op := c.begin(OpRollback, pl.bucket, pl.base)
 	op.Shard, op.UnkPos, op.UnkNeg = pl.shard, pl.unkPos, pl.unkNeg
 	err := pl.lease.Rollback(bgctx)
-	op.Mode = pl.mode
+	op.Mode, op.Skipped = pl.mode, pl.skipped
 	c.end(err)
 }
 
@@ -781,6 +790,15 @@ func (o observer) Observe(ev limiter.Event) {
 		op := &c.cur.op
 		op.Pooled = ev.Path == limiter.PathPool
 		op.Mode = ev.Mode
+		for _, name := range ev.WouldRefuse {
+			role, n := 0, name
+			if rest, ok := strings.CutPrefix(name, "parent:"); ok {
+				role, n = 1, rest
+			}
+			if i := slices.Index(o.s.model.LimitNames, n); i >= 0 {
+				op.Skipped[role][i] = true
+			}
+		}
 		for i, name := range o.s.model.LimitNames {
 			op.Reserved[i] += ev.Reserved[name]
 			op.Returned[i] += ev.Returned[name]

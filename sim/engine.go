@@ -67,11 +67,11 @@ var ErrStopped = errors.New("sim: simulation ended")
 // Sim is one simulation run: a discrete-event scheduler on virtual time
 // that owns all concurrency. Build one with New, run it with Run.
 type Sim struct {
-	cfg         Config
-	wl          *Workload
-	model       *Model
-	rng         *rand.Rand
-	modeChanges int // the workload's ModeChanges made so far
+	cfg          Config
+	wl           *Workload
+	model        *Model
+	rng          *rand.Rand
+	scopeChanges int // the workload's ScopeChanges made so far
 
 	base     int64 // Unix ns of virtual time 0
 	now      int64 // virtual ns
@@ -130,6 +130,7 @@ type stats struct {
 	hot                                                pathStat // admitted by one write, nothing read
 	crashes, cancelled                                 uint64
 	disabled, bypassed                                 uint64 // acquires refused, admitted by a scope's mode
+	wouldRefuse                                        uint64 // admitted acquires a shadow limit would have refused
 	doublingsSeen                                      int
 }
 
@@ -319,13 +320,17 @@ func (s *Sim) setup() error {
 	return nil
 }
 
-// changeMode makes an operator's change of a scope's mode, at its time,
+// changeScope makes an operator's change of a scope's mode, at its time,
 // directly on the table (as setup writes).
-func (s *Sim) changeMode(mc ModeChange) {
+func (s *Sim) changeScope(mc ScopeChange) {
 	s.now = int64(mc.At)
 	adm, err := admin.New(s.st, admin.WithClock(trueClock{s}), admin.WithNamespace(s.model.Namespace))
+	scope := admin.Scope{Entity: mc.Entity, Resource: mc.Resource}
+	if err == nil && mc.Limits != nil {
+		err = adm.PutLimits(context.Background(), scope, mc.Limits)
+	}
 	if err == nil {
-		err = adm.SetMode(context.Background(), admin.Scope{Entity: mc.Entity, Resource: mc.Resource}, admin.Mode(mc.Mode))
+		err = adm.SetMode(context.Background(), scope, admin.Mode(mc.Mode))
 	}
 	if err != nil && s.chk != nil {
 		s.chk.flag(InvHarness, "mode change %+v: %v", mc, err)
@@ -366,9 +371,9 @@ func (s *Sim) Run() *Report {
 		if ev.at >= int64(s.tlClosed+1)*s.step {
 			s.closeSteps(ev.at)
 		}
-		for s.modeChanges < len(s.wl.ModeChanges) && int64(s.wl.ModeChanges[s.modeChanges].At) <= ev.at {
-			s.changeMode(s.wl.ModeChanges[s.modeChanges])
-			s.modeChanges++
+		for s.scopeChanges < len(s.wl.ScopeChanges) && int64(s.wl.ScopeChanges[s.scopeChanges].At) <= ev.at {
+			s.changeScope(s.wl.ScopeChanges[s.scopeChanges])
+			s.scopeChanges++
 		}
 		s.now = ev.at
 		switch ev.kind {

@@ -101,10 +101,18 @@ type Op struct {
 	// context.Canceled. UndoCancelled: a cascade's compensation write met
 	// the caller's cancelled context (it must run on a context of its own).
 	Cancelled, FailedOpen, CtxErr, UndoCancelled bool
-	// Mode is the mode that decided an acquire without a write
-	// (limiter.Event.Mode): "admit", "refuse", or "" when none did; an
-	// adjust or rollback has its acquire's.
+	// Mode is the mode of the scope that governed an acquire
+	// (limiter.Event.Mode): "admit" and "refuse" decide without a write,
+	// "shadow" makes every limit shadow, "" for none; an adjust or rollback
+	// of a lease admit mode gave has "admit".
 	Mode string
+	// Skipped marks, per role (the bucket, its cascade parent) and limit,
+	// the shadow limits that would have refused an admitted acquire
+	// (limiter.Event.WouldRefuse): the acquire did not charge them, and
+	// its lease's adjusts and rollback carry the marks. ShadowRefused: a
+	// refusal whose exceeded limits are all shadow (which must not happen).
+	Skipped       [2][MaxLimits]bool
+	ShadowRefused bool
 }
 
 // RetryInfo links a retry to the rejection it follows.
@@ -196,7 +204,8 @@ type Model struct {
 type BucketModel struct {
 	Entity, Resource string
 	// Limits are the limits in force for the bucket (stored limits when
-	// the workload stores some for the entity, else the request's).
+	// the workload stores some for the entity, else the request's), with
+	// Shadow set on those that are shadow at some time of the run.
 	Limits []limiter.Limit
 	// Parent is the index of the cascade parent's bucket for the same
 	// resource, or -1.

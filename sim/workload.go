@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/shardlimit/limiter"
@@ -83,9 +84,9 @@ type Workload struct {
 	Uneven float64
 	// CacheTTL is the limiters' configuration cache TTL (default 60 s).
 	CacheTTL time.Duration
-	// ModeChanges are an operator's changes of scopes' modes during the
+	// ScopeChanges are an operator's changes of scopes' modes during the
 	// run, in time order.
-	ModeChanges []ModeChange
+	ScopeChanges []ScopeChange
 	// PartitionWCU overrides memsim's per-partition write ceiling (0: the
 	// default 1000 units per second).
 	PartitionWCU float64
@@ -140,19 +141,25 @@ type Entity struct {
 	// NoTraffic marks an entity that is never picked (a cascade parent).
 	NoTraffic bool
 	// Mode, when set, is stored for the entity on every resource
-	// (admin.SetMode): "admit" or "refuse".
+	// (admin.SetMode): "admit", "refuse" or "shadow".
 	Mode string
 }
 
-// ModeChange is an operator's change of a scope's mode (admin.SetMode) at
-// At of virtual time, made directly on the table (no client, no latency,
-// no fault): the limiters see it within their CacheTTL.
-type ModeChange struct {
+// ScopeChange is an operator's change of a scope's mode (admin.SetMode)
+// and, when Limits is set, of its limits (admin.PutLimits), at At of
+// virtual time, made directly on the table (no client, no latency, no
+// fault): the limiters see it within their CacheTTL.
+type ScopeChange struct {
 	At time.Duration
 	// Entity and Resource name the scope (one may be "").
 	Entity, Resource string
-	// Mode is "admit", "refuse" or "" (enforce).
+	// Mode is "admit", "refuse", "shadow" or "" (enforce).
 	Mode string
+	// Limits, when set, are stored for the scope. They must be the
+	// workload's limits of the same names and numbers (the checker judges
+	// each bucket by one set of numbers); only Shadow may differ: a limit
+	// tried in shadow, then enforced.
+	Limits []limiter.Limit
 }
 
 // Range is an inclusive range of token amounts.
@@ -309,21 +316,41 @@ func (w *Workload) validate() error {
 			}
 		}
 	}
+	// The checker does not model adjusts of a limit an acquire skipped (a
+	// shadow limit that would refuse), so shadow limits are not adjusted.
+	adjusts := slices.ContainsFunc(w.Consume, func(r Range) bool { return r.Adjust })
+	noAdjust := func(ls []limiter.Limit) error {
+		for i, l := range ls {
+			if j := slices.IndexFunc(w.Limits, func(x limiter.Limit) bool { return x.Name == l.Name }); l.Shadow && j >= 0 && w.Consume[j].Adjust {
+				return fmt.Errorf("limit %s is shadow and adjusted (Range.Adjust): not simulated", ls[i].Name)
+			}
+		}
+		return nil
+	}
+	if err := noAdjust(w.Limits); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
 	for _, e := range w.Entities {
 		if err := checkMode(e.Mode); err != nil {
 			return fmt.Errorf("sim: entity %q: %w", e.ID, err)
 		}
+		if err := noAdjust(e.Limits); err != nil || (e.Mode == "shadow" && adjusts) {
+			return fmt.Errorf("sim: entity %q: shadow limits are not adjusted in a simulation (%v)", e.ID, err)
+		}
 	}
 	var last time.Duration
-	for i, mc := range w.ModeChanges {
+	for i, mc := range w.ScopeChanges {
 		if err := checkMode(mc.Mode); err != nil {
-			return fmt.Errorf("sim: ModeChanges[%d]: %w", i, err)
+			return fmt.Errorf("sim: ScopeChanges[%d]: %w", i, err)
+		}
+		if err := noAdjust(mc.Limits); err != nil || (mc.Mode == "shadow" && adjusts) {
+			return fmt.Errorf("sim: ScopeChanges[%d]: shadow limits are not adjusted in a simulation (%v)", i, err)
 		}
 		if _, ok := w.entityIdx[mc.Entity]; mc.Entity != "" && !ok {
-			return fmt.Errorf("sim: ModeChanges[%d]: unknown entity %q", i, mc.Entity)
+			return fmt.Errorf("sim: ScopeChanges[%d]: unknown entity %q", i, mc.Entity)
 		}
 		if (mc.Entity == "" && mc.Resource == "") || mc.At < last {
-			return fmt.Errorf("sim: ModeChanges[%d]: needs an entity or a resource, and changes in time order", i)
+			return fmt.Errorf("sim: ScopeChanges[%d]: needs an entity or a resource, and changes in time order", i)
 		}
 		last = mc.At
 	}
@@ -339,10 +366,10 @@ func (w *Workload) validate() error {
 // checkMode accepts the modes a workload may set.
 func checkMode(m string) error {
 	switch m {
-	case "", "admit", "refuse":
+	case "", "admit", "refuse", "shadow":
 		return nil
 	}
-	return fmt.Errorf("unknown mode %q (want admit, refuse or \"\")", m)
+	return fmt.Errorf("unknown mode %q (want admit, refuse, shadow or \"\")", m)
 }
 
 // modeSpans returns the modes of entity's bucket on resource over the
@@ -356,13 +383,30 @@ func (w *Workload) modeSpans(entity, resource string) []ModeSpan {
 		return cmp.Or(modes[scope{entity, resource}], modes[scope{entity, ""}], modes[scope{"", resource}])
 	}
 	spans := []ModeSpan{{From: 0, Mode: mode()}}
-	for _, mc := range w.ModeChanges {
+	for _, mc := range w.ScopeChanges {
 		modes[scope{mc.Entity, mc.Resource}] = mc.Mode
 		if m := mode(); m != spans[len(spans)-1].Mode {
 			spans = append(spans, ModeSpan{From: int64(mc.At), Mode: m})
 		}
 	}
 	return spans
+}
+
+// markShadow sets Shadow on the bucket's limits (a copy) that are shadow
+// at some time of the run: shadow in the workload or a scope change, or
+// all of them when the bucket is ever in shadow mode.
+func (w *Workload) markShadow(bm *BucketModel) {
+	all := slices.ContainsFunc(bm.Modes, func(s ModeSpan) bool { return s.Mode == "shadow" })
+	ls := slices.Clone(bm.Limits)
+	for i := range ls {
+		named := func(x limiter.Limit) bool { return x.Name == ls[i].Name && x.Shadow }
+		shadow := all || slices.ContainsFunc(w.Limits, named)
+		for _, sc := range w.ScopeChanges {
+			shadow = shadow || slices.ContainsFunc(sc.Limits, named)
+		}
+		ls[i].Shadow = ls[i].Shadow || shadow
+	}
+	bm.Limits = ls
 }
 
 // fits checks that every limit named by the request exists in ls with a
@@ -405,6 +449,7 @@ func (w *Workload) model(s *Sim) *Model {
 			m.index[k] = int32(len(m.Buckets))
 			m.Buckets = append(m.Buckets, BucketModel{Entity: w.Entities[e].ID, Resource: w.Resources[r],
 				Limits: w.limitsOf(&w.Entities[e]), Parent: -1, Modes: w.modeSpans(w.Entities[e].ID, w.Resources[r])})
+			w.markShadow(&m.Buckets[len(m.Buckets)-1])
 		}
 		return m.index[k]
 	}
