@@ -51,3 +51,25 @@ func TestCheckerFlagsModesIgnored(t *testing.T) {
 	a.done(25_010, Admitted)
 	s.expect([]store.Item{soloA1}, InvModes, InvLostUpdate)
 }
+
+// A shadow limit that would refuse is skipped by the acquire: its write
+// charges rpm and not tpm, which the checker accepts for a limit marked
+// shadow, and accounts exactly (tpm's total stays 0). A refusal by shadow
+// limits alone is a violation: shadow limits never refuse.
+func TestCheckerShadowLimits(t *testing.T) {
+	m := testModel()
+	m.Buckets[2].Limits[1].Shadow = true
+	s := &story{t: t, c: NewChecker(m, testBase)}
+	skipped := item("solo", 0, 1, 0, lim{tk: 9, tc: 1, ra: 10}, lim{tk: 1000, ra: 1000})
+	a := s.op(OpAcquire, 2, 0, 1, 100).write(5, nil, skipped)
+	a.op.Shard = 0
+	a.op.Skipped[0][1] = true
+	a.done(8, Admitted)
+	s.expect([]store.Item{skipped})
+
+	s = &story{t: t, c: NewChecker(m, testBase)}
+	r := s.op(OpAcquire, 2, 10, 1, 100)
+	r.op.ShadowRefused = true
+	r.done(12, Rejected)
+	s.expect(nil, InvModes)
+}
