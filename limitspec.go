@@ -28,7 +28,7 @@ var periodUnits = []struct {
 // ParseLimit reads a limit written as text, as limiterctl's arguments and
 // manifests and cmd/loadtest's -limits flag write it:
 //
-//	name:rate/period[:burst]
+//	name:rate/period[:burst][:shadow]
 //
 // where:
 //
@@ -44,6 +44,7 @@ var periodUnits = []struct {
 //     at least rate; without it the bucket holds rate tokens. To hold
 //     fewer tokens than the rate, shorten the period: "rps:5/500ms" is 10
 //     a second, at most 5 at once.
+//   - ":shadow", when given, makes it a shadow limit ([Limit.Shadow]).
 //
 // So "rpm:100/min:150" is PerMinute("rpm", 100).WithBurst(150): it starts
 // with 100 tokens, regains 100 a minute and holds up to 150.
