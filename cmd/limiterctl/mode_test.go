@@ -35,7 +35,7 @@ func TestModeCommandsAndManifest(t *testing.T) {
 		t.Fatalf("status -o json: %+v", st)
 	}
 	contains(t, c.ok("audit", "list", "key-1"), "scope.mode")
-	c.fails(exitUsage, []string{`unknown mode "bypass": want enforce, admit or refuse`}, "mode", "set", "--entity", "key-1", "bypass")
+	c.fails(exitUsage, []string{`unknown mode "bypass": want enforce, admit, refuse or shadow`}, "mode", "set", "--entity", "key-1", "bypass")
 	c.fails(exitUsage, []string{"needs --entity, --resource or both"}, "mode", "set", "admit")
 
 	// The same as a manifest: key-1 back to enforcing (the mode left
@@ -96,6 +96,7 @@ func TestShadowRolloutByManifest(t *testing.T) {
 		c.acquire(lim, "key-1", "gpt-4", nil, one)
 	}
 	contains(t, c.ok("limits", "export"), "rpd:1/day:shadow")
+	contains(t, c.ok("status", "key-1", "gpt-4"), "rpd (shadow)")
 	write("scopes:\n  - resource: gpt-4\n    limits: [rpm:100/min, rpd:1/day]\n")
 	contains(t, c.ok("limits", "plan", "-f", m), `~ resource "gpt-4": rpm:100/min, rpd:1/day:shadow -> rpm:100/min, rpd:1/day`)
 	c.ok("limits", "apply", "-f", m)

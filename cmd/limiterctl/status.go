@@ -110,7 +110,11 @@ func status(c *cmdCtx, defaults limitFlags) error {
 			shards = "- (full)"
 		}
 		for _, l := range b.Limits {
-			row(w, b.Resource, shards, l.Limit.Name, l.Available, l.Limit.Burst,
+			name := l.Limit.Name
+			if l.Limit.Shadow {
+				name += " (shadow)"
+			}
+			row(w, b.Resource, shards, name, l.Available, l.Limit.Burst,
 				fmt.Sprintf("%d/%s", l.Limit.Refill, l.Limit.Period), roundDuration(l.TimeToFull), orDash(strings.Join(b.StoredFor, ", ")))
 		}
 	}
