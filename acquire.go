@@ -165,6 +165,9 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 		if len(names) == 0 {
 			return nil, err // refused after losing races: not a limit's doing
 		}
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr // the caller gave up: no new try
+		}
 		prefix := ""
 		if rl.Parent {
 			s.skipParent, prefix = append(s.skipParent, names...), "parent:"

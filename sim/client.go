@@ -154,7 +154,8 @@ func (h handle) do(ctx context.Context, op memsim.OpKind, fill func(*request)) r
 	c.call.kind, c.call.op = callStore, op
 	q := &c.call.req
 	fill(q)
-	if err := c.send(ctx, op, op.String(), func(yield func(string) bool) {
+	undo := op == memsim.OpUpdate && refunds(q.upd.Expr)
+	if err := c.send(ctx, op, op.String(), undo, func(yield func(string) bool) {
 		if op.IsWrite() {
 			yield(q.writePK(op))
 		}
@@ -176,16 +177,17 @@ func (h handle) do(ctx context.Context, op memsim.OpKind, fill func(*request)) r
 // scheduler on the caller's ctx; pks are the partition keys of its
 // writes. It returns the error that answers the call instead of the
 // store: ctx's, cancelled before the call (to a cascading acquire, a
-// write to an item it charged was its compensation, which must not
-// depend on the caller's context), or ErrStopped; nil: the answers are in
-// c.call.
-func (c *client) send(ctx context.Context, op memsim.OpKind, name string, pks iter.Seq[string]) error {
+// refund (undo) of an item it charged was its compensation, which must
+// not depend on the caller's context; a charge of it again is a new try,
+// after a refusal by shadow limits), or ErrStopped; nil: the answers are
+// in c.call.
+func (c *client) send(ctx context.Context, op memsim.OpKind, name string, undo bool, pks iter.Seq[string]) error {
 	if err := ctx.Err(); err != nil {
 		if c.cur.active && c.cur.cancel != nil {
 			c.cur.op.Cancelled = true
 		}
 		for pk := range pks {
-			if c.cur.cascade && c.cur.active && slices.Contains(c.charged, pk) {
+			if undo && c.cur.cascade && c.cur.active && slices.Contains(c.charged, pk) {
 				c.cur.op.UndoCancelled = true
 			}
 		}
@@ -271,7 +273,7 @@ func (h handle) Scan(ctx context.Context, in store.ScanInput) (store.ScanOutput,
 func (h handle) WriteConcurrently(ctx context.Context, writes []store.Write) []store.WriteResult {
 	c := h.c
 	c.call.kind, c.call.writes = callConcurrent, writes
-	err := c.send(ctx, memsim.OpUpdate, "WriteConcurrently", func(yield func(string) bool) {
+	err := c.send(ctx, memsim.OpUpdate, "WriteConcurrently", false, func(yield func(string) bool) {
 		for i := range writes {
 			if !yield(actionPK(&writes[i])) {
 				return
@@ -296,6 +298,25 @@ func (h handle) WriteConcurrently(ctx context.Context, writes []store.Write) []s
 		out[i].Err = err
 	}
 	return out
+}
+
+// refunds reports whether an update gives tokens back: it ADDs a negative
+// amount to a limit's total consumed (b_{L}_tc), as a cascade's
+// compensation does. ADD is the expression's last clause.
+func refunds(ex store.Expr) bool {
+	_, add, ok := strings.Cut(ex.Update, "ADD ")
+	if !ok {
+		return false
+	}
+	for _, item := range strings.Split(add, ", ") {
+		f := strings.Fields(item)
+		if len(f) == 2 && strings.HasSuffix(ex.Names[f[0]], "_tc") {
+			if v, ok := ex.Values[f[1]].AsInt(); ok && v < 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // charges reports whether a write may charge its item (or return a
