@@ -99,3 +99,39 @@ func TestSetModeRefusesBadInput(t *testing.T) {
 		t.Fatalf("bad input wrote %d items", n-before)
 	}
 }
+
+// Switching a limit from shadow to enforcing is one PutLimits, and its
+// audit record shows the flag before and after: an operator reading the
+// trail can tell when a limit started to refuse.
+func TestShadowToEnforcingIsOneAuditedChange(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter()
+	s := Scope{Resource: "gpt-4"}
+	shadow := rpm(1)
+	shadow[0].Shadow = true
+	if err := l.PutLimits(e.ctx, s, shadow); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		e.mustAcquire(l, req("k", nil, one))
+	}
+	if got, _, err := l.GetLimits(e.ctx, s); err != nil || !got[0].Shadow {
+		t.Fatalf("stored: %+v %v", got, err)
+	}
+	e.clock.Add(time.Second) // audit records of one millisecond come in no order
+	if err := l.PutLimits(e.ctx, s, rpm(1)); err != nil {
+		t.Fatal(err)
+	}
+	e.mustReject(l, req("k", nil, one))
+	recs, err := l.Audit(e.ctx, AuditQuery{Resource: "gpt-4"})
+	if err != nil || len(recs) != 2 || !recs[0].Before.Limits[0].Shadow || recs[0].After.Limits[0].Shadow {
+		t.Fatalf("audit: %+v %v", recs, err)
+	}
+	if err := l.SetMode(e.ctx, Scope{Entity: "k"}, ModeShadow); err != nil {
+		t.Fatal(err)
+	}
+	e.mustAcquire(l, req("k", nil, one))
+	if ev := e.last(); ev.Mode != "shadow" || len(ev.WouldRefuse) != 1 {
+		t.Fatalf("shadow mode: %+v", ev)
+	}
+}
