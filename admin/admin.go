@@ -1,9 +1,11 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -172,10 +174,7 @@ type BucketInfo struct {
 // Query of the entity's GSI3 partition and one strongly consistent batch
 // read of shard 0 per 100 buckets.
 func (a *Admin) Buckets(ctx context.Context, entity, resource string) ([]BucketInfo, error) {
-	if err := a.begin(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkEntity("entity", entity); err != nil {
+	if err := cmp.Or(a.begin(ctx), checkEntity("entity", entity)); err != nil {
 		return nil, err
 	}
 	if resource != "" {
@@ -199,11 +198,7 @@ func (a *Admin) Buckets(ctx context.Context, entity, resource string) ([]BucketI
 	if resource != "" {
 		count[resource] += 0 // shard 0 may exist before its index entry does
 	}
-	resources := make([]string, 0, len(count))
-	for r := range count {
-		resources = append(resources, r)
-	}
-	sort.Strings(resources)
+	resources := slices.Sorted(maps.Keys(count))
 	ks := make([]store.Key, len(resources))
 	for i, r := range resources {
 		ks[i] = keys.Bucket{Namespace: ns, Entity: entity, Resource: r}.Key()

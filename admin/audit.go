@@ -1,14 +1,15 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -122,12 +123,7 @@ func WithAuditRetention(d time.Duration) Option { return func(a *Admin) { a.rete
 // principalOf returns who the changes made with ctx are recorded as.
 func (a *Admin) principalOf(ctx context.Context) (string, error) {
 	p, _ := ctx.Value(principalKey{}).(string)
-	for _, alt := range []string{a.principal, os.Getenv(PrincipalEnv), os.Getenv("USER"), "unknown"} {
-		if p != "" {
-			break
-		}
-		p = alt
-	}
+	p = cmp.Or(p, a.principal, os.Getenv(PrincipalEnv), os.Getenv("USER"), "unknown")
 	if len(p) > 256 || !utf8.ValidString(p) || strings.IndexFunc(p, unicode.IsControl) >= 0 {
 		return "", invalid("principal", "%q must be 1 to 256 bytes of UTF-8 without control characters", p)
 	}
@@ -225,15 +221,7 @@ func retryable(tc *store.TransactionCanceledError) bool {
 
 // sameItem reports whether a and b hold the same attributes (nil: no item).
 func sameItem(a, b store.Item) bool {
-	if (a == nil) != (b == nil) || len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || !v.Equal(w) {
-			return false
-		}
-	}
-	return true
+	return (a == nil) == (b == nil) && maps.EqualFunc(a, b, store.Value.Equal)
 }
 
 // unchanged is the condition that the item is still old: absent when old
@@ -245,18 +233,10 @@ func unchanged(old, next store.Item) (store.Expr, error) {
 	if old == nil {
 		return keys.IfAbsent(), nil
 	}
-	names := make([]string, 0, len(old)+len(next))
-	for k := range old {
-		names = append(names, k)
-	}
-	for k := range next {
-		if _, ok := old[k]; !ok {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
-	conds := make([]store.Condition, 0, len(names))
-	for _, k := range names {
+	both := maps.Clone(old) // old's names and next's: only the names are used
+	maps.Copy(both, next)
+	var conds []store.Condition
+	for _, k := range slices.Sorted(maps.Keys(both)) {
 		if k == store.AttrPK || k == store.AttrSK {
 			continue
 		}

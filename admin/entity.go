@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/shardlimit/limiter"
@@ -76,10 +77,7 @@ func (s Scope) key(ns string) (store.Key, error) {
 // audit record are one transaction (see Audit); putting an entity as it
 // already is writes nothing.
 func (a *Admin) PutEntity(ctx context.Context, e Entity) error {
-	if err := a.begin(ctx); err != nil {
-		return err
-	}
-	if err := checkEntity("Entity.ID", e.ID); err != nil {
+	if err := cmp.Or(a.begin(ctx), checkEntity("Entity.ID", e.ID)); err != nil {
 		return err
 	}
 	if e.Parent != "" {
@@ -115,10 +113,7 @@ func (a *Admin) PutEntity(ctx context.Context, e Entity) error {
 
 // GetEntity reads an entity (consistently, bypassing the cache).
 func (a *Admin) GetEntity(ctx context.Context, id string) (Entity, bool, error) {
-	if err := a.begin(ctx); err != nil {
-		return Entity{}, false, err
-	}
-	if err := checkEntity("entity", id); err != nil {
+	if err := cmp.Or(a.begin(ctx), checkEntity("entity", id)); err != nil {
 		return Entity{}, false, err
 	}
 	out, err := a.st.Get(ctx, store.GetInput{Key: keys.Entity(a.ns, id), ConsistentRead: true})
@@ -135,10 +130,7 @@ func (a *Admin) GetEntity(ctx context.Context, id string) (Entity, bool, error) 
 // buckets and stored limits stay (buckets expire on their own; delete
 // limits with DeleteLimits). Deleting a missing entity writes nothing.
 func (a *Admin) DeleteEntity(ctx context.Context, id string) error {
-	if err := a.begin(ctx); err != nil {
-		return err
-	}
-	if err := checkEntity("entity", id); err != nil {
+	if err := cmp.Or(a.begin(ctx), checkEntity("entity", id)); err != nil {
 		return err
 	}
 	err := a.applyChange(ctx, configChange{op: "delete entity", action: AuditDeleteEntity, scope: Scope{Entity: id},

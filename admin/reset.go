@@ -1,10 +1,12 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
@@ -42,13 +44,7 @@ import (
 //   - The usage counters of the deleted items are gone from the bucket;
 //     the aggregator's usage snapshots keep what was consumed.
 func (a *Admin) ResetBucket(ctx context.Context, entity, resource string) (shards int, err error) {
-	if err := a.begin(ctx); err != nil {
-		return 0, err
-	}
-	if err := checkEntity("entity", entity); err != nil {
-		return 0, err
-	}
-	if err := checkResource("resource", resource); err != nil {
+	if err := cmp.Or(a.begin(ctx), checkEntity("entity", entity), checkResource("resource", resource)); err != nil {
 		return 0, err
 	}
 	who, err := a.principalOf(ctx)
@@ -81,11 +77,7 @@ func (a *Admin) ResetBucket(ctx context.Context, entity, resource string) (shard
 	if len(found) == 0 {
 		return 0, nil
 	}
-	all := make([]int, 0, len(found))
-	for s := range found {
-		all = append(all, s)
-	}
-	sort.Ints(all)
+	all := slices.Sorted(maps.Keys(found))
 	if shards == 0 { // shard 0 is gone, others remain
 		shards = len(all)
 	}

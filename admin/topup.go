@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -122,10 +123,7 @@ func (a *Admin) TopUp(ctx context.Context, entity, resource string, tokens map[s
 // as they then stand, newest first (none when nothing was unfinished).
 // Running it again, or while another runs, grants nothing twice.
 func (a *Admin) ResumeTopUps(ctx context.Context, entity, resource string) ([]AuditRecord, error) {
-	if err := a.begin(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkTopUp(entity, resource, nil); err != nil {
+	if err := cmp.Or(a.begin(ctx), checkTopUp(entity, resource, nil)); err != nil {
 		return nil, err
 	}
 	pending, err := a.pendingTopUps(ctx, entity, resource)
@@ -142,10 +140,7 @@ func (a *Admin) ResumeTopUps(ctx context.Context, entity, resource string) ([]Au
 // checkTopUp checks a top-up's bucket and, unless resuming (tokens nil),
 // its grant.
 func checkTopUp(entity, resource string, tokens map[string]int64) error {
-	if err := checkEntity("entity", entity); err != nil {
-		return err
-	}
-	if err := checkResource("resource", resource); err != nil || tokens == nil {
+	if err := cmp.Or(checkEntity("entity", entity), checkResource("resource", resource)); err != nil || tokens == nil {
 		return err
 	}
 	if len(tokens) == 0 || len(tokens) > 16 {

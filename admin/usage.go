@@ -1,9 +1,10 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/shardlimit/limiter"
@@ -161,20 +162,14 @@ func (a *Admin) Usage(ctx context.Context, q UsageQuery) ([]UsageSnapshot, error
 		s.Tokens = bucket.WholeTokens(s.Millitokens)
 		res = append(res, *s)
 	}
-	sort.Slice(res, func(i, j int) bool {
-		if !res[i].Start.Equal(res[j].Start) {
-			return res[i].Start.Before(res[j].Start)
-		}
-		return res[i].Limit < res[j].Limit
+	slices.SortFunc(res, func(x, y UsageSnapshot) int {
+		return cmp.Or(x.Start.Compare(y.Start), cmp.Compare(x.Limit, y.Limit))
 	})
 	return res, nil
 }
 
 func checkUsageQuery(q UsageQuery) error {
-	if err := checkEntity("UsageQuery.Entity", q.Entity); err != nil {
-		return err
-	}
-	if err := checkResource("UsageQuery.Resource", q.Resource); err != nil {
+	if err := cmp.Or(checkEntity("UsageQuery.Entity", q.Entity), checkResource("UsageQuery.Resource", q.Resource)); err != nil {
 		return err
 	}
 	if q.Limit != "" {

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -290,11 +290,8 @@ func (p *Processor) Process(ctx context.Context, recs []Record) Result {
 		res.Stats.Deltas += len(e.deltas)
 		es = append(es, e)
 	}
-	sort.SliceStable(es, func(i, j int) bool {
-		if es[i].pk != es[j].pk {
-			return es[i].pk < es[j].pk
-		}
-		return keys.CompareEncodedSeq(es[i].seq, es[j].seq) < 0
+	slices.SortStableFunc(es, func(a, b *entry) int {
+		return cmp.Or(strings.Compare(a.pk, b.pk), keys.CompareEncodedSeq(a.seq, b.seq))
 	})
 	for i, e := range es {
 		if i > 0 && es[i-1].pk == e.pk && es[i-1].seq == e.seq {

@@ -2,7 +2,8 @@ package aggregator
 
 import (
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -123,13 +124,8 @@ func keyString(m map[string]events.DynamoDBAttributeValue, name string) (string,
 // order, so the error reported for an image with several bad attributes
 // does not depend on map order.
 func convertImage(field string, m map[string]events.DynamoDBAttributeValue, strict bool) (store.Item, error) {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	it := make(store.Item, len(m))
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(m)) {
 		av := m[n]
 		switch av.DataType() {
 		case events.DataTypeString:

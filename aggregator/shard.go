@@ -3,7 +3,7 @@ package aggregator
 import (
 	"context"
 	"errors"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/shardlimit/limiter/bucket"
@@ -141,13 +141,10 @@ func (p *Processor) propagate(ctx context.Context, b keys.Bucket, n int64, limit
 		}
 		shards = append(shards, s.Shard)
 	}
-	sort.Ints(shards)
+	slices.Sort(shards)
 	var first error
 	raised := 0
-	for i, s := range shards {
-		if i > 0 && shards[i-1] == s {
-			continue
-		}
+	for _, s := range slices.Compact(shards) {
 		out, err := p.st.Update(ctx, keys.RaiseShardCount(b.WithShard(s), n, limits))
 		st.Consumed = st.Consumed.Add(out.Consumed)
 		switch {

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/internal/keys"
@@ -95,22 +96,19 @@ func (p *Processor) writeSnapshot(ctx context.Context, g *group, st *Stats) ([]*
 func (p *Processor) snapshotUpdate(g *group, ms []*entry) (store.UpdateInput, error) {
 	type acc struct{ sum, n int64 }
 	sums := make(map[string]*acc)
-	var limits []string
 	for _, e := range ms {
 		for _, d := range e.deltas {
 			a := sums[d.Limit]
 			if a == nil {
 				a = &acc{}
 				sums[d.Limit] = a
-				limits = append(limits, d.Limit)
 			}
 			a.sum = bucket.AddSat(a.sum, d.Amount)
 			a.n++
 		}
 	}
-	sort.Strings(limits)
 	u := store.Update{}
-	for _, l := range limits {
+	for _, l := range slices.Sorted(maps.Keys(sums)) {
 		u = u.Add(keys.UsageConsumedAttr(l), store.Int(sums[l].sum)).Add(keys.UsageEventsAttr(l), store.Int(sums[l].n))
 	}
 	w := g.u.Window
@@ -125,8 +123,5 @@ func (p *Processor) snapshotUpdate(g *group, ms []*entry) (store.UpdateInput, er
 	}
 	seq := store.Name(keys.AttrUsageSeq)
 	expr, err := store.Build(u, store.Or(seq.NotExists(), seq.LessThan(store.Str(ms[0].seq))))
-	if err != nil {
-		return store.UpdateInput{}, err
-	}
-	return store.UpdateInput{Key: g.key, Expr: expr, ReturnOldOnConditionFailure: true}, nil
+	return store.UpdateInput{Key: g.key, Expr: expr, ReturnOldOnConditionFailure: true}, err
 }

@@ -281,15 +281,8 @@ func fromRequest(field string) bool {
 
 // validUnit reports whether u is a quota unit WithQuotaUnits accepts.
 func validUnit(u string) bool {
-	if len(u) == 0 || len(u) > 64 || u[0] < 'a' || u[0] > 'z' {
-		return false
-	}
-	for i := 0; i < len(u); i++ {
-		if c := u[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
+	return len(u) > 0 && len(u) <= 64 && u[0] >= 'a' && u[0] <= 'z' &&
+		strings.Trim(u, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
 }
 
 func asRequestError(err error) error {

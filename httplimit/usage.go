@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"context"
+	"maps"
 	"sync"
 
 	"github.com/shardlimit/limiter"
@@ -51,9 +52,7 @@ func ReportCost(ctx context.Context, cost map[string]int64) bool {
 	if u.actual == nil {
 		u.actual = make(map[string]int64, len(cost))
 	}
-	for name, n := range cost {
-		u.actual[name] = n
-	}
+	maps.Copy(u.actual, cost)
 	return true
 }
 

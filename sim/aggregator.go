@@ -132,10 +132,7 @@ func (a *AggregatorActor) Records(recs []memsim.Record) {
 			if !ok {
 				continue
 			}
-			var ov int64
-			if old != nil {
-				ov, _ = old.Int(name)
-			}
+			ov, _ := old.Int(name) // 0 for an INSERT (no old image)
 			if nv == ov {
 				continue
 			}

@@ -607,11 +607,10 @@ func (c *client) schedule(lease *limiter.Lease, op *Op, amount [MaxLimits]int64)
 	// c.leases is sorted by due, latest first, so that the next one is
 	// taken off the end; of equal dues the older is nearer the end.
 	i := len(c.leases)
-	c.leases = append(c.leases, pl)
-	for ; i > 0 && c.leases[i-1].due <= pl.due; i-- {
-		c.leases[i] = c.leases[i-1]
+	for i > 0 && c.leases[i-1].due <= pl.due {
+		i--
 	}
-	c.leases[i] = pl
+	c.leases = slices.Insert(c.leases, i, pl)
 }
 
 // settle adjusts and/or rolls back a lease whose model call ended.

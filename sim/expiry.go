@@ -50,11 +50,7 @@ func newSweeper(s *Sim, delay time.Duration, from, to int64) *sweeper {
 func (w *sweeper) observe(recs []memsim.Record) {
 	for i := range recs {
 		r := &recs[i]
-		var v int64
-		ok := false
-		if r.New != nil {
-			v, ok = r.New.Int(store.AttrTTL)
-		}
+		v, ok := r.New.Int(store.AttrTTL)
 		if !ok { // removed, or no ttl
 			delete(w.ttl, r.Keys)
 			continue

@@ -258,10 +258,8 @@ func (w *Workload) validate() error {
 		if err := l.Validate(); err != nil {
 			return fmt.Errorf("sim: limit %d: %w", i, err)
 		}
-		for _, m := range w.Limits[:i] {
-			if m.Name == l.Name {
-				return fmt.Errorf("sim: limit %q twice", l.Name)
-			}
+		if slices.ContainsFunc(w.Limits[:i], func(m limiter.Limit) bool { return m.Name == l.Name }) {
+			return fmt.Errorf("sim: limit %q twice", l.Name)
 		}
 	}
 	consumed := false

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"iter"
+	"maps"
 	"strconv"
 )
 
@@ -81,34 +82,13 @@ func (v Value) GoString() string {
 type Item map[string]Value
 
 // Clone returns a copy of it that shares no map with it. Clone of nil is nil.
-func (it Item) Clone() Item {
-	if it == nil {
-		return nil
-	}
-	c := make(Item, len(it))
-	for k, v := range it {
-		c[k] = v
-	}
-	return c
-}
+func (it Item) Clone() Item { return maps.Clone(it) }
 
 // Int returns the number stored under name, and whether there was one.
-func (it Item) Int(name string) (int64, bool) {
-	v, ok := it[name]
-	if !ok {
-		return 0, false
-	}
-	return v.AsInt()
-}
+func (it Item) Int(name string) (int64, bool) { return it[name].AsInt() }
 
 // Str returns the string stored under name, and whether there was one.
-func (it Item) Str(name string) (string, bool) {
-	v, ok := it[name]
-	if !ok {
-		return "", false
-	}
-	return v.AsString()
-}
+func (it Item) Str(name string) (string, bool) { return it[name].AsString() }
 
 // Key returns the table key of it (its [AttrPK] and [AttrSK] strings), and
 // false when it lacks either as a string.

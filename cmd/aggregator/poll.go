@@ -157,11 +157,9 @@ func (p *poller) handle(ctx context.Context, recs []types.Record) error {
 			return fmt.Errorf("a batch failed %d times, first at record %s: %w", attempt, resp.BatchItemFailures[0].ItemIdentifier, errors.Join(errs...))
 		}
 		first := resp.BatchItemFailures[0].ItemIdentifier
-		for i, r := range ev.Records {
-			if r.Change.SequenceNumber == first {
-				ev.Records = ev.Records[i:]
-				break
-			}
+		isFirst := func(r events.DynamoDBEventRecord) bool { return r.Change.SequenceNumber == first }
+		if i := slices.IndexFunc(ev.Records, isFirst); i >= 0 {
+			ev.Records = ev.Records[i:]
 		}
 		select {
 		case <-ctx.Done():

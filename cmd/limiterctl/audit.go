@@ -36,10 +36,9 @@ func init() {
 }
 
 func bucketReset(c *cmdCtx, yes bool) error {
-	adm := c.adm
 	entity, resource := c.args[0], c.args[1]
 	if !yes {
-		bs, err := adm.Buckets(c.ctx, entity, resource)
+		bs, err := c.adm.Buckets(c.ctx, entity, resource)
 		if err != nil {
 			return err
 		}
@@ -50,7 +49,7 @@ func bucketReset(c *cmdCtx, yes bool) error {
 		return usageErrorf("bucket reset deletes every shard of %s on %s (%s) so that it starts full; "+
 			"requests charged before are forgotten. Add --yes to confirm", entity, resource, what)
 	}
-	shards, err := adm.ResetBucket(c.ctx, entity, resource)
+	shards, err := c.adm.ResetBucket(c.ctx, entity, resource)
 	if err != nil {
 		return err
 	}

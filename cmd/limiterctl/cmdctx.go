@@ -117,14 +117,6 @@ func (c *cmdCtx) dynamo() (*dynamodb.Client, error) {
 	return c.client, nil
 }
 
-// tableName returns --table, which every command but help needs.
-func (c *cmdCtx) tableName() (string, error) {
-	if c.table == "" {
-		return "", usageErrorf("--table is required (or set LIMITER_TABLE)")
-	}
-	return c.table, nil
-}
-
 // limiter returns a limiter on the table and namespace, without a cache
 // (every read is fresh) and quiet.
 func (c *cmdCtx) limiter() (*limiter.Limiter, error) {
@@ -171,14 +163,14 @@ func (c *cmdCtx) openStore() (store.Store, error) {
 	return dynamo.New(client, table), nil
 }
 
-// tableClient returns --table and the DynamoDB client.
+// tableClient returns --table, which every command but help needs, and
+// the DynamoDB client.
 func (c *cmdCtx) tableClient() (string, *dynamodb.Client, error) {
-	table, err := c.tableName()
-	if err != nil {
-		return "", nil, err
+	if c.table == "" {
+		return "", nil, usageErrorf("--table is required (or set LIMITER_TABLE)")
 	}
 	client, err := c.dynamo()
-	return table, client, err
+	return c.table, client, err
 }
 
 // json reports whether -o json was asked for.
@@ -237,11 +229,7 @@ func classify(err error, c *cmdCtx) (code int, hint string) {
 	case errors.Is(err, dynamo.ErrSchemaMismatch):
 		return exitFailure, "the table's keys or indexes are not the limiter's: see docs/dynamodb.md (the table) and deploy/"
 	case errors.As(err, &op) || strings.Contains(err.Error(), "connection refused"):
-		where := "the DynamoDB endpoint"
-		if c.endpoint != "" {
-			where = c.endpoint
-		}
-		return exitStoreError, "nothing answered at " + where + ": start DynamoDB Local (docs/operations.md) or fix --endpoint"
+		return exitStoreError, "nothing answered at " + cmp.Or(c.endpoint, "the DynamoDB endpoint") + ": start DynamoDB Local (docs/operations.md) or fix --endpoint"
 	case errors.As(err, &api):
 		switch api.ErrorCode() {
 		case "ResourceNotFoundException":

@@ -44,22 +44,21 @@ type entityJSON struct {
 func toEntityJSON(e admin.Entity) entityJSON { return entityJSON{e.ID, e.Parent, e.Cascade} }
 
 func entityCreate(c *cmdCtx, parent string, cascade bool) error {
-	adm := c.adm
 	id := c.args[0]
-	if _, ok, err := adm.GetEntity(c.ctx, id); err != nil {
+	if _, ok, err := c.adm.GetEntity(c.ctx, id); err != nil {
 		return err
 	} else if ok {
 		return fmt.Errorf("entity %q exists; change its parent with limiterctl entity set-parent", id)
 	}
 	if parent != "" {
-		if _, ok, err := adm.GetEntity(c.ctx, parent); err != nil {
+		if _, ok, err := c.adm.GetEntity(c.ctx, parent); err != nil {
 			return err
 		} else if !ok {
 			return fmt.Errorf("parent %q does not exist; create it first with limiterctl entity create %s", parent, parent)
 		}
 	}
 	e := admin.Entity{ID: id, Parent: parent, Cascade: cascade}
-	if err := adm.PutEntity(c.ctx, e); err != nil {
+	if err := c.adm.PutEntity(c.ctx, e); err != nil {
 		return err
 	}
 	return c.printEntity("Created", e)
@@ -83,8 +82,8 @@ func parentText(e admin.Entity) string {
 	return " under " + e.Parent
 }
 
-func (c *cmdCtx) mustEntity(adm *admin.Admin, id string) (admin.Entity, error) {
-	e, ok, err := adm.GetEntity(c.ctx, id)
+func (c *cmdCtx) mustEntity(id string) (admin.Entity, error) {
+	e, ok, err := c.adm.GetEntity(c.ctx, id)
 	if err != nil {
 		return e, err
 	}
@@ -95,17 +94,16 @@ func (c *cmdCtx) mustEntity(adm *admin.Admin, id string) (admin.Entity, error) {
 }
 
 func entityShow(c *cmdCtx) error {
-	adm := c.adm
 	id := c.args[0]
-	e, found, err := adm.GetEntity(c.ctx, id)
+	e, found, err := c.adm.GetEntity(c.ctx, id)
 	if err != nil {
 		return err
 	}
-	stored, err := adm.ListLimits(c.ctx, id)
+	stored, err := c.adm.ListLimits(c.ctx, id)
 	if err != nil {
 		return err
 	}
-	buckets, err := adm.Buckets(c.ctx, id, "")
+	buckets, err := c.adm.Buckets(c.ctx, id, "")
 	if err != nil {
 		return err
 	}
@@ -153,8 +151,7 @@ func scopeResource(s admin.Scope) string {
 }
 
 func entityList(c *cmdCtx, prefix string, limit int) error {
-	adm := c.adm
-	ents, err := adm.ListEntities(c.ctx, prefix, limit)
+	ents, err := c.adm.ListEntities(c.ctx, prefix, limit)
 	if err != nil {
 		return err
 	}
@@ -173,7 +170,6 @@ func entityList(c *cmdCtx, prefix string, limit int) error {
 }
 
 func entitySetParent(c *cmdCtx, cascade, none bool) error {
-	adm := c.adm
 	switch {
 	case none && len(c.args) == 2:
 		return usageErrorf("entity set-parent: give a PARENT or --none, not both")
@@ -182,30 +178,29 @@ func entitySetParent(c *cmdCtx, cascade, none bool) error {
 	case none && cascade:
 		return usageErrorf("entity set-parent: --cascade needs a parent")
 	}
-	e, err := c.mustEntity(adm, c.args[0])
+	e, err := c.mustEntity(c.args[0])
 	if err != nil {
 		return err
 	}
 	e.Parent, e.Cascade = "", false
 	if !none {
-		if _, err := c.mustEntity(adm, c.args[1]); err != nil {
+		if _, err := c.mustEntity(c.args[1]); err != nil {
 			return err
 		}
 		e.Parent, e.Cascade = c.args[1], cascade
 	}
-	if err := adm.PutEntity(c.ctx, e); err != nil {
+	if err := c.adm.PutEntity(c.ctx, e); err != nil {
 		return err
 	}
 	return c.printEntity("Updated", e)
 }
 
 func entityDelete(c *cmdCtx) error {
-	adm := c.adm
-	e, err := c.mustEntity(adm, c.args[0])
+	e, err := c.mustEntity(c.args[0])
 	if err != nil {
 		return err
 	}
-	if err := adm.DeleteEntity(c.ctx, e.ID); err != nil {
+	if err := c.adm.DeleteEntity(c.ctx, e.ID); err != nil {
 		return err
 	}
 	if c.json() {

@@ -204,8 +204,7 @@ func limitsDelete(c *cmdCtx, s admin.Scope) error {
 }
 
 func limitsList(c *cmdCtx, entity string) error {
-	adm := c.adm
-	stored, err := adm.ListLimits(c.ctx, entity)
+	stored, err := c.adm.ListLimits(c.ctx, entity)
 	if err != nil {
 		return err
 	}
@@ -222,8 +221,7 @@ func limitsList(c *cmdCtx, entity string) error {
 func orDash(s string) string { return cmp.Or(s, "-") }
 
 func limitsExport(c *cmdCtx, file string) error {
-	adm := c.adm
-	stored, err := adm.ListLimits(c.ctx, "")
+	stored, err := c.adm.ListLimits(c.ctx, "")
 	if err != nil {
 		return err
 	}

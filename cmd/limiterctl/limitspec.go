@@ -3,7 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,23 +61,14 @@ func parsePeriod(s string) (time.Duration, error) {
 // sameLimits reports whether two limit lists are the same limits, in any
 // order.
 func sameLimits(a, b []limiter.Limit) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	a, b = sortedLimits(a), sortedLimits(b)
-	for i := range a {
-		x, y := a[i], b[i]
-		if x.Name != y.Name || x.Capacity != y.Capacity || x.EffectiveBurst() != y.EffectiveBurst() || x.Refill != y.Refill || x.Period != y.Period || x.Shadow != y.Shadow {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(sortedLimits(a), sortedLimits(b), func(x, y limiter.Limit) bool {
+		return x.Name == y.Name && x.Capacity == y.Capacity && x.EffectiveBurst() == y.EffectiveBurst() &&
+			x.Refill == y.Refill && x.Period == y.Period && x.Shadow == y.Shadow
+	})
 }
 
 func sortedLimits(ls []limiter.Limit) []limiter.Limit {
-	out := append([]limiter.Limit(nil), ls...)
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return slices.SortedFunc(slices.Values(ls), func(x, y limiter.Limit) int { return strings.Compare(x.Name, y.Name) })
 }
 
 // limitJSON is a limit in -o json output and in manifests' mapping form.

@@ -80,16 +80,12 @@ func (s *Store) encodeKey(k store.Key) map[string]types.AttributeValue {
 // encodeExpr passes the placeholder maps through unchanged, as DynamoDB
 // must judge them: a nil map stays absent, an empty one is sent empty.
 func encodeExpr(e store.Expr) (map[string]string, map[string]types.AttributeValue, error) {
-	var values map[string]types.AttributeValue
-	if vm := e.Values; vm != nil {
-		values = make(map[string]types.AttributeValue, len(vm))
-		for k, v := range vm {
-			av, err := encodeValue(k, v)
-			if err != nil {
-				return nil, nil, err
-			}
-			values[k] = av
-		}
+	if e.Values == nil {
+		return e.Names, nil, nil
+	}
+	values, err := encodeItem(e.Values)
+	if err != nil {
+		return nil, nil, err
 	}
 	return e.Names, values, nil
 }

@@ -142,10 +142,8 @@ func (s *Store) Get(ctx context.Context, in store.GetInput) (store.GetOutput, er
 		return out, s.mapError(opGet, readCall, in.Key, err)
 	}
 	out.Consumed = capacityOf(resp.ConsumedCapacity, false)
-	if out.Item, err = decodeItem(resp.Item); err != nil {
-		return out, err
-	}
-	return out, nil
+	out.Item, err = decodeItem(resp.Item)
+	return out, err
 }
 
 // BatchGet implements [store.Store]. Every request goes to DynamoDB, which
@@ -308,17 +306,16 @@ func (s *Store) putInput(in store.PutInput) (*dynamodb.PutItemInput, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := &dynamodb.PutItemInput{
-		TableName:                 s.table,
-		Item:                      item,
-		ConditionExpression:       strPtr(in.Expr.Condition),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-		ReturnValues:              types.ReturnValue(in.Return.String()),
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
-	}
-	req.ReturnValuesOnConditionCheckFailure = oldOnFailure(in.Expr.Condition != "")
-	return req, nil
+	return &dynamodb.PutItemInput{
+		TableName:                           s.table,
+		Item:                                item,
+		ConditionExpression:                 strPtr(in.Expr.Condition),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValue(in.Return.String()),
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityIndexes,
+		ReturnValuesOnConditionCheckFailure: oldOnFailure(in.Expr.Condition != ""),
+	}, nil
 }
 
 func (s *Store) updateInput(in store.UpdateInput) (*dynamodb.UpdateItemInput, error) {
@@ -326,18 +323,17 @@ func (s *Store) updateInput(in store.UpdateInput) (*dynamodb.UpdateItemInput, er
 	if err != nil {
 		return nil, err
 	}
-	req := &dynamodb.UpdateItemInput{
-		TableName:                 s.table,
-		Key:                       s.encodeKey(in.Key),
-		UpdateExpression:          strPtr(in.Expr.Update),
-		ConditionExpression:       strPtr(in.Expr.Condition),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-		ReturnValues:              types.ReturnValue(in.Return.String()),
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
-	}
-	req.ReturnValuesOnConditionCheckFailure = oldOnFailure(in.Expr.Condition != "")
-	return req, nil
+	return &dynamodb.UpdateItemInput{
+		TableName:                           s.table,
+		Key:                                 s.encodeKey(in.Key),
+		UpdateExpression:                    strPtr(in.Expr.Update),
+		ConditionExpression:                 strPtr(in.Expr.Condition),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValue(in.Return.String()),
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityIndexes,
+		ReturnValuesOnConditionCheckFailure: oldOnFailure(in.Expr.Condition != ""),
+	}, nil
 }
 
 func (s *Store) deleteInput(in store.DeleteInput) (*dynamodb.DeleteItemInput, error) {
@@ -348,17 +344,16 @@ func (s *Store) deleteInput(in store.DeleteInput) (*dynamodb.DeleteItemInput, er
 	if err != nil {
 		return nil, err
 	}
-	req := &dynamodb.DeleteItemInput{
-		TableName:                 s.table,
-		Key:                       s.encodeKey(in.Key),
-		ConditionExpression:       strPtr(in.Expr.Condition),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-		ReturnValues:              types.ReturnValue(in.Return.String()),
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
-	}
-	req.ReturnValuesOnConditionCheckFailure = oldOnFailure(in.Expr.Condition != "")
-	return req, nil
+	return &dynamodb.DeleteItemInput{
+		TableName:                           s.table,
+		Key:                                 s.encodeKey(in.Key),
+		ConditionExpression:                 strPtr(in.Expr.Condition),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValue(in.Return.String()),
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityIndexes,
+		ReturnValuesOnConditionCheckFailure: oldOnFailure(in.Expr.Condition != ""),
+	}, nil
 }
 
 // TransactWrite implements [store.Store]. The SDK's retries stay on: every

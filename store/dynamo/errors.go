@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
@@ -103,12 +105,7 @@ var keySchemaMessages = []string{
 }
 
 func keySchemaRefused(msg string) bool {
-	for _, m := range keySchemaMessages {
-		if strings.Contains(msg, m) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(keySchemaMessages, func(m string) bool { return strings.Contains(msg, m) })
 }
 
 // tableSchemaError is the error of a request the table refused because its
@@ -229,7 +226,7 @@ func conditionFailed(old map[string]types.AttributeValue, wantOld bool) error {
 func transactionCanceled(tc *types.TransactionCanceledException, want []bool) (error, error) {
 	e := &store.TransactionCanceledError{Reasons: make([]store.CancellationReason, len(tc.CancellationReasons))}
 	for i, r := range tc.CancellationReasons {
-		cr := store.CancellationReason{Code: deref(r.Code), Message: deref(r.Message)}
+		cr := store.CancellationReason{Code: aws.ToString(r.Code), Message: aws.ToString(r.Message)}
 		if cr.Code == "" {
 			cr.Code = store.ReasonNone
 		}
@@ -245,13 +242,6 @@ func transactionCanceled(tc *types.TransactionCanceledException, want []bool) (e
 	return e, nil
 }
 
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
 // capacityOf converts DynamoDB's consumed capacity. DynamoDB reports the
 // total in CapacityUnits (and, for some operations, a read/write split);
 // write reports whether the call was a write. Index units count toward
@@ -261,8 +251,8 @@ func capacityOf(cc *types.ConsumedCapacity, write bool) store.Capacity {
 	if cc == nil {
 		return c
 	}
-	total := f64(cc.CapacityUnits)
-	r, w := f64(cc.ReadCapacityUnits), f64(cc.WriteCapacityUnits)
+	total := aws.ToFloat64(cc.CapacityUnits)
+	r, w := aws.ToFloat64(cc.ReadCapacityUnits), aws.ToFloat64(cc.WriteCapacityUnits)
 	switch {
 	case r != 0 || w != 0:
 		c.ReadUnits, c.WriteUnits = r, w
@@ -283,10 +273,10 @@ func capacityOf(cc *types.ConsumedCapacity, write bool) store.Capacity {
 }
 
 func indexWrite(ix types.Capacity) float64 {
-	if w := f64(ix.WriteCapacityUnits); w != 0 {
+	if w := aws.ToFloat64(ix.WriteCapacityUnits); w != 0 {
 		return w
 	}
-	return f64(ix.CapacityUnits)
+	return aws.ToFloat64(ix.CapacityUnits)
 }
 
 func capacities(ccs []types.ConsumedCapacity, write bool) store.Capacity {
@@ -295,11 +285,4 @@ func capacities(ccs []types.ConsumedCapacity, write bool) store.Capacity {
 		c = c.Add(capacityOf(&ccs[i], write))
 	}
 	return c
-}
-
-func f64(p *float64) float64 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }

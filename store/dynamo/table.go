@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
@@ -91,7 +92,7 @@ func CheckTable(d *types.TableDescription, opts ...Option) error {
 	if d == nil {
 		return fmt.Errorf("%w: no table description", ErrSchemaMismatch)
 	}
-	return checkSchema(deref(d.TableName), d, buildOptions(opts).schema)
+	return checkSchema(aws.ToString(d.TableName), d, buildOptions(opts).schema)
 }
 
 // describe returns the table's description, or nil when there is no table.
@@ -167,7 +168,7 @@ func checkSchema(table string, d *types.TableDescription, sc schema.Schema) erro
 	var diffs []string
 	attrType := map[string]types.ScalarAttributeType{}
 	for _, a := range d.AttributeDefinitions {
-		attrType[deref(a.AttributeName)] = a.AttributeType
+		attrType[aws.ToString(a.AttributeName)] = a.AttributeType
 	}
 	keys := func(where string, got []types.KeySchemaElement, pk, sk string) {
 		want := describeKeys(keySchema(pk, sk))
@@ -185,7 +186,7 @@ func checkSchema(table string, d *types.TableDescription, sc schema.Schema) erro
 	for _, ix := range sc.Indexes {
 		var found bool
 		for _, g := range d.GlobalSecondaryIndexes {
-			if deref(g.IndexName) != ix.Name {
+			if aws.ToString(g.IndexName) != ix.Name {
 				continue
 			}
 			found = true
@@ -211,7 +212,7 @@ func checkSchema(table string, d *types.TableDescription, sc schema.Schema) erro
 func describeKeys(ks []types.KeySchemaElement) string {
 	parts := make([]string, len(ks))
 	for i, k := range ks {
-		parts[i] = deref(k.AttributeName) + " " + string(k.KeyType)
+		parts[i] = aws.ToString(k.AttributeName) + " " + string(k.KeyType)
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
 }

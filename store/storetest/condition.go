@@ -8,12 +8,29 @@ import (
 // existing and on a missing item.
 
 var conditionCases = []testCase{
-	{"OnExistingItem", testConditionsExisting},
-	{"OnMissingItem", testConditionsMissing},
+	// Each condition in an Update of an item that exists: a true condition
+	// lets the update (ADD hits 1) through; a false one fails with the item
+	// as it stood and changes nothing.
+	{"OnExistingItem", func(f *fixture) { runConditions(f, "cond-", existingItemConditions) }},
+	// Conditions on an item that does not exist: only conditions true on an
+	// empty item let the upsert through, and a failure has no old item to
+	// return.
+	{"OnMissingItem", func(f *fixture) {
+		runConditions(f, "missing-", []conditionCase{
+			{"AttributeExistsPK", nm(store.AttrPK).Exists(), false},
+			{"AttributeNotExistsPK", nm(store.AttrPK).NotExists(), true},
+			{"NotAttributeExistsPK", store.Not(nm(store.AttrPK).Exists()), true},
+			{"Equal", nm("n").Equal(num(1)), false},
+			{"GreaterEqualZero", nm("n").GreaterThanEqual(num(0)), false},
+			{"NotEqual", nm("n").NotEqual(num(1)), true},
+			{"BeginsWithSortKey", nm(store.AttrSK).BeginsWith("missing-"), false},
+			{"NotExistsOrEnough", store.Or(nm(store.AttrPK).NotExists(), nm("n").GreaterThanEqual(num(1))), true},
+		})
+	}},
 }
 
-// conditionBase is the item the conditions of testConditionsExisting are
-// evaluated on.
+// conditionBase is the item the conditions of OnExistingItem are evaluated
+// on.
 func conditionBase(k store.Key) store.Item {
 	return item(k,
 		"n", 50000,
@@ -107,27 +124,6 @@ var existingItemConditions = []conditionCase{
 	{"Nested", store.Or(store.And(condTrue, condFalse), store.Not(condFalse)), true},
 	{"NestedFalse", store.And(store.Or(condFalse, condTrue), store.Not(condTrue)), false},
 	{"ThreeWayAnd", store.And(condTrue, nm("z").Equal(num(0)), nm("s").BeginsWith("ban")), true},
-}
-
-// testConditionsExisting evaluates each condition in an Update of an item
-// that exists: a true condition lets the update (ADD hits 1) through; a
-// false one fails with the item as it stood and changes nothing.
-func testConditionsExisting(f *fixture) { runConditions(f, "cond-", existingItemConditions) }
-
-// testConditionsMissing evaluates conditions on an item that does not
-// exist: only conditions true on an empty item let the upsert through, and
-// a failure has no old item to return.
-func testConditionsMissing(f *fixture) {
-	runConditions(f, "missing-", []conditionCase{
-		{"AttributeExistsPK", nm(store.AttrPK).Exists(), false},
-		{"AttributeNotExistsPK", nm(store.AttrPK).NotExists(), true},
-		{"NotAttributeExistsPK", store.Not(nm(store.AttrPK).Exists()), true},
-		{"Equal", nm("n").Equal(num(1)), false},
-		{"GreaterEqualZero", nm("n").GreaterThanEqual(num(0)), false},
-		{"NotEqual", nm("n").NotEqual(num(1)), true},
-		{"BeginsWithSortKey", nm(store.AttrSK).BeginsWith("missing-"), false},
-		{"NotExistsOrEnough", store.Or(nm(store.AttrPK).NotExists(), nm("n").GreaterThanEqual(num(1))), true},
-	})
 }
 
 // runConditions runs each case on its own key (prefix + name), holding

@@ -11,10 +11,78 @@ import (
 // Single-item reads and writes: Get, Put, Delete.
 
 var putGetCases = []testCase{
-	{"RoundTrip", testRoundTrip},
-	{"EmptyStringAttribute", testEmptyStringAttribute},
-	{"GetMissingItem", testGetMissing},
-	{"EventuallyConsistentGet", testEventualGet},
+	// Strings and int64 numbers, the extremes included, come back exactly as
+	// written (DynamoDB numbers are decimal with 38 digits, so every int64 is
+	// exact, also beyond 2^53 where float64 would round).
+	{"RoundTrip", func(f *fixture) {
+		k := key("roundtrip")
+		want := item(k,
+			"s", "hello",
+			"unicode", "grüße ✓ 日本",
+			"punct", "a#b:c.d-e_f g",
+			"zero", 0,
+			"one", 1,
+			"minus_one", -1,
+			"neg", -123456789,
+			"millis", int64(1_700_000_000_123),
+			"beyond_2_53", int64(9_007_199_254_740_993),
+			"max", int64(math.MaxInt64),
+			"min", int64(math.MinInt64),
+		)
+		out := f.put(want)
+		expectWriteUnits(f.t, "Put", out.Consumed)
+		expectAttrs(f.t, "Put with ReturnNone", nil, out.Attributes)
+
+		got, err := f.s.Get(f.ctx, store.GetInput{Key: k, ConsistentRead: true})
+		if err != nil {
+			f.t.Fatalf("Get: %v", err)
+		}
+		if d := diff(want, got.Item); d != "" {
+			f.t.Errorf("consistent Get mismatch (-want +got):\n%s", d)
+		}
+		expectReadUnits(f.t, "consistent Get", got.Consumed)
+	}},
+	// DynamoDB accepts empty strings in non-key attributes (since 2020;
+	// DynamoDB Local too).
+	{"EmptyStringAttribute", func(f *fixture) {
+		k := key("empty")
+		want := item(k, "e", "")
+		f.put(want)
+		f.expect(k, want)
+	}},
+	// Reading an item that does not exist is not an error and gives a nil
+	// Item, for both kinds of read.
+	{"GetMissingItem", func(f *fixture) {
+		f.put(item(key("present"), "n", 1))
+		for _, consistent := range []bool{true, false} {
+			out, err := f.s.Get(f.ctx, store.GetInput{Key: key("absent"), ConsistentRead: consistent})
+			if err != nil {
+				f.t.Fatalf("Get(ConsistentRead=%v) of a missing item: %v", consistent, err)
+			}
+			if out.Item != nil {
+				f.t.Errorf("Get(ConsistentRead=%v) of a missing item: Item = %v, want nil", consistent, out.Item)
+			}
+		}
+	}},
+	// An eventually consistent read shows a write (after at most a short lag)
+	// and reports read capacity.
+	{"EventuallyConsistentGet", func(f *fixture) {
+		k := key("eventual")
+		for i, want := range []store.Item{item(k, "n", 7, "s", "x"), item(k, "n", 8)} {
+			f.put(want)
+			f.eventually(func() string {
+				out, err := f.s.Get(f.ctx, store.GetInput{Key: k})
+				if err != nil {
+					return "eventually consistent Get: " + err.Error()
+				}
+				if d := diff(want, out.Item); d != "" {
+					return fmt.Sprintf("eventually consistent Get after Put %d mismatch (-want +got):\n%s", i+1, d)
+				}
+				expectReadUnits(f.t, "eventually consistent Get", out.Consumed)
+				return ""
+			})
+		}
+	}},
 	// Put replaces the whole item (attributes it does not name are gone);
 	// ReturnAllOld gives the replaced item, or nothing when there was none.
 	{"PutReplacesWholeItem", steps(nil,
@@ -22,8 +90,35 @@ var putGetCases = []testCase{
 		step{call: putCall(none, store.ReturnAllOld, false, "c", 2), got: []any{"a", 1, "b", "x"}, after: []any{"c", 2}},
 		step{call: putCall(none, store.ReturnNone, false, "d", 3), after: []any{"d", 3}},
 	)},
-	{"KeysAreDistinct", testKeysDistinct},
-	{"LargeItemBelowLimit", testLargeItemBelowLimit},
+	// Items that share only the partition key or only the sort key are
+	// different items.
+	{"KeysAreDistinct", func(f *fixture) {
+		items := []store.Item{
+			item(store.Key{PK: "p1", SK: "s1"}, "n", 1),
+			item(store.Key{PK: "p1", SK: "s2"}, "n", 2),
+			item(store.Key{PK: "p2", SK: "s1"}, "n", 3),
+			item(store.Key{PK: "p1#", SK: "s1"}, "n", 4),
+		}
+		for _, it := range items {
+			f.put(it)
+		}
+		for _, it := range items {
+			k, _ := it.Key()
+			f.expect(k, it)
+		}
+		f.expect(store.Key{PK: "p2", SK: "s2"}, nil)
+	}},
+	// An item just under DynamoDB's 400 KB limit (409,600 bytes, attribute
+	// names included) is accepted whole.
+	{"LargeItemBelowLimit", func(f *fixture) {
+		k := key("large")
+		want := item(k, "big", strings.Repeat("x", 390_000), "n", 1)
+		out := f.put(want)
+		expectWriteUnits(f.t, "Put of a 390 KB item", out.Consumed)
+		f.expect(k, want)
+		f.update(k, store.Update{}.Add("n", store.Int(1)), store.Condition{}, store.ReturnNone)
+		f.expect(k, with(want, "n", 2))
+	}},
 }
 
 var putCases = []testCase{
@@ -126,111 +221,4 @@ func deleteCall(c store.Condition, ret store.ReturnValue, returnOld bool) func(*
 	return func(f *fixture, k store.Key) (store.WriteOutput, error) {
 		return f.s.Delete(f.ctx, store.DeleteInput{Key: k, Expr: f.expr(store.Update{}, c), Return: ret, ReturnOldOnConditionFailure: returnOld})
 	}
-}
-
-// testRoundTrip: strings and int64 numbers, the extremes included, come
-// back exactly as written (DynamoDB numbers are decimal with 38 digits, so
-// every int64 is exact, also beyond 2^53 where float64 would round).
-func testRoundTrip(f *fixture) {
-	k := key("roundtrip")
-	want := item(k,
-		"s", "hello",
-		"unicode", "grüße ✓ 日本",
-		"punct", "a#b:c.d-e_f g",
-		"zero", 0,
-		"one", 1,
-		"minus_one", -1,
-		"neg", -123456789,
-		"millis", int64(1_700_000_000_123),
-		"beyond_2_53", int64(9_007_199_254_740_993),
-		"max", int64(math.MaxInt64),
-		"min", int64(math.MinInt64),
-	)
-	out := f.put(want)
-	expectWriteUnits(f.t, "Put", out.Consumed)
-	expectAttrs(f.t, "Put with ReturnNone", nil, out.Attributes)
-
-	got, err := f.s.Get(f.ctx, store.GetInput{Key: k, ConsistentRead: true})
-	if err != nil {
-		f.t.Fatalf("Get: %v", err)
-	}
-	if d := diff(want, got.Item); d != "" {
-		f.t.Errorf("consistent Get mismatch (-want +got):\n%s", d)
-	}
-	expectReadUnits(f.t, "consistent Get", got.Consumed)
-}
-
-// testEmptyStringAttribute: DynamoDB accepts empty strings in non-key
-// attributes (since 2020; DynamoDB Local too).
-func testEmptyStringAttribute(f *fixture) {
-	k := key("empty")
-	want := item(k, "e", "")
-	f.put(want)
-	f.expect(k, want)
-}
-
-// testGetMissing: reading an item that does not exist is not an error and
-// gives a nil Item, for both kinds of read.
-func testGetMissing(f *fixture) {
-	f.put(item(key("present"), "n", 1))
-	for _, consistent := range []bool{true, false} {
-		out, err := f.s.Get(f.ctx, store.GetInput{Key: key("absent"), ConsistentRead: consistent})
-		if err != nil {
-			f.t.Fatalf("Get(ConsistentRead=%v) of a missing item: %v", consistent, err)
-		}
-		if out.Item != nil {
-			f.t.Errorf("Get(ConsistentRead=%v) of a missing item: Item = %v, want nil", consistent, out.Item)
-		}
-	}
-}
-
-// testEventualGet: an eventually consistent read shows a write (after at
-// most a short lag) and reports read capacity.
-func testEventualGet(f *fixture) {
-	k := key("eventual")
-	for i, want := range []store.Item{item(k, "n", 7, "s", "x"), item(k, "n", 8)} {
-		f.put(want)
-		f.eventually(func() string {
-			out, err := f.s.Get(f.ctx, store.GetInput{Key: k})
-			if err != nil {
-				return "eventually consistent Get: " + err.Error()
-			}
-			if d := diff(want, out.Item); d != "" {
-				return fmt.Sprintf("eventually consistent Get after Put %d mismatch (-want +got):\n%s", i+1, d)
-			}
-			expectReadUnits(f.t, "eventually consistent Get", out.Consumed)
-			return ""
-		})
-	}
-}
-
-// testKeysDistinct: items that share only the partition key or only the
-// sort key are different items.
-func testKeysDistinct(f *fixture) {
-	items := []store.Item{
-		item(store.Key{PK: "p1", SK: "s1"}, "n", 1),
-		item(store.Key{PK: "p1", SK: "s2"}, "n", 2),
-		item(store.Key{PK: "p2", SK: "s1"}, "n", 3),
-		item(store.Key{PK: "p1#", SK: "s1"}, "n", 4),
-	}
-	for _, it := range items {
-		f.put(it)
-	}
-	for _, it := range items {
-		k, _ := it.Key()
-		f.expect(k, it)
-	}
-	f.expect(store.Key{PK: "p2", SK: "s2"}, nil)
-}
-
-// testLargeItemBelowLimit: an item just under DynamoDB's 400 KB limit
-// (409,600 bytes, attribute names included) is accepted whole.
-func testLargeItemBelowLimit(f *fixture) {
-	k := key("large")
-	want := item(k, "big", strings.Repeat("x", 390_000), "n", 1)
-	out := f.put(want)
-	expectWriteUnits(f.t, "Put of a 390 KB item", out.Consumed)
-	f.expect(k, want)
-	f.update(k, store.Update{}.Add("n", store.Int(1)), store.Condition{}, store.ReturnNone)
-	f.expect(k, with(want, "n", 2))
 }

@@ -7,7 +7,20 @@ import (
 // The limiter's own request shapes, exactly as it sends them.
 
 var limiterCases = []testCase{
-	{"SpeculativeConsume/Granted", testSpeculativeGranted},
+	// 50000 tokens cover 9999 (numerically; lexically "50000" < "9999"), on
+	// a key of the limiter's shape.
+	{"SpeculativeConsume/Granted", func(f *fixture) {
+		k := store.Key{PK: "NS#default#ENT#user-1", SK: "#BUCKET#gpt-4"}
+		f.put(item(k, bucket(50000, 5000)...))
+		out, err := consume(speculative(9999))(f, k)
+		if err != nil {
+			f.t.Fatalf("speculative consume: %v", err)
+		}
+		want := item(k, bucket(50000-9999, 5000-wcuCost, "b_rpm_tc", 9999, "b_wcu_tc", wcuCost)...)
+		expectAttrs(f.t, "ALL_NEW", want, out.Attributes)
+		expectWriteUnits(f.t, "speculative consume", out.Consumed)
+		f.expect(k, want)
+	}},
 	// Exactly enough tokens is enough (>=), leaving 0.
 	{"SpeculativeConsume/GrantedAtBoundary", steps(bucket(3000, wcuCost), step{
 		call: consume(speculative(3000)),
@@ -36,7 +49,58 @@ var limiterCases = []testCase{
 	{"NormalConsume/StaleRefill", steps(bucket(100000, 5000), step{
 		call: consume(normal(1, 10, rfStart-1000, rfStart+1000)), failed: true, got: bucket(100000, 5000), after: bucket(100000, 5000),
 	})},
-	{"AttributeNames", testAttributeNames},
+	// Limit names with '-', '.', '_' and the reserved word ttl work as
+	// attribute names in updates and conditions (the builders send them as
+	// placeholders).
+	{"AttributeNames", func(f *fixture) {
+		k := key("names")
+		base := item(k,
+			"b_gpt-3.5_tk", 10,
+			"b_rate-limit_tk", 10,
+			"b_a_b_tk", 10,
+			"a_b", "x",
+			"ttl", int64(1700000000),
+		)
+		out, err := f.s.Put(f.ctx, store.PutInput{
+			Item: base,
+			Expr: f.expr(store.Update{}, store.And(store.Name(store.AttrPK).NotExists(), store.Name("ttl").NotExists())),
+		})
+		if err != nil {
+			f.t.Fatalf("Put with a condition on ttl: %v", err)
+		}
+		expectWriteUnits(f.t, "Put", out.Consumed)
+
+		u := store.Update{}.
+			Add("b_gpt-3.5_tk", store.Int(-1)).
+			Add("b_rate-limit_tk", store.Int(-2)).
+			Add("b_a_b_tk", store.Int(-3)).
+			Set("a_b", store.Str("y")).
+			Set("ttl", store.Int(1700000600))
+		cond := store.And(
+			store.Name("b_gpt-3.5_tk").GreaterThanEqual(store.Int(1)),
+			store.Name("b_rate-limit_tk").GreaterThanEqual(store.Int(2)),
+			store.Name("b_a_b_tk").GreaterThanEqual(store.Int(3)),
+			store.Name("a_b").Equal(store.Str("x")),
+			store.Name("ttl").Exists(),
+			store.Name("ttl").LessThan(store.Int(1700000600)),
+		)
+		res, err := f.s.Update(f.ctx, store.UpdateInput{Key: k, Expr: f.expr(u, cond), Return: store.ReturnUpdatedNew})
+		if err != nil {
+			f.t.Fatalf("Update: %v", err)
+		}
+		expectAttrs(f.t, "UPDATED_NEW", attrs(
+			"b_gpt-3.5_tk", 9, "b_rate-limit_tk", 8, "b_a_b_tk", 7, "a_b", "y", "ttl", int64(1700000600),
+		), res.Attributes)
+		after := item(k, "b_gpt-3.5_tk", 9, "b_rate-limit_tk", 8, "b_a_b_tk", 7, "a_b", "y", "ttl", int64(1700000600))
+		f.expect(k, after)
+
+		// The same condition is now false (a_b is "y").
+		_, err = f.s.Update(f.ctx, store.UpdateInput{Key: k, Expr: f.expr(u, cond), ReturnOldOnConditionFailure: true})
+		expectConditionFailed(f.t, err, after)
+
+		f.update(k, store.Update{}.Remove("ttl").Remove("b_gpt-3.5_tk"), store.Name("ttl").Exists(), store.ReturnNone)
+		f.expect(k, item(k, "b_rate-limit_tk", 8, "b_a_b_tk", 7, "a_b", "y"))
+	}},
 }
 
 const (
@@ -98,72 +162,4 @@ func consume(u store.Update, c store.Condition) func(*fixture, store.Key) (store
 	return func(f *fixture, k store.Key) (store.WriteOutput, error) {
 		return f.s.Update(f.ctx, store.UpdateInput{Key: k, Expr: f.expr(u, c), Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true})
 	}
-}
-
-// testSpeculativeGranted: 50000 tokens cover 9999 (numerically; lexically
-// "50000" < "9999"), on a key of the limiter's shape.
-func testSpeculativeGranted(f *fixture) {
-	k := store.Key{PK: "NS#default#ENT#user-1", SK: "#BUCKET#gpt-4"}
-	f.put(item(k, bucket(50000, 5000)...))
-	out, err := consume(speculative(9999))(f, k)
-	if err != nil {
-		f.t.Fatalf("speculative consume: %v", err)
-	}
-	want := item(k, bucket(50000-9999, 5000-wcuCost, "b_rpm_tc", 9999, "b_wcu_tc", wcuCost)...)
-	expectAttrs(f.t, "ALL_NEW", want, out.Attributes)
-	expectWriteUnits(f.t, "speculative consume", out.Consumed)
-	f.expect(k, want)
-}
-
-// testAttributeNames: limit names with '-', '.', '_' and the reserved word
-// ttl work as attribute names in updates and conditions (the builders send
-// them as placeholders).
-func testAttributeNames(f *fixture) {
-	k := key("names")
-	base := item(k,
-		"b_gpt-3.5_tk", 10,
-		"b_rate-limit_tk", 10,
-		"b_a_b_tk", 10,
-		"a_b", "x",
-		"ttl", int64(1700000000),
-	)
-	out, err := f.s.Put(f.ctx, store.PutInput{
-		Item: base,
-		Expr: f.expr(store.Update{}, store.And(store.Name(store.AttrPK).NotExists(), store.Name("ttl").NotExists())),
-	})
-	if err != nil {
-		f.t.Fatalf("Put with a condition on ttl: %v", err)
-	}
-	expectWriteUnits(f.t, "Put", out.Consumed)
-
-	u := store.Update{}.
-		Add("b_gpt-3.5_tk", store.Int(-1)).
-		Add("b_rate-limit_tk", store.Int(-2)).
-		Add("b_a_b_tk", store.Int(-3)).
-		Set("a_b", store.Str("y")).
-		Set("ttl", store.Int(1700000600))
-	cond := store.And(
-		store.Name("b_gpt-3.5_tk").GreaterThanEqual(store.Int(1)),
-		store.Name("b_rate-limit_tk").GreaterThanEqual(store.Int(2)),
-		store.Name("b_a_b_tk").GreaterThanEqual(store.Int(3)),
-		store.Name("a_b").Equal(store.Str("x")),
-		store.Name("ttl").Exists(),
-		store.Name("ttl").LessThan(store.Int(1700000600)),
-	)
-	res, err := f.s.Update(f.ctx, store.UpdateInput{Key: k, Expr: f.expr(u, cond), Return: store.ReturnUpdatedNew})
-	if err != nil {
-		f.t.Fatalf("Update: %v", err)
-	}
-	expectAttrs(f.t, "UPDATED_NEW", attrs(
-		"b_gpt-3.5_tk", 9, "b_rate-limit_tk", 8, "b_a_b_tk", 7, "a_b", "y", "ttl", int64(1700000600),
-	), res.Attributes)
-	after := item(k, "b_gpt-3.5_tk", 9, "b_rate-limit_tk", 8, "b_a_b_tk", 7, "a_b", "y", "ttl", int64(1700000600))
-	f.expect(k, after)
-
-	// The same condition is now false (a_b is "y").
-	_, err = f.s.Update(f.ctx, store.UpdateInput{Key: k, Expr: f.expr(u, cond), ReturnOldOnConditionFailure: true})
-	expectConditionFailed(f.t, err, after)
-
-	f.update(k, store.Update{}.Remove("ttl").Remove("b_gpt-3.5_tk"), store.Name("ttl").Exists(), store.ReturnNone)
-	f.expect(k, item(k, "b_rate-limit_tk", 8, "b_a_b_tk", 7, "a_b", "y"))
 }

@@ -56,8 +56,75 @@ var updateCases = []testCase{
 	)},
 	// REMOVE deletes an attribute; removing an absent one is a no-op.
 	{"Remove", updates(upd{[]any{"a", 1, "b", "x", "c", 3}, store.Update{}.Remove("a").Remove("b").Remove("absent"), []any{"c", 3}})},
-	{"SetAddRemoveCombined", testCombined},
-	{"ReturnValues", testReturnValues},
+	// SET, REMOVE and ADD in one expression.
+	{"SetAddRemoveCombined", func(f *fixture) {
+		k := key("combined")
+		f.put(item(k, "s", "x", "n", 1, "gone", "bye", "keep", "k"))
+		u := store.Update{}.
+			Set("s", store.Str("y")).
+			SetIfNotExists("init", store.Int(1)).
+			Remove("gone").
+			Add("n", store.Int(2)).
+			Add("fresh", store.Int(3))
+		e := f.expr(u, store.Condition{})
+		for _, clause := range []string{"SET ", "REMOVE ", "ADD "} {
+			if !strings.Contains(e.Update, clause) {
+				f.t.Fatalf("built update %q lacks a %s clause", e.Update, clause)
+			}
+		}
+		out, err := f.s.Update(f.ctx, store.UpdateInput{Key: k, Expr: e, Return: store.ReturnAllNew})
+		if err != nil {
+			f.t.Fatalf("Update: %v", err)
+		}
+		want := item(k, "s", "y", "init", 1, "n", 3, "fresh", 3, "keep", "k")
+		expectAttrs(f.t, "ALL_NEW", want, out.Attributes)
+		f.expect(k, want)
+	}},
+	// The five ReturnValues on an existing item and on an upsert. UPDATED_OLD
+	// holds the updated attributes that existed (a removed one included),
+	// UPDATED_NEW those that exist afterwards (never the key); on an upsert
+	// ALL_OLD and UPDATED_OLD return nothing.
+	{"ReturnValues", func(f *fixture) {
+		existing := func(k store.Key) store.Item { return item(k, "a", 1, "b", "x", "c", 5, "keep", "k") }
+		upd := store.Update{}.Set("b", store.Str("y")).Add("a", store.Int(2)).Add("d", store.Int(3)).Remove("c")
+		for _, c := range []struct {
+			ret  store.ReturnValue
+			want func(k store.Key) store.Item
+		}{
+			{store.ReturnNone, func(store.Key) store.Item { return nil }},
+			{store.ReturnAllOld, existing},
+			{store.ReturnUpdatedOld, func(store.Key) store.Item { return attrs("a", 1, "b", "x", "c", 5) }},
+			{store.ReturnAllNew, func(k store.Key) store.Item { return item(k, "a", 3, "b", "y", "d", 3, "keep", "k") }},
+			{store.ReturnUpdatedNew, func(store.Key) store.Item { return attrs("a", 3, "b", "y", "d", 3) }},
+		} {
+			f.run("Existing/"+c.ret.String(), func(f *fixture) {
+				k := key("rv-existing-" + c.ret.String())
+				f.put(existing(k))
+				out := f.update(k, upd, store.Condition{}, c.ret)
+				expectAttrs(f.t, c.ret.String(), c.want(k), out.Attributes)
+				f.expect(k, item(k, "a", 3, "b", "y", "d", 3, "keep", "k"))
+			})
+		}
+
+		upsert := store.Update{}.Set("b", store.Str("y")).Add("a", store.Int(2))
+		for _, c := range []struct {
+			ret  store.ReturnValue
+			want func(k store.Key) store.Item
+		}{
+			{store.ReturnNone, func(store.Key) store.Item { return nil }},
+			{store.ReturnAllOld, func(store.Key) store.Item { return nil }},
+			{store.ReturnUpdatedOld, func(store.Key) store.Item { return nil }},
+			{store.ReturnAllNew, func(k store.Key) store.Item { return item(k, "a", 2, "b", "y") }},
+			{store.ReturnUpdatedNew, func(store.Key) store.Item { return attrs("a", 2, "b", "y") }},
+		} {
+			f.run("Upsert/"+c.ret.String(), func(f *fixture) {
+				k := key("rv-upsert-" + c.ret.String())
+				out := f.update(k, upsert, store.Condition{}, c.ret)
+				expectAttrs(f.t, c.ret.String()+" on an upsert", c.want(k), out.Attributes)
+				f.expect(k, item(k, "a", 2, "b", "y"))
+			})
+		}
+	}},
 }
 
 // upd is one step of an update case: the attributes of the item stored
@@ -82,76 +149,5 @@ func updates(steps ...upd) func(f *fixture) {
 			expectAttrs(f.t, "Update with ReturnNone", nil, out.Attributes)
 			f.expect(k, item(k, st.want...))
 		}
-	}
-}
-
-// testCombined: SET, REMOVE and ADD in one expression.
-func testCombined(f *fixture) {
-	k := key("combined")
-	f.put(item(k, "s", "x", "n", 1, "gone", "bye", "keep", "k"))
-	u := store.Update{}.
-		Set("s", store.Str("y")).
-		SetIfNotExists("init", store.Int(1)).
-		Remove("gone").
-		Add("n", store.Int(2)).
-		Add("fresh", store.Int(3))
-	e := f.expr(u, store.Condition{})
-	for _, clause := range []string{"SET ", "REMOVE ", "ADD "} {
-		if !strings.Contains(e.Update, clause) {
-			f.t.Fatalf("built update %q lacks a %s clause", e.Update, clause)
-		}
-	}
-	out, err := f.s.Update(f.ctx, store.UpdateInput{Key: k, Expr: e, Return: store.ReturnAllNew})
-	if err != nil {
-		f.t.Fatalf("Update: %v", err)
-	}
-	want := item(k, "s", "y", "init", 1, "n", 3, "fresh", 3, "keep", "k")
-	expectAttrs(f.t, "ALL_NEW", want, out.Attributes)
-	f.expect(k, want)
-}
-
-// testReturnValues: the five ReturnValues on an existing item and on an
-// upsert. UPDATED_OLD holds the updated attributes that existed (a removed
-// one included), UPDATED_NEW those that exist afterwards (never the key);
-// on an upsert ALL_OLD and UPDATED_OLD return nothing.
-func testReturnValues(f *fixture) {
-	existing := func(k store.Key) store.Item { return item(k, "a", 1, "b", "x", "c", 5, "keep", "k") }
-	upd := store.Update{}.Set("b", store.Str("y")).Add("a", store.Int(2)).Add("d", store.Int(3)).Remove("c")
-	for _, c := range []struct {
-		ret  store.ReturnValue
-		want func(k store.Key) store.Item
-	}{
-		{store.ReturnNone, func(store.Key) store.Item { return nil }},
-		{store.ReturnAllOld, existing},
-		{store.ReturnUpdatedOld, func(store.Key) store.Item { return attrs("a", 1, "b", "x", "c", 5) }},
-		{store.ReturnAllNew, func(k store.Key) store.Item { return item(k, "a", 3, "b", "y", "d", 3, "keep", "k") }},
-		{store.ReturnUpdatedNew, func(store.Key) store.Item { return attrs("a", 3, "b", "y", "d", 3) }},
-	} {
-		f.run("Existing/"+c.ret.String(), func(f *fixture) {
-			k := key("rv-existing-" + c.ret.String())
-			f.put(existing(k))
-			out := f.update(k, upd, store.Condition{}, c.ret)
-			expectAttrs(f.t, c.ret.String(), c.want(k), out.Attributes)
-			f.expect(k, item(k, "a", 3, "b", "y", "d", 3, "keep", "k"))
-		})
-	}
-
-	upsert := store.Update{}.Set("b", store.Str("y")).Add("a", store.Int(2))
-	for _, c := range []struct {
-		ret  store.ReturnValue
-		want func(k store.Key) store.Item
-	}{
-		{store.ReturnNone, func(store.Key) store.Item { return nil }},
-		{store.ReturnAllOld, func(store.Key) store.Item { return nil }},
-		{store.ReturnUpdatedOld, func(store.Key) store.Item { return nil }},
-		{store.ReturnAllNew, func(k store.Key) store.Item { return item(k, "a", 2, "b", "y") }},
-		{store.ReturnUpdatedNew, func(store.Key) store.Item { return attrs("a", 2, "b", "y") }},
-	} {
-		f.run("Upsert/"+c.ret.String(), func(f *fixture) {
-			k := key("rv-upsert-" + c.ret.String())
-			out := f.update(k, upsert, store.Condition{}, c.ret)
-			expectAttrs(f.t, c.ret.String()+" on an upsert", c.want(k), out.Attributes)
-			f.expect(k, item(k, "a", 2, "b", "y"))
-		})
 	}
 }
