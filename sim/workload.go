@@ -462,6 +462,15 @@ func (w *Workload) model(s *Sim) *Model {
 			if ent.Cascade {
 				p := add(w.entityIdx[ent.Parent], r)
 				m.Buckets[b].Parent = p
+				if slices.ContainsFunc(m.Buckets[b].Modes, func(s ModeSpan) bool { return s.Mode == "shadow" }) {
+					// A child in shadow mode makes its parent's limits shadow
+					// for its acquires.
+					ls := slices.Clone(m.Buckets[p].Limits)
+					for i := range ls {
+						ls[i].Shadow = true
+					}
+					m.Buckets[p].Limits = ls
+				}
 			}
 		}
 	}
