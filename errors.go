@@ -25,6 +25,11 @@ var (
 	// store call because the store failed repeatedly just before (see
 	// WithBreaker).
 	ErrBreakerOpen = errors.New("limiter: circuit breaker open after repeated store failures")
+	// ErrDisabled: an acquire refused outright, without a write, because
+	// an operator set its scope's mode to refuse (admin.ModeRefuse). It is
+	// not a rate limit: there is no retry-after, and retrying fails until
+	// the mode changes (the limiter sees a change within its cache TTL).
+	ErrDisabled = errors.New("limiter: disabled")
 )
 
 // RateLimitedError is returned by Acquire when a limit lacks the tokens

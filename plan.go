@@ -28,6 +28,16 @@ func (l *Limiter) newPlan(entity, resource string, limits []Limit, consume map[s
 	return bucketPlan{Plan: engine.NewPlan(ref, el, consume), limits: limits}
 }
 
+// skipping returns bp charging nothing of the limits called names, and
+// requiring nothing of them (engine.Plan.Skipping); bp itself when names
+// is empty.
+func (bp bucketPlan) skipping(names []string) bucketPlan {
+	if len(names) > 0 {
+		bp.Plan = bp.Plan.Skipping(names)
+	}
+	return bp
+}
+
 // limit returns the limit called name.
 func (bp bucketPlan) limit(name string) Limit {
 	for _, x := range bp.limits {
