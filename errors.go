@@ -37,8 +37,10 @@ var (
 type RateLimitedError struct {
 	Entity   string
 	Resource string
-	// RetryAfter is the largest RetryAfter of the exceeded limits: waiting
-	// that long and retrying succeeds if no one else consumes meanwhile.
+	// RetryAfter is the largest RetryAfter of the exceeded limits that
+	// enforce (a shadow limit never refuses: its wait, a quota's next
+	// window, is left out): waiting that long and retrying succeeds if no
+	// one else consumes meanwhile.
 	RetryAfter time.Duration
 	// Limits has one entry per limit of the refusing bucket, in name
 	// order: what applied, what it holds, and how long until the request

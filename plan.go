@@ -52,7 +52,9 @@ func (bp bucketPlan) limit(name string) Limit {
 func (bp bucketPlan) rateLimited(rf *engine.Refusal) *RateLimitedError {
 	e := &RateLimitedError{Entity: bp.Ref.Entity, Resource: bp.Ref.Resource, Limits: bp.states(rf.Views()), Parent: bp.parent, Local: rf.Local}
 	for _, ls := range e.Limits {
-		e.RetryAfter = max(e.RetryAfter, ls.RetryAfter)
+		if !ls.Limit.Shadow {
+			e.RetryAfter = max(e.RetryAfter, ls.RetryAfter)
+		}
 	}
 	if e.RetryAfter <= 0 {
 		// Refused after losing every race, with the tokens there when last

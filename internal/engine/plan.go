@@ -158,13 +158,18 @@ func (p *Plan) WithAmounts(milli map[string]int64) *Plan {
 // charges nothing and no write or decision requires its tokens, not even
 // that it is out of debt. The root package skips a shadow limit that
 // would refuse (it is charged only when it has the tokens, as it would be
-// if it enforced). Its refill is kept up to date like any limit's.
+// if it enforced). Its refill is kept up to date like any limit's; a
+// skipped calendar quota charges nothing and keeps its window.
 func (p *Plan) Skipping(names []string) *Plan {
-	q := withSpecs(p.Ref, p.hash, p.specs)
-	q.gen = p.gen
+	q := p.clone()
 	for i := range q.specs {
 		if slices.Contains(names, q.specs[i].name) {
 			q.specs[i].amount, q.specs[i].free = 0, true
+		}
+	}
+	for i := range q.quotas {
+		if slices.Contains(names, q.quotas[i].name) {
+			q.quotas[i].amount = 0
 		}
 	}
 	return q
