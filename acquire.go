@@ -173,17 +173,17 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 			return nil, cerr // the caller gave up: no new try
 		}
 		b := &s.buckets[i]
-		prefix, suffix := "", ""
+		prefix := ""
 		if rl.Parent {
 			b.skipParent, prefix = append(b.skipParent, names...), "parent:"
 		} else {
 			b.skip = append(b.skip, names...)
 		}
 		if i > 0 {
-			suffix = "@" + b.resource
+			prefix += b.resource + "/" // a resource of Request.Also
 		}
 		for _, n := range names {
-			tr.ev.WouldRefuse = append(tr.ev.WouldRefuse, prefix+n+suffix)
+			tr.ev.WouldRefuse = append(tr.ev.WouldRefuse, prefix+n)
 		}
 	}
 }

@@ -263,11 +263,15 @@ type Event struct {
 	// (admitted without a write: Outcome Admitted, Path PathNone, no store
 	// call but the configuration's read), "refuse" (refused without a
 	// write: Outcome Disabled) or "shadow" (every limit shadow); ""
-	// otherwise.
+	// otherwise. With Request.Also: "refuse" when any resource's mode
+	// refused it, "admit" when every resource's admitted it, else
+	// "shadow" when a resource charged is in shadow mode.
 	Mode string
 	// WouldRefuse names the shadow limits (see Limit.Shadow) that would
 	// have refused an admitted acquire, the cascade parent's prefixed with
-	// "parent:"; they were not charged by it. nil when none.
+	// "parent:", those of a resource of Request.Also written
+	// "RESOURCE/NAME" ("parent:all-models/rpm"); they were not charged by
+	// it. nil when none.
 	WouldRefuse []string
 	// BreakerOpen is true when the call was answered as unavailable
 	// without a store call because the circuit breaker is open (see
