@@ -289,4 +289,13 @@ func TestQuotaJSONRoundTrips(t *testing.T) {
 	if b, _ := json.Marshal(PerMinute("rpm", 100)); string(b) != `{"name":"rpm","capacity":100,"burst":100,"refill":100,"period":"1m0s"}` {
 		t.Fatalf("a rate's JSON %s", b)
 	}
+	// A shadow quota keeps both its calendar and its flag.
+	q.Shadow = true
+	b, _ = json.Marshal(q)
+	if string(b) != `{"name":"usd","capacity":50000000,"window":"week","time_zone":"Asia/Kolkata","week_start":1,"shadow":true}` {
+		t.Fatalf("a shadow quota's JSON %s", b)
+	}
+	if err := json.Unmarshal(b, &back); err != nil || back != q {
+		t.Fatalf("decoded %+v, %v; want %+v", back, err, q)
+	}
 }
