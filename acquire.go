@@ -3,8 +3,11 @@ package limiter
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 
 	"github.com/shardlimit/limiter/internal/engine"
+	"github.com/shardlimit/limiter/internal/items"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
@@ -47,6 +50,12 @@ type Request struct {
 // across every bucket, their writes made together in one round trip, a
 // bucket charged while another refused refunded before the answer.
 //
+// An acquire in a scope an operator disabled (see admin.Mode) makes no
+// write: in admit mode it returns a lease that charged nothing (Adjust and
+// Rollback do nothing), in refuse mode an error matching ErrDisabled
+// (never a *RateLimitedError: it has no retry-after, as waiting does not
+// help). The configuration is read, and bad input refused, all the same.
+//
 // It returns a *RateLimitedError when a limit lacks tokens (nothing is
 // charged), a *ValidationError for bad input or a nil ctx (checked before
 // any I/O), the context's error when ctx is done (never a lease), and an
@@ -63,7 +72,7 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Lease, error) {
 	tr := &trv
 	lease, err := l.acquire(ctx, tr, req)
 	switch {
-	case err == nil, errors.Is(err, ErrRateLimited), refusedUnknown(err):
+	case err == nil, errors.Is(err, ErrRateLimited), errors.Is(err, ErrDisabled), refusedUnknown(err):
 		// A refusal is never failed open, also when it comes with an
 		// unknown outcome (a cascade whose other side may be charged).
 	case storeDown(err):
@@ -118,8 +127,10 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 	}
 	s, err := l.config(ctx, tr, req)
 	var lease *Lease
-	if err == nil {
-		lease, err = l.charge(ctx, tr, req, s)
+	switch {
+	case err != nil:
+	default:
+		lease, err = l.modes(ctx, tr, req, s)
 	}
 	if !l.cfg.noBreaker {
 		// The jitter is drawn on every call, used or not: the limiter's
@@ -133,22 +144,97 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 }
 
 // charge runs the write engine for an acquire whose configuration is
-// resolved.
+// resolved. A refusal by shadow limits alone is no refusal: the acquire is
+// charged again skipping them (each is charged only when it has the
+// tokens, as if it enforced), and Event.WouldRefuse names them. Each try
+// skips at least one more limit, so there are at most as many tries as
+// limits.
 func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings) (*Lease, error) {
+	for {
+		lease, err := l.chargeOnce(ctx, tr, req, s)
+		var rl *RateLimitedError
+		if !errors.As(err, &rl) {
+			return lease, err
+		}
+		var names []string
+		for _, ls := range rl.Limits {
+			if ls.Exceeded && !ls.Limit.Shadow {
+				return nil, err // an enforcing limit refused
+			}
+			if ls.Exceeded {
+				names = append(names, ls.Limit.Name)
+			}
+		}
+		i := slices.IndexFunc(s.buckets, func(b resourceLimits) bool { return b.resource == rl.Resource })
+		if len(names) == 0 || i < 0 {
+			return nil, err // refused after losing races: not a limit's doing
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr // the caller gave up: no new try
+		}
+		b := &s.buckets[i]
+		prefix := ""
+		if rl.Parent {
+			b.skipParent, prefix = append(b.skipParent, names...), "parent:"
+		} else {
+			b.skip = append(b.skip, names...)
+		}
+		if i > 0 {
+			prefix += b.resource + "/" // a resource of Request.Also
+		}
+		for _, n := range names {
+			tr.ev.WouldRefuse = append(tr.ev.WouldRefuse, prefix+n)
+		}
+	}
+}
+
+// modes applies the modes of the scopes of the resources charged: a
+// refuse mode on any of them refuses the acquire without a write
+// (ErrDisabled); a resource in admit mode is left out of the charge, and
+// when every one is, the acquire is admitted without a write; a resource
+// in shadow mode is charged with all its limits shadow (config made
+// them so). Event.Mode is "refuse", "admit" (nothing charged), "shadow"
+// (a resource charged is in shadow mode) or "".
+func (l *Limiter) modes(ctx context.Context, tr *trace, req Request, s settings) (*Lease, error) {
+	charged := make([]resourceLimits, 0, len(s.buckets))
+	for _, b := range s.buckets {
+		switch b.mode {
+		case items.ModeRefuse:
+			tr.ev.Mode = b.mode
+			return nil, fmt.Errorf("%w: entity %q on resource %q is refused by the mode of %s; no retry helps until an operator changes it",
+				ErrDisabled, req.Entity, b.resource, b.modeOf)
+		case items.ModeAdmit:
+			continue
+		case items.ModeShadow:
+			tr.ev.Mode = b.mode
+		}
+		charged = append(charged, b)
+	}
+	if len(charged) == 0 {
+		tr.ev.Mode = items.ModeAdmit
+		return &Lease{l: l, bypass: true}, nil
+	}
+	s.buckets = charged
+	return l.charge(ctx, tr, req, s)
+}
+
+// chargeOnce is one try of charge.
+func (l *Limiter) chargeOnce(ctx context.Context, tr *trace, req Request, s settings) (*Lease, error) {
 	if s.entity.Cascade || len(s.buckets) > 1 {
 		plans := make([]bucketPlan, 0, 2*len(s.buckets))
 		for _, b := range s.buckets {
-			plans = append(plans, l.newPlan(req.Entity, b.resource, b.limits, req.Consume))
+			plans = append(plans, l.newPlan(req.Entity, b.resource, b.limits, req.Consume).skipping(b.skip))
 			if s.entity.Cascade {
-				parent := l.newPlan(s.entity.Parent, b.resource, b.parent, req.Consume)
+				parent := l.newPlan(s.entity.Parent, b.resource, b.parent, req.Consume).skipping(b.skipParent)
 				parent.parent = true
 				plans = append(plans, parent)
 			}
 		}
 		return l.cascade(ctx, tr, plans)
 	}
-	child := l.newPlan(req.Entity, s.buckets[0].resource, s.buckets[0].limits, req.Consume)
-	if l.pools != nil && l.cfg.reserve.covers(req.Consume) && !child.ChargesQuota() {
+	b := s.buckets[0]
+	child := l.newPlan(req.Entity, b.resource, b.limits, req.Consume).skipping(b.skip)
+	if l.pools != nil && l.cfg.reserve.covers(req.Consume) && !child.ChargesQuota() && !slices.ContainsFunc(b.limits, func(x Limit) bool { return x.Shadow }) {
 		if lease, err, done := l.reserved(ctx, tr, child); done {
 			return lease, err
 		}

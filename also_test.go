@@ -249,3 +249,75 @@ func TestAlsoUnknownOutcomeIsReportedAsSuch(t *testing.T) {
 		t.Fatalf("gpt-4 keeps %d millitokens of the refused acquire, want it refunded", got-before)
 	}
 }
+
+// The modes of the resources of one acquire (Request.Also): a gateway
+// tries a shadow cap on "all-models" while the models enforce their own.
+// The shadow cap that would refuse must not refuse: the acquire is
+// admitted, every model is charged as before, the cap is not charged
+// once spent, and Event.WouldRefuse names it with its resource.
+func TestAlsoShadowLimitOfOneResourceRefusesNothing(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter()
+	capped := rpm(2)
+	capped[0].Shadow = true
+	if err := l.putLimits(e.ctx, scope{Resource: "all-models"}, capped); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 4; i++ {
+		e.mustAcquire(l, alsoReq("key-1", "claude-3", "all-models"))
+		ev := e.last()
+		if i < 2 && ev.WouldRefuse != nil {
+			t.Fatalf("acquire %d: would refuse %v with the cap not spent", i, ev.WouldRefuse)
+		}
+		if i >= 2 && (ev.Outcome != Admitted || len(ev.WouldRefuse) != 1 || ev.WouldRefuse[0] != "all-models/rpm") {
+			t.Fatalf("acquire %d: %+v, want admitted, all-models/rpm would refuse", i, ev)
+		}
+	}
+	if a, b, c := e.tokens("key-1", "gpt-4", "rpm"), e.tokens("key-1", "claude-3", "rpm"), e.tokens("key-1", "all-models", "rpm"); a != 96_000 || b != 96_000 || c != 0 {
+		t.Fatalf("gpt-4 tk %d, claude-3 tk %d, all-models tk %d; want 96000, 96000 (four charges) and 0 (two: not charged when spent)", a, b, c)
+	}
+}
+
+// A resource of the acquire in refuse mode refuses it all: an operator
+// revoked "all-models" for a key, so no model may be charged either. The
+// answer is ErrDisabled, not a rate limit, and nothing is written. A
+// resource in admit mode is left out of the charge: the others are
+// charged as before.
+func TestAlsoModesOfEachResource(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter()
+	if err := l.putScope(e.ctx, scope{Entity: "revoked", Resource: "all-models"}, nil, items.ModeRefuse); err != nil {
+		t.Fatal(err)
+	}
+	_, err := l.Acquire(e.ctx, alsoReq("revoked", "claude-3", "all-models"))
+	var rl *RateLimitedError
+	if !errors.Is(err, ErrDisabled) || errors.As(err, &rl) || !strings.Contains(err.Error(), `"all-models"`) {
+		t.Fatalf("acquire with all-models refused: %v, want ErrDisabled naming all-models", err)
+	}
+	if ev := e.last(); ev.Outcome != Disabled || ev.Mode != "refuse" {
+		t.Fatalf("event %+v, want Outcome Disabled, Mode refuse", ev)
+	}
+	for _, r := range []string{"gpt-4", "claude-3", "all-models"} {
+		if it := e.bucketItem("revoked", r, 0); it != nil {
+			t.Fatalf("refuse mode on all-models wrote %s: %v", r, it)
+		}
+	}
+
+	if err := l.putScope(e.ctx, scope{Entity: "free", Resource: "all-models"}, nil, items.ModeAdmit); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		e.mustAcquire(l, alsoReq("free", "all-models"))
+	}
+	if a := e.tokens("free", "gpt-4", "rpm"); a != 98_000 || e.bucketItem("free", "all-models", 0) != nil {
+		t.Fatalf("gpt-4 tk %d, all-models item %v; want 98000 and no item (admit mode leaves it out)", a, e.bucketItem("free", "all-models", 0))
+	}
+	if err := l.putScope(e.ctx, scope{Entity: "free", Resource: "gpt-4"}, nil, items.ModeAdmit); err != nil {
+		t.Fatal(err)
+	}
+	l.Invalidate()
+	e.mustAcquire(l, alsoReq("free", "all-models"))
+	if ev := e.last(); ev.Mode != "admit" || ev.Path != PathNone || e.tokens("free", "gpt-4", "rpm") != 98_000 {
+		t.Fatalf("every resource in admit mode: %+v, gpt-4 tk %d; want admitted without a write", ev, e.tokens("free", "gpt-4", "rpm"))
+	}
+}

@@ -38,6 +38,15 @@ type resourceLimits struct {
 	resource string
 	limits   []Limit // the limits of the entity's bucket, per name
 	parent   []Limit // those of the parent's bucket, when the entity cascades
+	// mode is the entity's scopes' mode on the resource ("": enforcing;
+	// items.ModeAdmit, items.ModeRefuse (parent then not read),
+	// items.ModeShadow: limits and parent are then all shadow) and modeOf
+	// the scope that set it.
+	mode, modeOf string
+	// skip and skipParent name the shadow limits an earlier try of this
+	// acquire found would refuse on this resource, in the entity's bucket
+	// and the parent's: the charge skips them (Plan.Skipping).
+	skip, skipParent []string
 }
 
 // config reads the stored configuration that applies to req, which
@@ -58,19 +67,26 @@ func (l *Limiter) config(ctx context.Context, tr *trace, req Request) (settings,
 			r = req.Also[i-1]
 			on = " on resource " + r
 		}
-		b := resourceLimits{resource: r}
-		var err error
-		s.entity, b.limits, _, _, err = l.limitsFor(ctx, tr, req.Entity, r, req.Limits)
+		c, err := l.limitsFor(ctx, tr, req.Entity, r, req.Limits)
 		if err != nil {
 			return s, err
 		}
-		if err := checkConsume(b.limits, req.Consume, on); err != nil {
+		s.entity = c.entity
+		if err := checkConsume(c.limits, req.Consume, on); err != nil {
 			return s, err
 		}
-		if s.entity.Cascade {
-			_, b.parent, _, _, err = l.limitsFor(ctx, tr, s.entity.Parent, r, req.Limits)
+		b := resourceLimits{resource: r, limits: c.limits, mode: c.mode, modeOf: c.modeOf}
+		if b.mode == items.ModeShadow {
+			b.limits = shadowed(b.limits)
+		}
+		if s.entity.Cascade && b.mode != items.ModeAdmit && b.mode != items.ModeRefuse {
+			p, err := l.limitsFor(ctx, tr, s.entity.Parent, r, req.Limits)
 			if err != nil {
 				return s, err
+			}
+			b.parent = p.limits
+			if b.mode == items.ModeShadow {
+				b.parent = shadowed(b.parent)
 			}
 			if err := checkConsume(b.parent, req.Consume, " for the parent "+s.entity.Parent+on); err != nil {
 				return s, err
@@ -81,30 +97,52 @@ func (l *Limiter) config(ctx context.Context, tr *trace, req Request) (settings,
 	return s, nil
 }
 
-// limitsFor returns the entity as stored and the limits of its bucket on
-// resource: per limit name, the most specific of the limits stored for
-// {entity, resource}, for {entity, ""}, for {"", resource}, and the
-// caller's (the request's, or the limiter's defaults when the request has
-// none). Names any of them defines apply; a name defined nowhere does not.
-// cached and gen are those of the stored configuration (see settings).
-func (l *Limiter) limitsFor(ctx context.Context, tr *trace, entity, resource string, caller []Limit) (_ items.Entity, _ []Limit, cached time.Time, gen uint64, _ error) {
+// conf is the configuration of an entity's bucket on a resource.
+type conf struct {
+	entity       items.Entity // as stored
+	limits       []Limit
+	mode, modeOf string // see resourceLimits
+}
+
+// limitsFor returns the entity as stored, the limits of its bucket on
+// resource and its mode: per limit name, the most specific of the limits
+// stored for {entity, resource}, for {entity, ""}, for {"", resource}, and
+// the caller's (the request's, or the limiter's defaults when the request
+// has none). Names any of them defines apply; a name defined nowhere does
+// not. The mode is the most specific of the three stored scopes' that has
+// one.
+func (l *Limiter) limitsFor(ctx context.Context, tr *trace, entity, resource string, caller []Limit) (conf, error) {
 	if len(caller) == 0 {
 		caller = l.cfg.defaults
 	}
-	ec, rc, gen, err := l.stored(ctx, tr, entity, resource)
+	ec, rc, _, err := l.stored(ctx, tr, entity, resource)
 	if err != nil {
-		return items.Entity{}, nil, time.Time{}, 0, err
+		return conf{}, err
 	}
-	limits := mergeLimits(ec.own, ec.all, rc.limits, caller)
-	if len(limits) > maxLimits {
-		return items.Entity{}, nil, time.Time{}, 0, invalid("limits", "%d limits apply to entity %q on resource %q (the caller's and the stored ones); at most %d",
-			len(limits), entity, resource, maxLimits)
+	c := conf{entity: ec.entity, limits: mergeLimits(ec.own, ec.all, rc.limits, caller)}
+	if len(c.limits) > maxLimits {
+		return conf{}, invalid("limits", "%d limits apply to entity %q on resource %q (the caller's and the stored ones); at most %d",
+			len(c.limits), entity, resource, maxLimits)
 	}
-	cached = ec.cached
-	if rc.cached.Before(cached) {
-		cached = rc.cached
+	switch {
+	case ec.ownMode != "":
+		c.mode, c.modeOf = ec.ownMode, "entity "+strconv.Quote(entity)+" on resource "+strconv.Quote(resource)
+	case ec.allMode != "":
+		c.mode, c.modeOf = ec.allMode, "entity "+strconv.Quote(entity)
+	case rc.mode != "":
+		c.mode, c.modeOf = rc.mode, "resource "+strconv.Quote(resource)
 	}
-	return ec.entity, limits, cached, gen, nil
+	return c, nil
+}
+
+// shadowed returns a copy of limits, every one of them shadow.
+func shadowed(limits []Limit) []Limit {
+	out := make([]Limit, len(limits))
+	for i, x := range limits {
+		x.Shadow = true
+		out[i] = x
+	}
+	return out
 }
 
 // mergeLimits combines scopes, most specific first: per limit name, the
@@ -131,15 +169,17 @@ func mergeLimits(own, all, res, caller []Limit) []Limit {
 
 // entityConf is what is stored on an entity's partition for one resource.
 type entityConf struct {
-	entity items.Entity
-	own    []Limit   // stored for {entity, resource}; nil when none
-	all    []Limit   // stored for {entity, ""}; nil when none
-	cached time.Time // until when the cache keeps it (exclusive; zero: not cached)
+	entity           items.Entity
+	own              []Limit   // stored for {entity, resource}; nil when none
+	all              []Limit   // stored for {entity, ""}; nil when none
+	ownMode, allMode string    // the modes of those scopes ("": none)
+	cached           time.Time // until when the cache keeps it (exclusive; zero: not cached)
 }
 
 // resourceConf is what is stored for every entity on a resource.
 type resourceConf struct {
 	limits []Limit   // nil when none
+	mode   string    // the resource's mode ("": none)
 	cached time.Time // as entityConf's
 }
 
@@ -367,7 +407,7 @@ func (l *Limiter) read(ctx context.Context, tr *trace, gen uint64, entity, resou
 		got = got[3:]
 	}
 	if withResource {
-		if res.limits, _, err = limitsOf(got[0]); err != nil {
+		if res.limits, res.mode, err = scopeOf(got[0]); err != nil {
 			return entityConf{}, resourceConf{}, err
 		}
 	}
@@ -401,17 +441,25 @@ func decodeEntityConf(id string, meta, own, all store.Item) (entityConf, error) 
 		ec.entity = items.DecodeEntity(id, meta)
 	}
 	var err error
-	if ec.own, _, err = limitsOf(own); err != nil {
+	if ec.own, ec.ownMode, err = scopeOf(own); err != nil {
 		return entityConf{}, err
 	}
-	if ec.all, _, err = limitsOf(all); err != nil {
+	if ec.all, ec.allMode, err = scopeOf(all); err != nil {
 		return entityConf{}, err
 	}
 	return ec, nil
 }
 
-// limitsOf decodes a stored limits item; ok is false for no item.
-func limitsOf(it store.Item) ([]Limit, bool, error) { return items.DecodeLimits(it, Limit.Validate) }
+// scopeOf decodes a stored limits item: its limits and its mode (nil and
+// "" for no item).
+func scopeOf(it store.Item) ([]Limit, string, error) {
+	ls, _, err := items.DecodeLimits(it, Limit.Validate)
+	if err != nil {
+		return nil, "", err
+	}
+	mode, err := items.DecodeMode(it)
+	return ls, mode, err
+}
 
 // storeErr turns a store error into the caller's: the context's error
 // when ctx is done (see ctxDone), an *UnavailableError when the store

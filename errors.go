@@ -25,6 +25,11 @@ var (
 	// store call because the store failed repeatedly just before (see
 	// WithBreaker).
 	ErrBreakerOpen = errors.New("limiter: circuit breaker open after repeated store failures")
+	// ErrDisabled: an acquire refused outright, without a write, because
+	// an operator set its scope's mode to refuse (admin.ModeRefuse). It is
+	// not a rate limit: there is no retry-after, and retrying fails until
+	// the mode changes (the limiter sees a change within its cache TTL).
+	ErrDisabled = errors.New("limiter: disabled")
 )
 
 // RateLimitedError is returned by Acquire when a limit lacks the tokens
@@ -32,8 +37,10 @@ var (
 type RateLimitedError struct {
 	Entity   string
 	Resource string
-	// RetryAfter is the largest RetryAfter of the exceeded limits: waiting
-	// that long and retrying succeeds if no one else consumes meanwhile.
+	// RetryAfter is the largest RetryAfter of the exceeded limits that
+	// enforce (a shadow limit never refuses: its wait, a quota's next
+	// window, is left out): waiting that long and retrying succeeds if no
+	// one else consumes meanwhile.
 	RetryAfter time.Duration
 	// Limits has one entry per limit of the refusing bucket, in name
 	// order: what applied, what it holds, and how long until the request

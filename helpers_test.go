@@ -123,6 +123,11 @@ func (l *Limiter) putEntity(ctx context.Context, e items.Entity) error {
 
 // putLimits stores limits for s.
 func (l *Limiter) putLimits(ctx context.Context, s scope, limits []Limit) error {
+	return l.putScope(ctx, s, limits, "")
+}
+
+// putScope stores limits and a mode for s (neither: deletes its item).
+func (l *Limiter) putScope(ctx context.Context, s scope, limits []Limit, mode string) error {
 	ns := l.cfg.namespace
 	k := keys.ResourceLimits(ns, s.Resource)
 	if s.Entity != "" {
@@ -132,7 +137,13 @@ func (l *Limiter) putLimits(ctx context.Context, s scope, limits []Limit) error 
 		}
 		k = keys.EntityLimits(ns, s.Entity, r)
 	}
-	return l.putConfig(ctx, items.LimitsItem(ns, k, s.Entity, s.Resource, limits))
+	it := items.LimitsItem(ns, k, s.Entity, s.Resource, limits, mode)
+	if it == nil {
+		_, err := l.st.Delete(ctx, store.DeleteInput{Key: k})
+		l.Invalidate()
+		return err
+	}
+	return l.putConfig(ctx, it)
 }
 
 func (l *Limiter) putConfig(ctx context.Context, it store.Item) error {

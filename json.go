@@ -54,21 +54,23 @@ type limitJSON struct {
 	TimeZone  string   `json:"time_zone,omitempty"`
 	WeekStart int      `json:"week_start,omitempty"`
 	MonthDay  int      `json:"month_day,omitempty"`
+	Shadow    bool     `json:"shadow,omitempty"`
 }
 
 // MarshalJSON encodes l as {"name", "capacity", "burst" (left out when 0),
 // "refill", "period"}, the period as a duration string; a quota as
 // {"name", "capacity", "burst", "window", "time_zone", "week_start" (0
-// for Sunday), "month_day"}, each left out when 0 or empty.
+// for Sunday), "month_day"}, each left out when 0 or empty; either with
+// "shadow" (left out when false).
 func (l Limit) MarshalJSON() ([]byte, error) {
-	return json.Marshal(limitJSON{l.Name, l.Capacity, l.Burst, l.Refill, duration(l.Period), l.Window, l.TimeZone, int(l.WeekStart), l.MonthDay})
+	return json.Marshal(limitJSON{l.Name, l.Capacity, l.Burst, l.Refill, duration(l.Period), l.Window, l.TimeZone, int(l.WeekStart), l.MonthDay, l.Shadow})
 }
 
 // UnmarshalJSON decodes the form MarshalJSON writes.
 func (l *Limit) UnmarshalJSON(b []byte) error {
 	return decode(b, l, func(j limitJSON) Limit {
 		return Limit{Name: j.Name, Capacity: j.Capacity, Burst: j.Burst, Refill: j.Refill, Period: time.Duration(j.Period),
-			Window: j.Window, TimeZone: j.TimeZone, WeekStart: time.Weekday(j.WeekStart), MonthDay: j.MonthDay}
+			Window: j.Window, TimeZone: j.TimeZone, WeekStart: time.Weekday(j.WeekStart), MonthDay: j.MonthDay, Shadow: j.Shadow}
 	})
 }
 

@@ -25,6 +25,7 @@ type Lease struct {
 	mu         sync.Mutex
 	ended      bool
 	failedOpen bool
+	bypass     bool // admitted without a charge: the scope's mode is admit
 }
 
 type leasePart struct {
@@ -68,7 +69,7 @@ func (le *Lease) FailedOpen() bool { return le != nil && le.failedOpen }
 // valid returns an error for a nil or zero Lease (one not returned by
 // Acquire).
 func (le *Lease) valid() error {
-	if le == nil || le.l == nil || (len(le.parts) == 0 && !le.failedOpen) {
+	if le == nil || le.l == nil || (len(le.parts) == 0 && !le.failedOpen && !le.bypass) {
 		return invalid("Lease", "is nil or zero: use the lease Acquire returned")
 	}
 	return nil
@@ -151,7 +152,7 @@ func (le *Lease) Adjust(ctx context.Context, delta map[string]int64) error {
 	if le.ended {
 		return ErrLeaseEnded
 	}
-	if le.failedOpen {
+	if le.failedOpen || le.bypass {
 		return nil
 	}
 	for name, d := range delta {
@@ -198,7 +199,7 @@ func (le *Lease) Rollback(ctx context.Context) error {
 	if le.ended {
 		return ErrLeaseEnded
 	}
-	if le.failedOpen {
+	if le.failedOpen || le.bypass {
 		le.ended = true
 		return nil
 	}

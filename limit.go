@@ -53,6 +53,13 @@ type Limit struct {
 	// start at midnight of that day of each month, 1 to 31 (0 is 1), or
 	// of the month's last day when it is shorter.
 	MonthDay int
+	// Shadow makes the limit watch without enforcing: an acquire it would
+	// refuse is admitted, and the limit is not charged by it (its bucket
+	// stays as enforcing would have left it); Event.WouldRefuse names it.
+	// An acquire it admits charges it like any limit, and leases, Status
+	// and usage report it. Operators set it on stored limits (admin) to try
+	// a new limit on real traffic before enforcing it.
+	Shadow bool
 }
 
 // quota reports whether l is a calendar quota.

@@ -13,7 +13,7 @@ import (
 
 // limitSyntax is the grammar of a limit written as text, for error messages
 // and help: see [ParseLimit].
-const limitSyntax = "name:rate/period[:burst], such as rpm:100/min or tpm:10000/min:20000"
+const limitSyntax = "name:rate/period[:burst][:shadow], such as rpm:100/min or tpm:10000/min:20000"
 
 // periodUnits are the period's unit names; each may follow a count (5min).
 var periodUnits = []struct {
@@ -29,7 +29,7 @@ var periodUnits = []struct {
 // ParseLimit reads a limit written as text, as limiterctl's arguments and
 // manifests and cmd/loadtest's -limits flag write it:
 //
-//	name:rate/period[:burst]
+//	name:rate/period[:burst][:shadow]
 //
 // where:
 //
@@ -45,13 +45,14 @@ var periodUnits = []struct {
 //     at least rate; without it the bucket holds rate tokens. To hold
 //     fewer tokens than the rate, shorten the period: "rps:5/500ms" is 10
 //     a second, at most 5 at once.
+//   - ":shadow", when given, makes it a shadow limit ([Limit.Shadow]).
 //
 // So "rpm:100/min:150" is PerMinute("rpm", 100).WithBurst(150): it starts
 // with 100 tokens, regains 100 a minute and holds up to 150.
 //
 // A calendar quota (see [Limit.Window]) is written
 //
-//	name:n/window[:anchor][@zone]
+//	name:n/window[:anchor][@zone][:shadow]
 //
 // where n is the quota per window (its Capacity), window is day, week or
 // month, anchor is a week's first day (sun, mon, tue, wed, thu, fri, sat;
@@ -59,7 +60,8 @@ var periodUnits = []struct {
 // and zone is an IANA time zone (UTC when left out). So
 // "tokens:1000000/month" is a million tokens a calendar month in UTC, and
 // "usd:50000000/month:15@Europe/Paris" is fifty million a month from the
-// 15th, at midnight in Paris. A daily quota needs its zone, UTC included
+// 15th, at midnight in Paris; "usd:5/month@Europe/Paris:shadow" is a
+// shadow quota. A daily quota needs its zone, UTC included
 // ("req:20/day@UTC"): without one, "req:20/day" is the rate of 20 tokens
 // every 24 hours, refilled continuously.
 //
@@ -75,6 +77,10 @@ func ParseLimit(s string) (Limit, error) {
 		return l, err
 	}
 	fields := strings.Split(s, ":")
+	shadow := len(fields) > 2 && fields[len(fields)-1] == "shadow"
+	if shadow {
+		fields = fields[:len(fields)-1]
+	}
 	if len(fields) < 2 || len(fields) > 3 {
 		return Limit{}, invalid(spec, "must be %s", limitSyntax)
 	}
@@ -94,7 +100,7 @@ func ParseLimit(s string) (Limit, error) {
 	if !ok {
 		return bad("period", "%q must be s, sec, second, m, min, minute, h, hour, d or day, a count and one of them (5min), or a Go duration (250ms, 1h30m)", periodText)
 	}
-	l := Limit{Name: name, Capacity: rate, Burst: rate, Refill: rate, Period: period}
+	l := Limit{Name: name, Capacity: rate, Burst: rate, Refill: rate, Period: period, Shadow: shadow}
 	if len(fields) == 3 {
 		if l.Burst, ok = wholeTokens(fields[2]); !ok {
 			return bad("burst", "%q must be a whole number of tokens between the rate (%d) and %d", fields[2], rate, MaxTokens)
@@ -125,6 +131,7 @@ var weekdays = [...]string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
 // parseQuota reads s as a calendar quota; ok is false when s's window is
 // not day, week or month (s is then a rate, or wrong as one).
 func parseQuota(s string, bad func(part, format string, a ...any) (Limit, error)) (_ Limit, ok bool, _ error) {
+	s, shadow := strings.CutSuffix(s, ":shadow") // after the zone, which has no ':'
 	body, zone, hasZone := strings.Cut(s, "@")
 	fields := strings.Split(body, ":")
 	if len(fields) < 2 || len(fields) > 3 {
@@ -134,7 +141,7 @@ func parseQuota(s string, bad func(part, format string, a ...any) (Limit, error)
 	if window != "week" && window != "month" && (window != "day" || !hasZone) {
 		return Limit{}, false, nil // "/day" alone is a rate's period
 	}
-	l := Limit{Name: fields[0], Window: window, TimeZone: zone}
+	l := Limit{Name: fields[0], Window: window, TimeZone: zone, Shadow: shadow}
 	var err error
 	if !keys.ValidLimitName(l.Name) {
 		_, err = bad("name", "%q %s", l.Name, keys.RuleLimitName)
@@ -240,6 +247,10 @@ func parsePeriod(s string) (time.Duration, bool) {
 // its anchor and zone only when set), and ParseLimit(l.String()) is l for
 // every valid quota with a Burst of 0 and a MonthDay other than 1.
 func (l Limit) String() string {
+	shadow := ""
+	if l.Shadow {
+		shadow = ":shadow"
+	}
 	if l.quota() {
 		s := l.Name + ":" + strconv.FormatInt(l.Capacity, 10) + "/" + l.Window
 		switch {
@@ -254,17 +265,17 @@ func (l Limit) String() string {
 		case l.Window == "day":
 			s += "@UTC" // "/day" alone is a rate's period
 		}
-		return s
+		return s + shadow
 	}
 	p := formatPeriod(l.Period)
 	if l.Capacity != l.Refill {
-		return fmt.Sprintf("%s(capacity %d, burst %d, refill %d per %s)", l.Name, l.Capacity, l.EffectiveBurst(), l.Refill, p)
+		return fmt.Sprintf("%s(capacity %d, burst %d, refill %d per %s)%s", l.Name, l.Capacity, l.EffectiveBurst(), l.Refill, p, shadow)
 	}
 	s := l.Name + ":" + strconv.FormatInt(l.Refill, 10) + "/" + p
 	if b := l.EffectiveBurst(); b != l.Capacity {
 		s += ":" + strconv.FormatInt(b, 10)
 	}
-	return s
+	return s + shadow
 }
 
 // formatPeriod writes d in the largest of day, h, min and s that divides

@@ -33,6 +33,8 @@ func TestParseLimit(t *testing.T) {
 		"five:1/5min":           {Name: "five", Capacity: 1, Burst: 1, Refill: 1, Period: 5 * time.Minute},
 		"year:1/366day":         {Name: "year", Capacity: 1, Burst: 1, Refill: 1, Period: 366 * day},
 		"big:1000000000000/min": limiter.PerMinute("big", limiter.MaxTokens),
+		"rpd:5/day:shadow":      {Name: "rpd", Capacity: 5, Burst: 5, Refill: 5, Period: day, Shadow: true},
+		"rpd:5/day:9:shadow":    {Name: "rpd", Capacity: 5, Burst: 9, Refill: 5, Period: day, Shadow: true},
 	} {
 		got, err := limiter.ParseLimit(spec)
 		if err != nil || got != want {
@@ -89,7 +91,7 @@ func TestParseLimitErrors(t *testing.T) {
 // String writes what ParseLimit reads, in the largest unit of the period.
 func TestLimitStringRoundTrips(t *testing.T) {
 	for _, spec := range []string{"rpm:100/min:150", "tpm:10000/min", "rps:10/s", "rph:5/h", "daily:5000/day",
-		"batch:30/90s", "odd:3/90min", "w:9/7day", "x:1/36h", "a_b:1/250ms", "c:1/1.5s", "tpm:10000/10s:20000"} {
+		"batch:30/90s", "odd:3/90min", "w:9/7day", "x:1/36h", "a_b:1/250ms", "c:1/1.5s", "tpm:10000/10s:20000", "rpd:5/day:shadow", "rpd:5/day:9:shadow"} {
 		l, err := limiter.ParseLimit(spec)
 		if err != nil {
 			t.Fatal(err)
@@ -130,5 +132,5 @@ func ExampleParseLimit() {
 	// Output:
 	// true <nil>
 	// rpm:100/min:150
-	// limiter: invalid period of limit "rpm:100": is missing: write name:rate/period[:burst], such as rpm:100/min or tpm:10000/min:20000
+	// limiter: invalid period of limit "rpm:100": is missing: write name:rate/period[:burst][:shadow], such as rpm:100/min or tpm:10000/min:20000
 }

@@ -85,6 +85,8 @@ func (l *Limiter) observe(tr *trace, err error, ok Outcome) {
 		tr.ev.Outcome = ok
 	case errors.Is(err, ErrRateLimited):
 		tr.ev.Outcome = Rejected
+	case errors.Is(err, ErrDisabled):
+		tr.ev.Outcome = Disabled
 	case errors.Is(err, ErrInvalid):
 		tr.ev.Outcome = Invalid
 	default:

@@ -196,8 +196,8 @@ const (
 // Outcome is what a call ended with.
 type Outcome uint8
 
-// Outcomes of a call. An acquire ends Admitted, Rejected, Unavailable or
-// Invalid; an adjust, a rollback, a status read or a Close ends
+// Outcomes of a call. An acquire ends Admitted, Rejected, Disabled,
+// Unavailable or Invalid; an adjust, a rollback, a status read or a Close ends
 // Succeeded, Unavailable or Invalid (they never reject). A call whose
 // context ended counts as Unavailable.
 const (
@@ -206,9 +206,11 @@ const (
 	Unavailable
 	Invalid
 	Succeeded
+	// Disabled: refused because the scope's mode is refuse (ErrDisabled).
+	Disabled
 )
 
-var outcomeNames = [...]string{"", "admitted", "rejected", "unavailable", "invalid", "succeeded"}
+var outcomeNames = [...]string{"", "admitted", "rejected", "unavailable", "invalid", "succeeded", "disabled"}
 
 // String returns the outcome's name.
 func (o Outcome) String() string {
@@ -257,6 +259,20 @@ type Event struct {
 	// whose outcome is unknown may have moved (positive: taken into a
 	// pool, negative: given back).
 	Reserved, Returned, Unsettled map[string]int64
+	// Mode is the mode of the scope that governed an acquire: "admit"
+	// (admitted without a write: Outcome Admitted, Path PathNone, no store
+	// call but the configuration's read), "refuse" (refused without a
+	// write: Outcome Disabled) or "shadow" (every limit shadow); ""
+	// otherwise. With Request.Also: "refuse" when any resource's mode
+	// refused it, "admit" when every resource's admitted it, else
+	// "shadow" when a resource charged is in shadow mode.
+	Mode string
+	// WouldRefuse names the shadow limits (see Limit.Shadow) that would
+	// have refused an admitted acquire, the cascade parent's prefixed with
+	// "parent:", those of a resource of Request.Also written
+	// "RESOURCE/NAME" ("parent:all-models/rpm"); they were not charged by
+	// it. nil when none.
+	WouldRefuse []string
 	// BreakerOpen is true when the call was answered as unavailable
 	// without a store call because the circuit breaker is open (see
 	// WithBreaker).

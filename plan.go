@@ -28,6 +28,16 @@ func (l *Limiter) newPlan(entity, resource string, limits []Limit, consume map[s
 	return bucketPlan{Plan: engine.NewPlan(ref, el, consume), limits: limits}
 }
 
+// skipping returns bp charging nothing of the limits called names, and
+// requiring nothing of them (engine.Plan.Skipping); bp itself when names
+// is empty.
+func (bp bucketPlan) skipping(names []string) bucketPlan {
+	if len(names) > 0 {
+		bp.Plan = bp.Plan.Skipping(names)
+	}
+	return bp
+}
+
 // limit returns the limit called name.
 func (bp bucketPlan) limit(name string) Limit {
 	for _, x := range bp.limits {
@@ -42,7 +52,9 @@ func (bp bucketPlan) limit(name string) Limit {
 func (bp bucketPlan) rateLimited(rf *engine.Refusal) *RateLimitedError {
 	e := &RateLimitedError{Entity: bp.Ref.Entity, Resource: bp.Ref.Resource, Limits: bp.states(rf.Views()), Parent: bp.parent, Local: rf.Local}
 	for _, ls := range e.Limits {
-		e.RetryAfter = max(e.RetryAfter, ls.RetryAfter)
+		if !ls.Limit.Shadow {
+			e.RetryAfter = max(e.RetryAfter, ls.RetryAfter)
+		}
 	}
 	if e.RetryAfter <= 0 {
 		// Refused after losing every race, with the tokens there when last

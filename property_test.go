@@ -291,5 +291,33 @@ func genConfig(t *rapid.T, long bool) sim.Config {
 			wl.Duration += wl.DutyPeriod
 		}
 	}
-	return sim.Config{Workload: wl, Seed: rapid.Uint64().Draw(t, "seed"), Tail: tail}
+	seed := rapid.Uint64().Draw(t, "seed")
+	// Disabled scopes (drawn last, so the draws above stay as they were):
+	// some entities, cascade parents included, admit every acquire or
+	// refuse it, without a write. The checker requires that, and that no
+	// other bucket's accounting sees them (a child of a refused parent is
+	// still charged, its parent too).
+	if !pressure {
+		for i := range wl.Entities {
+			wl.Entities[i].Mode = rapid.SampledFrom([]string{"", "", "", "", "admit", "refuse"}).Draw(t, "mode")
+		}
+	}
+	// Shadow limits (the simulator does not adjust them): a limit the
+	// requests carry in shadow refuses nothing and is charged only by the
+	// acquires it has the tokens for; a shadow entity's are all shadow.
+	adjusts := false
+	for i := range wl.Limits {
+		adjusts = adjusts || wl.Consume[i].Adjust
+		if !wl.Consume[i].Adjust && rapid.IntRange(0, 3).Draw(t, "shadow_limit") == 0 {
+			wl.Limits[i].Shadow = true
+		}
+	}
+	if !pressure && !adjusts {
+		for i := range wl.Entities {
+			if wl.Entities[i].Mode == "" && rapid.IntRange(0, 5).Draw(t, "shadow_entity") == 0 {
+				wl.Entities[i].Mode = "shadow"
+			}
+		}
+	}
+	return sim.Config{Workload: wl, Seed: seed, Tail: tail}
 }

@@ -163,11 +163,19 @@ func TestParseLimitReadsQuotas(t *testing.T) {
 		"usd:50_000_000/month:15@Europe/Paris": {Name: "usd", Capacity: 50_000_000, Window: "month", MonthDay: 15, TimeZone: "Europe/Paris"},
 		"req:500/week:mon@America/New_York":    {Name: "req", Capacity: 500, Window: "week", WeekStart: time.Monday, TimeZone: "America/New_York"},
 		"req:20/day@UTC":                       {Name: "req", Capacity: 20, Window: "day", TimeZone: "UTC"},
+		// A shadow quota: ":shadow" after the zone, which has no ':'.
+		"usd:5/month@Europe/Paris:shadow":    {Name: "usd", Capacity: 5, Window: "month", TimeZone: "Europe/Paris", Shadow: true},
+		"usd:5/month:15@Europe/Paris:shadow": {Name: "usd", Capacity: 5, Window: "month", MonthDay: 15, TimeZone: "Europe/Paris", Shadow: true},
+		"req:9/week:mon:shadow":              {Name: "req", Capacity: 9, Window: "week", WeekStart: time.Monday, Shadow: true},
+		"req:20/day@UTC:shadow":              {Name: "req", Capacity: 20, Window: "day", TimeZone: "UTC", Shadow: true},
 	} {
 		got, err := ParseLimit(s)
 		if err != nil || got != want {
 			t.Errorf("ParseLimit(%q) = %+v, %v; want %+v", s, got, err, want)
 			continue
+		}
+		if got.String() != s && !strings.Contains(s, "_") {
+			t.Errorf("ParseLimit(%q).String() = %q", s, got.String())
 		}
 		back, err := ParseLimit(got.String())
 		if err != nil || back != got {
@@ -280,5 +288,14 @@ func TestQuotaJSONRoundTrips(t *testing.T) {
 	}
 	if b, _ := json.Marshal(PerMinute("rpm", 100)); string(b) != `{"name":"rpm","capacity":100,"burst":100,"refill":100,"period":"1m0s"}` {
 		t.Fatalf("a rate's JSON %s", b)
+	}
+	// A shadow quota keeps both its calendar and its flag.
+	q.Shadow = true
+	b, _ = json.Marshal(q)
+	if string(b) != `{"name":"usd","capacity":50000000,"window":"week","time_zone":"Asia/Kolkata","week_start":1,"shadow":true}` {
+		t.Fatalf("a shadow quota's JSON %s", b)
+	}
+	if err := json.Unmarshal(b, &back); err != nil || back != q {
+		t.Fatalf("decoded %+v, %v; want %+v", back, err, q)
 	}
 }

@@ -45,10 +45,11 @@ func (l *Limiter) status(ctx context.Context, tr *trace, entity, resource string
 	if err := checkLimits("limits", limits); err != nil {
 		return nil, err
 	}
-	_, limits, _, _, err := l.limitsFor(ctx, tr, entity, resource, limits)
+	c, err := l.limitsFor(ctx, tr, entity, resource, limits)
 	if err != nil {
 		return nil, l.storeErr(ctx, "status", err)
 	}
+	limits = c.limits
 	if len(limits) == 0 {
 		return nil, invalid("limits", "no limits apply: none given, no default limits (WithDefaultLimits) and none stored for the entity or resource")
 	}

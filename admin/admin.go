@@ -51,13 +51,15 @@ func (a *Admin) ListEntities(ctx context.Context, prefix string, limit int) ([]E
 	return res, nil
 }
 
-// StoredLimits is the limits stored for one scope.
+// StoredLimits is the limits and the mode stored for one scope.
 type StoredLimits struct {
 	Scope  Scope
-	Limits []limiter.Limit
+	Limits []limiter.Limit // nil when the scope stores a mode alone
+	Mode   Mode
 }
 
-// ListLimits returns the limits stored in the namespace: with entity "",
+// ListLimits returns the limits and modes stored in the namespace (the
+// scopes that have either): with entity "",
 // every one, entities' first (by entity, each one's limits on every
 // resource first, then per resource in order), then resources' (in order);
 // otherwise only that entity's.
@@ -72,20 +74,22 @@ func (a *Admin) ListLimits(ctx context.Context, entity string) ([]StoredLimits, 
 		}
 		prefix = keys.LimitsIndexSK(entity, "")
 	}
-	ids, items, err := a.listConfig(ctx, prefix, 0)
+	ids, got, err := a.listConfig(ctx, prefix, 0)
 	if err != nil {
 		return nil, err
 	}
 	var res []StoredLimits
-	for i, it := range items {
-		ls, ok, err := limitsOf(it)
-		if err != nil {
+	for i, it := range got {
+		if it == nil {
+			continue
+		}
+		ls, _, err := limitsOf(it)
+		mode, merr := items.DecodeMode(it)
+		if err = errors.Join(err, merr); err != nil {
 			return nil, errors.Join(err, errors.New("limiter: in the limits of "+ids[i].scope.String()+
-				"; overwrite them with PutLimits or remove them with DeleteLimits"))
+				"; overwrite them with PutLimits and SetMode, or remove them with DeleteLimits and SetMode"))
 		}
-		if ok {
-			res = append(res, StoredLimits{Scope: ids[i].scope, Limits: ls})
-		}
+		res = append(res, StoredLimits{Scope: ids[i].scope, Limits: ls, Mode: Mode(mode)})
 	}
 	return res, nil
 }

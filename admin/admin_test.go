@@ -52,10 +52,10 @@ func TestListEntitiesAndLimits(t *testing.T) {
 
 	got, err := l.ListLimits(e.ctx, "")
 	wantLimits := []StoredLimits{
-		{Scope{Entity: "key-1"}, rpm(5)},
-		{Scope{Entity: "key-1", Resource: "gpt-4"}, rpm(10)},
-		{Scope{Entity: "team"}, rpm(4)},
-		{Scope{Resource: "gpt-4"}, rpm(5)},
+		{Scope{Entity: "key-1"}, rpm(5), ""},
+		{Scope{Entity: "key-1", Resource: "gpt-4"}, rpm(10), ""},
+		{Scope{Entity: "team"}, rpm(4), ""},
+		{Scope{Resource: "gpt-4"}, rpm(5), ""},
 	}
 	if d := cmp.Diff(wantLimits, got); err != nil || d != "" {
 		t.Fatalf("ListLimits: %v (-want +got):\n%s", err, d)

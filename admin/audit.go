@@ -23,7 +23,7 @@ import (
 )
 
 // The audit trail. Every configuration change made through an Admin
-// (PutEntity, DeleteEntity, PutLimits, DeleteLimits, ResetBucket) writes
+// (PutEntity, DeleteEntity, PutLimits, DeleteLimits, SetMode, ResetBucket) writes
 // an audit record in the same transaction as the change: both happen or
 // neither (a top-up writes its record first: see TopUp). A call that
 // would change nothing (the same entity or limits again, deleting what
@@ -40,6 +40,7 @@ const (
 	AuditDeleteLimits AuditAction = "limits.delete"
 	AuditResetBucket  AuditAction = "bucket.reset"
 	AuditTopUp        AuditAction = "bucket.top-up"
+	AuditSetMode      AuditAction = "scope.mode"
 )
 
 // AuditRecord is one configuration change.
@@ -66,12 +67,14 @@ type AuditRecord struct {
 
 // AuditState is the configuration one side of an [AuditRecord] describes.
 // Which fields are set depends on the action: Parent and Cascade for
-// entity changes, Limits for limits changes, Shards for a bucket reset,
-// Tokens and Shards for a top-up.
+// entity changes, Limits and Mode for changes to a scope's limits or mode
+// (they share an item: each record shows both), Shards for a bucket
+// reset, Tokens and Shards for a top-up.
 type AuditState struct {
 	Parent  string
 	Cascade bool
 	Limits  []limiter.Limit
+	Mode    Mode
 	// Shards is the shard count of a bucket that was reset, or the number
 	// of shard items a top-up is spread over.
 	Shards int
@@ -144,6 +147,9 @@ type configChange struct {
 	scope  Scope
 	key    store.Key
 	next   store.Item
+	// edit, when set, makes next from the item as it stands (a scope's
+	// limits and mode share an item: each change keeps the other).
+	edit func(old store.Item) store.Item
 	// state describes an item of this kind (nil: none) for the record.
 	state func(store.Item) *AuditState
 }
@@ -167,6 +173,9 @@ func (a *Admin) applyChange(ctx context.Context, c configChange) error {
 	}
 	old := out.Item
 	for attempt := 0; attempt < maxChangeAttempts; attempt++ {
+		if c.edit != nil {
+			c.next = c.edit(old)
+		}
 		if sameItem(old, c.next) {
 			return nil // nothing to change, nothing to record
 		}
@@ -288,6 +297,7 @@ type stateJSON struct {
 	Limits    []storedLimitJSON `json:"limits,omitempty"`
 	Shards    int               `json:"shards,omitempty"`
 	Tokens    map[string]int64  `json:"tokens,omitempty"`
+	Mode      string            `json:"mode,omitempty"`
 	Malformed string            `json:"malformed,omitempty"`
 }
 
@@ -302,16 +312,17 @@ type storedLimitJSON struct {
 	TimeZone  string `json:"time_zone,omitempty"`
 	WeekStart int    `json:"week_start,omitempty"`
 	MonthDay  int    `json:"month_day,omitempty"`
+	Shadow    bool   `json:"shadow,omitempty"`
 }
 
 func encodeState(s *AuditState) string {
 	if s == nil {
 		return ""
 	}
-	j := stateJSON{Parent: s.Parent, Cascade: s.Cascade, Shards: s.Shards, Tokens: s.Tokens, Malformed: s.Malformed}
+	j := stateJSON{Parent: s.Parent, Cascade: s.Cascade, Shards: s.Shards, Tokens: s.Tokens, Mode: string(s.Mode), Malformed: s.Malformed}
 	for _, x := range s.Limits {
 		j.Limits = append(j.Limits, storedLimitJSON{x.Name, x.Capacity, x.EffectiveBurst(), x.Refill, x.Period.Milliseconds(),
-			x.Window, x.TimeZone, int(x.WeekStart), x.MonthDay})
+			x.Window, x.TimeZone, int(x.WeekStart), x.MonthDay, x.Shadow})
 	}
 	b, _ := json.Marshal(j) // plain strings, numbers and bools: cannot fail
 	return string(b)
@@ -325,11 +336,11 @@ func decodeState(s string, ok bool) (*AuditState, error) {
 	if err := json.Unmarshal([]byte(s), &j); err != nil {
 		return nil, err
 	}
-	st := &AuditState{Parent: j.Parent, Cascade: j.Cascade, Shards: j.Shards, Tokens: j.Tokens, Malformed: j.Malformed}
+	st := &AuditState{Parent: j.Parent, Cascade: j.Cascade, Shards: j.Shards, Tokens: j.Tokens, Mode: Mode(j.Mode), Malformed: j.Malformed}
 	for _, x := range j.Limits {
 		st.Limits = append(st.Limits, limiter.Limit{Name: x.Name, Capacity: x.Capacity, Burst: x.Burst, Refill: x.Refill,
 			Period: time.Duration(x.PeriodMs) * time.Millisecond,
-			Window: x.Window, TimeZone: x.TimeZone, WeekStart: time.Weekday(x.WeekStart), MonthDay: x.MonthDay})
+			Window: x.Window, TimeZone: x.TimeZone, WeekStart: time.Weekday(x.WeekStart), MonthDay: x.MonthDay, Shadow: x.Shadow})
 	}
 	return st, nil
 }
@@ -349,10 +360,11 @@ func limitsState(it store.Item) *AuditState {
 		return nil
 	}
 	ls, _, err := limitsOf(it)
-	if err != nil {
+	mode, merr := items.DecodeMode(it)
+	if err = errors.Join(err, merr); err != nil {
 		return &AuditState{Malformed: err.Error()}
 	}
-	return &AuditState{Limits: ls}
+	return &AuditState{Limits: ls, Mode: Mode(mode)}
 }
 
 // AuditQuery selects audit records.

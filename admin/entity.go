@@ -139,9 +139,10 @@ func (a *Admin) DeleteEntity(ctx context.Context, id string) error {
 	return err
 }
 
-// PutLimits stores limits for a scope, overriding the callers' defaults.
-// The change and its audit record are one transaction; storing the limits
-// already stored writes nothing.
+// PutLimits stores limits for a scope, overriding the callers' defaults;
+// the scope's mode stays as it is (see SetMode). The change and its audit
+// record are one transaction; storing the limits already stored writes
+// nothing.
 func (a *Admin) PutLimits(ctx context.Context, s Scope, limits []limiter.Limit) error {
 	if err := a.begin(ctx); err != nil {
 		return err
@@ -156,8 +157,9 @@ func (a *Admin) PutLimits(ctx context.Context, s Scope, limits []limiter.Limit) 
 	if err := checkLimits(limits); err != nil {
 		return err
 	}
-	err = a.applyChange(ctx, configChange{op: "put limits", action: AuditPutLimits, scope: s,
-		key: k, next: items.LimitsItem(a.ns, k, s.Entity, s.Resource, limits), state: limitsState})
+	encoded := items.LimitsItem(a.ns, k, s.Entity, s.Resource, limits, "")[items.AttrLimits]
+	err = a.applyChange(ctx, configChange{op: "put limits", action: AuditPutLimits, scope: s, key: k, state: limitsState,
+		edit: func(old store.Item) store.Item { return a.scopeItem(k, s, old, items.AttrLimits, &encoded) }})
 	a.lim.Invalidate()
 	return err
 }
@@ -180,7 +182,8 @@ func (a *Admin) GetLimits(ctx context.Context, s Scope) ([]limiter.Limit, bool, 
 }
 
 // DeleteLimits deletes the limits stored for a scope, with an audit
-// record. Deleting limits that are not stored writes nothing.
+// record; the scope's mode stays (SetMode changes it). Deleting limits
+// that are not stored writes nothing.
 func (a *Admin) DeleteLimits(ctx context.Context, s Scope) error {
 	if err := a.begin(ctx); err != nil {
 		return err
@@ -189,8 +192,8 @@ func (a *Admin) DeleteLimits(ctx context.Context, s Scope) error {
 	if err != nil {
 		return err
 	}
-	err = a.applyChange(ctx, configChange{op: "delete limits", action: AuditDeleteLimits, scope: s,
-		key: k, state: limitsState})
+	err = a.applyChange(ctx, configChange{op: "delete limits", action: AuditDeleteLimits, scope: s, key: k, state: limitsState,
+		edit: func(old store.Item) store.Item { return a.scopeItem(k, s, old, items.AttrLimits, nil) }})
 	a.lim.Invalidate()
 	return err
 }

@@ -35,7 +35,8 @@ const (
 
 // SetLeaseHeaders sets the RateLimit-Policy and RateLimit fields on h for
 // an admitted request: one item per limit of the lease, then one per limit
-// of its cascade parent, each in name order. A lease of several resources
+// of its cascade parent, each in name order, shadow limits left out (see
+// [WithShadowLimits]). A lease of several resources
 // (limiter.Request.Also) names the limits of the resources after the
 // first "RESOURCE/NAME". units maps a limit name to
 // its quota unit (see [WithQuotaUnits]; nil: every limit counts requests).
@@ -63,6 +64,10 @@ type fields struct {
 	units map[string]string // limit name → quota unit; none: requests
 	rank  map[string]int    // limit name → place; names without one follow, in name order
 	keep  func(string) bool // nil: every limit
+	// shadow shows shadow limits (limiter.Limit.Shadow) too; by default
+	// they are left out: they refuse nothing, so a client must not pace
+	// itself by them.
+	shadow bool
 }
 
 // setLease sets the fields of an admitted request, with delta (reported
@@ -116,7 +121,7 @@ func (f fields) items(own, parent []limiter.LimitState) []namedState {
 			if s.Resource != first {
 				n = prefix + s.Resource + "/" + s.Limit.Name
 			}
-			if f.keep == nil || f.keep(n) {
+			if (f.keep == nil || f.keep(n)) && (f.shadow || !s.Limit.Shadow) {
 				out = append(out, namedState{n, prefix != "", s.Resource != first, s})
 			}
 		}

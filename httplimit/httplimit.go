@@ -160,6 +160,12 @@ func ExposeLimits(names ...string) Option {
 	}
 }
 
+// WithShadowLimits shows shadow limits (limiter.Limit.Shadow) in the
+// RateLimit fields too. By default they are left out: a shadow limit
+// refuses nothing, so a client pacing itself by it would slow down for a
+// limit that is only being watched.
+func WithShadowLimits(show bool) Option { return func(m *Middleware) { m.fields.shadow = show } }
+
 // WithQuotaUnits says what the named limits count, by limit name: the
 // "qu" parameter of their RateLimit-Policy items, such as
 // {"tpm": "tokens"}. A cascade parent's limit has the unit of the limit of
@@ -278,7 +284,7 @@ func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	case r.Context().Err() != nil:
 		// The client went away: nobody reads the answer.
 		m.logger.Debug("httplimit: request ended before its acquire", "err", err)
-	case !errors.Is(err, limiter.ErrUnavailable):
+	case !errors.Is(err, limiter.ErrUnavailable) && !errors.Is(err, limiter.ErrDisabled):
 		m.logger.Error("httplimit: acquire failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	m.onError(w, r, err)

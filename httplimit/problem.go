@@ -90,6 +90,9 @@ func (e *RequestError) status() int {
 //     limits that refused and the retry-after; it sets Retry-After when it
 //     is not set already (the middleware sets it, with the RateLimit
 //     fields).
+//   - limiter.ErrDisabled (an operator set the scope's mode to refuse):
+//     403, with no Retry-After (retrying does not help) and a detail that
+//     names no key.
 //   - *RequestError: its status (400 by default), the error as detail.
 //   - *limiter.UnavailableError (the store failed and the policy is
 //     fail-closed): 503 with Retry-After: 1.
@@ -107,6 +110,8 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		if hdr.Get(HeaderRetryAfter) == "" {
 			hdr.Set(HeaderRetryAfter, strconv.FormatInt(p.RetryAfter, 10))
 		}
+	case errors.Is(err, limiter.ErrDisabled):
+		p = Problem{Status: http.StatusForbidden, Detail: "This key is not allowed to use this resource now."}
 	case errors.As(err, &re):
 		p = Problem{Status: re.status(), Detail: re.Error()}
 	case errors.Is(err, limiter.ErrUnavailable):

@@ -56,6 +56,9 @@ const (
 	AttrOutcome  = attribute.Key("limiter.outcome")
 	AttrPath     = attribute.Key("limiter.path")
 	AttrResource = attribute.Key("limiter.resource")
+	// AttrLimit is the limit a shadow limit's would-refuse count is of
+	// (a cascade parent's as "parent:NAME").
+	AttrLimit = attribute.Key("limiter.limit")
 )
 
 // DurationBuckets are the histogram bucket bounds of limiter.call.duration,
@@ -85,15 +88,16 @@ func WithAttributes(kv ...attribute.KeyValue) Option {
 // Observer implements limiter.Observer with OpenTelemetry instruments. It is
 // safe for concurrent use; create it with New.
 type Observer struct {
-	opts       options
-	calls      metric.Int64Counter
-	duration   metric.Float64Histogram
-	roundTrips metric.Int64Counter
-	readUnits  metric.Float64Counter
-	writeUnits metric.Float64Counter
-	throttles  metric.Int64Counter
-	doublings  metric.Int64Counter
-	failOpen   metric.Int64Counter
+	opts        options
+	calls       metric.Int64Counter
+	duration    metric.Float64Histogram
+	roundTrips  metric.Int64Counter
+	readUnits   metric.Float64Counter
+	writeUnits  metric.Float64Counter
+	throttles   metric.Int64Counter
+	doublings   metric.Int64Counter
+	failOpen    metric.Int64Counter
+	wouldRefuse metric.Int64Counter
 }
 
 var _ limiter.Observer = (*Observer)(nil)
@@ -137,6 +141,7 @@ func New(mp metric.MeterProvider, opts ...Option) (*Observer, error) {
 	o.throttles = i64("limiter.store.throttles", "{throttle}", "Store calls answered with a throttling error.")
 	o.doublings = i64("limiter.shard.doublings", "{doubling}", "Shard-count doublings performed by limiter calls.")
 	o.failOpen = i64("limiter.fail_open", "{call}", "Acquires admitted without the store because it failed and the policy is fail-open.")
+	o.wouldRefuse = i64("limiter.shadow.would_refuse", "{call}", "Acquires a shadow limit would have refused (admitted, not charged by it), by limit.")
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +180,9 @@ func (o *Observer) Observe(e limiter.Event) {
 	}
 	if e.Path == limiter.PathFailOpen {
 		o.failOpen.Add(ctx, 1, s.op)
+	}
+	for _, name := range e.WouldRefuse {
+		o.wouldRefuse.Add(ctx, 1, metric.WithAttributes(append(o.opts.attrs[:len(o.opts.attrs):len(o.opts.attrs)], AttrLimit.String(name))...))
 	}
 }
 

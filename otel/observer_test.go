@@ -82,6 +82,8 @@ func TestObserverRecordsEveryField(t *testing.T) {
 		{Op: "acquire", Outcome: limiter.Admitted, Path: limiter.PathFailOpen, RoundTrips: 1, Throttled: 1,
 			Err: errors.New("throttled"), Duration: 200 * time.Millisecond},
 		{Op: "adjust", Outcome: limiter.Admitted, Path: limiter.PathSpeculative, RoundTrips: 1, WriteUnits: 1},
+		{Op: "acquire", Outcome: limiter.Admitted, Path: limiter.PathSpeculative, RoundTrips: 2, WriteUnits: 2, WouldRefuse: []string{"rpd", "parent:rpd"}},
+		{Op: "acquire", Outcome: limiter.Disabled, Mode: "refuse"},
 	}
 	for _, e := range events {
 		obs.Observe(e)
@@ -96,14 +98,17 @@ func TestObserverRecordsEveryField(t *testing.T) {
 		set  attribute.Set
 		want float64
 	}{
-		{"limiter.calls", call("acquire", "admitted", "speculative"), 2},
+		{"limiter.calls", call("acquire", "admitted", "speculative"), 3},
+		{"limiter.calls", call("acquire", "disabled", "none"), 1},
+		{"limiter.shadow.would_refuse", attrs(limiterotel.AttrLimit.String("rpd")), 1},
+		{"limiter.shadow.would_refuse", attrs(limiterotel.AttrLimit.String("parent:rpd")), 1},
 		{"limiter.calls", call("acquire", "admitted", "normal"), 1},
 		{"limiter.calls", call("acquire", "rejected", "reject"), 1},
 		{"limiter.calls", call("acquire", "admitted", "fail-open"), 1},
 		{"limiter.calls", call("adjust", "admitted", "speculative"), 1},
-		{"limiter.store.round_trips", op("acquire"), 7},
+		{"limiter.store.round_trips", op("acquire"), 9},
 		{"limiter.store.round_trips", op("adjust"), 1},
-		{"limiter.store.write_units", op("acquire"), 5},
+		{"limiter.store.write_units", op("acquire"), 7},
 		{"limiter.store.read_units", op("acquire"), 1},
 		{"limiter.store.throttles", op("acquire"), 2},
 		{"limiter.shard.doublings", op("acquire"), 1},
@@ -120,11 +125,11 @@ func TestObserverRecordsEveryField(t *testing.T) {
 	admitted := attrs(limiterotel.AttrOp.String("acquire"), limiterotel.AttrOutcome.String("admitted"))
 	for _, p := range h.DataPoints {
 		if p.Attributes.Equals(&admitted) {
-			if p.Count != 4 || p.Sum < 0.236 || p.Sum > 0.238 || p.Bounds[0] != 0.001 {
+			if p.Count != 5 || p.Sum < 0.236 || p.Sum > 0.238 || p.Bounds[0] != 0.001 {
 				t.Errorf("acquire/admitted durations: count %d, sum %v, bounds %v", p.Count, p.Sum, p.Bounds)
 			}
 			// 3 ms and 4 ms fall in (2 ms, 5 ms]; 30 ms in (20, 50]; 200 ms in (100, 200].
-			if p.BucketCounts[2] != 2 || p.BucketCounts[5] != 1 || p.BucketCounts[7] != 1 {
+			if p.BucketCounts[0] != 1 || p.BucketCounts[2] != 2 || p.BucketCounts[5] != 1 || p.BucketCounts[7] != 1 {
 				t.Errorf("bucket counts %v", p.BucketCounts)
 			}
 		}

@@ -37,6 +37,12 @@ const (
 	// most the quota at every acquire's write; and every write dates the
 	// quota's window at a boundary of its calendar around the write's time.
 	InvQuota = "quota-per-window"
+	// InvModes: an acquire of a disabled scope makes no write, to its
+	// bucket or its cascade parent's; in admit mode it is admitted, in
+	// refuse mode refused (Outcome Disabled), and no acquire acts on a mode
+	// its scope did not have within the cache TTL before it. Its tokens
+	// count in no bucket's accounting (invariants 1 and 3 leave it out).
+	InvModes = "modes"
 )
 
 // Violation is one broken invariant.
@@ -143,7 +149,8 @@ type limInfo struct {
 	// cal is a calendar quota's (nil for a rate): its item attributes are
 	// q_{name}_{tk,tc,ws,cp}, decoded into tk, tc, ra (the window's start)
 	// and rp (the quota); burst is the quota.
-	cal *bucket.Calendar
+	cal    *bucket.Calendar
+	shadow bool // shadow at some time: an acquire may skip it
 }
 
 type bstate struct {
@@ -316,7 +323,7 @@ func NewChecker(m *Model, base int64) *Checker {
 			for _, l := range bm.Limits {
 				if l.Name == n {
 					b.lim[i] = limInfo{ok: true, burst: l.EffectiveBurst() * bucket.MilliPerToken,
-						ra: l.Refill * bucket.MilliPerToken, rp: l.Period.Milliseconds()}
+						ra: l.Refill * bucket.MilliPerToken, rp: l.Period.Milliseconds(), shadow: l.Shadow}
 					if l.Window != "" {
 						b.lim[i].cal = m.Quotas[i]
 						b.quotaNet = make(map[[2]int64]int64)
@@ -580,6 +587,9 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 				a = cause.Amount[i] * bucket.MilliPerToken
 			}
 			switch d := dtc[i]; {
+			case d == 0 && b.lim[i].shadow:
+				// A shadow limit the acquire skipped (allOrNothing checks
+				// the operation's exact amounts).
 			case a == 0 || (d != 0 && d != a && d != -a):
 				uneven = uneven || d != 0
 			case sign == 2:
@@ -769,6 +779,16 @@ func (c *Checker) OpDone(op *Op, eff *Effects) {
 		c.flag(InvHarness, "op #%d (%s by client %d) was refused as invalid: the workload is wrong", op.ID, op.Kind, op.Client)
 	}
 	roles := c.m.roles(op.Bucket)
+	if op.Kind == OpAcquire && c.mode(op, eff) {
+		return // decided by a mode: no write, nothing to account
+	}
+	if op.Kind != OpAcquire && op.Mode == "admit" {
+		// An adjust or rollback of a lease a mode admitted: it holds nothing.
+		if eff.Changes != [maxRoles]uint64{} {
+			c.flag(InvModes, "op #%d (%s by client %d) of a lease mode %s admitted wrote its buckets", op.ID, op.Kind, op.Client, op.Mode)
+		}
+		return
+	}
 	for r, bi := range roles {
 		if bi >= 0 {
 			c.account(op, r, bi)
@@ -783,6 +803,51 @@ func (c *Checker) OpDone(op *Op, eff *Effects) {
 	if op.Kind == OpAcquire && op.Cancelled {
 		c.cancelled(op)
 	}
+}
+
+// mode judges an acquire against its bucket's modes (InvModes) and
+// reports whether a mode decided it.
+func (c *Checker) mode(op *Op, eff *Effects) bool {
+	bm := &c.m.Buckets[op.Bucket]
+	// The modes the acquire may act on: those of the spans that overlap
+	// [Start - CacheTTL, End] (a cached read may be that old), of its
+	// bucket and of the buckets it also charges (Workload.Also: the
+	// workload's modes are the same on each, see Workload.check).
+	allowed := map[string]bool{}
+	for _, b := range append([]int32{op.Bucket}, bm.Also...) {
+		modes := c.m.Buckets[b].Modes
+		for i, sp := range modes {
+			if i+1 < len(modes) && modes[i+1].From < op.Start-c.m.CacheTTL {
+				continue
+			}
+			if sp.From <= op.End {
+				allowed[sp.Mode] = true
+			}
+		}
+		if len(modes) == 0 {
+			allowed[""] = true
+		}
+	}
+	bad := func(format string, args ...any) {
+		c.flag(InvModes, "op #%d (acquire by client %d on %s/%s, %s, mode %q): "+format,
+			append([]any{op.ID, op.Client, bm.Entity, bm.Resource, op.Outcome, op.Mode}, args...)...)
+	}
+	decided := op.Outcome == Disabled || op.Mode == "admit" || op.Mode == "refuse"
+	switch {
+	case op.Outcome == Cut || op.Outcome == Unavailable && !decided:
+		return decided // a store failure before any decision: nothing to judge
+	case !allowed[op.Mode]:
+		bad("its scope had none of that mode within the cache TTL before it (it had %v)", bm.Modes)
+	case op.Mode == "admit" && op.Outcome != Admitted, op.Mode == "refuse" && op.Outcome != Disabled,
+		!decided && op.Outcome == Disabled:
+		bad("the mode and the outcome disagree")
+	case op.ShadowRefused:
+		bad("it was refused by shadow limits alone")
+	}
+	if decided && eff.Changes != [maxRoles]uint64{} {
+		bad("it wrote its buckets (%d and %d changes)", eff.Changes[0], eff.Changes[1])
+	}
+	return decided
 }
 
 // cancelled judges an acquire whose caller cancelled its context and
@@ -824,6 +889,9 @@ func (c *Checker) account(op *Op, r int, bi int32) {
 			continue
 		}
 		a := op.Amount[i] * bucket.MilliPerToken
+		if op.Skipped[r][i] {
+			a = 0 // a shadow limit the acquire skipped: not charged, nothing to refund
+		}
 		up, un := op.UnkPos[i]*bucket.MilliPerToken, op.UnkNeg[i]*bucket.MilliPerToken
 		if r == 0 && c.m.Reservations {
 			// What this operation's writes moved between a reservation pool
@@ -918,6 +986,9 @@ func (c *Checker) allOrNothing(op *Op, eff *Effects, roles [maxRoles]int32) {
 					continue
 				}
 				want := op.Amount[i] * bucket.MilliPerToken
+				if op.Skipped[r][i] {
+					want = 0
+				}
 				if eff.Net[r][i] != want {
 					c.flag(InvAllOrNothing, "op #%d (acquire by client %d) was admitted but changed %s/%s limit %s by %d millitokens, want %d",
 						op.ID, op.Client, c.m.Buckets[bi].Entity, c.m.Buckets[bi].Resource, c.m.LimitNames[i], eff.Net[r][i], want)
@@ -950,7 +1021,7 @@ func (c *Checker) pooledAllOrNothing(op *Op, eff *Effects, bi int32) {
 		want := (op.Reserved[i] - op.Returned[i]) * bucket.MilliPerToken
 		switch op.Outcome {
 		case Admitted:
-			if !op.Pooled {
+			if !op.Pooled && !op.Skipped[0][i] {
 				want += op.Amount[i] * bucket.MilliPerToken
 				if want > 0 {
 					b.events[i] = append(b.events[i], admEvent{at: eff.LastApply[0], amt: op.Amount[i] * bucket.MilliPerToken})

@@ -109,6 +109,8 @@ type pendingLease struct {
 	base     [MaxLimits]int64 // what the lease holds, as far as the client knows
 	unkPos   [MaxLimits]int64
 	unkNeg   [MaxLimits]int64
+	mode     string // "admit" for a lease that charged nothing (admit mode)
+	skipped  [maxRoles][MaxLimits]bool
 }
 
 const (
@@ -152,7 +154,8 @@ func (h handle) do(ctx context.Context, op memsim.OpKind, fill func(*request)) r
 	c.call.kind, c.call.op = callStore, op
 	q := &c.call.req
 	fill(q)
-	if err := c.send(ctx, op, op.String(), func(yield func(string) bool) {
+	undo := op == memsim.OpUpdate && refunds(q.upd.Expr)
+	if err := c.send(ctx, op, op.String(), undo, func(yield func(string) bool) {
 		if op.IsWrite() {
 			yield(q.writePK(op))
 		}
@@ -174,16 +177,17 @@ func (h handle) do(ctx context.Context, op memsim.OpKind, fill func(*request)) r
 // scheduler on the caller's ctx; pks are the partition keys of its
 // writes. It returns the error that answers the call instead of the
 // store: ctx's, cancelled before the call (to a cascading acquire, a
-// write to an item it charged was its compensation, which must not
-// depend on the caller's context), or ErrStopped; nil: the answers are in
-// c.call.
-func (c *client) send(ctx context.Context, op memsim.OpKind, name string, pks iter.Seq[string]) error {
+// refund (undo) of an item it charged was its compensation, which must
+// not depend on the caller's context; a charge of it again is a new try,
+// after a refusal by shadow limits), or ErrStopped; nil: the answers are
+// in c.call.
+func (c *client) send(ctx context.Context, op memsim.OpKind, name string, undo bool, pks iter.Seq[string]) error {
 	if err := ctx.Err(); err != nil {
 		if c.cur.active && c.cur.cancel != nil {
 			c.cur.op.Cancelled = true
 		}
 		for pk := range pks {
-			if c.cur.cascade && c.cur.active && slices.Contains(c.charged, pk) {
+			if undo && c.cur.cascade && c.cur.active && slices.Contains(c.charged, pk) {
 				c.cur.op.UndoCancelled = true
 			}
 		}
@@ -269,7 +273,7 @@ func (h handle) Scan(ctx context.Context, in store.ScanInput) (store.ScanOutput,
 func (h handle) WriteConcurrently(ctx context.Context, writes []store.Write) []store.WriteResult {
 	c := h.c
 	c.call.kind, c.call.writes = callConcurrent, writes
-	err := c.send(ctx, memsim.OpUpdate, "WriteConcurrently", func(yield func(string) bool) {
+	err := c.send(ctx, memsim.OpUpdate, "WriteConcurrently", false, func(yield func(string) bool) {
 		for i := range writes {
 			if !yield(actionPK(&writes[i])) {
 				return
@@ -294,6 +298,25 @@ func (h handle) WriteConcurrently(ctx context.Context, writes []store.Write) []s
 		out[i].Err = err
 	}
 	return out
+}
+
+// refunds reports whether an update gives tokens back: it ADDs a negative
+// amount to a limit's total consumed (b_{L}_tc), as a cascade's
+// compensation does. ADD is the expression's last clause.
+func refunds(ex store.Expr) bool {
+	_, add, ok := strings.Cut(ex.Update, "ADD ")
+	if !ok {
+		return false
+	}
+	for _, item := range strings.Split(add, ", ") {
+		f := strings.Fields(item)
+		if len(f) == 2 && strings.HasSuffix(ex.Names[f[0]], "_tc") {
+			if v, ok := ex.Values[f[1]].AsInt(); ok && v < 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // charges reports whether a write may charge its item (or return a
@@ -349,6 +372,8 @@ func (c *client) end(err error) Outcome {
 		// errors.AsType, not errors.As: no target to allocate per operation.
 		if rl, ok := errors.AsType[*limiter.RateLimitedError](err); ok {
 			op.RetryAfter, op.ByParent, op.Local = int64(rl.RetryAfter), rl.Parent, rl.Local
+			op.ShadowRefused = slices.ContainsFunc(rl.Limits, func(ls limiter.LimitState) bool { return ls.Exceeded }) &&
+				!slices.ContainsFunc(rl.Limits, func(ls limiter.LimitState) bool { return ls.Exceeded && !ls.Limit.Shadow })
 			if !slices.ContainsFunc(rl.Limits, func(ls limiter.LimitState) bool { return ls.Exceeded }) {
 				s.stats.falseRejections++
 			}
@@ -366,6 +391,14 @@ func (c *client) end(err error) Outcome {
 		case Unavailable:
 			s.stats.unavailable++
 			sec.Unavailable++
+		case Disabled:
+			s.stats.disabled++
+		}
+		if op.Mode == "admit" && o == Admitted {
+			s.stats.bypassed++
+		}
+		if o == Admitted && op.Skipped != [maxRoles][MaxLimits]bool{} {
+			s.stats.wouldRefuse++
 		}
 		if o != Cut {
 			s.stats.acquires++
@@ -394,6 +427,8 @@ func classify(err error) Outcome {
 		return Unavailable // it may have charged, refusal or not
 	case errors.Is(err, limiter.ErrRateLimited):
 		return Rejected
+	case errors.Is(err, limiter.ErrDisabled):
+		return Disabled
 	case errors.Is(err, limiter.ErrInvalid), errors.Is(err, store.ErrValidation):
 		return Invalid
 	}
@@ -569,7 +604,10 @@ func (c *client) schedule(lease *limiter.Lease, op *Op, amount [MaxLimits]int64)
 		return
 	}
 	pl := pendingLease{due: c.s.now + wl.callTime.draw(c.rng), lease: lease, bucket: op.Bucket, shard: op.Shard,
-		action: action, estimate: amount, base: amount}
+		action: action, estimate: amount, base: amount, skipped: op.Skipped}
+	if op.Mode == "admit" {
+		pl.mode = op.Mode
+	}
 	// c.leases is sorted by due, latest first, so that the next one is
 	// taken off the end; of equal dues the older is nearer the end.
 	i := len(c.leases)
@@ -602,6 +640,7 @@ func (c *client) settle(pl *pendingLease) {
 			op := c.begin(OpAdjust, pl.bucket, delta)
 			op.Shard = pl.shard
 			err := pl.lease.Adjust(bgctx, c.adjust)
+			op.Mode, op.Skipped = pl.mode, pl.skipped
 			if c.end(err) == Admitted {
 				for i := range delta {
 					pl.base[i] += delta[i]
@@ -623,7 +662,9 @@ func (c *client) settle(pl *pendingLease) {
 	}
 	op := c.begin(OpRollback, pl.bucket, pl.base)
 	op.Shard, op.UnkPos, op.UnkNeg = pl.shard, pl.unkPos, pl.unkNeg
-	c.end(pl.lease.Rollback(bgctx))
+	err := pl.lease.Rollback(bgctx)
+	op.Mode, op.Skipped = pl.mode, pl.skipped
+	c.end(err)
 }
 
 // runProbe is the liveness probe: from the start of the fault-free tail it
@@ -772,6 +813,25 @@ func (o observer) Observe(ev limiter.Event) {
 	if c := o.c; c != nil && c.cur.active && ev.Op != "close" {
 		op := &c.cur.op
 		op.Pooled = ev.Path == limiter.PathPool
+		op.Mode = ev.Mode
+		for _, name := range ev.WouldRefuse {
+			// "[parent:][RESOURCE/]NAME": the role of the bucket (see
+			// Effects), the resource named when it is one of Also's.
+			role, n := 0, name
+			if rest, ok := strings.CutPrefix(name, "parent:"); ok {
+				role, n = 1, rest
+			}
+			if k := strings.LastIndexByte(n, '/'); k >= 0 {
+				j := slices.Index(o.s.wl.Also, n[:k])
+				if j < 0 {
+					continue
+				}
+				role, n = role+2+2*j, n[k+1:]
+			}
+			if i := slices.Index(o.s.model.LimitNames, n); i >= 0 {
+				op.Skipped[role][i] = true
+			}
+		}
 		for i, name := range o.s.model.LimitNames {
 			op.Reserved[i] += ev.Reserved[name]
 			op.Returned[i] += ev.Returned[name]

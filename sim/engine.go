@@ -67,10 +67,11 @@ var ErrStopped = errors.New("sim: simulation ended")
 // Sim is one simulation run: a discrete-event scheduler on virtual time
 // that owns all concurrency. Build one with New, run it with Run.
 type Sim struct {
-	cfg   Config
-	wl    *Workload
-	model *Model
-	rng   *rand.Rand
+	cfg          Config
+	wl           *Workload
+	model        *Model
+	rng          *rand.Rand
+	scopeChanges int // the workload's ScopeChanges made so far
 
 	base     int64 // Unix ns of virtual time 0
 	now      int64 // virtual ns
@@ -128,6 +129,8 @@ type stats struct {
 	paths                                              [16]pathStat
 	hot                                                pathStat // admitted by one write, nothing read
 	crashes, cancelled                                 uint64
+	disabled, bypassed                                 uint64 // acquires refused, admitted by a scope's mode
+	wouldRefuse                                        uint64 // admitted acquires a shadow limit would have refused
 	doublingsSeen                                      int
 }
 
@@ -316,10 +319,33 @@ func (s *Sim) setup() error {
 				return fmt.Errorf("sim: setup: put limits of %s: %w", e.ID, err)
 			}
 		}
+		if e.Mode != "" {
+			if err := adm.SetMode(ctx, admin.Scope{Entity: e.ID}, admin.Mode(e.Mode)); err != nil {
+				return fmt.Errorf("sim: setup: set the mode of %s: %w", e.ID, err)
+			}
+		}
 	}
 	s.drain(nil)
 	s.setupCap = s.st.Totals().Consumed
 	return nil
+}
+
+// changeScope makes an operator's change of a scope's mode, at its time,
+// directly on the table (as setup writes).
+func (s *Sim) changeScope(mc ScopeChange) {
+	s.now = int64(mc.At)
+	adm, err := admin.New(s.st, admin.WithClock(trueClock{s}), admin.WithNamespace(s.model.Namespace))
+	scope := admin.Scope{Entity: mc.Entity, Resource: mc.Resource}
+	if err == nil && mc.Limits != nil {
+		err = adm.PutLimits(context.Background(), scope, mc.Limits)
+	}
+	if err == nil {
+		err = adm.SetMode(context.Background(), scope, admin.Mode(mc.Mode))
+	}
+	if err != nil && s.chk != nil {
+		s.chk.flag(InvHarness, "mode change %+v: %v", mc, err)
+	}
+	s.drain(nil)
 }
 
 func (s *Sim) push(at int64, kind evKind, who, slot int32) {
@@ -354,6 +380,10 @@ func (s *Sim) Run() *Report {
 		ev := s.events.pop()
 		if ev.at >= int64(s.tlClosed+1)*s.step {
 			s.closeSteps(ev.at)
+		}
+		for s.scopeChanges < len(s.wl.ScopeChanges) && int64(s.wl.ScopeChanges[s.scopeChanges].At) <= ev.at {
+			s.changeScope(s.wl.ScopeChanges[s.scopeChanges])
+			s.scopeChanges++
 		}
 		s.now = ev.at
 		switch ev.kind {

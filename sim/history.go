@@ -47,9 +47,10 @@ const (
 	Unavailable                    // *limiter.UnavailableError (or any other store failure)
 	Invalid                        // *limiter.ValidationError: a workload bug
 	Cut                            // the simulation ended first
+	Disabled                       // limiter.ErrDisabled: the scope's mode is refuse
 )
 
-var outcomeNames = [...]string{"", "admitted", "rejected", "unavailable", "invalid", "cut"}
+var outcomeNames = [...]string{"", "admitted", "rejected", "unavailable", "invalid", "cut", "disabled"}
 
 // String returns the outcome's name.
 func (o Outcome) String() string {
@@ -109,6 +110,18 @@ type Op struct {
 	// context.Canceled. UndoCancelled: a cascade's compensation write met
 	// the caller's cancelled context (it must run on a context of its own).
 	Cancelled, FailedOpen, CtxErr, UndoCancelled bool
+	// Mode is the mode of the scope that governed an acquire
+	// (limiter.Event.Mode): "admit" and "refuse" decide without a write,
+	// "shadow" makes every limit shadow, "" for none; an adjust or rollback
+	// of a lease admit mode gave has "admit".
+	Mode string
+	// Skipped marks, per role (see Effects) and limit,
+	// the shadow limits that would have refused an admitted acquire
+	// (limiter.Event.WouldRefuse): the acquire did not charge them, and
+	// its lease's adjusts and rollback carry the marks. ShadowRefused: a
+	// refusal whose exceeded limits are all shadow (which must not happen).
+	Skipped       [maxRoles][MaxLimits]bool
+	ShadowRefused bool
 }
 
 // RetryInfo links a retry to the rejection it follows.
@@ -188,6 +201,9 @@ type Model struct {
 	// happened while one of the bucket's shards was really at its write
 	// ceiling (see Checker.checkDoublingCause).
 	CheckDoublingCause bool
+	// CacheTTL is the limiters' configuration cache TTL (ns): an acquire
+	// may act on a mode that changed up to that long before it.
+	CacheTTL int64
 
 	// for the simulator: the bucket of each (entity, resource), the
 	// entities with traffic, the probe's bucket
@@ -202,7 +218,8 @@ type Model struct {
 type BucketModel struct {
 	Entity, Resource string
 	// Limits are the limits in force for the bucket (stored limits when
-	// the workload stores some for the entity, else the request's).
+	// the workload stores some for the entity, else the request's), with
+	// Shadow set on those that are shadow at some time of the run.
 	Limits []limiter.Limit
 	// Parent is the index of the cascade parent's bucket for the same
 	// resource, or -1.
@@ -210,6 +227,16 @@ type BucketModel struct {
 	// Also are the buckets of the entity on the resources every acquire of
 	// this bucket also charges (Workload.Also).
 	Also []int32
+	// Modes are the bucket's modes over the run, in time order (nil: it
+	// enforces throughout).
+	Modes []ModeSpan
+}
+
+// ModeSpan is a bucket's mode ("admit", "refuse" or "" for enforce) from
+// From (virtual ns) until the next span.
+type ModeSpan struct {
+	From int64
+	Mode string
 }
 
 // roles returns the buckets an operation on bucket b writes, by role (see

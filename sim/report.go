@@ -53,6 +53,14 @@ type Report struct {
 	// Cancelled counts acquires whose caller cancelled its context and
 	// whose limiter had to notice (FaultPlan.PCancel).
 	Cancelled uint64 `json:"cancelled,omitempty"`
+	// Bypassed counts acquires admitted without a write because their
+	// scope's mode is admit, Disabled those refused because it is refuse
+	// (limiter.ErrDisabled; not in Rejected).
+	Bypassed uint64 `json:"bypassed,omitempty"`
+	Disabled uint64 `json:"disabled,omitempty"`
+	// WouldRefuse counts admitted acquires that a shadow limit would have
+	// refused (limiter.Event.WouldRefuse).
+	WouldRefuse uint64 `json:"would_refuse,omitempty"`
 	// UndoWrites counts cascade compensation writes in the fault window,
 	// UndoFaults those the fault plan failed (FaultPlan.PUndoFail).
 	UndoWrites uint64 `json:"undo_writes,omitempty"`
@@ -142,6 +150,7 @@ func (s *Sim) report(items []store.Item) *Report {
 		Paths: map[string]uint64{}, SkewMs: int64(wl.Skew / time.Millisecond), Faults: cmp.Or(wl.faultDesc, "none"), LimitRate: wl.LimitRate,
 		TraceHash: fmt.Sprintf("%016x", s.hash), TimelineStepMs: s.step / int64(time.Millisecond),
 		Violations: []Violation{}, Crashes: s.stats.crashes, Cancelled: s.stats.cancelled,
+		Bypassed: s.stats.bypassed, Disabled: s.stats.disabled, WouldRefuse: s.stats.wouldRefuse,
 		UndoWrites: s.faults.undoWrites, UndoFaults: s.faults.undoFaults, HotPath: s.stats.hot.cost(),
 		PathCosts: map[string]PathCost{}, ShardCountFinal: 1, ShardDoublings: s.stats.doublingsSeen,
 	}
@@ -247,6 +256,12 @@ func (r *Report) WriteTable(out io.Writer) error {
 	fmt.Fprintf(&b, "store: %d round trips (%s per call), %d requests, %.0f WCU (%s per call), %.0f RCU\n",
 		r.RoundTrips, per(float64(r.RoundTrips), ops), r.StoreRequests, r.WCU, per(r.WCU, ops), r.RCU)
 	fmt.Fprintf(&b, "shards: final %d, doublings %d\n", r.ShardCountFinal, r.ShardDoublings)
+	if r.Bypassed > 0 || r.Disabled > 0 {
+		fmt.Fprintf(&b, "disabled scopes: %d acquires admitted by mode admit, %d refused by mode refuse (no write for either)\n", r.Bypassed, r.Disabled)
+	}
+	if r.WouldRefuse > 0 {
+		fmt.Fprintf(&b, "shadow limits: %d admitted acquires one would have refused (not charged by it)\n", r.WouldRefuse)
+	}
 	if r.Crashes > 0 {
 		fmt.Fprintf(&b, "crashes: %d processes died holding what they held\n", r.Crashes)
 	}

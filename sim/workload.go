@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -92,6 +93,9 @@ type Workload struct {
 	Uneven float64
 	// CacheTTL is the limiters' configuration cache TTL (default 60 s).
 	CacheTTL time.Duration
+	// ScopeChanges are an operator's changes of scopes' modes during the
+	// run, in time order.
+	ScopeChanges []ScopeChange
 	// PartitionWCU overrides memsim's per-partition write ceiling (0: the
 	// default 1000 units per second).
 	PartitionWCU float64
@@ -148,6 +152,26 @@ type Entity struct {
 	Limits []limiter.Limit
 	// NoTraffic marks an entity that is never picked (a cascade parent).
 	NoTraffic bool
+	// Mode, when set, is stored for the entity on every resource
+	// (admin.SetMode): "admit", "refuse" or "shadow".
+	Mode string
+}
+
+// ScopeChange is an operator's change of a scope's mode (admin.SetMode)
+// and, when Limits is set, of its limits (admin.PutLimits), at At of
+// virtual time, made directly on the table (no client, no latency, no
+// fault): the limiters see it within their CacheTTL.
+type ScopeChange struct {
+	At time.Duration
+	// Entity and Resource name the scope (one may be "").
+	Entity, Resource string
+	// Mode is "admit", "refuse", "shadow" or "" (enforce).
+	Mode string
+	// Limits, when set, are stored for the scope. They must be the
+	// workload's limits of the same names and numbers (the checker judges
+	// each bucket by one set of numbers); only Shadow may differ: a limit
+	// tried in shadow, then enforced.
+	Limits []limiter.Limit
 }
 
 // Range is an inclusive range of token amounts.
@@ -325,6 +349,51 @@ func (w *Workload) validate() error {
 			}
 		}
 	}
+	// The checker does not model adjusts of a limit an acquire skipped (a
+	// shadow limit that would refuse), so shadow limits are not adjusted.
+	adjusts := slices.ContainsFunc(w.Consume, func(r Range) bool { return r.Adjust })
+	noAdjust := func(ls []limiter.Limit) error {
+		for i, l := range ls {
+			if j := slices.IndexFunc(w.Limits, func(x limiter.Limit) bool { return x.Name == l.Name }); l.Shadow && j >= 0 && w.Consume[j].Adjust {
+				return fmt.Errorf("limit %s is shadow and adjusted (Range.Adjust): not simulated", ls[i].Name)
+			}
+		}
+		return nil
+	}
+	if err := noAdjust(w.Limits); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	for _, e := range w.Entities {
+		if err := checkMode(e.Mode); err != nil {
+			return fmt.Errorf("sim: entity %q: %w", e.ID, err)
+		}
+		if err := noAdjust(e.Limits); err != nil || (e.Mode == "shadow" && adjusts) {
+			return fmt.Errorf("sim: entity %q: shadow limits are not adjusted in a simulation (%v)", e.ID, err)
+		}
+	}
+	var last time.Duration
+	for i, mc := range w.ScopeChanges {
+		if err := checkMode(mc.Mode); err != nil {
+			return fmt.Errorf("sim: ScopeChanges[%d]: %w", i, err)
+		}
+		if err := noAdjust(mc.Limits); err != nil || (mc.Mode == "shadow" && adjusts) {
+			return fmt.Errorf("sim: ScopeChanges[%d]: shadow limits are not adjusted in a simulation (%v)", i, err)
+		}
+		if _, ok := w.entityIdx[mc.Entity]; mc.Entity != "" && !ok {
+			return fmt.Errorf("sim: ScopeChanges[%d]: unknown entity %q", i, mc.Entity)
+		}
+		if (mc.Entity == "" && mc.Resource == "") || mc.At < last {
+			return fmt.Errorf("sim: ScopeChanges[%d]: needs an entity or a resource, and changes in time order", i)
+		}
+		if mc.Mode != "" && len(w.Also) > 0 {
+			// The limiter reads each resource's mode on its own (a change
+			// may reach one resource's cache before another's), so an
+			// acquire may charge some of its resources and leave out those
+			// admit mode drops: the checker does not model that.
+			return fmt.Errorf("sim: ScopeChanges[%d]: a mode change with Also is not simulated (each resource of an acquire may see it at its own time)", i)
+		}
+		last = mc.At
+	}
 	if w.Probe {
 		w.probeLimits = make([]limiter.Limit, len(w.Limits))
 		for i, l := range w.Limits {
@@ -335,6 +404,52 @@ func (w *Workload) validate() error {
 		}
 	}
 	return nil
+}
+
+// checkMode accepts the modes a workload may set.
+func checkMode(m string) error {
+	switch m {
+	case "", "admit", "refuse", "shadow":
+		return nil
+	}
+	return fmt.Errorf("unknown mode %q (want admit, refuse, shadow or \"\")", m)
+}
+
+// modeSpans returns the modes of entity's bucket on resource over the
+// run: the mode in force from 0, then one span per change of it, each
+// from the change's time (the most specific scope with a mode wins, as
+// for an acquire).
+func (w *Workload) modeSpans(entity, resource string) []ModeSpan {
+	type scope struct{ e, r string }
+	modes := map[scope]string{{entity, ""}: w.Entities[w.entityIdx[entity]].Mode}
+	mode := func() string {
+		return cmp.Or(modes[scope{entity, resource}], modes[scope{entity, ""}], modes[scope{"", resource}])
+	}
+	spans := []ModeSpan{{From: 0, Mode: mode()}}
+	for _, mc := range w.ScopeChanges {
+		modes[scope{mc.Entity, mc.Resource}] = mc.Mode
+		if m := mode(); m != spans[len(spans)-1].Mode {
+			spans = append(spans, ModeSpan{From: int64(mc.At), Mode: m})
+		}
+	}
+	return spans
+}
+
+// markShadow sets Shadow on the bucket's limits (a copy) that are shadow
+// at some time of the run: shadow in the workload or a scope change, or
+// all of them when the bucket is ever in shadow mode.
+func (w *Workload) markShadow(bm *BucketModel) {
+	all := slices.ContainsFunc(bm.Modes, func(s ModeSpan) bool { return s.Mode == "shadow" })
+	ls := slices.Clone(bm.Limits)
+	for i := range ls {
+		named := func(x limiter.Limit) bool { return x.Name == ls[i].Name && x.Shadow }
+		shadow := all || slices.ContainsFunc(w.Limits, named)
+		for _, sc := range w.ScopeChanges {
+			shadow = shadow || slices.ContainsFunc(sc.Limits, named)
+		}
+		ls[i].Shadow = ls[i].Shadow || shadow
+	}
+	bm.Limits = ls
 }
 
 // fits checks that every limit named by the request exists in ls with a
@@ -382,7 +497,9 @@ func (w *Workload) model(s *Sim) *Model {
 			} else {
 				bm.Resource, bm.Limits = w.Also[r-len(w.Resources)], w.alsoLimitsOf(&w.Entities[e])
 			}
+			bm.Modes = w.modeSpans(bm.Entity, bm.Resource)
 			m.Buckets = append(m.Buckets, bm)
+			w.markShadow(&m.Buckets[len(m.Buckets)-1])
 		}
 		return m.index[k]
 	}
@@ -406,6 +523,15 @@ func (w *Workload) model(s *Sim) *Model {
 			if ent.Cascade {
 				p := add(w.entityIdx[ent.Parent], r)
 				m.Buckets[b].Parent = p
+				if slices.ContainsFunc(m.Buckets[b].Modes, func(s ModeSpan) bool { return s.Mode == "shadow" }) {
+					// A child in shadow mode makes its parent's limits shadow
+					// for its acquires.
+					ls := slices.Clone(m.Buckets[p].Limits)
+					for i := range ls {
+						ls[i].Shadow = true
+					}
+					m.Buckets[p].Limits = ls
+				}
 			}
 		}
 	}
@@ -415,6 +541,7 @@ func (w *Workload) model(s *Sim) *Model {
 	}
 	m.nres, m.picked = nr, len(w.Resources)
 	m.TailStart = int64(w.Duration)
+	m.CacheTTL = int64(orDefault(w.CacheTTL, time.Minute))
 	// After the tail starts: in-flight requests end within a timeout, and
 	// the clocks have slewed back (twice the skew), so no refill timestamp is
 	// in the future.

@@ -129,7 +129,12 @@ func entityShow(c *cmdCtx) error {
 		row(w, "cascade", e.Cascade)
 	}
 	for _, s := range stored {
-		row(w, "limits "+scopeResource(s.Scope), describeLimits(s.Limits))
+		if s.Limits != nil {
+			row(w, "limits "+scopeResource(s.Scope), describeLimits(s.Limits))
+		}
+		if s.Mode != admin.ModeEnforce {
+			row(w, "mode "+scopeResource(s.Scope), modeName(s.Mode)+" ("+modeMeaning(s.Mode)+")")
+		}
 	}
 	for _, b := range buckets {
 		row(w, "bucket "+b.Resource, fmt.Sprintf("%d shard(s), %s", b.Shards, describeLimits(b.Limits)))

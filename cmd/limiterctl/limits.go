@@ -28,7 +28,10 @@ func init() {
 		&command{path: "limits get", short: "the limits stored for a scope (--entity, --resource or both)", setup: scoped(limitsGet)},
 		&command{path: "limits set", args: "LIMIT...", minArgs: 1, maxArgs: -1,
 			short: "store limits for a scope: name:rate/period[:burst], e.g. rpm:100/min:150", setup: scoped(limitsSet)},
-		&command{path: "limits delete", short: "delete the limits stored for a scope", setup: scoped(limitsDelete)},
+		&command{path: "limits delete", short: "delete the limits stored for a scope (its mode stays)", setup: scoped(limitsDelete)},
+		&command{path: "mode get", short: "the mode of a scope (--entity, --resource or both): enforce, admit, refuse or shadow", setup: scoped(modeGet)},
+		&command{path: "mode set", args: "MODE", minArgs: 1, maxArgs: 1,
+			short: "set a scope's mode: admit (admitted, no write), refuse (refused, no write), shadow (charged, never refused) or enforce", setup: scoped(modeSet)},
 		&command{path: "limits list", admin: true, short: "every limit stored in the namespace (or for one --entity)",
 			setup: func(c *cmdCtx) func() error {
 				entity := c.fs.String("entity", "", "only this entity's")
@@ -92,12 +95,75 @@ type storedLimitsJSON struct {
 	Entity   string      `json:"entity,omitempty"`
 	Resource string      `json:"resource,omitempty"`
 	Limits   []limitJSON `json:"limits"`
+	Mode     string      `json:"mode,omitempty"`
 }
 
 func storedJSON(stored []admin.StoredLimits) []storedLimitsJSON {
 	return mapped(stored, func(s admin.StoredLimits) storedLimitsJSON {
-		return storedLimitsJSON{s.Scope.Entity, s.Scope.Resource, limitsJSON(s.Limits)}
+		return storedLimitsJSON{s.Scope.Entity, s.Scope.Resource, limitsJSON(s.Limits), string(s.Mode)}
 	})
+}
+
+// modeName is a mode as limiterctl writes it ("enforce" for the default).
+func modeName(m admin.Mode) string { return cmp.Or(string(m), "enforce") }
+
+// parseMode reads a mode as limiterctl takes it.
+func parseMode(s string) (admin.Mode, error) {
+	switch m := admin.Mode(s); m {
+	case "enforce":
+		return admin.ModeEnforce, nil
+	case admin.ModeAdmit, admin.ModeRefuse, admin.ModeShadow:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown mode %q: want enforce, admit, refuse or shadow", s)
+}
+
+func modeGet(c *cmdCtx, s admin.Scope) error {
+	adm, err := c.admin()
+	if err != nil {
+		return err
+	}
+	m, err := adm.GetMode(c.ctx, s)
+	if err != nil {
+		return err
+	}
+	if c.json() {
+		return c.printJSON(map[string]any{"entity": s.Entity, "resource": s.Resource, "mode": modeName(m)})
+	}
+	fmt.Fprintf(c.stdout, "%v: %s (%s).\n", s, modeName(m), modeMeaning(m))
+	return nil
+}
+
+// modeMeaning says what a mode does to an acquire.
+func modeMeaning(m admin.Mode) string {
+	switch m {
+	case admin.ModeAdmit:
+		return "every acquire admitted without a write"
+	case admin.ModeRefuse:
+		return "every acquire refused without a write"
+	case admin.ModeShadow:
+		return "every limit charged and reported, none refuses"
+	}
+	return "the limits apply"
+}
+
+func modeSet(c *cmdCtx, s admin.Scope) error {
+	m, err := parseMode(c.args[0])
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	adm, err := c.admin()
+	if err != nil {
+		return err
+	}
+	if err := adm.SetMode(c.ctx, s, m); err != nil {
+		return err
+	}
+	if c.json() {
+		return c.printJSON(map[string]any{"entity": s.Entity, "resource": s.Resource, "mode": modeName(m)})
+	}
+	fmt.Fprintf(c.stdout, "Mode of %v: %s (%s).\n", s, modeName(m), modeMeaning(m))
+	return nil
 }
 
 func limitsSet(c *cmdCtx, s admin.Scope) error {
@@ -131,7 +197,7 @@ func limitsDelete(c *cmdCtx, s admin.Scope) error {
 		return err
 	}
 	if c.json() {
-		return c.printJSON(map[string]any{"deleted": storedLimitsJSON{s.Entity, s.Resource, limitsJSON(ls)}})
+		return c.printJSON(map[string]any{"deleted": storedLimitsJSON{s.Entity, s.Resource, limitsJSON(ls), ""}})
 	}
 	fmt.Fprintf(c.stdout, "Deleted the limits of %v (%s).\n", s, describeLimits(ls))
 	return nil
@@ -145,9 +211,9 @@ func limitsList(c *cmdCtx, entity string) error {
 	if c.json() {
 		return c.printJSON(storedJSON(stored))
 	}
-	w := c.tabular("ENTITY", "RESOURCE", "LIMITS")
+	w := c.tabular("ENTITY", "RESOURCE", "LIMITS", "MODE")
 	for _, s := range stored {
-		row(w, orDash(s.Scope.Entity), orDash(s.Scope.Resource), describeLimits(s.Limits))
+		row(w, orDash(s.Scope.Entity), orDash(s.Scope.Resource), orDash(describeLimits(s.Limits)), modeName(s.Mode))
 	}
 	return w.Flush()
 }

@@ -63,7 +63,7 @@ func parsePeriod(s string) (time.Duration, error) {
 func sameLimits(a, b []limiter.Limit) bool {
 	return slices.EqualFunc(sortedLimits(a), sortedLimits(b), func(x, y limiter.Limit) bool {
 		return x.Name == y.Name && x.Capacity == y.Capacity && x.EffectiveBurst() == y.EffectiveBurst() &&
-			x.Refill == y.Refill && x.Period == y.Period &&
+			x.Refill == y.Refill && x.Period == y.Period && x.Shadow == y.Shadow &&
 			x.Window == y.Window && x.TimeZone == y.TimeZone && x.WeekStart == y.WeekStart && x.MonthDay == y.MonthDay
 	})
 }
@@ -81,6 +81,7 @@ type limitJSON struct {
 	Refill   int64  `json:"refill" yaml:"refill"`
 	Period   string `json:"period" yaml:"period"`
 	PeriodMs int64  `json:"period_ms" yaml:"-"`
+	Shadow   bool   `json:"shadow,omitempty" yaml:"shadow,omitempty"`
 	// A calendar quota's (limiter.Limit.Window and the fields beside it);
 	// in a manifest a quota is written in the limit syntax.
 	Window    string `json:"window,omitempty" yaml:"-"`
@@ -91,7 +92,7 @@ type limitJSON struct {
 
 func toJSON(l limiter.Limit) limitJSON {
 	j := limitJSON{Name: l.Name, Capacity: l.Capacity, Burst: l.EffectiveBurst(), Refill: l.Refill,
-		Period: formatPeriod(l.Period), PeriodMs: l.Period.Milliseconds(),
+		Period: formatPeriod(l.Period), PeriodMs: l.Period.Milliseconds(), Shadow: l.Shadow,
 		Window: l.Window, TimeZone: l.TimeZone, WeekStart: int(l.WeekStart), MonthDay: l.MonthDay}
 	if hasSpec(l) {
 		j.Spec = l.String()

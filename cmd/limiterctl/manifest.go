@@ -29,12 +29,17 @@ import (
 //	    limits:
 //	      - rpm:100/min:150
 //	      - {name: tpm, capacity: 100000, burst: 150000, refill: 50000, period: min}
+//	  - entity: key-revoked     # a scope may have a mode: admit, refuse or shadow
+//	    mode: refuse            # (enforce, the default, is left out)
+//	  - resource: gpt-4o        # a limit tried in shadow (":shadow", or
+//	    limits: [rpd:5000/day:shadow]  # shadow: true in the mapping form)
 //
 // A limit is a string in the limit syntax or, for a limit whose capacity
-// and refill differ, a mapping. "Every stored limit" means every scope with
-// limits stored in the namespace: a scope stored in the table but absent
-// from the manifest is deleted by apply (plan and diff show it as a
-// deletion), unless --keep-unlisted.
+// and refill differ, a mapping. A scope has limits, a mode, or both.
+// "Every stored limit" means every scope with limits or a mode stored in
+// the namespace: a scope stored in the table but absent from the manifest
+// is deleted by apply (its limits deleted, its mode back to enforce; plan
+// and diff show it as a deletion), unless --keep-unlisted.
 type manifest struct {
 	file      string // its name, for errors
 	Namespace string
@@ -44,6 +49,7 @@ type manifest struct {
 type manifestScope struct {
 	Scope  admin.Scope
 	Limits []limiter.Limit
+	Mode   admin.Mode
 	line   int
 }
 
@@ -110,15 +116,24 @@ func parseScope(n *yaml.Node, at func(*yaml.Node, string, ...any) error) (manife
 			s.Scope.Resource = v.Value
 		case "limits":
 			limitsNode = v
+		case "mode":
+			m, err := parseMode(v.Value)
+			if err != nil || v.Kind != yaml.ScalarNode {
+				return s, at(v, "mode of a scope: unknown mode %q: want admit, refuse, shadow or enforce (the default)", v.Value)
+			}
+			s.Mode = m
 		default:
-			return s, at(k, "unknown key %q in a scope; want entity, resource and limits", k.Value)
+			return s, at(k, "unknown key %q in a scope; want entity, resource, limits and mode", k.Value)
 		}
 	}
 	if s.Scope.Entity == "" && s.Scope.Resource == "" {
 		return s, at(n, "a scope needs an entity, a resource or both")
 	}
+	if limitsNode == nil && s.Mode != admin.ModeEnforce {
+		return s, nil // a mode alone
+	}
 	if limitsNode == nil || limitsNode.Kind != yaml.SequenceNode || len(limitsNode.Content) == 0 {
-		return s, at(n, "%v needs a non-empty list of limits", s.Scope)
+		return s, at(n, "%v needs a non-empty list of limits, or a mode (admit, refuse or shadow)", s.Scope)
 	}
 	names := map[string]bool{}
 	for _, ln := range limitsNode.Content {
@@ -150,16 +165,16 @@ func parseManifestLimit(n *yaml.Node) (limiter.Limit, error) {
 	}
 	for i := 0; i < len(n.Content); i += 2 {
 		switch n.Content[i].Value {
-		case "name", "capacity", "burst", "refill", "period":
+		case "name", "capacity", "burst", "refill", "period", "shadow":
 		default:
-			return limiter.Limit{}, fmt.Errorf("unknown key %q in a limit; want name, capacity, burst, refill, period", n.Content[i].Value)
+			return limiter.Limit{}, fmt.Errorf("unknown key %q in a limit; want name, capacity, burst, refill, period, shadow", n.Content[i].Value)
 		}
 	}
 	p, err := parsePeriod(j.Period)
 	if err != nil {
 		return limiter.Limit{}, fmt.Errorf("limit %q: period %q: %v", j.Name, j.Period, err)
 	}
-	l := limiter.Limit{Name: j.Name, Capacity: j.Capacity, Burst: j.Burst, Refill: j.Refill, Period: p}
+	l := limiter.Limit{Name: j.Name, Capacity: j.Capacity, Burst: j.Burst, Refill: j.Refill, Period: p, Shadow: j.Shadow}
 	if err := l.Validate(); err != nil {
 		return limiter.Limit{}, err
 	}
@@ -171,14 +186,15 @@ func encodeManifest(ns string, stored []admin.StoredLimits) ([]byte, error) {
 	type scopeOut struct {
 		Entity   string `yaml:"entity,omitempty"`
 		Resource string `yaml:"resource,omitempty"`
-		Limits   []any  `yaml:"limits,flow"`
+		Limits   []any  `yaml:"limits,flow,omitempty"`
+		Mode     string `yaml:"mode,omitempty"`
 	}
 	out := struct {
 		Namespace string     `yaml:"namespace"`
 		Scopes    []scopeOut `yaml:"scopes"`
 	}{Namespace: ns, Scopes: []scopeOut{}}
 	for _, s := range stored {
-		so := scopeOut{Entity: s.Scope.Entity, Resource: s.Scope.Resource}
+		so := scopeOut{Entity: s.Scope.Entity, Resource: s.Scope.Resource, Mode: string(s.Mode)}
 		for _, l := range s.Limits {
 			if hasSpec(l) {
 				so.Limits = append(so.Limits, l.String())
@@ -206,20 +222,23 @@ const (
 	planDiff
 )
 
-// change is one step of a plan.
+// change is one step of a plan: a scope's limits and mode before and
+// after.
 type change struct {
-	Action string // add, change, delete
-	Scope  admin.Scope
-	Before []limiter.Limit
-	After  []limiter.Limit
+	Action                string // add, change, delete
+	Scope                 admin.Scope
+	Before, After         []limiter.Limit
+	ModeBefore, ModeAfter admin.Mode
 }
 
 type changeJSON struct {
-	Action   string      `json:"action"`
-	Entity   string      `json:"entity,omitempty"`
-	Resource string      `json:"resource,omitempty"`
-	Before   []limitJSON `json:"before,omitempty"`
-	After    []limitJSON `json:"after,omitempty"`
+	Action     string      `json:"action"`
+	Entity     string      `json:"entity,omitempty"`
+	Resource   string      `json:"resource,omitempty"`
+	Before     []limitJSON `json:"before,omitempty"`
+	After      []limitJSON `json:"after,omitempty"`
+	ModeBefore string      `json:"mode_before,omitempty"`
+	ModeAfter  string      `json:"mode_after,omitempty"`
 }
 
 func limitsPlan(c *cmdCtx, file string, keepUnlisted bool, mode planMode) error {
@@ -257,10 +276,15 @@ func limitsPlan(c *cmdCtx, file string, keepUnlisted bool, mode planMode) error 
 	applied := 0
 	if mode == planApply {
 		for _, ch := range changes {
-			if ch.Action == "delete" {
+			switch {
+			case sameLimits(ch.Before, ch.After) && (ch.Before == nil) == (ch.After == nil):
+			case ch.After == nil:
 				err = adm.DeleteLimits(c.ctx, ch.Scope)
-			} else {
+			default:
 				err = adm.PutLimits(c.ctx, ch.Scope, ch.After)
+			}
+			if err == nil && ch.ModeBefore != ch.ModeAfter {
+				err = adm.SetMode(c.ctx, ch.Scope, ch.ModeAfter)
 			}
 			if err != nil {
 				return fmt.Errorf("applied %d of %d changes, then %v: %w (apply again: it is idempotent)", applied, len(changes), ch.Scope, err)
@@ -294,9 +318,9 @@ func plan(c *cmdCtx, adm *admin.Admin, m manifest, keepUnlisted bool) ([]change,
 	if err != nil {
 		return nil, err
 	}
-	have := map[admin.Scope][]limiter.Limit{}
+	have := map[admin.Scope]admin.StoredLimits{}
 	for _, s := range stored {
-		have[s.Scope] = s.Limits
+		have[s.Scope] = s
 	}
 	var changes []change
 	want := map[admin.Scope]bool{}
@@ -304,23 +328,30 @@ func plan(c *cmdCtx, adm *admin.Admin, m manifest, keepUnlisted bool) ([]change,
 		want[s.Scope] = true
 		cur, ok := have[s.Scope]
 		if !ok {
-			if cur, ok, err = adm.GetLimits(c.ctx, s.Scope); errors.Is(err, limiter.ErrInvalid) {
+			cur.Limits, _, err = adm.GetLimits(c.ctx, s.Scope)
+			if err == nil {
+				cur.Mode, err = adm.GetMode(c.ctx, s.Scope)
+			}
+			if errors.Is(err, limiter.ErrInvalid) {
 				return nil, usageErrorf("%s:%d: %v", m.file, s.line, err) // a bad id
 			} else if err != nil {
 				return nil, err
 			}
+			ok = cur.Limits != nil || cur.Mode != admin.ModeEnforce
 		}
+		ch := change{Action: "change", Scope: s.Scope, Before: cur.Limits, After: s.Limits, ModeBefore: cur.Mode, ModeAfter: s.Mode}
 		switch {
 		case !ok:
-			changes = append(changes, change{Action: "add", Scope: s.Scope, After: s.Limits})
-		case !sameLimits(cur, s.Limits):
-			changes = append(changes, change{Action: "change", Scope: s.Scope, Before: cur, After: s.Limits})
+			ch.Action = "add"
+			changes = append(changes, ch)
+		case !sameLimits(cur.Limits, s.Limits) || (cur.Limits == nil) != (s.Limits == nil) || cur.Mode != s.Mode:
+			changes = append(changes, ch)
 		}
 	}
 	if !keepUnlisted {
 		for _, s := range stored {
 			if !want[s.Scope] {
-				changes = append(changes, change{Action: "delete", Scope: s.Scope, Before: s.Limits})
+				changes = append(changes, change{Action: "delete", Scope: s.Scope, Before: s.Limits, ModeBefore: s.Mode})
 			}
 		}
 	}
@@ -347,7 +378,8 @@ func (c *cmdCtx) printPlan(file string, changes []change, mode planMode) error {
 	}
 	if c.json() {
 		out := mapped(changes, func(ch change) changeJSON {
-			return changeJSON{ch.Action, ch.Scope.Entity, ch.Scope.Resource, limitsJSON(ch.Before), limitsJSON(ch.After)}
+			return changeJSON{ch.Action, ch.Scope.Entity, ch.Scope.Resource, limitsJSON(ch.Before), limitsJSON(ch.After),
+				string(ch.ModeBefore), string(ch.ModeAfter)}
 		})
 		return c.printJSON(map[string]any{"namespace": c.namespace, "manifest": file, "applied": mode == planApply,
 			"changes": out, "add": count["add"], "change": count["change"], "delete": count["delete"]})
@@ -359,11 +391,11 @@ func (c *cmdCtx) printPlan(file string, changes []change, mode planMode) error {
 	for _, ch := range changes {
 		switch ch.Action {
 		case "add":
-			fmt.Fprintf(c.stdout, "+ %v: %s\n", ch.Scope, describeLimits(ch.After))
+			fmt.Fprintf(c.stdout, "+ %v: %s\n", ch.Scope, describeScope(ch.After, ch.ModeAfter))
 		case "change":
-			fmt.Fprintf(c.stdout, "~ %v: %s -> %s\n", ch.Scope, describeLimits(ch.Before), describeLimits(ch.After))
+			fmt.Fprintf(c.stdout, "~ %v: %s -> %s\n", ch.Scope, describeScope(ch.Before, ch.ModeBefore), describeScope(ch.After, ch.ModeAfter))
 		case "delete":
-			fmt.Fprintf(c.stdout, "- %v: %s (stored, not in the manifest)\n", ch.Scope, describeLimits(ch.Before))
+			fmt.Fprintf(c.stdout, "- %v: %s (stored, not in the manifest)\n", ch.Scope, describeScope(ch.Before, ch.ModeBefore))
 		}
 	}
 	verb := map[planMode]string{planOnly: "Plan", planApply: "Applied", planDiff: "Differences"}[mode]
@@ -373,4 +405,17 @@ func (c *cmdCtx) printPlan(file string, changes []change, mode planMode) error {
 		fmt.Fprintln(c.stdout, strings.TrimSpace("Run limiterctl limits apply -f "+file+" to make these changes."))
 	}
 	return nil
+}
+
+// describeScope writes a scope's limits and mode for a plan: the limits,
+// then "mode M" unless the mode is enforce; "no limits" for none.
+func describeScope(ls []limiter.Limit, m admin.Mode) string {
+	d := describeLimits(ls)
+	if d == "" {
+		d = "no limits"
+	}
+	if m != admin.ModeEnforce {
+		d += ", mode " + string(m)
+	}
+	return d
 }

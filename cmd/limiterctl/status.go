@@ -47,9 +47,13 @@ type bucketStatus struct {
 	// specific first; Request says which limits status passed as the
 	// request's: "--limit", "the bucket" (those it was last written with)
 	// or "" (none needed).
-	StoredFor []string     `json:"stored_for"`
-	Request   string       `json:"request_limits"`
-	Limits    []limitState `json:"limits"`
+	StoredFor []string `json:"stored_for"`
+	// Mode is the bucket's mode (enforce, admit or refuse) and ModeOf the
+	// scope that sets it ("" for enforce by default).
+	Mode    string       `json:"mode"`
+	ModeOf  string       `json:"mode_of,omitempty"`
+	Request string       `json:"request_limits"`
+	Limits  []limitState `json:"limits"`
 	// LastTopUp is the bucket's newest top-up in the audit trail.
 	LastTopUp *auditJSON `json:"last_top_up,omitempty"`
 	topUp     admin.AuditRecord
@@ -112,11 +116,15 @@ func status(c *cmdCtx, defaults limitFlags) error {
 			shards = "- (full)"
 		}
 		for _, l := range b.Limits {
+			name := l.Limit.Name
+			if l.Limit.Shadow {
+				name += " (shadow)"
+			}
 			rate := fmt.Sprintf("%d/%s", l.Limit.Refill, l.Limit.Period)
 			if l.Limit.Window != "" { // a calendar quota: its window, full again at its end
 				rate = fmt.Sprintf("%d/%s", l.Limit.Capacity, l.Limit.Window)
 			}
-			row(w, b.Resource, shards, l.Limit.Name, l.Available, l.Limit.Burst,
+			row(w, b.Resource, shards, name, l.Available, l.Limit.Burst,
 				rate, roundDuration(l.TimeToFull), orDash(strings.Join(b.StoredFor, ", ")))
 		}
 	}
@@ -124,6 +132,10 @@ func status(c *cmdCtx, defaults limitFlags) error {
 		return err
 	}
 	for _, b := range out {
+		if b.ModeOf != "" {
+			m := admin.Mode(b.Mode)
+			fmt.Fprintf(c.stdout, "Mode of %s: %s, set on the %s: %s.\n", b.Resource, b.Mode, b.ModeOf, modeMeaning(m))
+		}
 		if t := b.topUp; t.After != nil {
 			fmt.Fprintf(c.stdout, "Last top-up of %s: %s by %s: %s.\n", b.Resource, t.At.Format("2006-01-02 15:04:05"), t.Principal, topUpText(t))
 		}
@@ -137,7 +149,7 @@ func status(c *cmdCtx, defaults limitFlags) error {
 func bucketState(c *cmdCtx, adm *admin.Admin, b admin.BucketInfo, given []limiter.Limit) (bucketStatus, error) {
 	st := bucketStatus{Entity: b.Entity, Resource: b.Resource, Exists: b.Shards > 0, Shards: b.Shards}
 	var err error
-	if st.StoredFor, err = storedScopes(c, adm, b.Entity, b.Resource); err != nil {
+	if st.StoredFor, st.Mode, st.ModeOf, err = storedScopes(c, adm, b.Entity, b.Resource); err != nil {
 		return st, err
 	}
 	defaults := given
@@ -168,9 +180,10 @@ func bucketState(c *cmdCtx, adm *admin.Admin, b admin.BucketInfo, given []limite
 }
 
 // storedScopes names the scopes with limits stored for (entity,
-// resource), most specific first.
-func storedScopes(c *cmdCtx, adm *admin.Admin, entity, resource string) ([]string, error) {
-	var names []string
+// resource), most specific first, and returns the mode in force for it
+// and the scope that sets it, as an acquire resolves them.
+func storedScopes(c *cmdCtx, adm *admin.Admin, entity, resource string) (names []string, mode, modeOf string, _ error) {
+	mode = modeName(admin.ModeEnforce)
 	for _, s := range []struct {
 		scope admin.Scope
 		name  string
@@ -181,13 +194,20 @@ func storedScopes(c *cmdCtx, adm *admin.Admin, entity, resource string) ([]strin
 	} {
 		_, ok, err := adm.GetLimits(c.ctx, s.scope)
 		if err != nil {
-			return nil, err
+			return nil, "", "", err
 		}
 		if ok {
 			names = append(names, s.name)
 		}
+		m, err := adm.GetMode(c.ctx, s.scope)
+		if err != nil {
+			return nil, "", "", err
+		}
+		if m != admin.ModeEnforce && modeOf == "" {
+			mode, modeOf = modeName(m), s.name
+		}
 	}
-	return names, nil
+	return names, mode, modeOf, nil
 }
 
 // timeToFull is how long a limit at tokens takes to refill to its burst.

@@ -127,7 +127,7 @@ func (p *Plan) lacks(v *ShardView, n, now int64, o Options, shared bool) bool {
 	}
 	for i := range p.specs {
 		s := &p.specs[i]
-		if s.hidden {
+		if s.hidden || s.free {
 			continue
 		}
 		st, _ := im.projected(s, n, now)
@@ -318,7 +318,7 @@ func (p *Plan) shortfall(im *Image, n, now int64, busy bool) shortKind {
 			at = max(now, im.rf)
 		}
 		st, _ := im.projected(s, n, at)
-		if st.Tokens >= s.amount {
+		if st.Tokens >= s.amount || s.free {
 			continue
 		}
 		if !s.hidden {
@@ -557,8 +557,8 @@ func (p *Plan) refresh(v *ShardView, n, now int64, burn []int64, draw float64) b
 		if !ok {
 			return false
 		}
-		if s.hidden {
-			continue // the wcu gauge is counted, never a condition
+		if s.hidden || s.free {
+			continue // the wcu gauge is counted, never a condition; nor is a skipped limit
 		}
 		need := s.amount + burnOf(burn, i)
 		// (Stored tokens that cover need pay: the refill route, and what
@@ -874,7 +874,7 @@ func (p *Plan) retryable(im *Image, n, now int64, burn []int64) bool {
 	for i := range p.specs {
 		s := &p.specs[i]
 		_, fl, _, ok := im.state(s)
-		if !ok || !im.pays(s, n, now, s.amount+burnOf(burn, i), 0) {
+		if !ok || (!s.free && !im.pays(s, n, now, s.amount+burnOf(burn, i), 0)) {
 			return false
 		}
 		// A release moves the cap like a charge (see emitSpeculative).

@@ -66,7 +66,7 @@ func (p *Plan) emitSpeculative(k *builder, im *Image, n, now int64, burn []int64
 		s := &p.specs[i]
 		l := s.perShard(n)
 		take := s.amount + burnOf(burn, i)
-		if !s.hidden {
+		if !s.hidden && !s.free {
 			// The wcu gauge is counted, never a condition: a write refused
 			// for it at the partition's ceiling would be billed and keep
 			// the partition there. Its heat is judged from the rate.
@@ -398,7 +398,7 @@ func (p *Plan) normal(im *Image, n, now int64, floors bool, burn []int64) (store
 			// as seen; rescaling is rare (a doubling, a new configuration).
 			conds = append(conds, store.Name(s.tk).Equal(store.Int(st.old)))
 		case !s.hidden:
-			if floors {
+			if floors && !s.free {
 				conds = append(conds, store.Name(s.tk).GreaterThanEqual(store.Int(-st.delta)))
 			}
 			conds = append(conds, store.Name(s.tk).LessThanEqual(store.Int(st.ceil)))
@@ -459,7 +459,7 @@ func (p *Plan) emitNormal(k *builder, im *Image, n, now int64, floors bool, burn
 		if s.amount != 0 {
 			k.add(s.tc, s.amount)
 		}
-		if floors && !s.hidden {
+		if floors && !s.hidden && !s.free {
 			k.cond(condGe, s.tk, -st.delta)
 		}
 		if !s.hidden {

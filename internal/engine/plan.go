@@ -39,6 +39,9 @@ type spec struct {
 	// lowers the bucket's cap, see hold.go); release is the hold a pool's
 	// return gives back (amount is then minus the pool's rest).
 	hold, release int64
+	// free marks a limit this write skips (see Skipping): it charges
+	// nothing and is never a condition, nor a reason to refuse.
+	free bool
 }
 
 // specAttrs is the part of a spec that depends only on the limit: its
@@ -147,6 +150,27 @@ func (p *Plan) WithAmounts(milli map[string]int64) *Plan {
 	}
 	for i := range q.quotas {
 		q.quotas[i].amount = milli[q.quotas[i].name]
+	}
+	return q
+}
+
+// Skipping returns a copy of p that skips the limits called names: each
+// charges nothing and no write or decision requires its tokens, not even
+// that it is out of debt. The root package skips a shadow limit that
+// would refuse (it is charged only when it has the tokens, as it would be
+// if it enforced). Its refill is kept up to date like any limit's; a
+// skipped calendar quota charges nothing and keeps its window.
+func (p *Plan) Skipping(names []string) *Plan {
+	q := p.clone()
+	for i := range q.specs {
+		if slices.Contains(names, q.specs[i].name) {
+			q.specs[i].amount, q.specs[i].free = 0, true
+		}
+	}
+	for i := range q.quotas {
+		if slices.Contains(names, q.quotas[i].name) {
+			q.quotas[i].amount = 0
+		}
 	}
 	return q
 }

@@ -46,7 +46,7 @@ func (p *Plan) Views(im *Image, n, now int64, charge, judge bool) []View {
 		if full := st.FullAt(rf); full > now {
 			v.ResetMs = full - now
 		}
-		if judge && st.Tokens < s.amount {
+		if judge && !s.free && st.Tokens < s.amount {
 			v.Exceeded = true
 			if w, ok := st.RetryAfter(rf, now, s.amount); ok {
 				v.RetryMs = w
@@ -79,6 +79,9 @@ func (r *Refusal) Views() []View {
 		}
 		v := &vs[j]
 		j++
+		if s.free {
+			continue
+		}
 		st, _ := r.Img.projected(s, r.N, r.Now)
 		tokens := st.Tokens
 		if r.Local || r.Outrun {

@@ -20,8 +20,32 @@ const (
 	AttrParent  = "parent_id"
 	AttrCascade = "cascade"
 	AttrLimits  = "limits"
+	AttrMode    = "mode"
 	AttrVersion = "version"
 )
+
+// Modes of a scope, stored in the mode attribute of its limits item
+// (absent: the scope enforces its limits). A limits item holds limits, a
+// mode, or both.
+const (
+	// ModeAdmit: every acquire in the scope is admitted without a write.
+	ModeAdmit = "admit"
+	// ModeRefuse: every acquire in the scope is refused without a write.
+	ModeRefuse = "refuse"
+	// ModeShadow: every limit of the scope's acquires is a shadow limit.
+	ModeShadow = "shadow"
+)
+
+// DecodeMode reads a scope's mode from its limits item (nil: no item,
+// mode ""); an unknown mode is an error.
+func DecodeMode(it store.Item) (string, error) {
+	m, _ := it.Str(AttrMode)
+	switch m {
+	case "", ModeAdmit, ModeRefuse, ModeShadow:
+		return m, nil
+	}
+	return "", errors.New("limiter: stored mode " + strconv.Quote(m) + " is unknown (this library knows admit, refuse and shadow)")
+}
 
 // SchemaVersion is the version of the table layout this library writes. It
 // is stored once per table (PK "#SCHEMA", SK "#VERSION", attribute
@@ -44,6 +68,7 @@ type Limit interface {
 		Window, TimeZone string
 		WeekStart        time.Weekday
 		MonthDay         int
+		Shadow           bool
 	}
 }
 
@@ -56,6 +81,7 @@ type fields struct {
 	Window, TimeZone string
 	WeekStart        time.Weekday
 	MonthDay         int
+	Shadow           bool
 }
 
 // Entity is a stored entity.
@@ -90,22 +116,29 @@ func DecodeEntity(id string, it store.Item) Entity {
 	return e
 }
 
-// LimitsItem is the stored form, at key k, of the limits of the scope
-// (entity, resource) (entity "" for a resource's, resource "" for an
-// entity's on every resource), with its configuration index entry.
-func LimitsItem[L Limit](ns string, k store.Key, entity, resource string, limits []L) store.Item {
-	if entity != "" && resource == "" {
-		resource = keys.AnyResource
+// LimitsItem is the stored form, at key k, of the limits and the mode of
+// the scope (entity, resource) (entity "" for a resource's, resource ""
+// for an entity's on every resource), with its configuration index entry;
+// nil when there are neither limits nor a mode (the scope stores nothing).
+func LimitsItem[L Limit](ns string, k store.Key, entity, resource string, limits []L, mode string) store.Item {
+	if len(limits) == 0 && mode == "" {
+		return nil
 	}
-	return store.Item{store.AttrPK: store.Str(k.PK), store.AttrSK: store.Str(k.SK),
-		AttrLimits:       store.Str(encodeLimits(limits)),
-		store.AttrGSI3PK: store.Str(keys.ConfigIndexPK(ns)), store.AttrGSI3SK: store.Str(keys.LimitsIndexSK(entity, resource))}
+	it := ScopeItem(ns, k, entity, resource)
+	if len(limits) > 0 {
+		it[AttrLimits] = store.Str(encodeLimits(limits))
+	}
+	if mode != "" {
+		it[AttrMode] = store.Str(mode)
+	}
+	return it
 }
 
 // encodeLimits is the stored form: "name=capacity/burst/refill/periodMs;..."
-// in tokens and milliseconds (burst 0 stored as the capacity); a calendar
-// quota's refill and period are 0, followed by
-// "|window|timeZone|weekStart|monthDay" ("tpd=1000/1000/0/0|month|Europe/Paris|0|15").
+// in tokens and milliseconds (burst 0 stored as the capacity), with "/s"
+// after a shadow limit's period; a calendar quota's refill and period are
+// 0, followed (after any "/s") by "|window|timeZone|weekStart|monthDay"
+// ("tpd=1000/1000/0/0/s|month|Europe/Paris|0|15").
 func encodeLimits[L Limit](ls []L) string {
 	var b strings.Builder
 	for i, l := range ls {
@@ -119,6 +152,9 @@ func encodeLimits[L Limit](ls []L) string {
 		}
 		b.WriteString(x.Name + "=" + strconv.FormatInt(x.Capacity, 10) + "/" + strconv.FormatInt(burst, 10) +
 			"/" + strconv.FormatInt(x.Refill, 10) + "/" + strconv.FormatInt(x.Period.Milliseconds(), 10))
+		if x.Shadow {
+			b.WriteString("/s")
+		}
 		if x.Window != "" {
 			b.WriteString("|" + x.Window + "|" + x.TimeZone + "|" + strconv.Itoa(int(x.WeekStart)) + "|" + strconv.Itoa(x.MonthDay))
 		}
@@ -126,13 +162,27 @@ func encodeLimits[L Limit](ls []L) string {
 	return b.String()
 }
 
+// ScopeItem is the item of a scope's limits and mode (see LimitsItem)
+// with neither: its key and its configuration index entry.
+func ScopeItem(ns string, k store.Key, entity, resource string) store.Item {
+	if entity != "" && resource == "" {
+		resource = keys.AnyResource
+	}
+	return store.Item{store.AttrPK: store.Str(k.PK), store.AttrSK: store.Str(k.SK),
+		store.AttrGSI3PK: store.Str(keys.ConfigIndexPK(ns)), store.AttrGSI3SK: store.Str(keys.LimitsIndexSK(entity, resource))}
+}
+
 // DecodeLimits decodes a stored limits item, checking each limit with
-// valid (limiter.Limit.Validate); ok is false for no item.
+// valid (limiter.Limit.Validate); ok is false for no item, or an item that
+// holds a mode alone.
 func DecodeLimits[L Limit](it store.Item, valid func(L) error) (_ []L, ok bool, _ error) {
 	if it == nil {
 		return nil, false, nil
 	}
 	s, ok := it.Str(AttrLimits)
+	if _, hasMode := it.Str(AttrMode); !ok && hasMode {
+		return nil, false, nil
+	}
 	if !ok {
 		return nil, false, errors.New("limiter: stored limits item has no limits attribute")
 	}
@@ -141,6 +191,10 @@ func DecodeLimits[L Limit](it store.Item, valid func(L) error) (_ []L, ok bool, 
 		name, rest, ok := strings.Cut(part, "=")
 		rest, cal, isQuota := strings.Cut(rest, "|")
 		f := strings.Split(rest, "/")
+		shadow := len(f) == 5 && f[4] == "s"
+		if shadow {
+			f = f[:4]
+		}
 		if !ok || len(f) != 4 {
 			return nil, false, errors.New("limiter: malformed stored limits " + strconv.Quote(s))
 		}
@@ -166,7 +220,7 @@ func DecodeLimits[L Limit](it store.Item, valid func(L) error) (_ []L, ok bool, 
 			v[i] = n
 		}
 		x := L(fields{Name: name, Capacity: v[0], Burst: v[1], Refill: v[2], Period: time.Duration(v[3]) * time.Millisecond,
-			Window: q.Window, TimeZone: q.TimeZone, WeekStart: q.WeekStart, MonthDay: q.MonthDay})
+			Window: q.Window, TimeZone: q.TimeZone, WeekStart: q.WeekStart, MonthDay: q.MonthDay, Shadow: shadow})
 		if err := valid(x); err != nil {
 			return nil, false, errors.New("limiter: stored limits: " + err.Error())
 		}

@@ -20,18 +20,21 @@ type limit struct {
 	Window, TimeZone string
 	WeekStart        time.Weekday
 	MonthDay         int
+	Shadow           bool
 }
 
 func valid(limit) error { return nil }
 
-// Limits round-trip through their item, a burst of 0 stored as the
+// Limits round-trip through their item (a shadow limit keeps its flag, a
+// shadow quota both its flag and its calendar), a burst of 0 stored as the
 // capacity; the item carries its configuration index entry.
 func TestLimitsRoundTrip(t *testing.T) {
-	ls := []limit{{Name: "rpm", Capacity: 100, Refill: 100, Period: time.Minute}, {Name: "tpm", Capacity: 10, Burst: 20, Refill: 5, Period: 250 * time.Millisecond},
-		{Name: "usd", Capacity: 50, Burst: 50, Window: "month", TimeZone: "Europe/Paris", MonthDay: 15}}
+	ls := []limit{{Name: "rpm", Capacity: 100, Refill: 100, Period: time.Minute}, {Name: "tpm", Capacity: 10, Burst: 20, Refill: 5, Period: 250 * time.Millisecond, Shadow: true},
+		{Name: "usd", Capacity: 50, Burst: 50, Window: "month", TimeZone: "Europe/Paris", MonthDay: 15},
+		{Name: "eur", Capacity: 7, Burst: 7, Window: "week", TimeZone: "America/New_York", WeekStart: time.Monday, Shadow: true}}
 	k := keys.EntityLimits("ns", "k", keys.AnyResource)
-	it := LimitsItem("ns", k, "k", "", ls)
-	if s, _ := it.Str(AttrLimits); s != "rpm=100/100/100/60000;tpm=10/20/5/250;usd=50/50/0/0|month|Europe/Paris|0|15" {
+	it := LimitsItem("ns", k, "k", "", ls, "")
+	if s, _ := it.Str(AttrLimits); s != "rpm=100/100/100/60000;tpm=10/20/5/250/s;usd=50/50/0/0|month|Europe/Paris|0|15;eur=7/7/0/0/s|week|America/New_York|1|0" {
 		t.Fatalf("stored %q", s)
 	}
 	if sk, _ := it.Str(store.AttrGSI3SK); sk != keys.LimitsIndexSK("k", keys.AnyResource) {
@@ -39,7 +42,7 @@ func TestLimitsRoundTrip(t *testing.T) {
 	}
 	got, ok, err := DecodeLimits(it, valid)
 	ls[0].Burst = 100
-	if err != nil || !ok || len(got) != 3 || got[0] != ls[0] || got[1] != ls[1] || got[2] != ls[2] {
+	if err != nil || !ok || len(got) != 4 || got[0] != ls[0] || got[1] != ls[1] || got[2] != ls[2] || got[3] != ls[3] {
 		t.Fatalf("decoded %+v %v %v", got, ok, err)
 	}
 	if got, ok, err := DecodeLimits[limit](nil, valid); got != nil || ok || err != nil {
@@ -57,6 +60,35 @@ func TestDecodeLimitsRefusesBadItems(t *testing.T) {
 	}
 	if _, _, err := DecodeLimits(store.Item{}, valid); err == nil || !strings.Contains(err.Error(), "has no limits attribute") {
 		t.Errorf("an item without limits: %v, want the attribute named missing", err)
+	}
+}
+
+// A scope may store a mode beside its limits, or a mode alone: the item
+// then has no limits (DecodeLimits says none, not malformed), and a scope
+// with neither has no item at all. A mode this library does not know is an
+// error, not "enforcing": a table written by a newer library must not turn
+// a refused scope into an enforcing one.
+func TestModeBesideLimits(t *testing.T) {
+	k := keys.ResourceLimits("ns", "gpt-4")
+	it := LimitsItem("ns", k, "", "gpt-4", []limit{{Name: "rpm", Capacity: 1, Burst: 1, Refill: 1, Period: time.Second}}, ModeRefuse)
+	if m, err := DecodeMode(it); m != ModeRefuse || err != nil {
+		t.Fatalf("mode %q %v", m, err)
+	}
+	alone := LimitsItem[limit]("ns", k, "", "gpt-4", nil, ModeAdmit)
+	if ls, ok, err := DecodeLimits(alone, valid); ls != nil || ok || err != nil {
+		t.Fatalf("a mode alone: limits %v %v %v", ls, ok, err)
+	}
+	if m, err := DecodeMode(alone); m != ModeAdmit || err != nil {
+		t.Fatalf("a mode alone: %q %v", m, err)
+	}
+	if it := LimitsItem[limit]("ns", k, "", "gpt-4", nil, ""); it != nil {
+		t.Fatalf("neither limits nor mode: %v, want no item", it)
+	}
+	if m, err := DecodeMode(nil); m != "" || err != nil {
+		t.Fatalf("no item: %q %v", m, err)
+	}
+	if _, err := DecodeMode(store.Item{AttrMode: store.Str("bypass")}); err == nil || !strings.Contains(err.Error(), `"bypass"`) {
+		t.Fatalf("unknown mode: %v", err)
 	}
 }
 

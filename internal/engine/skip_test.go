@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/store/memsim"
+)
+
+// A shadow limit that would refuse is skipped: the root package charges
+// the acquire again without it. That second charge must go through on
+// every path even when the skipped limit is empty or in debt (a positive
+// adjust put it there), or a shadow limit would refuse after all; the
+// skipped limit's tokens and total consumed stay as they were, and the
+// other limits are charged. Without Skipping the same charge is refused.
+func TestSkippedLimitNeverRefuses(t *testing.T) {
+	st := memsim.New(memsim.WithClock(memsim.NewManualClock(memsim.Epoch())))
+	now := func() int64 { return memsim.Epoch().UnixMilli() }
+	m := NewMemory(0)
+	limits := []Limit{perMinute("rpm", 100), perMinute("tpm", 10)}
+	charge := func(p *Plan) Step {
+		t.Helper()
+		c := NewCharge(m, p, newRand(1), Options{})
+		step, _ := drive(st, now, c.Start(now()), c.Feed)
+		return step
+	}
+	// Spend tpm, then put it in debt with an adjust.
+	if step := charge(NewPlan(bucketRef, limits, map[string]int64{"rpm": 1, "tpm": 10})); !step.Done {
+		t.Fatalf("first charge: %+v", step)
+	}
+	a := NewAdjust(m, NewPlan(bucketRef, limits, nil).WithAmounts(map[string]int64{"tpm": 5000_000}), 0, 1)
+	if step, _ := drive(st, now, a.Start(now()), a.Feed); step.Err != nil {
+		t.Fatalf("adjust: %+v", step)
+	}
+	tk := attr(t, st, bucketRef, 0, "b_tpm_tk")
+	if tk >= 0 {
+		t.Fatalf("tpm at %d, want debt", tk)
+	}
+	p := NewPlan(bucketRef, limits, map[string]int64{"rpm": 1, "tpm": 3})
+	if step := charge(p); step.Refused == nil {
+		t.Fatalf("enforcing tpm: %+v, want a refusal", step)
+	}
+	for i := 0; i < 5; i++ { // the speculative path, then whatever the memory picks
+		if step := charge(p.Skipping([]string{"tpm"})); !step.Done {
+			t.Fatalf("charge %d skipping tpm: %+v, want admitted", i, step)
+		}
+	}
+	if got := attr(t, st, bucketRef, 0, "b_tpm_tc"); got != 10_000+5_000_000 {
+		t.Fatalf("tpm consumed %d, want the first charge and the adjust only", got)
+	}
+	if got := attr(t, st, bucketRef, 0, "b_rpm_tc"); got != 6_000 {
+		t.Fatalf("rpm consumed %d, want 6 charges", got)
+	}
+	// A fresh process (empty memory) starts from a blind write: the same.
+	m = NewMemory(0)
+	if step := charge(p.Skipping([]string{"tpm"})); !step.Done {
+		t.Fatalf("a new process skipping tpm: %+v", step)
+	}
+}
+
+// A skipped calendar quota stays a quota: the charge skipping a spent
+// shadow quota goes through and leaves the quota as it was, and the rate
+// beside it is judged on its own tokens. A Skipping that dropped the
+// quotas from the plan lost the quota's attributes from the limiter's
+// views, and a refusal by the rate then told a wait that was not the
+// rate's.
+func TestSkippedQuotaStaysAQuota(t *testing.T) {
+	st := memsim.New(memsim.WithClock(memsim.NewManualClock(memsim.Epoch())))
+	now := func() int64 { return memsim.Epoch().UnixMilli() }
+	m := NewMemory(0)
+	usd := Limit{Name: "usd", Limit: bucket.Limit{Capacity: 5000, Burst: 5000}, Calendar: bucket.Calendar{Window: bucket.Month}}
+	limits := []Limit{perMinute("rpm", 100), usd}
+	charge := func(p *Plan) Step {
+		t.Helper()
+		c := NewCharge(m, p, newRand(1), Options{})
+		step, _ := drive(st, now, c.Start(now()), c.Feed)
+		return step
+	}
+	if step := charge(NewPlan(bucketRef, limits, map[string]int64{"rpm": 1, "usd": 5})); !step.Done {
+		t.Fatalf("spending the quota: %+v", step)
+	}
+	p := NewPlan(bucketRef, limits, map[string]int64{"rpm": 1, "usd": 1})
+	if step := charge(p); step.Refused == nil {
+		t.Fatalf("enforcing usd: %+v, want a refusal", step)
+	}
+	skipping := p.Skipping([]string{"usd"})
+	if len(skipping.quotas) != 1 || skipping.quotas[0].amount != 0 || p.quotas[0].amount != 1000 {
+		t.Fatalf("skipping usd: quotas %+v (the plan's %+v), want usd kept, charging nothing", skipping.quotas, p.quotas)
+	}
+	if step := charge(skipping); !step.Done {
+		t.Fatalf("charge skipping usd: %+v, want admitted", step)
+	}
+	if got := attr(t, st, bucketRef, 0, bucket.QuotaAttrName("usd", bucket.FieldTokens)); got != 0 {
+		t.Fatalf("usd holds %d, want 0: spent, and the skipping charge took nothing", got)
+	}
+}
