@@ -109,20 +109,31 @@ func ParseLimit(s string) (Limit, error) {
 			return bad("burst", "%d must be at least the rate (%d); to hold fewer tokens than the rate, shorten the period", l.Burst, rate)
 		}
 	}
-	if err := l.Validate(); err != nil {
-		// Only the name's reserved word and the period's range are left to
-		// break a rule here.
-		part, rule := "period", err.Error()
-		var ve *ValidationError
-		if errors.As(err, &ve) {
-			rule = ve.Rule
-			if strings.HasSuffix(ve.Field, "Name") {
-				part = "name"
-			}
-		}
+	// Only the name's reserved word and the period's range are left to
+	// break a rule here.
+	if part, rule := brokenRule(l, "period"); part != "" {
 		return bad(part, "%s", rule)
 	}
 	return l, nil
+}
+
+// brokenRule validates a limit parsed from text and names the part of the
+// text that breaks a rule: "name" when the rule is the name's, else other
+// (the one other part that can still break one); "" when l is valid.
+func brokenRule(l Limit, other string) (part, rule string) {
+	err := l.Validate()
+	if err == nil {
+		return "", ""
+	}
+	part, rule = other, err.Error()
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		rule = ve.Rule
+		if strings.HasSuffix(ve.Field, "Name") {
+			part = "name"
+		}
+	}
+	return part, rule
 }
 
 // weekdays are the anchors of a week quota, Sunday first.
@@ -177,17 +188,9 @@ func parseQuota(s string, bad func(part, format string, a ...any) (Limit, error)
 			return Limit{}, true, err
 		}
 	}
-	if err := l.Validate(); err != nil {
-		// Only the name's reserved word and the zone are left to break a
-		// rule here.
-		part, rule := "zone", err.Error()
-		var ve *ValidationError
-		if errors.As(err, &ve) {
-			rule = ve.Rule
-			if strings.HasSuffix(ve.Field, "Name") {
-				part = "name"
-			}
-		}
+	// Only the name's reserved word and the zone are left to break a rule
+	// here.
+	if part, rule := brokenRule(l, "zone"); part != "" {
 		_, err = bad(part, "%s", rule)
 		return Limit{}, true, err
 	}
