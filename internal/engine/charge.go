@@ -148,10 +148,13 @@ type Charge struct {
 	// count (see spread); nil until then, and it is read once.
 	throttle error
 
-	// Set when Done.
+	// Set when Done. At is the now (the client's clock, Unix ms) the
+	// successful write was made at: the epoch of the caps it charged.
 	Shard int
 	N     int64
 	Img   *Image
+	At    int64
+	wrote int64 // the now of the charge write in flight (or the create)
 }
 
 // NewCharge returns the machine of one acquire of p's bucket.
@@ -203,9 +206,11 @@ func (c *Charge) nextShard(now int64) Step {
 			return c.refuse(now)
 		}
 		shard := pick(c.rnd, c.n, c.tried)
-		if c.p.quotaNeedsShardZero(c.m, c.n, now) {
+		if c.p.quotaNeedsShardZero(c.m, c.n, now) || c.p.capNeedsShardZero(c.m, c.n, now) {
 			// A quota's window starts on another shard only at a count
-			// learned from shard 0 in that window (see quota.go).
+			// learned from shard 0 in that window (see quota.go); a cap
+			// is charged there only at a count learned from shard 0 in its
+			// last epoch (see concurrency.go).
 			if slices.Contains(c.tried, 0) {
 				return c.refuse(now)
 			}
@@ -272,6 +277,7 @@ func (c *Charge) blindWrite(now int64) Step {
 	if err != nil {
 		return Step{Err: err}
 	}
+	c.wrote = now
 	return c.write(ex, path, q)
 }
 
@@ -452,7 +458,7 @@ func (c *Charge) charged(img *Image, now int64) Step {
 	if n > 0 {
 		c.n = n
 	}
-	c.Shard, c.N, c.Img = c.shard, c.n, img
+	c.Shard, c.N, c.Img, c.At = c.shard, c.n, img, c.wrote
 	return Step{Done: true, Path: c.path}
 }
 
@@ -486,7 +492,7 @@ func (c *Charge) throttled(err error, now int64) Step {
 func (c *Charge) spread(err error, now int64) Step {
 	// (Not when a quota needs shard 0 first, and shard 0 is what refused:
 	// see nextShard.)
-	if c.n > 1 && len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n && !c.p.quotaNeedsShardZero(c.m, c.n, now) {
+	if c.n > 1 && len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n && !c.p.quotaNeedsShardZero(c.m, c.n, now) && !c.p.capNeedsShardZero(c.m, c.n, now) {
 		return c.nextShard(now) // another shard is another partition
 	}
 	if c.throttle == nil && c.phase == phWrite && c.view.busyness(now) != busyNo {
@@ -583,6 +589,7 @@ func (c *Charge) informedWrite(im *Image, now int64) Step {
 		return Step{Err: err}
 	}
 	c.contended = true // the next failure, if any, lost a race
+	c.wrote = now
 	return c.write(ex, path, q)
 }
 
@@ -758,6 +765,7 @@ func (c *Charge) afterVerify(r *Result, now int64) Step {
 func (c *Charge) createAt(n, now int64) Step {
 	q := c.p.withBilled(c.billed - 1) // the Put bills the failure before it
 	put := q.create(c.shard, n, now)
+	c.wrote = now
 	c.phase, c.path, c.put = phCreate, PathCreate, &put.Item
 	c.mine = q
 	if c.shard != 0 {
