@@ -40,14 +40,15 @@ type call struct {
 // code (or an actor) over its own store handle, with its own limiter,
 // clock, random source and caches.
 type client struct {
-	s       *Sim
-	id      int32
-	kind    clientKind
-	actor   Actor
-	rng     *rand.Rand
-	clock   clientClock
-	lim     *limiter.Limiter
-	startAt int64
+	capLease int // the cap lease its last acquire admitted (-1: none; see capLog)
+	s        *Sim
+	id       int32
+	kind     clientKind
+	actor    Actor
+	rng      *rand.Rand
+	clock    clientClock
+	lim      *limiter.Limiter
+	startAt  int64
 
 	yield   func(*call) bool
 	next    func() (*call, bool)
@@ -111,12 +112,14 @@ type pendingLease struct {
 	unkNeg   [MaxLimits]int64
 	mode     string // "admit" for a lease that charged nothing (admit mode)
 	skipped  [maxRoles][MaxLimits]bool
+	capLease int // its index in the Sim's capLog (-1: none)
 }
 
 const (
 	settleAdjust uint8 = iota + 1
 	settleRollback
 	settleAdjustRollback
+	settleCommit // Workload.HoldLeases: commit after the call
 )
 
 func (c *client) start(body func()) {
@@ -460,7 +463,17 @@ func (c *client) acquire(bi int32, amount [MaxLimits]int64, limits []limiter.Lim
 		op.Shard = int32(lease.Shard())
 		op.FailedOpen = lease.FailedOpen()
 	}
-	return lease, c.end(err), op
+	o := c.end(err)
+	c.capLease = -1
+	if s.caps != nil && c.kind == kindWriter {
+		switch o {
+		case Admitted:
+			c.capLease = s.caps.admitted(op)
+		case Rejected:
+			s.caps.refusedBy(op, err)
+		}
+	}
+	return lease, o, op
 }
 
 // caller returns the context and policy of the acquire in progress: in
@@ -599,12 +612,14 @@ func (c *client) schedule(lease *limiter.Lease, op *Op, amount [MaxLimits]int64)
 		if c.rng.Float64() < 0.05 {
 			action = settleAdjustRollback
 		}
+	case wl.HoldLeases:
+		action = settleCommit
 	default:
 		_ = lease.Commit()
 		return
 	}
 	pl := pendingLease{due: c.s.now + wl.callTime.draw(c.rng), lease: lease, bucket: op.Bucket, shard: op.Shard,
-		action: action, estimate: amount, base: amount, skipped: op.Skipped}
+		action: action, estimate: amount, base: amount, skipped: op.Skipped, capLease: c.capLease}
 	if op.Mode == "admit" {
 		pl.mode = op.Mode
 	}
@@ -621,6 +636,15 @@ func (c *client) schedule(lease *limiter.Lease, op *Op, amount [MaxLimits]int64)
 func (c *client) settle(pl *pendingLease) {
 	s := c.s
 	wl := s.wl
+	if s.caps != nil && pl.capLease >= 0 {
+		i := pl.capLease
+		s.caps.leases[i].end = s.now
+		defer func() { s.caps.leases[i].ended = s.now }()
+	}
+	if pl.action == settleCommit {
+		_ = pl.lease.Commit()
+		return
+	}
 	if pl.action == settleAdjust || pl.action == settleAdjustRollback {
 		clear(c.adjust)
 		var delta [MaxLimits]int64

@@ -1,0 +1,128 @@
+package sim
+
+import (
+	"errors"
+	"maps"
+	"slices"
+
+	"github.com/shardlimit/limiter"
+)
+
+// InvCap: the leases of a bucket live at once never exceed its
+// concurrency cap, a lease being live from its admission until its holder
+// ends it (Commit, Rollback) or its TTL has passed, less the clocks'
+// spread; and on a bucket of one shard, a refusal by the cap alone comes
+// only while the slots of the leases that may still be counted (live, or
+// dead for at most TTL + TTL/4 and the spread) leave too few for it: a
+// dead holder's slot comes back within TTL + E plus one write.
+const InvCap = "concurrency-cap"
+
+// capLog records the leases of the workload's concurrency cap (the one
+// limit with Window "concurrent"), as the clients see them, in true time.
+type capLog struct {
+	limit   int // its index in the model's limits
+	leases  []capLease
+	refused []capRefusal
+}
+
+type capLease struct {
+	bucket     int32
+	slots      int64
+	start      int64 // the acquire's call began
+	admitted   int64 // it returned the lease
+	end, ended int64 // Commit or Rollback was called, returned (-1: never, the holder died)
+}
+
+type capRefusal struct {
+	bucket     int32
+	slots      int64
+	start, end int64
+}
+
+// newCapLog returns the log of the workload's cap, nil without one.
+func newCapLog(w *Workload) *capLog {
+	for i, l := range w.Limits {
+		if l.Window == "concurrent" {
+			return &capLog{limit: i}
+		}
+	}
+	return nil
+}
+
+// admitted records an admitted lease; it returns its index.
+func (g *capLog) admitted(op *Op) int {
+	g.leases = append(g.leases, capLease{bucket: op.Bucket, slots: op.Amount[g.limit], start: op.Start, admitted: op.End, end: -1, ended: -1})
+	return len(g.leases) - 1
+}
+
+// refusedBy records a refusal of a bucket of one shard, judged by the
+// store, that no other limit refused: the cap's (or no limit's, which
+// InvCap judges as the cap's).
+func (g *capLog) refusedBy(op *Op, err error) {
+	rl, ok := errors.AsType[*limiter.RateLimitedError](err)
+	if !ok || rl.Local || rl.Parent {
+		return
+	}
+	for _, ls := range rl.Limits {
+		if ls.Limit.Window == "concurrent" && ls.Shards != 1 || ls.Limit.Window != "concurrent" && ls.Exceeded {
+			return
+		}
+	}
+	g.refused = append(g.refused, capRefusal{bucket: op.Bucket, slots: op.Amount[g.limit], start: op.Start, end: op.End})
+}
+
+// check flags InvCap's violations.
+func (g *capLog) check(c *Checker, m *Model) {
+	capOf := func(bi int32) (limiter.Limit, bool) {
+		for _, l := range m.Buckets[bi].Limits {
+			if l.Window == "concurrent" {
+				return l, true
+			}
+		}
+		return limiter.Limit{}, false
+	}
+	spread := 2 * m.SkewSpread
+	by := make(map[int32][]int)
+	for i, l := range g.leases {
+		by[l.bucket] = append(by[l.bucket], i)
+	}
+	for _, bi := range slices.Sorted(maps.Keys(by)) {
+		x, ok := capOf(bi)
+		if !ok {
+			continue
+		}
+		ttl := int64(x.TTL)
+		for _, i := range by[bi] {
+			t := g.leases[i].admitted
+			live := int64(0)
+			for _, j := range by[bi] {
+				l := &g.leases[j]
+				if l.admitted <= t && (l.end < 0 || l.end > t) && t < l.start+ttl-spread {
+					live += l.slots
+				}
+			}
+			if live > x.Capacity {
+				c.flag(InvCap, "%s/%s: %d slots of leases live at %s, above the cap %d", m.Buckets[bi].Entity, m.Buckets[bi].Resource, live, c.fmtT(t), x.Capacity)
+			}
+		}
+	}
+	for _, r := range g.refused {
+		x, ok := capOf(r.bucket)
+		if !ok {
+			continue
+		}
+		ttl := int64(x.TTL)
+		e := (ttl + 3) / 4
+		counted := int64(0)
+		for _, j := range by[r.bucket] {
+			l := &g.leases[j]
+			if l.start <= r.end && (l.ended < 0 || l.ended > r.start) && r.start < l.admitted+ttl+e+spread+c.latency {
+				counted += l.slots
+			}
+		}
+		if counted+r.slots <= x.Capacity {
+			c.flag(InvCap, "%s/%s: refused by the cap at %s while at most %d of its %d slots could be counted",
+				m.Buckets[r.bucket].Entity, m.Buckets[r.bucket].Resource, c.fmtT(r.end), counted, x.Capacity)
+		}
+	}
+}
