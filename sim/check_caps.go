@@ -30,7 +30,10 @@ type capLease struct {
 	slots      int64
 	start      int64 // the acquire's call began
 	admitted   int64 // it returned the lease
-	end, ended int64 // Commit or Rollback was called, returned (-1: never, the holder died)
+	// end is when Commit or Rollback was called, ended when it returned
+	// having given the slots back (-1: never: the holder died, or the
+	// release failed and the slots are counted until they expire).
+	end, ended int64
 }
 
 type capRefusal struct {
@@ -49,8 +52,12 @@ func newCapLog(w *Workload) *capLog {
 	return nil
 }
 
-// admitted records an admitted lease; it returns its index.
+// admitted records an admitted lease; it returns its index (-1 for a
+// lease of a scope not enforced: admit or shadow mode).
 func (g *capLog) admitted(op *Op) int {
+	if op.Mode != "" {
+		return -1
+	}
 	g.leases = append(g.leases, capLease{bucket: op.Bucket, slots: op.Amount[g.limit], start: op.Start, admitted: op.End, end: -1, ended: -1})
 	return len(g.leases) - 1
 }
@@ -60,7 +67,7 @@ func (g *capLog) admitted(op *Op) int {
 // InvCap judges as the cap's).
 func (g *capLog) refusedBy(op *Op, err error) {
 	rl, ok := errors.AsType[*limiter.RateLimitedError](err)
-	if !ok || rl.Local || rl.Parent {
+	if !ok || rl.Local || rl.Parent || op.Mode != "" {
 		return
 	}
 	for _, ls := range rl.Limits {
@@ -124,5 +131,20 @@ func (g *capLog) check(c *Checker, m *Model) {
 			c.flag(InvCap, "%s/%s: refused by the cap at %s while at most %d of its %d slots could be counted",
 				m.Buckets[r.bucket].Entity, m.Buckets[r.bucket].Resource, c.fmtT(r.end), counted, x.Capacity)
 		}
+	}
+}
+
+// capEnding records that pl's holder ends it now (Commit or Rollback).
+func (c *client) capEnding(pl *pendingLease) {
+	if c.s.caps != nil && pl.capLease >= 0 {
+		c.s.caps.leases[pl.capLease].end = c.s.now
+	}
+}
+
+// capEnded records the end of pl's Commit or Rollback: its slots are given
+// back unless it failed.
+func (c *client) capEnded(pl *pendingLease, err error) {
+	if c.s.caps != nil && pl.capLease >= 0 && err == nil && !c.s.stopping {
+		c.s.caps.leases[pl.capLease].ended = c.s.now
 	}
 }

@@ -636,13 +636,9 @@ func (c *client) schedule(lease *limiter.Lease, op *Op, amount [MaxLimits]int64)
 func (c *client) settle(pl *pendingLease) {
 	s := c.s
 	wl := s.wl
-	if s.caps != nil && pl.capLease >= 0 {
-		i := pl.capLease
-		s.caps.leases[i].end = s.now
-		defer func() { s.caps.leases[i].ended = s.now }()
-	}
 	if pl.action == settleCommit {
-		_ = pl.lease.Commit()
+		c.capEnding(pl)
+		c.capEnded(pl, pl.lease.Commit())
 		return
 	}
 	if pl.action == settleAdjust || pl.action == settleAdjustRollback {
@@ -680,13 +676,16 @@ func (c *client) settle(pl *pendingLease) {
 			}
 		}
 		if pl.action == settleAdjust {
-			_ = pl.lease.Commit()
+			c.capEnding(pl)
+			c.capEnded(pl, pl.lease.Commit())
 			return
 		}
 	}
 	op := c.begin(OpRollback, pl.bucket, pl.base)
 	op.Shard, op.UnkPos, op.UnkNeg = pl.shard, pl.unkPos, pl.unkNeg
+	c.capEnding(pl)
 	err := pl.lease.Rollback(bgctx)
+	c.capEnded(pl, err)
 	op.Mode, op.Skipped = pl.mode, pl.skipped
 	c.end(err)
 }
