@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"errors"
+	"github.com/shardlimit/limiter/internal/items"
 	"testing"
 	"time"
 )
@@ -148,3 +149,69 @@ func TestCapTextJSONAndValidation(t *testing.T) {
 }
 
 func (l Limit) withTTL(d time.Duration) Limit { l.TTL = d; return l }
+
+// A team's cap above its keys' caps: two keys of 3 slots each under a team
+// of 4. The team's cap refuses a key with free slots once the team's are
+// taken, and the refusal takes nothing from the key (its slot is given
+// back by the cascade's undo). A key's commit frees a slot of both.
+func TestStoryATeamCapAboveItsKeysCaps(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter()
+	for _, en := range []items.Entity{{ID: "team"}, {ID: "k1", Parent: "team", Cascade: true}, {ID: "k2", Parent: "team", Cascade: true}} {
+		if err := l.putEntity(e.ctx, en); err != nil {
+			t.Fatal(err)
+		}
+	}
+	team := Limit{Name: "inflight", Capacity: 4, Window: "concurrent", TTL: time.Minute}
+	if err := l.putLimits(e.ctx, scope{Entity: "team"}, []Limit{PerMinute("rpm", 100), team}); err != nil {
+		t.Fatal(err)
+	}
+	keyCap := Limit{Name: "inflight", Capacity: 3, Window: "concurrent", TTL: time.Minute}
+	ask := func(key string) Request {
+		return req(key, []Limit{PerMinute("rpm", 100), keyCap}, map[string]int64{"rpm": 1, "inflight": 1})
+	}
+	var held []*Lease
+	for _, k := range []string{"k1", "k1", "k1", "k2"} {
+		held = append(held, e.mustAcquire(l, ask(k)))
+	}
+	e.mustReject(l, ask("k1")) // k1's own cap
+	rl := e.mustReject(l, ask("k2"))
+	if !rl.Parent {
+		t.Fatalf("k2 with 2 free slots refused by %+v; want the team's cap", rl)
+	}
+	if lv := e.live("k2", "gpt-4", "inflight", 0); lv != 1 {
+		t.Fatalf("k2 counts %d slots after the team refused it; want 1", lv)
+	}
+	if err := held[0].Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if k1, tm := e.live("k1", "gpt-4", "inflight", 0), e.live("team", "gpt-4", "inflight", 0); k1 != 2 || tm != 3 {
+		t.Fatalf("after a commit: k1 %d, team %d; want 2 and 3", k1, tm)
+	}
+	e.mustAcquire(l, ask("k2"))
+}
+
+// Status and a lease's Limits report a cap's free slots, and a shadow cap
+// that would refuse admits without taking a slot.
+func TestStoryStatusAndAShadowCap(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter()
+	limits := []Limit{PerMinute("rpm", 100), inflight}
+	ask := req("k1", limits, map[string]int64{"rpm": 1, "inflight": 1})
+	le := e.mustAcquire(l, ask)
+	if st := stateOf(t, le.Limits(), "inflight"); st.Remaining != 1 || st.Reset <= 0 {
+		t.Fatalf("lease's inflight %+v; want 1 free and a reset", st)
+	}
+	status, err := l.Status(e.ctx, "k1", "gpt-4", limits)
+	if st := stateOf(t, status, "inflight"); err != nil || st.Remaining != 1 {
+		t.Fatalf("Status: %+v, %v; want 1 free", st, err)
+	}
+	shadow := inflight
+	shadow.Shadow = true
+	ask.Limits = []Limit{PerMinute("rpm", 100), shadow}
+	e.mustAcquire(l, ask)
+	e.mustAcquire(l, ask) // the cap is full: admitted, in shadow
+	if lv := e.live("k1", "gpt-4", "inflight", 0); lv != 2 {
+		t.Fatalf("live %d; a shadow cap that would refuse takes no slot", lv)
+	}
+}
