@@ -34,6 +34,10 @@ type capLease struct {
 	// having given the slots back (-1: never: the holder died, or the
 	// release failed and the slots are counted until they expire).
 	end, ended int64
+	// unknown marks an acquire that failed with an unknown outcome (its
+	// write may have applied, its slots then counted until they expire):
+	// no one holds it, but the refusals may find its slots taken.
+	unknown bool
 }
 
 type capRefusal struct {
@@ -60,6 +64,14 @@ func (g *capLog) admitted(op *Op) int {
 	}
 	g.leases = append(g.leases, capLease{bucket: op.Bucket, slots: op.Amount[g.limit], start: op.Start, admitted: op.End, end: -1, ended: -1})
 	return len(g.leases) - 1
+}
+
+// unknown records an acquire whose outcome is unknown (unavailable, or
+// cut by the end of the run).
+func (g *capLog) unknown(op *Op) {
+	if op.Mode == "" {
+		g.leases = append(g.leases, capLease{bucket: op.Bucket, slots: op.Amount[g.limit], start: op.Start, admitted: op.End, end: -1, ended: -1, unknown: true})
+	}
 }
 
 // refusedBy records a refusal of a bucket of one shard, judged by the
@@ -104,7 +116,7 @@ func (g *capLog) check(c *Checker, m *Model) {
 			live := int64(0)
 			for _, j := range by[bi] {
 				l := &g.leases[j]
-				if l.admitted <= t && (l.end < 0 || l.end > t) && t < l.start+ttl-spread {
+				if !l.unknown && l.admitted <= t && (l.end < 0 || l.end > t) && t < l.start+ttl-spread {
 					live += l.slots
 				}
 			}

@@ -471,6 +471,8 @@ func (c *client) acquire(bi int32, amount [MaxLimits]int64, limits []limiter.Lim
 			c.capLease = s.caps.admitted(op)
 		case Rejected:
 			s.caps.refusedBy(op, err)
+		case Unavailable, Cut:
+			s.caps.unknown(op)
 		}
 	}
 	return lease, o, op
