@@ -224,9 +224,10 @@ func (le *Lease) Rollback(ctx context.Context) error {
 
 // Commit ends the lease, keeping what it charged. It does no I/O, except
 // for a lease that holds a concurrency cap's slots: Commit gives them back
-// with one write per bucket (the buckets' writes made together), which
-// also ends the lease when it fails (the slots then come back on their own
-// after the cap's TTL); its error is then an *UnavailableError. A slot
+// with one write per bucket (the buckets' writes made together, bounded
+// by the time a cascade's compensation has), which also ends the lease
+// when it fails (the slots then come back on their own after the cap's
+// TTL); its error is then an *UnavailableError. A slot
 // whose TTL has passed (by the limiter's clock) is given back without a
 // write.
 func (le *Lease) Commit() error {
@@ -242,7 +243,9 @@ func (le *Lease) Commit() error {
 	if le.failedOpen || le.bypass || !le.holdsSlots() {
 		return nil
 	}
-	return le.applyEach(context.Background(), "commit", (*leasePart).capRelease)
+	ctx, cancel := le.l.detached(context.Background()) // bounded, as a compensation is
+	defer cancel()
+	return le.applyEach(ctx, "commit", (*leasePart).capRelease)
 }
 
 // applyEach charges each part of the lease what amounts(part) says, in
