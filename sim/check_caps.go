@@ -79,7 +79,19 @@ func (g *capLog) unknown(op *Op) {
 // InvCap judges as the cap's).
 func (g *capLog) refusedBy(op *Op, err error) {
 	rl, ok := errors.AsType[*limiter.RateLimitedError](err)
-	if !ok || rl.Local || rl.Parent || op.Mode != "" {
+	if !ok || op.Mode != "" {
+		return
+	}
+	// A refused acquire may have taken its slots for a moment: a cascade
+	// whose parent refused takes them on the child and gives them back
+	// before it answers, or, when that compensation fails, leaves them to
+	// expire.
+	t := capLease{bucket: op.Bucket, slots: op.Amount[g.limit], start: op.Start, admitted: op.End, end: -1, ended: op.End, unknown: true}
+	if rl.Parent {
+		t.ended = -1
+	}
+	g.leases = append(g.leases, t)
+	if rl.Local || rl.Parent {
 		return
 	}
 	for _, ls := range rl.Limits {

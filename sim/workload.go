@@ -403,7 +403,7 @@ func (w *Workload) validate() error {
 		for i, l := range w.Limits {
 			w.probeLimits[i] = limiter.PerSecond(l.Name, 4)
 			if l.Window != "" { // the same kind (the checker reads it so), never binding
-				w.probeLimits[i] = limiter.Limit{Name: l.Name, Capacity: 1_000_000_000, Window: l.Window, TimeZone: l.TimeZone}
+				w.probeLimits[i] = limiter.Limit{Name: l.Name, Capacity: 1_000_000_000, Window: l.Window, TimeZone: l.TimeZone, TTL: l.TTL}
 			}
 		}
 	}
