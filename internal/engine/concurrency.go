@@ -176,8 +176,16 @@ func (p *Plan) capsShort(im *Image, n, now int64) bool {
 
 // emitCaps emits the caps' part of a write on a shard of n, from the
 // image the writer holds (nil: none; the write then guesses that the slot
-// of now is current and nothing left the ring).
-func (p *Plan) emitCaps(k *builder, im *Image, n, now int64) {
+// of now is current and nothing left the ring). push says the write sets
+// no expiry otherwise: it then pushes the item's expiry past the slot it
+// charges (capExpiry), from the image, on the condition that the expiry is
+// as the image shows it (a writer with an older image fails and writes
+// again from the item returned, which the push then covers).
+func (p *Plan) emitCaps(k *builder, im *Image, n, now int64, push bool) {
+	if seen, has := im.ttlSeen(); push && has && p.ChargesCap() {
+		k.pushTTL(p.capExpiry(now), seen)
+		k.pin = true
+	}
 	for i := range p.caps {
 		c := &p.caps[i]
 		k1 := c.slots()
@@ -284,6 +292,14 @@ func (p *Plan) capExpiry(rf int64) int64 {
 		exp = max(exp, expiryAt((c.epoch(rf)+ringSize+1)*c.epochLen(), 0))
 	}
 	return exp
+}
+
+// ttlSeen returns the image's expiry (false: none, or no image).
+func (im *Image) ttlSeen() (int64, bool) {
+	if im == nil {
+		return 0, false
+	}
+	return im.raw.Int(store.AttrTTL)
 }
 
 // removedCaps returns the attributes of the caps the image has and the

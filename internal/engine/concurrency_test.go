@@ -196,3 +196,26 @@ func TestACapOnShardsNeedsARecentShardZero(t *testing.T) {
 		t.Fatal("needed without a cap charged, or on one shard")
 	}
 }
+
+// A bucket charged by speculative writes only (its rates never full, never
+// refilled under the lock) keeps the expiry its last full or normal write
+// set. A cap's slots must outlive the item, or DynamoDB would delete it
+// with leases in flight and the next acquire would find every slot free:
+// the speculative write pushes the expiry past its slot, once, on the
+// condition that no other writer pushed it since its image.
+func TestASpeculativeCapWritePushesTheExpiryPastItsSlot(t *testing.T) {
+	p := capPlan(inflight2)
+	it := shape{rf: T - 10_000}.item(p)
+	it[store.AttrTTL] = store.Int(T / 1000) // expires now
+	ex, err := p.speculative(image(t, it), 1, T, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(slices.Collect(maps.Values(ex.Names)), store.AttrTTL) {
+		t.Fatalf("the write leaves the expiry alone: %s", ex.Update)
+	}
+	it[store.AttrTTL] = store.Int(p.capExpiry(T))
+	if ex, _ = p.speculative(image(t, it), 1, T, nil, false); slices.Contains(slices.Collect(maps.Values(ex.Names)), store.AttrTTL) {
+		t.Fatalf("the write pushes an expiry that covers its slot: %s", ex.Update)
+	}
+}

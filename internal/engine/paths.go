@@ -54,7 +54,7 @@ func (p *Plan) speculative(im *Image, n, now int64, burn []int64, ride bool) (st
 // emitSpeculative emits the speculative write (ride: see speculative).
 func (p *Plan) emitSpeculative(k *builder, im *Image, n, now int64, burn []int64, ride bool) {
 	p.emitQuotas(k, im, n, now, true)
-	p.emitCaps(k, im, n, now)
+	p.emitCaps(k, im, n, now, true)
 	k.cond(condEq, attrLimitsHash, p.hash)
 	k.cond(condEq, attrShardCount, n)
 	if ride && burn != nil {
@@ -170,7 +170,7 @@ func (p *Plan) full(im *Image, n, now, h int64) (store.Expr, error) {
 // emitFull emits the full write (im: the writer's image, for the quotas).
 func (p *Plan) emitFull(k *builder, im *Image, n, now, h int64) {
 	p.emitQuotas(k, im, n, now, false)
-	p.emitCaps(k, im, n, now)
+	p.emitCaps(k, im, n, now, false)
 	rf := now + h
 	k.set(attrRefill, rf)
 	k.set(store.AttrTTL, p.ttl(nil, n, rf))
@@ -422,7 +422,7 @@ func (p *Plan) normal(im *Image, n, now int64, floors bool, burn []int64) (store
 	}
 	k := &builder{u: u, conds: conds}
 	p.emitQuotas(k, im, n, now, false)
-	p.emitCaps(k, im, n, now)
+	p.emitCaps(k, im, n, now, false)
 	u, conds = k.u, k.conds
 	if seen, ok := im.raw.Int(store.AttrTTL); ok {
 		// ADD, not SET: a concurrent Adjust may have pushed the expiry
@@ -457,7 +457,7 @@ func (p *Plan) emitNormal(k *builder, im *Image, n, now int64, floors bool, burn
 	k.cond(condEq, attrLimitsHash, im.hash)
 	k.cond(condEq, attrShardCount, im.shardCount)
 	p.emitQuotas(k, im, n, now, false)
-	p.emitCaps(k, im, n, now)
+	p.emitCaps(k, im, n, now, false)
 	for i := range p.specs {
 		s := &p.specs[i]
 		st, _ := p.normalStep(s, im, n, rf1, burnOf(burn, i), 0) // present: the hashes match
@@ -614,7 +614,7 @@ func (p *Plan) emitAdjust(k *builder, n, now int64) {
 	}
 	k.cond(condEq, attrShardCount, n)
 	p.emitQuotas(k, nil, n, now, false)
-	p.emitCaps(k, nil, n, now)
+	p.emitCaps(k, nil, n, now, false)
 	for i := range p.specs {
 		s := &p.specs[i]
 		if s.amount == 0 {
