@@ -26,10 +26,10 @@ type capLog struct {
 }
 
 type capLease struct {
-	bucket     int32
-	slots      int64
-	start      int64 // the acquire's call began
-	admitted   int64 // it returned the lease
+	bucket   int32
+	slots    int64
+	start    int64 // the acquire's call began
+	admitted int64 // it returned the lease
 	// end is when Commit or Rollback was called, ended when it returned
 	// having given the slots back (-1: never: the holder died, or the
 	// release failed and the slots are counted until they expire).
