@@ -67,3 +67,26 @@ func TestLeasesCrashScenario(t *testing.T) {
 		t.Fatalf("crashes %d, rejected %d, admitted %d: the scenario tests nothing", rep.Crashes, rep.Rejected, rep.Admitted)
 	}
 }
+
+// A hot key with a cap under sharding pressure: 3,000 acquires a second,
+// each lease held about 200 ms, the cap of 400 leases binding now and
+// then, writers crashing holding leases; the bucket doubles under the
+// leases (new shards start full of phantom slots). Live leases never
+// exceed the cap through the doublings.
+func TestCapThroughDoublings(t *testing.T) {
+	wl := &Workload{
+		Limits:   []limiter.Limit{limiter.PerSecond("rps", 1_000_000), {Name: "inflight", Capacity: 400, Window: "concurrent", TTL: 2 * time.Second}},
+		Entities: []Entity{{ID: "hot"}}, Resources: []string{"gpt-4o"},
+		Consume:    []Range{{Min: 1, Max: 1}, {Min: 1, Max: 1}},
+		HoldLeases: true, RollbackProb: 0.05,
+		CallTime: Latency{Median: 100 * time.Millisecond, P99: 1500 * time.Millisecond},
+		Writers:  128, Rate: 3000, Duration: 6 * time.Second,
+		CrashEvery: 5 * time.Second, CrashDowntime: 200 * time.Millisecond,
+	}
+	rep := mustRun(t, Config{Workload: wl, Seed: 3})
+	requireOK(t, rep)
+	if rep.ShardDoublings == 0 || rep.Rejected == 0 {
+		t.Fatalf("doublings %d, rejected %d: the run tests nothing", rep.ShardDoublings, rep.Rejected)
+	}
+	t.Logf("%d admitted, %d rejected, %d doublings, final shards %d", rep.Admitted, rep.Rejected, rep.ShardDoublings, rep.ShardCountFinal)
+}
