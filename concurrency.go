@@ -86,8 +86,8 @@ func parseCap(s string, bad func(part, format string, a ...any) (Limit, error)) 
 		_, err = bad("cap", "%q must be a whole number of leases between 1 and %d", nText, MaxTokens)
 		return Limit{}, true, err
 	}
-	if l.TTL, err = time.ParseDuration(fields[2]); err != nil {
-		_, err = bad("ttl", "%q must be a Go duration such as 30s or 5m", fields[2])
+	if l.TTL, ok = parsePeriod(fields[2]); !ok {
+		_, err = bad("ttl", "%q must be a duration as a rate's period is written: s, min, h, a count and one of them (30s, 5min), or a Go duration (90s, 1h30m)", fields[2])
 		return Limit{}, true, err
 	}
 	if part, rule := brokenRule(l, "ttl"); part != "" {
@@ -97,9 +97,10 @@ func parseCap(s string, bad func(part, format string, a ...any) (Limit, error)) 
 	return l, true, nil
 }
 
-// capString writes a cap as ParseLimit reads it: "inflight:10/concurrent:5m0s".
+// capString writes a cap as ParseLimit reads it: "inflight:10/concurrent:5min",
+// the TTL as a rate's period is written.
 func (l Limit) capString(shadow string) string {
-	return l.Name + ":" + strconv.FormatInt(l.Capacity, 10) + "/" + concurrent + ":" + l.TTL.String() + shadow
+	return l.Name + ":" + strconv.FormatInt(l.Capacity, 10) + "/" + concurrent + ":" + formatPeriod(l.TTL) + shadow
 }
 
 // capRelease returns what the part holds of its concurrency caps, negated

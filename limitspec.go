@@ -69,8 +69,9 @@ var periodUnits = []struct {
 //
 //	name:n/concurrent:ttl[:shadow]
 //
-// where n is the most leases in flight (its Capacity) and ttl a Go
-// duration, the leases' time to live: "inflight:10/concurrent:5m".
+// where n is the most leases in flight (its Capacity) and ttl the leases'
+// time to live, written as a rate's period (5min, 30s, 90s): for example
+// "inflight:10/concurrent:5min".
 //
 // Errors are a *[ValidationError] (errors.Is(err, [ErrInvalid])) whose
 // Field names the part of s that is wrong (name, rate, period or burst,
