@@ -71,17 +71,17 @@ type conc struct {
 	at int64
 }
 
-// CapAttrName returns the attribute name c_{limit}_{field} of a
+// capAttr returns the attribute name c_{limit}_{field} of a
 // concurrency cap: n0..n4 (a slot's count), e0..e4 (its epoch), lv (the
 // live count), cp (N, undivided).
-func CapAttrName(limit, field string) string { return "c_" + limit + "_" + field }
+func capAttr(limit, field string) string { return "c_" + limit + "_" + field }
 
 func newConc(l Limit) conc {
 	c := conc{name: l.Name, n: l.Capacity / bucket.MilliPerToken, ttl: l.TTL,
-		lv: CapAttrName(l.Name, "lv"), cp: CapAttrName(l.Name, "cp")}
+		lv: capAttr(l.Name, "lv"), cp: capAttr(l.Name, "cp")}
 	for i := range ringSize {
-		c.cnt[i] = CapAttrName(l.Name, "n"+strconv.Itoa(i))
-		c.tag[i] = CapAttrName(l.Name, "e"+strconv.Itoa(i))
+		c.cnt[i] = capAttr(l.Name, "n"+strconv.Itoa(i))
+		c.tag[i] = capAttr(l.Name, "e"+strconv.Itoa(i))
 	}
 	return c
 }
