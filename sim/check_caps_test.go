@@ -68,7 +68,7 @@ func TestLeasesCrashScenario(t *testing.T) {
 	}
 }
 
-// A hot key with a cap under sharding pressure: 2,500 acquires a second,
+// A hot key with a cap under sharding pressure: 3,000 acquires a second,
 // each lease held about 200 ms, the cap of 400 leases binding now and
 // then, writers crashing holding leases; the bucket doubles under the
 // leases (new shards start full of phantom slots). Live leases never
@@ -80,7 +80,7 @@ func TestCapThroughDoublings(t *testing.T) {
 		Consume:    []Range{{Min: 1, Max: 1}, {Min: 1, Max: 1}},
 		HoldLeases: true, RollbackProb: 0.05,
 		CallTime: Latency{Median: 100 * time.Millisecond, P99: 1500 * time.Millisecond},
-		Writers:  64, Rate: 2500, Duration: 4 * time.Second,
+		Writers:  128, Rate: 3000, Duration: 4 * time.Second,
 		CrashEvery: 5 * time.Second, CrashDowntime: 200 * time.Millisecond,
 	}
 	rep := mustRun(t, Config{Workload: wl, Seed: 3})
