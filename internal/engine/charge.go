@@ -116,7 +116,7 @@ type Charge struct {
 	plan *Plan // the acquire's
 	p    *Plan // plan on the current shard (see Plan.OnShard)
 	o    Options
-	rnd Rand
+	rnd  Rand
 
 	n       int64 // the shard count in use
 	tried   []int
