@@ -555,7 +555,11 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		// count rather than join them here.
 		c.m.learn(c.p.Ref, c.shard, im, im.shardCount, now, c.lat, nil)
 		c.n = im.shardCount
-		return c.nextShard(now)
+		if c.shard != 0 || !c.p.quotaNeedsShardZero(c.m, c.n, now) {
+			return c.nextShard(now)
+		}
+		// Shard 0 is where a quota's window starts (see quota.go): write
+		// it again, at its count.
 	}
 	learnt := int64(0)
 	if c.shard == 0 {
