@@ -183,6 +183,29 @@ func (p *Plan) quotasShort(im *Image, n, now int64) bool {
 	return false
 }
 
+// quotaSpent reports whether the image shows a quota the plan charges
+// short of its charge in the window of now (or a later one) that the item
+// is in. Only the window's end or a refund to that window brings the quota
+// back, and the process learns of its own refunds from their writes: it
+// refuses such acquires without a write until the window ends, however
+// old its image. A refund another process makes meanwhile (a negative
+// Adjust, a Rollback) serves the processes that have not seen the window
+// spent; this one sees it at its first write after the window's end, when
+// it no longer matters.
+func (p *Plan) quotaSpent(im *Image, now int64) bool {
+	for i := range p.quotas {
+		q := &p.quotas[i]
+		if q.amount <= 0 {
+			continue
+		}
+		w, _ := q.cal.Bounds(now)
+		if ws, tk, ok := im.quota(q); ok && ws >= w && tk < q.amount {
+			return true
+		}
+	}
+	return false
+}
+
 // emitQuotas emits the quotas' part of a write on a shard of n, from the
 // image the writer holds (nil: none; the write then guesses the window of
 // now). push says the write sets no expiry otherwise: a window it starts

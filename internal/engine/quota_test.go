@@ -179,3 +179,27 @@ func TestAShardMadeAfterShardZeroStartedTheWindowHoldsNothingOfIt(t *testing.T) 
 		t.Errorf("shard 1: %d left of the day (started %v), want a quarter less the charge (200000-1000)", left, ok)
 	}
 }
+
+// A process that saw the day's quota spent refuses the next acquires
+// without a write until midnight, however old its image: nothing but the
+// day's end or a refund gives the quota back. (They went to the store once
+// the image was older than LocalRefusalAge: 1 WCU each, 7,049 of the 8,849
+// refusals of quota-month's seed 1.) Its own refund, whose write returns
+// the item, lifts it at once; at midnight it writes again.
+func TestASpentQuotaIsRefusedWithoutAWriteUntilTheWindowEnds(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, dayItem(p, 0, 1, T, 500, 1), 1, T+1000) // half a request left
+	for _, at := range []int64{T + 1000, T + 10*60*1000, T + day - 1} {
+		if got := describe(NewCharge(m, p, picks(0), Options{}).Start(at)); got != "refused local" {
+			t.Fatalf("%d ms into the day: %q, want refused without a write", at-T, got)
+		}
+	}
+	if got := describe(NewCharge(m, p, picks(0), Options{}).Start(T + day)); !strings.HasPrefix(got, "update 0 ") {
+		t.Fatalf("at midnight: %q, want a write (the new day)", got)
+	}
+	knows(t, m, bucketRef, dayItem(p, 0, 1, T, 5000, 1), 1, T+60_000) // a refund of this process
+	if got := describe(NewCharge(m, p, picks(0), Options{}).Start(T + 120_000)); !strings.HasPrefix(got, "update 0 ") {
+		t.Fatalf("after its refund: %q, want a write", got)
+	}
+}
