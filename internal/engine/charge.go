@@ -114,7 +114,7 @@ const (
 type Charge struct {
 	m    *Memory
 	plan *Plan // the acquire's
-	p    *Plan // plan on the current shard (see Plan.OnShard)
+	p    *Plan // plan on the current shard (see Plan.forShard)
 	o    Options
 	rnd  Rand
 
@@ -247,11 +247,11 @@ func (c *Charge) nextShard(now int64) Step {
 }
 
 // onShard sets the plan for the current shard, from the memory's image of
-// shard 0 (see Plan.OnShard).
+// shard 0 (see Plan.forShard).
 func (c *Charge) onShard() {
 	c.p = c.plan
 	if c.shard != 0 {
-		c.p = c.plan.OnShard(c.shard, c.m.View(c.plan.Ref, 0).Img)
+		c.p = c.plan.forShard(c.shard, c.m.View(c.plan.Ref, 0).Img)
 	}
 }
 

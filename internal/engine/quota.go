@@ -66,7 +66,7 @@ type quota struct {
 	// Unix ms); 0 for an acquire, which charges the window of now or the
 	// one stored.
 	at int64
-	// shard is the shard the write goes to (see Plan.OnShard); on one
+	// shard is the shard the write goes to (see Plan.forShard); on one
 	// other than 0, w0 and n0 are the window the writer's last image of
 	// shard 0 shows (its start, Unix ms; 0: none) and the count shard 0
 	// started it at.
@@ -109,10 +109,10 @@ func (q *quota) opening(n, now int64) (w, share int64, ok bool) {
 	return q.w0, q.share(q.n0), true
 }
 
-// OnShard returns p for a write on shard, with what the writer's last
+// forShard returns p for a write on shard, with what the writer's last
 // image of shard 0 (im0, nil: none) says of the quotas' windows (see
 // quota.opening); p itself when it has no quota.
-func (p *Plan) OnShard(shard int, im0 *Image) *Plan {
+func (p *Plan) forShard(shard int, im0 *Image) *Plan {
 	if len(p.quotas) == 0 {
 		return p
 	}
