@@ -112,10 +112,11 @@ const (
 // makes the write the client's knowledge calls for, and reacts to what
 // comes back. Create it with NewCharge, then call Start and Feed.
 type Charge struct {
-	m   *Memory
-	p   *Plan
-	o   Options
-	rnd Rand
+	m    *Memory
+	plan *Plan // the acquire's
+	p    *Plan // plan on the current shard (see Plan.forShard)
+	o    Options
+	rnd  Rand
 
 	n       int64 // the shard count in use
 	tried   []int
@@ -159,7 +160,7 @@ type Charge struct {
 
 // NewCharge returns the machine of one acquire of p's bucket.
 func NewCharge(m *Memory, p *Plan, rnd Rand, o Options) *Charge {
-	return &Charge{m: m, p: p, rnd: rnd, o: o}
+	return &Charge{m: m, plan: p, p: p, rnd: rnd, o: o}
 }
 
 // Start returns the first step.
@@ -223,6 +224,7 @@ func (c *Charge) nextShard(now int64) Step {
 		c.tried = append(c.tried, shard)
 		c.settleBilled(now)
 		c.shard, c.attempts, c.contended = shard, 0, false
+		c.onShard()
 		c.billed, c.view, c.entry = c.m.enter(c.p.Ref, shard, now)
 		if c.p.refusesLocally(&c.view, c.n, now, c.o) {
 			v := c.view
@@ -246,6 +248,15 @@ func (c *Charge) nextShard(now int64) Step {
 			return c.double(now, func() Step { return c.blindWrite(now) })
 		}
 		return c.blindWrite(now)
+	}
+}
+
+// onShard sets the plan for the current shard, from the memory's image of
+// shard 0 (see Plan.forShard).
+func (c *Charge) onShard() {
+	c.p = c.plan
+	if c.shard != 0 {
+		c.p = c.plan.forShard(c.shard, c.m.View(c.plan.Ref, 0).Img)
 	}
 }
 
@@ -550,7 +561,11 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		// count rather than join them here.
 		c.m.learn(c.p.Ref, c.shard, im, im.shardCount, now, c.lat, nil)
 		c.n = im.shardCount
-		return c.nextShard(now)
+		if c.shard != 0 || !c.p.quotaNeedsShardZero(c.m, c.n, now) {
+			return c.nextShard(now)
+		}
+		// Shard 0 is where a quota's window starts (see quota.go): write
+		// it again, at its count.
 	}
 	learnt := int64(0)
 	if c.shard == 0 {
@@ -558,6 +573,12 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		c.n = learnt
 	}
 	c.m.learn(c.p.Ref, c.shard, im, learnt, now, c.lat, nil)
+	if c.shard != 0 && c.p.quotaNeedsShardZero(c.m, c.n, now) {
+		// A quota's window ended since the acquire chose this shard: the
+		// next window starts here only at shard 0's count (see quota.go).
+		return c.nextShard(now)
+	}
+	c.onShard() // shard 0 may have moved on meanwhile
 	if c.view.Rate <= 0 {
 		// The image may have brought the shard's first (provisional)
 		// rates: the write that follows burns headroom with them, on a

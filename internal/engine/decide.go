@@ -107,7 +107,13 @@ func (p *Plan) refusesLocally(v *ShardView, n, now int64, o Options) bool {
 // other processes, the process counts on its share only (withheld).
 func (p *Plan) lacks(v *ShardView, n, now int64, o Options, shared bool) bool {
 	im := v.Img
-	if o.NoLocalRefusals || im == nil || !im.matches(p, n) || now-v.At > LocalRefusalAge || now < v.At {
+	if o.NoLocalRefusals || im == nil || !im.matches(p, n) || now < v.At {
+		return false
+	}
+	if p.quotaSpent(im, now) {
+		return true // however old the image: until the window's end (see quotaSpent)
+	}
+	if now-v.At > LocalRefusalAge {
 		return false
 	}
 	// A refusal said the request would fit by now: from then on it is
