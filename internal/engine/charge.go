@@ -268,11 +268,22 @@ func (c *Charge) blindWrite(now int64) Step {
 		// one this process has no image of is likely still filling.
 		first = PathNone
 	}
-	ex, path, err := q.blind(&c.view, c.n, now, c.rnd.Float64(), first)
+	// A process's first write to a bucket it believes at one shard may be
+	// the one that creates it (see Plan.orCreate).
+	create := c.cold && c.shard == 0 && c.n == 1 && q.createsInOne()
+	ex, path, err := q.blind(&c.view, c.n, now, c.rnd.Float64(), first, create)
 	if err != nil {
 		return Step{Err: err}
 	}
 	return c.write(ex, path, q)
+}
+
+// created reports whether img, the item a charge write made at now
+// returned, is one that write created (orCreate): its write count is that
+// write's alone, and its rf is now.
+func (c *Charge) created(img *Image, now int64) bool {
+	w, ok := img.writes()
+	return c.cold && c.shard == 0 && ok && c.mine != nil && img.rf == now && w == c.mine.specs[len(c.mine.specs)-1].amount
 }
 
 // Drop ends a machine whose last step's call will not be made (a cascade
@@ -331,6 +342,11 @@ func (c *Charge) afterWrite(r *Result, now int64) Step {
 	if r.Err == nil {
 		img, err := Decode(r.Write.Attributes)
 		if err == nil {
+			if c.created(img, now) {
+				// A new bucket says nothing of how buckets of the plan are
+				// used (the prior), and its rf is this write's.
+				c.path, c.cold = PathCreate, false
+			}
 			return c.charged(img, now) // it ends the write in flight
 		}
 		c.landed()
