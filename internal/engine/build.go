@@ -56,8 +56,8 @@ func (b *builder) set(name string, v int64) {
 	}
 	b.u = b.u.Set(name, store.Int(v))
 }
-func (b *builder) exists(name string)       { b.conds = append(b.conds, store.Name(name).Exists()) }
-func (b *builder) notExists(name string)    { b.conds = append(b.conds, store.Name(name).NotExists()) }
+func (b *builder) exists(name string)    { b.conds = append(b.conds, store.Name(name).Exists()) }
+func (b *builder) notExists(name string) { b.conds = append(b.conds, store.Name(name).NotExists()) }
 
 // cond is the condition name k v.
 func (b *builder) cond(k condKind, name string, v int64) {
