@@ -271,6 +271,7 @@ func (c *Charge) blindWrite(now int64) Step {
 	// A process's first write to a bucket it believes at one shard may be
 	// the one that creates it (see Plan.orCreate).
 	create := c.cold && c.shard == 0 && c.n == 1 && q.createsInOne()
+	v.FullMiss = c.m.fullMiss(c.p.hash)
 	ex, path, err := q.blind(&c.view, c.n, now, c.rnd.Float64(), first, create)
 	if err != nil {
 		return Step{Err: err}
@@ -343,9 +344,7 @@ func (c *Charge) afterWrite(r *Result, now int64) Step {
 		img, err := Decode(r.Write.Attributes)
 		if err == nil {
 			if c.created(img, now) {
-				// A new bucket says nothing of how buckets of the plan are
-				// used (the prior), and its rf is this write's.
-				c.path, c.cold = PathCreate, false
+				c.path = PathCreate // its rf is this write's
 			}
 			return c.charged(img, now) // it ends the write in flight
 		}
@@ -373,6 +372,9 @@ func (c *Charge) afterWrite(r *Result, now int64) Step {
 	if cold && im != nil {
 		full := c.p.nearlyFull(im, c.n, now)
 		c.m.notePrior(c.p.hash, &full, -1)
+	}
+	if c.path == PathFull && c.attempts == 0 {
+		c.m.noteFull(c.p.hash, true)
 	}
 	c.cold = false
 	// A blind full write that failed lost a race (its view said full; a
@@ -458,6 +460,9 @@ func (c *Charge) charged(img *Image, now int64) Step {
 	if c.cold && img != nil {
 		full := c.p.nearlyFull(img, c.n, now)
 		c.m.notePriorLocked(c.p.hash, &full, -1)
+	}
+	if c.path == PathFull && c.attempts == 0 {
+		c.m.noteFullLocked(c.p.hash, false)
 	}
 	if si := c.entry; si != nil && si.rateAt != 0 && !si.provisional {
 		c.m.notePriorLocked(c.p.hash, nil, si.others)

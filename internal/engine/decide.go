@@ -764,7 +764,7 @@ func (p *Plan) first(v *ShardView, n, now int64) Path {
 	if k < 1 {
 		return PathFull
 	}
-	missFull := 1 - math.Exp(-v.Others*float64(tau))
+	missFull := max(1-math.Exp(-v.Others*float64(tau)), v.FullMiss)
 	missRide := math.Exp(-v.Others * float64(k+tau))
 	if missFull <= missRide {
 		return PathFull
