@@ -125,6 +125,7 @@ type Charge struct {
 	// the current shard
 	shard     int
 	view      ShardView
+	viewN     int64 // the shard count when view was taken: its rate is of a shard of viewN
 	entry     *shardInfo // the memory's entry of the shard
 	attempts  int
 	contended bool
@@ -219,6 +220,7 @@ func (c *Charge) nextShard(now int64) Step {
 		c.settleBilled(now)
 		c.shard, c.attempts, c.contended = shard, 0, false
 		c.billed, c.view, c.entry = c.m.enter(c.p.Ref, shard, now)
+		c.viewN = c.n
 		if c.p.refusesLocally(&c.view, c.n, now, c.o) {
 			v := c.view
 			c.lastRL = &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
@@ -683,6 +685,13 @@ func (c *Charge) afterDouble(r *Result, now int64) Step {
 		c.m.learn(c.p.Ref, 0, img, 2*c.n, now, c.lat, nil)
 		c.m.setPendingDoubling(c.p.Ref, 0, now)
 		c.n, c.tried = 2*c.n, c.tried[:0]
+		if c.stillHot(now) {
+			// The shard's write rate, spread over the new count, still
+			// leaves each shard at the ceiling: double again now rather
+			// than after another second of throttles (each doubling its
+			// own write, conditional on the count it changes).
+			return c.double(now, func() Step { return c.nextShard(now) })
+		}
 		return c.nextShard(now)
 	}
 	if errors.Is(r.Err, store.ErrThrottled) {
@@ -721,6 +730,17 @@ func (c *Charge) afterDouble(r *Result, now int64) Step {
 		return Step{Path: PathDouble, Call: &Call{Update: &in}}
 	}
 	return c.after() // shard 0 is odd: the next acquire mends it
+}
+
+// stillHot reports whether the write rate this client measured on the
+// current shard (at viewN shards), spread evenly over the c.n shards a
+// doubling just made, is still at the partition ceiling on each.
+func (c *Charge) stillHot(now int64) bool {
+	v := &c.view
+	if v.busyness(now) == busyNo || c.viewN <= 0 {
+		return false
+	}
+	return v.Rate*float64(c.viewN)/float64(c.n) >= hotRate
 }
 
 // create makes the current shard, which does not exist. Shard 0 is the
