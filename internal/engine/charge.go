@@ -125,7 +125,7 @@ type Charge struct {
 	// the current shard
 	shard     int
 	view      ShardView
-	viewN     int64 // the shard count when view was taken: its rate is of a shard of viewN
+	viewN     int64      // the shard count when view was taken: its rate is of a shard of viewN
 	entry     *shardInfo // the memory's entry of the shard
 	attempts  int
 	contended bool
