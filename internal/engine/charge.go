@@ -131,6 +131,9 @@ type Charge struct {
 	contended bool
 	billed    int64 // failed writes on this shard, charged to the next write's wcu
 	cold      bool  // the write in flight is a first write made with no image (see prior.go)
+	// creates is when the first write was made, if it may create the
+	// bucket (orCreate); 0 when it may not.
+	creates int64
 
 	phase chargePhase
 	path  Path
@@ -273,6 +276,10 @@ func (c *Charge) blindWrite(now int64) Step {
 	// A process's first write to a bucket it believes at one shard may be
 	// the one that creates it (see Plan.orCreate).
 	create := c.cold && c.shard == 0 && c.n == 1 && q.createsInOne()
+	c.creates = 0
+	if create {
+		c.creates = now
+	}
 	v.FullMiss = c.m.fullMiss(c.p.hash)
 	ex, path, err := q.blind(&c.view, c.n, now, c.rnd.Float64(), first, create)
 	if err != nil {
@@ -281,12 +288,12 @@ func (c *Charge) blindWrite(now int64) Step {
 	return c.write(ex, path, q)
 }
 
-// created reports whether img, the item a charge write made at now
-// returned, is one that write created (orCreate): its write count is that
-// write's alone, and its rf is now.
-func (c *Charge) created(img *Image, now int64) bool {
+// created reports whether img, the item a charge write returned, is one
+// that write created (orCreate): the write could, its write count is that
+// write's alone, and its rf is when the write was made.
+func (c *Charge) created(img *Image) bool {
 	w, ok := img.writes()
-	return c.cold && c.shard == 0 && ok && c.mine != nil && img.rf == now && w == c.mine.specs[len(c.mine.specs)-1].amount
+	return c.creates != 0 && c.attempts == 0 && ok && c.mine != nil && img.rf == c.creates && w == c.mine.specs[len(c.mine.specs)-1].amount
 }
 
 // Drop ends a machine whose last step's call will not be made (a cascade
@@ -345,7 +352,7 @@ func (c *Charge) afterWrite(r *Result, now int64) Step {
 	if r.Err == nil {
 		img, err := Decode(r.Write.Attributes)
 		if err == nil {
-			if c.created(img, now) {
+			if c.created(img) {
 				c.path = PathCreate // its rf is this write's
 			}
 			return c.charged(img, now) // it ends the write in flight
