@@ -632,7 +632,8 @@ func (v *ShardView) ahead(s *spec, n, now int64) int64 {
 // refilled, would all make the full write, which one of them wins. Else
 // the normal write when the stored tokens run low (refresh), or the
 // speculative charge, with headroom burnt on a shared shard near its
-// ceiling.
+// ceiling. create says that with no image the write may also create the
+// bucket (orCreate; see Plan.createsInOne).
 func (p *Plan) blind(v *ShardView, n, now int64, draw float64, cold Path, create bool) (store.Expr, Path, error) {
 	im := v.Img
 	if im == nil || !im.matches(p, n) {

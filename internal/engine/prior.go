@@ -143,7 +143,9 @@ func (m *Memory) fullMiss(hash int64) float64 {
 // below their burst, else the full write. Before any estimate of the others,
 // the ride-ahead write, which lands whether or not they wrote moments ago,
 // unless the client has an item of the bucket (warm): a bucket it saw
-// full has likely sat full since.
+// full has likely sat full since. The full write's odds are the larger of
+// what the others' rate says and the share of the plan's first full
+// writes that failed (noteFull).
 func (m *Memory) coldWrite(p *Plan, n int64, warm bool) Path {
 	m.mu.Lock()
 	pr := m.plans[p.hash]
