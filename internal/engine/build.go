@@ -35,15 +35,17 @@ type builder struct {
 	condsIn [8]store.Condition
 	// start, when set, makes the write one that also creates its item
 	// (see Plan.orCreate): each ADD becomes SET name = if_not_exists(name,
-	// start[name]) + v, and created records what each name written holds
-	// on the item the write creates.
+	// start[name]) + v, created records what each name written holds on
+	// the item the write creates, and added what each ADD adds.
 	start   map[string]int64
 	created map[string]int64
+	added   map[string]int64
 }
 
 func (b *builder) add(name string, v int64) {
 	if b.start != nil {
 		b.created[name] = b.start[name] + v
+		b.added[name] = v
 		b.u = b.u.SetIfNotExistsPlus(name, store.Int(b.start[name]), store.Int(v))
 		return
 	}

@@ -342,19 +342,34 @@ func (p *Plan) createWith(shard int, n, now int64, debit bool) store.PutInput {
 // from the value a new bucket starts at (if_not_exists), and every other
 // attribute of create's item set only where absent. On an existing item
 // it is the usual write, attribute for attribute (an if_not_exists of a
-// present attribute writes nothing new); on a missing one it leaves what
-// create followed by the write would: the bucket full at now, less what
-// the write takes. ok is false when the write cannot create the bucket
+// present attribute writes nothing new); on a missing one it leaves
+// create's item: the bucket full at now less the charge (a burn beside
+// it takes nothing from a new bucket). ok is false when the write cannot create the bucket
 // (it would take more than a burst): the caller then makes the usual
 // write. See Plan.createsInOne for when this may replace create.
 func (p *Plan) orCreate(n, now int64, emit func(*builder)) (ex store.Expr, ok bool, err error) {
-	b := &builder{start: make(map[string]int64, 4*len(p.specs)), created: make(map[string]int64, 8*len(p.specs))}
-	b.conds = b.condsIn[:0]
+	newBuilder := func(start map[string]int64) *builder {
+		b := &builder{start: start, created: make(map[string]int64, 8*len(p.specs)), added: make(map[string]int64, 8*len(p.specs))}
+		b.conds = b.condsIn[:0]
+		return b
+	}
+	// What each ADD adds, then where it must start for the new item to be
+	// the Put's: full less the charge, whatever the write burns beside it
+	// (a burn is refill the bucket lost at its cap, or headroom; a new
+	// bucket lost none).
+	probe := newBuilder(map[string]int64{})
+	emit(probe)
+	start := make(map[string]int64, 4*len(p.specs))
 	for i := range p.specs {
 		s := &p.specs[i]
-		b.start[s.tk], b.start[s.tc] = s.perShard(n).Burst, 0
-		b.start[s.fl], b.start[s.fh] = now, now // a full bucket at rf = now
+		l := s.perShard(n)
+		lo, hi := l.RefillTime(max(s.amount, 0))
+		start[s.tk] = l.Burst - max(s.amount, 0) - probe.added[s.tk]
+		start[s.tc] = 0
+		start[s.fl] = now + lo - probe.added[s.fl] // a full bucket at rf = now, less the charge
+		start[s.fh] = now + hi - probe.added[s.fh]
 	}
+	b := newBuilder(start)
 	emit(b)
 	u := b.u
 	absent := func(name string, v store.Value) {
@@ -367,9 +382,11 @@ func (p *Plan) orCreate(n, now int64, emit func(*builder)) (ex store.Expr, ok bo
 		if tk, done := b.created[s.tk]; done && tk < 0 && !s.hidden {
 			return store.Expr{}, false, nil
 		}
-		for _, a := range [...]string{s.tk, s.tc, s.fl, s.fh} {
-			absent(a, store.Int(b.start[a]))
-		}
+		l := s.perShard(n)
+		absent(s.tk, store.Int(l.Burst))
+		absent(s.tc, store.Int(0))
+		absent(s.fl, store.Int(now))
+		absent(s.fh, store.Int(now))
 		absent(s.cp, store.Int(s.orig.Capacity))
 		absent(s.bx, store.Int(s.orig.Burst))
 		absent(s.ra, store.Int(s.orig.RefillAmount))
