@@ -219,3 +219,19 @@ func TestASpeculativeCapWritePushesTheExpiryPastItsSlot(t *testing.T) {
 		t.Fatalf("the write pushes an expiry that covers its slot: %s", ex.Update)
 	}
 }
+
+// A bucket with a cap is made by the Put (create), never by a first write
+// that creates its item (orCreate): that write would leave the ring
+// without its epochs, and every later write would fail on them.
+func TestABucketWithACapIsMadeByThePut(t *testing.T) {
+	if capPlan(inflight2).createsInOne() {
+		t.Fatal("a plan with a cap creates its bucket in the first write")
+	}
+	st := sim(t)
+	if _, _, paths := acquireOn(t, st, NewMemory(16), capPlan(inflight2), T); !slices.Contains(paths, PathCreate) {
+		t.Fatalf("the first acquire went %v; want the Put (create)", paths)
+	}
+	for i := range ringSize {
+		attr(t, st, bucketRef, 0, capAttr("inflight", "e"+string(rune('0'+i))))
+	}
+}
