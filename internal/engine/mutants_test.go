@@ -216,7 +216,47 @@ func TestARefusalWaitsForItsSlowestLimit(t *testing.T) {
 	}
 }
 
+// An acquire charging a monthly quota on a bucket of 4 shards, made in the
+// last milliseconds of December: the client has no item of shard 0 from
+// this month, so it writes shard 0 first, which is out of tokens; then
+// shard 1, whose answer (out of tokens too) comes back in January. A
+// January window may start on a shard other than 0 only from shard 0's
+// January count, and shard 0 was tried: the acquire is refused. The
+// refusal is shard 1's, with its item and the wait of its rate, not an
+// empty refusal that names no limit and no wait.
+func TestAQuotaAcquireRefusedAcrossTheMonthKeepsTheStoresRefusal(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{rps10, usdMonth}, map[string]int64{"rps": 1, "usd": 1})
+	m := speculating(NewMemory(0))
+	heard(t, m, bucketRef, shape{shard: 1, n: 4, rf: T - 5000}.item(p), 4, T-5000)
+	c := NewCharge(m, p, picks(0), Options{})
+	empty := map[string]int64{"rps": 0}
+	if s := c.Start(T - 10); describe(s) != "update 0 speculative" {
+		t.Fatalf("first step %q, want shard 0's write", describe(s))
+	}
+	if s := c.Feed(failed(shape{n: 4, rf: T - 10, tk: empty}.item(p)), T-10); describe(s) != "update 1 speculative" {
+		t.Fatalf("after shard 0's refusal: %q, want shard 1's write", describe(s))
+	}
+	s := c.Feed(failed(shape{shard: 1, n: 4, rf: T + 5, tk: empty}.item(p)), T+5)
+	if s.Refused == nil {
+		t.Fatalf("answer %q, want a refusal", describe(s))
+	}
+	if s.Refused.Img == nil || retryOf(s.Refused) <= 0 {
+		t.Fatalf("refused with no item (%v) or no wait (%d ms); want shard 1's refusal", s.Refused.Img == nil, retryOf(s.Refused))
+	}
+}
+
 // Mutants of internal/engine no test kills, and why:
 //   - charge.go, charged's `c.cold = false` removed: equivalent. charged
 //     ends the machine (Done); cold is read only while a write of the
 //     machine is in flight (afterWrite, charged), and no write follows.
+//   - charge.go, throttled's `max(w, 1)` dropping the 1: equivalent. The
+//     refusal is Outrun and Raced on a saturated view: a limit whose tokens
+//     suffice counts as none (views.go), so every exceeded limit waits the
+//     ceiling of a positive shortfall over its accrual, at least 1 ms.
+//   - charge.go, informed's and informedWrite's `c.path = PathReject`
+//     removed: equivalent. Every refusal step names its own path, and
+//     c.path is read only after write or double set it again.
+//   - charge.go, informedWrite's `c.contended = true` removed: equivalent.
+//     Only informedWrite reads it, after the next write failed, and
+//     afterWrite sets it for each path informed writes (full, retry,
+//     normal: never cold after a first failure).
