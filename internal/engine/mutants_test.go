@@ -245,6 +245,29 @@ func TestAQuotaAcquireRefusedAcrossTheMonthKeepsTheStoresRefusal(t *testing.T) {
 	}
 }
 
+// A refusal on the shard said a token would fit by T-5: since then the
+// process refuses locally only for its own writes in flight. A request of
+// 20 tokens on a bucket of a 10-token burst is refused by the store: no
+// wait cures it, so it promises nothing, and the promise kept stands. The
+// next one-token acquire, 60 ms later, goes to the store; a promise at the
+// end of time would have it refused locally, on guesses of what the others
+// take, for good.
+func TestARefusalNoWaitCuresLeavesTheKeptPromise(t *testing.T) {
+	big := NewPlan(bucketRef, []Limit{rps10}, map[string]int64{"rps": 20})
+	m := NewMemory(0)
+	knows(t, m, bucketRef, shape{rf: T - 100, tk: map[string]int64{"rps": 2000}}.item(big), 1, T-100)
+	measured(m, bucketRef, 0, 0.2, 0.1, T-100, map[string]float64{"rps": 30})
+	m.promised(bucketRef, 0, T-5, T-100, false)
+	c := NewCharge(m, big, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 speculative", failed(shape{rf: T, tk: map[string]int64{"rps": 500}}.item(big))},
+		{"refused reject", Result{}},
+	})
+	if got := describe(NewCharge(m, plan1(bucketRef), picks(), Options{}).Start(T + 60)); got != "update 0 speculative" {
+		t.Fatalf("the next acquire: %q; want it written (the promise kept stands)", got)
+	}
+}
+
 // Mutants of internal/engine no test kills, and why:
 //   - charge.go, charged's `c.cold = false` removed: equivalent. charged
 //     ends the machine (Done); cold is read only while a write of the
