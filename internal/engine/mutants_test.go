@@ -283,3 +283,9 @@ func TestARefusalNoWaitCuresLeavesTheKeptPromise(t *testing.T) {
 //     Only informedWrite reads it, after the next write failed, and
 //     afterWrite sets it for each path informed writes (full, retry,
 //     normal: never cold after a first failure).
+//   - charge.go, promise's `max(w, 1)` dropping the 1: equivalent. A
+//     refusal promise sees (local, or a store's shortfall) exceeds a limit
+//     by the measure that refused it in its views, and its wait is then
+//     the ceiling of a positive shortfall, or a quota's window end: at
+//     least 1 ms. (The cascade's refusal of no wait is the case that needs
+//     the 1: TestCascadeRefusalOfNoWaitPromisesAMillisecondAhead.)

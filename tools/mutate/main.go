@@ -96,7 +96,13 @@ func main() {
 	report := flag.String("report", "", "write the report to this file (default standard output)")
 	workers := flag.Int("workers", max(runtime.NumCPU()/2, 1), "mutants tested at once")
 	timeout := flag.Float64("timeout-factor", 3, "a run taking this many times its baseline (plus 30 s) is TIMED OUT")
+	own := flag.Bool("own", false, "run only each target's first tests (its own package's), for coverage too")
 	flag.Parse()
+	if *own {
+		for i := range targets {
+			targets[i].runs = targets[i].runs[:1]
+		}
+	}
 	if err := run(*root, *only, *files, *list, *report, *workers, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "mutate:", err)
 		os.Exit(1)
