@@ -289,3 +289,10 @@ func TestARefusalNoWaitCuresLeavesTheKeptPromise(t *testing.T) {
 //     the ceiling of a positive shortfall, or a quota's window end: at
 //     least 1 ms. (The cascade's refusal of no wait is the case that needs
 //     the 1: TestCascadeRefusalOfNoWaitPromisesAMillisecondAhead.)
+//   - charge.go, afterDouble's `c.m.setPendingDoubling(c.p.Ref, 0, now)`
+//     after a doubling landed, removed: equivalent. The learn of the
+//     doubled count just before clears any pending doubling (memory.go:
+//     it is from a count the memory knew, at most c.n, below 2*c.n).
+//   - charge.go, afterDouble's `if shard0 == nil` return removed:
+//     equivalent. A nil item has no shard count, so neither check below it
+//     applies and the same c.after() follows.
