@@ -316,3 +316,10 @@ func TestAMissingShardBeyondShardZerosCountChoosesAtThatCount(t *testing.T) {
 //   - charge.go, afterDouble's `if shard0 == nil` return removed:
 //     equivalent. A nil item has no shard count, so neither check below it
 //     applies and the same c.after() follows.
+//   - cascade.go, `if len(c.undos) == 0` return removed: equivalent.
+//     undoStep with no undos and no failure answers the same settled
+//     answer.
+//   - cascade.go, undoStep's `c.undos = pending` removed: equivalent while
+//     every undo's write builds (pending then holds the same undos, in
+//     the same array); an undo's adjust of a plan that built the charge
+//     does not fail to build (that branch is not covered).
