@@ -271,13 +271,14 @@ func TestARefusalNoWaitCuresLeavesTheKeptPromise(t *testing.T) {
 // A client remembers a bucket of 4 shards and writes shard 3, which is
 // gone: the bucket expired and was made again, and shard 0 now says 2
 // shards. Shard 3 is not the bucket's (it is not made); the acquire
-// chooses again among the 2 shards shard 0 teaches, not as if the bucket
-// had one shard (every such client would crowd shard 0).
+// chooses again among the 2 shards shard 0 teaches: not among the 4 it
+// remembered (shard 3 again), nor as if the bucket had one shard (every
+// such client would crowd shard 0).
 func TestAMissingShardBeyondShardZerosCountChoosesAtThatCount(t *testing.T) {
 	p := plan1(bucketRef)
 	m := speculating(NewMemory(0))
 	heard(t, m, bucketRef, shape{n: 4, rf: T - 5000}.item(p), 4, T-5000)
-	c := NewCharge(m, p, picks(3, 1), Options{})
+	c := NewCharge(m, p, picks(3, 3), Options{})
 	converse(t, c.Start(T), c.Feed, T, []exchange{
 		{"update 3 speculative", gone},
 		{"get [0] discover", found(shape{n: 2, rf: T - 100}.item(p))},
