@@ -324,3 +324,7 @@ func TestAMissingShardBeyondShardZerosCountChoosesAtThatCount(t *testing.T) {
 //     every undo's write builds (pending then holds the same undos, in
 //     the same array); an undo's adjust of a plan that built the charge
 //     does not fail to build (that branch is not covered).
+//   - views.go, Refusal.Views' `v.RetryMs = -1` for a request above a
+//     shard's burst, removed: equivalent. Plan.Views, whose views it
+//     refines, already judged that request exceeded with RetryMs -1 (the
+//     bucket's RetryAfter has no wait for it), on the same image and count.
