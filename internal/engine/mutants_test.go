@@ -289,6 +289,24 @@ func TestAMissingShardBeyondShardZerosCountChoosesAtThatCount(t *testing.T) {
 	}
 }
 
+// The other writers of a shard handed back more than they took lately
+// (their refunds and rollbacks outweigh their charges: the estimate of
+// what they consume is negative). A refusal of a token on the empty shard
+// still waits for the bucket's own refill of that token, 100 ms at 10 a
+// second: a wait counted at the refill plus the others' refunds would
+// promise the token before the bucket can hold it.
+func TestARefusalNeverWaitsLessThanTheRefill(t *testing.T) {
+	p := plan1(bucketRef)
+	img := image(t, shape{rf: T, tk: map[string]int64{"rps": 0}}.item(p))
+	v := ShardView{Img: img, At: T, RateAt: T, Rate: 0.2, Others: 0.1, Drain: map[string]float64{"rps": -5}}
+	for _, local := range []bool{false, true} {
+		r := &Refusal{Plan: p, Img: img, N: 1, Now: T, View: &v, Local: local}
+		if w := retryMs(t, r); w < 100 {
+			t.Fatalf("local %v: retry after %d ms; want at least the refill's 100", local, w)
+		}
+	}
+}
+
 // Mutants of internal/engine no test kills, and why:
 //   - charge.go, charged's `c.cold = false` removed: equivalent. charged
 //     ends the machine (Done); cold is read only while a write of the
