@@ -307,6 +307,21 @@ func TestARefusalNeverWaitsLessThanTheRefill(t *testing.T) {
 	}
 }
 
+// A status read of a bucket that doubled to 4 shards: shard 0 says 4,
+// shard 1 was last written at 2 (a shard learns of a doubling at its next
+// write) and holds the half burst it had then. Its balance counts at the
+// bucket's count, capped at a quarter of the burst: counted at its stale
+// 2, the status would show the bucket holding more than its shards can.
+func TestStatusCountsAStaleShardAtTheBucketsCount(t *testing.T) {
+	p := plan1(bucketRef)
+	zero := image(t, shape{n: 4, rf: T - 10_000}.item(p))
+	one := image(t, shape{shard: 1, n: 2, rf: T - 10_000}.item(p))
+	sum, _, ok := p.Total("rps", []*Image{zero, one, nil, nil}, 4, T)
+	if !ok || sum != 5000 {
+		t.Fatalf("remaining %d millitokens; want 5000, two shards of a quarter of the 10-token burst each", sum)
+	}
+}
+
 // Mutants of internal/engine no test kills, and why:
 //   - charge.go, charged's `c.cold = false` removed: equivalent. charged
 //     ends the machine (Done); cold is read only while a write of the
