@@ -312,13 +312,20 @@ func TestARefusalNeverWaitsLessThanTheRefill(t *testing.T) {
 // write) and holds the half burst it had then. Its balance counts at the
 // bucket's count, capped at a quarter of the burst: counted at its stale
 // 2, the status would show the bucket holding more than its shards can.
-func TestStatusCountsAStaleShardAtTheBucketsCount(t *testing.T) {
+func TestStatusOfADoubledBucketCountsEveryShardAtItsCount(t *testing.T) {
 	p := plan1(bucketRef)
 	zero := image(t, shape{n: 4, rf: T - 10_000}.item(p))
 	one := image(t, shape{shard: 1, n: 2, rf: T - 10_000}.item(p))
 	sum, _, ok := p.Total("rps", []*Image{zero, one, nil, nil}, 4, T)
 	if !ok || sum != 5000 {
 		t.Fatalf("remaining %d millitokens; want 5000, two shards of a quarter of the 10-token burst each", sum)
+	}
+	// The time until the bucket is full is the longest of its shards':
+	// shard 0, empty, a second; shard 1, nearly full, 200 ms.
+	zero = image(t, shape{n: 4, rf: T, tk: map[string]int64{"rps": 0}}.item(p))
+	one = image(t, shape{shard: 1, n: 4, rf: T, tk: map[string]int64{"rps": 2000}}.item(p))
+	if _, reset, _ := p.Total("rps", []*Image{zero, one, nil, nil}, 4, T); reset != 1000 {
+		t.Fatalf("full in %d ms; want shard 0's 1000", reset)
 	}
 }
 
