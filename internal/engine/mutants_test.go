@@ -329,6 +329,33 @@ func TestStatusOfADoubledBucketCountsEveryShardAtItsCount(t *testing.T) {
 	}
 }
 
+// A process's first writes to the plan's buckets found them full, and it
+// has measured no other writer on them yet: its cold write is the
+// ride-ahead write, which lands whether or not others wrote moments ago.
+// Then a write lands on a bucket where it measured the others' rate, and
+// no one else writes there: the plan's history learns that rate, and its
+// next cold write is the full write, not headroom burnt on writers that
+// are not there.
+func TestALandedWriteTeachesThePlanTheOthersRate(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	full := true
+	m.notePrior(p.hash, &full, -1)
+	if got := m.coldWrite(p, 1, false); got != PathRetry {
+		t.Fatalf("the cold write before: %v, want the ride-ahead write", got)
+	}
+	knows(t, m, bucketRef, shape{rf: T - 100}.item(p), 1, T-100)
+	measured(m, bucketRef, 0, 0.2, 0, T-1000, nil)
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 full", wrote(shape{rf: T, tk: map[string]int64{"rps": 9000}, tc: map[string]int64{"rps": 1000}}.item(p))},
+		{"done full", Result{}},
+	})
+	if got := m.coldWrite(p, 1, false); got != PathFull {
+		t.Fatalf("the cold write after: %v, want the full write (no one else writes)", got)
+	}
+}
+
 // Mutants of internal/engine no test kills, and why:
 //   - charge.go, charged's `c.cold = false` removed: equivalent. charged
 //     ends the machine (Done); cold is read only while a write of the
