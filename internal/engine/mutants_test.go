@@ -356,6 +356,42 @@ func TestALandedWriteTeachesThePlanTheOthersRate(t *testing.T) {
 	}
 }
 
+// An acquire lost a race once (a failed conditional write: DynamoDB bills
+// it a write unit) and its next write landed, charging that failure to the
+// bucket's wcu gauge. Nothing is left over for the next write to the
+// shard: charged again, the gauge would count a write that happened once
+// twice, and the bucket would look hotter than it is.
+func TestALandedWriteSettlesTheFailuresBeforeIt(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	knows(t, m, bucketRef, shape{rf: T - 100}.item(p), 1, T-100)
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 full", failed(shape{rf: T, tk: map[string]int64{"rps": 5000}}.item(p))},
+		{"update 0 retry", wrote(shape{rf: T, tk: map[string]int64{"rps": 4000}, tc: map[string]int64{"rps": 1000}}.item(p))},
+		{"done retry", Result{}},
+	})
+	if left, _, _ := m.enter(bucketRef, 0, T); left != 0 {
+		t.Fatalf("%d failed writes left for the next write to charge; want none", left)
+	}
+}
+
+// A client remembers a bucket of 4 shards and writes shard 3, which is
+// gone, and so is shard 0: the whole bucket expired. The acquire starts
+// the bucket again at shard 0 (whose write looks for siblings), not at the
+// 4 shards it remembered (shard 3 again, a shard no count includes).
+func TestAMissingShardOfAnExpiredBucketStartsAtShardZero(t *testing.T) {
+	p := plan1(bucketRef)
+	m := speculating(NewMemory(0))
+	heard(t, m, bucketRef, shape{n: 4, rf: T - 5000}.item(p), 4, T-5000)
+	c := NewCharge(m, p, picks(3, 3), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 3 speculative", gone},
+		{"get [0] discover", found()},
+		{"update 0 speculative", Result{}},
+	})
+}
+
 // Mutants of internal/engine no test kills, and why:
 //   - charge.go, charged's `c.cold = false` removed: equivalent. charged
 //     ends the machine (Done); cold is read only while a write of the
