@@ -431,3 +431,11 @@ func TestAMissingShardOfAnExpiredBucketStartsAtShardZero(t *testing.T) {
 //     shard's burst, removed: equivalent. Plan.Views, whose views it
 //     refines, already judged that request exceeded with RetryMs -1 (the
 //     bucket's RetryAfter has no wait for it), on the same image and count.
+//   - charge.go, createAt's `c.mine = q` removed: equivalent. The create
+//     follows a write of this shard made with withBilled(b) whose failure
+//     made billed b+1: the Put's withBilled(billed-1) charges the same
+//     amounts, all that the memory reads of c.mine.
+//   - charge.go, createAt's `if c.shard != 0` (no plan for a new shard
+//     other than 0) deleted: equivalent. afterCreate of such a shard
+//     learns it with no plan and chooses again; c.mine is read only by
+//     charged and landed, after a later write set it.
