@@ -439,3 +439,8 @@ func TestAMissingShardOfAnExpiredBucketStartsAtShardZero(t *testing.T) {
 //     other than 0) deleted: equivalent. afterCreate of such a shard
 //     learns it with no plan and chooses again; c.mine is read only by
 //     charged and landed, after a later write set it.
+//   - charge.go, afterDiscover's `c.n = 1` and afterSiblings' `c.n = n`
+//     before createAt removed: equivalent. The Put is made at createAt's
+//     argument, and charged sets c.n from shard 0's new item; between them
+//     only afterCreate's noteWrite reads c.n, and a write window noted at
+//     another count is started over by the next write at the new one.
