@@ -392,6 +392,27 @@ func TestAMissingShardOfAnExpiredBucketStartsAtShardZero(t *testing.T) {
 	})
 }
 
+// A client writes shard 0 of a bucket that is gone, and its query for the
+// shard's siblings is throttled: the partition refuses requests. The
+// throttle is the acquire's answer, and the memory counts it against the
+// shard like a throttled write (throttles in a row make the partition hot,
+// and the next acquires double or spread), not forgets it.
+func TestAThrottledDiscoveryCountsAsAThrottle(t *testing.T) {
+	p := plan1(bucketRef)
+	m := speculating(NewMemory(0))
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 speculative", gone},
+		{"query discover", throttle},
+		{"err", Result{}},
+	})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if si := m.get(idOf(bucketRef)).shard(0); si == nil || si.throttle.count != 1 {
+		t.Fatalf("the shard's throttle window: %+v; want the throttled read counted", si)
+	}
+}
+
 // Mutants of internal/engine no test kills, and why:
 //   - charge.go, charged's `c.cold = false` removed: equivalent. charged
 //     ends the machine (Done); cold is read only while a write of the
