@@ -413,6 +413,31 @@ func TestAThrottledDiscoveryCountsAsAThrottle(t *testing.T) {
 	}
 }
 
+// A status read of a monthly quota in January, on a bucket of 4 shards
+// with a second quota beside it. Shard 0 holds a February window (its
+// writer's clock is ahead): its share of it, a quarter, and the month until
+// that window ends. Shard 1 was last written in December at 2 shards: a
+// fresh January share at the bucket's 4, not at its stale 2. The bucket is
+// full of quota when its slowest shard's window ends: 1 March. And with
+// shard 0 not written yet, it counts a whole fresh share at the count
+// asked (2), and shard 1, written at 4, a share at its own count.
+func TestStatusOfAQuotaSumsEveryShardsWindow(t *testing.T) {
+	eur := Limit{Name: "eur", Limit: usdMonth.Limit, Calendar: usdMonth.Calendar}
+	eur.Capacity, eur.Burst = 40_000, 40_000
+	p := NewPlan(bucketRef, []Limit{rps10, usdMonth, eur}, map[string]int64{"rps": 1, "usd": 1, "eur": 1})
+	now := T + 1000
+	feb, mar := T+31*86_400_000, T+59*86_400_000
+	zero := image(t, shape{n: 4, rf: feb + 500}.item(p))
+	one := image(t, shape{shard: 1, n: 2, rf: T - 86_400_000}.item(p))
+	if sum, reset, ok := p.Total("usd", []*Image{zero, one, nil, nil}, 4, now); !ok || sum != 50_000 || reset != mar-now {
+		t.Fatalf("usd: %d left, full in %d ms; want 50000 (two quarters of 100 tokens), full on 1 March (%d ms)", sum, reset, mar-now)
+	}
+	two := image(t, shape{shard: 1, n: 4, rf: T - 86_400_000}.item(p))
+	if sum, reset, ok := p.Total("usd", []*Image{nil, two}, 2, now); !ok || sum != 75_000 || reset != feb-now {
+		t.Fatalf("usd, shard 0 not written: %d left, full in %d ms; want 75000 (a half and a quarter), full on 1 February (%d ms)", sum, reset, feb-now)
+	}
+}
+
 // Mutants of internal/engine no test kills, and why:
 //   - charge.go, charged's `c.cold = false` removed: equivalent. charged
 //     ends the machine (Done); cold is read only while a write of the
@@ -465,3 +490,6 @@ func TestAThrottledDiscoveryCountsAsAThrottle(t *testing.T) {
 //     argument, and charged sets c.n from shard 0's new item; between them
 //     only afterCreate's noteWrite reads c.n, and a write window noted at
 //     another count is started over by the next write at the new one.
+//   - views.go, Plan.Total's quota part, `max(resetMs, end-now)` for a
+//     shard 0 not written dropping resetMs: equivalent. Shard 0 is the
+//     first image counted: resetMs is still 0 there.
