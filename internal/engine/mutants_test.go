@@ -444,6 +444,18 @@ func TestStatusOfAQuotaSumsEveryShardsWindow(t *testing.T) {
 	}
 }
 
+// The pools of the processes hold 12 tokens of a limit whose burst is
+// now 10 (the limit was lowered since they reserved): the shard's balance
+// reads 0, not a debt of 2 tokens that its callers would report as a
+// negative remaining.
+func TestHoldsAboveTheBurstLeaveNothingNotADebt(t *testing.T) {
+	p := plan1(bucketRef)
+	img := holdItem(p, shape{rf: T - 10_000}, 1, T-100, map[string]int64{"rps": 12_000})
+	if v := p.Views(img, 1, T, false, true)[0]; v.Remaining != 0 {
+		t.Fatalf("remaining %d millitokens, want 0", v.Remaining)
+	}
+}
+
 // Mutants of internal/engine no test kills, and why:
 //   - charge.go, charged's `c.cold = false` removed: equivalent. charged
 //     ends the machine (Done); cold is read only while a write of the
