@@ -448,11 +448,17 @@ func TestStatusOfAQuotaSumsEveryShardsWindow(t *testing.T) {
 // now 10 (the limit was lowered since they reserved): the shard's balance
 // reads 0, not a debt of 2 tokens that its callers would report as a
 // negative remaining.
-func TestHoldsAboveTheBurstLeaveNothingNotADebt(t *testing.T) {
+func TestAShardsHoldNeverTakesItPastItsBurst(t *testing.T) {
 	p := plan1(bucketRef)
 	img := holdItem(p, shape{rf: T - 10_000}, 1, T-100, map[string]int64{"rps": 12_000})
 	if v := p.Views(img, 1, T, false, true)[0]; v.Remaining != 0 {
 		t.Fatalf("remaining %d millitokens, want 0", v.Remaining)
+	}
+	// Releases that overshot (a hold given back twice) leave the stored
+	// hold below 0: the shard still fills only to its burst.
+	img = holdItem(p, shape{rf: T - 10_000}, 1, T-100, map[string]int64{"rps": -2000})
+	if v := p.Views(img, 1, T, false, true)[0]; v.Remaining != 10_000 {
+		t.Fatalf("a negative hold: remaining %d millitokens, want the burst's 10000", v.Remaining)
 	}
 }
 
@@ -515,3 +521,6 @@ func TestHoldsAboveTheBurstLeaveNothingNotADebt(t *testing.T) {
 //     im.shardCount (a shard written at more shards than the count asked):
 //     not killed. What a shard other than 0 holds of a quota follows
 //     shard 0's count (quota.go), which a test of it would pin.
+//   - image.go, hold's `if !im.holds || s.hidden` return deleted:
+//     equivalent. An item without a hold generation carries no hold
+//     attributes, nor does the hidden limit: the read finds 0.
