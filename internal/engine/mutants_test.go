@@ -524,3 +524,8 @@ func TestAShardsHoldNeverTakesItPastItsBurst(t *testing.T) {
 //   - image.go, hold's `if !im.holds || s.hidden` return deleted:
 //     equivalent. An item without a hold generation carries no hold
 //     attributes, nor does the hidden limit: the read finds 0.
+//   - image.go, not killed yet: projected's and the refill's
+//     `Burst = im.capOf(...)` removed (the cap that pools' holds lower,
+//     which the balances a write reads do not show apart from the stored
+//     tokens), and the refill's `max(im.rf, now)` dropping im.rf (an image
+//     refilled ahead of now, by a clock ahead).
