@@ -194,7 +194,8 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 // when every one is, the acquire is admitted without a write; a resource
 // in shadow mode is charged with all its limits shadow (config made
 // them so). Event.Mode is "refuse", "admit" (nothing charged), "shadow"
-// (a resource charged is in shadow mode) or "".
+// (a resource charged is in shadow mode) or ""; Event.LeftOut names the
+// resources in admit mode.
 func (l *Limiter) modes(ctx context.Context, tr *trace, req Request, s settings) (*Lease, error) {
 	charged := make([]resourceLimits, 0, len(s.buckets))
 	for _, b := range s.buckets {
@@ -204,6 +205,7 @@ func (l *Limiter) modes(ctx context.Context, tr *trace, req Request, s settings)
 			return nil, fmt.Errorf("%w: entity %q on resource %q is refused by the mode of %s; no retry helps until an operator changes it",
 				ErrDisabled, req.Entity, b.resource, b.modeOf)
 		case items.ModeAdmit:
+			tr.ev.LeftOut = append(tr.ev.LeftOut, b.resource)
 			continue
 		case items.ModeShadow:
 			tr.ev.Mode = b.mode

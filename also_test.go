@@ -3,6 +3,7 @@ package limiter
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -308,6 +309,11 @@ func TestAlsoModesOfEachResource(t *testing.T) {
 	}
 	for i := 0; i < 2; i++ {
 		e.mustAcquire(l, alsoReq("free", "all-models"))
+		// The observer tells which resource the acquire left out: its
+		// charge alone does not show that all-models was not charged.
+		if ev := e.last(); ev.Mode != "" || !slices.Equal(ev.LeftOut, []string{"all-models"}) {
+			t.Fatalf("acquire with all-models in admit mode: Mode %q, LeftOut %q; want \"\" and [all-models]", ev.Mode, ev.LeftOut)
+		}
 	}
 	if a := e.tokens("free", "gpt-4", "rpm"); a != 98_000 || e.bucketItem("free", "all-models", 0) != nil {
 		t.Fatalf("gpt-4 tk %d, all-models item %v; want 98000 and no item (admit mode leaves it out)", a, e.bucketItem("free", "all-models", 0))
@@ -317,7 +323,7 @@ func TestAlsoModesOfEachResource(t *testing.T) {
 	}
 	l.Invalidate()
 	e.mustAcquire(l, alsoReq("free", "all-models"))
-	if ev := e.last(); ev.Mode != "admit" || ev.Path != PathNone || e.tokens("free", "gpt-4", "rpm") != 98_000 {
+	if ev := e.last(); ev.Mode != "admit" || !slices.Equal(ev.LeftOut, []string{"gpt-4", "all-models"}) || ev.Path != PathNone || e.tokens("free", "gpt-4", "rpm") != 98_000 {
 		t.Fatalf("every resource in admit mode: %+v, gpt-4 tk %d; want admitted without a write", ev, e.tokens("free", "gpt-4", "rpm"))
 	}
 }

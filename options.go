@@ -267,6 +267,12 @@ type Event struct {
 	// refused it, "admit" when every resource's admitted it, else
 	// "shadow" when a resource charged is in shadow mode.
 	Mode string
+	// LeftOut names the resources of an acquire (Request.Resource, then
+	// those of Request.Also in their order) that their scopes' admit mode
+	// left out of the charge: an acquire charged on the others (Mode "" or
+	// "shadow") leaves them untouched, one whose every resource is left out
+	// has Mode "admit". nil when none.
+	LeftOut []string
 	// WouldRefuse names the shadow limits (see Limit.Shadow) that would
 	// have refused an admitted acquire, the cascade parent's prefixed with
 	// "parent:", those of a resource of Request.Also written
