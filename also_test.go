@@ -327,3 +327,38 @@ func TestAlsoModesOfEachResource(t *testing.T) {
 		t.Fatalf("every resource in admit mode: %+v, gpt-4 tk %d; want admitted without a write", ev, e.tokens("free", "gpt-4", "rpm"))
 	}
 }
+
+// A shadow cap on all-models would refuse while claude-3's write times out
+// (the answer was lost): without the cap the acquire would have been
+// admitted, so it is admitted, on a second try that skips the cap. The
+// first try's charge on claude-3 may stand: the observer's Err says so
+// (here it did not: a process with no memory of the bucket sent a create,
+// which found the item), and gpt-4, charged by the first try, was refunded
+// before the second.
+func TestAlsoShadowRefusalWithAnUnknownOutcomeIsRetried(t *testing.T) {
+	sc := newScript()
+	e, l := alsoEnv(t, memsim.WithFaults(sc.injector()))
+	capped := rpm(3)
+	capped[0].Shadow = true
+	if err := l.putLimits(e.ctx, scope{Resource: "all-models"}, capped); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ { // the cap's 3 a minute are spent
+		e.mustAcquire(l, alsoReq("key-1", "claude-3", "all-models"))
+	}
+	claudePK := keys.Bucket{Namespace: "ns", Entity: "key-1", Resource: "claude-3"}.PK()
+	sc.on(claudePK, memsim.FaultLostResponse)
+	sc.arm()
+	gpt, claude := e.consumed("key-1", "gpt-4", "rpm"), e.consumed("key-1", "claude-3", "rpm")
+	lease, err := e.limiter().Acquire(e.ctx, alsoReq("key-1", "claude-3", "all-models"))
+	if err != nil || lease == nil {
+		t.Fatalf("%v: a shadow limit refused (the other side's outcome unknown); want a lease", err)
+	}
+	ev := e.last()
+	if ev.Outcome != Admitted || !slices.Equal(ev.WouldRefuse, []string{"all-models/rpm"}) || !store.OutcomeUnknown(ev.Err) {
+		t.Fatalf("event %+v: want admitted, all-models/rpm would refuse, Err the unknown outcome of claude-3's first charge", ev)
+	}
+	if g, c := e.consumed("key-1", "gpt-4", "rpm")-gpt, e.consumed("key-1", "claude-3", "rpm")-claude; g != 1000 || c != 1000 {
+		t.Fatalf("gpt-4 charged %d, claude-3 %d millitokens; want 1000 each (the first try refunded, or not applied)", g, c)
+	}
+}

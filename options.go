@@ -250,7 +250,10 @@ type Event struct {
 	Duration time.Duration
 	// Err is the error returned, if any. Under fail-open, when the store
 	// failed and the call was admitted anyway, it is the store's error (the
-	// cause), although the caller got no error.
+	// cause), although the caller got no error. So is the failed
+	// compensation of a try that shadow limits alone refused, when the
+	// acquire was admitted on the next try: the charge it names may stand
+	// besides the lease's (see UnavailableError.Refusal).
 	Err error
 	// Reserved is, per limit, the tokens this call's write took into the
 	// limiter's reservation pool besides its charge, and Returned those it
