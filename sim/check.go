@@ -995,10 +995,10 @@ func (c *Checker) allOrNothing(op *Op, eff *Effects, roles [maxRoles]int32) {
 				if op.Skipped[r][i] {
 					want = 0
 				}
-				if a := op.Amount[i] * bucket.MilliPerToken; a > 0 && eff.Net[r][i] > want && (eff.Net[r][i]-want)%a == 0 && c.straddles(b.lim[i].cal, op) {
-					// Tries refused by shadow limits whose compensations came
-					// after the quota's window ended left their charges there
-					// (see Rejected below).
+				if a := op.Amount[i] * bucket.MilliPerToken; a > 0 && eff.Net[r][i] > want && (eff.Net[r][i]-want)%a == 0 && (op.Stray || c.straddles(b.lim[i].cal, op)) {
+					// Tries refused by shadow limits whose compensations
+					// failed (op.Stray), or came after a quota's window ended
+					// (see Rejected below), left their charges.
 					b.exact[i] += eff.Net[r][i] - want
 					b.itemUncertain = true
 				} else if eff.Net[r][i] != want {

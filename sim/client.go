@@ -814,6 +814,7 @@ func (o observer) Observe(ev limiter.Event) {
 		op := &c.cur.op
 		op.Pooled = ev.Path == limiter.PathPool
 		op.Mode = ev.Mode
+		op.Stray = ev.Op == "acquire" && ev.Outcome == limiter.Admitted && ev.Err != nil && ev.Path != limiter.PathFailOpen
 		for _, name := range ev.WouldRefuse {
 			// "[parent:][RESOURCE/]NAME": the role of the bucket (see
 			// Effects), the resource named when it is one of Also's.

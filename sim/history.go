@@ -122,6 +122,10 @@ type Op struct {
 	// refusal whose exceeded limits are all shadow (which must not happen).
 	Skipped       [maxRoles][MaxLimits]bool
 	ShadowRefused bool
+	// Stray: an admitted acquire whose earlier try, refused by shadow
+	// limits alone, could not refund another bucket it charged
+	// (limiter.Event.Err): its buckets may keep that charge too.
+	Stray bool
 }
 
 // RetryInfo links a retry to the rejection it follows.
