@@ -1,6 +1,7 @@
 package limiter
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -205,8 +206,10 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 		} else {
 			b.skip = append(b.skip, names...)
 		}
-		if i > 0 {
-			prefix += b.resource + "/" // a resource of Request.Also
+		if b.resource != cmp.Or(req.Resource, DefaultResource) {
+			// A resource of Request.Also (the first one charged when an
+			// admit mode left the request's own resource out).
+			prefix += b.resource + "/"
 		}
 		for _, n := range names {
 			tr.ev.WouldRefuse = append(tr.ev.WouldRefuse, prefix+n)

@@ -788,6 +788,17 @@ func (c *Checker) OpDone(op *Op, eff *Effects) {
 	if op.Kind == OpAcquire && c.mode(op, eff) {
 		return // decided by a mode: no write, nothing to account
 	}
+	for r, left := range op.LeftOut {
+		// A resource an admit mode left out: the operation wrote neither
+		// its bucket nor its parent's, and has nothing there to account.
+		if left && roles[r] >= 0 {
+			if eff.Changes[r] != 0 {
+				bm := &c.m.Buckets[roles[r]]
+				c.flag(InvModes, "op #%d (%s by client %d) left %s/%s out (admit mode) but wrote it %d times", op.ID, op.Kind, op.Client, bm.Entity, bm.Resource, eff.Changes[r])
+			}
+			roles[r] = -1
+		}
+	}
 	if op.Kind != OpAcquire && op.Mode == "admit" {
 		// An adjust or rollback of a lease a mode admitted: it holds nothing.
 		if eff.Changes != [maxRoles]uint64{} {
@@ -817,26 +828,39 @@ func (c *Checker) mode(op *Op, eff *Effects) bool {
 	bm := &c.m.Buckets[op.Bucket]
 	// The modes the acquire may act on: those of the spans that overlap
 	// [Start - CacheTTL, End] (a cached read may be that old), of its
-	// bucket and of the buckets it also charges (Workload.Also: the
-	// workload's modes are the same on each, see Workload.check).
-	allowed := map[string]bool{}
-	for _, b := range append([]int32{op.Bucket}, bm.Also...) {
+	// bucket and of the buckets it also charges (Workload.Also), each
+	// resource's its own: a change may reach one resource's cached
+	// configuration before another's.
+	had := func(b int32, mode string) bool {
 		modes := c.m.Buckets[b].Modes
+		if len(modes) == 0 {
+			return mode == ""
+		}
 		for i, sp := range modes {
-			if i+1 < len(modes) && modes[i+1].From < op.Start-c.m.CacheTTL {
-				continue
-			}
-			if sp.From <= op.End {
-				allowed[sp.Mode] = true
+			if (i+1 == len(modes) || modes[i+1].From >= op.Start-c.m.CacheTTL) && sp.From <= op.End && sp.Mode == mode {
+				return true
 			}
 		}
-		if len(modes) == 0 {
-			allowed[""] = true
+		return false
+	}
+	all := append([]int32{op.Bucket}, bm.Also...)
+	allowed := map[string]bool{}
+	for _, b := range all {
+		for _, m := range []string{"", "admit", "refuse", "shadow"} {
+			allowed[m] = allowed[m] || had(b, m)
 		}
 	}
 	bad := func(format string, args ...any) {
 		c.flag(InvModes, "op #%d (acquire by client %d on %s/%s, %s, mode %q): "+format,
 			append([]any{op.ID, op.Client, bm.Entity, bm.Resource, op.Outcome, op.Mode}, args...)...)
+	}
+	// A resource left out (Event.LeftOut), and every resource of an
+	// acquire admit mode decided, had admit mode.
+	roles := c.m.roles(op.Bucket)
+	for r := 0; r < maxRoles; r += 2 {
+		if b := roles[r]; b >= 0 && (op.LeftOut[r] || op.Mode == "admit") && !had(b, "admit") {
+			bad("it left %s out, which had no admit mode within the cache TTL before it (it had %v)", c.m.Buckets[b].Resource, c.m.Buckets[b].Modes)
+		}
 	}
 	decided := op.Outcome == Disabled || op.Mode == "admit" || op.Mode == "refuse"
 	switch {
@@ -895,8 +919,12 @@ func (c *Checker) account(op *Op, r int, bi int32) {
 			continue
 		}
 		a := op.Amount[i] * bucket.MilliPerToken
-		if op.Skipped[r][i] {
-			a = 0 // a shadow limit the acquire skipped: not charged, nothing to refund
+		if op.Skipped[r][i] && (op.Kind != OpAcquire || op.Outcome == Admitted || op.Outcome == Rejected) {
+			// A shadow limit the acquire skipped: not charged, nothing to
+			// refund. (An acquire cut short or failed may have charged it
+			// in a try before the one that skipped it, whose compensation
+			// did not run.)
+			a = 0
 		}
 		up, un := op.UnkPos[i]*bucket.MilliPerToken, op.UnkNeg[i]*bucket.MilliPerToken
 		if r == 0 && c.m.Reservations {

@@ -126,6 +126,12 @@ type Op struct {
 	// limits alone, could not refund another bucket it charged
 	// (limiter.Event.Err): its buckets may keep that charge too.
 	Stray bool
+	// LeftOut marks the roles (see Effects) of the resources an admit mode
+	// left out of an acquire that charged the others
+	// (limiter.Event.LeftOut), a resource's and its cascade parent's: the
+	// acquire wrote neither, and its lease's adjusts and rollback carry
+	// the marks.
+	LeftOut [maxRoles]bool
 }
 
 // RetryInfo links a retry to the rejection it follows.
