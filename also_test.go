@@ -362,3 +362,25 @@ func TestAlsoShadowRefusalWithAnUnknownOutcomeIsRetried(t *testing.T) {
 		t.Fatalf("gpt-4 charged %d, claude-3 %d millitokens; want 1000 each (the first try refunded, or not applied)", g, c)
 	}
 }
+
+// The request's own resource in admit mode leaves all-models the only
+// resource charged; when all-models' shadow cap would refuse, the
+// observer must still name it "all-models/rpm", not "rpm" (which is
+// gpt-4's limit, which the acquire did not even charge).
+func TestAlsoShadowRefusalNamesItsResourceWhenTheFirstIsLeftOut(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter()
+	capped := rpm(1)
+	capped[0].Shadow = true
+	if err := l.putLimits(e.ctx, scope{Resource: "all-models"}, capped); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.putScope(e.ctx, scope{Entity: "key-1", Resource: "gpt-4"}, nil, items.ModeAdmit); err != nil {
+		t.Fatal(err)
+	}
+	e.mustAcquire(l, alsoReq("key-1", "all-models")) // the cap's one token
+	e.mustAcquire(l, alsoReq("key-1", "all-models"))
+	if ev := e.last(); ev.Outcome != Admitted || !slices.Equal(ev.LeftOut, []string{"gpt-4"}) || !slices.Equal(ev.WouldRefuse, []string{"all-models/rpm"}) {
+		t.Fatalf("event %+v: want admitted, gpt-4 left out, all-models/rpm would refuse", ev)
+	}
+}
