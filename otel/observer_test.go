@@ -240,3 +240,42 @@ func TestObserverSeesEveryOp(t *testing.T) {
 		t.Errorf("status read units %v, want its reads counted", got)
 	}
 }
+
+// A calendar quota reaches the metrics like a rate: the acquire it
+// refuses is a rejected call, and a shadow quota that would refuse counts
+// in limiter.shadow.would_refuse under its name. (The instruments carry
+// no limit's remaining or reset, a quota's no more than a rate's: those
+// are in Lease.Limits, RateLimitedError.Limits and Status.)
+func TestObserverSeesQuotas(t *testing.T) {
+	obs, r := newObserver(t)
+	clock := memsim.NewManualClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	lim, err := limiter.New(memsim.New(memsim.WithClock(clock)), limiter.WithClock(clock), limiter.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := limiter.Request{Entity: "k", Resource: "gpt-4", Limits: []limiter.Limit{
+		limiter.PerMinute("rpm", 100),
+		{Name: "req", Capacity: 2, Window: "day"},
+		{Name: "usd", Capacity: 1, Window: "month", TimeZone: "Europe/Paris", Shadow: true},
+	}, Consume: map[string]int64{"rpm": 1, "req": 1, "usd": 1}}
+	ctx := context.Background()
+	for range 3 {
+		_, _ = lim.Acquire(ctx, req)
+	}
+	c := collect(t, r)
+	var admitted, rejected float64
+	for _, p := range c["limiter.calls"].(metricdata.Sum[int64]).DataPoints {
+		switch v, _ := p.Attributes.Value(limiterotel.AttrOutcome); v.AsString() {
+		case "admitted":
+			admitted += float64(p.Value)
+		case "rejected":
+			rejected += float64(p.Value)
+		}
+	}
+	if admitted != 2 || rejected != 1 {
+		t.Errorf("%v admitted and %v rejected, want 2 and 1 (the daily quota of 2 refuses the third)", admitted, rejected)
+	}
+	if got := c.sum(t, "limiter.shadow.would_refuse", attrs(limiterotel.AttrLimit.String("usd"))); got < 1 {
+		t.Errorf("limiter.shadow.would_refuse{limit=usd} = %v, want the second acquire counted", got)
+	}
+}

@@ -389,3 +389,46 @@ func TestRegressionFullWriteBelowTheHoldsCap(t *testing.T) {
 		Rate: 1418, Uneven: 0.79, Reservations: true, CrashEvery: time.Second, CrashDowntime: 200 * time.Millisecond, Duration: 3 * time.Second}
 	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 1, Tail: 3 * time.Second}))
 }
+
+// quotaSplitAtMidnight is one hot key whose only limit is a quota of 1,228
+// requests of up to 5 tokens a window in Paris, under sharding pressure
+// (rate acquires a second from writers, clocks skew apart), the run
+// starting before midnight of 1 November 2026 there by before.
+func quotaSplitAtMidnight(window string, writers int, rate float64, before, skew time.Duration, charges int64) *Workload {
+	loc, _ := time.LoadLocation("Europe/Paris")
+	return &Workload{Writers: writers,
+		Limits:   []limiter.Limit{{Name: "req", Capacity: 5 * charges, Window: window, TimeZone: "Europe/Paris"}},
+		Consume:  []Range{{Min: 1, Max: 5}},
+		Entities: []Entity{{ID: "key-0"}}, Resources: []string{"gpt-4o"},
+		Rate: rate, Skew: skew, Duration: 3 * time.Second,
+		CallTime: Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second},
+		Start:    time.Date(2026, 11, 1, 0, 0, 0, 0, loc).Add(-before)}
+}
+
+// A bucket splitting to 8 shards around midnight under 2,500 acquires a
+// second from 237 writers, clocks agreeing: shards other than 0 learn the
+// shard count lazily, and a writer that chose a shard before midnight and
+// wrote it again after started the new day there at its own stale count
+// (a quarter of the quota on one shard, while shard 0 started the day at
+// an eighth a shard): 37 % over the daily quota with this seed. Now a
+// shard starts a window only at the count shard 0 started it at.
+func TestRegressionQuotaStartedAtAStaleCountOnABucketSplittingAtMidnight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation")
+	}
+	wl := quotaSplitAtMidnight("day", 237, 2500, 2*time.Second, 0, 1228)
+	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 7, Tail: 3 * time.Second}))
+}
+
+// The same at a month's end with clocks ±1 s apart: a doubling made just
+// after midnight by a process whose clock was behind dated its new shards
+// in October, and November started on them with their share beside the
+// shards that had started it before the doubling: 50 % over the monthly
+// quota with this seed.
+func TestRegressionQuotaOnShardsMadeByAClockBehindAtTheMonthsEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation")
+	}
+	wl := quotaSplitAtMidnight("month", 200, 2000, 1500*time.Millisecond, time.Second, 2000)
+	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 3, Tail: 3*time.Second + 2*time.Second}))
+}

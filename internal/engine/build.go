@@ -33,12 +33,33 @@ type builder struct {
 	u       store.Update
 	conds   []store.Condition
 	condsIn [8]store.Condition
+	// start, when set, makes the write one that also creates its item
+	// (see Plan.orCreate): each ADD becomes SET name = if_not_exists(name,
+	// start[name]) + v, created records what each name written holds on
+	// the item the write creates, and added what each ADD adds.
+	start   map[string]int64
+	created map[string]int64
+	added   map[string]int64
 }
 
-func (b *builder) add(name string, v int64) { b.u = b.u.Add(name, store.Int(v)) }
-func (b *builder) set(name string, v int64) { b.u = b.u.Set(name, store.Int(v)) }
-func (b *builder) exists(name string)       { b.conds = append(b.conds, store.Name(name).Exists()) }
-func (b *builder) notExists(name string)    { b.conds = append(b.conds, store.Name(name).NotExists()) }
+func (b *builder) add(name string, v int64) {
+	if b.start != nil {
+		b.created[name] = b.start[name] + v
+		b.added[name] = v
+		b.u = b.u.SetIfNotExistsPlus(name, store.Int(b.start[name]), store.Int(v))
+		return
+	}
+	b.u = b.u.Add(name, store.Int(v))
+}
+
+func (b *builder) set(name string, v int64) {
+	if b.created != nil {
+		b.created[name] = v
+	}
+	b.u = b.u.Set(name, store.Int(v))
+}
+func (b *builder) exists(name string)    { b.conds = append(b.conds, store.Name(name).Exists()) }
+func (b *builder) notExists(name string) { b.conds = append(b.conds, store.Name(name).NotExists()) }
 
 // cond is the condition name k v.
 func (b *builder) cond(k condKind, name string, v int64) {

@@ -112,10 +112,11 @@ const (
 // makes the write the client's knowledge calls for, and reacts to what
 // comes back. Create it with NewCharge, then call Start and Feed.
 type Charge struct {
-	m   *Memory
-	p   *Plan
-	o   Options
-	rnd Rand
+	m    *Memory
+	plan *Plan // the acquire's
+	p    *Plan // plan on the current shard (see Plan.forShard)
+	o    Options
+	rnd  Rand
 
 	n       int64 // the shard count in use
 	tried   []int
@@ -125,11 +126,15 @@ type Charge struct {
 	// the current shard
 	shard     int
 	view      ShardView
+	viewN     int64      // the shard count when view was taken: its rate is of a shard of viewN
 	entry     *shardInfo // the memory's entry of the shard
 	attempts  int
 	contended bool
 	billed    int64 // failed writes on this shard, charged to the next write's wcu
 	cold      bool  // the write in flight is a first write made with no image (see prior.go)
+	// creates is when the first write was made, if it may create the
+	// bucket (orCreate); 0 when it may not.
+	creates int64
 
 	phase chargePhase
 	path  Path
@@ -156,7 +161,7 @@ type Charge struct {
 
 // NewCharge returns the machine of one acquire of p's bucket.
 func NewCharge(m *Memory, p *Plan, rnd Rand, o Options) *Charge {
-	return &Charge{m: m, p: p, rnd: rnd, o: o}
+	return &Charge{m: m, plan: p, p: p, rnd: rnd, o: o}
 }
 
 // Start returns the first step.
@@ -218,7 +223,9 @@ func (c *Charge) nextShard(now int64) Step {
 		c.tried = append(c.tried, shard)
 		c.settleBilled(now)
 		c.shard, c.attempts, c.contended = shard, 0, false
+		c.onShard()
 		c.billed, c.view, c.entry = c.m.enter(c.p.Ref, shard, now)
+		c.viewN = c.n
 		if c.p.refusesLocally(&c.view, c.n, now, c.o) {
 			v := c.view
 			c.lastRL = &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
@@ -241,6 +248,15 @@ func (c *Charge) nextShard(now int64) Step {
 			return c.double(now, func() Step { return c.blindWrite(now) })
 		}
 		return c.blindWrite(now)
+	}
+}
+
+// onShard sets the plan for the current shard, from the memory's image of
+// shard 0 (see Plan.forShard).
+func (c *Charge) onShard() {
+	c.p = c.plan
+	if c.shard != 0 {
+		c.p = c.plan.forShard(c.shard, c.m.View(c.plan.Ref, 0).Img)
 	}
 }
 
@@ -268,11 +284,27 @@ func (c *Charge) blindWrite(now int64) Step {
 		// one this process has no image of is likely still filling.
 		first = PathNone
 	}
-	ex, path, err := q.blind(&c.view, c.n, now, c.rnd.Float64(), first)
+	// A process's first write to a bucket it believes at one shard may be
+	// the one that creates it (see Plan.orCreate).
+	create := c.cold && c.shard == 0 && c.n == 1 && q.createsInOne()
+	c.creates = 0
+	if create {
+		c.creates = now
+	}
+	v.FullMiss = c.m.fullMiss(c.p.hash)
+	ex, path, err := q.blind(&c.view, c.n, now, c.rnd.Float64(), first, create)
 	if err != nil {
 		return Step{Err: err}
 	}
 	return c.write(ex, path, q)
+}
+
+// created reports whether img, the item a charge write returned, is one
+// that write created (orCreate): the write could, its write count is that
+// write's alone, and its rf is when the write was made.
+func (c *Charge) created(img *Image) bool {
+	w, ok := img.writes()
+	return c.creates != 0 && c.attempts == 0 && ok && c.mine != nil && img.rf == c.creates && w == c.mine.specs[len(c.mine.specs)-1].amount
 }
 
 // Drop ends a machine whose last step's call will not be made (a cascade
@@ -331,6 +363,9 @@ func (c *Charge) afterWrite(r *Result, now int64) Step {
 	if r.Err == nil {
 		img, err := Decode(r.Write.Attributes)
 		if err == nil {
+			if c.created(img) {
+				c.path = PathCreate // its rf is this write's
+			}
 			return c.charged(img, now) // it ends the write in flight
 		}
 		c.landed()
@@ -357,6 +392,9 @@ func (c *Charge) afterWrite(r *Result, now int64) Step {
 	if cold && im != nil {
 		full := c.p.nearlyFull(im, c.n, now)
 		c.m.notePrior(c.p.hash, &full, -1)
+	}
+	if c.path == PathFull && c.attempts == 0 {
+		c.m.noteFull(c.p.hash, true)
 	}
 	c.cold = false
 	// A blind full write that failed lost a race (its view said full; a
@@ -442,6 +480,9 @@ func (c *Charge) charged(img *Image, now int64) Step {
 	if c.cold && img != nil {
 		full := c.p.nearlyFull(img, c.n, now)
 		c.m.notePriorLocked(c.p.hash, &full, -1)
+	}
+	if c.path == PathFull && c.attempts == 0 {
+		c.m.noteFullLocked(c.p.hash, false)
 	}
 	if si := c.entry; si != nil && si.rateAt != 0 && !si.provisional {
 		c.m.notePriorLocked(c.p.hash, nil, si.others)
@@ -544,7 +585,11 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		// count rather than join them here.
 		c.m.learn(c.p.Ref, c.shard, im, im.shardCount, now, c.lat, nil)
 		c.n = im.shardCount
-		return c.nextShard(now)
+		if c.shard != 0 || !c.p.quotaNeedsShardZero(c.m, c.n, now) {
+			return c.nextShard(now)
+		}
+		// Shard 0 is where a quota's window starts (see quota.go): write
+		// it again, at its count.
 	}
 	learnt := int64(0)
 	if c.shard == 0 {
@@ -552,6 +597,12 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		c.n = learnt
 	}
 	c.m.learn(c.p.Ref, c.shard, im, learnt, now, c.lat, nil)
+	if c.shard != 0 && c.p.quotaNeedsShardZero(c.m, c.n, now) {
+		// A quota's window ended since the acquire chose this shard: the
+		// next window starts here only at shard 0's count (see quota.go).
+		return c.nextShard(now)
+	}
+	c.onShard() // shard 0 may have moved on meanwhile
 	if c.view.Rate <= 0 {
 		// The image may have brought the shard's first (provisional)
 		// rates: the write that follows burns headroom with them, on a
@@ -662,6 +713,13 @@ func (c *Charge) afterDouble(r *Result, now int64) Step {
 		c.m.learn(c.p.Ref, 0, img, 2*c.n, now, c.lat, nil)
 		c.m.setPendingDoubling(c.p.Ref, 0, now)
 		c.n, c.tried = 2*c.n, c.tried[:0]
+		if c.stillHot(now) {
+			// The shard's write rate, spread over the new count, still
+			// leaves each shard at the ceiling: double again now rather
+			// than after another second of throttles (each doubling its
+			// own write, conditional on the count it changes).
+			return c.double(now, func() Step { return c.nextShard(now) })
+		}
 		return c.nextShard(now)
 	}
 	if errors.Is(r.Err, store.ErrThrottled) {
@@ -700,6 +758,17 @@ func (c *Charge) afterDouble(r *Result, now int64) Step {
 		return Step{Path: PathDouble, Call: &Call{Update: &in}}
 	}
 	return c.after() // shard 0 is odd: the next acquire mends it
+}
+
+// stillHot reports whether the write rate this client measured on the
+// current shard (at viewN shards), spread evenly over the c.n shards a
+// doubling just made, is still at the partition ceiling on each.
+func (c *Charge) stillHot(now int64) bool {
+	v := &c.view
+	if v.busyness(now) == busyNo || c.viewN <= 0 {
+		return false
+	}
+	return v.Rate*float64(c.viewN)/float64(c.n) >= hotRate
 }
 
 // create makes the current shard, which does not exist. Shard 0 is the

@@ -180,7 +180,7 @@ func TestFullWriteOnlyWhenTheCapPaysTheCharge(t *testing.T) {
 			now := clock.Now().UnixMilli()
 			im := heldItem(t, st, rps, now, tc.hold)
 			p := NewPlan(bucketRef, []Limit{rps}, map[string]int64{"rps": 5})
-			ex, path, err := p.blind(&ShardView{Img: im, At: now, OwnRefill: true}, 1, now, 0.999, PathNone)
+			ex, path, err := p.blind(&ShardView{Img: im, At: now, OwnRefill: true}, 1, now, 0.999, PathNone, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -107,7 +107,13 @@ func (p *Plan) refusesLocally(v *ShardView, n, now int64, o Options) bool {
 // other processes, the process counts on its share only (withheld).
 func (p *Plan) lacks(v *ShardView, n, now int64, o Options, shared bool) bool {
 	im := v.Img
-	if o.NoLocalRefusals || im == nil || !im.matches(p, n) || now-v.At > LocalRefusalAge || now < v.At {
+	if o.NoLocalRefusals || im == nil || !im.matches(p, n) || now < v.At {
+		return false
+	}
+	if p.quotaSpent(im, now) {
+		return true // however old the image: until the window's end (see quotaSpent)
+	}
+	if now-v.At > LocalRefusalAge {
 		return false
 	}
 	// A refusal said the request would fit by now: from then on it is
@@ -632,26 +638,19 @@ func (v *ShardView) ahead(s *spec, n, now int64) int64 {
 // refilled, would all make the full write, which one of them wins. Else
 // the normal write when the stored tokens run low (refresh), or the
 // speculative charge, with headroom burnt on a shared shard near its
-// ceiling.
-func (p *Plan) blind(v *ShardView, n, now int64, draw float64, cold Path) (store.Expr, Path, error) {
+// ceiling. create says that with no image the write may also create the
+// bucket (orCreate; see Plan.createsInOne).
+func (p *Plan) blind(v *ShardView, n, now int64, draw float64, cold Path, create bool) (store.Expr, Path, error) {
 	im := v.Img
 	if im == nil || !im.matches(p, n) {
-		switch {
-		case im == nil && cold == PathFull:
-			ex, err := p.full(im, n, now, 0)
-			return ex, PathFull, err
-		case im == nil && cold == PathRetry:
-			if burn := p.rideBurn(n, rideMax); burn != nil {
-				ex, err := p.speculative(im, n, now, burn, true)
-				return ex, PathSpeculative, err
+		emit, path := p.coldEmit(v, n, now, cold)
+		if im == nil && create {
+			if ex, ok, err := p.orCreate(n, now, emit); ok || err != nil {
+				return ex, path, err
 			}
 		}
-		var burn []int64
-		if v.unmeasured() {
-			burn = p.unmeasuredBurn(nil, n) // its item, if any, is of other limits
-		}
-		ex, err := p.speculative(im, n, now, burn, false)
-		return ex, PathSpeculative, err
+		ex, err := build(emit)
+		return ex, path, err
 	}
 	if im.fullBy(p, n, now) {
 		first := cold // no estimate of the others: what the plan's first writes found
@@ -685,6 +684,26 @@ func (p *Plan) blind(v *ShardView, n, now int64, draw float64, cold Path) (store
 	}
 	ex, err := p.speculative(im, n, now, burn, !im.holds)
 	return ex, PathSpeculative, err
+}
+
+// coldEmit returns the first write to a shard the client has no item of
+// (or one of other limits or another shard count), and its path: the
+// write cold calls for (see Memory.coldWrite).
+func (p *Plan) coldEmit(v *ShardView, n, now int64, cold Path) (func(*builder), Path) {
+	im := v.Img
+	switch {
+	case im == nil && cold == PathFull:
+		return func(k *builder) { p.emitFull(k, im, n, now, 0) }, PathFull
+	case im == nil && cold == PathRetry:
+		if burn := p.rideBurn(n, rideMax); burn != nil {
+			return func(k *builder) { p.emitSpeculative(k, im, n, now, burn, true) }, PathSpeculative
+		}
+	}
+	var burn []int64
+	if v.unmeasured() {
+		burn = p.unmeasuredBurn(nil, n) // its item, if any, is of other limits
+	}
+	return func(k *builder) { p.emitSpeculative(k, im, n, now, burn, false) }, PathSpeculative
 }
 
 // The first write on a bucket full by now. DynamoDB has no min or max in
@@ -752,7 +771,7 @@ func (p *Plan) first(v *ShardView, n, now int64) Path {
 	if k < 1 {
 		return PathFull
 	}
-	missFull := 1 - math.Exp(-v.Others*float64(tau))
+	missFull := max(1-math.Exp(-v.Others*float64(tau)), v.FullMiss)
 	missRide := math.Exp(-v.Others * float64(k+tau))
 	if missFull <= missRide {
 		return PathFull

@@ -377,7 +377,7 @@ func TestBlindChoosesFromTheView(t *testing.T) {
 		{"short, the refill route pays", ShardView{Img: short, At: T}, 1, PathSpeculative},
 		{"short, refill pays, fh drifted", ShardView{Img: drift, At: T}, 1, PathNormal},
 	} {
-		if _, got, err := p.blind(&c.v, c.n, T, 0.99, PathNone); err != nil || got != c.want {
+		if _, got, err := p.blind(&c.v, c.n, T, 0.99, PathNone, false); err != nil || got != c.want {
 			t.Errorf("%s: %s (%v), want %s", c.name, got, err, c.want)
 		}
 	}

@@ -193,6 +193,10 @@ type ShardView struct {
 	// that has not measured the shard will not soon (see
 	// Plan.unmeasuredBurn).
 	Slow bool
+	// FullMiss is the decayed share of this process's full writes made
+	// first on buckets of the plan that failed (see Memory.noteFull; set
+	// by the charge, which knows the plan).
+	FullMiss float64
 	// Lat is the round trip of the last answer about the shard (ms): how
 	// old the news in an image is by the time a write made from it lands
 	// (see Plan.headroom).

@@ -335,6 +335,108 @@ func (p *Plan) createWith(shard int, n, now int64, debit bool) store.PutInput {
 	}
 }
 
+// orCreate returns the write emit describes (a blind first write: the
+// full, ride-ahead or speculative write), made so that it also creates
+// shard 0 of a bucket at one shard when the item does not exist:
+// attribute_not_exists(PK) OR its usual condition, each ADD made a SET
+// from the value a new bucket starts at (if_not_exists), and every other
+// attribute of create's item set only where absent. On an existing item
+// it is the usual write, attribute for attribute (an if_not_exists of a
+// present attribute writes nothing new); on a missing one it leaves
+// create's item: the bucket full at now less the charge (a burn beside
+// it takes nothing from a new bucket). ok is false when the write cannot create the bucket
+// (it would take more than a burst): the caller then makes the usual
+// write. See Plan.createsInOne for when this may replace create.
+func (p *Plan) orCreate(n, now int64, emit func(*builder)) (ex store.Expr, ok bool, err error) {
+	newBuilder := func(start map[string]int64) *builder {
+		b := &builder{start: start, created: make(map[string]int64, 8*len(p.specs)), added: make(map[string]int64, 8*len(p.specs))}
+		b.conds = b.condsIn[:0]
+		return b
+	}
+	// What each ADD adds, then where it must start for the new item to be
+	// the Put's: full less the charge, whatever the write burns beside it
+	// (a burn is refill the bucket lost at its cap, or headroom; a new
+	// bucket lost none).
+	probe := newBuilder(map[string]int64{})
+	emit(probe)
+	start := make(map[string]int64, 4*len(p.specs))
+	for i := range p.specs {
+		s := &p.specs[i]
+		l := s.perShard(n)
+		lo, hi := l.RefillTime(max(s.amount, 0))
+		start[s.tk] = l.Burst - max(s.amount, 0) - probe.added[s.tk]
+		start[s.tc] = 0
+		start[s.fl] = now + lo - probe.added[s.fl] // a full bucket at rf = now, less the charge
+		start[s.fh] = now + hi - probe.added[s.fh]
+	}
+	b := newBuilder(start)
+	emit(b)
+	u := b.u
+	absent := func(name string, v store.Value) {
+		if _, done := b.created[name]; !done {
+			u = u.SetIfNotExists(name, v)
+		}
+	}
+	for i := range p.specs {
+		s := &p.specs[i]
+		if tk, done := b.created[s.tk]; done && tk < 0 && !s.hidden {
+			return store.Expr{}, false, nil
+		}
+		l := s.perShard(n)
+		absent(s.tk, store.Int(l.Burst))
+		absent(s.tc, store.Int(0))
+		absent(s.fl, store.Int(now))
+		absent(s.fh, store.Int(now))
+		absent(s.cp, store.Int(s.orig.Capacity))
+		absent(s.bx, store.Int(s.orig.Burst))
+		absent(s.ra, store.Int(s.orig.RefillAmount))
+		absent(s.rp, store.Int(s.orig.RefillPeriod))
+	}
+	ref := p.Ref.WithShard(0)
+	absent(keys.AttrEntity, store.Str(ref.Entity))
+	absent(keys.AttrResource, store.Str(ref.Resource))
+	absent(keys.AttrShard, store.Int(0))
+	absent(attrShardCount, store.Int(n))
+	absent(attrLimitsHash, store.Int(p.hash))
+	absent(attrRefill, store.Int(now))
+	for _, ix := range ref.IndexAttrs() {
+		absent(ix.Name, store.Str(ix.Value))
+	}
+	absent(store.AttrTTL, store.Int(p.ttl(nil, n, now)))
+	ex, err = store.Build(u, store.Or(store.Name(store.AttrPK).NotExists(), store.And(b.conds...)))
+	return ex, err == nil, err
+}
+
+// createsInOne reports whether a process's first write to shard 0 of a
+// bucket of this plan that it believes at one shard may create the bucket
+// (orCreate) rather than fail on a missing item and create it with a Put.
+// create first looks for shards of a bucket whose shard 0 expired while
+// they live on (see afterDiscover); a bucket can have such shards only if
+// it was doubled, and no request charging its limits doubles it when every
+// rate limit refills at most fewWritesPerSecond tokens a second (see
+// fewWrites). Quotas and reservations keep the Put.
+func (p *Plan) createsInOne() bool {
+	if len(p.quotas) > 0 || p.gen != 0 {
+		return false
+	}
+	rates := false
+	for i := range p.specs {
+		s := &p.specs[i]
+		if s.hold != 0 || s.release != 0 {
+			return false
+		}
+		if s.hidden {
+			continue
+		}
+		l := s.perShard(1)
+		if l.RefillPeriod <= 0 || float64(l.RefillAmount)*1000/float64(l.RefillPeriod)/float64(unit) > fewWritesPerSecond {
+			return false
+		}
+		rates = true
+	}
+	return rates
+}
+
 // normal materializes the refill since the image's rf and charges, under
 // the rf lock: the write succeeds only if no other writer moved rf since
 // the image was taken, so each stretch of refill is credited once. It also

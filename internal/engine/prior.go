@@ -26,6 +26,10 @@ type prior struct {
 	seen   bool    // a first write was recorded
 	others float64 // the others' write rate on buckets of the plan, a decayed mean of the estimates (writes per ms)
 	known  bool    // others was measured
+	// miss is the decayed share of the full writes made first on buckets
+	// of the plan that failed (from 0: a few failures are needed to move
+	// it, a full write that fails now and then barely does).
+	miss float64
 }
 
 // found records a first write that found the bucket full or not.
@@ -93,6 +97,42 @@ func (m *Memory) notePriorLocked(hash int64, found *bool, others float64) {
 	}
 }
 
+// noteFull records whether a full write made first to a bucket of plan p
+// (by its hash) landed. The full write's odds are judged from the others'
+// rate (see Plan.first), which assumes the bucket full again a charge's
+// refill time after each of their writes; when the others burn (ride
+// ahead, headroom) it stays below its burst for longer, and full writes
+// fail far more often than the rate says. What they found corrects that.
+func (m *Memory) noteFull(hash int64, failed bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.noteFullLocked(hash, failed)
+}
+
+// noteFullLocked is noteFull for a caller that holds m.mu.
+func (m *Memory) noteFullLocked(hash int64, failed bool) {
+	pr := m.plans[hash]
+	if pr == nil {
+		return // no first write of the plan was recorded: nothing to correct
+	}
+	f := 0.0
+	if failed {
+		f = 1
+	}
+	pr.miss += coldWeight * (f - pr.miss)
+}
+
+// fullMiss returns the decayed share of plan p's first full writes that
+// failed (see noteFull).
+func (m *Memory) fullMiss(hash int64) float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if pr := m.plans[hash]; pr != nil {
+		return pr.miss
+	}
+	return 0
+}
+
 // coldWrite returns the first write to a bucket of p at n shards that the
 // process has no image of, or whose image says nothing of the other
 // writers (see ShardView.knowsOthers): PathNone for the speculative
@@ -103,14 +143,16 @@ func (m *Memory) notePriorLocked(hash int64, found *bool, others float64) {
 // below their burst, else the full write. Before any estimate of the others,
 // the ride-ahead write, which lands whether or not they wrote moments ago,
 // unless the client has an item of the bucket (warm): a bucket it saw
-// full has likely sat full since.
+// full has likely sat full since. The full write's odds are the larger of
+// what the others' rate says and the share of the plan's first full
+// writes that failed (noteFull).
 func (m *Memory) coldWrite(p *Plan, n int64, warm bool) Path {
 	m.mu.Lock()
 	pr := m.plans[p.hash]
-	var full, others float64
+	var full, others, miss float64
 	known, seen := false, false
 	if pr != nil {
-		full, others, known, seen = pr.full, pr.others, pr.known, pr.seen
+		full, others, known, seen, miss = pr.full, pr.others, pr.known, pr.seen, pr.miss
 	}
 	anyPlan := m.anyPlan
 	m.mu.Unlock()
@@ -125,10 +167,22 @@ func (m *Memory) coldWrite(p *Plan, n int64, warm bool) Path {
 	}
 	tau := p.chargeTime(n)
 	k := p.slack(n, p.rideBurn(n, rideMax))
+	if k < 1 {
+		return PathFull // no slack to ride on
+	}
+	// How likely each write fails. Before any estimate of the others, the
+	// ride-ahead write, which lands whether or not they wrote moments
+	// ago, unless the client has an item: a bucket it saw full has likely
+	// sat full since (unless most full writes fail). No one else writes:
+	// the full write.
+	missFull, missRide := 0.0, 0.5
 	switch {
-	case k < 1 || known && others <= 0 || !known && warm:
-		return PathFull // no slack to ride on, no one else writes, or the client has an item
-	case !known || 1-math.Exp(-others*float64(tau)) > math.Exp(-others*float64(k+tau)):
+	case known:
+		missFull, missRide = 1-math.Exp(-others*float64(tau)), math.Exp(-others*float64(k+tau))
+	case !warm:
+		missFull = 1
+	}
+	if max(missFull, miss) > missRide {
 		return PathRetry // the ride-ahead write also lands if others wrote
 	}
 	return PathFull

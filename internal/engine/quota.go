@@ -11,32 +11,38 @@ import (
 
 // Calendar quotas. A quota is N millitokens per calendar window (a day, a
 // week or a month in a time zone), kept in the bucket's item beside the
-// rates, in four attributes q_{L}_{tk,cp,ws,tc}: what is left in the
+// rates, in the attributes q_{L}_{tk,cp,ws,tc}: what is left in the
 // window, N (undivided), the window's start (Unix ms) and the total
-// consumed. Every write that charges a quota carries its part, all or
-// nothing with the rates:
+// consumed; shard 0 also keeps q_{L}_sc, the shard count it started its
+// window at (see Shards). Every write that charges a quota carries its
+// part, all or nothing with the rates:
 //
 //   - the item is in the window of now (or a later one, which a writer
 //     whose clock runs ahead started): ADD tk -c, tc +c, IF ws = :seen AND
 //     tk >= c. Concurrent writers ADD without excluding each other.
 //   - the item is in an earlier window: SET tk = share - c, ws = :w, ADD
-//     tc +c, IF ws < :w. Exactly one writer starts the window; the others
-//     fail, see the new window in the item they get back, and ADD.
+//     tc +c, IF ws < :w (see Shards for share and w). Exactly one writer
+//     starts the window; the others fail, see the new window in the item
+//     they get back, and ADD.
 //
 // The writer knows which from its image: a wrong guess fails the write,
 // and the item it returns decides the next write, as for the rates. An
 // item without the quota (a quota new to the bucket) gets it with SET IF
 // attribute_not_exists(ws).
 //
-// Shards: each of n shards holds share = floor(N / n) per window. A shard
-// created in a window (a doubling's) starts that window empty, so that a
-// doubling never adds to a window; it starts the next one at its share.
-// A window is started on a shard other than 0 only by a writer that has
-// seen shard 0 in that window (see Charge.nextShard): its count is then at
-// least the count n0 in force when the window began, so each of the n0
-// shards that existed then starts the window with at most N / n0, and
-// every later shard starts it empty: the shards together start every
-// window with at most N.
+// Shards: shard 0 starts a window at the count n0 its write is conditional
+// on, with floor(N / n0), and stores n0 (sc) beside the window. Another
+// shard k starts only the window its writer's last image of shard 0 shows
+// (the window of now or a later one; a writer without one writes shard 0
+// first, see Charge.nextShard and Charge.informed), at that image's n0:
+// floor(N / n0) when k < n0, nothing otherwise. A shard created in a
+// window starts it empty. Each shard starts a window at most once (IF ws
+// < :w), so the shards together start every window with at most n0 ×
+// floor(N / n0) <= N, whatever the clocks and the doublings: only shard
+// 0's item says what a window's shares are. (Sizing by the writer's own
+// count instead let a writer whose count was stale, or whose clock was
+// behind when it made a shard, start a window on more shards, or at a
+// larger share, than shard 0 did.)
 //
 // Settlements (an Adjust, a Rollback, a cascade's undo) apply to the
 // window their acquire charged (quota.at): ADD without a floor IF ws =
@@ -51,27 +57,88 @@ import (
 // quota is one calendar quota of a bucket write: its attribute names, N
 // (millitokens, undivided), its calendar and the amount to charge.
 type quota struct {
-	name           string
-	n              int64
-	cal            bucket.Calendar
-	tk, cp, ws, tc string
-	amount         int64
+	name               string
+	n                  int64
+	cal                bucket.Calendar
+	tk, cp, ws, tc, sc string
+	amount             int64
 	// at pins a settlement to the window its acquire charged (its start,
 	// Unix ms); 0 for an acquire, which charges the window of now or the
 	// one stored.
 	at int64
+	// shard is the shard the write goes to (see Plan.forShard); on one
+	// other than 0, w0 and n0 are the window the writer's last image of
+	// shard 0 shows (its start, Unix ms; 0: none) and the count shard 0
+	// started it at.
+	shard  int
+	w0, n0 int64
 }
+
+// fieldShards is the attribute field of the shard count shard 0 started a
+// quota's window at.
+const fieldShards = "sc"
 
 func newQuota(l Limit) quota {
 	n := l.Name
 	return quota{name: n, n: l.Capacity, cal: l.Calendar,
 		tk: bucket.QuotaAttrName(n, bucket.FieldTokens), cp: bucket.QuotaAttrName(n, bucket.FieldCapacity),
-		ws: bucket.QuotaAttrName(n, bucket.FieldWindow), tc: bucket.QuotaAttrName(n, bucket.FieldTotalConsumed)}
+		ws: bucket.QuotaAttrName(n, bucket.FieldWindow), tc: bucket.QuotaAttrName(n, bucket.FieldTotalConsumed),
+		sc: bucket.QuotaAttrName(n, fieldShards)}
 }
 
 // share is what one of n shards holds of the quota per window.
 func (q *quota) share(n int64) int64 {
 	return bucket.Limit{Capacity: q.n, Burst: q.n}.PerShard(n).Capacity
+}
+
+// opening returns the window a write at now on a shard of n, whose item is
+// in an earlier window, starts (its start, Unix ms) and the share it
+// starts it at (see Shards above). ok is false on a shard other than 0
+// when the writer's image of shard 0 shows no window from now on: the
+// writer must see shard 0 first.
+func (q *quota) opening(n, now int64) (w, share int64, ok bool) {
+	w, _ = q.cal.Bounds(now)
+	switch {
+	case q.shard == 0:
+		return w, q.share(n), true
+	case q.w0 < w:
+		return w, 0, false
+	case int64(q.shard) >= q.n0:
+		return q.w0, 0, true // a shard made after shard 0 started the window
+	}
+	return q.w0, q.share(q.n0), true
+}
+
+// forShard returns p for a write on shard, with what the writer's last
+// image of shard 0 (im0, nil: none) says of the quotas' windows (see
+// quota.opening); p itself when it has no quota.
+func (p *Plan) forShard(shard int, im0 *Image) *Plan {
+	if len(p.quotas) == 0 {
+		return p
+	}
+	q := p.clone()
+	for i := range q.quotas {
+		q.quotas[i].onShard(shard, im0)
+	}
+	return q
+}
+
+func (q *quota) onShard(shard int, im0 *Image) {
+	q.shard, q.w0, q.n0 = shard, 0, 0
+	if shard != 0 {
+		q.w0, q.n0 = im0.quotaStart(q)
+	}
+}
+
+// quotaStart returns the window shard 0's image shows (its start, Unix
+// ms; 0 for none) and the count shard 0 started it at.
+func (im *Image) quotaStart(q *quota) (ws, n int64) {
+	ws, _, ok := im.quota(q)
+	if !ok {
+		return 0, 0
+	}
+	n, _ = im.raw.Int(q.sc)
+	return ws, n
 }
 
 // quota returns the quota's window start and balance as the item stores
@@ -87,15 +154,17 @@ func (im *Image) quota(q *quota) (ws, tk int64, ok bool) {
 
 // quotaLeft returns what quota q holds for an acquire at now on a shard of
 // n, judging by the image, and when that window ends (Unix ms): the stored
-// balance while the stored window is current (or later), else a fresh
-// share, in the window of now.
+// balance while the stored window is current (or later), else the share
+// the acquire's write would start a window at (see opening).
 func (im *Image) quotaLeft(q *quota, n, now int64) (left, end int64) {
-	w, e := q.cal.Bounds(now)
+	w, _ := q.cal.Bounds(now)
 	if ws, tk, ok := im.quota(q); ok && ws >= w {
-		_, e = q.cal.Bounds(ws)
+		_, e := q.cal.Bounds(ws)
 		return tk, e
 	}
-	return q.share(n), e
+	w, share, _ := q.opening(n, now)
+	_, e := q.cal.Bounds(w)
+	return share, e
 }
 
 // quotasShort reports whether some quota the plan charges lacks its
@@ -108,6 +177,29 @@ func (p *Plan) quotasShort(im *Image, n, now int64) bool {
 			continue
 		}
 		if left, _ := im.quotaLeft(q, n, now); left < q.amount {
+			return true
+		}
+	}
+	return false
+}
+
+// quotaSpent reports whether the image shows a quota the plan charges
+// short of its charge in the window of now (or a later one) that the item
+// is in. Only the window's end or a refund to that window brings the quota
+// back, and the process learns of its own refunds from their writes: it
+// refuses such acquires without a write until the window ends, however
+// old its image. A refund another process makes meanwhile (a negative
+// Adjust, a Rollback) serves the processes that have not seen the window
+// spent; this one sees it at its first write after the window's end, when
+// it no longer matters.
+func (p *Plan) quotaSpent(im *Image, now int64) bool {
+	for i := range p.quotas {
+		q := &p.quotas[i]
+		if q.amount <= 0 {
+			continue
+		}
+		w, _ := q.cal.Bounds(now)
+		if ws, tk, ok := im.quota(q); ok && ws >= w && tk < q.amount {
 			return true
 		}
 	}
@@ -137,20 +229,23 @@ func (p *Plan) emitQuotas(k *builder, im *Image, n, now int64, push bool) {
 			k.cond(condEq, q.ws, q.at)
 			continue
 		}
-		w, end := q.cal.Bounds(now)
+		w, _ := q.cal.Bounds(now)
+		ow, share, open := q.opening(n, now)
+		open = open && share >= q.amount // else refused (quotasShort): a write that cannot land
 		switch {
-		case im != nil && !ok:
+		case im != nil && !ok && open:
 			// New to the item: the write the image calls for is under the
 			// rf lock (a blind write on an item of other limits fails on
 			// the limits hash).
-			k.set(q.tk, q.share(n)-q.amount)
-			k.set(q.ws, w)
+			k.set(q.tk, share-q.amount)
+			k.set(q.ws, ow)
 			k.set(q.cp, q.n)
 			k.set(q.tc, q.amount)
+			q.setShards(k, n)
 			k.notExists(q.ws)
 			continue
-		case !ok || ws >= w:
-			if ok {
+		case !ok || ws >= w || !open:
+			if ok && ws >= w {
 				w = ws
 			}
 			k.add(q.tk, -q.amount)
@@ -160,10 +255,12 @@ func (p *Plan) emitQuotas(k *builder, im *Image, n, now int64, push bool) {
 				k.cond(condGe, q.tk, q.amount)
 			}
 		default:
-			k.set(q.tk, q.share(n)-q.amount)
-			k.set(q.ws, w)
+			k.set(q.tk, share-q.amount)
+			k.set(q.ws, ow)
 			k.add(q.tc, q.amount)
-			k.cond(condLt, q.ws, w)
+			q.setShards(k, n)
+			k.cond(condLt, q.ws, ow)
+			_, end := q.cal.Bounds(ow)
 			ttl = max(ttl, expiryAt(end, 0))
 		}
 		if im != nil && im.hash != p.hash {
@@ -175,6 +272,14 @@ func (p *Plan) emitQuotas(k *builder, im *Image, n, now int64, push bool) {
 	}
 	if seen, has := im.raw.Int(store.AttrTTL); has && ttl > seen {
 		k.add(store.AttrTTL, ttl-seen)
+	}
+}
+
+// setShards stores, on shard 0, the count n a write that starts a window
+// sizes its share at (the write is conditional on the shard count n).
+func (q *quota) setShards(k *builder, n int64) {
+	if q.shard == 0 {
+		k.set(q.sc, n)
 	}
 }
 
@@ -200,13 +305,16 @@ func (p *Plan) quotaItem(it store.Item, shard int, n, now int64) {
 		w, _ := q.cal.Bounds(now)
 		tk, charged := q.share(n), q.amount
 		switch {
-		case q.at != 0:
-			charged = 0
 		case shard != 0:
 			tk, charged = 0, 0
+		case q.at != 0:
+			charged = 0
 		}
 		it[q.tk], it[q.ws] = store.Int(tk-charged), store.Int(w)
 		it[q.cp], it[q.tc] = store.Int(q.n), store.Int(charged)
+		if shard == 0 {
+			it[q.sc] = store.Int(n)
+		}
 	}
 }
 
@@ -221,7 +329,7 @@ func (p *Plan) removedQuotas(im *Image) []string {
 		}
 		if !p.hasQuota(name) {
 			q := newQuota(Limit{Name: name})
-			out = append(out, q.tk, q.cp, q.ws, q.tc)
+			out = append(out, q.tk, q.cp, q.ws, q.tc, q.sc)
 		}
 	}
 	return out
@@ -302,19 +410,19 @@ func (p *Plan) withoutQuotas() *Plan {
 }
 
 // quotaNeedsShardZero reports whether an acquire of p on a bucket of n
-// shards must write shard 0: it charges a quota and the memory has no item
-// of shard 0 from the current window of every quota it charges. Another
-// shard's window may be started only by a writer whose count is at least
-// the count in force when the window began (see above), which shard 0's
-// item from within the window shows.
+// shards must write shard 0: it charges a quota and the memory's image of
+// shard 0 shows a window before now's of some quota it charges (or none).
+// Another shard starts only the window shard 0 shows, at the count shard
+// 0 started it at (see above).
 func (p *Plan) quotaNeedsShardZero(m *Memory, n, now int64) bool {
 	if n <= 1 || !p.ChargesQuota() {
 		return false
 	}
-	v := m.View(p.Ref, 0)
+	im0 := m.View(p.Ref, 0).Img
 	for i := range p.quotas {
 		q := &p.quotas[i]
-		if w, _ := q.cal.Bounds(now); q.amount != 0 && (v.Img == nil || v.At < w) {
+		w, _ := q.cal.Bounds(now)
+		if ws, _ := im0.quotaStart(q); q.amount != 0 && ws < w {
 			return true
 		}
 	}

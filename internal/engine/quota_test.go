@@ -1,6 +1,10 @@
 package engine
 
 import (
+	"context"
+	"strings"
+
+	"github.com/shardlimit/limiter/store/memsim"
 	"maps"
 	"slices"
 	"testing"
@@ -64,5 +68,138 @@ func TestNormalWriteRemovesAQuotaTheSameWayEveryTime(t *testing.T) {
 	}
 	if names := slices.Collect(maps.Values(first.Names)); !slices.Contains(names, "q_eur_tk") || !slices.Contains(names, "q_usd_ws") {
 		t.Fatalf("the write removes %v, not the quotas", names)
+	}
+}
+
+// reqDay is a quota of 800 requests a day (UTC); T is a midnight.
+var reqDay = Limit{Name: "req", Limit: bucket.Limit{Capacity: 800_000, Burst: 800_000}, Calendar: bucket.Calendar{Window: bucket.Day}}
+
+const day = 24 * 60 * 60 * 1000
+
+// dayItem is shard of a bucket of n shards (its stored count) whose quota
+// req is in the day from ws with left millitokens left; sc, on shard 0, is
+// the count it started that day at.
+func dayItem(p *Plan, shard int, n, ws, left, sc int64) store.Item {
+	it := shape{shard: shard, n: n, rf: ws}.item(p)
+	it["q_req_ws"], it["q_req_tk"] = store.Int(ws), store.Int(left)
+	if shard == 0 {
+		it["q_req_sc"] = store.Int(sc)
+	}
+	return it
+}
+
+// run makes the machine's calls on st at now until it answers.
+func run(t *testing.T, st *memsim.Store, c *Charge, s Step, now int64) Step {
+	t.Helper()
+	for i := 0; s.Call != nil; i++ {
+		if i > 50 {
+			t.Fatal("the acquire does not end")
+		}
+		s = c.Feed(exec(t, st, s), now)
+	}
+	return s
+}
+
+// startedAt returns what shard holds of req in the day from T, and false
+// when it is still in an earlier day.
+func startedAt(t *testing.T, st *memsim.Store, p *Plan, shard int) (int64, bool) {
+	t.Helper()
+	if attr(t, st, p.Ref, shard, "q_req_ws") < T {
+		return 0, false
+	}
+	return attr(t, st, p.Ref, shard, "q_req_tk"), true
+}
+
+// A bucket of 8 shards at midnight under heavy load (the simulator found
+// it: 237 writers, 2,500 acquires a second, a daily quota in Paris, 0.4 %
+// over). A process that last saw shard 0 at 4 shards chose shard 1 a few
+// ms before midnight; its write failed (shard 1 still said 2 shards: other
+// shards learn the count lazily) and its next write, after midnight,
+// started the new day on shard 1 at a quarter of the quota, while shard 0
+// started it at 8 shards, an eighth on each: the day held more than the
+// quota. Now the window is started on another shard only by a writer whose
+// image of shard 0 shows it, at the count shard 0 started it at: the
+// acquire goes to shard 0 first, and shard 1 starts the day at an eighth.
+func TestAWindowThatEndsMidAcquireStartsOnAnotherShardAtShardZerosCount(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100_000), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	yesterday := T - day
+	st := sim(t, dayItem(p, 0, 8, yesterday, 0, 4), dayItem(p, 1, 2, yesterday, 0, 0))
+	for s := 2; s < 8; s++ {
+		st.Put(context.Background(), store.PutInput{Item: dayItem(p, s, 8, yesterday, 0, 0)})
+	}
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, dayItem(p, 0, 4, yesterday, 0, 4), 4, T-20) // before the doubling
+	c := NewCharge(m, p, picks(1, 0), Options{})
+	s := c.Start(T - 5)
+	if got := describe(s); got != "update 1 speculative" {
+		t.Fatalf("before midnight: %q, want the write to shard 1", got)
+	}
+	s = c.Feed(exec(t, st, s), T+5) // fails: shard 1 says 2 shards
+	if got := describe(s); !strings.HasPrefix(got, "update 0 ") {
+		t.Fatalf("after midnight, with shard 0 last seen yesterday: %q, want a write to shard 0", got)
+	}
+	if s = run(t, st, c, s, T+5); !s.Done {
+		t.Fatalf("the acquire ends %q, want admitted", describe(s))
+	}
+	if left, ok := startedAt(t, st, p, 0); !ok || left != 100_000-1000 {
+		t.Fatalf("shard 0: %d left of the new day (started %v), want an eighth less the charge", left, ok)
+	}
+	// The next acquire on shard 1 starts the day there at shard 0's count.
+	c = NewCharge(m, p, picks(1), Options{})
+	if s = run(t, st, c, c.Start(T+10), T+10); !s.Done {
+		t.Fatalf("on shard 1: %q, want admitted", describe(s))
+	}
+	if left, ok := startedAt(t, st, p, 1); !ok || left != 100_000-1000 {
+		t.Fatalf("shard 1: %d left of the new day (started %v), want an eighth less the charge (100000-1000)", left, ok)
+	}
+}
+
+// With clocks ±1 s apart around a boundary, a doubling made just after
+// midnight by a process whose clock was behind dated its new shards in
+// the window before; the new window then started on them with their share,
+// beside the shards that started it at the count before the doubling (the
+// simulator found 0.66 % over a monthly quota). Now a shard starts a
+// window only at the count shard 0 started it at: here 4, so shard 5
+// holds nothing of the day however it was dated, and shard 1 a quarter.
+func TestAShardMadeAfterShardZeroStartedTheWindowHoldsNothingOfIt(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100_000), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	yesterday := T - day
+	shard0 := dayItem(p, 0, 8, T, 150_000, 4)                                                  // started today at 4 shards, then doubled
+	st := sim(t, shard0, dayItem(p, 1, 8, yesterday, 0, 0), dayItem(p, 5, 8, yesterday, 0, 0)) // 5: made by a clock behind
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, shard0, 8, T+100)
+	c := NewCharge(m, p, picks(5, 1), Options{}) // shard 5, then shard 1
+	if s := run(t, st, c, c.Start(T+100), T+100); !s.Done || c.Shard != 1 {
+		t.Fatalf("the acquire ends %q on shard %d, want admitted on shard 1", describe(s), c.Shard)
+	}
+	if left, ok := startedAt(t, st, p, 5); ok {
+		t.Errorf("shard 5 started the day with %d, want nothing: it was made after shard 0 started the day", left)
+	}
+	if left, ok := startedAt(t, st, p, 1); !ok || left != 200_000-1000 {
+		t.Errorf("shard 1: %d left of the day (started %v), want a quarter less the charge (200000-1000)", left, ok)
+	}
+}
+
+// A process that saw the day's quota spent refuses the next acquires
+// without a write until midnight, however old its image: nothing but the
+// day's end or a refund gives the quota back. (They went to the store once
+// the image was older than LocalRefusalAge: 1 WCU each, 7,049 of the 8,849
+// refusals of quota-month's seed 1.) Its own refund, whose write returns
+// the item, lifts it at once; at midnight it writes again.
+func TestASpentQuotaIsRefusedWithoutAWriteUntilTheWindowEnds(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, dayItem(p, 0, 1, T, 500, 1), 1, T+1000) // half a request left
+	for _, at := range []int64{T + 1000, T + 10*60*1000, T + day - 1} {
+		if got := describe(NewCharge(m, p, picks(0), Options{}).Start(at)); got != "refused local" {
+			t.Fatalf("%d ms into the day: %q, want refused without a write", at-T, got)
+		}
+	}
+	if got := describe(NewCharge(m, p, picks(0), Options{}).Start(T + day)); !strings.HasPrefix(got, "update 0 ") {
+		t.Fatalf("at midnight: %q, want a write (the new day)", got)
+	}
+	knows(t, m, bucketRef, dayItem(p, 0, 1, T, 5000, 1), 1, T+60_000) // a refund of this process
+	if got := describe(NewCharge(m, p, picks(0), Options{}).Start(T + 120_000)); !strings.HasPrefix(got, "update 0 ") {
+		t.Fatalf("after its refund: %q, want a write", got)
 	}
 }

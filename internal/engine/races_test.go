@@ -113,7 +113,7 @@ func TestStoryStaleCountAfterADoubling(t *testing.T) {
 // no other shard: the bucket is made again, at one shard, and shard 2 is
 // never made (it would refill beside the new shard 0).
 func TestStoryWholeBucketExpiredWithAStaleCount(t *testing.T) {
-	p := plan1(bucketRef)
+	p := planBusy(bucketRef) // limits that may double the bucket (see Plan.createsInOne)
 	st := sim(t)
 	m := speculating(NewMemory(0))
 	m.learn(bucketRef, 0, nil, 4, T-7_200_000, 0, nil)
@@ -132,7 +132,7 @@ func TestStoryWholeBucketExpiredWithAStaleCount(t *testing.T) {
 // bucket's shards before making it: shard 1, at 2 shards. Shard 0 is made
 // at 2 shards, with half the burst: not a whole burst beside shard 1's.
 func TestStoryShardZeroExpiredBesideItsSibling(t *testing.T) {
-	p := plan1(bucketRef)
+	p := planBusy(bucketRef) // limits that may double the bucket (see Plan.createsInOne)
 	st := sim(t, shape{shard: 1, n: 2, rf: T - 100, tk: map[string]int64{"rps": 2000}}.item(p))
 	c := NewCharge(speculating(NewMemory(0)), p, picks(), Options{})
 

@@ -196,7 +196,7 @@ func TestTheColdWriteFollowsThePlansHistory(t *testing.T) {
 	if got := m.coldWrite(other, 1, false); got != PathNone {
 		t.Fatalf("a plan with no history, in a process whose buckets were at their limit: %v, want none", got)
 	}
-	ex, path, err := p.blind(&ShardView{}, 1, T, 0.5, PathRetry)
+	ex, path, err := p.blind(&ShardView{}, 1, T, 0.5, PathRetry, false)
 	if err != nil || path != PathSpeculative || !strings.Contains(renderExpr(ex), "(b_rpm_fl > 1767225598200)") {
 		t.Fatalf("the cold ride-ahead write: %v %v %s, want fl > now - 1.8 s", path, err, renderExpr(ex))
 	}

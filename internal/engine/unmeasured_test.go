@@ -76,7 +76,7 @@ func TestFirstWritesMoveFlByAMillisecond(t *testing.T) {
 			if _, err := st.Put(ctx, p.create(0, 1, T)); err != nil {
 				t.Fatal(err)
 			}
-			ex, path, err := p.blind(&c.v, 1, T, 0.5, PathNone)
+			ex, path, err := p.blind(&c.v, 1, T, 0.5, PathNone, false)
 			if err != nil || path != PathSpeculative {
 				t.Fatalf("blind write %v, %v: want the speculative write", path, err)
 			}

@@ -168,7 +168,9 @@ func (p *Plan) Total(name string, images []*Image, n, now int64) (remaining, res
 				}
 				continue
 			}
-			left, end := im.quotaLeft(q, max(n, im.shardCount), now)
+			qs := *q // what a write would start the window at here
+			qs.onShard(shard, images[0])
+			left, end := im.quotaLeft(&qs, max(n, im.shardCount), now)
 			sum = satAdd(sum, left)
 			resetMs = max(resetMs, end-now)
 		}

@@ -38,6 +38,24 @@ var limiterCases = []testCase{
 	// attribute_exists(PK) keeps the ADDs from creating a bucket: the
 	// condition fails with no item and nothing is created.
 	{"SpeculativeConsume/MissingBucket", steps(nil, step{call: consume(speculative(1)), failed: true})},
+	// The first write of a process to a bucket that may not exist yet:
+	// attribute_not_exists(PK) OR the usual condition, every ADD made
+	// SET a = if_not_exists(a, start) + d. It creates a missing bucket
+	// full less the charge, consumes from an existing one as the
+	// speculative write does, and fails like it.
+	{"CreateOrConsume/Missing", steps(nil, step{
+		call:  consume(createOrConsume(3000)),
+		got:   bucket(100000-3000, 5000-wcuCost, "b_rpm_tc", 3000, "b_wcu_tc", wcuCost),
+		after: bucket(100000-3000, 5000-wcuCost, "b_rpm_tc", 3000, "b_wcu_tc", wcuCost),
+	})},
+	{"CreateOrConsume/Existing", steps(bucket(50000, 5000, "b_rpm_tc", 7), step{
+		call:  consume(createOrConsume(3000)),
+		got:   bucket(50000-3000, 5000-wcuCost, "b_rpm_tc", 3007, "b_wcu_tc", wcuCost),
+		after: bucket(50000-3000, 5000-wcuCost, "b_rpm_tc", 3007, "b_wcu_tc", wcuCost),
+	})},
+	{"CreateOrConsume/Denied", steps(bucket(2999, 5000), step{
+		call: consume(createOrConsume(3000)), failed: true, got: bucket(2999, 5000), after: bucket(2999, 5000),
+	})},
 	// The refill is claimed and rf moves forward.
 	{"NormalConsume/Granted", steps(bucket(1000, 5000), step{
 		call:  consume(normal(20000, 50000, rfStart, rfStart+30000)),
@@ -133,6 +151,30 @@ func speculative(c int64) (store.Update, store.Condition) {
 		store.Name("b_rpm_tk").GreaterThanEqual(store.Int(c)),
 		store.Name("b_wcu_tk").GreaterThanEqual(store.Int(wcuCost)),
 	)
+	return u, cond
+}
+
+// createOrConsume is the limiter's first write to a bucket that may not
+// exist (engine.Plan.orCreate), in the shape of speculative:
+//
+//	SET b_rpm_tk = if_not_exists(b_rpm_tk, :burst) - c, b_rpm_tc =
+//	if_not_exists(b_rpm_tc, :0) + c, (the same for wcu), the limits' fields
+//	and rf = if_not_exists(...)
+//	condition attribute_not_exists(PK) OR (b_rpm_tk >= :c AND b_wcu_tk >= :1000)
+func createOrConsume(c int64) (store.Update, store.Condition) {
+	u := store.Update{}.
+		SetIfNotExistsPlus("b_rpm_tk", store.Int(100000), store.Int(-c)).
+		SetIfNotExistsPlus("b_rpm_tc", store.Int(0), store.Int(c)).
+		SetIfNotExistsPlus("b_wcu_tk", store.Int(5000), store.Int(-wcuCost)).
+		SetIfNotExistsPlus("b_wcu_tc", store.Int(0), store.Int(wcuCost))
+	for _, kv := range [][2]any{{"b_rpm_cp", 100000}, {"b_rpm_bx", 100000}, {"b_rpm_ra", 100000}, {"b_rpm_rp", 60000},
+		{"b_wcu_cp", 5000}, {"b_wcu_bx", 5000}, {"b_wcu_ra", 5000}, {"b_wcu_rp", 1000}, {"rf", rfStart}} {
+		u = u.SetIfNotExists(kv[0].(string), store.Int(int64(kv[1].(int))))
+	}
+	cond := store.Or(store.Name(store.AttrPK).NotExists(), store.And(
+		store.Name("b_rpm_tk").GreaterThanEqual(store.Int(c)),
+		store.Name("b_wcu_tk").GreaterThanEqual(store.Int(wcuCost)),
+	))
 	return u, cond
 }
 
