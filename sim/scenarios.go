@@ -36,7 +36,7 @@ var registry = []Scenario{
 	{Name: "reservations", Summary: "16 processes with reservations on one key at 10,000 req/s, demand uneven across them, processes crashing holding reservations", Build: reservationsWorkload},
 	{Name: "saturated", Summary: "32 processes offer twice a 200/s limit over a store that answers in 30 ms: the race for every refilled token", Build: saturated},
 	{Name: "expiry", Summary: "bursts that shard two keys and their cascade parent, then idle periods longer than the TTL in which shards expire one by one in no order, then traffic again; with the faults scenario's fault plan", Build: expiry},
-	{Name: "rollout", Summary: "an operator changes limits and modes under load: a new limit tried in shadow, then enforced on one model, another tried in shadow and adjusted after the call; a key refused then restored, another admitted without writes for a while, a whole model admitted then enforced again; every acquire must follow its scope's mode (within the 5 s cache TTL), shadow limits refuse nothing and are charged only when they have the tokens, disabled scopes write nothing", Build: rollout},
+	{Name: "rollout", Summary: "an operator changes limits and modes under load: a new limit tried in shadow, then enforced on one model; a key refused then restored, another admitted without writes for a while, a whole model admitted then enforced again; every acquire must follow its scope's mode (within the 5 s cache TTL), shadow limits refuse nothing and are charged only when they have the tokens, disabled scopes write nothing", Build: rollout},
 	{Name: "aggregator", Summary: "hot-entity for 10 s (128 writers, 10,000 req/s) with the aggregator actor consuming the change stream (duplicates included); usage totals checked against the stream",
 		Build: aggregatorWorkload, Actors: func(Config) []Actor { return []Actor{NewAggregatorActor()} }},
 	{Name: "quota-month", Summary: "10 keys with a rate, a monthly money budget and a daily request quota in Havana, across the night of 1 November 2026: the month and the day end at midnight, and an hour later the clocks go back to midnight again (the day lasts 25 hours); busy 30 s in every five minutes", Build: quotaMonth},
@@ -115,7 +115,8 @@ func contention(Config) *Workload {
 // out of the charges, the models alone charged) from 8 s to 18 s, one
 // key's gpt-4o admitted from 12 s to 22 s, another key's all-models
 // refused (every acquire of that key refused) from 14 s to 24 s, and
-// claude-3.5 in shadow mode from 16 s to 26 s.
+// claude-3.5 in shadow mode from 16 s to 26 s (its limits shadow, tpm
+// adjusted after the call, also on leases whose acquire skipped it).
 func allModels(Config) *Workload {
 	return &Workload{
 		CacheTTL: 5 * time.Second,
@@ -325,25 +326,21 @@ func saturated(cfg Config) *Workload {
 
 // rollout: 40 keys on two models at twice their limits, and an operator
 // changing modes and limits on live traffic (limiterctl mode set, or a
-// manifest). Two new limits are tried in shadow from the start (the
-// requests carry them as shadow): rpm-new (60 a minute, half of rpm),
-// enforced on claude-3.5 at 30 s (stored for the resource without the
-// flag), and tpm-new (60,000 a minute), whose charges are adjusted to the
-// tokens used like tpm's (an adjust leaves it alone when the acquire
-// skipped it). Meanwhile key-0000 is refused from 10 s to 40 s (a revoked
-// key restored), key-0001 admitted without writes from 15 s to 45 s (an
-// internal caller let through), and every key on gpt-4o admitted from 25 s
-// to 35 s (an incident's bypass of one model). The limiters cache
-// configuration for 5 s, so each change takes hold within 5 s.
+// manifest). A new limit, rpm-new (60 a minute, half of rpm), is tried in
+// shadow from the start (the requests carry it as shadow), and enforced on
+// claude-3.5 at 30 s (stored for the resource without the flag). Meanwhile
+// key-0000 is refused from 10 s to 40 s (a revoked key restored),
+// key-0001 admitted without writes from 15 s to 45 s (an internal caller
+// let through), and every key on gpt-4o admitted from 25 s to 35 s (an
+// incident's bypass of one model). The limiters cache configuration for
+// 5 s, so each change takes hold within 5 s.
 func rollout(Config) *Workload {
 	shadow := limiter.PerMinute("rpm-new", 60)
 	shadow.Shadow = true
-	tpmNew := limiter.PerMinute("tpm-new", 60_000)
-	tpmNew.Shadow = true
 	return &Workload{
-		Limits:   []limiter.Limit{limiter.PerMinute("rpm", 120), limiter.PerMinute("tpm", 100_000), shadow, tpmNew},
+		Limits:   []limiter.Limit{limiter.PerMinute("rpm", 120), limiter.PerMinute("tpm", 100_000), shadow},
 		Entities: keysEntities(40, "key"), Resources: []string{"gpt-4o", "claude-3.5"},
-		Consume: append(llmConsume(), Range{Min: 1, Max: 1}, llmConsume()[1]), AdjustProb: 0.7, AdjustSpread: 0.4, RollbackProb: 0.05,
+		Consume: append(llmConsume(), Range{Min: 1, Max: 1}), AdjustProb: 0.7, AdjustSpread: 0.4, RollbackProb: 0.05,
 		CallTime: Latency{Median: 800 * time.Millisecond, P99: 5 * time.Second}, RetryProb: 0.5,
 		Writers: 64, Rate: 320, Duration: 60 * time.Second, CacheTTL: 5 * time.Second,
 		ScopeChanges: []ScopeChange{
