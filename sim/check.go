@@ -590,10 +590,11 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 			case d == 0 && b.lim[i].shadow:
 				// A shadow limit the acquire skipped (allOrNothing checks
 				// the operation's exact amounts).
-			case d == 0 && a != 0 && o.ok && o.has[i] && c.windowEnded(b.lim[i].cal, o.ra[i], at):
-				// A quota whose window ended: a compensation leaves its
-				// charge there (see allOrNothing); a charge would have
-				// started the next window.
+			case d == 0 && a != 0 && c.straddles(b.lim[i].cal, &Op{Start: cause.Start, End: at}):
+				// A quota whose window ended since the acquire started (the
+				// item may be in the next one already): a compensation
+				// leaves its charge there (see allOrNothing); a charge
+				// would have started the next window.
 				kept = true
 			case a == 0 || (d != 0 && d != a && d != -a):
 				uneven = uneven || d != 0
@@ -603,7 +604,7 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 				uneven = uneven || d/a != sign
 			}
 		}
-		uneven = uneven || kept && sign != -1
+		uneven = uneven || kept && sign == 1 // a charge that left a quota out
 		if uneven && !c.m.Reservations { // with reservations: per operation, in allOrNothing
 			c.flag(InvAllOrNothing, "op #%d (acquire by client %d of %v) changed the tc counters of %s unevenly: %v (seq %d at %s)",
 				cause.Op, cause.Client, cause.Amount[:c.nlim], pk, slices.Clone(dtc[:c.nlim]), rec.Seq, c.fmtT(at)) // a copy: dtc stays on the stack
@@ -1056,17 +1057,6 @@ func (c *Checker) allOrNothing(op *Op, eff *Effects, roles [maxRoles]int32) {
 			}
 		}
 	}
-}
-
-// windowEnded reports whether the window from ws of calendar cal (nil for
-// a rate) had ended by a write at at (virtual ns) on the writer's clock,
-// which may be the clocks' spread ahead.
-func (c *Checker) windowEnded(cal *bucket.Calendar, ws int64, at int64) bool {
-	if cal == nil {
-		return false
-	}
-	_, end := cal.Bounds(ws)
-	return end <= (c.base+at+c.m.SkewSpread)/1_000_000+1
 }
 
 // straddles reports whether a boundary of calendar cal (nil for a rate)
