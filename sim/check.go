@@ -604,7 +604,8 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 				uneven = uneven || d/a != sign
 			}
 		}
-		uneven = uneven || kept && sign == 1 // a charge that left a quota out
+		// A charge that left a quota out is uneven.
+		uneven = uneven || kept && sign == 1
 		if uneven && !c.m.Reservations { // with reservations: per operation, in allOrNothing
 			c.flag(InvAllOrNothing, "op #%d (acquire by client %d of %v) changed the tc counters of %s unevenly: %v (seq %d at %s)",
 				cause.Op, cause.Client, cause.Amount[:c.nlim], pk, slices.Clone(dtc[:c.nlim]), rec.Seq, c.fmtT(at)) // a copy: dtc stays on the stack
