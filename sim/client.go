@@ -111,6 +111,7 @@ type pendingLease struct {
 	unkNeg   [MaxLimits]int64
 	mode     string // "admit" for a lease that charged nothing (admit mode)
 	skipped  [maxRoles][MaxLimits]bool
+	leftOut  [maxRoles]bool
 }
 
 const (
@@ -604,7 +605,7 @@ func (c *client) schedule(lease *limiter.Lease, op *Op, amount [MaxLimits]int64)
 		return
 	}
 	pl := pendingLease{due: c.s.now + wl.callTime.draw(c.rng), lease: lease, bucket: op.Bucket, shard: op.Shard,
-		action: action, estimate: amount, base: amount, skipped: op.Skipped}
+		action: action, estimate: amount, base: amount, skipped: op.Skipped, leftOut: op.LeftOut}
 	if op.Mode == "admit" {
 		pl.mode = op.Mode
 	}
@@ -640,7 +641,7 @@ func (c *client) settle(pl *pendingLease) {
 			op := c.begin(OpAdjust, pl.bucket, delta)
 			op.Shard = pl.shard
 			err := pl.lease.Adjust(bgctx, c.adjust)
-			op.Mode, op.Skipped = pl.mode, pl.skipped
+			op.Mode, op.Skipped, op.LeftOut = pl.mode, pl.skipped, pl.leftOut
 			if c.end(err) == Admitted {
 				for i := range delta {
 					pl.base[i] += delta[i]
@@ -663,7 +664,7 @@ func (c *client) settle(pl *pendingLease) {
 	op := c.begin(OpRollback, pl.bucket, pl.base)
 	op.Shard, op.UnkPos, op.UnkNeg = pl.shard, pl.unkPos, pl.unkNeg
 	err := pl.lease.Rollback(bgctx)
-	op.Mode, op.Skipped = pl.mode, pl.skipped
+	op.Mode, op.Skipped, op.LeftOut = pl.mode, pl.skipped, pl.leftOut
 	c.end(err)
 }
 
@@ -814,6 +815,17 @@ func (o observer) Observe(ev limiter.Event) {
 		op := &c.cur.op
 		op.Pooled = ev.Path == limiter.PathPool
 		op.Mode = ev.Mode
+		op.Stray = ev.Op == "acquire" && ev.Outcome == limiter.Admitted && ev.Err != nil && ev.Path != limiter.PathFailOpen
+		for _, res := range ev.LeftOut {
+			// The resource's role and its parent's (see Effects).
+			role := 0
+			if j := slices.Index(o.s.wl.Also, res); j >= 0 {
+				role = 2 + 2*j
+			} else if res != o.s.model.Buckets[op.Bucket].Resource {
+				continue
+			}
+			op.LeftOut[role], op.LeftOut[role+1] = true, true
+		}
 		for _, name := range ev.WouldRefuse {
 			// "[parent:][RESOURCE/]NAME": the role of the bucket (see
 			// Effects), the resource named when it is one of Also's.

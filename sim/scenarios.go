@@ -26,7 +26,7 @@ var registry = []Scenario{
 	{Name: "steady", Summary: "many API keys (Zipf-popular) on two models, rpm+tpm limits, LLM-style token adjust after the call (default)", Build: steady},
 	{Name: "contention", Summary: "128+ writers on one bucket, demand well above its limit", Build: contention},
 	{Name: "cascade", Summary: "API keys under projects, every acquire also charges the project (cascade on)", Build: cascade},
-	{Name: "all-models", Summary: "API keys on three models, every acquire also charging the key's \"all-models\" bucket (Request.Also), whose stored limits are below the three models' together", Build: allModels},
+	{Name: "all-models", Summary: "API keys on three models, every acquire also charging the key's \"all-models\" bucket (Request.Also), whose stored limits are below the three models' together; an operator changes the resources' modes under load (all-models admitted, one key's model admitted, another key's all-models refused, a model in shadow), each resource of an acquire seeing a change at its own time", Build: allModels},
 	{Name: "skew", Summary: "client clocks up to ±1 s apart on a few busy buckets", Build: skewed},
 	{Name: "faults", Summary: "three 20 s phases 2 h apart under throttle storms, 5xx before/after apply, lost answers, conflicts, latency spikes, skew, cancelled callers, failed cascade compensations, and items expiring in between; then a fault-free tail", Build: faulty},
 	{Name: "hot-entity", Summary: "one entity and resource at 10,000 req/s with limits far above: only the 1000 WCU/s partition ceiling binds, so shards double", Build: hotEntity},
@@ -36,7 +36,7 @@ var registry = []Scenario{
 	{Name: "reservations", Summary: "16 processes with reservations on one key at 10,000 req/s, demand uneven across them, processes crashing holding reservations", Build: reservationsWorkload},
 	{Name: "saturated", Summary: "32 processes offer twice a 200/s limit over a store that answers in 30 ms: the race for every refilled token", Build: saturated},
 	{Name: "expiry", Summary: "bursts that shard two keys and their cascade parent, then idle periods longer than the TTL in which shards expire one by one in no order, then traffic again; with the faults scenario's fault plan", Build: expiry},
-	{Name: "rollout", Summary: "an operator changes limits and modes under load: a new limit tried in shadow, then enforced on one model; a key refused then restored, another admitted without writes for a while, a whole model admitted then enforced again; every acquire must follow its scope's mode (within the 5 s cache TTL), shadow limits refuse nothing and are charged only when they have the tokens, disabled scopes write nothing", Build: rollout},
+	{Name: "rollout", Summary: "an operator changes limits and modes under load: a new limit tried in shadow, then enforced on one model, another tried in shadow and adjusted after the call; a key refused then restored, another admitted without writes for a while, a whole model admitted then enforced again; every acquire must follow its scope's mode (within the 5 s cache TTL), shadow limits refuse nothing and are charged only when they have the tokens, disabled scopes write nothing", Build: rollout},
 	{Name: "aggregator", Summary: "hot-entity for 10 s (128 writers, 10,000 req/s) with the aggregator actor consuming the change stream (duplicates included); usage totals checked against the stream",
 		Build: aggregatorWorkload, Actors: func(Config) []Actor { return []Actor{NewAggregatorActor()} }},
 	{Name: "quota-month", Summary: "10 keys with a rate, a monthly money budget and a daily request quota in Havana, across the night of 1 November 2026: the month and the day end at midnight, and an hour later the clocks go back to midnight again (the day lasts 25 hours); busy 30 s in every five minutes", Build: quotaMonth},
@@ -108,8 +108,27 @@ func contention(Config) *Workload {
 	}
 }
 
+// allModels: 100 keys on three models, every acquire also charging the
+// key's "all-models" bucket, and an operator changing the modes of the
+// resources under load, each taking hold within the 5 s cache TTL, on
+// each resource of an acquire at its own time: all-models admitted (left
+// out of the charges, the models alone charged) from 8 s to 18 s, one
+// key's gpt-4o admitted from 12 s to 22 s, another key's all-models
+// refused (every acquire of that key refused) from 14 s to 24 s, and
+// claude-3.5 in shadow mode from 16 s to 26 s.
 func allModels(Config) *Workload {
 	return &Workload{
+		CacheTTL: 5 * time.Second,
+		ScopeChanges: []ScopeChange{
+			{At: 8 * time.Second, Resource: "all-models", Mode: "admit"},
+			{At: 12 * time.Second, Entity: "key-0001", Resource: "gpt-4o", Mode: "admit"},
+			{At: 14 * time.Second, Entity: "key-0002", Resource: "all-models", Mode: "refuse"},
+			{At: 16 * time.Second, Resource: "claude-3.5", Mode: "shadow"},
+			{At: 18 * time.Second, Resource: "all-models"},
+			{At: 22 * time.Second, Entity: "key-0001", Resource: "gpt-4o"},
+			{At: 24 * time.Second, Entity: "key-0002", Resource: "all-models"},
+			{At: 26 * time.Second, Resource: "claude-3.5"},
+		},
 		Limits:   []limiter.Limit{limiter.PerMinute("rpm", 60), limiter.PerMinute("tpm", 60_000)},
 		Entities: keysEntities(100, "key"), Resources: []string{"gpt-4o", "claude-3.5", "gemini-2"},
 		Also: []string{"all-models"}, AlsoLimits: []limiter.Limit{limiter.PerMinute("rpm", 100), limiter.PerMinute("tpm", 100_000)},
@@ -306,21 +325,25 @@ func saturated(cfg Config) *Workload {
 
 // rollout: 40 keys on two models at twice their limits, and an operator
 // changing modes and limits on live traffic (limiterctl mode set, or a
-// manifest). A new limit, rpm-new (60 a minute, half of rpm), is tried in
-// shadow from the start (the requests carry it as shadow), and enforced on
-// claude-3.5 at 30 s (stored for the resource without the flag). Meanwhile
-// key-0000 is refused from 10 s to 40 s (a revoked key restored),
-// key-0001 admitted without writes from 15 s to 45 s (an internal caller
-// let through), and every key on gpt-4o admitted from 25 s to 35 s (an
-// incident's bypass of one model). The limiters cache configuration for
-// 5 s, so each change takes hold within 5 s.
+// manifest). Two new limits are tried in shadow from the start (the
+// requests carry them as shadow): rpm-new (60 a minute, half of rpm),
+// enforced on claude-3.5 at 30 s (stored for the resource without the
+// flag), and tpm-new (60,000 a minute), whose charges are adjusted to the
+// tokens used like tpm's (an adjust leaves it alone when the acquire
+// skipped it). Meanwhile key-0000 is refused from 10 s to 40 s (a revoked
+// key restored), key-0001 admitted without writes from 15 s to 45 s (an
+// internal caller let through), and every key on gpt-4o admitted from 25 s
+// to 35 s (an incident's bypass of one model). The limiters cache
+// configuration for 5 s, so each change takes hold within 5 s.
 func rollout(Config) *Workload {
 	shadow := limiter.PerMinute("rpm-new", 60)
 	shadow.Shadow = true
+	tpmNew := limiter.PerMinute("tpm-new", 60_000)
+	tpmNew.Shadow = true
 	return &Workload{
-		Limits:   []limiter.Limit{limiter.PerMinute("rpm", 120), limiter.PerMinute("tpm", 100_000), shadow},
+		Limits:   []limiter.Limit{limiter.PerMinute("rpm", 120), limiter.PerMinute("tpm", 100_000), shadow, tpmNew},
 		Entities: keysEntities(40, "key"), Resources: []string{"gpt-4o", "claude-3.5"},
-		Consume: append(llmConsume(), Range{Min: 1, Max: 1}), AdjustProb: 0.7, AdjustSpread: 0.4, RollbackProb: 0.05,
+		Consume: append(llmConsume(), Range{Min: 1, Max: 1}, llmConsume()[1]), AdjustProb: 0.7, AdjustSpread: 0.4, RollbackProb: 0.05,
 		CallTime: Latency{Median: 800 * time.Millisecond, P99: 5 * time.Second}, RetryProb: 0.5,
 		Writers: 64, Rate: 320, Duration: 60 * time.Second, CacheTTL: 5 * time.Second,
 		ScopeChanges: []ScopeChange{
