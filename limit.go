@@ -127,11 +127,11 @@ const MaxTokens = bucket.MaxTokens / bucket.MilliPerToken
 // quota's windows. l must be valid (its time zone loads).
 func (l Limit) engineLimit() (engine.Limit, error) {
 	if !l.quota() {
-		return engine.Limit{Name: l.Name, Limit: l.bucketLimit()}, nil
+		return engine.Limit{Name: l.Name, Limit: l.bucketLimit(), Shadow: l.Shadow}, nil
 	}
 	cal, err := l.calendar()
 	n := l.Capacity * bucket.MilliPerToken
-	return engine.Limit{Name: l.Name, Limit: bucket.Limit{Capacity: n, Burst: n}, Calendar: cal}, err
+	return engine.Limit{Name: l.Name, Limit: bucket.Limit{Capacity: n, Burst: n}, Calendar: cal, Shadow: l.Shadow}, err
 }
 
 // bucketLimit converts a rate l to millitokens. l must be valid.
