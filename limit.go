@@ -142,11 +142,11 @@ func (l Limit) engineLimit() (engine.Limit, error) {
 		return l.capEngineLimit(), nil
 	}
 	if !l.quota() {
-		return engine.Limit{Name: l.Name, Limit: l.bucketLimit()}, nil
+		return engine.Limit{Name: l.Name, Limit: l.bucketLimit(), Shadow: l.Shadow}, nil
 	}
 	cal, err := l.calendar()
 	n := l.Capacity * bucket.MilliPerToken
-	return engine.Limit{Name: l.Name, Limit: bucket.Limit{Capacity: n, Burst: n}, Calendar: cal}, err
+	return engine.Limit{Name: l.Name, Limit: bucket.Limit{Capacity: n, Burst: n}, Calendar: cal, Shadow: l.Shadow}, err
 }
 
 // bucketLimit converts a rate l to millitokens. l must be valid.

@@ -432,3 +432,28 @@ func TestRegressionQuotaOnShardsMadeByAClockBehindAtTheMonthsEnd(t *testing.T) {
 	wl := quotaSplitAtMidnight("month", 200, 2000, 1500*time.Millisecond, time.Second, 2000)
 	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 3, Tail: 3*time.Second + 2*time.Second}))
 }
+
+// A shadow limit (img_per.min) that empties before the enforcing ones:
+// in the tail a client refused by rpm and tpm waits their retry-after
+// (66 ms; the shadow limit's longer wait is left out of it) and is refused
+// again without a store call, with a retry-after of 5.3 s, although no
+// one wrote the bucket meanwhile (invariant 7). The limiter's promise of
+// when the request fits counted the shadow limit's wait, so the retry came
+// before it and was judged on a guess of what the others consume. The
+// clocks agree: skew plays no part.
+func TestRegressionShadowLimitWaitDelaysRetry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation")
+	}
+	wl := &Workload{Writers: 100,
+		Limits: []limiter.Limit{
+			{Name: "rpm", Capacity: 7, Burst: 7, Refill: 7, Period: time.Second},
+			{Name: "tpm", Capacity: 7, Burst: 7, Refill: 7, Period: time.Second},
+			{Name: "img_per.min", Capacity: 8, Burst: 16, Refill: 8, Period: time.Second, Shadow: true},
+			{Name: "rps-2", Capacity: 360, Burst: 540, Refill: 360, Period: time.Minute}},
+		Consume:  []Range{{Min: 1, Max: 1, Adjust: true}, {Min: 1, Max: 1}, {Min: 5, Max: 8}, {Min: 4, Max: 4}},
+		Entities: []Entity{{ID: "key-0"}}, Resources: []string{"gpt-4o", "models/claude-3.5"},
+		Rate: 214.9, RetryProb: 1, Probe: true, AdjustProb: 0.0014, AdjustSpread: 0.4, Duration: 3 * time.Second,
+		CallTime: Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second}}
+	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 0x7ae, Tail: 3500 * time.Millisecond}))
+}

@@ -160,10 +160,10 @@ func (c *Cascade) settle(now int64) CascadeStep {
 		}
 		// Every side keeps the answer's promise: when its wait is over,
 		// each asks the store rather than refuse from an estimate.
-		if w := retryOf(ans.Refused); w < 1<<62 {
+		if at := promisedAt(ans.Refused, now); at != 0 {
 			for _, sd := range c.Sides {
 				if len(sd.tried) > 0 {
-					sd.m.promised(sd.p.Ref, sd.shard, now+max(w, 1), now, false) // every side keeps the cascade's wait
+					sd.m.promised(sd.p.Ref, sd.shard, at, now, false) // every side keeps the cascade's wait
 				}
 			}
 		}
@@ -294,11 +294,15 @@ func (c *Charge) judge(now int64) *Refusal {
 }
 
 // retryOf is the longest wait of a refusal's exceeded limits (ms; -1 for
-// none that a wait cures counts as longest).
+// none that a wait cures counts as longest). A shadow limit's wait is left
+// out, as the root package leaves it out of the RetryAfter its caller
+// waits: a caller who waited that long and finds the shadow limit still
+// short is admitted without it, and the memory's promise must not refuse
+// that retry locally.
 func retryOf(r *Refusal) int64 {
 	w := int64(0)
 	for _, v := range r.Views() {
-		if v.Exceeded {
+		if v.Exceeded && !r.Plan.shadow(v.Name) {
 			if v.RetryMs < 0 {
 				return 1 << 62
 			}
@@ -306,6 +310,29 @@ func retryOf(r *Refusal) int64 {
 		}
 	}
 	return w
+}
+
+// promisedAt is when refusal r, answered at now, says the request fits
+// (ms; 0 when no wait suffices): from then on the memory keeps the promise
+// (ShardView.Promise). A refusal by shadow limits alone says it fits now:
+// the root package tries again at once skipping them, and that try asks
+// the store rather than be refused on a guess of what others consume.
+func promisedAt(r *Refusal, now int64) int64 {
+	w := retryOf(r)
+	if w >= 1<<62 {
+		return 0
+	}
+	shadow, enforcing := false, false
+	for _, v := range r.Views() {
+		if v.Exceeded {
+			s := r.Plan.shadow(v.Name)
+			shadow, enforcing = shadow || s, enforcing || !s
+		}
+	}
+	if shadow && !enforcing {
+		return now
+	}
+	return now + max(w, 1)
 }
 
 func negate(m map[string]int64) map[string]int64 {

@@ -661,12 +661,12 @@ func (c *Charge) exhausted(rl *Refusal, now int64) Step {
 
 // promise records when the refusal says the request fits on its shard.
 func (c *Charge) promise(rl *Refusal) {
-	w := retryOf(rl)
-	if w >= 1<<62 {
+	at := promisedAt(rl, rl.Now)
+	if at == 0 {
 		return
 	}
 	shared := rl.View != nil && c.p.atLimit(*rl.View, c.n)
-	c.m.promised(c.p.Ref, c.shard, rl.Now+max(w, 1), rl.Now, shared)
+	c.m.promised(c.p.Ref, c.shard, at, rl.Now, shared)
 }
 
 // refuse ends the acquire when no shard is left to try.

@@ -20,6 +20,10 @@ type Limit struct {
 	// leases in flight, each counted for at least TTL ms unless given back
 	// (see concurrency.go).
 	TTL int64
+	// Shadow makes the limit watch without enforcing (the root package
+	// charges it only when it has the tokens): a refusal's wait, and the
+	// promise the memory keeps of it, is the other limits' (see retryOf).
+	Shadow bool
 }
 
 // Hidden is the per-partition write-unit limit every plan carries last:
@@ -53,7 +57,7 @@ type spec struct {
 type specAttrs struct {
 	name                           string
 	orig                           bucket.Limit
-	hidden                         bool
+	hidden, shadow                 bool
 	tk, cp, bx, ra, rp, tc, fl, fh string
 	hd                             string // the limit's hold (see hold.go)
 }
@@ -64,7 +68,7 @@ var hiddenAttrs = newSpec(Hidden).specAttrs
 func newSpec(l Limit) spec {
 	n := l.Name
 	return spec{specAttrs: &specAttrs{
-		name: n, orig: l.Limit, hidden: n == keys.HiddenLimit,
+		name: n, orig: l.Limit, hidden: n == keys.HiddenLimit, shadow: l.Shadow,
 		tk: bucket.AttrName(n, bucket.FieldTokens), cp: bucket.AttrName(n, bucket.FieldCapacity),
 		bx: bucket.AttrName(n, bucket.FieldBurst), ra: bucket.AttrName(n, bucket.FieldRefillAmount),
 		rp: bucket.AttrName(n, bucket.FieldRefillPeriod), tc: bucket.AttrName(n, bucket.FieldTotalConsumed),
@@ -170,6 +174,22 @@ func (p *Plan) WithAmounts(milli map[string]int64) *Plan {
 		q.caps[i].amount = milli[q.caps[i].name]
 	}
 	return q
+}
+
+// shadow reports whether the plan's limit called name is a shadow limit
+// (Limit.Shadow).
+func (p *Plan) shadow(name string) bool {
+	for i := range p.specs {
+		if p.specs[i].name == name {
+			return p.specs[i].shadow
+		}
+	}
+	for i := range p.quotas {
+		if p.quotas[i].name == name {
+			return p.quotas[i].shadow
+		}
+	}
+	return false
 }
 
 // Skipping returns a copy of p that skips the limits called names: each

@@ -58,6 +58,7 @@ import (
 // (millitokens, undivided), its calendar and the amount to charge.
 type quota struct {
 	name               string
+	shadow             bool // see Limit.Shadow
 	n                  int64
 	cal                bucket.Calendar
 	tk, cp, ws, tc, sc string
@@ -80,7 +81,7 @@ const fieldShards = "sc"
 
 func newQuota(l Limit) quota {
 	n := l.Name
-	return quota{name: n, n: l.Capacity, cal: l.Calendar,
+	return quota{name: n, n: l.Capacity, cal: l.Calendar, shadow: l.Shadow,
 		tk: bucket.QuotaAttrName(n, bucket.FieldTokens), cp: bucket.QuotaAttrName(n, bucket.FieldCapacity),
 		ws: bucket.QuotaAttrName(n, bucket.FieldWindow), tc: bucket.QuotaAttrName(n, bucket.FieldTotalConsumed),
 		sc: bucket.QuotaAttrName(n, fieldShards)}

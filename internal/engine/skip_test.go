@@ -94,3 +94,70 @@ func TestSkippedQuotaStaysAQuota(t *testing.T) {
 		t.Fatalf("usd holds %d, want 0: spent, and the skipping charge took nothing", got)
 	}
 }
+
+// A caller told to wait a refusal's RetryAfter, which leaves shadow limits
+// out, retries when the enforcing limits have the tokens: that retry must
+// reach the store, not be refused from the memory's guess of what others
+// consume. The memory's promise of when the request fits counted the
+// shadow limit's longer wait too, so the retry came before it and was
+// refused locally on that guess, with a wait of seconds, although no one
+// had written the bucket (the simulator's invariant 7). And a refusal by
+// the shadow limit alone, which the root package answers at once with a
+// charge skipping it, promised a millisecond later, so that charge was
+// judged on the guess too.
+func TestRetryAfterAShadowLimitRefusedIsNotRefusedAgainLocally(t *testing.T) {
+	st := memsim.New(memsim.WithClock(memsim.NewManualClock(memsim.Epoch())))
+	at := memsim.Epoch().UnixMilli()
+	now := func() int64 { return at }
+	m := NewMemory(0)
+	img := perSecond("img", 1)
+	img.Shadow = true
+	limits := []Limit{rps10, img}
+	charge := func(p *Plan) Step {
+		t.Helper()
+		c := NewCharge(m, p, newRand(1), Options{})
+		step, _ := drive(st, now, c.Start(now()), c.Feed)
+		return step
+	}
+	if step := charge(NewPlan(bucketRef, limits, map[string]int64{"rps": 10, "img": 1})); !step.Done {
+		t.Fatalf("spending both limits: %+v", step)
+	}
+	// The others were seen taking half of rps's refill.
+	measured(m, bucketRef, 0, 0.01, 0.01, at, map[string]float64{"rps": 5})
+	p := NewPlan(bucketRef, limits, map[string]int64{"rps": 1, "img": 1})
+	step := charge(p)
+	if step.Refused == nil {
+		t.Fatalf("both limits empty: %+v, want a refusal", step)
+	}
+	var wait, shadowWait int64 // the caller's RetryAfter, and the shadow limit's
+	for _, v := range step.Refused.Views() {
+		switch {
+		case v.Exceeded && v.Name == "img":
+			shadowWait = v.RetryMs
+		case v.Exceeded:
+			wait = max(wait, v.RetryMs)
+		}
+	}
+	if wait <= 0 || shadowWait <= wait {
+		t.Fatalf("refusal: wait %d ms, the shadow limit's %d ms; want both, the shadow limit's longer", wait, shadowWait)
+	}
+	if got := m.View(bucketRef, 0).Promise - at; got != wait {
+		t.Fatalf("promised the request fits in %d ms, want the RetryAfter the caller waits, %d ms (the shadow limit's wait is %d ms)", got, wait, shadowWait)
+	}
+	at += wait
+	step = charge(p)
+	if step.Refused == nil || step.Refused.Local {
+		t.Fatalf("the retry after %d ms: %+v, want refused by the store (the shadow limit has no token yet)", wait, step)
+	}
+	for _, v := range step.Refused.Views() {
+		if v.Exceeded && v.Name != "img" {
+			t.Fatalf("the retry is refused by %s, want by the shadow limit alone", v.Name)
+		}
+	}
+	if got := m.View(bucketRef, 0).Promise; got != at {
+		t.Fatalf("a refusal by the shadow limit alone promised T+%d, want now (T+%d)", got-memsim.Epoch().UnixMilli(), wait)
+	}
+	if step = charge(p.Skipping([]string{"img"})); !step.Done {
+		t.Fatalf("the charge skipping the shadow limit: %+v, want admitted", step)
+	}
+}
