@@ -215,6 +215,13 @@ func (c *Charge) nextShard(now int64) Step {
 				return c.refuse(now)
 			}
 			shard = 0
+		} else if !c.m.trustsCount(c.p.Ref, c.n, now) {
+			// Nor is any other shard written at a count no image of shard
+			// 0 vouches for (see Memory.trustsCount): shard 0's answer
+			// teaches the count in force, even when the acquire tried
+			// shard 0 before it learned this count (maxShardChoices
+			// bounds the round).
+			shard = 0
 		}
 		if shard < 0 {
 			return c.refuse(now)
@@ -249,6 +256,14 @@ func (c *Charge) nextShard(now int64) Step {
 		}
 		return c.blindWrite(now)
 	}
+}
+
+// needsShardZero reports whether the acquire must write shard 0 before any
+// other: a quota's window starts there (Plan.quotaNeedsShardZero), or the
+// client's image of shard 0 no longer vouches for the count in use
+// (Memory.trustsCount).
+func (c *Charge) needsShardZero(now int64) bool {
+	return c.p.quotaNeedsShardZero(c.m, c.n, now) || !c.m.trustsCount(c.p.Ref, c.n, now)
 }
 
 // onShard sets the plan for the current shard, from the memory's image of
@@ -527,7 +542,7 @@ func (c *Charge) throttled(err error, now int64) Step {
 func (c *Charge) spread(err error, now int64) Step {
 	// (Not when a quota needs shard 0 first, and shard 0 is what refused:
 	// see nextShard.)
-	if c.n > 1 && len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n && !c.p.quotaNeedsShardZero(c.m, c.n, now) {
+	if c.n > 1 && len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n && !c.needsShardZero(now) {
 		return c.nextShard(now) // another shard is another partition
 	}
 	if c.throttle == nil && c.phase == phWrite && c.view.busyness(now) != busyNo {
@@ -585,7 +600,7 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		// count rather than join them here.
 		c.m.learn(c.p.Ref, c.shard, im, im.shardCount, now, c.lat, nil)
 		c.n = im.shardCount
-		if c.shard != 0 || !c.p.quotaNeedsShardZero(c.m, c.n, now) {
+		if c.shard != 0 || !c.needsShardZero(now) {
 			return c.nextShard(now)
 		}
 		// Shard 0 is where a quota's window starts (see quota.go): write
@@ -597,7 +612,7 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		c.n = learnt
 	}
 	c.m.learn(c.p.Ref, c.shard, im, learnt, now, c.lat, nil)
-	if c.shard != 0 && c.p.quotaNeedsShardZero(c.m, c.n, now) {
+	if c.shard != 0 && c.needsShardZero(now) {
 		// A quota's window ended since the acquire chose this shard: the
 		// next window starts here only at shard 0's count (see quota.go).
 		return c.nextShard(now)
@@ -744,7 +759,8 @@ func (c *Charge) afterDouble(r *Result, now int64) Step {
 		return c.after() // shard 0 is missing: the next acquire creates it
 	}
 	if m, ok := shard0.Int(keys.AttrShardCount); ok && m > c.n {
-		c.m.learn(c.p.Ref, 0, nil, m, now, c.lat, nil) // someone else doubled first
+		img, _ := Decode(shard0)                       // nil when odd: the count alone, not vouched for
+		c.m.learn(c.p.Ref, 0, img, m, now, c.lat, nil) // someone else doubled first
 		c.n, c.tried = m, c.tried[:0]
 		return c.nextShard(now)
 	}
