@@ -208,6 +208,7 @@ func (c *Charge) nextShard(now int64) Step {
 			return c.refuse(now)
 		}
 		shard := pick(c.rnd, c.n, c.tried)
+		recount := false
 		if c.p.quotaNeedsShardZero(c.m, c.n, now) {
 			// A quota's window starts on another shard only at a count
 			// learned from shard 0 in that window (see quota.go).
@@ -220,8 +221,10 @@ func (c *Charge) nextShard(now int64) Step {
 			// 0 vouches for (see Memory.trustsCount): shard 0's answer
 			// teaches the count in force, even when the acquire tried
 			// shard 0 before it learned this count (maxShardChoices
-			// bounds the round).
-			shard = 0
+			// bounds the round). The write goes to the store even when
+			// the image would refuse it: its answer is what lets the
+			// acquire go on to the other shards.
+			shard, recount = 0, true
 		}
 		if shard < 0 {
 			return c.refuse(now)
@@ -233,7 +236,7 @@ func (c *Charge) nextShard(now int64) Step {
 		c.onShard()
 		c.billed, c.view, c.entry = c.m.enter(c.p.Ref, shard, now)
 		c.viewN = c.n
-		if c.p.refusesLocally(&c.view, c.n, now, c.o) {
+		if !recount && c.p.refusesLocally(&c.view, c.n, now, c.o) {
 			v := c.view
 			c.lastRL = &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
 			if v.Binding {
