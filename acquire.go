@@ -234,7 +234,7 @@ func (l *Limiter) chargeOnce(ctx context.Context, tr *trace, req Request, s sett
 	}
 	b := s.buckets[0]
 	child := l.newPlan(req.Entity, b.resource, b.limits, req.Consume).skipping(b.skip)
-	if l.pools != nil && l.cfg.reserve.covers(req.Consume) && !child.ChargesQuota() && !slices.ContainsFunc(b.limits, func(x Limit) bool { return x.Shadow }) {
+	if l.pools != nil && l.cfg.reserve.covers(req.Consume) && !child.ChargesQuota() && !child.ChargesCap() && !slices.ContainsFunc(b.limits, func(x Limit) bool { return x.Shadow }) {
 		if lease, err, done := l.reserved(ctx, tr, child); done {
 			return lease, err
 		}

@@ -55,22 +55,24 @@ type limitJSON struct {
 	WeekStart int      `json:"week_start,omitempty"`
 	MonthDay  int      `json:"month_day,omitempty"`
 	Shadow    bool     `json:"shadow,omitempty"`
+	TTL       duration `json:"ttl,omitempty"`
 }
 
 // MarshalJSON encodes l as {"name", "capacity", "burst" (left out when 0),
 // "refill", "period"}, the period as a duration string; a quota as
 // {"name", "capacity", "burst", "window", "time_zone", "week_start" (0
-// for Sunday), "month_day"}, each left out when 0 or empty; either with
-// "shadow" (left out when false).
+// for Sunday), "month_day"}, each left out when 0 or empty; a concurrency
+// cap as {"name", "capacity", "window": "concurrent", "ttl"}, the ttl as a
+// duration string; any with "shadow" (left out when false).
 func (l Limit) MarshalJSON() ([]byte, error) {
-	return json.Marshal(limitJSON{l.Name, l.Capacity, l.Burst, l.Refill, duration(l.Period), l.Window, l.TimeZone, int(l.WeekStart), l.MonthDay, l.Shadow})
+	return json.Marshal(limitJSON{l.Name, l.Capacity, l.Burst, l.Refill, duration(l.Period), l.Window, l.TimeZone, int(l.WeekStart), l.MonthDay, l.Shadow, duration(l.TTL)})
 }
 
 // UnmarshalJSON decodes the form MarshalJSON writes.
 func (l *Limit) UnmarshalJSON(b []byte) error {
 	return decode(b, l, func(j limitJSON) Limit {
 		return Limit{Name: j.Name, Capacity: j.Capacity, Burst: j.Burst, Refill: j.Refill, Period: time.Duration(j.Period),
-			Window: j.Window, TimeZone: j.TimeZone, WeekStart: time.Weekday(j.WeekStart), MonthDay: j.MonthDay, Shadow: j.Shadow}
+			Window: j.Window, TimeZone: j.TimeZone, WeekStart: time.Weekday(j.WeekStart), MonthDay: j.MonthDay, Shadow: j.Shadow, TTL: time.Duration(j.TTL)}
 	})
 }
 

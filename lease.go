@@ -162,6 +162,9 @@ func (le *Lease) Adjust(ctx context.Context, delta map[string]int64) error {
 		if !slices.ContainsFunc(le.parts, func(part leasePart) bool { return part.p.Has(name) }) {
 			return invalid("Adjust["+name+"]", "the lease has no limit named %q", name)
 		}
+		if slices.ContainsFunc(le.parts, func(part leasePart) bool { return part.p.limit(name).concurrency() }) {
+			return invalid("Adjust["+name+"]", "%q is a concurrency cap: its slots are given back by Commit or Rollback, not adjusted", name)
+		}
 	}
 	return le.applyEach(ctx, "adjust", func(part *leasePart) map[string]int64 {
 		held := part.held()
@@ -219,7 +222,14 @@ func (le *Lease) Rollback(ctx context.Context) error {
 	return err
 }
 
-// Commit ends the lease, keeping what it charged. It does no I/O.
+// Commit ends the lease, keeping what it charged. It does no I/O, except
+// for a lease that holds a concurrency cap's slots: Commit gives them back
+// with one write per bucket (the buckets' writes made together, bounded
+// by the time a cascade's compensation has), which also ends the lease
+// when it fails (the slots then come back on their own after the cap's
+// TTL); its error is then an *UnavailableError. A slot
+// whose TTL has passed (by the limiter's clock) is given back without a
+// write.
 func (le *Lease) Commit() error {
 	if err := le.valid(); err != nil {
 		return err
@@ -230,7 +240,12 @@ func (le *Lease) Commit() error {
 		return ErrLeaseEnded
 	}
 	le.ended = true
-	return nil
+	if le.failedOpen || le.bypass || !le.holdsSlots() {
+		return nil
+	}
+	ctx, cancel := le.l.detached(context.Background()) // bounded, as a compensation is
+	defer cancel()
+	return le.applyEach(ctx, "commit", (*leasePart).capRelease)
 }
 
 // applyEach charges each part of the lease what amounts(part) says, in

@@ -18,6 +18,12 @@ import (
 // the bucket beside its rates and is charged by the same write, all or
 // nothing; docs/limiter.md says how a quota behaves.
 //
+// With Window "concurrent" and a TTL, the limit is a concurrency cap: at
+// most Capacity leases in flight across all servers, each holding the
+// slots its request's Consume names until Commit or Rollback gives them
+// back, or until TTL has passed (a holder that died). It is charged by the
+// acquire's write too.
+//
 // Amounts are whole tokens; inside, the limiter keeps millitokens (1/1000 of
 // a token) so that refill at any rate is exact to the millitoken. The zero
 // Limit is not valid: build limits with [PerSecond], [PerMinute], [PerHour],
@@ -40,8 +46,9 @@ type Limit struct {
 	// 1 ms and at most 366 days (0 for a quota).
 	Period time.Duration
 
-	// Window makes the limit a calendar quota: "day", "week" or "month".
-	// "" (the zero value) is a rate.
+	// Window makes the limit a calendar quota: "day", "week" or "month";
+	// or a concurrency cap: "concurrent" (with TTL). "" (the zero value)
+	// is a rate.
 	Window string
 	// TimeZone is the IANA name of a quota's time zone, such as
 	// "Europe/Paris", whose local midnights are its boundaries; "" is UTC.
@@ -60,10 +67,15 @@ type Limit struct {
 	// and usage report it. Operators set it on stored limits (admin) to try
 	// a new limit on real traffic before enforcing it.
 	Shadow bool
+	// TTL is a concurrency cap's lease time to live, 1 s to 24 h: a
+	// lease older than TTL no longer counts as in flight, and its slot
+	// comes back on its own within TTL and a quarter more if no Commit or
+	// Rollback gave it back (its holder died). 0 for every other limit.
+	TTL time.Duration
 }
 
 // quota reports whether l is a calendar quota.
-func (l Limit) quota() bool { return l.Window != "" }
+func (l Limit) quota() bool { return l.Window != "" && l.Window != concurrent }
 
 // windows are the Window names, in bucket.Window order.
 var windows = [...]string{bucket.Day: "day", bucket.Week: "week", bucket.Month: "month"}
@@ -126,6 +138,9 @@ const MaxTokens = bucket.MaxTokens / bucket.MilliPerToken
 // engineLimit converts l to the engine's limit, in millitokens, with a
 // quota's windows. l must be valid (its time zone loads).
 func (l Limit) engineLimit() (engine.Limit, error) {
+	if l.concurrency() {
+		return l.capEngineLimit(), nil
+	}
 	if !l.quota() {
 		return engine.Limit{Name: l.Name, Limit: l.bucketLimit()}, nil
 	}

@@ -65,6 +65,14 @@ var periodUnits = []struct {
 // ("req:20/day@UTC"): without one, "req:20/day" is the rate of 20 tokens
 // every 24 hours, refilled continuously.
 //
+// A concurrency cap (Window "concurrent", see [Limit.TTL]) is written
+//
+//	name:n/concurrent:ttl[:shadow]
+//
+// where n is the most leases in flight (its Capacity) and ttl the leases'
+// time to live, written as a rate's period (5min, 30s, 90s): for example
+// "inflight:10/concurrent:5min".
+//
 // Errors are a *[ValidationError] (errors.Is(err, [ErrInvalid])) whose
 // Field names the part of s that is wrong (name, rate, period or burst,
 // and s) and whose Rule says what it must be.
@@ -74,6 +82,9 @@ func ParseLimit(s string) (Limit, error) {
 		return Limit{}, invalid(part+" of "+spec, format, a...)
 	}
 	if l, ok, err := parseQuota(s, bad); ok {
+		return l, err
+	}
+	if l, ok, err := parseCap(s, bad); ok {
 		return l, err
 	}
 	fields := strings.Split(s, ":")
@@ -253,6 +264,9 @@ func (l Limit) String() string {
 	shadow := ""
 	if l.Shadow {
 		shadow = ":shadow"
+	}
+	if l.concurrency() {
+		return l.capString(shadow)
 	}
 	if l.quota() {
 		s := l.Name + ":" + strconv.FormatInt(l.Capacity, 10) + "/" + l.Window

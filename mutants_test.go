@@ -412,3 +412,32 @@ func TestAReservingLeaseShowsTheBucketWhenTheAnswerCameBack(t *testing.T) {
 //     every acquire the pool answers; the acquire that wrote is one in
 //     about fifty at a pool's rate, and the reservations come out within
 //     1 % (5,023 tokens reserved over 5,000 acquires, 4,985 without it).
+
+// A process acquires a token every 50 ms (20 a second). Each reservation
+// takes 100 ms of its demand, 2 tokens, and the reserving write's own
+// charge counts in that demand like any acquire the store granted:
+// reserving 2 and answering the next two acquires from the pool, it goes to
+// the store once in three acquires. Counting only the pool's answers and
+// the plain writes, the demand would look a third lower and every other
+// reservation would be 1 token: more writes for the same traffic.
+func TestReservationsTheReservingChargeCountsInTheDemand(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter(WithReservations())
+	r := Request{Entity: "k", Resource: "r", Limits: []Limit{PerSecond("rps", 1000)}, Consume: map[string]int64{"rps": 1}}
+	writes := 0
+	for i := 0; i < 60; i++ {
+		e.clock.Add(50 * time.Millisecond)
+		e.mustAcquire(l, r)
+		ev := e.last()
+		if ev.Path == PathPool {
+			continue
+		}
+		writes++
+		if got := ev.Reserved["rps"]; i > 0 && got != 2 {
+			t.Fatalf("acquire %d reserved %d tokens; want 2, 100 ms of a demand of 20 a second", i, got)
+		}
+	}
+	if writes > 21 {
+		t.Fatalf("%d of 60 acquires went to the store; want one in three (and the first)", writes)
+	}
+}

@@ -67,7 +67,7 @@ func (bp bucketPlan) rateLimited(rf *engine.Refusal) *RateLimitedError {
 // part is the lease part of a charged bucket. Its quotas settle in the
 // windows the charge wrote (engine.Plan.At).
 func (bp bucketPlan) part(m *engine.Charge, now int64) leasePart {
-	bp.Plan = bp.Plan.At(m.Img)
+	bp.Plan = bp.Plan.Settling(m.Img, m.At)
 	return leasePart{p: bp, shard: m.Shard, n: m.N, img: m.Img, at: now}
 }
 

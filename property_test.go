@@ -17,7 +17,10 @@ import (
 
 // TestProperty generates simulation configurations (100 to 256 writers,
 // one to four limits, among them in a quarter of the configurations a
-// calendar quota whose window ends during the run, cascade on or off,
+// calendar quota whose window ends during the run, in a quarter of the
+// others a concurrency cap with processes crashing holding leases (also
+// under sharding pressure),
+// cascade on or off,
 // acquires of several resources, sharding pressure, reservations (also
 // under sharding pressure), faults, clock skew, seeds) and checks
 // every invariant of the design on each run of the deterministic
@@ -310,6 +313,28 @@ func genConfig(t *rapid.T, long bool) sim.Config {
 			if wl.Entities[i].Mode == "" && rapid.IntRange(0, 5).Draw(t, "shadow_entity") == 0 {
 				wl.Entities[i].Mode = "shadow"
 			}
+		}
+	}
+	// A concurrency cap in place of the last limit (drawn last, so the draws
+	// above stay as they were), beside rates, in a quarter of the
+	// configurations without a quota or several resources (an Also
+	// resource's cap refuses for leases the checker does not follow):
+	// every lease is held for its call, the cap of 1 to 50 leases (200 to
+	// 2,000 under sharding pressure, where the bucket doubles under the
+	// leases and a smaller cap would stop the doublings) refuses some of
+	// them, and leases outlive TTLs of 1 to 5 s when their process crashes
+	// or their release fails under faults.
+	if !quota && len(wl.Also) == 0 && rapid.Float64Range(0, 1).Draw(t, "cap") < 0.25 {
+		ttl := rapid.SampledFrom([]time.Duration{time.Second, 2 * time.Second, 5 * time.Second}).Draw(t, "cap_ttl")
+		lo, hi := int64(1), int64(50)
+		if pressure {
+			lo, hi = 200, 2000
+		}
+		wl.Limits[nl-1] = limiter.Limit{Name: limitNames[nl-1], Capacity: rapid.Int64Range(lo, hi).Draw(t, "cap_slots"), Window: "concurrent", TTL: ttl}
+		wl.Consume[nl-1] = sim.Range{Min: 1, Max: 1}
+		wl.HoldLeases = true
+		if wl.CrashEvery == 0 && rapid.Bool().Draw(t, "cap_crashes") {
+			wl.CrashEvery, wl.CrashDowntime = time.Duration(rapid.IntRange(1, 5).Draw(t, "cap_crash_every_s"))*time.Second, 200*time.Millisecond
 		}
 	}
 	return sim.Config{Workload: wl, Seed: seed, Tail: tail}

@@ -34,6 +34,10 @@ func (l Limit) Validate() error {
 		return invalid("Limit.Name", `"wcu" is reserved for the limiter's own per-partition write limit`)
 	case l.Capacity < 1 || l.Capacity > MaxTokens:
 		return invalid(f("Capacity"), "%d must be between 1 and %d tokens", l.Capacity, MaxTokens)
+	case l.concurrency():
+		return l.validateCap(f)
+	case l.TTL != 0:
+		return invalid(f("TTL"), "%v is for a concurrency cap only: set Window to \"concurrent\", or leave TTL 0", l.TTL)
 	case l.quota():
 		return l.validateQuota(f)
 	case l.TimeZone != "":

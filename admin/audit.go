@@ -313,6 +313,8 @@ type storedLimitJSON struct {
 	WeekStart int    `json:"week_start,omitempty"`
 	MonthDay  int    `json:"month_day,omitempty"`
 	Shadow    bool   `json:"shadow,omitempty"`
+	// A concurrency cap's time to live (ms).
+	TTLMs int64 `json:"ttl_ms,omitempty"`
 }
 
 func encodeState(s *AuditState) string {
@@ -322,7 +324,7 @@ func encodeState(s *AuditState) string {
 	j := stateJSON{Parent: s.Parent, Cascade: s.Cascade, Shards: s.Shards, Tokens: s.Tokens, Mode: string(s.Mode), Malformed: s.Malformed}
 	for _, x := range s.Limits {
 		j.Limits = append(j.Limits, storedLimitJSON{x.Name, x.Capacity, x.EffectiveBurst(), x.Refill, x.Period.Milliseconds(),
-			x.Window, x.TimeZone, int(x.WeekStart), x.MonthDay, x.Shadow})
+			x.Window, x.TimeZone, int(x.WeekStart), x.MonthDay, x.Shadow, x.TTL.Milliseconds()})
 	}
 	b, _ := json.Marshal(j) // plain strings, numbers and bools: cannot fail
 	return string(b)
@@ -340,7 +342,8 @@ func decodeState(s string, ok bool) (*AuditState, error) {
 	for _, x := range j.Limits {
 		st.Limits = append(st.Limits, limiter.Limit{Name: x.Name, Capacity: x.Capacity, Burst: x.Burst, Refill: x.Refill,
 			Period: time.Duration(x.PeriodMs) * time.Millisecond,
-			Window: x.Window, TimeZone: x.TimeZone, WeekStart: time.Weekday(x.WeekStart), MonthDay: x.MonthDay, Shadow: x.Shadow})
+			Window: x.Window, TimeZone: x.TimeZone, WeekStart: time.Weekday(x.WeekStart), MonthDay: x.MonthDay, Shadow: x.Shadow,
+			TTL: time.Duration(x.TTLMs) * time.Millisecond})
 	}
 	return st, nil
 }

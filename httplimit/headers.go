@@ -168,9 +168,15 @@ const maxSFInteger = 999_999_999_999_999
 // A calendar quota (l.Window set) is q = its Capacity per its window's
 // nominal length: 86400 s for a day, 604800 for a week, 2592000 (30 days)
 // for a month; the RateLimit field's t says when the current window ends.
+//
+// A concurrency cap (Window "concurrent") is q = its Capacity requests in
+// flight, with no window (w 0: left out): its unit is
+// [UnitConcurrentRequests].
 func quota(l limiter.Limit) (q, w int64) {
 	burst := l.EffectiveBurst()
 	switch l.Window {
+	case "concurrent":
+		return burst, 0
 	case "day":
 		return burst, 86400
 	case "week":
@@ -262,11 +268,17 @@ func (f fields) set(h http.Header, ss []namedState, delta map[string]int64, capT
 		q, w := quota(s.Limit)
 		writeSFString(&pol, s.name)
 		pol.WriteString(";q=" + sfInt(q))
-		if u := f.units[s.Limit.Name]; u != "" && u != UnitRequests {
+		u := f.units[s.Limit.Name]
+		if s.Limit.Window == "concurrent" && u == "" {
+			u = UnitConcurrentRequests
+		}
+		if u != "" && u != UnitRequests {
 			pol.WriteString(";qu=")
 			writeSFString(&pol, u)
 		}
-		pol.WriteString(";w=" + sfInt(w))
+		if w > 0 {
+			pol.WriteString(";w=" + sfInt(w))
+		}
 		r, t := available(s.LimitState, delta[s.Limit.Name])
 		if capT > 0 {
 			t = min(t, capT)

@@ -45,8 +45,11 @@
 // In RateLimit-Policy, q is the limit's burst and w the seconds it takes
 // to refill it from empty, rounded up (when that is under a second, w is 1
 // and q what the limit refills in a second); qu is the quota unit given
-// with [WithQuotaUnits], left out for requests, the draft's default. The
-// limits are those that applied: stored overrides included.
+// with [WithQuotaUnits], left out for requests, the draft's default. A
+// concurrency cap (limiter.Limit with Window "concurrent") is q requests
+// in flight, qu="concurrent-requests" (unless WithQuotaUnits names
+// another), with no w. The limits are those that applied: stored
+// overrides included.
 //
 // In RateLimit, r is the units available (never below 0) and t the
 // seconds, rounded up, until one more unit is: the time within which the

@@ -500,3 +500,26 @@ func TestCalendarQuotaShowsItsWindow(t *testing.T) {
 		t.Errorf("RateLimit %q, want tpm's 99000 left until the end of January", got)
 	}
 }
+
+// A concurrency cap shows as a quota of requests in flight: the draft's
+// "concurrent-requests" unit and no window; its RateLimit item's r is the
+// free slots while the request runs. The middleware's commit gives the
+// slot back, so the next request finds it free again.
+func TestConcurrencyCapShowsAsConcurrentRequests(t *testing.T) {
+	lim, adm, _ := newPlanes(t)
+	must(t, adm.PutLimits(context.Background(), admin.Scope{Entity: "key-1"},
+		[]limiter.Limit{limiter.PerMinute("rpm", 10), {Name: "inflight", Capacity: 2, Window: "concurrent", TTL: time.Minute}}))
+	mw, err := httplimit.New(lim, apiKey, httplimit.WithCost(func(*http.Request) (map[string]int64, error) {
+		return map[string]int64{"rpm": 1, "inflight": 1}, nil
+	}))
+	must(t, err)
+	for range 3 {
+		w := serve(mw.Handler(ok), "key-1", 0)
+		if got := w.Header().Get("RateLimit-Policy"); got != `"inflight";q=2;qu="concurrent-requests", "rpm";q=10;w=60` {
+			t.Fatalf("RateLimit-Policy %q", got)
+		}
+		if got := w.Header().Get("RateLimit"); !strings.HasPrefix(got, `"inflight";r=1;`) {
+			t.Fatalf("RateLimit %q, want 1 slot free while the request runs", got)
+		}
+	}
+}

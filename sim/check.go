@@ -324,6 +324,10 @@ func NewChecker(m *Model, base int64) *Checker {
 				if l.Name == n {
 					b.lim[i] = limInfo{ok: true, burst: l.EffectiveBurst() * bucket.MilliPerToken,
 						ra: l.Refill * bucket.MilliPerToken, rp: l.Period.Milliseconds(), shadow: l.Shadow}
+					if l.Window == "concurrent" {
+						b.lim[i] = limInfo{} // a cap: InvCap checks it, from the leases
+						continue
+					}
 					if l.Window != "" {
 						b.lim[i].cal = m.Quotas[i]
 						b.quotaNet = make(map[[2]int64]int64)

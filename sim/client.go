@@ -40,14 +40,15 @@ type call struct {
 // code (or an actor) over its own store handle, with its own limiter,
 // clock, random source and caches.
 type client struct {
-	s       *Sim
-	id      int32
-	kind    clientKind
-	actor   Actor
-	rng     *rand.Rand
-	clock   clientClock
-	lim     *limiter.Limiter
-	startAt int64
+	capLease int // the cap lease its last acquire admitted (-1: none; see capLog)
+	s        *Sim
+	id       int32
+	kind     clientKind
+	actor    Actor
+	rng      *rand.Rand
+	clock    clientClock
+	lim      *limiter.Limiter
+	startAt  int64
 
 	yield   func(*call) bool
 	next    func() (*call, bool)
@@ -111,12 +112,14 @@ type pendingLease struct {
 	unkNeg   [MaxLimits]int64
 	mode     string // "admit" for a lease that charged nothing (admit mode)
 	skipped  [maxRoles][MaxLimits]bool
+	capLease int // its index in the Sim's capLog (-1: none)
 }
 
 const (
 	settleAdjust uint8 = iota + 1
 	settleRollback
 	settleAdjustRollback
+	settleCommit // Workload.HoldLeases: commit after the call
 )
 
 func (c *client) start(body func()) {
@@ -460,7 +463,19 @@ func (c *client) acquire(bi int32, amount [MaxLimits]int64, limits []limiter.Lim
 		op.Shard = int32(lease.Shard())
 		op.FailedOpen = lease.FailedOpen()
 	}
-	return lease, c.end(err), op
+	o := c.end(err)
+	c.capLease = -1
+	if s.caps != nil && c.kind == kindWriter {
+		switch o {
+		case Admitted:
+			c.capLease = s.caps.admitted(op)
+		case Rejected:
+			s.caps.refusedBy(op, err)
+		case Unavailable, Cut:
+			s.caps.unknown(op)
+		}
+	}
+	return lease, o, op
 }
 
 // caller returns the context and policy of the acquire in progress: in
@@ -599,12 +614,14 @@ func (c *client) schedule(lease *limiter.Lease, op *Op, amount [MaxLimits]int64)
 		if c.rng.Float64() < 0.05 {
 			action = settleAdjustRollback
 		}
+	case wl.HoldLeases:
+		action = settleCommit
 	default:
 		_ = lease.Commit()
 		return
 	}
 	pl := pendingLease{due: c.s.now + wl.callTime.draw(c.rng), lease: lease, bucket: op.Bucket, shard: op.Shard,
-		action: action, estimate: amount, base: amount, skipped: op.Skipped}
+		action: action, estimate: amount, base: amount, skipped: op.Skipped, capLease: c.capLease}
 	if op.Mode == "admit" {
 		pl.mode = op.Mode
 	}
@@ -621,6 +638,11 @@ func (c *client) schedule(lease *limiter.Lease, op *Op, amount [MaxLimits]int64)
 func (c *client) settle(pl *pendingLease) {
 	s := c.s
 	wl := s.wl
+	if pl.action == settleCommit {
+		c.capEnding(pl)
+		c.capEnded(pl, pl.lease.Commit())
+		return
+	}
 	if pl.action == settleAdjust || pl.action == settleAdjustRollback {
 		clear(c.adjust)
 		var delta [MaxLimits]int64
@@ -656,13 +678,16 @@ func (c *client) settle(pl *pendingLease) {
 			}
 		}
 		if pl.action == settleAdjust {
-			_ = pl.lease.Commit()
+			c.capEnding(pl)
+			c.capEnded(pl, pl.lease.Commit())
 			return
 		}
 	}
 	op := c.begin(OpRollback, pl.bucket, pl.base)
 	op.Shard, op.UnkPos, op.UnkNeg = pl.shard, pl.unkPos, pl.unkNeg
+	c.capEnding(pl)
 	err := pl.lease.Rollback(bgctx)
+	c.capEnded(pl, err)
 	op.Mode, op.Skipped = pl.mode, pl.skipped
 	c.end(err)
 }

@@ -89,6 +89,7 @@ type Sim struct {
 	stream        bool
 	lastSeq       uint64
 	chk           *Checker
+	caps          *capLog // the leases of the workload's concurrency cap (nil: none)
 	faults        faultState
 	sweep         *sweeper // nil unless the fault plan expires items
 
@@ -246,6 +247,7 @@ func New(cfg Config) (*Sim, error) {
 	s.stream = !cfg.NoChecks || len(cfg.Actors) > 0 || s.sweep != nil
 	if !cfg.NoChecks {
 		s.chk = NewChecker(s.model, s.base)
+		s.caps = newCapLog(s.wl)
 		s.chk.PartitionAvailable = func(pk string) float64 { return s.st.Partition(pk).WriteAvailable }
 		s.chk.PartitionConsumed = func(pk string) float64 { return s.st.PartitionConsumed(pk).WriteUnits }
 		s.partThrottles = make(map[string]uint64)
@@ -415,6 +417,9 @@ func (s *Sim) Run() *Report {
 		s.drain(nil)
 		s.chk.latency = s.maxReq
 		s.chk.Finish(items)
+		if s.caps != nil {
+			s.caps.check(s.chk, s.model)
+		}
 	}
 	return s.report(items)
 }

@@ -39,6 +39,7 @@ var registry = []Scenario{
 	{Name: "rollout", Summary: "an operator changes limits and modes under load: a new limit tried in shadow, then enforced on one model; a key refused then restored, another admitted without writes for a while, a whole model admitted then enforced again; every acquire must follow its scope's mode (within the 5 s cache TTL), shadow limits refuse nothing and are charged only when they have the tokens, disabled scopes write nothing", Build: rollout},
 	{Name: "aggregator", Summary: "hot-entity for 10 s (128 writers, 10,000 req/s) with the aggregator actor consuming the change stream (duplicates included); usage totals checked against the stream",
 		Build: aggregatorWorkload, Actors: func(Config) []Actor { return []Actor{NewAggregatorActor()} }},
+	{Name: "leases-crash", Summary: "20 keys, each with a rate and at most 5 requests in flight (a concurrency cap, TTL 20 s), offered about 8 in flight each; every writer process crashes about once a minute holding its leases, which are never committed: live leases never above the cap, and a dead holder's slot back within TTL + TTL/4", Build: leasesCrash},
 	{Name: "quota-month", Summary: "10 keys with a rate, a monthly money budget and a daily request quota in Havana, across the night of 1 November 2026: the month and the day end at midnight, and an hour later the clocks go back to midnight again (the day lasts 25 hours); busy 30 s in every five minutes", Build: quotaMonth},
 }
 
@@ -224,6 +225,26 @@ func quotaMonth(Config) *Workload {
 		DutyPeriod: 5 * time.Minute, DutyOn: 30 * time.Second,
 		Start:  time.Date(2026, 11, 1, 3, 59, 45, 0, time.UTC),
 		WarmUp: time.Minute,
+	}
+}
+
+// leasesCrash: 20 keys at 4 acquires a second each, each lease held for
+// a call of about 2 s (p99 10 s, below the cap's TTL of 20 s): about 8 in
+// flight per key, above the cap of 5, so the cap refuses. Each of the 16
+// writer processes crashes about once a minute, down for a second, and
+// its leases in flight die with it (their slots are counted until the TTL
+// and a quarter pass, without any write of theirs).
+func leasesCrash(Config) *Workload {
+	return &Workload{
+		Limits: []limiter.Limit{limiter.PerMinute("rpm", 600),
+			{Name: "inflight", Capacity: 5, Window: "concurrent", TTL: 20 * time.Second}},
+		Entities: keysEntities(20, "key"), Resources: []string{"gpt-4o"},
+		Consume:    []Range{{Min: 1, Max: 1}, {Min: 1, Max: 1}},
+		HoldLeases: true, RollbackProb: 0.1,
+		CallTime: Latency{Median: 2 * time.Second, P99: 10 * time.Second}, RetryProb: 0,
+		Writers: 16, Rate: 80, Duration: 5 * time.Minute,
+		CrashEvery: time.Minute, CrashDowntime: time.Second,
+		WarmUp: 30 * time.Second,
 	}
 }
 

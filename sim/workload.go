@@ -99,6 +99,10 @@ type Workload struct {
 	// PartitionWCU overrides memsim's per-partition write ceiling (0: the
 	// default 1000 units per second).
 	PartitionWCU float64
+	// HoldLeases makes every admitted lease last its call time (CallTime)
+	// before it is committed, rather than be committed at once: the
+	// leases of a concurrency cap are in flight meanwhile.
+	HoldLeases bool
 	// Probe adds the liveness probe client (a private bucket, active in
 	// the tail).
 	Probe bool
@@ -399,7 +403,7 @@ func (w *Workload) validate() error {
 		for i, l := range w.Limits {
 			w.probeLimits[i] = limiter.PerSecond(l.Name, 4)
 			if l.Window != "" { // the same kind (the checker reads it so), never binding
-				w.probeLimits[i] = limiter.Limit{Name: l.Name, Capacity: 1_000_000_000, Window: l.Window, TimeZone: l.TimeZone}
+				w.probeLimits[i] = limiter.Limit{Name: l.Name, Capacity: 1_000_000_000, Window: l.Window, TimeZone: l.TimeZone, TTL: l.TTL}
 			}
 		}
 	}
@@ -554,7 +558,7 @@ func (w *Workload) model(s *Sim) *Model {
 // them, computed here rather than by the limiter (nil for a rate). l is
 // valid: its time zone loads.
 func calendarOf(l limiter.Limit) *bucket.Calendar {
-	if l.Window == "" {
+	if l.Window == "" || l.Window == "concurrent" {
 		return nil
 	}
 	c := &bucket.Calendar{WeekStart: l.WeekStart, MonthDay: l.MonthDay}

@@ -157,3 +157,26 @@ scopes:
 	}
 	c.fails(exitUsage, []string{`invalid zone of limit "usd:1/month@Mars/Olympus"`}, "limits", "set", "--entity", "k", "usd:1/month@Mars/Olympus")
 }
+
+// At most 10 requests in flight per key, in a manifest: applied, stored
+// with its TTL, exported as written; a cap without a TTL is refused naming
+// it.
+func TestManifestWithAConcurrencyCap(t *testing.T) {
+	c := newCLI(t)
+	p := filepath.Join(t.TempDir(), "limits.yaml")
+	if err := os.WriteFile(p, []byte(`
+scopes:
+  - entity: key-a
+    limits: [rpm:500/min, inflight:10/concurrent:5m]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	contains(t, c.ok("limits", "apply", "-f", p), "Applied: 1 to add")
+	contains(t, c.ok("limits", "diff", "-f", p), "No changes")
+	var got storedLimitsJSON
+	c.json(&got, "limits", "get", "--entity", "key-a")
+	if len(got.Limits) != 2 || got.Limits[1].Spec != "inflight:10/concurrent:5min" || got.Limits[1].Window != "concurrent" || got.Limits[1].TTL != "5m0s" {
+		t.Fatalf("limits get -o json: %+v", got)
+	}
+	c.fails(exitUsage, []string{`ttl of limit "inflight:10/concurrent"`}, "limits", "set", "--entity", "k", "inflight:10/concurrent")
+}

@@ -64,7 +64,8 @@ func sameLimits(a, b []limiter.Limit) bool {
 	return slices.EqualFunc(sortedLimits(a), sortedLimits(b), func(x, y limiter.Limit) bool {
 		return x.Name == y.Name && x.Capacity == y.Capacity && x.EffectiveBurst() == y.EffectiveBurst() &&
 			x.Refill == y.Refill && x.Period == y.Period && x.Shadow == y.Shadow &&
-			x.Window == y.Window && x.TimeZone == y.TimeZone && x.WeekStart == y.WeekStart && x.MonthDay == y.MonthDay
+			x.Window == y.Window && x.TimeZone == y.TimeZone && x.WeekStart == y.WeekStart && x.MonthDay == y.MonthDay &&
+			x.TTL == y.TTL
 	})
 }
 
@@ -88,12 +89,17 @@ type limitJSON struct {
 	TimeZone  string `json:"time_zone,omitempty" yaml:"-"`
 	WeekStart int    `json:"week_start,omitempty" yaml:"-"`
 	MonthDay  int    `json:"month_day,omitempty" yaml:"-"`
+	// A concurrency cap's time to live (limiter.Limit.TTL), as a duration.
+	TTL string `json:"ttl,omitempty" yaml:"-"`
 }
 
 func toJSON(l limiter.Limit) limitJSON {
 	j := limitJSON{Name: l.Name, Capacity: l.Capacity, Burst: l.EffectiveBurst(), Refill: l.Refill,
 		Period: formatPeriod(l.Period), PeriodMs: l.Period.Milliseconds(), Shadow: l.Shadow,
 		Window: l.Window, TimeZone: l.TimeZone, WeekStart: int(l.WeekStart), MonthDay: l.MonthDay}
+	if l.TTL != 0 {
+		j.TTL = l.TTL.String()
+	}
 	if hasSpec(l) {
 		j.Spec = l.String()
 	}

@@ -198,7 +198,7 @@ func newCharges(nkeys int, limits, parentLimits []limiter.Limit, consume map[str
 func chargesOf(limits []limiter.Limit, consume map[string]int64) []charge {
 	var out []charge
 	for _, l := range limits {
-		if n := consume[l.Name]; n > 0 {
+		if n := consume[l.Name]; n > 0 && l.Window != "concurrent" { // a cap's leases end at once: it never binds
 			out = append(out, charge{b: newIdealBucket(l), need: float64(n)})
 		}
 	}

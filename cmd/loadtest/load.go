@@ -344,7 +344,12 @@ func (r *loadRun) limiterSlice(ctx context.Context, d time.Duration, entities []
 			}
 			req.Entity = entities[k]
 			t0 := time.Now()
-			_, err := w.lim.Acquire(ctx, req)
+			le, err := w.lim.Acquire(ctx, req)
+			if err == nil {
+				// Ends the lease at once: a concurrency cap's slots are
+				// given back (one write), any other lease costs nothing.
+				_ = le.Commit()
+			}
 			t1 := time.Now()
 			if ctx.Err() != nil {
 				return

@@ -112,7 +112,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.writers, "writers", 32, "concurrent writers (goroutines), in total")
 	fs.IntVar(&o.processes, "processes", 1, "separate limiter.Limiter instances the writers are spread over (round robin)")
 	fs.Float64Var(&o.rate, "rate", 0, "offered acquires per second, all writers together (0: closed loop, every writer as fast as it can)")
-	fs.StringVar(&limits, "limits", "rps:100000/s", "limits of every bucket, comma-separated: name:rate/period[:burst], such as rps:100/s or tpm:10000/min:20000, or a calendar quota name:n/window[:anchor][@zone], such as usd:50000000/month@Europe/Paris (see limiter.ParseLimit)")
+	fs.StringVar(&limits, "limits", "rps:100000/s", "limits of every bucket, comma-separated: name:rate/period[:burst], such as rps:100/s or tpm:10000/min:20000, or a calendar quota name:n/window[:anchor][@zone], such as usd:50000000/month@Europe/Paris, or a concurrency cap name:n/concurrent:ttl, such as inflight:10/concurrent:5m (see limiter.ParseLimit); every lease is committed at once")
 	fs.StringVar(&consume, "consume", "", "tokens per acquire: N of every limit, or name:N,... (default 1 of every limit)")
 	fs.IntVar(&o.keys, "keys", 1, "entities the writers spread over (uniformly at random); 1: one hot bucket")
 	fs.StringVar(&o.resource, "resource", "", "the resource of every acquire (default limiter.DefaultResource)")

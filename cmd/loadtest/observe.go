@@ -16,7 +16,10 @@ type observer struct {
 	paths map[limiter.Path]*pathStats
 	hot   pathStats // the acquires admitted by one write, nothing read
 	total pathStats // every path's
-	tl    *timeline // -timeline, or nil
+	// commits are the Commit calls that wrote: the releases of a
+	// concurrency cap's slots.
+	commits pathStats
+	tl      *timeline // -timeline, or nil
 }
 
 // pathStats is what the acquires that ended on one path cost.
@@ -38,6 +41,12 @@ func newObserver() *observer { return &observer{paths: make(map[limiter.Path]*pa
 
 // Observe implements limiter.Observer.
 func (o *observer) Observe(ev limiter.Event) {
+	if ev.Op == "commit" && o.on.Load() {
+		o.mu.Lock()
+		o.commits.add(ev)
+		o.mu.Unlock()
+		return
+	}
 	if ev.Op != "acquire" || !o.on.Load() {
 		return
 	}

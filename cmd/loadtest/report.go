@@ -46,10 +46,13 @@ type report struct {
 	// busy past their time (see pace).
 	DroppedSlots int64 `json:"dropped_slots"`
 
-	CallsPerAttempt       float64          `json:"calls_per_attempt"`
-	CallsPerAdmitted      float64          `json:"calls_per_admitted"`
-	StoreCallsPerAttempt  float64          `json:"store_calls_per_attempt"`
-	WCUPerAdmitted        float64          `json:"wcu_per_admitted"`
+	CallsPerAttempt      float64 `json:"calls_per_attempt"`
+	CallsPerAdmitted     float64 `json:"calls_per_admitted"`
+	StoreCallsPerAttempt float64 `json:"store_calls_per_attempt"`
+	WCUPerAdmitted       float64 `json:"wcu_per_admitted"`
+	// WCUPerRelease is what a Commit that gives back a concurrency cap's
+	// slots costs (0 without a cap: Commit then makes no write).
+	WCUPerRelease         float64          `json:"wcu_per_release,omitempty"`
 	BilledWCUPerAdmitted  float64          `json:"billed_wcu_per_admitted"`
 	RCUPerAdmitted        float64          `json:"rcu_per_admitted"`
 	WritesPerSecond       float64          `json:"writes_per_second"`
@@ -161,6 +164,9 @@ func (r *loadRun) report(ctx context.Context, hot *hotPartition) *report {
 		rep.BilledWCUPerAdmitted = (total.WCU + float64(failedWrites)) / float64(max(rep.Admitted, 1))
 	}
 	rep.RCUPerAdmitted = total.RCU / float64(max(rep.Admitted, 1))
+	if c := r.obs.commits; c.Acquires > 0 {
+		rep.WCUPerRelease = c.WCU / float64(c.Acquires)
+	}
 	rep.ShardDoublings = total.Doublings
 	rep.WritesPerSecond = perSec(writes, r.limiterTime)
 	if len(o.limits) > 0 {
@@ -216,7 +222,7 @@ func (r *loadRun) admissionBound() float64 {
 	bound := func(ls []limiter.Limit, copies int) float64 {
 		b := math.Inf(1)
 		for _, l := range ls {
-			if c := r.o.consume[l.Name]; c > 0 {
+			if c := r.o.consume[l.Name]; c > 0 && l.Window != "concurrent" { // a cap bounds leases in flight, not admissions
 				b = min(b, float64(copies)*(float64(l.EffectiveBurst())+perSecond(l)*secs)/float64(c))
 			}
 		}
@@ -323,6 +329,9 @@ func (rep *report) print(w io.Writer) {
 		p("           billed as AWS bills: %.3f WCU per admitted acquire", rep.BilledWCUPerAdmitted)
 	}
 	p("\n")
+	if rep.WCUPerRelease > 0 {
+		p("release    %.3f WCU per Commit that gave back a concurrency cap's slots\n", rep.WCUPerRelease)
+	}
 	if h := rep.HotPath; h.Acquires > 0 {
 		p("hot path   %.3f calls, %.3f WCU per acquire admitted by one write, nothing read (%d, %s of the admitted);\n",
 			float64(h.RoundTrips)/float64(h.Acquires), h.WCU/float64(h.Acquires), h.Acquires, pct(h.Acquires, rep.Admitted))

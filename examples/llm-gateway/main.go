@@ -16,6 +16,7 @@ import (
 	"log"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -28,16 +29,24 @@ import (
 	"github.com/shardlimit/limiter/store/dynamo"
 )
 
-// Every key gets these limits per model: requests and tokens a minute, and
-// a budget of $5 a calendar month (UTC) in micro-dollars. premiumKey gets
-// ten times as much, stored in the table, and belongs to team, whose own
-// budget of $100 a month its keys share: each request charges the key's
-// limits and the team's, all or nothing.
+// Every key gets these limits per model: requests and tokens a minute, a
+// budget of $5 a calendar month (UTC) in micro-dollars, and at most 10
+// requests in flight across every server (a request whose server dies
+// holds its slot at most 2.5 minutes). premiumKey gets ten times as much a
+// minute and a month, stored in the table, and belongs to team, whose own
+// budget of $100 a month and 50 requests in flight its keys share: each
+// request charges the key's limits and the team's, all or nothing.
 var (
-	defaultLimits = []limiter.Limit{limiter.PerMinute("rpm", 10), limiter.PerMinute("tpm", 1_000), monthly("usd", 5_000_000)}
-	premiumLimits = []limiter.Limit{limiter.PerMinute("rpm", 100), limiter.PerMinute("tpm", 10_000), monthly("usd", 50_000_000)}
-	teamLimits    = []limiter.Limit{limiter.PerMinute("rpm", 1_000), limiter.PerMinute("tpm", 100_000), monthly("usd", 100_000_000)}
+	defaultLimits = []limiter.Limit{limiter.PerMinute("rpm", 10), limiter.PerMinute("tpm", 1_000), monthly("usd", 5_000_000), inFlight(10)}
+	premiumLimits = []limiter.Limit{limiter.PerMinute("rpm", 100), limiter.PerMinute("tpm", 10_000), monthly("usd", 50_000_000), inFlight(10)}
+	teamLimits    = []limiter.Limit{limiter.PerMinute("rpm", 1_000), limiter.PerMinute("tpm", 100_000), monthly("usd", 100_000_000), inFlight(50)}
 )
+
+// inFlight is a cap of n requests in flight; a request's slot is counted
+// for 2 minutes at most (and a quarter more when its server died).
+func inFlight(n int64) limiter.Limit {
+	return limiter.Limit{Name: "inflight", Capacity: n, Window: "concurrent", TTL: 2 * time.Minute}
+}
 
 const (
 	premiumKey = "sk-premium"
@@ -153,7 +162,7 @@ func estimate(r *http.Request) (map[string]int64, error) {
 		return nil, err
 	}
 	most := tokens(c.Prompt) + c.MaxTokens
-	return map[string]int64{"rpm": 1, "tpm": most, "usd": most * microDollarsPerToken}, nil
+	return map[string]int64{"rpm": 1, "tpm": most, "usd": most * microDollarsPerToken, "inflight": 1}, nil
 }
 
 // decode reads the JSON body and puts it back for the handler.

@@ -56,7 +56,7 @@ func TestServiceOnDynamoDBLocal(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 || out.TotalTokens != 6 {
 		t.Fatalf("%s %+v %v", resp.Status, out, err)
 	}
-	if got := resp.Header.Get("RateLimit-Policy"); got != `"rpm";q=10;w=60, "tpm";q=1000;qu="tokens";w=60, "usd";q=5000000;qu="micro-usd";w=2592000` {
+	if got := resp.Header.Get("RateLimit-Policy"); got != `"rpm";q=10;w=60, "tpm";q=1000;qu="tokens";w=60, "usd";q=5000000;qu="micro-usd";w=2592000, "inflight";q=10;qu="concurrent-requests"` {
 		t.Errorf("RateLimit-Policy %q", got)
 	}
 	// The budget was charged the estimate's price (13 tokens, 26
@@ -86,8 +86,9 @@ func TestServiceOnDynamoDBLocal(t *testing.T) {
 	}
 
 	resp = post("sk-premium", `{"prompt":"hi"}`)
-	if got := resp.Header.Get("RateLimit-Policy"); resp.StatusCode != 200 || got != `"rpm";q=100;w=60, "tpm";q=10000;qu="tokens";w=60, "usd";q=50000000;qu="micro-usd";w=2592000, `+
-		`"parent/rpm";q=1000;w=60, "parent/tpm";q=100000;qu="tokens";w=60, "parent/usd";q=100000000;qu="micro-usd";w=2592000` {
+	if got := resp.Header.Get("RateLimit-Policy"); resp.StatusCode != 200 || got != `"rpm";q=100;w=60, "tpm";q=10000;qu="tokens";w=60, "usd";q=50000000;qu="micro-usd";w=2592000, "inflight";q=10;qu="concurrent-requests", `+
+		`"parent/rpm";q=1000;w=60, "parent/tpm";q=100000;qu="tokens";w=60, "parent/usd";q=100000000;qu="micro-usd";w=2592000, `+
+		`"parent/inflight";q=50;qu="concurrent-requests"` {
 		t.Errorf("premium: %s %q", resp.Status, resp.Header.Get("RateLimit-Policy"))
 	}
 	// 2 tokens used (the prompt and its echo): 4 micro-dollars, from the

@@ -46,7 +46,7 @@ func (a *Adjust) Start(now int64) Step {
 		}
 		return a.update(ex, PathAdjust)
 	}
-	if !a.p.charges() {
+	if !a.p.releasesAt(now) {
 		return Step{Done: true}
 	}
 	ex, err := a.p.adjust(a.n, now)

@@ -40,7 +40,19 @@ type builder struct {
 	start   map[string]int64
 	created map[string]int64
 	added   map[string]int64
+	// push is the latest expiry (Unix seconds) the parts of a write that
+	// sets no expiry otherwise need, over seen, the image's (see pushTTL).
+	push, seen int64
+	// pin makes a push conditional on the expiry as seen: a cap pushes
+	// once an epoch, and writers that all pushed from their own images
+	// would drive the expiry ever later (see concurrency.go).
+	pin bool
 }
+
+// pushTTL asks that the write leave the item's expiry at exp or later,
+// the image showing seen: build ADDs the difference once, for every part
+// that asked.
+func (b *builder) pushTTL(exp, seen int64) { b.push, b.seen = max(b.push, exp), seen }
 
 func (b *builder) add(name string, v int64) {
 	if b.start != nil {
@@ -94,5 +106,11 @@ func build(emit func(*builder)) (store.Expr, error) {
 	b := &builder{}
 	b.conds = b.condsIn[:0]
 	emit(b)
+	if b.push > b.seen {
+		b.add(store.AttrTTL, b.push-b.seen)
+		if b.pin {
+			b.cond(condEq, store.AttrTTL, b.seen)
+		}
+	}
 	return store.Build(b.u, store.And(b.conds...))
 }

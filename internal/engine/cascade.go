@@ -174,7 +174,7 @@ func (c *Cascade) settle(now int64) CascadeStep {
 			// Undo the charged side: return its charge (a refund needs no
 			// guard). Not the wcu charge: the write happened and was billed.
 			// A quota's refund goes to the window the charge wrote (At).
-			c.undos = append(c.undos, undo{side: side, plan: sd.p.WithAmounts(negate(sd.p.Amounts())).At(sd.Img), n: sd.N})
+			c.undos = append(c.undos, undo{side: side, plan: sd.p.WithAmounts(negate(sd.p.Amounts())).Settling(sd.Img, sd.At), n: sd.N})
 		case c.steps[side].Call != nil:
 			sd.Drop(now) // its call is not made
 		}
@@ -246,6 +246,11 @@ func (c *Cascade) afterUndo(rs []Result, now int64) CascadeStep {
 				// A quota's window ended since the charge: its refund is
 				// moot (see quota.go); the rates' still applies.
 				u.plan = u.plan.withoutQuotas()
+				again = append(again, u)
+			} else if err == nil && im != nil && u.plan.capMoved(im) {
+				// A cap's slot left the ring since the charge: its
+				// release is moot (see concurrency.go).
+				u.plan = u.plan.withoutCaps()
 				again = append(again, u)
 			}
 			// Otherwise the shard is gone (expired: it was full) or lost

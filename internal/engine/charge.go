@@ -153,10 +153,13 @@ type Charge struct {
 	// count (see spread); nil until then, and it is read once.
 	throttle error
 
-	// Set when Done.
+	// Set when Done. At is the now (the client's clock, Unix ms) the
+	// successful write was made at: the epoch of the caps it charged.
 	Shard int
 	N     int64
 	Img   *Image
+	At    int64
+	wrote int64 // the now of the charge write in flight (or the create)
 }
 
 // NewCharge returns the machine of one acquire of p's bucket.
@@ -209,9 +212,11 @@ func (c *Charge) nextShard(now int64) Step {
 		}
 		shard := pick(c.rnd, c.n, c.tried)
 		recount := false
-		if c.p.quotaNeedsShardZero(c.m, c.n, now) {
+		if c.p.quotaNeedsShardZero(c.m, c.n, now) || c.p.capNeedsShardZero(c.m, c.n, now) {
 			// A quota's window starts on another shard only at a count
-			// learned from shard 0 in that window (see quota.go).
+			// learned from shard 0 in that window (see quota.go); a cap
+			// is charged there only at a count learned from shard 0 in its
+			// last epoch (see concurrency.go).
 			if slices.Contains(c.tried, 0) {
 				return c.refuse(now)
 			}
@@ -262,11 +267,11 @@ func (c *Charge) nextShard(now int64) Step {
 }
 
 // needsShardZero reports whether the acquire must write shard 0 before any
-// other: a quota's window starts there (Plan.quotaNeedsShardZero), or the
-// client's image of shard 0 no longer vouches for the count in use
-// (Memory.trustsCount).
+// other: a quota's window starts there (Plan.quotaNeedsShardZero), a cap's
+// epoch is learned there (Plan.capNeedsShardZero), or the client's image
+// of shard 0 no longer vouches for the count in use (Memory.trustsCount).
 func (c *Charge) needsShardZero(now int64) bool {
-	return c.p.quotaNeedsShardZero(c.m, c.n, now) || !c.m.trustsCount(c.p.Ref, c.n, now)
+	return c.p.quotaNeedsShardZero(c.m, c.n, now) || c.p.capNeedsShardZero(c.m, c.n, now) || !c.m.trustsCount(c.p.Ref, c.n, now)
 }
 
 // onShard sets the plan for the current shard, from the memory's image of
@@ -314,6 +319,7 @@ func (c *Charge) blindWrite(now int64) Step {
 	if err != nil {
 		return Step{Err: err}
 	}
+	c.wrote = now
 	return c.write(ex, path, q)
 }
 
@@ -511,7 +517,7 @@ func (c *Charge) charged(img *Image, now int64) Step {
 	if n > 0 {
 		c.n = n
 	}
-	c.Shard, c.N, c.Img = c.shard, c.n, img
+	c.Shard, c.N, c.Img, c.At = c.shard, c.n, img, c.wrote
 	return Step{Done: true, Path: c.path}
 }
 
@@ -652,6 +658,7 @@ func (c *Charge) informedWrite(im *Image, now int64) Step {
 		return Step{Err: err}
 	}
 	c.contended = true // the next failure, if any, lost a race
+	c.wrote = now
 	return c.write(ex, path, q)
 }
 
@@ -846,6 +853,7 @@ func (c *Charge) afterVerify(r *Result, now int64) Step {
 func (c *Charge) createAt(n, now int64) Step {
 	q := c.p.withBilled(c.billed - 1) // the Put bills the failure before it
 	put := q.create(c.shard, n, now)
+	c.wrote = now
 	c.phase, c.path, c.put = phCreate, PathCreate, &put.Item
 	c.mine = q
 	if c.shard != 0 {

@@ -310,7 +310,7 @@ const (
 // consumption-only writes run, so its wcu view can be empty while the
 // shard is not hot.
 func (p *Plan) shortfall(im *Image, n, now int64, busy bool) shortKind {
-	if p.quotasShort(im, n, now) {
+	if p.quotasShort(im, n, now) || p.capsShort(im, n, now) {
 		return shortApp
 	}
 	kind := shortNone

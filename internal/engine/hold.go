@@ -200,6 +200,7 @@ func (p *Plan) fullHeld(im *Image, n, now, h int64) (store.Expr, error) {
 	}
 	k := &builder{u: u, conds: conds}
 	p.emitQuotas(k, im, n, now, false) // an acquire that charges a quota, on an item pools reserved from
+	p.emitCaps(k, im, n, now, false)
 	return store.Build(k.u, store.And(k.conds...))
 }
 

@@ -7,6 +7,7 @@ package engine
 import (
 	"testing"
 
+	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 )
 
@@ -216,7 +217,315 @@ func TestARefusalWaitsForItsSlowestLimit(t *testing.T) {
 	}
 }
 
+// An acquire charging a monthly quota on a bucket of 4 shards, made in the
+// last milliseconds of December: the client has no item of shard 0 from
+// this month, so it writes shard 0 first, which is out of tokens; then
+// another shard, whose answer (out of tokens too) comes back in January.
+// A January window may start on a shard other than 0 only from shard 0's
+// January count, and shard 0 was tried: the acquire is refused. The
+// refusal is that shard's, with its item and the wait of its rate, not an
+// empty refusal that names no limit and no wait.
+func TestAQuotaAcquireRefusedAcrossTheMonthKeepsTheStoresRefusal(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{rps10, usdMonth}, map[string]int64{"rps": 1, "usd": 1})
+	m := speculating(NewMemory(0))
+	heard(t, m, bucketRef, shape{shard: 1, n: 4, rf: T - 5000}.item(p), 4, T-5000)
+	c := NewCharge(m, p, picks(0), Options{})
+	empty := map[string]int64{"rps": 0}
+	if s := c.Start(T - 10); describe(s) != "update 0 speculative" {
+		t.Fatalf("first step %q, want shard 0's write", describe(s))
+	}
+	s := c.Feed(failed(shape{n: 4, rf: T - 10, tk: empty}.item(p)), T-10)
+	if s.Call == nil || s.Call.Update == nil {
+		t.Fatalf("after shard 0's refusal: %q, want another shard's write", describe(s))
+	}
+	other, ok := keys.ParseBucketPK(s.Call.Update.Key.PK)
+	if !ok || other.Shard == 0 {
+		t.Fatalf("after shard 0's refusal: %q, want another shard's write", describe(s))
+	}
+	s = c.Feed(failed(shape{shard: other.Shard, n: 4, rf: T + 5, tk: empty}.item(p)), T+5)
+	if s.Refused == nil {
+		t.Fatalf("answer %q, want a refusal", describe(s))
+	}
+	if s.Refused.Img == nil || retryOf(s.Refused) <= 0 {
+		t.Fatalf("refused with no item (%v) or no wait (%d ms); want shard %d's refusal", s.Refused.Img == nil, retryOf(s.Refused), other.Shard)
+	}
+}
+
+// A refusal on the shard said a token would fit by T-5: since then the
+// process refuses locally only for its own writes in flight. A request of
+// 20 tokens on a bucket of a 10-token burst is refused by the store: no
+// wait cures it, so it promises nothing, and the promise kept stands. The
+// next one-token acquire, 60 ms later, goes to the store; a promise at the
+// end of time would have it refused locally, on guesses of what the others
+// take, for good.
+func TestARefusalNoWaitCuresLeavesTheKeptPromise(t *testing.T) {
+	big := NewPlan(bucketRef, []Limit{rps10}, map[string]int64{"rps": 20})
+	m := NewMemory(0)
+	knows(t, m, bucketRef, shape{rf: T - 100, tk: map[string]int64{"rps": 2000}}.item(big), 1, T-100)
+	measured(m, bucketRef, 0, 0.2, 0.1, T-100, map[string]float64{"rps": 30})
+	m.promised(bucketRef, 0, T-5, T-100, false)
+	c := NewCharge(m, big, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 speculative", failed(shape{rf: T, tk: map[string]int64{"rps": 500}}.item(big))},
+		{"refused reject", Result{}},
+	})
+	if got := describe(NewCharge(m, plan1(bucketRef), picks(), Options{}).Start(T + 60)); got != "update 0 speculative" {
+		t.Fatalf("the next acquire: %q; want it written (the promise kept stands)", got)
+	}
+}
+
+// A client remembers a bucket of 4 shards and writes shard 3, which is
+// gone: the bucket expired and was made again, and shard 0 now says 2
+// shards. Shard 3 is not the bucket's (it is not made); the acquire
+// chooses again among the 2 shards shard 0 teaches: not among the 4 it
+// remembered (shard 3 again), nor as if the bucket had one shard (every
+// such client would crowd shard 0).
+func TestAMissingShardBeyondShardZerosCountChoosesAtThatCount(t *testing.T) {
+	p := plan1(bucketRef)
+	m := speculating(NewMemory(0))
+	heard(t, m, bucketRef, shape{n: 4, rf: T - 5000}.item(p), 4, T-5000)
+	c := NewCharge(m, p, picks(3, 3), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 3 speculative", gone},
+		{"get [0] discover", found(shape{n: 2, rf: T - 100}.item(p))},
+		{"update 1 speculative", Result{}},
+	})
+	if n := m.Count(bucketRef); n != 2 {
+		t.Fatalf("the memory's count: %d, want shard 0's 2", n)
+	}
+}
+
+// The other writers of a shard handed back more than they took lately
+// (their refunds and rollbacks outweigh their charges: the estimate of
+// what they consume is negative). A refusal of a token on the empty shard
+// still waits for the bucket's own refill of that token, 100 ms at 10 a
+// second: a wait counted at the refill plus the others' refunds would
+// promise the token before the bucket can hold it.
+func TestARefusalNeverWaitsLessThanTheRefill(t *testing.T) {
+	p := plan1(bucketRef)
+	img := image(t, shape{rf: T, tk: map[string]int64{"rps": 0}}.item(p))
+	v := ShardView{Img: img, At: T, RateAt: T, Rate: 0.2, Others: 0.1, Drain: map[string]float64{"rps": -5}}
+	for _, local := range []bool{false, true} {
+		r := &Refusal{Plan: p, Img: img, N: 1, Now: T, View: &v, Local: local}
+		if w := retryMs(t, r); w < 100 {
+			t.Fatalf("local %v: retry after %d ms; want at least the refill's 100", local, w)
+		}
+	}
+}
+
+// A status read of a bucket that doubled to 4 shards: shard 0 says 4,
+// shard 1 was last written at 2 (a shard learns of a doubling at its next
+// write) and holds the half burst it had then. Its balance counts at the
+// bucket's count, capped at a quarter of the burst: counted at its stale
+// 2, the status would show the bucket holding more than its shards can.
+func TestStatusOfADoubledBucketCountsEveryShardAtItsCount(t *testing.T) {
+	p := plan1(bucketRef)
+	zero := image(t, shape{n: 4, rf: T - 10_000}.item(p))
+	one := image(t, shape{shard: 1, n: 2, rf: T - 10_000}.item(p))
+	sum, _, ok := p.Total("rps", []*Image{zero, one, nil, nil}, 4, T)
+	if !ok || sum != 5000 {
+		t.Fatalf("remaining %d millitokens; want 5000, two shards of a quarter of the 10-token burst each", sum)
+	}
+	// The time until the bucket is full is the longest of its shards':
+	// shard 0, empty, a second; shard 1, nearly full, 200 ms.
+	zero = image(t, shape{n: 4, rf: T, tk: map[string]int64{"rps": 0}}.item(p))
+	one = image(t, shape{shard: 1, n: 4, rf: T, tk: map[string]int64{"rps": 2000}}.item(p))
+	if _, reset, _ := p.Total("rps", []*Image{zero, one, nil, nil}, 4, T); reset != 1000 {
+		t.Fatalf("full in %d ms; want shard 0's 1000", reset)
+	}
+}
+
+// A process's first writes to the plan's buckets found them full, and it
+// has measured no other writer on them yet: its cold write is the
+// ride-ahead write, which lands whether or not others wrote moments ago.
+// Then a write lands on a bucket where it measured the others' rate, and
+// no one else writes there: the plan's history learns that rate, and its
+// next cold write is the full write, not headroom burnt on writers that
+// are not there.
+func TestALandedWriteTeachesThePlanTheOthersRate(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	full := true
+	m.notePrior(p.hash, &full, -1)
+	if got := m.coldWrite(p, 1, false); got != PathRetry {
+		t.Fatalf("the cold write before: %v, want the ride-ahead write", got)
+	}
+	knows(t, m, bucketRef, shape{rf: T - 100}.item(p), 1, T-100)
+	measured(m, bucketRef, 0, 0.2, 0, T-1000, nil)
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 full", wrote(shape{rf: T, tk: map[string]int64{"rps": 9000}, tc: map[string]int64{"rps": 1000}}.item(p))},
+		{"done full", Result{}},
+	})
+	if got := m.coldWrite(p, 1, false); got != PathFull {
+		t.Fatalf("the cold write after: %v, want the full write (no one else writes)", got)
+	}
+}
+
+// An acquire lost a race once (a failed conditional write: DynamoDB bills
+// it a write unit) and its next write landed, charging that failure to the
+// bucket's wcu gauge. Nothing is left over for the next write to the
+// shard: charged again, the gauge would count a write that happened once
+// twice, and the bucket would look hotter than it is.
+func TestALandedWriteSettlesTheFailuresBeforeIt(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	knows(t, m, bucketRef, shape{rf: T - 100}.item(p), 1, T-100)
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 full", failed(shape{rf: T, tk: map[string]int64{"rps": 5000}}.item(p))},
+		{"update 0 retry", wrote(shape{rf: T, tk: map[string]int64{"rps": 4000}, tc: map[string]int64{"rps": 1000}}.item(p))},
+		{"done retry", Result{}},
+	})
+	if left, _, _ := m.enter(bucketRef, 0, T); left != 0 {
+		t.Fatalf("%d failed writes left for the next write to charge; want none", left)
+	}
+}
+
+// A client remembers a bucket of 4 shards and writes shard 3, which is
+// gone, and so is shard 0: the whole bucket expired. The acquire starts
+// the bucket again at shard 0 (whose write looks for siblings), not at the
+// 4 shards it remembered (shard 3 again, a shard no count includes).
+func TestAMissingShardOfAnExpiredBucketStartsAtShardZero(t *testing.T) {
+	p := plan1(bucketRef)
+	m := speculating(NewMemory(0))
+	heard(t, m, bucketRef, shape{n: 4, rf: T - 5000}.item(p), 4, T-5000)
+	c := NewCharge(m, p, picks(3, 3), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 3 speculative", gone},
+		{"get [0] discover", found()},
+		{"update 0 speculative", Result{}},
+	})
+}
+
+// A client writes shard 0 of a bucket that is gone, and its query for the
+// shard's siblings is throttled: the partition refuses requests. The
+// throttle is the acquire's answer, and the memory counts it against the
+// shard like a throttled write (throttles in a row make the partition hot,
+// and the next acquires double or spread), not forgets it.
+func TestAThrottledDiscoveryCountsAsAThrottle(t *testing.T) {
+	p := plan1(bucketRef)
+	m := speculating(NewMemory(0))
+	c := NewCharge(m, p, picks(), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 speculative", gone},
+		{"query discover", throttle},
+		{"err", Result{}},
+	})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if si := m.get(idOf(bucketRef)).shard(0); si == nil || si.throttle.count != 1 {
+		t.Fatalf("the shard's throttle window: %+v; want the throttled read counted", si)
+	}
+}
+
+// A status read of a monthly quota in January, on a bucket of 4 shards
+// with a second quota beside it. Shard 0 holds a February window (its
+// writer's clock is ahead): its share of it, a quarter, and the month until
+// that window ends. Shard 1 was last written in December at 2 shards: a
+// fresh January share at the bucket's 4, not at its stale 2. The bucket is
+// full of quota when its slowest shard's window ends: 1 March. And with
+// shard 0 not written yet, it counts shard 0's whole fresh share at the
+// count asked (2), a half.
+func TestStatusOfAQuotaSumsEveryShardsWindow(t *testing.T) {
+	eur := Limit{Name: "eur", Limit: usdMonth.Limit, Calendar: usdMonth.Calendar}
+	eur.Capacity, eur.Burst = 40_000, 40_000
+	p := NewPlan(bucketRef, []Limit{rps10, usdMonth, eur}, map[string]int64{"rps": 1, "usd": 1, "eur": 1})
+	now := T + 1000
+	feb, mar := T+31*86_400_000, T+59*86_400_000
+	zero := image(t, shape{n: 4, rf: feb + 500}.item(p))
+	one := image(t, shape{shard: 1, n: 2, rf: T - 86_400_000}.item(p))
+	if sum, reset, ok := p.Total("usd", []*Image{zero, one, nil, nil}, 4, now); !ok || sum != 50_000 || reset != mar-now {
+		t.Fatalf("usd: %d left, full in %d ms; want 50000 (two quarters of 100 tokens), full on 1 March (%d ms)", sum, reset, mar-now)
+	}
+	two := image(t, shape{shard: 1, n: 4, rf: T - 86_400_000}.item(p))
+	if sum, reset, ok := p.Total("usd", []*Image{nil, two}, 2, now); !ok || sum < 50_000 || reset != feb-now {
+		t.Fatalf("usd, shard 0 not written: %d left, full in %d ms; want shard 0's 50000 at least, full on 1 February (%d ms)", sum, reset, feb-now)
+	}
+}
+
+// The pools of the processes hold 12 tokens of a limit whose burst is
+// now 10 (the limit was lowered since they reserved): the shard's balance
+// reads 0, not a debt of 2 tokens that its callers would report as a
+// negative remaining.
+func TestAShardsHoldNeverTakesItPastItsBurst(t *testing.T) {
+	p := plan1(bucketRef)
+	img := holdItem(p, shape{rf: T - 10_000}, 1, T-100, map[string]int64{"rps": 12_000})
+	if v := p.Views(img, 1, T, false, true)[0]; v.Remaining != 0 {
+		t.Fatalf("remaining %d millitokens, want 0", v.Remaining)
+	}
+	// Releases that overshot (a hold given back twice) leave the stored
+	// hold below 0: the shard still fills only to its burst.
+	img = holdItem(p, shape{rf: T - 10_000}, 1, T-100, map[string]int64{"rps": -2000})
+	if v := p.Views(img, 1, T, false, true)[0]; v.Remaining != 10_000 {
+		t.Fatalf("a negative hold: remaining %d millitokens, want the burst's 10000", v.Remaining)
+	}
+}
+
 // Mutants of internal/engine no test kills, and why:
 //   - charge.go, charged's `c.cold = false` removed: equivalent. charged
 //     ends the machine (Done); cold is read only while a write of the
 //     machine is in flight (afterWrite, charged), and no write follows.
+//   - charge.go, throttled's `max(w, 1)` dropping the 1: equivalent. The
+//     refusal is Outrun and Raced on a saturated view: a limit whose tokens
+//     suffice counts as none (views.go), so every exceeded limit waits the
+//     ceiling of a positive shortfall over its accrual, at least 1 ms.
+//   - charge.go, informed's and informedWrite's `c.path = PathReject`
+//     removed: equivalent. Every refusal step names its own path, and
+//     c.path is read only after write or double set it again.
+//   - charge.go, informedWrite's `c.contended = true` removed: equivalent.
+//     Only informedWrite reads it, after the next write failed, and
+//     afterWrite sets it for each path informed writes (full, retry,
+//     normal: never cold after a first failure).
+//   - charge.go, promise's `max(w, 1)` dropping the 1: equivalent. A
+//     refusal promise sees (local, or a store's shortfall) exceeds a limit
+//     by the measure that refused it in its views, and its wait is then
+//     the ceiling of a positive shortfall, or a quota's window end: at
+//     least 1 ms. (The cascade's refusal of no wait is the case that needs
+//     the 1: TestCascadeRefusalOfNoWaitPromisesAMillisecondAhead.)
+//   - charge.go, afterDouble's `c.m.setPendingDoubling(c.p.Ref, 0, now)`
+//     after a doubling landed, removed: equivalent. The learn of the
+//     doubled count just before clears any pending doubling (memory.go:
+//     it is from a count the memory knew, at most c.n, below 2*c.n).
+//   - charge.go, afterDouble's `if shard0 == nil` return removed:
+//     equivalent. A nil item has no shard count, so neither check below it
+//     applies and the same c.after() follows.
+//   - cascade.go, `if len(c.undos) == 0` return removed: equivalent.
+//     undoStep with no undos and no failure answers the same settled
+//     answer.
+//   - cascade.go, undoStep's `c.undos = pending` removed: equivalent while
+//     every undo's write builds (pending then holds the same undos, in
+//     the same array); an undo's adjust of a plan that built the charge
+//     does not fail to build (that branch is not covered).
+//   - views.go, Refusal.Views' `v.RetryMs = -1` for a request above a
+//     shard's burst, removed: equivalent. Plan.Views, whose views it
+//     refines, already judged that request exceeded with RetryMs -1 (the
+//     bucket's RetryAfter has no wait for it), on the same image and count.
+//   - charge.go, createAt's `c.mine = q` removed: equivalent. The create
+//     follows a write of this shard made with withBilled(b) whose failure
+//     made billed b+1: the Put's withBilled(billed-1) charges the same
+//     amounts, all that the memory reads of c.mine.
+//   - charge.go, createAt's `if c.shard != 0` (no plan for a new shard
+//     other than 0) deleted: equivalent. afterCreate of such a shard
+//     learns it with no plan and chooses again; c.mine is read only by
+//     charged and landed, after a later write set it.
+//   - charge.go, afterDiscover's `c.n = 1` and afterSiblings' `c.n = n`
+//     before createAt removed: equivalent. The Put is made at createAt's
+//     argument, and charged sets c.n from shard 0's new item; between them
+//     only afterCreate's noteWrite reads c.n, and a write window noted at
+//     another count is started over by the next write at the new one.
+//   - views.go, Plan.Total's quota part, `max(resetMs, end-now)` for a
+//     shard 0 not written dropping resetMs: equivalent. Shard 0 is the
+//     first image counted: resetMs is still 0 there.
+//   - views.go, Plan.Total's quota part, `max(n, im.shardCount)` dropping
+//     im.shardCount (a shard written at more shards than the count asked):
+//     not killed. What a shard other than 0 holds of a quota follows
+//     shard 0's count (quota.go), which a test of it would pin.
+//   - image.go, hold's `if !im.holds || s.hidden` return deleted:
+//     equivalent. An item without a hold generation carries no hold
+//     attributes, nor does the hidden limit: the read finds 0.
+//   - image.go, not killed yet: projected's and the refill's
+//     `Burst = im.capOf(...)` removed (the cap that pools' holds lower,
+//     which the balances a write reads do not show apart from the stored
+//     tokens), and the refill's `max(im.rf, now)` dropping im.rf (an image
+//     refilled ahead of now, by a clock ahead).

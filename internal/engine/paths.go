@@ -54,6 +54,7 @@ func (p *Plan) speculative(im *Image, n, now int64, burn []int64, ride bool) (st
 // emitSpeculative emits the speculative write (ride: see speculative).
 func (p *Plan) emitSpeculative(k *builder, im *Image, n, now int64, burn []int64, ride bool) {
 	p.emitQuotas(k, im, n, now, true)
+	p.emitCaps(k, im, n, now, true)
 	k.cond(condEq, attrLimitsHash, p.hash)
 	k.cond(condEq, attrShardCount, n)
 	if ride && burn != nil {
@@ -169,6 +170,7 @@ func (p *Plan) full(im *Image, n, now, h int64) (store.Expr, error) {
 // emitFull emits the full write (im: the writer's image, for the quotas).
 func (p *Plan) emitFull(k *builder, im *Image, n, now, h int64) {
 	p.emitQuotas(k, im, n, now, false)
+	p.emitCaps(k, im, n, now, false)
 	rf := now + h
 	k.set(attrRefill, rf)
 	k.set(store.AttrTTL, p.ttl(nil, n, rf))
@@ -327,6 +329,7 @@ func (p *Plan) createWith(shard int, n, now int64, debit bool) store.PutInput {
 		it[s.fl], it[s.fh] = store.Int(fa), store.Int(fa)
 	}
 	p.quotaItem(it, ref.Shard, n, now)
+	p.capItem(it, ref.Shard, n, now)
 	it[store.AttrTTL] = store.Int(p.ttl(tks, n, now))
 	return store.PutInput{
 		Item:                        it,
@@ -414,9 +417,9 @@ func (p *Plan) orCreate(n, now int64, emit func(*builder)) (ex store.Expr, ok bo
 // they live on (see afterDiscover); a bucket can have such shards only if
 // it was doubled, and no request charging its limits doubles it when every
 // rate limit refills at most fewWritesPerSecond tokens a second (see
-// fewWrites). Quotas and reservations keep the Put.
+// fewWrites). Quotas, concurrency caps and reservations keep the Put.
 func (p *Plan) createsInOne() bool {
-	if len(p.quotas) > 0 || p.gen != 0 {
+	if len(p.quotas) > 0 || len(p.caps) > 0 || p.gen != 0 {
 		return false
 	}
 	rates := false
@@ -516,8 +519,12 @@ func (p *Plan) normal(im *Image, n, now int64, floors bool, burn []int64) (store
 	for _, a := range p.removedQuotas(im) {
 		u = u.Remove(a)
 	}
+	for _, a := range p.removedCaps(im) {
+		u = u.Remove(a)
+	}
 	k := &builder{u: u, conds: conds}
 	p.emitQuotas(k, im, n, now, false)
+	p.emitCaps(k, im, n, now, false)
 	u, conds = k.u, k.conds
 	if seen, ok := im.raw.Int(store.AttrTTL); ok {
 		// ADD, not SET: a concurrent Adjust may have pushed the expiry
@@ -552,6 +559,7 @@ func (p *Plan) emitNormal(k *builder, im *Image, n, now int64, floors bool, burn
 	k.cond(condEq, attrLimitsHash, im.hash)
 	k.cond(condEq, attrShardCount, im.shardCount)
 	p.emitQuotas(k, im, n, now, false)
+	p.emitCaps(k, im, n, now, false)
 	for i := range p.specs {
 		s := &p.specs[i]
 		st, _ := p.normalStep(s, im, n, rf1, burnOf(burn, i), 0) // present: the hashes match
@@ -655,7 +663,7 @@ func (p *Plan) hasSpec(name string) bool {
 // A bucket with quotas expires no sooner than an hour after the end of
 // their windows of rf (quotaExpiry).
 func (p *Plan) ttl(tks []int64, n, rf int64) int64 {
-	return max(expiryAt(rf, p.ttlSpan(tks, n)), p.quotaExpiry(rf))
+	return max(expiryAt(rf, p.ttlSpan(tks, n)), p.quotaExpiry(rf), p.capExpiry(rf))
 }
 
 // ttlSpan is ttl's time (ms) from rf to an hour before the expiry: twice
@@ -708,6 +716,7 @@ func (p *Plan) emitAdjust(k *builder, n, now int64) {
 	}
 	k.cond(condEq, attrShardCount, n)
 	p.emitQuotas(k, nil, n, now, false)
+	p.emitCaps(k, nil, n, now, false)
 	for i := range p.specs {
 		s := &p.specs[i]
 		if s.amount == 0 {
@@ -749,6 +758,16 @@ func (p *Plan) adjustLoose(im *Image) (store.Expr, bool, error) {
 			if ws, _, ok := im.quota(q); ok && ws == q.at {
 				u = u.Add(q.tk, store.Int(-q.amount)).Add(q.tc, store.Int(q.amount))
 				conds = append(conds, store.Name(q.ws).Equal(store.Int(q.at)))
+			}
+		}
+	}
+	for i := range p.caps {
+		// A release, to its slot, if the item still counts it there.
+		if c := &p.caps[i]; c.amount != 0 && c.at != 0 {
+			if r, ok := im.ring(c); ok && r.tag[slot(c.at)] == c.at {
+				s := slot(c.at)
+				u = u.Add(c.cnt[s], store.Int(c.slots())).Add(c.lv, store.Int(c.slots()))
+				conds = append(conds, store.Name(c.tag[s]).Equal(store.Int(c.at)))
 			}
 		}
 	}

@@ -16,6 +16,10 @@ type Limit struct {
 	// Calendar makes the limit a calendar quota (its Window set):
 	// Capacity per window, no refill (see quota.go).
 	Calendar bucket.Calendar
+	// TTL makes the limit a concurrency cap (when not 0): Capacity / 1000
+	// leases in flight, each counted for at least TTL ms unless given back
+	// (see concurrency.go).
+	TTL int64
 }
 
 // Hidden is the per-partition write-unit limit every plan carries last:
@@ -88,7 +92,9 @@ type Plan struct {
 	specs []spec
 	// quotas are the calendar quotas, in name order (see quota.go).
 	quotas []quota
-	hash   int64
+	// caps are the concurrency caps, in name order (see concurrency.go).
+	caps []conc
+	hash int64
 	// gen is the hold generation a pool's return was reserved under
 	// (meaningful when a spec has a release).
 	gen int64
@@ -104,6 +110,7 @@ func withSpecs(ref keys.Bucket, hash int64, specs []spec) *Plan {
 func (p *Plan) clone() *Plan {
 	q := withSpecs(p.Ref, p.hash, p.specs)
 	q.quotas, q.gen = slices.Clone(p.quotas), p.gen
+	q.caps = slices.Clone(p.caps)
 	return q
 }
 
@@ -113,7 +120,14 @@ func (p *Plan) clone() *Plan {
 func NewPlan(ref keys.Bucket, limits []Limit, consume map[string]int64) *Plan {
 	specs := make([]spec, 0, len(limits)+1)
 	var quotas []quota
+	var caps []conc
 	for _, l := range limits {
+		if l.TTL != 0 {
+			c := newConc(l)
+			c.amount = consume[l.Name] * bucket.MilliPerToken
+			caps = append(caps, c)
+			continue
+		}
 		if l.Calendar.Window != 0 {
 			q := newQuota(l)
 			q.amount = consume[l.Name] * bucket.MilliPerToken
@@ -123,6 +137,7 @@ func NewPlan(ref keys.Bucket, limits []Limit, consume map[string]int64) *Plan {
 		specs = append(specs, newSpec(l))
 	}
 	slices.SortFunc(quotas, func(a, b quota) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(caps, func(a, b conc) int { return strings.Compare(a.name, b.name) })
 	sortSpecs(specs)
 	specs = append(specs, spec{specAttrs: hiddenAttrs})
 	sorted := make([]Limit, len(specs))
@@ -135,8 +150,8 @@ func NewPlan(ref keys.Bucket, limits []Limit, consume map[string]int64) *Plan {
 			s.amount = consume[s.name] * bucket.MilliPerToken
 		}
 	}
-	hash := int64(quotaHash(fnv64(sorted), quotas) &^ (1 << 63)) // positive: readable in the console
-	return &Plan{Ref: ref, hash: hash, specs: specs, quotas: quotas}
+	hash := int64(capHash(quotaHash(fnv64(sorted), quotas), caps) &^ (1 << 63)) // positive: readable in the console
+	return &Plan{Ref: ref, hash: hash, specs: specs, quotas: quotas, caps: caps}
 }
 
 // WithAmounts returns a copy of p charging the given millitokens per limit
@@ -150,6 +165,9 @@ func (p *Plan) WithAmounts(milli map[string]int64) *Plan {
 	}
 	for i := range q.quotas {
 		q.quotas[i].amount = milli[q.quotas[i].name]
+	}
+	for i := range q.caps {
+		q.caps[i].amount = milli[q.caps[i].name]
 	}
 	return q
 }
@@ -170,6 +188,11 @@ func (p *Plan) Skipping(names []string) *Plan {
 	for i := range q.quotas {
 		if slices.Contains(names, q.quotas[i].name) {
 			q.quotas[i].amount = 0
+		}
+	}
+	for i := range q.caps {
+		if slices.Contains(names, q.caps[i].name) {
+			q.caps[i].amount = 0
 		}
 	}
 	return q
@@ -208,6 +231,10 @@ func (p *Plan) WithReturn(rest, held map[string]int64, gen int64) *Plan {
 	for i := range q.quotas {
 		q.quotas[i].amount = 0
 	}
+	q.caps = slices.Clone(p.caps)
+	for i := range q.caps {
+		q.caps[i].amount = 0
+	}
 	q.gen = gen
 	for i := range q.specs {
 		s := &q.specs[i]
@@ -234,7 +261,7 @@ func (p *Plan) charges() bool {
 			return true
 		}
 	}
-	return p.ChargesQuota()
+	return p.ChargesQuota() || p.ChargesCap()
 }
 
 // ChargesQuota reports whether the plan charges or refunds a calendar
@@ -269,7 +296,7 @@ func (p *Plan) Has(name string) bool {
 			return true
 		}
 	}
-	return p.hasQuota(name)
+	return p.hasQuota(name) || p.hasCap(name)
 }
 
 // Amounts returns the millitokens the plan charges per application limit
@@ -286,6 +313,11 @@ func (p *Plan) Amounts() map[string]int64 {
 			m[q.name] = q.amount
 		}
 	}
+	for i := range p.caps {
+		if c := &p.caps[i]; c.amount != 0 {
+			m[c.name] = c.amount
+		}
+	}
 	return m
 }
 
@@ -300,6 +332,11 @@ func (p *Plan) Divisible(n int64) bool {
 	}
 	for i := range p.quotas {
 		if q := &p.quotas[i]; q.share(n) < max(q.amount, bucket.MilliPerToken) {
+			return false
+		}
+	}
+	for i := range p.caps {
+		if c := &p.caps[i]; c.share(n) < max(c.slots(), 1) {
 			return false
 		}
 	}
@@ -374,5 +411,6 @@ func (p *Plan) Same(q *Plan) bool {
 			return false
 		}
 	}
-	return slices.EqualFunc(p.quotas, q.quotas, func(a, b quota) bool { return a.name == b.name && a.amount == b.amount && a.at == b.at })
+	return slices.EqualFunc(p.quotas, q.quotas, func(a, b quota) bool { return a.name == b.name && a.amount == b.amount && a.at == b.at }) &&
+		slices.EqualFunc(p.caps, q.caps, func(a, b conc) bool { return a.name == b.name && a.amount == b.amount && a.at == b.at })
 }

@@ -270,8 +270,8 @@ func (p *Plan) emitQuotas(k *builder, im *Image, n, now int64, push bool) {
 	if ttl == 0 || !push {
 		return
 	}
-	if seen, has := im.raw.Int(store.AttrTTL); has && ttl > seen {
-		k.add(store.AttrTTL, ttl-seen)
+	if seen, has := im.raw.Int(store.AttrTTL); has {
+		k.pushTTL(ttl, seen)
 	}
 }
 

@@ -1,6 +1,10 @@
 package engine
 
-import "math"
+import (
+	"math"
+
+	"github.com/shardlimit/limiter/bucket"
+)
 
 // View is one application limit of a bucket as an answer saw it, in
 // millitokens and milliseconds: what the root package reports as a
@@ -56,7 +60,8 @@ func (p *Plan) Views(im *Image, n, now int64, charge, judge bool) []View {
 		}
 		out = append(out, v)
 	}
-	return append(out, p.quotaViews(im, n, now, charge, judge)...)
+	out = append(out, p.quotaViews(im, n, now, charge, judge)...)
+	return append(out, p.capViews(im, n, now, charge, judge)...)
 }
 
 // Views returns the refusal's per-limit state (judged). With the view the
@@ -173,6 +178,30 @@ func (p *Plan) Total(name string, images []*Image, n, now int64) (remaining, res
 			left, end := im.quotaLeft(&qs, max(n, im.shardCount), now)
 			sum = satAdd(sum, left)
 			resetMs = max(resetMs, end-now)
+		}
+		return sum, resetMs, true
+	}
+	for i := range p.caps {
+		c := &p.caps[i]
+		if c.name != name {
+			continue
+		}
+		var sum int64
+		for shard, im := range images {
+			m := n
+			if im != nil {
+				m = max(n, im.shardCount)
+			}
+			r, ok := im.ring(c)
+			switch {
+			case ok:
+				e := c.epoch(now)
+				sum += max(0, c.share(m)-r.live(e)) * bucket.MilliPerToken
+				reset, _ := c.waits(&r, ok, e, now, 0)
+				resetMs = max(resetMs, reset)
+			case shard == 0 || im != nil:
+				sum += c.share(m) * bucket.MilliPerToken
+			}
 		}
 		return sum, resetMs, true
 	}

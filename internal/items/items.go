@@ -69,6 +69,7 @@ type Limit interface {
 		WeekStart        time.Weekday
 		MonthDay         int
 		Shadow           bool
+		TTL              time.Duration
 	}
 }
 
@@ -82,6 +83,7 @@ type fields struct {
 	WeekStart        time.Weekday
 	MonthDay         int
 	Shadow           bool
+	TTL              time.Duration
 }
 
 // Entity is a stored entity.
@@ -138,7 +140,9 @@ func LimitsItem[L Limit](ns string, k store.Key, entity, resource string, limits
 // in tokens and milliseconds (burst 0 stored as the capacity), with "/s"
 // after a shadow limit's period; a calendar quota's refill and period are
 // 0, followed (after any "/s") by "|window|timeZone|weekStart|monthDay"
-// ("tpd=1000/1000/0/0/s|month|Europe/Paris|0|15").
+// ("tpd=1000/1000/0/0/s|month|Europe/Paris|0|15"); a concurrency cap's
+// calendar is "|concurrent||0|0" and its TTL (ms) follows
+// ("inflight=10/10/0/0|concurrent||0|0|300000").
 func encodeLimits[L Limit](ls []L) string {
 	var b strings.Builder
 	for i, l := range ls {
@@ -157,6 +161,9 @@ func encodeLimits[L Limit](ls []L) string {
 		}
 		if x.Window != "" {
 			b.WriteString("|" + x.Window + "|" + x.TimeZone + "|" + strconv.Itoa(int(x.WeekStart)) + "|" + strconv.Itoa(x.MonthDay))
+		}
+		if x.TTL != 0 {
+			b.WriteString("|" + strconv.FormatInt(x.TTL.Milliseconds(), 10))
 		}
 	}
 	return b.String()
@@ -201,6 +208,14 @@ func DecodeLimits[L Limit](it store.Item, valid func(L) error) (_ []L, ok bool, 
 		var q fields
 		if isQuota {
 			c := strings.Split(cal, "|")
+			var ttl int64
+			if len(c) == 5 {
+				var err error
+				if ttl, err = strconv.ParseInt(c[4], 10, 64); err != nil {
+					return nil, false, errors.New("limiter: malformed stored limits " + strconv.Quote(s))
+				}
+				c = c[:4]
+			}
 			if len(c) != 4 {
 				return nil, false, errors.New("limiter: malformed stored limits " + strconv.Quote(s))
 			}
@@ -209,7 +224,7 @@ func DecodeLimits[L Limit](it store.Item, valid func(L) error) (_ []L, ok bool, 
 			if err1 != nil || err2 != nil {
 				return nil, false, errors.New("limiter: malformed stored limits " + strconv.Quote(s))
 			}
-			q = fields{Window: c[0], TimeZone: c[1], WeekStart: time.Weekday(ws), MonthDay: md}
+			q = fields{Window: c[0], TimeZone: c[1], WeekStart: time.Weekday(ws), MonthDay: md, TTL: time.Duration(ttl) * time.Millisecond}
 		}
 		var v [4]int64
 		for i := range f {
@@ -220,7 +235,7 @@ func DecodeLimits[L Limit](it store.Item, valid func(L) error) (_ []L, ok bool, 
 			v[i] = n
 		}
 		x := L(fields{Name: name, Capacity: v[0], Burst: v[1], Refill: v[2], Period: time.Duration(v[3]) * time.Millisecond,
-			Window: q.Window, TimeZone: q.TimeZone, WeekStart: q.WeekStart, MonthDay: q.MonthDay, Shadow: shadow})
+			Window: q.Window, TimeZone: q.TimeZone, WeekStart: q.WeekStart, MonthDay: q.MonthDay, Shadow: shadow, TTL: q.TTL})
 		if err := valid(x); err != nil {
 			return nil, false, errors.New("limiter: stored limits: " + err.Error())
 		}

@@ -21,20 +21,22 @@ type limit struct {
 	WeekStart        time.Weekday
 	MonthDay         int
 	Shadow           bool
+	TTL              time.Duration
 }
 
 func valid(limit) error { return nil }
 
 // Limits round-trip through their item (a shadow limit keeps its flag, a
-// shadow quota both its flag and its calendar), a burst of 0 stored as the
+// shadow quota both its flag and its calendar, a concurrency cap its TTL), a burst of 0 stored as the
 // capacity; the item carries its configuration index entry.
 func TestLimitsRoundTrip(t *testing.T) {
 	ls := []limit{{Name: "rpm", Capacity: 100, Refill: 100, Period: time.Minute}, {Name: "tpm", Capacity: 10, Burst: 20, Refill: 5, Period: 250 * time.Millisecond, Shadow: true},
 		{Name: "usd", Capacity: 50, Burst: 50, Window: "month", TimeZone: "Europe/Paris", MonthDay: 15},
-		{Name: "eur", Capacity: 7, Burst: 7, Window: "week", TimeZone: "America/New_York", WeekStart: time.Monday, Shadow: true}}
+		{Name: "eur", Capacity: 7, Burst: 7, Window: "week", TimeZone: "America/New_York", WeekStart: time.Monday, Shadow: true},
+		{Name: "inflight", Capacity: 10, Burst: 10, Window: "concurrent", TTL: 5 * time.Minute}}
 	k := keys.EntityLimits("ns", "k", keys.AnyResource)
 	it := LimitsItem("ns", k, "k", "", ls, "")
-	if s, _ := it.Str(AttrLimits); s != "rpm=100/100/100/60000;tpm=10/20/5/250/s;usd=50/50/0/0|month|Europe/Paris|0|15;eur=7/7/0/0/s|week|America/New_York|1|0" {
+	if s, _ := it.Str(AttrLimits); s != "rpm=100/100/100/60000;tpm=10/20/5/250/s;usd=50/50/0/0|month|Europe/Paris|0|15;eur=7/7/0/0/s|week|America/New_York|1|0;inflight=10/10/0/0|concurrent||0|0|300000" {
 		t.Fatalf("stored %q", s)
 	}
 	if sk, _ := it.Str(store.AttrGSI3SK); sk != keys.LimitsIndexSK("k", keys.AnyResource) {
@@ -42,7 +44,7 @@ func TestLimitsRoundTrip(t *testing.T) {
 	}
 	got, ok, err := DecodeLimits(it, valid)
 	ls[0].Burst = 100
-	if err != nil || !ok || len(got) != 4 || got[0] != ls[0] || got[1] != ls[1] || got[2] != ls[2] || got[3] != ls[3] {
+	if err != nil || !ok || len(got) != 5 || got[0] != ls[0] || got[1] != ls[1] || got[2] != ls[2] || got[3] != ls[3] || got[4] != ls[4] {
 		t.Fatalf("decoded %+v %v %v", got, ok, err)
 	}
 	if got, ok, err := DecodeLimits[limit](nil, valid); got != nil || ok || err != nil {

@@ -96,8 +96,15 @@ func main() {
 	report := flag.String("report", "", "write the report to this file (default standard output)")
 	workers := flag.Int("workers", max(runtime.NumCPU()/2, 1), "mutants tested at once")
 	timeout := flag.Float64("timeout-factor", 3, "a run taking this many times its baseline (plus 30 s) is TIMED OUT")
+	lines := flag.String("lines", "", "comma-separated FILE:FROM-TO: only the mutants on these lines (with -files)")
+	own := flag.Bool("own", false, "run only each target's first tests (its own package's), for coverage too")
 	flag.Parse()
-	if err := run(*root, *only, *files, *list, *report, *workers, *timeout); err != nil {
+	if *own {
+		for i := range targets {
+			targets[i].runs = targets[i].runs[:1]
+		}
+	}
+	if err := run(*root, *only, *files, *lines, *list, *report, *workers, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "mutate:", err)
 		os.Exit(1)
 	}
@@ -111,7 +118,7 @@ func names() string {
 	return strings.Join(s, ",")
 }
 
-func run(root, only, files string, list bool, reportPath string, workers int, factor float64) error {
+func run(root, only, files, lines string, list bool, reportPath string, workers int, factor float64) error {
 	root, err := filepath.Abs(root)
 	if err != nil {
 		return err
@@ -140,6 +147,9 @@ func run(root, only, files string, list bool, reportPath string, workers int, fa
 			ms = slices.DeleteFunc(ms, func(m *mutant) bool {
 				return !slices.Contains(strings.Split(files, ","), filepath.Base(m.file))
 			})
+		}
+		if lines != "" {
+			ms = slices.DeleteFunc(ms, func(m *mutant) bool { return !onLines(lines, m) })
 		}
 		if list {
 			for _, m := range ms {
@@ -271,6 +281,20 @@ func mutants(root string, t *target) ([]*mutant, error) {
 		})
 	}
 	return ms, nil
+}
+
+// onLines reports whether m is on one of the lines FILE:FROM-TO of spec.
+func onLines(spec string, m *mutant) bool {
+	for _, r := range strings.Split(spec, ",") {
+		file, span, _ := strings.Cut(r, ":")
+		from, to, _ := strings.Cut(span, "-")
+		a, errA := strconv.Atoi(from)
+		b, errB := strconv.Atoi(to)
+		if errA == nil && errB == nil && filepath.Base(m.file) == file && a <= m.line && m.line <= b {
+			return true
+		}
+	}
+	return false
 }
 
 func isBlank(lhs []ast.Expr) bool {
