@@ -222,13 +222,12 @@ func (c *Charge) nextShard(now int64) Step {
 			}
 			shard = 0
 		} else if !c.m.trustsCount(c.p.Ref, c.n, now) {
-			// Nor is any other shard written at a count no image of shard
-			// 0 vouches for (see Memory.trustsCount): shard 0's answer
-			// teaches the count in force, even when the acquire tried
-			// shard 0 before it learned this count (maxShardChoices
-			// bounds the round). The write goes to the store even when
-			// the image would refuse it: its answer is what lets the
-			// acquire go on to the other shards.
+			// Nor is any other shard written while no image of shard 0
+			// vouches that it exists (see Memory.trustsCount): shard 0's
+			// answer teaches the count in force (maxShardChoices bounds
+			// the round). The write goes to the store even when the image
+			// would refuse it: its answer is what lets the acquire go on
+			// to the other shards.
 			shard, recount = 0, true
 		}
 		if shard < 0 {

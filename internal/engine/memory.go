@@ -54,8 +54,8 @@ func idOf(ref keys.Bucket) bucketID { return bucketID{ref.Entity, ref.Resource} 
 type bucketInfo struct {
 	n      int64
 	grewAt int64 // ms, when n last grew in this memory (0: never)
-	// vouched is until when (ms, this client's clock) an image of shard 0
-	// vouches for n (see trustsCount); 0: none does.
+	// vouched is until when (ms, this client's clock) the last image of
+	// shard 0 vouches that shard 0 exists (see trustsCount); 0: none.
 	vouched int64
 	// The shards' entries: shard 0's in the bucket's own allocation (zero
 	// points to s0 once made), the others in more (nil until one is). Most
@@ -265,8 +265,8 @@ func (m *Memory) Count(ref keys.Bucket) int64 {
 // deleted, and cannot be made anew at one shard beside the other shards,
 // before the earlier of the ttl the image shows and half an hour after
 // the image. countSkew less tolerates that much clock skew between
-// processes and store-call latency. Past that, or with no image of shard
-// 0 at that count, the next acquire writes shard 0 first (Charge.nextShard):
+// processes. Past that, or with no image of shard 0, the next acquire
+// writes shard 0 first (Charge.nextShard):
 // its write, conditional on the count, lands or teaches the count in
 // force; no process writes another shard left over from before shard 0
 // was made anew.
@@ -276,8 +276,9 @@ const (
 )
 
 // trustsCount reports whether the client may choose among n shards of the
-// bucket without writing shard 0 first: n is 1, or an image of shard 0
-// that shows n still vouches that shard 0 exists (see shardZeroLife).
+// bucket without writing shard 0 first: n is 1, or its last image of
+// shard 0 still vouches that shard 0 exists (see shardZeroLife), so that
+// no shard was left over beside one made anew.
 func (m *Memory) trustsCount(ref keys.Bucket, n, now int64) bool {
 	if n <= 1 {
 		return true
@@ -285,7 +286,7 @@ func (m *Memory) trustsCount(ref keys.Bucket, n, now int64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.get(idOf(ref))
-	return b != nil && b.n == n && now < b.vouched
+	return b != nil && now < b.vouched
 }
 
 // vouchedUntil returns until when (ms) img, an image of shard 0 received
@@ -399,9 +400,6 @@ func (m *Memory) learnIn(b *bucketInfo, fresh bool, shard int, img *Image, n, no
 		}
 	}
 	if n > 0 && (shard == 0 || n > b.n) {
-		if n != b.n {
-			b.vouched = 0 // no image of shard 0 vouches for the new count yet
-		}
 		b.n = n
 	}
 	if b.doubling != 0 && b.n > b.doubling {
@@ -410,7 +408,7 @@ func (m *Memory) learnIn(b *bucketInfo, fresh bool, shard int, img *Image, n, no
 	if img == nil {
 		return
 	}
-	if shard == 0 && img.shardCount == b.n {
+	if shard == 0 {
 		b.vouched = vouchedUntil(img, now, lat)
 	}
 	si := b.makeShard(shard)

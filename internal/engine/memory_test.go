@@ -468,8 +468,8 @@ func (m *Memory) grewRecently(ref keys.Bucket, now int64) bool {
 // An image of shard 0 vouches for the count it shows for 25 minutes after
 // the call that brought it, or until 5 minutes before the item's ttl when
 // that comes sooner (an item read near its expiry may be deleted, and made
-// again at one shard, soon after). A count learned from another shard is
-// vouched for by no image of shard 0 until one shows it.
+// again at one shard, soon after). A count another shard teaches (a
+// doubling) is trusted while shard 0 is vouched for: it is shard 0's.
 func TestAnImageOfShardZeroVouchesForItsCount(t *testing.T) {
 	p := plan1(bucketRef)
 	m := NewMemory(0)
@@ -487,8 +487,11 @@ func TestAnImageOfShardZeroVouchesForItsCount(t *testing.T) {
 	}
 	m.learn(bucketRef, 0, image(t, zero), 2, T, 0, nil)
 	m.learn(bucketRef, 1, nil, 4, T+1, 0, nil) // another shard shows 4
-	if m.trustsCount(bucketRef, 4, T+2) {
-		t.Fatal("a count learned from shard 1 is trusted without an image of shard 0")
+	if !m.trustsCount(bucketRef, 4, T+2) {
+		t.Fatal("a doubling learned from shard 1 is not trusted while shard 0 is vouched for")
+	}
+	if m.trustsCount(bucketRef, 4, T+25*60_000) {
+		t.Fatal("a doubling learned from shard 1 is trusted after shard 0's image stopped vouching")
 	}
 	if !m.trustsCount(bucketRef, 1, T+2) {
 		t.Fatal("one shard needs no image of shard 0")
