@@ -1,6 +1,7 @@
 package limiter
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -149,17 +150,40 @@ func (l *Limiter) acquire(ctx context.Context, tr *trace, req Request) (*Lease, 
 // tokens, as if it enforced), and Event.WouldRefuse names them. Each try
 // skips at least one more limit, so there are at most as many tries as
 // limits.
+//
+// So is such a refusal whose other buckets' outcome is unknown (a cascade
+// or several resources whose compensation failed, see
+// UnavailableError.Refusal): without the shadow limits the acquire would
+// not have been refused, so it is not refused for them either. The
+// charge that may stand is reported all the same: in Event.Err when the
+// next try is admitted (the caller may have paid twice on that bucket, as
+// a refused acquire's stray charge costs it tokens), and as an
+// UnavailableError whose outcome is unknown when it is not.
 func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings) (*Lease, error) {
+	var stray error // the failed compensations of earlier tries: charges that may stand
 	for {
 		lease, err := l.chargeOnce(ctx, tr, req, s)
 		var rl *RateLimitedError
-		if !errors.As(err, &rl) {
+		var u *UnavailableError
+		switch {
+		case errors.As(err, &rl):
+		case errors.As(err, &u) && u.Refusal != nil:
+			rl = u.Refusal
+		case err == nil && stray != nil:
+			tr.cause = stray
+			return lease, nil
+		case err != nil && stray != nil:
+			return nil, &UnavailableError{Op: "acquire", Err: errors.Join(err, stray)}
+		default:
 			return lease, err
+		}
+		if u != nil {
+			stray = errors.Join(stray, u.Err)
 		}
 		var names []string
 		for _, ls := range rl.Limits {
 			if ls.Exceeded && !ls.Limit.Shadow {
-				return nil, err // an enforcing limit refused
+				return nil, refusedWith(err, rl, stray) // an enforcing limit refused
 			}
 			if ls.Exceeded {
 				names = append(names, ls.Limit.Name)
@@ -167,10 +191,13 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 		}
 		i := slices.IndexFunc(s.buckets, func(b resourceLimits) bool { return b.resource == rl.Resource })
 		if len(names) == 0 || i < 0 {
-			return nil, err // refused after losing races: not a limit's doing
+			return nil, refusedWith(err, rl, stray) // refused after losing races: not a limit's doing
 		}
 		if cerr := ctx.Err(); cerr != nil {
-			return nil, cerr // the caller gave up: no new try
+			if stray != nil {
+				return nil, refusedWith(err, rl, stray) // the caller gave up: no new try
+			}
+			return nil, cerr
 		}
 		b := &s.buckets[i]
 		prefix := ""
@@ -179,13 +206,25 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 		} else {
 			b.skip = append(b.skip, names...)
 		}
-		if i > 0 {
-			prefix += b.resource + "/" // a resource of Request.Also
+		if b.resource != cmp.Or(req.Resource, DefaultResource) {
+			// A resource of Request.Also (the first one charged when an
+			// admit mode left the request's own resource out).
+			prefix += b.resource + "/"
 		}
 		for _, n := range names {
 			tr.ev.WouldRefuse = append(tr.ev.WouldRefuse, prefix+n)
 		}
 	}
+}
+
+// refusedWith returns the answer to a refusal err (rl) after tries whose
+// compensations failed (stray, nil for none): the refusal, or an
+// unavailability whose outcome is unknown carrying it.
+func refusedWith(err error, rl *RateLimitedError, stray error) error {
+	if stray == nil {
+		return err
+	}
+	return &UnavailableError{Op: "acquire", Err: stray, Refusal: rl}
 }
 
 // modes applies the modes of the scopes of the resources charged: a
@@ -194,7 +233,8 @@ func (l *Limiter) charge(ctx context.Context, tr *trace, req Request, s settings
 // when every one is, the acquire is admitted without a write; a resource
 // in shadow mode is charged with all its limits shadow (config made
 // them so). Event.Mode is "refuse", "admit" (nothing charged), "shadow"
-// (a resource charged is in shadow mode) or "".
+// (a resource charged is in shadow mode) or ""; Event.LeftOut names the
+// resources in admit mode.
 func (l *Limiter) modes(ctx context.Context, tr *trace, req Request, s settings) (*Lease, error) {
 	charged := make([]resourceLimits, 0, len(s.buckets))
 	for _, b := range s.buckets {
@@ -204,6 +244,7 @@ func (l *Limiter) modes(ctx context.Context, tr *trace, req Request, s settings)
 			return nil, fmt.Errorf("%w: entity %q on resource %q is refused by the mode of %s; no retry helps until an operator changes it",
 				ErrDisabled, req.Entity, b.resource, b.modeOf)
 		case items.ModeAdmit:
+			tr.ev.LeftOut = append(tr.ev.LeftOut, b.resource)
 			continue
 		case items.ModeShadow:
 			tr.ev.Mode = b.mode

@@ -3,6 +3,7 @@ package limiter
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -308,6 +309,11 @@ func TestAlsoModesOfEachResource(t *testing.T) {
 	}
 	for i := 0; i < 2; i++ {
 		e.mustAcquire(l, alsoReq("free", "all-models"))
+		// The observer tells which resource the acquire left out: its
+		// charge alone does not show that all-models was not charged.
+		if ev := e.last(); ev.Mode != "" || !slices.Equal(ev.LeftOut, []string{"all-models"}) {
+			t.Fatalf("acquire with all-models in admit mode: Mode %q, LeftOut %q; want \"\" and [all-models]", ev.Mode, ev.LeftOut)
+		}
 	}
 	if a := e.tokens("free", "gpt-4", "rpm"); a != 98_000 || e.bucketItem("free", "all-models", 0) != nil {
 		t.Fatalf("gpt-4 tk %d, all-models item %v; want 98000 and no item (admit mode leaves it out)", a, e.bucketItem("free", "all-models", 0))
@@ -317,7 +323,64 @@ func TestAlsoModesOfEachResource(t *testing.T) {
 	}
 	l.Invalidate()
 	e.mustAcquire(l, alsoReq("free", "all-models"))
-	if ev := e.last(); ev.Mode != "admit" || ev.Path != PathNone || e.tokens("free", "gpt-4", "rpm") != 98_000 {
+	if ev := e.last(); ev.Mode != "admit" || !slices.Equal(ev.LeftOut, []string{"gpt-4", "all-models"}) || ev.Path != PathNone || e.tokens("free", "gpt-4", "rpm") != 98_000 {
 		t.Fatalf("every resource in admit mode: %+v, gpt-4 tk %d; want admitted without a write", ev, e.tokens("free", "gpt-4", "rpm"))
+	}
+}
+
+// A shadow cap on all-models would refuse while claude-3's write times out
+// (the answer was lost): without the cap the acquire would have been
+// admitted, so it is admitted, on a second try that skips the cap. The
+// first try's charge on claude-3 may stand: the observer's Err says so
+// (here it did not: a process with no memory of the bucket sent a create,
+// which found the item), and gpt-4, charged by the first try, was refunded
+// before the second.
+func TestAlsoShadowRefusalWithAnUnknownOutcomeIsRetried(t *testing.T) {
+	sc := newScript()
+	e, l := alsoEnv(t, memsim.WithFaults(sc.injector()))
+	capped := rpm(3)
+	capped[0].Shadow = true
+	if err := l.putLimits(e.ctx, scope{Resource: "all-models"}, capped); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ { // the cap's 3 a minute are spent
+		e.mustAcquire(l, alsoReq("key-1", "claude-3", "all-models"))
+	}
+	claudePK := keys.Bucket{Namespace: "ns", Entity: "key-1", Resource: "claude-3"}.PK()
+	sc.on(claudePK, memsim.FaultLostResponse)
+	sc.arm()
+	gpt, claude := e.consumed("key-1", "gpt-4", "rpm"), e.consumed("key-1", "claude-3", "rpm")
+	lease, err := e.limiter().Acquire(e.ctx, alsoReq("key-1", "claude-3", "all-models"))
+	if err != nil || lease == nil {
+		t.Fatalf("%v: a shadow limit refused (the other side's outcome unknown); want a lease", err)
+	}
+	ev := e.last()
+	if ev.Outcome != Admitted || !slices.Equal(ev.WouldRefuse, []string{"all-models/rpm"}) || !store.OutcomeUnknown(ev.Err) {
+		t.Fatalf("event %+v: want admitted, all-models/rpm would refuse, Err the unknown outcome of claude-3's first charge", ev)
+	}
+	if g, c := e.consumed("key-1", "gpt-4", "rpm")-gpt, e.consumed("key-1", "claude-3", "rpm")-claude; g != 1000 || c != 1000 {
+		t.Fatalf("gpt-4 charged %d, claude-3 %d millitokens; want 1000 each (the first try refunded, or not applied)", g, c)
+	}
+}
+
+// The request's own resource in admit mode leaves all-models the only
+// resource charged; when all-models' shadow cap would refuse, the
+// observer must still name it "all-models/rpm", not "rpm" (which is
+// gpt-4's limit, which the acquire did not even charge).
+func TestAlsoShadowRefusalNamesItsResourceWhenTheFirstIsLeftOut(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter()
+	capped := rpm(1)
+	capped[0].Shadow = true
+	if err := l.putLimits(e.ctx, scope{Resource: "all-models"}, capped); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.putScope(e.ctx, scope{Entity: "key-1", Resource: "gpt-4"}, nil, items.ModeAdmit); err != nil {
+		t.Fatal(err)
+	}
+	e.mustAcquire(l, alsoReq("key-1", "all-models")) // the cap's one token
+	e.mustAcquire(l, alsoReq("key-1", "all-models"))
+	if ev := e.last(); ev.Outcome != Admitted || !slices.Equal(ev.LeftOut, []string{"gpt-4"}) || !slices.Equal(ev.WouldRefuse, []string{"all-models/rpm"}) {
+		t.Fatalf("event %+v: want admitted, gpt-4 left out, all-models/rpm would refuse", ev)
 	}
 }

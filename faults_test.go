@@ -5,10 +5,12 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/shardlimit/limiter/internal/engine"
 	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
@@ -358,5 +360,41 @@ func TestRegressionBreakerUnderOutage(t *testing.T) {
 	e.mustAcquire(l, req("k1", rpm(10), one))
 	if e.last().BreakerOpen || e.last().Path == PathFailOpen {
 		t.Fatalf("the probe should reach the store: %+v", e.last())
+	}
+}
+
+// Cascade loses the outcome (3), with a shadow parent: the project's 10 a
+// minute are being tried in shadow, so their refusal is no refusal, but
+// the key's refund is throttled every time. Without the shadow limit the
+// acquire would have been admitted: it is, on a second try that skips it,
+// as for several resources (Request.Also). The key's first charge stands
+// (it paid twice), and the observer's Err says that it may.
+func TestRegressionCascadeShadowRefusalWithAStandingChargeIsRetried(t *testing.T) {
+	sc := newScript()
+	e, setup := cascadeEnv(t, memsim.WithFaults(sc.injector()))
+	for i := 0; i < 10; i++ { // the project's 10 a minute are spent
+		e.mustAcquire(setup, req("key-1", rpm(100), one))
+	}
+	shadow := rpm(10)
+	shadow[0].Shadow = true
+	if err := setup.putLimits(e.ctx, scope{Entity: "project-1"}, shadow); err != nil {
+		t.Fatal(err)
+	}
+	e.mustAcquire(setup, req("key-2", rpm(100), one))
+	l := e.limiter() // no memory of the items: both writes go out
+	e.mustAcquire(l, req("key-2", rpm(100), one))
+	sc.on(childPK, memsim.FaultNone, memsim.FaultThrottle, memsim.FaultThrottle, memsim.FaultThrottle)
+	sc.arm()
+	before := e.consumed("key-1", "gpt-4", "rpm")
+	lease, err := l.Acquire(e.ctx, req("key-1", rpm(100), one))
+	if err != nil || lease == nil {
+		t.Fatalf("%v: the shadow parent refused; want a lease", err)
+	}
+	ev := e.last()
+	if ev.Outcome != Admitted || !slices.Equal(ev.WouldRefuse, []string{"parent:rpm"}) || !errors.Is(ev.Err, engine.ErrUndoFailed) {
+		t.Fatalf("event %+v: want admitted, parent:rpm would refuse, Err the failed compensation", ev)
+	}
+	if got := e.consumed("key-1", "gpt-4", "rpm") - before; got != 2000 {
+		t.Fatalf("the key was charged %d millitokens, want 2000 (the first try's charge stands)", got)
 	}
 }

@@ -122,7 +122,10 @@ func (le *Lease) Shard() int {
 // acquire charged: a positive delta charges more (the request used more
 // than estimated; the bucket may go into debt), a negative one returns
 // tokens. Every bucket the acquire charged that has the limit is adjusted:
-// a cascade parent's, and each resource's with Request.Also.
+// a cascade parent's, and each resource's with Request.Also. A shadow
+// limit the acquire skipped because it would have refused (see
+// Event.WouldRefuse) is left alone: as if it had refused, nothing of the
+// request is charged to it.
 //
 // A lease never returns more than it took: a refund is capped, per limit
 // and per bucket, at what the lease holds there (what the acquire charged,
@@ -170,8 +173,8 @@ func (le *Lease) Adjust(ctx context.Context, delta map[string]int64) error {
 		held := part.held()
 		out := make(map[string]int64, len(delta))
 		for name, d := range delta {
-			if !part.p.Has(name) {
-				continue // a limit the cascade parent does not have
+			if !part.p.Has(name) || slices.Contains(part.p.skipped, name) {
+				continue // a limit the cascade parent does not have, or one the acquire skipped
 			}
 			if v := max(d*bucket.MilliPerToken, -held[name]); v != 0 {
 				out[name] = v

@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -210,5 +211,44 @@ func TestShadowModeAndStoredShadowLimit(t *testing.T) {
 	}
 	if ev := e.last(); ev.Mode != "" || len(ev.WouldRefuse) != 1 || ev.WouldRefuse[0] != "rpm" {
 		t.Fatalf("a stored shadow limit: %+v", ev)
+	}
+}
+
+// A gateway charges an estimate of tokens and adjusts it to the real
+// count; its new tokens-per-minute limit is tried in shadow. An acquire
+// the shadow limit would have refused is admitted without charging it,
+// and its lease's corrections leave it alone too: had the limit
+// enforced, the request would not have run, so nothing of it is the
+// limit's. A lease whose acquire charged the shadow limit adjusts it like
+// any limit.
+func TestShadowLimitTheAcquireSkippedIsNotAdjusted(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter()
+	tpm := PerMinute("tpm", 10)
+	tpm.Shadow = true
+	limits := []Limit{tpm, PerMinute("rpm", 1000)}
+	est := map[string]int64{"tpm": 8, "rpm": 1}
+	first := e.mustAcquire(l, req("k", limits, est)) // tpm has the tokens: charged
+	if err := first.Adjust(e.ctx, map[string]int64{"tpm": 1}); err != nil {
+		t.Fatal(err)
+	}
+	skipped := e.mustAcquire(l, req("k", limits, est)) // 1 left: skipped
+	if ev := e.last(); !slices.Equal(ev.WouldRefuse, []string{"tpm"}) {
+		t.Fatalf("%+v: want tpm to have been skipped", ev)
+	}
+	if err := skipped.Adjust(e.ctx, map[string]int64{"tpm": 4, "rpm": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.consumed("k", "gpt-4", "tpm"); got != 9000 {
+		t.Fatalf("tpm consumed %d millitokens, want 9000 (the first lease's 8 + 1; the skipping one's +4 left out)", got)
+	}
+	if got := e.consumed("k", "gpt-4", "rpm"); got != 3000 {
+		t.Fatalf("rpm consumed %d millitokens, want 3000 (two acquires and the adjust)", got)
+	}
+	if err := skipped.Rollback(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, r := e.consumed("k", "gpt-4", "tpm"), e.consumed("k", "gpt-4", "rpm"); got != 9000 || r != 1000 {
+		t.Fatalf("after the rollback tpm %d, rpm %d millitokens; want 9000 and 1000", got, r)
 	}
 }

@@ -250,7 +250,10 @@ type Event struct {
 	Duration time.Duration
 	// Err is the error returned, if any. Under fail-open, when the store
 	// failed and the call was admitted anyway, it is the store's error (the
-	// cause), although the caller got no error.
+	// cause), although the caller got no error. So is the failed
+	// compensation of a try that shadow limits alone refused, when the
+	// acquire was admitted on the next try: the charge it names may stand
+	// besides the lease's (see UnavailableError.Refusal).
 	Err error
 	// Reserved is, per limit, the tokens this call's write took into the
 	// limiter's reservation pool besides its charge, and Returned those it
@@ -267,6 +270,12 @@ type Event struct {
 	// refused it, "admit" when every resource's admitted it, else
 	// "shadow" when a resource charged is in shadow mode.
 	Mode string
+	// LeftOut names the resources of an acquire (Request.Resource, then
+	// those of Request.Also in their order) that their scopes' admit mode
+	// left out of the charge: an acquire charged on the others (Mode "" or
+	// "shadow") leaves them untouched, one whose every resource is left out
+	// has Mode "admit". nil when none.
+	LeftOut []string
 	// WouldRefuse names the shadow limits (see Limit.Shadow) that would
 	// have refused an admitted acquire, the cascade parent's prefixed with
 	// "parent:", those of a resource of Request.Also written

@@ -13,6 +13,9 @@ type bucketPlan struct {
 	*engine.Plan
 	limits []Limit
 	parent bool // a cascade parent's bucket
+	// skipped are the shadow limits the write skips (they would have
+	// refused): the lease's Adjust and Rollback leave them alone too.
+	skipped []string
 }
 
 // newPlan returns the plan to charge consume (tokens) from an (entity,
@@ -33,7 +36,7 @@ func (l *Limiter) newPlan(entity, resource string, limits []Limit, consume map[s
 // is empty.
 func (bp bucketPlan) skipping(names []string) bucketPlan {
 	if len(names) > 0 {
-		bp.Plan = bp.Plan.Skipping(names)
+		bp.Plan, bp.skipped = bp.Plan.Skipping(names), names
 	}
 	return bp
 }

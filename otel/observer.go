@@ -52,9 +52,11 @@ const Version = "0.1.0"
 
 // Attribute keys.
 const (
-	AttrOp       = attribute.Key("limiter.op")
-	AttrOutcome  = attribute.Key("limiter.outcome")
-	AttrPath     = attribute.Key("limiter.path")
+	AttrOp      = attribute.Key("limiter.op")
+	AttrOutcome = attribute.Key("limiter.outcome")
+	AttrPath    = attribute.Key("limiter.path")
+	// AttrResource is the request's resource (see WithResource), and the
+	// resource an admit mode left out (limiter.mode.left_out, always).
 	AttrResource = attribute.Key("limiter.resource")
 	// AttrLimit is the limit a shadow limit's would-refuse count is of
 	// (a cascade parent's as "parent:NAME").
@@ -98,6 +100,7 @@ type Observer struct {
 	doublings   metric.Int64Counter
 	failOpen    metric.Int64Counter
 	wouldRefuse metric.Int64Counter
+	leftOut     metric.Int64Counter
 }
 
 var _ limiter.Observer = (*Observer)(nil)
@@ -142,6 +145,7 @@ func New(mp metric.MeterProvider, opts ...Option) (*Observer, error) {
 	o.doublings = i64("limiter.shard.doublings", "{doubling}", "Shard-count doublings performed by limiter calls.")
 	o.failOpen = i64("limiter.fail_open", "{call}", "Acquires admitted without the store because it failed and the policy is fail-open.")
 	o.wouldRefuse = i64("limiter.shadow.would_refuse", "{call}", "Acquires a shadow limit would have refused (admitted, not charged by it), by limit.")
+	o.leftOut = i64("limiter.mode.left_out", "{call}", "Acquires admitted without charging a resource whose scope is in admit mode, by resource.")
 	if err != nil {
 		return nil, err
 	}
@@ -183,6 +187,9 @@ func (o *Observer) Observe(e limiter.Event) {
 	}
 	for _, name := range e.WouldRefuse {
 		o.wouldRefuse.Add(ctx, 1, metric.WithAttributes(append(o.opts.attrs[:len(o.opts.attrs):len(o.opts.attrs)], AttrLimit.String(name))...))
+	}
+	for _, res := range e.LeftOut {
+		o.leftOut.Add(ctx, 1, metric.WithAttributes(append(o.opts.attrs[:len(o.opts.attrs):len(o.opts.attrs)], AttrResource.String(res))...))
 	}
 }
 

@@ -84,6 +84,8 @@ func TestObserverRecordsEveryField(t *testing.T) {
 		{Op: "adjust", Outcome: limiter.Admitted, Path: limiter.PathSpeculative, RoundTrips: 1, WriteUnits: 1},
 		{Op: "acquire", Outcome: limiter.Admitted, Path: limiter.PathSpeculative, RoundTrips: 2, WriteUnits: 2, WouldRefuse: []string{"rpd", "parent:rpd"}},
 		{Op: "acquire", Outcome: limiter.Disabled, Mode: "refuse"},
+		{Op: "acquire", Outcome: limiter.Admitted, Path: limiter.PathSpeculative, RoundTrips: 1, WriteUnits: 1, LeftOut: []string{"all-models"}},
+		{Op: "acquire", Outcome: limiter.Admitted, Mode: "admit", LeftOut: []string{"gpt-4", "all-models"}},
 	}
 	for _, e := range events {
 		obs.Observe(e)
@@ -98,7 +100,10 @@ func TestObserverRecordsEveryField(t *testing.T) {
 		set  attribute.Set
 		want float64
 	}{
-		{"limiter.calls", call("acquire", "admitted", "speculative"), 3},
+		{"limiter.calls", call("acquire", "admitted", "speculative"), 4},
+		{"limiter.calls", call("acquire", "admitted", "none"), 1},
+		{"limiter.mode.left_out", attrs(limiterotel.AttrResource.String("all-models")), 2},
+		{"limiter.mode.left_out", attrs(limiterotel.AttrResource.String("gpt-4")), 1},
 		{"limiter.calls", call("acquire", "disabled", "none"), 1},
 		{"limiter.shadow.would_refuse", attrs(limiterotel.AttrLimit.String("rpd")), 1},
 		{"limiter.shadow.would_refuse", attrs(limiterotel.AttrLimit.String("parent:rpd")), 1},
@@ -106,9 +111,9 @@ func TestObserverRecordsEveryField(t *testing.T) {
 		{"limiter.calls", call("acquire", "rejected", "reject"), 1},
 		{"limiter.calls", call("acquire", "admitted", "fail-open"), 1},
 		{"limiter.calls", call("adjust", "admitted", "speculative"), 1},
-		{"limiter.store.round_trips", op("acquire"), 9},
+		{"limiter.store.round_trips", op("acquire"), 10},
 		{"limiter.store.round_trips", op("adjust"), 1},
-		{"limiter.store.write_units", op("acquire"), 7},
+		{"limiter.store.write_units", op("acquire"), 8},
 		{"limiter.store.read_units", op("acquire"), 1},
 		{"limiter.store.throttles", op("acquire"), 2},
 		{"limiter.shard.doublings", op("acquire"), 1},
@@ -125,11 +130,11 @@ func TestObserverRecordsEveryField(t *testing.T) {
 	admitted := attrs(limiterotel.AttrOp.String("acquire"), limiterotel.AttrOutcome.String("admitted"))
 	for _, p := range h.DataPoints {
 		if p.Attributes.Equals(&admitted) {
-			if p.Count != 5 || p.Sum < 0.236 || p.Sum > 0.238 || p.Bounds[0] != 0.001 {
+			if p.Count != 7 || p.Sum < 0.236 || p.Sum > 0.238 || p.Bounds[0] != 0.001 {
 				t.Errorf("acquire/admitted durations: count %d, sum %v, bounds %v", p.Count, p.Sum, p.Bounds)
 			}
-			// 3 ms and 4 ms fall in (2 ms, 5 ms]; 30 ms in (20, 50]; 200 ms in (100, 200].
-			if p.BucketCounts[0] != 1 || p.BucketCounts[2] != 2 || p.BucketCounts[5] != 1 || p.BucketCounts[7] != 1 {
+			// 3 ms and 4 ms fall in (2 ms, 5 ms]; 30 ms in (20, 50]; 200 ms in (100, 200]; three of 0 ms in the first.
+			if p.BucketCounts[0] != 3 || p.BucketCounts[2] != 2 || p.BucketCounts[5] != 1 || p.BucketCounts[7] != 1 {
 				t.Errorf("bucket counts %v", p.BucketCounts)
 			}
 		}

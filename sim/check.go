@@ -584,7 +584,7 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 		}
 		// Invariant 5: one write charges every limit of the acquire, or
 		// none (or refunds every one: a cascade compensation).
-		sign, uneven := int64(2), false // 2: no limit seen yet
+		sign, uneven, kept := int64(2), false, false // 2: no limit seen yet
 		for i := 0; i < c.nlim; i++ {
 			a := int64(0)
 			if b.lim[i].ok {
@@ -594,6 +594,12 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 			case d == 0 && b.lim[i].shadow:
 				// A shadow limit the acquire skipped (allOrNothing checks
 				// the operation's exact amounts).
+			case d == 0 && a != 0 && c.straddles(b.lim[i].cal, &Op{Start: cause.Start, End: at}):
+				// A quota whose window ended since the acquire started (the
+				// item may be in the next one already): a compensation
+				// leaves its charge there (see allOrNothing); a charge
+				// would have started the next window.
+				kept = true
 			case a == 0 || (d != 0 && d != a && d != -a):
 				uneven = uneven || d != 0
 			case sign == 2:
@@ -602,6 +608,8 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 				uneven = uneven || d/a != sign
 			}
 		}
+		// A charge that left a quota out is uneven.
+		uneven = uneven || kept && sign == 1
 		if uneven && !c.m.Reservations { // with reservations: per operation, in allOrNothing
 			c.flag(InvAllOrNothing, "op #%d (acquire by client %d of %v) changed the tc counters of %s unevenly: %v (seq %d at %s)",
 				cause.Op, cause.Client, cause.Amount[:c.nlim], pk, slices.Clone(dtc[:c.nlim]), rec.Seq, c.fmtT(at)) // a copy: dtc stays on the stack
@@ -786,6 +794,17 @@ func (c *Checker) OpDone(op *Op, eff *Effects) {
 	if op.Kind == OpAcquire && c.mode(op, eff) {
 		return // decided by a mode: no write, nothing to account
 	}
+	for r, left := range op.LeftOut {
+		// A resource an admit mode left out: the operation wrote neither
+		// its bucket nor its parent's, and has nothing there to account.
+		if left && roles[r] >= 0 {
+			if eff.Changes[r] != 0 {
+				bm := &c.m.Buckets[roles[r]]
+				c.flag(InvModes, "op #%d (%s by client %d) left %s/%s out (admit mode) but wrote it %d times", op.ID, op.Kind, op.Client, bm.Entity, bm.Resource, eff.Changes[r])
+			}
+			roles[r] = -1
+		}
+	}
 	if op.Kind != OpAcquire && op.Mode == "admit" {
 		// An adjust or rollback of a lease a mode admitted: it holds nothing.
 		if eff.Changes != [maxRoles]uint64{} {
@@ -815,26 +834,39 @@ func (c *Checker) mode(op *Op, eff *Effects) bool {
 	bm := &c.m.Buckets[op.Bucket]
 	// The modes the acquire may act on: those of the spans that overlap
 	// [Start - CacheTTL, End] (a cached read may be that old), of its
-	// bucket and of the buckets it also charges (Workload.Also: the
-	// workload's modes are the same on each, see Workload.check).
-	allowed := map[string]bool{}
-	for _, b := range append([]int32{op.Bucket}, bm.Also...) {
+	// bucket and of the buckets it also charges (Workload.Also), each
+	// resource's its own: a change may reach one resource's cached
+	// configuration before another's.
+	had := func(b int32, mode string) bool {
 		modes := c.m.Buckets[b].Modes
+		if len(modes) == 0 {
+			return mode == ""
+		}
 		for i, sp := range modes {
-			if i+1 < len(modes) && modes[i+1].From < op.Start-c.m.CacheTTL {
-				continue
-			}
-			if sp.From <= op.End {
-				allowed[sp.Mode] = true
+			if (i+1 == len(modes) || modes[i+1].From >= op.Start-c.m.CacheTTL) && sp.From <= op.End && sp.Mode == mode {
+				return true
 			}
 		}
-		if len(modes) == 0 {
-			allowed[""] = true
+		return false
+	}
+	all := append([]int32{op.Bucket}, bm.Also...)
+	allowed := map[string]bool{}
+	for _, b := range all {
+		for _, m := range []string{"", "admit", "refuse", "shadow"} {
+			allowed[m] = allowed[m] || had(b, m)
 		}
 	}
 	bad := func(format string, args ...any) {
 		c.flag(InvModes, "op #%d (acquire by client %d on %s/%s, %s, mode %q): "+format,
 			append([]any{op.ID, op.Client, bm.Entity, bm.Resource, op.Outcome, op.Mode}, args...)...)
+	}
+	// A resource left out (Event.LeftOut), and every resource of an
+	// acquire admit mode decided, had admit mode.
+	roles := c.m.roles(op.Bucket)
+	for r := 0; r < maxRoles; r += 2 {
+		if b := roles[r]; b >= 0 && (op.LeftOut[r] || op.Mode == "admit") && !had(b, "admit") {
+			bad("it left %s out, which had no admit mode within the cache TTL before it (it had %v)", c.m.Buckets[b].Resource, c.m.Buckets[b].Modes)
+		}
 	}
 	decided := op.Outcome == Disabled || op.Mode == "admit" || op.Mode == "refuse"
 	switch {
@@ -893,8 +925,12 @@ func (c *Checker) account(op *Op, r int, bi int32) {
 			continue
 		}
 		a := op.Amount[i] * bucket.MilliPerToken
-		if op.Skipped[r][i] {
-			a = 0 // a shadow limit the acquire skipped: not charged, nothing to refund
+		if op.Skipped[r][i] && (op.Kind != OpAcquire || op.Outcome == Admitted || op.Outcome == Rejected) {
+			// A shadow limit the acquire skipped: not charged, nothing to
+			// refund. (An acquire cut short or failed may have charged it
+			// in a try before the one that skipped it, whose compensation
+			// did not run.)
+			a = 0
 		}
 		up, un := op.UnkPos[i]*bucket.MilliPerToken, op.UnkNeg[i]*bucket.MilliPerToken
 		if r == 0 && c.m.Reservations {
@@ -993,7 +1029,13 @@ func (c *Checker) allOrNothing(op *Op, eff *Effects, roles [maxRoles]int32) {
 				if op.Skipped[r][i] {
 					want = 0
 				}
-				if eff.Net[r][i] != want {
+				if a := op.Amount[i] * bucket.MilliPerToken; a > 0 && eff.Net[r][i] > want && (eff.Net[r][i]-want)%a == 0 && (op.Stray || c.straddles(b.lim[i].cal, op)) {
+					// Tries refused by shadow limits whose compensations
+					// failed (op.Stray), or came after a quota's window ended
+					// (see Rejected below), left their charges.
+					b.exact[i] += eff.Net[r][i] - want
+					b.itemUncertain = true
+				} else if eff.Net[r][i] != want {
 					c.flag(InvAllOrNothing, "op #%d (acquire by client %d) was admitted but changed %s/%s limit %s by %d millitokens, want %d",
 						op.ID, op.Client, c.m.Buckets[bi].Entity, c.m.Buckets[bi].Resource, c.m.LimitNames[i], eff.Net[r][i], want)
 				}
@@ -1003,6 +1045,16 @@ func (c *Checker) allOrNothing(op *Op, eff *Effects, roles [maxRoles]int32) {
 			}
 		case Rejected:
 			for i := 0; i < c.nlim; i++ {
+				if a := op.Amount[i] * bucket.MilliPerToken; a > 0 && eff.Net[r][i] == a && c.straddles(b.lim[i].cal, op) {
+					// A charge its compensation left in a quota's window that
+					// had ended (the refund is moot, see internal/engine's
+					// quota.go): the next window starts at N whatever that one
+					// took, so the caller sees no change; the total consumed
+					// keeps it.
+					b.exact[i] += a
+					b.itemUncertain = true
+					continue
+				}
 				if eff.Net[r][i] != 0 {
 					c.flag(InvAllOrNothing, "op #%d (acquire by client %d) was rejected but changed %s/%s limit %s by %d millitokens",
 						op.ID, op.Client, c.m.Buckets[bi].Entity, c.m.Buckets[bi].Resource, c.m.LimitNames[i], eff.Net[r][i])
@@ -1010,6 +1062,19 @@ func (c *Checker) allOrNothing(op *Op, eff *Effects, roles [maxRoles]int32) {
 			}
 		}
 	}
+}
+
+// straddles reports whether a boundary of calendar cal (nil for a rate)
+// fell within operation op, as the clocks within their spread saw it: a
+// charge made before it and compensated after it stays in the window that
+// ended.
+func (c *Checker) straddles(cal *bucket.Calendar, op *Op) bool {
+	if cal == nil {
+		return false
+	}
+	from, _ := cal.Bounds((c.base + op.Start - c.m.SkewSpread) / 1_000_000)
+	to, _ := cal.Bounds((c.base+op.End+c.m.SkewSpread)/1_000_000 + 1)
+	return from != to
 }
 
 // pooledAllOrNothing is invariant 5 for an acquire of a workload with

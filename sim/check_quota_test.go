@@ -72,3 +72,32 @@ func TestCheckerFlagsQuotaOverAdmitted(t *testing.T) {
 	s.op(OpAcquire, 0, 10, 1, 5).write(15, a, b).done(16, Admitted)
 	s.expect([]store.Item{b}, InvQuota)
 }
+
+// A refused acquire (a cascade's, or one of several resources) charged
+// its bucket 5 ms before midnight and was compensated 5 ms after: the
+// refund of the rate applied, the quota's did not (the day it was charged
+// in is over, and the next one starts at 10 whatever that one took). The
+// charge left in the ended day changes nothing a caller can see: no
+// all-or-nothing violation, and the quota's total consumed keeps it.
+func TestCheckerACompensationAfterMidnightLeavesTheQuotaCharge(t *testing.T) {
+	s, day := quotaStory(t)
+	next := day + int64(24*time.Hour/time.Millisecond)
+	at := next - testBase/1e6 - 5
+	a := qitem(1, 9, 1, day)
+	s.op(OpAcquire, 0, 0, 1, 1).write(1, nil, a).done(2, Admitted)
+	charged := qitem(2, 8, 2, day)
+	s.op(OpAcquire, 0, at-10, 1, 1).write(at, a, charged).write(at+10, charged, qitem(1, 8, 2, day)).done(at+12, Rejected)
+	s.expect([]store.Item{qitem(1, 8, 2, day)})
+}
+
+// The same compensation within the day must return the quota too: a
+// refused acquire that keeps a quota's charge in a window still running
+// took what the caller was refused.
+func TestCheckerFlagsAQuotaChargeKeptWithinTheDay(t *testing.T) {
+	s, day := quotaStory(t)
+	a := qitem(1, 9, 1, day)
+	s.op(OpAcquire, 0, 0, 1, 1).write(1, nil, a).done(2, Admitted)
+	charged := qitem(2, 8, 2, day)
+	s.op(OpAcquire, 0, 10, 1, 1).write(20, a, charged).write(30, charged, qitem(1, 8, 2, day)).done(32, Rejected)
+	s.expect([]store.Item{qitem(1, 8, 2, day)}, InvAllOrNothing, InvLostUpdate)
+}

@@ -113,6 +113,7 @@ type pendingLease struct {
 	mode     string // "admit" for a lease that charged nothing (admit mode)
 	skipped  [maxRoles][MaxLimits]bool
 	capLease int // its index in the Sim's capLog (-1: none)
+	leftOut  [maxRoles]bool
 }
 
 const (
@@ -621,7 +622,7 @@ func (c *client) schedule(lease *limiter.Lease, op *Op, amount [MaxLimits]int64)
 		return
 	}
 	pl := pendingLease{due: c.s.now + wl.callTime.draw(c.rng), lease: lease, bucket: op.Bucket, shard: op.Shard,
-		action: action, estimate: amount, base: amount, skipped: op.Skipped, capLease: c.capLease}
+		action: action, estimate: amount, base: amount, skipped: op.Skipped, capLease: c.capLease, leftOut: op.LeftOut}
 	if op.Mode == "admit" {
 		pl.mode = op.Mode
 	}
@@ -662,7 +663,7 @@ func (c *client) settle(pl *pendingLease) {
 			op := c.begin(OpAdjust, pl.bucket, delta)
 			op.Shard = pl.shard
 			err := pl.lease.Adjust(bgctx, c.adjust)
-			op.Mode, op.Skipped = pl.mode, pl.skipped
+			op.Mode, op.Skipped, op.LeftOut = pl.mode, pl.skipped, pl.leftOut
 			if c.end(err) == Admitted {
 				for i := range delta {
 					pl.base[i] += delta[i]
@@ -688,7 +689,7 @@ func (c *client) settle(pl *pendingLease) {
 	c.capEnding(pl)
 	err := pl.lease.Rollback(bgctx)
 	c.capEnded(pl, err)
-	op.Mode, op.Skipped = pl.mode, pl.skipped
+	op.Mode, op.Skipped, op.LeftOut = pl.mode, pl.skipped, pl.leftOut
 	c.end(err)
 }
 
@@ -839,6 +840,17 @@ func (o observer) Observe(ev limiter.Event) {
 		op := &c.cur.op
 		op.Pooled = ev.Path == limiter.PathPool
 		op.Mode = ev.Mode
+		op.Stray = ev.Op == "acquire" && ev.Outcome == limiter.Admitted && ev.Err != nil && ev.Path != limiter.PathFailOpen
+		for _, res := range ev.LeftOut {
+			// The resource's role and its parent's (see Effects).
+			role := 0
+			if j := slices.Index(o.s.wl.Also, res); j >= 0 {
+				role = 2 + 2*j
+			} else if res != o.s.model.Buckets[op.Bucket].Resource {
+				continue
+			}
+			op.LeftOut[role], op.LeftOut[role+1] = true, true
+		}
 		for _, name := range ev.WouldRefuse {
 			// "[parent:][RESOURCE/]NAME": the role of the bucket (see
 			// Effects), the resource named when it is one of Also's.

@@ -122,6 +122,16 @@ type Op struct {
 	// refusal whose exceeded limits are all shadow (which must not happen).
 	Skipped       [maxRoles][MaxLimits]bool
 	ShadowRefused bool
+	// Stray: an admitted acquire whose earlier try, refused by shadow
+	// limits alone, could not refund another bucket it charged
+	// (limiter.Event.Err): its buckets may keep that charge too.
+	Stray bool
+	// LeftOut marks the roles (see Effects) of the resources an admit mode
+	// left out of an acquire that charged the others
+	// (limiter.Event.LeftOut), a resource's and its cascade parent's: the
+	// acquire wrote neither, and its lease's adjusts and rollback carry
+	// the marks.
+	LeftOut [maxRoles]bool
 }
 
 // RetryInfo links a retry to the rejection it follows.

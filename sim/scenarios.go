@@ -26,7 +26,7 @@ var registry = []Scenario{
 	{Name: "steady", Summary: "many API keys (Zipf-popular) on two models, rpm+tpm limits, LLM-style token adjust after the call (default)", Build: steady},
 	{Name: "contention", Summary: "128+ writers on one bucket, demand well above its limit", Build: contention},
 	{Name: "cascade", Summary: "API keys under projects, every acquire also charges the project (cascade on)", Build: cascade},
-	{Name: "all-models", Summary: "API keys on three models, every acquire also charging the key's \"all-models\" bucket (Request.Also), whose stored limits are below the three models' together", Build: allModels},
+	{Name: "all-models", Summary: "API keys on three models, every acquire also charging the key's \"all-models\" bucket (Request.Also), whose stored limits are below the three models' together; an operator changes the resources' modes under load (all-models admitted, one key's model admitted, another key's all-models refused, a model in shadow), each resource of an acquire seeing a change at its own time", Build: allModels},
 	{Name: "skew", Summary: "client clocks up to ±1 s apart on a few busy buckets", Build: skewed},
 	{Name: "faults", Summary: "three 20 s phases 2 h apart under throttle storms, 5xx before/after apply, lost answers, conflicts, latency spikes, skew, cancelled callers, failed cascade compensations, and items expiring in between; then a fault-free tail", Build: faulty},
 	{Name: "hot-entity", Summary: "one entity and resource at 10,000 req/s with limits far above: only the 1000 WCU/s partition ceiling binds, so shards double", Build: hotEntity},
@@ -109,8 +109,28 @@ func contention(Config) *Workload {
 	}
 }
 
+// allModels: 100 keys on three models, every acquire also charging the
+// key's "all-models" bucket, and an operator changing the modes of the
+// resources under load, each taking hold within the 5 s cache TTL, on
+// each resource of an acquire at its own time: all-models admitted (left
+// out of the charges, the models alone charged) from 8 s to 18 s, one
+// key's gpt-4o admitted from 12 s to 22 s, another key's all-models
+// refused (every acquire of that key refused) from 14 s to 24 s, and
+// claude-3.5 in shadow mode from 16 s to 26 s (its limits shadow, tpm
+// adjusted after the call, also on leases whose acquire skipped it).
 func allModels(Config) *Workload {
 	return &Workload{
+		CacheTTL: 5 * time.Second,
+		ScopeChanges: []ScopeChange{
+			{At: 8 * time.Second, Resource: "all-models", Mode: "admit"},
+			{At: 12 * time.Second, Entity: "key-0001", Resource: "gpt-4o", Mode: "admit"},
+			{At: 14 * time.Second, Entity: "key-0002", Resource: "all-models", Mode: "refuse"},
+			{At: 16 * time.Second, Resource: "claude-3.5", Mode: "shadow"},
+			{At: 18 * time.Second, Resource: "all-models"},
+			{At: 22 * time.Second, Entity: "key-0001", Resource: "gpt-4o"},
+			{At: 24 * time.Second, Entity: "key-0002", Resource: "all-models"},
+			{At: 26 * time.Second, Resource: "claude-3.5"},
+		},
 		Limits:   []limiter.Limit{limiter.PerMinute("rpm", 60), limiter.PerMinute("tpm", 60_000)},
 		Entities: keysEntities(100, "key"), Resources: []string{"gpt-4o", "claude-3.5", "gemini-2"},
 		Also: []string{"all-models"}, AlsoLimits: []limiter.Limit{limiter.PerMinute("rpm", 100), limiter.PerMinute("tpm", 100_000)},

@@ -353,26 +353,9 @@ func (w *Workload) validate() error {
 			}
 		}
 	}
-	// The checker does not model adjusts of a limit an acquire skipped (a
-	// shadow limit that would refuse), so shadow limits are not adjusted.
-	adjusts := slices.ContainsFunc(w.Consume, func(r Range) bool { return r.Adjust })
-	noAdjust := func(ls []limiter.Limit) error {
-		for i, l := range ls {
-			if j := slices.IndexFunc(w.Limits, func(x limiter.Limit) bool { return x.Name == l.Name }); l.Shadow && j >= 0 && w.Consume[j].Adjust {
-				return fmt.Errorf("limit %s is shadow and adjusted (Range.Adjust): not simulated", ls[i].Name)
-			}
-		}
-		return nil
-	}
-	if err := noAdjust(w.Limits); err != nil {
-		return fmt.Errorf("sim: %w", err)
-	}
 	for _, e := range w.Entities {
 		if err := checkMode(e.Mode); err != nil {
 			return fmt.Errorf("sim: entity %q: %w", e.ID, err)
-		}
-		if err := noAdjust(e.Limits); err != nil || (e.Mode == "shadow" && adjusts) {
-			return fmt.Errorf("sim: entity %q: shadow limits are not adjusted in a simulation (%v)", e.ID, err)
 		}
 	}
 	var last time.Duration
@@ -380,21 +363,11 @@ func (w *Workload) validate() error {
 		if err := checkMode(mc.Mode); err != nil {
 			return fmt.Errorf("sim: ScopeChanges[%d]: %w", i, err)
 		}
-		if err := noAdjust(mc.Limits); err != nil || (mc.Mode == "shadow" && adjusts) {
-			return fmt.Errorf("sim: ScopeChanges[%d]: shadow limits are not adjusted in a simulation (%v)", i, err)
-		}
 		if _, ok := w.entityIdx[mc.Entity]; mc.Entity != "" && !ok {
 			return fmt.Errorf("sim: ScopeChanges[%d]: unknown entity %q", i, mc.Entity)
 		}
 		if (mc.Entity == "" && mc.Resource == "") || mc.At < last {
 			return fmt.Errorf("sim: ScopeChanges[%d]: needs an entity or a resource, and changes in time order", i)
-		}
-		if mc.Mode != "" && len(w.Also) > 0 {
-			// The limiter reads each resource's mode on its own (a change
-			// may reach one resource's cache before another's), so an
-			// acquire may charge some of its resources and leave out those
-			// admit mode drops: the checker does not model that.
-			return fmt.Errorf("sim: ScopeChanges[%d]: a mode change with Also is not simulated (each resource of an acquire may see it at its own time)", i)
 		}
 		last = mc.At
 	}
@@ -513,30 +486,32 @@ func (w *Workload) model(s *Sim) *Model {
 			continue
 		}
 		m.traffic = append(m.traffic, e)
+		parent := func(b int32, r int) {
+			if !ent.Cascade {
+				return
+			}
+			p := add(w.entityIdx[ent.Parent], r)
+			m.Buckets[b].Parent = p
+			if slices.ContainsFunc(m.Buckets[b].Modes, func(s ModeSpan) bool { return s.Mode == "shadow" }) {
+				// A child in shadow mode makes its parent's limits shadow
+				// for its acquires.
+				ls := slices.Clone(m.Buckets[p].Limits)
+				for i := range ls {
+					ls[i].Shadow = true
+				}
+				m.Buckets[p].Limits = ls
+			}
+		}
 		var also []int32 // shared by the entity's buckets: read only
 		for j := range w.Also {
 			a := add(e, len(w.Resources)+j)
-			if ent.Cascade {
-				m.Buckets[a].Parent = add(w.entityIdx[ent.Parent], len(w.Resources)+j)
-			}
+			parent(a, len(w.Resources)+j)
 			also = append(also, a)
 		}
 		for r := range w.Resources {
 			b := add(e, r)
 			m.Buckets[b].Also = also
-			if ent.Cascade {
-				p := add(w.entityIdx[ent.Parent], r)
-				m.Buckets[b].Parent = p
-				if slices.ContainsFunc(m.Buckets[b].Modes, func(s ModeSpan) bool { return s.Mode == "shadow" }) {
-					// A child in shadow mode makes its parent's limits shadow
-					// for its acquires.
-					ls := slices.Clone(m.Buckets[p].Limits)
-					for i := range ls {
-						ls[i].Shadow = true
-					}
-					m.Buckets[p].Limits = ls
-				}
-			}
+			parent(b, r)
 		}
 	}
 	if w.Probe {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,10 +83,27 @@ func acquire(c *cmdCtx, consume, also string, defaults limitFlags) error {
 	case err != nil:
 		return err
 	}
+	ev := c.last
 	if c.json() {
-		return c.printJSON(map[string]any{"admitted": true})
+		return c.printJSON(map[string]any{"admitted": true, "mode": ev.Mode, "left_out": ev.LeftOut, "would_refuse": ev.WouldRefuse})
 	}
-	fmt.Fprintf(c.stdout, "Admitted: %s took %s on %s.\n", entity, consume, strings.Join(append([]string{resource}, others...), " and "))
+	var charged []string
+	for _, r := range append([]string{resource}, others...) {
+		if !slices.Contains(ev.LeftOut, r) {
+			charged = append(charged, r)
+		}
+	}
+	if len(charged) == 0 {
+		fmt.Fprintf(c.stdout, "Admitted: %s took nothing: every resource is in admit mode.\n", entity)
+		return nil
+	}
+	fmt.Fprintf(c.stdout, "Admitted: %s took %s on %s.\n", entity, consume, strings.Join(charged, " and "))
+	if len(ev.LeftOut) > 0 {
+		fmt.Fprintf(c.stdout, "Left out (admit mode, not charged): %s.\n", strings.Join(ev.LeftOut, ", "))
+	}
+	if len(ev.WouldRefuse) > 0 {
+		fmt.Fprintf(c.stdout, "Would have been refused by shadow limits (not charged by this acquire): %s.\n", strings.Join(ev.WouldRefuse, ", "))
+	}
 	return nil
 }
 

@@ -43,6 +43,7 @@ type cmdCtx struct {
 	client *dynamodb.Client
 	lim    *limiter.Limiter
 	adm    *admin.Admin
+	last   limiter.Event // the limiter's last call, as its observer saw it
 }
 
 func newCmdCtx(ctx context.Context, stdout, stderr io.Writer) *cmdCtx {
@@ -128,7 +129,7 @@ func (c *cmdCtx) limiter() (*limiter.Limiter, error) {
 		return nil, err
 	}
 	if c.lim, err = limiter.New(st, limiter.WithNamespace(c.namespace), limiter.WithCacheTTL(0),
-		limiter.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
+		limiter.WithLogger(slog.New(slog.DiscardHandler)), limiter.WithObserver(limiter.ObserverFunc(func(e limiter.Event) { c.last = e }))); err != nil {
 		return nil, usageErrorf("%v", err)
 	}
 	return c.lim, nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -169,4 +170,24 @@ func TestAcquireAlsoAndStatusOfSeveralResources(t *testing.T) {
 		t.Fatalf("status of three resources: %+v", st)
 	}
 	c.fails(exitUsage, []string{"--also", "Request.Also[0]"}, "acquire", "key-1", "gpt-4", "--also", "gpt-4", "--consume", "rpm=1", "--limit", "rpm:5/min")
+
+	// An operator lifts the all-models cap for key-1 (admit mode) and tries
+	// a shadow limit on gpt-4: the acquire says what it left out and which
+	// shadow limit would have refused.
+	c.ok("mode", "set", "--entity", "key-1", "--resource", "all-models", "admit")
+	c.ok("limits", "set", "--resource", "gpt-4", "rpm:1/min:shadow")
+	c.ok("acquire", "key-1", "gpt-4", "--also", "all-models", "--consume", "rpm=1", "--limit", "rpm:5/min") // its token, if left
+	out = c.ok("acquire", "key-1", "gpt-4", "--also", "all-models", "--consume", "rpm=1", "--limit", "rpm:5/min")
+	contains(t, out, "Admitted: key-1 took rpm=1 on gpt-4.")
+	contains(t, out, "Left out (admit mode, not charged): all-models.")
+	contains(t, out, "Would have been refused by shadow limits (not charged by this acquire): rpm.")
+	var got struct {
+		Admitted    bool     `json:"admitted"`
+		LeftOut     []string `json:"left_out"`
+		WouldRefuse []string `json:"would_refuse"`
+	}
+	c.json(&got, "acquire", "key-1", "gpt-4", "--also", "all-models", "--consume", "rpm=1", "--limit", "rpm:5/min")
+	if !got.Admitted || !slices.Equal(got.LeftOut, []string{"all-models"}) || !slices.Equal(got.WouldRefuse, []string{"rpm"}) {
+		t.Fatalf("acquire -o json: %+v", got)
+	}
 }
