@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -456,4 +458,50 @@ func TestRegressionShadowLimitWaitDelaysRetry(t *testing.T) {
 		Rate: 214.9, RetryProb: 1, Probe: true, AdjustProb: 0.0014, AdjustSpread: 0.4, Duration: 3 * time.Second,
 		CallTime: Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second}}
 	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 0x7ae, Tail: 3500 * time.Millisecond}))
+}
+
+// rolloutWith returns the rollout scenario's workload with more scope
+// changes, kept in time order.
+func rolloutWith(changes ...ScopeChange) *Workload {
+	wl := rollout(Config{})
+	wl.ScopeChanges = append(wl.ScopeChanges, changes...)
+	slices.SortStableFunc(wl.ScopeChanges, func(a, b ScopeChange) int { return cmp.Compare(a.At, b.At) })
+	return wl
+}
+
+// The rollout scenario with a second shadow limit, tpm-new, whose charges
+// are adjusted to the tokens used like tpm's. A refusal's promise in the
+// engine's memory of when the request fits counted the shadow limits'
+// wait while its RetryAfter left them out: a client that waited the
+// RetryAfter (225 ms) was refused again locally, with a longer RetryAfter
+// (738 ms), although no one else had written the bucket (invariant 7).
+func TestRegressionRolloutAdjustedShadowLimitRetry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation")
+	}
+	wl := rollout(Config{})
+	tpmNew := limiter.PerMinute("tpm-new", 60_000)
+	tpmNew.Shadow = true
+	wl.Limits = append(wl.Limits, tpmNew)
+	wl.Consume = append(wl.Consume, llmConsume()[1])
+	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 2}))
+}
+
+// The rollout scenario with every acquire also charging the key's
+// "all-models" bucket (limits of the same names, wider rpm and tpm, the
+// same shadow rpm-new), all-models admitted from 20 s to 50 s. The same
+// promise counting the shadow limits' wait refused a client again locally
+// after it had waited the RetryAfter (296 ms), now for 32 s, although no
+// one else had written the bucket (invariant 7).
+func TestRegressionRolloutAllModelsShadowLimitRetry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation")
+	}
+	wl := rolloutWith(
+		ScopeChange{At: 20 * time.Second, Resource: "all-models", Mode: "admit"},
+		ScopeChange{At: 50 * time.Second, Resource: "all-models"})
+	wl.Also = []string{"all-models"}
+	wl.AlsoLimits = slices.Clone(wl.Limits)
+	wl.AlsoLimits[0], wl.AlsoLimits[1] = limiter.PerMinute("rpm", 160), limiter.PerMinute("tpm", 150_000)
+	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 1}))
 }
