@@ -211,6 +211,7 @@ func (c *Charge) nextShard(now int64) Step {
 			return c.refuse(now)
 		}
 		shard := pick(c.rnd, c.n, c.tried)
+		recount := false
 		if c.p.quotaNeedsShardZero(c.m, c.n, now) || c.p.capNeedsShardZero(c.m, c.n, now) {
 			// A quota's window starts on another shard only at a count
 			// learned from shard 0 in that window (see quota.go); a cap
@@ -220,6 +221,14 @@ func (c *Charge) nextShard(now int64) Step {
 				return c.refuse(now)
 			}
 			shard = 0
+		} else if !c.m.trustsCount(c.p.Ref, c.n, now) {
+			// Nor is any other shard written while no image of shard 0
+			// vouches that it exists (see Memory.trustsCount): shard 0's
+			// answer teaches the count in force (maxShardChoices bounds
+			// the round). The write goes to the store even when the image
+			// would refuse it: its answer is what lets the acquire go on
+			// to the other shards.
+			shard, recount = 0, true
 		}
 		if shard < 0 {
 			return c.refuse(now)
@@ -231,7 +240,7 @@ func (c *Charge) nextShard(now int64) Step {
 		c.onShard()
 		c.billed, c.view, c.entry = c.m.enter(c.p.Ref, shard, now)
 		c.viewN = c.n
-		if c.p.refusesLocally(&c.view, c.n, now, c.o) {
+		if !recount && c.p.refusesLocally(&c.view, c.n, now, c.o) {
 			v := c.view
 			c.lastRL = &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
 			if v.Binding {
@@ -254,6 +263,14 @@ func (c *Charge) nextShard(now int64) Step {
 		}
 		return c.blindWrite(now)
 	}
+}
+
+// needsShardZero reports whether the acquire must write shard 0 before any
+// other: a quota's window starts there (Plan.quotaNeedsShardZero), a cap's
+// epoch is learned there (Plan.capNeedsShardZero), or the client's image
+// of shard 0 no longer vouches for the count in use (Memory.trustsCount).
+func (c *Charge) needsShardZero(now int64) bool {
+	return c.p.quotaNeedsShardZero(c.m, c.n, now) || c.p.capNeedsShardZero(c.m, c.n, now) || !c.m.trustsCount(c.p.Ref, c.n, now)
 }
 
 // onShard sets the plan for the current shard, from the memory's image of
@@ -533,7 +550,7 @@ func (c *Charge) throttled(err error, now int64) Step {
 func (c *Charge) spread(err error, now int64) Step {
 	// (Not when a quota needs shard 0 first, and shard 0 is what refused:
 	// see nextShard.)
-	if c.n > 1 && len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n && !c.p.quotaNeedsShardZero(c.m, c.n, now) && !c.p.capNeedsShardZero(c.m, c.n, now) {
+	if c.n > 1 && len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n && !c.needsShardZero(now) {
 		return c.nextShard(now) // another shard is another partition
 	}
 	if c.throttle == nil && c.phase == phWrite && c.view.busyness(now) != busyNo {
@@ -591,7 +608,7 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		// count rather than join them here.
 		c.m.learn(c.p.Ref, c.shard, im, im.shardCount, now, c.lat, nil)
 		c.n = im.shardCount
-		if c.shard != 0 || !c.p.quotaNeedsShardZero(c.m, c.n, now) {
+		if c.shard != 0 || !c.needsShardZero(now) {
 			return c.nextShard(now)
 		}
 		// Shard 0 is where a quota's window starts (see quota.go): write
@@ -603,7 +620,7 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		c.n = learnt
 	}
 	c.m.learn(c.p.Ref, c.shard, im, learnt, now, c.lat, nil)
-	if c.shard != 0 && c.p.quotaNeedsShardZero(c.m, c.n, now) {
+	if c.shard != 0 && c.needsShardZero(now) {
 		// A quota's window ended since the acquire chose this shard: the
 		// next window starts here only at shard 0's count (see quota.go).
 		return c.nextShard(now)
@@ -751,7 +768,8 @@ func (c *Charge) afterDouble(r *Result, now int64) Step {
 		return c.after() // shard 0 is missing: the next acquire creates it
 	}
 	if m, ok := shard0.Int(keys.AttrShardCount); ok && m > c.n {
-		c.m.learn(c.p.Ref, 0, nil, m, now, c.lat, nil) // someone else doubled first
+		img, _ := Decode(shard0)                       // nil when odd: the count alone, not vouched for
+		c.m.learn(c.p.Ref, 0, img, m, now, c.lat, nil) // someone else doubled first
 		c.n, c.tried = m, c.tried[:0]
 		return c.nextShard(now)
 	}

@@ -24,6 +24,7 @@ func TestDiscoveryReadsAreConsistentAndBounded(t *testing.T) {
 	p := plan1(bucketRef)
 	m := speculating(NewMemory(0))
 	m.learn(bucketRef, 0, nil, 2, T, 0, nil)
+	vouch(m, bucketRef, T)
 	c := NewCharge(m, p, picks(1), Options{})
 	step := converse(t, c.Start(T), c.Feed, T, []exchange{
 		{"update 1 speculative", gone},
@@ -103,6 +104,7 @@ func TestShardsAreMadeAtTheCountTheirSiblingsShow(t *testing.T) {
 	// charging nothing, and the request goes on at shard 0.
 	m := speculating(NewMemory(0))
 	m.learn(bucketRef, 0, nil, 2, T, 0, nil)
+	vouch(m, bucketRef, T)
 	c = NewCharge(m, p, picks(1), Options{})
 	step = converse(t, c.Start(T), c.Feed, T, []exchange{
 		{"update 1 speculative", gone},
@@ -182,6 +184,7 @@ func TestMovingOnLeavesTheBillToTheShard(t *testing.T) {
 	p := plan1(bucketRef)
 	m := speculating(NewMemory(0))
 	m.learn(bucketRef, 0, nil, 2, T, 0, nil)
+	vouch(m, bucketRef, T)
 	c := NewCharge(m, p, picks(), Options{})
 	converse(t, c.Start(T), c.Feed, T, []exchange{
 		{"update 0 speculative", failed(shape{n: 2, rf: T, tk: rpsShort}.item(p))},
@@ -247,6 +250,7 @@ func TestSpreadAndExhaustedStopAtTheirBounds(t *testing.T) {
 	} {
 		m := NewMemory(0)
 		m.learn(bucketRef, 0, nil, c.n, T, 0, nil)
+		vouch(m, bucketRef, T)
 		ch := NewCharge(m, p, picks(), Options{})
 		step := ch.Start(T)
 		for i := 0; i < c.tries; i++ {
@@ -267,6 +271,7 @@ func TestARefusalThatShowsADoublingChoosesAgain(t *testing.T) {
 	p := plan1(bucketRef)
 	m := speculating(NewMemory(0))
 	m.learn(bucketRef, 0, nil, 2, T, 0, nil)
+	vouch(m, bucketRef, T)
 	ch := NewCharge(m, p, picks(1), Options{})
 	converse(t, ch.Start(T), ch.Feed, T, []exchange{
 		{"update 1 speculative", failed(shape{shard: 1, n: 2, rf: T, tk: rpsShort}.item(p))},
@@ -294,6 +299,7 @@ func TestChargedLearnsTheCount(t *testing.T) {
 	} {
 		m := NewMemory(0)
 		m.learn(bucketRef, 0, nil, 2, T, 0, nil)
+		vouch(m, bucketRef, T)
 		ch := NewCharge(m, p, picks(c.shard), Options{})
 		step := ch.Start(T)
 		step = ch.Feed(wrote(shape{shard: c.shard, n: c.counts, rf: T}.item(p)), T)
@@ -606,6 +612,7 @@ func TestAShardBeyondShardZerosCountIsNotMade(t *testing.T) {
 	p := plan1(bucketRef)
 	m := speculating(NewMemory(0))
 	m.learn(bucketRef, 0, nil, 4, T, 0, nil)
+	vouch(m, bucketRef, T)
 	c := NewCharge(m, p, picks(2), Options{})
 	converse(t, c.Start(T), c.Feed, T, []exchange{
 		{"update 2 speculative", gone},

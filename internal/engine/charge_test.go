@@ -31,7 +31,7 @@ func TestChargePaths(t *testing.T) {
 		return func(t *testing.T, m *Memory) { knows(t, m, ref, s.item(p), 1, at) }
 	}
 	sharded := func(n int64) func(*testing.T, *Memory) {
-		return func(_ *testing.T, m *Memory) { m.learn(ref, 0, nil, n, T-1000, 0, nil) }
+		return func(_ *testing.T, m *Memory) { m.learn(ref, 0, nil, n, T-1000, 0, nil); vouch(m, ref, T-1000) }
 	}
 
 	cases := []struct {

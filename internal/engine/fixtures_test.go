@@ -322,3 +322,12 @@ func speculating(m *Memory) *Memory {
 	m.anyPlan.found(false)
 	return m
 }
+
+// vouch makes m trust the shard count it holds for ref as if an image of
+// shard 0 at that count had come at at (see Memory.trustsCount): the
+// count alone sends the next acquire to shard 0 first.
+func vouch(m *Memory, ref keys.Bucket, at int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.get(idOf(ref)).vouched = at + shardZeroLife - countSkew
+}

@@ -299,6 +299,12 @@ func (r *Reserve) next(im *Image, now int64) Step {
 	if r.attempts >= maxReserveWrites || im == nil || !im.matches(r.p, r.n) {
 		return r.decline(now)
 	}
+	if reserves, _ := r.p.holding(); reserves && r.shard != 0 && !r.m.trustsCount(r.p.Ref, r.n, now) {
+		// No image of shard 0 vouches for the count: the shard may be one
+		// left over from before shard 0 expired (see Memory.trustsCount).
+		// The plain charge that follows the decline writes shard 0 first.
+		return r.decline(now)
+	}
 	if !im.genOpen(now) && im.holds && !im.reclaimable(now) && im.held(r.p) {
 		return r.decline(now) // the generation is closing: its pools go back first
 	}

@@ -54,6 +54,9 @@ func idOf(ref keys.Bucket) bucketID { return bucketID{ref.Entity, ref.Resource} 
 type bucketInfo struct {
 	n      int64
 	grewAt int64 // ms, when n last grew in this memory (0: never)
+	// vouched is until when (ms, this client's clock) the last image of
+	// shard 0 vouches that shard 0 exists (see trustsCount); 0: none.
+	vouched int64
 	// The shards' entries: shard 0's in the bucket's own allocation (zero
 	// points to s0 once made), the others in more (nil until one is). Most
 	// buckets have one shard: their entry costs no map and no allocation
@@ -256,6 +259,48 @@ func (m *Memory) Count(ref keys.Bucket) int64 {
 	return 1
 }
 
+// A process trusts a shard count above one only while its image of shard 0
+// vouches for it: every write leaves an item's ttl at least half an hour
+// after the write (see Plan.ttl), so the shard 0 an image shows is not
+// deleted, and cannot be made anew at one shard beside the other shards,
+// before the earlier of the ttl the image shows and half an hour after
+// the image. countSkew less tolerates that much clock skew between
+// processes. Past that, or with no image of shard 0, the next acquire
+// writes shard 0 first (Charge.nextShard):
+// its write, conditional on the count, lands or teaches the count in
+// force; no process writes another shard left over from before shard 0
+// was made anew.
+const (
+	shardZeroLife = 30 * 60 * 1000 // ms
+	countSkew     = 5 * 60 * 1000  // ms
+)
+
+// trustsCount reports whether the client may choose among n shards of the
+// bucket without writing shard 0 first: n is 1, or its last image of
+// shard 0 still vouches that shard 0 exists (see shardZeroLife), so that
+// no shard was left over beside one made anew.
+func (m *Memory) trustsCount(ref keys.Bucket, n, now int64) bool {
+	if n <= 1 {
+		return true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.get(idOf(ref))
+	return b != nil && now < b.vouched
+}
+
+// vouchedUntil returns until when (ms) img, an image of shard 0 received
+// at now, lat ms after its call was made, vouches for the count it shows:
+// the item is not deleted before the earlier of its ttl and half an hour
+// after the call, less countSkew (see shardZeroLife).
+func vouchedUntil(img *Image, now, lat int64) int64 {
+	until := satAdd(now-lat, shardZeroLife)
+	if ttl, ok := img.raw.Int(store.AttrTTL); ok && ttl < until/1000 {
+		until = max(ttl, 0) * 1000
+	}
+	return until - countSkew
+}
+
 // begin is Count and pendingDoubling in one look: what an acquire starts
 // from.
 func (m *Memory) begin(ref keys.Bucket, now int64) (n, doubling int64) {
@@ -362,6 +407,9 @@ func (m *Memory) learnIn(b *bucketInfo, fresh bool, shard int, img *Image, n, no
 	}
 	if img == nil {
 		return
+	}
+	if shard == 0 {
+		b.vouched = vouchedUntil(img, now, lat)
 	}
 	si := b.makeShard(shard)
 	si.own(mine)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/shardlimit/limiter/internal/keys"
+	"github.com/shardlimit/limiter/store"
 )
 
 // What a client remembers of a shard and the estimates it takes from it.
@@ -462,4 +463,37 @@ func (m *Memory) grewRecently(ref keys.Bucket, now int64) bool {
 	defer m.mu.Unlock()
 	b := m.get(idOf(ref))
 	return b != nil && b.grewRecently(now)
+}
+
+// An image of shard 0 vouches for the count it shows for 25 minutes after
+// the call that brought it, or until 5 minutes before the item's ttl when
+// that comes sooner (an item read near its expiry may be deleted, and made
+// again at one shard, soon after). A count another shard teaches (a
+// doubling) is trusted while shard 0 is vouched for: it is shard 0's.
+func TestAnImageOfShardZeroVouchesForItsCount(t *testing.T) {
+	p := plan1(bucketRef)
+	m := NewMemory(0)
+	zero := shape{n: 2, rf: T}.item(p)
+	m.learn(bucketRef, 0, image(t, zero), 2, T+100, 100, nil) // the call was made at T
+	if !m.trustsCount(bucketRef, 2, T+25*60_000-1) || m.trustsCount(bucketRef, 2, T+25*60_000) {
+		t.Fatal("an image of shard 0 vouches for its count for other than 25 minutes after its call")
+	}
+	ttl, _ := zero.Int(store.AttrTTL)
+	near := shape{n: 2, rf: T}.item(p)
+	near[store.AttrTTL] = store.Int((T+10*60_000)/1000 + 1) // read 10 minutes before its expiry
+	m.learn(bucketRef, 0, image(t, near), 2, T, 0, nil)
+	if !m.trustsCount(bucketRef, 2, T+5*60_000) || m.trustsCount(bucketRef, 2, T+6*60_000) {
+		t.Fatalf("an image 10 minutes before its ttl (%d s) vouches past 5 minutes before it", ttl)
+	}
+	m.learn(bucketRef, 0, image(t, zero), 2, T, 0, nil)
+	m.learn(bucketRef, 1, nil, 4, T+1, 0, nil) // another shard shows 4
+	if !m.trustsCount(bucketRef, 4, T+2) {
+		t.Fatal("a doubling learned from shard 1 is not trusted while shard 0 is vouched for")
+	}
+	if m.trustsCount(bucketRef, 4, T+25*60_000) {
+		t.Fatal("a doubling learned from shard 1 is trusted after shard 0's image stopped vouching")
+	}
+	if !m.trustsCount(bucketRef, 1, T+2) {
+		t.Fatal("one shard needs no image of shard 0")
+	}
 }

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"reflect"
 	"testing"
 
 	"github.com/shardlimit/limiter/internal/keys"
@@ -107,11 +109,11 @@ func TestStoryStaleCountAfterADoubling(t *testing.T) {
 }
 
 // The whole bucket expired, every shard of it, while a client still
-// remembers 4 shards. Its write to shard 2 finds nothing; before making
-// shard 2 it reads shard 0, which is gone too: the client forgets the
-// bucket and starts again at one shard. Shard 0 is missing, the index lists
-// no other shard: the bucket is made again, at one shard, and shard 2 is
-// never made (it would refill beside the new shard 0).
+// remembers 4 shards, learned two hours ago. No image of shard 0 vouches
+// for that count any more (see Memory.trustsCount), so the client writes
+// shard 0 first, at 4 shards, and finds nothing; the index lists no other
+// shard: the bucket is made again, at one shard, and shard 2 is never
+// written (it would refill beside the new shard 0).
 func TestStoryWholeBucketExpiredWithAStaleCount(t *testing.T) {
 	p := planBusy(bucketRef) // limits that may double the bucket (see Plan.createsInOne)
 	st := sim(t)
@@ -119,8 +121,7 @@ func TestStoryWholeBucketExpiredWithAStaleCount(t *testing.T) {
 	m.learn(bucketRef, 0, nil, 4, T-7_200_000, 0, nil)
 	c := NewCharge(m, p, picks(2), Options{})
 
-	play(t, st, c.Start(T), c.Feed, T, "update 2 speculative", "get [0] discover",
-		"update 0 speculative", "query discover", "put 0 create", "done create")
+	play(t, st, c.Start(T), c.Feed, T, "update 0 speculative", "query discover", "put 0 create", "done create")
 	if n := attr(t, st, bucketRef, 0, "shard_count"); n != 1 || st.Peek(bucketRef.WithShard(2).Key()) != nil {
 		t.Fatalf("shard 0 counts %d, shard 2 exists %v; want 1 and no shard 2", n, st.Peek(bucketRef.WithShard(2).Key()) != nil)
 	}
@@ -434,6 +435,51 @@ func TestOwnRefillIsTheFullOrNormalWrites(t *testing.T) {
 		b := NewCharge(m, p, picks(), Options{})
 		if s := b.Start(T + 200); describe(s) != c.then {
 			t.Errorf("%s: then %q, want %q", c.name, describe(s), c.then)
+		}
+	}
+}
+
+// A process remembers a bucket of 4 shards across the expiry of shard 0.
+// Its own write to shard 0 at T showed the count; every write leaves an
+// item's ttl at least half an hour later, so for 25 minutes that image
+// vouches for 4 shards and the process spreads over them. Two hours later
+// shard 0 has expired and another process has made it again at one
+// shard, full, in one call (without looking for the old shards), while
+// shards 1-3 live on with their tokens. The process's image of shard 0 no
+// longer vouches for anything: it writes shard 0 first, at 4 shards, and
+// the write fails and teaches the count in force, 1. The old shards are
+// never written again: their tokens beside the new shard 0's full burst
+// would admit more than a burst at one instant.
+func TestStoryACountRememberedAcrossShardZerosExpiry(t *testing.T) {
+	p := plan1(bucketRef)
+	old := func(s int) store.Item { return shape{shard: s, n: 4, rf: T}.item(p) }
+	st := sim(t, old(0), old(1), old(2), old(3))
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, old(0), 4, T)
+
+	at := T + 24*60_000
+	c := NewCharge(m, p, picks(2), Options{})
+	play(t, st, c.Start(at), c.Feed, at, "update 2 speculative", "update 2 full", "done full")
+
+	at = T + 2*3_600_000
+	if _, err := st.Delete(context.Background(), store.DeleteInput{Key: bucketRef.WithShard(0).Key()}); err != nil {
+		t.Fatal(err)
+	}
+	remade := shape{rf: at}.item(p)
+	if _, err := st.Put(context.Background(), store.PutInput{Item: remade}); err != nil {
+		t.Fatal(err)
+	}
+	left := []store.Item{st.Peek(bucketRef.WithShard(1).Key()), st.Peek(bucketRef.WithShard(2).Key()), st.Peek(bucketRef.WithShard(3).Key())}
+	for i := 0; i < 3; i++ {
+		c = NewCharge(m, p, picks(1, 2, 3), Options{})
+		step, _ := drive(st, func() int64 { return at }, c.Start(at), c.Feed)
+		if !step.Done || c.Shard != 0 || c.N != 1 {
+			t.Fatalf("acquire %d: %q on shard %d of %d, want done on shard 0 of 1", i, describe(step), c.Shard, c.N)
+		}
+	}
+	for s := 1; s < 4; s++ {
+		if !reflect.DeepEqual(st.Peek(bucketRef.WithShard(s).Key()), left[s-1]) {
+			t.Fatalf("shard %d, left over from before shard 0 expired, was written", s)
 		}
 	}
 }

@@ -261,6 +261,7 @@ func TestTheColdWriteOnANewShardIsTheSpeculativeOne(t *testing.T) {
 	}
 	m = NewMemory(0)
 	m.learn(bucketRef, 0, nil, 2, T-100, 0, nil)
+	vouch(m, bucketRef, T-100)
 	c = NewCharge(m, p, picks(1), Options{})
 	if s := c.Start(T); describe(s) != "update 1 speculative" {
 		t.Fatalf("shard 1 of 2, no history: %q, want the speculative write", describe(s))
