@@ -170,10 +170,6 @@ func genConfig(t *rapid.T, long bool) sim.Config {
 	cascade := rapid.Bool().Draw(t, "cascade")
 	if pressure {
 		cascade = rapid.IntRange(0, 2).Draw(t, "pressure_cascade") == 0
-		// Not with a quota: a cascade whose parent splits around the
-		// quota's boundary is a known gap (a compensation that refunds
-		// the rates but not the quota, and a few units over the quota).
-		cascade = cascade && !quota
 	}
 	// With a quota too: a cascade's compensation after the quota's window
 	// ended leaves the charge in the window that ended (a window starts at

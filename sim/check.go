@@ -33,8 +33,8 @@ const (
 	// error (or a refusal), never with a lease, fail-open included.
 	InvCancelled = "cancelled-acquire"
 	// InvQuota: what acquires take of a calendar quota in one window (all
-	// shards of the bucket together, net of the settlements in it) is at
-	// most the quota at every acquire's write; and every write dates the
+	// shards of the bucket together, net of the refunds to it) is at most
+	// the quota at every acquire's write; and every write dates the
 	// quota's window at a boundary of its calendar around the write's time.
 	InvQuota = "quota-per-window"
 	// InvModes: an acquire of a disabled scope makes no write, to its
@@ -170,7 +170,8 @@ type bstate struct {
 	itemUncertain bool
 	// invariant 3: admissions (+) and refunds (-), millitokens
 	events [MaxLimits][]admEvent
-	// quota-per-window: net charge per quota and window start (Unix ms)
+	// quota-per-window: what acquires took net of refunds, per quota and
+	// window start (Unix ms)
 	quotaNet map[[2]int64]int64
 }
 
@@ -1273,8 +1274,12 @@ func CheckDeterminism(first, second string) []Violation {
 // quotaWindows checks the quotas' part of one write of bucket b (the
 // invariant InvQuota): the window it dates the quota at is a boundary of
 // the quota's calendar within the clocks' spread and the latency bound of
-// the write's time, and an acquire's charge leaves what acquires and
-// settlements took of that window, over all shards, at most the quota.
+// the write's time, and an acquire's charge leaves what acquires took of
+// that window, net of the refunds to it, over all shards, at most the
+// quota. A settlement's charge does not count: on a sharded bucket a debt
+// is one shard's, and the other shards' acquires still take their shares
+// (docs/limiter.md, "Shards and cascades"); invariant 4 keeps an indebted
+// shard's own acquires out.
 func (c *Checker) quotaWindows(cause *Cause, b *bstate, pk string, n *img, dtc *[MaxLimits]int64, at int64, seq uint64) {
 	if !n.ok {
 		return
@@ -1301,6 +1306,11 @@ func (c *Checker) quotaWindows(cause *Cause, b *bstate, pk string, n *img, dtc *
 		if s, _ := cal.Bounds(ws); s != ws || ws < lo || ws > hi {
 			c.flag(InvQuota, "%s limit %s dated at window %s by a write at %s (seq %d)",
 				pk, c.m.LimitNames[i], time.UnixMilli(ws).In(locOf(cal)), time.UnixMilli(now).In(locOf(cal)), seq)
+		}
+		if dtc[i] > 0 && cause != nil && cause.Kind != OpAcquire {
+			// A settlement's charge (a debt) is its shard's: it refuses
+			// that shard's acquires (invariant 4), not the others' shares.
+			continue
 		}
 		key := [2]int64{int64(i), ws}
 		b.quotaNet[key] += dtc[i]

@@ -25,7 +25,12 @@ func quotaStory(t *testing.T) (*story, int64) {
 // qitem is the bucket with rpm charged rpmTC tokens and usd holding left
 // of its window from ws, usdTC consumed.
 func qitem(rpmTC, left, usdTC float64, ws int64) store.Item {
-	it := item("solo", 0, 1, 0, lim{tk: 10 - rpmTC, tc: rpmTC, ra: 10}, lim{})
+	return qshard(0, 1, rpmTC, left, usdTC, ws)
+}
+
+// qshard is qitem on shard of a bucket of n shards.
+func qshard(shard int, n int64, rpmTC, left, usdTC float64, ws int64) store.Item {
+	it := item("solo", shard, n, 0, lim{tk: 10 - rpmTC, tc: rpmTC, ra: 10}, lim{})
 	for _, f := range []string{bucket.FieldTokens, bucket.FieldTotalConsumed, bucket.FieldRefillAmount, bucket.FieldRefillPeriod, bucket.FieldBurst} {
 		delete(it, bucket.AttrName("tpm", f))
 	}
@@ -100,4 +105,36 @@ func TestCheckerFlagsAQuotaChargeKeptWithinTheDay(t *testing.T) {
 	charged := qitem(2, 8, 2, day)
 	s.op(OpAcquire, 0, 10, 1, 1).write(20, a, charged).write(30, charged, qitem(1, 8, 2, day)).done(32, Rejected)
 	s.expect([]store.Item{qitem(1, 8, 2, day)}, InvAllOrNothing, InvLostUpdate)
+}
+
+// On a bucket of two shards each holds 5 of the day's 10. An adjust
+// charges shard 1 past its share (a debt of 3, which refuses that shard's
+// acquires until the day ends); shard 0 then spends its own 5. The day's
+// net charge is 13, but acquires took 10, the quota: a debt on one shard
+// does not reach the others' shares (docs/limiter.md, "Shards and
+// cascades"), and invariant 4 keeps the indebted shard's acquires out.
+func TestCheckerQuotaDebtOnOneShardLeavesTheOthersShares(t *testing.T) {
+	s, day := quotaStory(t)
+	a0, a1 := qshard(0, 2, 0, 5, 0, day), qshard(1, 2, 0, 5, 0, day)
+	b1 := qshard(1, 2, 1, 0, 5, day)
+	s.op(OpAcquire, 0, 0, 1, 5).write(5, a1, b1).done(6, Admitted)
+	debt := qshard(1, 2, 1, -3, 8, day)
+	s.op(OpAdjust, 0, 10, 0, 3).write(15, b1, debt).done(16, Admitted)
+	b0 := qshard(0, 2, 1, 0, 5, day)
+	s.op(OpAcquire, 0, 20, 1, 5).write(25, a0, b0).done(26, Admitted)
+	s.expect([]store.Item{b0, debt})
+}
+
+// The same acquire on shard 0 taking 6 (its share and one more) is
+// flagged: acquires took 11 of the day's 10.
+func TestCheckerFlagsQuotaOverTheSharesBesideADebt(t *testing.T) {
+	s, day := quotaStory(t)
+	a0, a1 := qshard(0, 2, 0, 5, 0, day), qshard(1, 2, 0, 5, 0, day)
+	b1 := qshard(1, 2, 1, 0, 5, day)
+	s.op(OpAcquire, 0, 0, 1, 5).write(5, a1, b1).done(6, Admitted)
+	debt := qshard(1, 2, 1, -3, 8, day)
+	s.op(OpAdjust, 0, 10, 0, 3).write(15, b1, debt).done(16, Admitted)
+	b0 := qshard(0, 2, 1, 0, 6, day)
+	s.op(OpAcquire, 0, 20, 1, 6).write(25, a0, b0).done(26, Admitted)
+	s.expect([]store.Item{b0, debt}, InvQuota)
 }
