@@ -3,6 +3,7 @@ package engine
 import (
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/shardlimit/limiter/bucket"
@@ -233,5 +234,69 @@ func TestABucketWithACapIsMadeByThePut(t *testing.T) {
 	}
 	for i := range ringSize {
 		attr(t, st, bucketRef, 0, capAttr("inflight", "e"+string(rune('0'+i))))
+	}
+}
+
+// A writer that still uses the shard count from before a doubling, with
+// its image of shard 0 older than the cap's epoch, must not charge the cap
+// on an old shard no writer at the new count has touched since: that
+// shard's item still says the old count, so the write's shard_count
+// condition holds, and the writer would admit the old share there (2 of 4
+// slots at 2 shards; 1 at 4) while the other shards, their phantoms long
+// gone, are full at the new share: 5 live leases for a cap of 4. The
+// writer goes to shard 0 first: its count condition fails there, and the
+// returned item teaches the writer the count in force.
+func TestAWriterWithAStaleShardCountCannotOverAdmitTheCap(t *testing.T) {
+	cap4 := Limit{Name: "inflight", Limit: bucket.Limit{Capacity: 4000, Burst: 4000}, TTL: 60_000}
+	p := capPlan(cap4)
+	old := T - 200_000 // the doubling from 2 to 4 shards, and the new shards' creation: phantoms gone
+	zero := shape{shard: 0, n: 4, rf: old}.item(p)
+	st := sim(t, zero,
+		shape{shard: 1, n: 2, rf: old}.item(p), // an old shard, not written since the doubling
+		shape{shard: 2, n: 4, rf: old}.item(p),
+		shape{shard: 3, n: 4, rf: old}.item(p))
+	now := T
+
+	// A writer at 4 shards fills shards 0, 2 and 3, one slot (its share) each.
+	m4 := NewMemory(16)
+	heard(t, m4, bucketRef, zero, 4, now)
+	for _, shard := range []int{0, 2, 3} {
+		c := NewCharge(m4, p, picks(shard), Options{})
+		s, _ := drive(st, func() int64 { return now }, c.Start(now), c.Feed)
+		if !s.Done || c.Shard != shard {
+			t.Fatalf("the writer at 4 shards on shard %d: %q on shard %d; want admitted there", shard, describe(s), c.Shard)
+		}
+	}
+
+	// The stale writer saw shard 0 at 2 shards before the doubling; its
+	// count is still vouched for, but its image is older than an epoch. It
+	// draws shard 1 (at 2 shards, a share of 2 slots) for each acquire.
+	stale := NewMemory(16)
+	heard(t, stale, bucketRef, shape{shard: 0, n: 2, rf: old - 10_000}.item(p), 2, old-10_000)
+	vouch(stale, bucketRef, now-1000)
+	for i := range 2 {
+		c := NewCharge(stale, p, picks(1, 1, 1, 1), Options{})
+		first := c.Start(now)
+		if i == 0 && !strings.HasPrefix(describe(first), "update 0 ") {
+			t.Errorf("the stale writer's first write: %q; want one to shard 0", describe(first))
+		}
+		s, paths := drive(st, func() int64 { return now }, first, c.Feed)
+		if s.Err != nil {
+			t.Fatal(s.Err)
+		}
+		t.Logf("stale writer's acquire %d: %q via %v", i+1, describe(s), paths)
+	}
+	if n, _ := stale.begin(bucketRef, now); n != 4 {
+		t.Errorf("the stale writer still counts %d shards; want 4, learned from shard 0", n)
+	}
+
+	live := int64(0)
+	c := &p.caps[0]
+	for shard := range 4 {
+		r, _ := image(t, st.Peek(bucketRef.WithShard(shard).Key())).ring(c)
+		live += r.live(c.epoch(now))
+	}
+	if live > 4 {
+		t.Fatalf("%d live leases for a cap of 4: the stale writer admitted at the old share on an old shard", live)
 	}
 }
