@@ -19,7 +19,6 @@ type observer struct {
 	// commits are the Commit calls that wrote: the releases of a
 	// concurrency cap's slots.
 	commits pathStats
-	tl      *timeline // -timeline, or nil
 }
 
 // pathStats is what the acquires that ended on one path cost.
@@ -50,7 +49,6 @@ func (o *observer) Observe(ev limiter.Event) {
 	if ev.Op != "acquire" || !o.on.Load() {
 		return
 	}
-	o.tl.ended(ev.Path)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	p := o.paths[ev.Path]
