@@ -50,7 +50,12 @@ type Scope struct {
 	Resource string `json:"resource,omitempty"`
 }
 
-func (s Scope) key(ns string) (store.Key, error) {
+// scopeKey checks the call (see begin) and returns the key of s's stored
+// limits and mode.
+func (a *Admin) scopeKey(ctx context.Context, s Scope) (store.Key, error) {
+	if err := a.begin(ctx); err != nil {
+		return store.Key{}, err
+	}
 	switch {
 	case s.Entity == "" && s.Resource == "":
 		return store.Key{}, invalid("Scope", "needs an Entity, a Resource or both")
@@ -58,18 +63,18 @@ func (s Scope) key(ns string) (store.Key, error) {
 		if err := checkResource("Scope.Resource", s.Resource); err != nil {
 			return store.Key{}, err
 		}
-		return keys.ResourceLimits(ns, s.Resource), nil
+		return keys.ResourceLimits(a.ns, s.Resource), nil
 	}
 	if err := checkEntity("Scope.Entity", s.Entity); err != nil {
 		return store.Key{}, err
 	}
 	if s.Resource == "" {
-		return keys.EntityLimits(ns, s.Entity, keys.AnyResource), nil
+		return keys.EntityLimits(a.ns, s.Entity, keys.AnyResource), nil
 	}
 	if err := checkResource("Scope.Resource", s.Resource); err != nil {
 		return store.Key{}, err
 	}
-	return keys.EntityLimits(ns, s.Entity, s.Resource), nil
+	return keys.EntityLimits(a.ns, s.Entity, s.Resource), nil
 }
 
 // PutEntity creates or replaces an entity. An entity may not be its own
@@ -144,10 +149,7 @@ func (a *Admin) DeleteEntity(ctx context.Context, id string) error {
 // record are one transaction; storing the limits already stored writes
 // nothing.
 func (a *Admin) PutLimits(ctx context.Context, s Scope, limits []limiter.Limit) error {
-	if err := a.begin(ctx); err != nil {
-		return err
-	}
-	k, err := s.key(a.ns)
+	k, err := a.scopeKey(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -167,10 +169,7 @@ func (a *Admin) PutLimits(ctx context.Context, s Scope, limits []limiter.Limit) 
 // GetLimits reads the limits stored for exactly this scope (consistently,
 // bypassing the cache).
 func (a *Admin) GetLimits(ctx context.Context, s Scope) ([]limiter.Limit, bool, error) {
-	if err := a.begin(ctx); err != nil {
-		return nil, false, err
-	}
-	k, err := s.key(a.ns)
+	k, err := a.scopeKey(ctx, s)
 	if err != nil {
 		return nil, false, err
 	}
@@ -185,10 +184,7 @@ func (a *Admin) GetLimits(ctx context.Context, s Scope) ([]limiter.Limit, bool, 
 // record; the scope's mode stays (SetMode changes it). Deleting limits
 // that are not stored writes nothing.
 func (a *Admin) DeleteLimits(ctx context.Context, s Scope) error {
-	if err := a.begin(ctx); err != nil {
-		return err
-	}
-	k, err := s.key(a.ns)
+	k, err := a.scopeKey(ctx, s)
 	if err != nil {
 		return err
 	}

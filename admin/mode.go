@@ -51,10 +51,7 @@ const (
 // transaction; setting the mode a scope already has writes nothing. An
 // unknown mode is refused, naming the field, and nothing is written.
 func (a *Admin) SetMode(ctx context.Context, s Scope, m Mode) error {
-	if err := a.begin(ctx); err != nil {
-		return err
-	}
-	k, err := s.key(a.ns)
+	k, err := a.scopeKey(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -76,10 +73,7 @@ func (a *Admin) SetMode(ctx context.Context, s Scope, m Mode) error {
 // GetMode reads the mode of exactly this scope (consistently, bypassing
 // the cache): ModeEnforce when it has none.
 func (a *Admin) GetMode(ctx context.Context, s Scope) (Mode, error) {
-	if err := a.begin(ctx); err != nil {
-		return "", err
-	}
-	k, err := s.key(a.ns)
+	k, err := a.scopeKey(ctx, s)
 	if err != nil {
 		return "", err
 	}

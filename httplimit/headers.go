@@ -128,25 +128,21 @@ func (f fields) items(own, parent []limiter.LimitState) []namedState {
 	}
 	add("", own)
 	add(ParentPrefix, parent)
+	// The entity's limits before the parent's, the first resource's before
+	// the others'.
+	group := func(s namedState) int { return 2*btoi(s.parent) + btoi(s.also) }
 	slices.SortFunc(out, func(a, b namedState) int {
-		if a.parent != b.parent {
-			if b.parent {
-				return -1
-			}
-			return 1
-		}
-		if a.also != b.also {
-			if b.also {
-				return -1
-			}
-			return 1
-		}
-		if c := cmp.Compare(f.place(a.Limit.Name), f.place(b.Limit.Name)); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
+		return cmp.Or(cmp.Compare(group(a), group(b)), cmp.Compare(f.place(a.Limit.Name), f.place(b.Limit.Name)),
+			strings.Compare(a.name, b.name))
 	})
 	return out
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (f fields) place(name string) int {

@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(&command{path: "acquire", args: "ENTITY RESOURCE", minArgs: 2, maxArgs: 2,
+	register(&command{path: "acquire", admin: true, args: "ENTITY RESOURCE", minArgs: 2, maxArgs: 2,
 		short: "take tokens as a request would (exit 1 when rate limited): to try limits out",
 		setup: func(c *cmdCtx) func() error {
 			consume := c.fs.String("consume", "", "tokens per limit, e.g. rpm=1,tpm=500 (required)")
@@ -52,15 +52,11 @@ func acquire(c *cmdCtx, consume, also string, defaults limitFlags) error {
 	if err != nil {
 		return err
 	}
-	adm, err := c.admin()
-	if err != nil {
-		return err
-	}
 	entity, resource := c.args[0], c.args[1]
 	if limits == nil {
 		// Without --limit, the request carries the bucket's own limits, as
 		// the service that wrote it last did; stored limits win anyway.
-		bs, err := adm.Buckets(c.ctx, entity, resource)
+		bs, err := c.adm.Buckets(c.ctx, entity, resource)
 		if err != nil {
 			return err
 		}

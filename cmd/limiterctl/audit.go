@@ -25,7 +25,7 @@ func init() {
 				resume := c.fs.Bool("resume", false, "grant what the bucket's interrupted top-ups have not granted yet (no LIMIT=N)")
 				return func() error { return bucketTopUp(c, *resume) }
 			}},
-		&command{path: "audit list", args: "[ENTITY]", minArgs: 0, maxArgs: 1,
+		&command{path: "audit list", admin: true, args: "[ENTITY]", minArgs: 0, maxArgs: 1,
 			short: "configuration changes of an entity (or, with --resource alone, of a resource's limits), newest first",
 			setup: func(c *cmdCtx) func() error {
 				resource := c.fs.String("resource", "", "only changes about this resource (alone: the resource's own limits)")
@@ -165,11 +165,7 @@ func auditList(c *cmdCtx, resource string, limit int) error {
 	if q.Entity == "" && q.Resource == "" {
 		return usageErrorf("audit list needs an ENTITY, --resource or both")
 	}
-	adm, err := c.admin()
-	if err != nil {
-		return err
-	}
-	recs, err := adm.Audit(c.ctx, q)
+	recs, err := c.adm.Audit(c.ctx, q)
 	if err != nil {
 		return err
 	}

@@ -25,12 +25,12 @@ func init() {
 		}
 	}
 	register(
-		&command{path: "limits get", short: "the limits stored for a scope (--entity, --resource or both)", setup: scoped(limitsGet)},
-		&command{path: "limits set", args: "LIMIT...", minArgs: 1, maxArgs: -1,
+		&command{path: "limits get", admin: true, short: "the limits stored for a scope (--entity, --resource or both)", setup: scoped(limitsGet)},
+		&command{path: "limits set", admin: true, args: "LIMIT...", minArgs: 1, maxArgs: -1,
 			short: "store limits for a scope: name:rate/period[:burst], e.g. rpm:100/min:150", setup: scoped(limitsSet)},
-		&command{path: "limits delete", short: "delete the limits stored for a scope (its mode stays)", setup: scoped(limitsDelete)},
-		&command{path: "mode get", short: "the mode of a scope (--entity, --resource or both): enforce, admit, refuse or shadow", setup: scoped(modeGet)},
-		&command{path: "mode set", args: "MODE", minArgs: 1, maxArgs: 1,
+		&command{path: "limits delete", admin: true, short: "delete the limits stored for a scope (its mode stays)", setup: scoped(limitsDelete)},
+		&command{path: "mode get", admin: true, short: "the mode of a scope (--entity, --resource or both): enforce, admit, refuse or shadow", setup: scoped(modeGet)},
+		&command{path: "mode set", admin: true, args: "MODE", minArgs: 1, maxArgs: 1,
 			short: "set a scope's mode: admit (admitted, no write), refuse (refused, no write), shadow (charged, never refused) or enforce", setup: scoped(modeSet)},
 		&command{path: "limits list", admin: true, short: "every limit stored in the namespace (or for one --entity)",
 			setup: func(c *cmdCtx) func() error {
@@ -60,17 +60,8 @@ func init() {
 	}
 }
 
-// storedFor reads the limits stored for exactly s.
-func (c *cmdCtx) storedFor(s admin.Scope) ([]limiter.Limit, bool, error) {
-	adm, err := c.admin()
-	if err != nil {
-		return nil, false, err
-	}
-	return adm.GetLimits(c.ctx, s)
-}
-
 func limitsGet(c *cmdCtx, s admin.Scope) error {
-	ls, ok, err := c.storedFor(s)
+	ls, ok, err := c.adm.GetLimits(c.ctx, s)
 	if err != nil {
 		return err
 	}
@@ -119,11 +110,7 @@ func parseMode(s string) (admin.Mode, error) {
 }
 
 func modeGet(c *cmdCtx, s admin.Scope) error {
-	adm, err := c.admin()
-	if err != nil {
-		return err
-	}
-	m, err := adm.GetMode(c.ctx, s)
+	m, err := c.adm.GetMode(c.ctx, s)
 	if err != nil {
 		return err
 	}
@@ -152,11 +139,7 @@ func modeSet(c *cmdCtx, s admin.Scope) error {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	adm, err := c.admin()
-	if err != nil {
-		return err
-	}
-	if err := adm.SetMode(c.ctx, s, m); err != nil {
+	if err := c.adm.SetMode(c.ctx, s, m); err != nil {
 		return err
 	}
 	if c.json() {
@@ -171,11 +154,7 @@ func limitsSet(c *cmdCtx, s admin.Scope) error {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	adm, err := c.admin()
-	if err != nil {
-		return err
-	}
-	if err := adm.PutLimits(c.ctx, s, ls); err != nil {
+	if err := c.adm.PutLimits(c.ctx, s, ls); err != nil {
 		return err
 	}
 	if c.json() {
@@ -186,7 +165,7 @@ func limitsSet(c *cmdCtx, s admin.Scope) error {
 }
 
 func limitsDelete(c *cmdCtx, s admin.Scope) error {
-	ls, ok, err := c.storedFor(s)
+	ls, ok, err := c.adm.GetLimits(c.ctx, s)
 	if err != nil {
 		return err
 	}

@@ -59,13 +59,11 @@ func parsePeriod(s string) (time.Duration, error) {
 }
 
 // sameLimits reports whether two limit lists are the same limits, in any
-// order.
+// order (a burst left 0 is the burst it defaults to).
 func sameLimits(a, b []limiter.Limit) bool {
 	return slices.EqualFunc(sortedLimits(a), sortedLimits(b), func(x, y limiter.Limit) bool {
-		return x.Name == y.Name && x.Capacity == y.Capacity && x.EffectiveBurst() == y.EffectiveBurst() &&
-			x.Refill == y.Refill && x.Period == y.Period && x.Shadow == y.Shadow &&
-			x.Window == y.Window && x.TimeZone == y.TimeZone && x.WeekStart == y.WeekStart && x.MonthDay == y.MonthDay &&
-			x.TTL == y.TTL
+		x.Burst, y.Burst = x.EffectiveBurst(), y.EffectiveBurst()
+		return x == y
 	})
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(&command{path: "status", args: "ENTITY [RESOURCE...]", minArgs: 1, maxArgs: -1,
+	register(&command{path: "status", admin: true, args: "ENTITY [RESOURCE...]", minArgs: 1, maxArgs: -1,
 		short: "limits, tokens available (summed over shards), shard count and time to full of an entity's buckets (every one, or those of the RESOURCEs)",
 		setup: func(c *cmdCtx) func() error {
 			var defaults limitFlags
@@ -64,19 +64,15 @@ func status(c *cmdCtx, defaults limitFlags) error {
 	if err != nil {
 		return usageErrorf("--limit: %v", err)
 	}
-	adm, err := c.admin()
-	if err != nil {
-		return err
-	}
 	entity, resources := c.args[0], c.args[1:]
 	var buckets []admin.BucketInfo
 	if len(resources) == 0 {
-		if buckets, err = adm.Buckets(c.ctx, entity, ""); err != nil {
+		if buckets, err = c.adm.Buckets(c.ctx, entity, ""); err != nil {
 			return err
 		}
 	}
 	for _, resource := range resources {
-		bs, err := adm.Buckets(c.ctx, entity, resource)
+		bs, err := c.adm.Buckets(c.ctx, entity, resource)
 		if err != nil {
 			return err
 		}
@@ -88,13 +84,13 @@ func status(c *cmdCtx, defaults limitFlags) error {
 	if len(buckets) == 0 {
 		return fmt.Errorf("entity %q has no buckets in namespace %q (never charged, expired or reset); name a RESOURCE to see its limits", entity, c.namespace)
 	}
-	recs, err := adm.Audit(c.ctx, admin.AuditQuery{Entity: entity, Limit: 1000})
+	recs, err := c.adm.Audit(c.ctx, admin.AuditQuery{Entity: entity, Limit: 1000})
 	if err != nil {
 		return err
 	}
 	var out []bucketStatus
 	for _, b := range buckets {
-		st, err := bucketState(c, adm, b, given)
+		st, err := bucketState(c, b, given)
 		if err != nil {
 			return err
 		}
@@ -146,10 +142,10 @@ func status(c *cmdCtx, defaults limitFlags) error {
 // bucketState reads one bucket's balance. The request's limits it passes
 // are --limit, else those the bucket was last written with; the limiter
 // resolves the stored ones over them, as for an acquire.
-func bucketState(c *cmdCtx, adm *admin.Admin, b admin.BucketInfo, given []limiter.Limit) (bucketStatus, error) {
+func bucketState(c *cmdCtx, b admin.BucketInfo, given []limiter.Limit) (bucketStatus, error) {
 	st := bucketStatus{Entity: b.Entity, Resource: b.Resource, Exists: b.Shards > 0, Shards: b.Shards}
 	var err error
-	if st.StoredFor, st.Mode, st.ModeOf, err = storedScopes(c, adm, b.Entity, b.Resource); err != nil {
+	if st.StoredFor, st.Mode, st.ModeOf, err = storedScopes(c, b.Entity, b.Resource); err != nil {
 		return st, err
 	}
 	defaults := given
@@ -182,7 +178,7 @@ func bucketState(c *cmdCtx, adm *admin.Admin, b admin.BucketInfo, given []limite
 // storedScopes names the scopes with limits stored for (entity,
 // resource), most specific first, and returns the mode in force for it
 // and the scope that sets it, as an acquire resolves them.
-func storedScopes(c *cmdCtx, adm *admin.Admin, entity, resource string) (names []string, mode, modeOf string, _ error) {
+func storedScopes(c *cmdCtx, entity, resource string) (names []string, mode, modeOf string, _ error) {
 	mode = modeName(admin.ModeEnforce)
 	for _, s := range []struct {
 		scope admin.Scope
@@ -192,14 +188,14 @@ func storedScopes(c *cmdCtx, adm *admin.Admin, entity, resource string) (names [
 		{admin.Scope{Entity: entity}, "entity"},
 		{admin.Scope{Resource: resource}, "resource"},
 	} {
-		_, ok, err := adm.GetLimits(c.ctx, s.scope)
+		_, ok, err := c.adm.GetLimits(c.ctx, s.scope)
 		if err != nil {
 			return nil, "", "", err
 		}
 		if ok {
 			names = append(names, s.name)
 		}
-		m, err := adm.GetMode(c.ctx, s.scope)
+		m, err := c.adm.GetMode(c.ctx, s.scope)
 		if err != nil {
 			return nil, "", "", err
 		}

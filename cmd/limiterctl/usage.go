@@ -19,7 +19,7 @@ func init() {
 		{"list", "consumption per window (from the aggregator's snapshots), with a bar per window", usageList},
 		{"summary", "consumption per limit over the range: total, peak window and a sparkline", usageSummary},
 	} {
-		register(&command{path: "usage " + u.name, args: "ENTITY RESOURCE", minArgs: 2, maxArgs: 2, short: u.short,
+		register(&command{path: "usage " + u.name, admin: true, args: "ENTITY RESOURCE", minArgs: 2, maxArgs: 2, short: u.short,
 			setup: func(c *cmdCtx) func() error {
 				window := c.fs.String("window", "hourly", "hourly, daily or monthly")
 				since := c.fs.Duration("since", 24*time.Hour, "the range ends now (or at --to) and starts this long before")
@@ -87,11 +87,7 @@ type usageRow struct {
 }
 
 func readUsage(c *cmdCtx, q admin.UsageQuery) ([]admin.UsageSnapshot, error) {
-	adm, err := c.admin()
-	if err != nil {
-		return nil, err
-	}
-	snaps, err := adm.Usage(c.ctx, q)
+	snaps, err := c.adm.Usage(c.ctx, q)
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,6 @@ type loadRun struct {
 	parent  string
 	writers []*writer
 	epoch   time.Time // the zero of attempt times
-	tl      *timeline // -timeline, or nil
 	rawKey  store.Key
 
 	limiterTime, rawTime time.Duration // measured time of each kind
@@ -69,8 +68,7 @@ func execute(ctx context.Context, o *options, stderr io.Writer) (*report, error)
 	defer tgt.close()
 	ns := cmp.Or(o.namespace, "load"+strconv.FormatInt(time.Now().UnixMilli(), 36))
 	r := &loadRun{o: o, tgt: tgt, st: newMetered(tgt.st, o.latency), obs: newObserver(), ns: ns, parent: "parent",
-		rawKey: store.Key{PK: ns + "/RAW", SK: "#RAW"}, tl: newTimeline(o.timeline, 2*o.duration+time.Second)}
-	r.st.tl, r.obs.tl = r.tl, r.tl
+		rawKey: store.Key{PK: ns + "/RAW", SK: "#RAW"}}
 	logger := slog.New(slog.DiscardHandler)
 	if o.verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -113,7 +111,6 @@ func execute(ctx context.Context, o *options, stderr io.Writer) (*report, error)
 	}
 	r.epoch = time.Now()
 	r.obs.epoch = r.epoch
-	r.tl.start(r.epoch)
 	for left := o.duration; left > 0 && ctx.Err() == nil; left -= o.slice {
 		d := min(left, o.slice)
 		r.limiterTime += r.limiterSlice(ctx, d, entityNames(o.keys), true)
@@ -227,7 +224,6 @@ type pace struct {
 	end     time.Time
 	slots   chan time.Time // nil: closed loop
 	dropped *atomic.Int64  // slots dropped, or nil not to count them
-	tl      *timeline      // records the slots of measured slices, or nil
 	done    chan struct{}
 }
 
@@ -243,12 +239,8 @@ func (p *pace) wait(ctx context.Context) bool {
 	select {
 	case <-ctx.Done():
 		return false
-	case at, ok := <-p.slots:
-		if !ok {
-			return false
-		}
-		p.tl.slot(at, time.Now())
-		return true
+	case _, ok := <-p.slots:
+		return ok
 	}
 }
 
@@ -309,7 +301,7 @@ func (r *loadRun) newPace(ctx context.Context, d time.Duration, measure bool) (p
 	}
 	p.slots, p.done = make(chan time.Time), make(chan struct{})
 	if measure {
-		p.tl, p.dropped = r.tl, &r.dropped
+		p.dropped = &r.dropped
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	go p.dispatch(ctx, start, max(time.Duration(float64(time.Second)/r.o.rate), 1))

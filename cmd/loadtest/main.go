@@ -52,7 +52,7 @@ type options struct {
 	also               []string // more resources every acquire charges (Request.Also)
 	cascade            bool
 
-	duration, slice, warmup, progress, timeline     time.Duration
+	duration, slice, warmup, progress               time.Duration
 	seed                                            uint64
 	json, raw, verbose, localRefusals, reservations bool
 	namespace                                       string
@@ -86,7 +86,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	} else {
 		rep.print(stdout)
-		rep.timeline.print(stdout)
 	}
 	if rep.Errors > 0 {
 		fmt.Fprintf(stderr, "loadtest: %d acquires failed with an unexpected error, the first: %s\n", rep.Errors, rep.FirstError)
@@ -123,7 +122,6 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.slice, "slice", 2*time.Second, "with -raw: the limiter and the raw floor alternate in slices this long")
 	fs.DurationVar(&o.warmup, "warmup", 0, "unmeasured warm-up of the server first (limiter on other entities, and the raw write), e.g. 10s for a fresh DynamoDB Local")
 	fs.DurationVar(&o.progress, "progress", 5*time.Second, "a progress line on stderr this often, for runs longer than that (0: none)")
-	fs.DurationVar(&o.timeline, "timeline", 0, "print, per interval this long (e.g. 100ms), the send slots, sends, store writes and acquires by path of the measured slices")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the writers' entity choice and the limiters' shard choice")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	fs.BoolVar(&o.raw, "raw", true, "also measure the raw floor: the same writers issuing one unconditional UpdateItem ADD on one item")
@@ -186,8 +184,6 @@ func (o *options) check() error {
 		return fmt.Errorf("-slice %v: want a positive duration", o.slice)
 	case o.warmup < 0 || o.progress < 0:
 		return errors.New("-warmup and -progress must not be negative")
-	case o.timeline < 0:
-		return fmt.Errorf("-timeline %v: want 0 (none) or a positive interval", o.timeline)
 	case o.latency < 0:
 		return fmt.Errorf("-latency %v: must not be negative", o.latency)
 	case o.latency > 0 && o.store != storeMemsim:

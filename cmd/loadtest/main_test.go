@@ -169,7 +169,6 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-table", "x"}, "-table"},
 		{[]string{"-duration", "0s"}, "-duration"},
 		{[]string{"-raw-item", "huge"}, "-raw-item"},
-		{[]string{"-timeline", "-1s"}, "-timeline"},
 		{[]string{"extra"}, "unexpected argument"},
 	} {
 		var out, errOut bytes.Buffer
@@ -242,19 +241,6 @@ func TestPaceDropsSlotsNoWriterTakes(t *testing.T) {
 	}
 	if p.wait(context.Background()) {
 		t.Error("a slot handed out after the slice")
-	}
-}
-
-// -timeline prints a line per interval and the busiest second of sends
-// and writes.
-func TestTimeline(t *testing.T) {
-	var out, errOut bytes.Buffer
-	if code := run([]string{"-writers", "4", "-rate", "200", "-duration", "1200ms", "-raw=false", "-timeline", "100ms"}, &out, &errOut); code != 0 {
-		t.Fatalf("exit status %d\n%s", code, errOut.String())
-	}
-	s := out.String()
-	if !strings.Contains(s, "slots sends late writes") || !strings.Contains(s, "busiest second:") {
-		t.Errorf("no timeline in\n%s", s)
 	}
 }
 

@@ -19,7 +19,6 @@ type metered struct {
 	store.Store
 	half time.Duration // half the simulated round trip; 0 for none
 	on   atomic.Bool   // count only while on (the limiter's measured slices)
-	tl   *timeline     // -timeline, or nil
 	ops  [numOps]opCounter
 }
 
@@ -66,9 +65,6 @@ func (m *metered) count(op int, c store.Capacity, err error) {
 		return
 	}
 	k := &m.ops[op]
-	if isWriteOp(op) {
-		m.tl.write(errors.Is(err, store.ErrConditionFailed), errors.Is(err, store.ErrThrottled))
-	}
 	k.calls.Add(1)
 	k.wcuMilli.Add(int64(c.WriteUnits*1000 + 0.5))
 	k.rcuMilli.Add(int64(c.ReadUnits*1000 + 0.5))

@@ -22,7 +22,6 @@ type observer struct {
 	// commits are the Commit calls that wrote: the releases of a
 	// concurrency cap's slots.
 	commits pathStats
-	tl      *timeline // -timeline, or nil
 	// epoch is the zero of attempt times; splits holds, per key, when
 	// the acquires that doubled its bucket ended (ns since epoch).
 	epoch  time.Time
@@ -73,7 +72,6 @@ func (o *observer) Observe(ev limiter.Event) {
 	if ev.Op != "acquire" || !o.on.Load() {
 		return
 	}
-	o.tl.ended(ev.Path)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if k, err := strconv.Atoi(strings.TrimPrefix(ev.Entity, "e")); ev.ShardDoublings > 0 && err == nil {

@@ -91,8 +91,6 @@ type report struct {
 	// limiter's requests, whatever their number per acquire.
 	RawRequestRatio    float64 `json:"raw_request_ratio,omitempty"`
 	LockTimeoutResends int64   `json:"lock_timeout_resends,omitempty"`
-
-	timeline *timeline // -timeline, printed after the report
 }
 
 // rawReport is the raw floor: one unconditional UpdateItem ADD per call.
@@ -111,7 +109,7 @@ func (r *loadRun) report(ctx context.Context, hot *hotPartition) *report {
 	rep := &report{Store: o.store, Target: r.tgt.describe, Stream: r.tgt.stream, FailedWritesBilled: r.tgt.failedWritesBilled,
 		Writers: o.writers, Processes: o.processes, Rate: o.rate, Limits: formatLimits(o.limits), Consume: o.consume,
 		Keys: o.keys, Also: o.also, Cascade: o.cascade, ServerLatencyMs: ms(o.latency), Seconds: r.limiterTime.Seconds(),
-		Slices: r.slices, LocalRefusals: o.localRefusals, HotPartition: hot, timeline: r.tl}
+		Slices: r.slices, LocalRefusals: o.localRefusals, HotPartition: hot}
 	if o.cascade {
 		rep.ParentLimits = formatLimits(o.parent)
 	}
