@@ -159,9 +159,6 @@ func (l Limit) bucketLimit() bucket.Limit {
 	}
 }
 
-// wcuLimit is the hidden per-shard limit on write units: 1000 writes a
-// second, the write ceiling of one DynamoDB partition. It is charged 1 token
-// per write and never divided among shards.
+// wcuName is the hidden per-shard limit on write units (the write ceiling
+// of one DynamoDB partition); no user limit may take its name.
 const wcuName = keys.HiddenLimit
-
-var wcuLimit = Limit{Name: wcuName, Capacity: 1000, Burst: 1000, Refill: 1000, Period: time.Second}

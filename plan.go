@@ -73,9 +73,3 @@ func (bp bucketPlan) part(m *engine.Charge, now int64) leasePart {
 	bp.Plan = bp.Plan.Settling(m.Img, m.At)
 	return leasePart{p: bp, shard: m.Shard, n: m.N, img: m.Img, at: now}
 }
-
-// attrEntity is the entity id attribute, on bucket and entity items.
-const attrEntity = keys.AttrEntity
-
-// maxCachedBuckets bounds the configuration cache.
-const maxCachedBuckets = 1 << 16

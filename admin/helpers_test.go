@@ -78,16 +78,6 @@ func (e *env) last() limiter.Event {
 	return e.events[len(e.events)-1]
 }
 
-// expectCost checks the last observed call's path and cost.
-func (e *env) expectCost(path limiter.Path, roundTrips int, rcu, wcu float64) {
-	e.t.Helper()
-	ev := e.last()
-	if ev.Path != path || ev.RoundTrips != roundTrips || ev.ReadUnits != rcu || ev.WriteUnits != wcu {
-		e.t.Fatalf("last %s: path %v, %d round trips, %.1f RCU, %.1f WCU; want %v, %d, %.1f, %.1f (err %v)",
-			ev.Op, ev.Path, ev.RoundTrips, ev.ReadUnits, ev.WriteUnits, path, roundTrips, rcu, wcu, ev.Err)
-	}
-}
-
 func (e *env) bucketItem(entity, resource string, shard int) store.Item {
 	return e.st.Peek(keys.Bucket{Namespace: "ns", Entity: entity, Resource: resource, Shard: shard}.Key())
 }

@@ -64,7 +64,7 @@ func BenchmarkSimulatedAcquires(b *testing.B) {
 // the limiter's cheapest acquire, admitted by one speculative write (the
 // path of 97 % of hot-entity's acquires), the same entity, limit and
 // amount every time, on memsim configured as the simulator configures it
-// (shared results, views), made in a plain loop: no scheduler, no
+// (shared results), made in a plain loop: no scheduler, no
 // latency, no checkers, no stream, no partition ceiling. acquire+adjust
 // adds an Adjust of one token to every lease (steady's acquires have 0.8
 // adjusts each). A simulated acquire cannot cost less than this; the ratio

@@ -312,10 +312,12 @@ func refunds(ex store.Expr) bool {
 	if !ok {
 		return false
 	}
-	for _, item := range strings.Split(add, ", ") {
-		f := strings.Fields(item)
-		if len(f) == 2 && strings.HasSuffix(ex.Names[f[0]], "_tc") {
-			if v, ok := ex.Values[f[1]].AsInt(); ok && v < 0 {
+	for add != "" {
+		var item string
+		item, add, _ = strings.Cut(add, ", ")
+		name, value, _ := strings.Cut(item, " ")
+		if strings.HasSuffix(ex.Names[name], "_tc") {
+			if v, ok := ex.Values[value].AsInt(); ok && v < 0 {
 				return true
 			}
 		}

@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -59,6 +60,7 @@ type options struct {
 	json     bool
 	plot     string
 	quiet    bool
+	cpuprof  string
 }
 
 // durationFlag is -duration: a Go duration, with a unit.
@@ -91,6 +93,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.json, "json", false, "print the machine-readable report on stdout instead of the table")
 	fs.StringVar(&o.plot, "plot", "", "write the timeline as a plot to this file; its extension names the format (.svg)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress line (there is one only when stderr is a terminal)")
+	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write the run's CPU profile to this `file` (read it with go tool pprof)")
 	return fs
 }
 
@@ -194,7 +197,22 @@ func run(args []string, stdout, stderr io.Writer, tty bool) int {
 			return 2
 		}
 	}
+	if o.cpuprof != "" {
+		f, err := os.Create(o.cpuprof)
+		if err != nil {
+			fmt.Fprintln(stderr, "simulate: -cpuprofile:", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "simulate: -cpuprofile:", err)
+			return 2
+		}
+	}
 	rep := s.Run()
+	if o.cpuprof != "" {
+		pprof.StopCPUProfile()
+	}
 	rep.WallMs = time.Since(start).Milliseconds()
 	p.done()
 	return finish(rep, o, plot, stdout, stderr)

@@ -197,3 +197,20 @@ func TestHotPathBesideTheAverage(t *testing.T) {
 		t.Errorf("hot_path %+v (speculative: %+v, full: %+v)", h, spec, full)
 	}
 }
+
+// -cpuprofile writes a profile pprof reads, and a file that cannot be
+// created is a bad flag, reported before the run.
+func TestCPUProfile(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "cpu.out")
+	code, _, stderr := runCLI("-duration", "1s", "-writers", "10", "-rate", "100", "-quiet", "-cpuprofile", prof)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
+		t.Fatalf("no profile written: %v", err)
+	}
+	code, _, stderr = runCLI("-duration", "1s", "-cpuprofile", filepath.Join(t.TempDir(), "missing", "cpu.out"))
+	if code != 2 || !strings.Contains(stderr, "-cpuprofile") {
+		t.Errorf("exit %d, stderr %q; want 2 naming -cpuprofile", code, stderr)
+	}
+}

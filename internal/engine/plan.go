@@ -273,17 +273,6 @@ func (p *Plan) holding() (reserves, releases bool) {
 	return reserves, releases
 }
 
-// charges reports whether the plan charges or refunds anything (an
-// amount not 0).
-func (p *Plan) charges() bool {
-	for i := range p.specs {
-		if p.specs[i].amount != 0 {
-			return true
-		}
-	}
-	return p.ChargesQuota() || p.ChargesCap()
-}
-
 // ChargesQuota reports whether the plan charges or refunds a calendar
 // quota. Reservation pools never hold a quota: such a charge goes to the
 // store.

@@ -1,7 +1,0 @@
-//go:build !race
-
-package limiter
-
-// raceEnabled reports a -race build, in which sync.Pool drops items at
-// random and allocation counts are meaningless.
-const raceEnabled = false
