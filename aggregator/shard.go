@@ -122,7 +122,7 @@ func (p *Processor) maybeDouble(ctx context.Context, e *entry, n int64, st *Stat
 // found with a Query on GSI3 (keys only: the bucket items' keys).
 func (p *Processor) propagate(ctx context.Context, b keys.Bucket, n int64, limits keys.Limits, st *Stats) error {
 	// GSI3 sort keys are BUCKET#{resource}#{shard}; keep the shard off.
-	sk := b.WithShard(0).IndexAttrs()[3]
+	sk := b.WithShard(0).IndexAttrs()[1]
 	prefix := strings.TrimSuffix(sk.Value, "0")
 	out, err := p.st.Query(ctx, store.QueryInput{Index: store.IndexGSI3, PartitionKey: keys.EntityPK(b.Namespace, b.Entity),
 		SortKeyPrefix: prefix})

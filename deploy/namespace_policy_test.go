@@ -142,7 +142,6 @@ func namespaceKeys(ns string) (table, index []string) {
 		}
 	}
 	index = append(index, keys.ConfigIndexPK(ns), b.ShardsQuery().PartitionKey)
-	index = append(index, keys.ResourceIndexPKs(ns, "gpt-4/turbo")...)
 	return table, index
 }
 

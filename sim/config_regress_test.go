@@ -63,8 +63,9 @@ func TestRegressionHotConfigurationKeys(t *testing.T) {
 // could gain only about 1,000 buckets a second before the index partition
 // throttled the writes that create them: 32 % of the new-entities
 // scenario's acquires (about 1,800 new buckets a second) were unavailable.
-// The key is now spread over keys.ResourceIndexFanOut partitions by a hash
-// of the entity.
+// Bucket shards now enter only GSI3, whose partition key is the entity:
+// new buckets of many entities land on as many index partitions, and a
+// creation costs 2 WCU (the item and its GSI3 entry), not 3.
 func TestRegressionOneIndexKeyPerResource(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulation")
@@ -73,21 +74,21 @@ func TestRegressionOneIndexKeyPerResource(t *testing.T) {
 	if float64(rep.Unavailable) > 0.001*float64(rep.Acquires) {
 		t.Errorf("%d of %d acquires unavailable, want under 0.1 %%", rep.Unavailable, rep.Acquires)
 	}
-	pks := keys.ResourceIndexPKs("sim", "gpt-4o")
-	var writes, most float64
-	for _, pk := range pks[:keys.ResourceIndexFanOut] {
-		p := st.IndexPartition(store.IndexGSI2, pk)
-		if p.Throttles != 0 {
-			t.Errorf("index partition %s throttled %d writes", pk, p.Throttles)
+	var entries, most float64
+	for _, p := range st.Partitions() {
+		switch p.Index {
+		case store.IndexGSI2:
+			t.Errorf("GSI2 partition %s got %d requests: bucket items carry no GSI2 keys", p.PK, p.Requests)
+		case store.IndexGSI3:
+			if p.Throttles != 0 {
+				t.Errorf("GSI3 partition %s throttled %d writes", p.PK, p.Throttles)
+			}
+			entries += p.Consumed.IndexWriteUnits
+			most = max(most, p.Consumed.IndexWriteUnits)
 		}
-		writes += p.Consumed.IndexWriteUnits
-		most = max(most, p.Consumed.IndexWriteUnits)
 	}
-	if legacy := st.IndexPartition(store.IndexGSI2, pks[keys.ResourceIndexFanOut]); legacy.Requests != 0 {
-		t.Errorf("the unsuffixed index key got %d writes", legacy.Requests)
-	}
-	// About 1,500 buckets a second: no partition above a quarter of them.
-	if writes < 10_000 || most > writes/4 {
-		t.Errorf("index writes %.0f, the busiest partition %.0f: not spread", writes, most)
+	// About 1,500 buckets a second over 10 s, each one GSI3 entry.
+	if entries < 10_000 || most > 10 {
+		t.Errorf("GSI3 entries %.0f, the busiest partition %.0f: want many entities, each a few", entries, most)
 	}
 }

@@ -1,9 +1,9 @@
 package store
 
 // The attribute and index names of the table, whose layout is fixed: string keys AttrPK and AttrSK; two global
-// secondary indexes, IndexGSI2 (keys AttrGSI2PK, AttrGSI2SK: per-resource
-// aggregation) and IndexGSI3 (keys AttrGSI3PK, AttrGSI3SK: bucket
-// discovery), both projecting keys only; item expiry (Unix seconds) in
+// secondary indexes, IndexGSI2 (keys AttrGSI2PK, AttrGSI2SK; part of the
+// table's definition, which no item of the limiter enters) and IndexGSI3
+// (keys AttrGSI3PK, AttrGSI3SK: bucket discovery), both projecting keys only; item expiry (Unix seconds) in
 // AttrTTL. An item is in an index only when it has both of the index's key
 // attributes, as strings. Query on an index returns only the table and
 // index key attributes of its items.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/shardlimit/limiter"
 )
@@ -92,7 +93,11 @@ type charge struct {
 // from every later moment until the bucket was full again, so that a
 // token left unused makes one false refusal, not one per refusal that saw
 // it.
-func judge(atts []attempt, nkeys int, limits, parentLimits []limiter.Limit, consume map[string]int64, cascade bool) (falseN, held int64) {
+//
+// split counts the false refusals that started within splitWindow of a
+// doubling of their key's bucket: splits holds, per key, the instants (ns
+// since the run started) the acquires that doubled it ended (nil: none).
+func judge(atts []attempt, nkeys int, limits, parentLimits []limiter.Limit, consume map[string]int64, cascade bool, splits [][]int64) (falseN, held, split int64) {
 	var admitted, refused []attempt
 	for _, a := range atts {
 		switch a.outcome {
@@ -170,12 +175,35 @@ func judge(atts []attempt, nkeys int, limits, parentLimits []limiter.Limit, cons
 		held++
 		if ok {
 			falseN++
+			if nearSplit(splits, e.a) {
+				split++
+			}
 			for _, c := range cs {
 				lows[c.b].min -= c.need
 			}
 		}
 	}
-	return falseN, held
+	return falseN, held, split
+}
+
+// splitWindow is how near a doubling of its key's bucket (before or
+// after) a refusal counts as the split's: the shard at its ceiling
+// before it, the new shards filling and the processes learning the new
+// count after it.
+const splitWindow = int64(time.Second)
+
+// nearSplit reports whether a started within splitWindow of a doubling of
+// its key.
+func nearSplit(splits [][]int64, a *attempt) bool {
+	if int(a.key) >= len(splits) {
+		return false
+	}
+	for _, d := range splits[a.key] {
+		if a.start >= d-splitWindow && a.start <= d+splitWindow {
+			return true
+		}
+	}
+	return false
 }
 
 // newCharges returns, per entity, the ideal buckets its acquires charge.

@@ -110,6 +110,7 @@ func execute(ctx context.Context, o *options, stderr io.Writer) (*report, error)
 		smp = newSampler(tgt.mem, r.ns+"/", func(pk string) bool { return pk == r.rawKey.PK || strings.Contains(pk, "#warmup-") })
 	}
 	r.epoch = time.Now()
+	r.obs.epoch = r.epoch
 	for left := o.duration; left > 0 && ctx.Err() == nil; left -= o.slice {
 		d := min(left, o.slice)
 		r.limiterTime += r.limiterSlice(ctx, d, entityNames(o.keys), true)

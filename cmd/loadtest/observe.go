@@ -2,8 +2,11 @@ package main
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/shardlimit/limiter"
 )
@@ -19,6 +22,10 @@ type observer struct {
 	// commits are the Commit calls that wrote: the releases of a
 	// concurrency cap's slots.
 	commits pathStats
+	// epoch is the zero of attempt times; splits holds, per key, when
+	// the acquires that doubled its bucket ended (ns since epoch).
+	epoch  time.Time
+	splits map[int][]int64
 }
 
 // pathStats is what the acquires that ended on one path cost.
@@ -36,7 +43,23 @@ type pathStats struct {
 	path        limiter.Path
 }
 
-func newObserver() *observer { return &observer{paths: make(map[limiter.Path]*pathStats)} }
+func newObserver() *observer {
+	return &observer{paths: make(map[limiter.Path]*pathStats), splits: make(map[int][]int64)}
+}
+
+// splitsOf returns, per key of nkeys, when its bucket doubled (see
+// observer.splits).
+func (o *observer) splitsOf(nkeys int) [][]int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([][]int64, nkeys)
+	for k, ds := range o.splits {
+		if k < nkeys {
+			out[k] = slices.Clone(ds)
+		}
+	}
+	return out
+}
 
 // Observe implements limiter.Observer.
 func (o *observer) Observe(ev limiter.Event) {
@@ -51,6 +74,9 @@ func (o *observer) Observe(ev limiter.Event) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if k, err := strconv.Atoi(strings.TrimPrefix(ev.Entity, "e")); ev.ShardDoublings > 0 && err == nil {
+		o.splits[k] = append(o.splits[k], time.Since(o.epoch).Nanoseconds())
+	}
 	p := o.paths[ev.Path]
 	if p == nil {
 		p = &pathStats{Path: ev.Path.String(), path: ev.Path}

@@ -63,6 +63,9 @@ type report struct {
 	FalseRefusals         int64            `json:"false_refusals"`
 	FalseRefusalsFraction float64          `json:"false_refusals_fraction"`
 	HeldRefusals          int64            `json:"held_refusals"`
+	// SplitFalseRefusals are the false refusals that started within a
+	// second of a doubling of their key's bucket.
+	SplitFalseRefusals int64 `json:"split_false_refusals"`
 	// AdmissionBound is the most the limits allow over the run, burst +
 	// rate x time from the start of the first measured slice to the end
 	// of the last (raw slices included), for the tightest limit.
@@ -177,7 +180,7 @@ func (r *loadRun) report(ctx context.Context, hot *hotPartition) *report {
 	// The judgement needs no bucket of the -also resources: they have the
 	// same limits and are charged by the same acquires, all or none, so
 	// their ideal buckets would be the main resource's, level for level.
-	rep.FalseRefusals, rep.HeldRefusals = judge(atts, o.keys, o.limits, mergeLimits(o.parent, o.limits), o.consume, o.cascade)
+	rep.FalseRefusals, rep.HeldRefusals, rep.SplitFalseRefusals = judge(atts, o.keys, o.limits, mergeLimits(o.parent, o.limits), o.consume, o.cascade, r.obs.splitsOf(o.keys))
 	rep.FalseRefusalsFraction = ratio(rep.FalseRefusals, rep.Attempts)
 	rep.MaxShards = r.maxShards(ctx)
 
@@ -350,6 +353,9 @@ func (rep *report) print(w io.Writer) {
 		p("; refused by %s", formatConsume(rep.RefusedBy))
 	}
 	p("\n")
+	if rep.ShardDoublings > 0 {
+		p("           %d of the false refusals started within a second of a doubling of their key (the split's)\n", rep.SplitFalseRefusals)
+	}
 	p("latency    p50 %.2f ms, p99 %.2f ms (Acquire, every outcome)\n", rep.P50Ms, rep.P99Ms)
 	p("shards     %d doublings; largest shard count at the end %d\n", rep.ShardDoublings, rep.MaxShards)
 	if h := rep.HotPartition; h != nil {

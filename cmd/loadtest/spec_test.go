@@ -90,26 +90,26 @@ func TestJudge(t *testing.T) {
 	}
 	// The 1.3 tokens at 750 ms held the request, but the admission at
 	// 800 ms used them: held, not false.
-	if f, h := judge(atts, 1, ls, ls, map[string]int64{"rps": 1}, false); f != 0 || h != 1 {
+	if f, h, _ := judge(atts, 1, ls, ls, map[string]int64{"rps": 1}, false, nil); f != 0 || h != 1 {
 		t.Errorf("%d false refusals, %d held, want 0 and 1", f, h)
 	}
 	// With cascade, a parent of 1 token a second that the first two
 	// admissions emptied makes the refusal at 750 ms a true one.
 	parent := []limiter.Limit{{Name: "rps", Capacity: 2, Burst: 2, Refill: 1, Period: time.Second}}
-	if f, h := judge(atts, 1, ls, parent, map[string]int64{"rps": 1}, true); f != 0 || h != 0 {
+	if f, h, _ := judge(atts, 1, ls, parent, map[string]int64{"rps": 1}, true, nil); f != 0 || h != 0 {
 		t.Errorf("cascade: %d false refusals, %d held, want 0", f, h)
 	}
 	// Two entities have two buckets: a refusal of the other one, whose
 	// bucket no admission touched, is false: its tokens stayed unused.
 	atts = append(atts, attempt{start: ms(310), end: ms(311), key: 1, outcome: outRefused})
-	if f, h := judge(atts, 2, ls, ls, map[string]int64{"rps": 1}, false); f != 1 || h != 2 {
+	if f, h, _ := judge(atts, 2, ls, ls, map[string]int64{"rps": 1}, false, nil); f != 1 || h != 2 {
 		t.Errorf("two entities: %d false refusals, %d held, want 1 and 2", f, h)
 	}
 	// Without the admission at 800 ms, the tokens at 750 ms stay unused
 	// until the run ends: false. So are the ones at 810 ms (1.42 tokens),
 	// but both saw the same 1.42 at the end: one false refusal, not two.
 	atts = slices.DeleteFunc(slices.Clone(atts[:7]), func(a attempt) bool { return a.start == ms(700) })
-	if f, h := judge(atts, 1, ls, ls, map[string]int64{"rps": 1}, false); f != 1 || h != 2 {
+	if f, h, _ := judge(atts, 1, ls, ls, map[string]int64{"rps": 1}, false, nil); f != 1 || h != 2 {
 		t.Errorf("unused: %d false refusals, %d held, want 1 and 2", f, h)
 	}
 	// An admission after the last refusal used the token it saw: not
@@ -119,7 +119,7 @@ func TestJudge(t *testing.T) {
 		{start: ms(0), end: ms(2), outcome: outAdmitted},
 	}
 	two, _ := parseLimits("limits", "rps:1/s:1")
-	if f, h := judge(last, 1, two, two, map[string]int64{"rps": 1}, false); f != 0 || h != 1 {
+	if f, h, _ := judge(last, 1, two, two, map[string]int64{"rps": 1}, false, nil); f != 0 || h != 1 {
 		t.Errorf("used after: %d false refusals, %d held, want 0 and 1", f, h)
 	}
 	// A bucket that fills up spills what a refusal left: false, for each
@@ -128,8 +128,16 @@ func TestJudge(t *testing.T) {
 		{start: ms(0), end: ms(1), outcome: outRefused},
 		{start: ms(5000), end: ms(5001), outcome: outRefused},
 	}
-	if f, h := judge(full, 1, ls, ls, map[string]int64{"rps": 1}, false); f != 2 || h != 2 {
+	if f, h, _ := judge(full, 1, ls, ls, map[string]int64{"rps": 1}, false, nil); f != 2 || h != 2 {
 		t.Errorf("full: %d false refusals, %d held, want 2 and 2", f, h)
+	}
+	// A hot key's split refuses falsely while the new shards fill and the
+	// processes learn the count; the report counts those apart from the
+	// rest. A doubling of the key ended at 4.5 s: the false refusal at
+	// 5 s is the split's, the one at 0 s is not; a doubling of another
+	// key says nothing of this one.
+	if f, _, split := judge(full, 2, ls, ls, map[string]int64{"rps": 1}, false, [][]int64{{ms(4500)}, {ms(0)}}); f != 2 || split != 1 {
+		t.Errorf("split: %d false refusals, %d the split's, want 2 and 1", f, split)
 	}
 }
 

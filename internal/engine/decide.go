@@ -771,7 +771,15 @@ func (p *Plan) first(v *ShardView, n, now int64) Path {
 	if k < 1 {
 		return PathFull
 	}
-	missFull := max(1-math.Exp(-v.Others*float64(tau)), v.FullMiss)
+	// Each of the others' writes keeps the bucket below its burst for a
+	// charge's refill time, or for the slack when they ride ahead, as they
+	// do on an item older than an estimate (the same odds led them there):
+	// the full write made from such an item then fails far more often.
+	push := tau
+	if now-v.At > estimateAge {
+		push += k
+	}
+	missFull := max(1-math.Exp(-v.Others*float64(push)), v.FullMiss)
 	missRide := math.Exp(-v.Others * float64(k+tau))
 	if missFull <= missRide {
 		return PathFull

@@ -19,7 +19,7 @@ func TestFirstWriteLearnsThatFullWritesFail(t *testing.T) {
 	if got := m.coldWrite(p, 1, false); got != PathFull {
 		t.Fatalf("before any failure: %v, want the full write (it fails 10 %% of the time by the rate, the ride-ahead 15 %%)", got)
 	}
-	v := &ShardView{Img: image(t, shape{rf: T - 5000}.item(p)), Others: 0.001, RateAt: T - 100}
+	v := &ShardView{Img: image(t, shape{rf: T - 5000}.item(p)), At: T - 100, Others: 0.001, RateAt: T - 100}
 	if got := p.first(v, 1, T); got != PathFull {
 		t.Fatalf("warm, before any failure: %v, want the full write", got)
 	}
@@ -48,5 +48,41 @@ func TestFirstWriteKeepsTheFullWriteThatFailsAsPredicted(t *testing.T) {
 	}
 	if got := m.coldWrite(p, 1, false); got != PathFull {
 		t.Fatalf("%v (share failed %.2f), want the full write", got, m.fullMiss(p.hash))
+	}
+}
+
+// Row 4 of the load tool (10 processes, 100 keys of rpm:600/min at a third
+// of their limit): a process writes a key every few seconds, and its item
+// of the key, seconds old, says full by now. It made the full write, which
+// failed on four keys in five: the others' writes since had ridden ahead
+// of the refill and kept the bucket below its burst. An item older than an
+// estimate counts the others' slack in the full write's odds, and a
+// process whose first writes to such buckets mostly found them below
+// their burst rides ahead from an item that says full.
+func TestAnOldItemThatSaysFullIsOldNews(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perMinute("rpm", 600)}, map[string]int64{"rpm": 1})
+	old := image(t, shape{rf: T - 5000}.item(p))
+	fresh := &ShardView{Img: old, At: T - 100, Others: 0.0007, RateAt: T - 5000}
+	if got := p.first(fresh, 1, T); got != PathFull {
+		t.Fatalf("an item 100 ms old, others at 0.7 writes a second: %v, want the full write", got)
+	}
+	stale := &ShardView{Img: old, At: T - 5000, Others: 0.0007, RateAt: T - 5000}
+	if got := p.first(stale, 1, T); got != PathRetry {
+		t.Fatalf("an item 5 s old, others at 0.7 writes a second: %v, want the ride-ahead write", got)
+	}
+
+	m := NewMemory(0)
+	notFull := false
+	m.notePrior(p.hash, &notFull, 0.0018)
+	if got := m.coldWrite(p, 1, true); got != PathRetry {
+		t.Fatalf("an item, buckets found below their burst, others writing: %v, want the ride-ahead write", got)
+	}
+	if got := m.coldWrite(p, 1, false); got != PathNone {
+		t.Fatalf("no item: %v, want the speculative charge (buckets at their limit lack the burn)", got)
+	}
+	alone := NewMemory(0)
+	alone.notePrior(p.hash, &notFull, 0)
+	if got := alone.coldWrite(p, 1, true); got != PathNone {
+		t.Fatalf("an item, no one else writes: %v, want none (its own refill says full)", got)
 	}
 }

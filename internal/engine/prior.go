@@ -145,7 +145,11 @@ func (m *Memory) fullMiss(hash int64) float64 {
 // unless the client has an item of the bucket (warm): a bucket it saw
 // full has likely sat full since. The full write's odds are the larger of
 // what the others' rate says and the share of the plan's first full
-// writes that failed (noteFull).
+// writes that failed (noteFull). A client with an item that says full by
+// now (warm), on a plan whose buckets its first writes mostly found below
+// their burst and which others write: the ride-ahead write, which lands
+// wherever the speculative one would and also on a bucket full for less
+// than its slack (the item is old news: the others likely wrote since).
 func (m *Memory) coldWrite(p *Plan, n int64, warm bool) Path {
 	m.mu.Lock()
 	pr := m.plans[p.hash]
@@ -162,11 +166,14 @@ func (m *Memory) coldWrite(p *Plan, n int64, warm bool) Path {
 		}
 		return PathFull
 	}
-	if full <= 0.5 {
-		return PathNone
-	}
 	tau := p.chargeTime(n)
 	k := p.slack(n, p.rideBurn(n, rideMax))
+	if full <= 0.5 {
+		if warm && known && others > 0 && k >= 1 {
+			return PathRetry // others keep them below their burst, or just full
+		}
+		return PathNone
+	}
 	if k < 1 {
 		return PathFull // no slack to ride on
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/keys"
 )
 
 // A shard whose limits admit at most fewWritesPerSecond requests a second
@@ -83,5 +84,43 @@ func TestNoDoublingPastTheBurst(t *testing.T) {
 		spent := failed(shape{n: 2, rf: T, tk: map[string]int64{"wcu": 0}}.item(p))
 		ch := NewCharge(m, p, picks(), Options{})
 		converse(t, ch.Start(T), ch.Feed, T, []exchange{{"update 0 full", spent}, {c.want, Result{}}})
+	}
+}
+
+// The one-call create makes shard 0 at one shard without looking for
+// shards an earlier life of the bucket left behind: safe only because no
+// client doubles a bucket for a request whose plan may create in one call
+// (docs/write-paths.md, "Shard 0 after expiry"). A plan that may, at any
+// shard count a bucket can reach, is one a client never doubles: for
+// rates on both sides of the line, every consumption a request may ask
+// (at least one token of some limit), one or two limits.
+func TestNoClientDoublesABucketTheOneCallCreateMakes(t *testing.T) {
+	rates := []int64{1, 10, 100, 499, 500, 501, 1000, 100_000}
+	creates := 0
+	for _, a := range rates {
+		for _, b := range append([]int64{0}, rates...) {
+			limits := []Limit{perSecond("a", a)}
+			if b > 0 {
+				limits = append(limits, perSecond("b", b))
+			}
+			for _, consume := range []map[string]int64{{"a": 1}, {"a": a}, {"b": 1}, {"a": 1, "b": 1}} {
+				if consume["b"] > 0 && b == 0 {
+					continue
+				}
+				p := NewPlan(bucketRef, limits, consume)
+				if !p.createsInOne() {
+					continue
+				}
+				creates++
+				for n := int64(1); n <= keys.MaxShards; n *= 2 {
+					if !p.fewWrites(n) {
+						t.Errorf("limits %d/s and %d/s, consume %v: created in one call, yet a client may double it at %d shards", a, b, consume, n)
+					}
+				}
+			}
+		}
+	}
+	if creates == 0 {
+		t.Fatal("no plan creates in one call")
 	}
 }

@@ -36,15 +36,15 @@ func TestConfigIndexSKRoundTrip(t *testing.T) {
 
 func TestBucketIndexSK(t *testing.T) {
 	b := Bucket{"ns", "e", "models/gpt-4", 12}
-	r, s, ok := ParseBucketIndexSK(b.IndexAttrs()[3].Value)
+	r, s, ok := ParseBucketIndexSK(b.IndexAttrs()[1].Value)
 	if !ok || r != "models/gpt-4" || s != 12 {
 		t.Fatalf("ParseBucketIndexSK = %q %d %v", r, s, ok)
 	}
 	if p := BucketIndexPrefix("gpt"); p != "BUCKET#gpt#" {
 		t.Errorf("prefix %q: a resource's prefix must end at its '#', or gpt would select gpt-4", p)
 	}
-	if p := BucketIndexPrefix(""); !strings.HasPrefix(b.IndexAttrs()[3].Value, p) {
-		t.Errorf("prefix %q of every bucket does not select %q", p, b.IndexAttrs()[3].Value)
+	if p := BucketIndexPrefix(""); !strings.HasPrefix(b.IndexAttrs()[1].Value, p) {
+		t.Errorf("prefix %q of every bucket does not select %q", p, b.IndexAttrs()[1].Value)
 	}
 	for _, sk := range []string{"BUCKET#", "BUCKET#r", "BUCKET##0", "BUCKET#r#x", "BUCKET#r#01", "BUCKET#a#b#0", "ENTITY#e"} {
 		if _, _, ok := ParseBucketIndexSK(sk); ok {

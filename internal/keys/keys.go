@@ -15,11 +15,10 @@
 // Entity and stored-limits items carry GSI3 keys under {ns}/CONFIG so
 // that they can be listed (see admin.go).
 //
-// Bucket items also carry the keys of two keys-only indexes: GSI2
-// ({ns}/RESOURCE#{resource}#{p}, BUCKET#{entity}#{shard}) for per-resource
-// aggregation and GSI3 ({ns}/ENTITY#{entity}, BUCKET#{resource}#{shard}) for
-// discovering an entity's buckets and shards. p spreads one resource over
-// ResourceIndexFanOut index partitions (see ResourceIndexPK).
+// Bucket items also carry the keys of the keys-only index GSI3
+// ({ns}/ENTITY#{entity}, BUCKET#{resource}#{shard}) for discovering an
+// entity's buckets and shards. They carry no GSI2 keys: the table keeps its
+// GSI2 definition, which no item of the limiter enters.
 //
 // Entity ids, resources and namespaces never contain '#', entity ids and
 // namespaces never contain '/', so every key parses back unambiguously.
@@ -76,52 +75,13 @@ func (b Bucket) WithShard(shard int) Bucket {
 	return b
 }
 
-// IndexAttrs returns the GSI2 and GSI3 key attributes of b.
-func (b Bucket) IndexAttrs() [4]struct{ Name, Value string } {
-	shard := strconv.Itoa(b.Shard)
-	return [4]struct{ Name, Value string }{
-		{store.AttrGSI2PK, ResourceIndexPK(b.Namespace, b.Resource, b.Entity)},
-		{store.AttrGSI2SK, "BUCKET#" + b.Entity + "#" + shard},
+// IndexAttrs returns the GSI3 key attributes of b: partition key, then
+// sort key.
+func (b Bucket) IndexAttrs() [2]struct{ Name, Value string } {
+	return [2]struct{ Name, Value string }{
 		{store.AttrGSI3PK, EntityPK(b.Namespace, b.Entity)},
-		{store.AttrGSI3SK, "BUCKET#" + b.Resource + "#" + shard},
+		{store.AttrGSI3SK, "BUCKET#" + b.Resource + "#" + strconv.Itoa(b.Shard)},
 	}
-}
-
-// ResourceIndexFanOut is the number of GSI2 partition keys one resource's
-// buckets are spread over. Index entries are written when a bucket shard
-// is created, and one index partition key takes about 1,000 writes a
-// second (DynamoDB then throttles the index, and through it the table):
-// with one key per resource, a resource could gain at most ~1,000 buckets
-// a second, a rate a quiet hour (every bucket expires) followed by a busy
-// minute reaches. Sixteen keys raise that to ~16,000 a second, and a
-// resource's buckets are listed with sixteen queries. Changing it moves
-// index entries: it is part of the layout.
-const ResourceIndexFanOut = 16
-
-// ResourceIndexPK returns the GSI2 partition key of an entity's buckets on
-// a resource: {ns}/RESOURCE#{resource}#{p}, where p, in [0,
-// ResourceIndexFanOut), is the 32-bit FNV-1a hash of the entity id modulo
-// the fan-out. All shards of one bucket share it.
-func ResourceIndexPK(ns, resource, entity string) string {
-	h := uint32(2166136261)
-	for i := 0; i < len(entity); i++ {
-		h = (h ^ uint32(entity[i])) * 16777619
-	}
-	return resourcePK(ns, resource) + "#" + strconv.Itoa(int(h%ResourceIndexFanOut))
-}
-
-// ResourceIndexPKs returns every GSI2 partition key that can hold a
-// resource's buckets: the ResourceIndexFanOut keys of ResourceIndexPK, then
-// the single key {ns}/RESOURCE#{resource} that buckets created before the
-// fan-out carry (until they expire). A query for a resource's buckets
-// queries each.
-func ResourceIndexPKs(ns, resource string) []string {
-	prefix := resourcePK(ns, resource)
-	pks := make([]string, 0, ResourceIndexFanOut+1)
-	for p := range ResourceIndexFanOut {
-		pks = append(pks, prefix+"#"+strconv.Itoa(p))
-	}
-	return append(pks, prefix)
 }
 
 func resourcePK(ns, resource string) string { return ns + "/RESOURCE#" + resource }

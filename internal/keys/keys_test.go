@@ -33,46 +33,14 @@ func TestParseBucketPKRejectsOtherKeys(t *testing.T) {
 	}
 }
 
+// A bucket shard enters GSI3 only: each index a new shard enters is one
+// more WCU on its creation, and nothing reads a per-resource index.
 func TestIndexAttrs(t *testing.T) {
 	got := Bucket{"ns", "e", "r/x", 2}.IndexAttrs()
-	want := [4]string{"ns/RESOURCE#r/x#0", "BUCKET#e#2", "ns/ENTITY#e", "BUCKET#r/x#2"}
+	want := [2][2]string{{store.AttrGSI3PK, "ns/ENTITY#e"}, {store.AttrGSI3SK, "BUCKET#r/x#2"}}
 	for i := range want {
-		if got[i].Value != want[i] {
-			t.Errorf("index attr %s = %q, want %q", got[i].Name, got[i].Value, want[i])
-		}
-	}
-}
-
-// One index key per resource capped how fast a resource could gain
-// buckets (~1,000 a second: one index partition). The GSI2 key now spreads
-// a resource over ResourceIndexFanOut keys by a hash of the entity, pinned
-// here because moving it moves index entries (a layout change).
-func TestRegressionOneIndexKeyPerResource(t *testing.T) {
-	for entity, want := range map[string]string{"e": "ns/RESOURCE#r/x#0", "api-key-123": "ns/RESOURCE#r/x#8", "key-0000": "ns/RESOURCE#r/x#3"} {
-		if got := ResourceIndexPK("ns", "r/x", entity); got != want {
-			t.Errorf("ResourceIndexPK(%q) = %q, want %q", entity, got, want)
-		}
-	}
-	pks := ResourceIndexPKs("ns", "r/x")
-	if len(pks) != ResourceIndexFanOut+1 || pks[ResourceIndexFanOut] != "ns/RESOURCE#r/x" {
-		t.Fatalf("ResourceIndexPKs = %q: want the %d keys, then the unsuffixed one", pks, ResourceIndexFanOut)
-	}
-	count := map[string]int{}
-	const n = 16_000
-	for i := range n {
-		b := Bucket{Namespace: "ns", Entity: fmt.Sprintf("key-%05d", i), Resource: "r/x", Shard: 3}
-		pk := b.IndexAttrs()[0].Value
-		if b.WithShard(0).IndexAttrs()[0].Value != pk {
-			t.Fatalf("shards of one bucket on different index keys")
-		}
-		count[pk]++
-	}
-	if len(count) != ResourceIndexFanOut {
-		t.Fatalf("%d index keys used, want %d", len(count), ResourceIndexFanOut)
-	}
-	for _, pk := range pks[:ResourceIndexFanOut] {
-		if c := count[pk]; c < n/ResourceIndexFanOut/2 || c > 2*n/ResourceIndexFanOut {
-			t.Errorf("%s holds %d of %d buckets: not spread", pk, c, n)
+		if got[i].Name != want[i][0] || got[i].Value != want[i][1] {
+			t.Errorf("index attr %d = %s %q, want %s %q", i, got[i].Name, got[i].Value, want[i][0], want[i][1])
 		}
 	}
 }

@@ -53,8 +53,8 @@ func (s Schema) IsKeyAttribute(name string) bool {
 }
 
 // Default returns the schema of the limiter's table: string keys PK
-// and SK; GSI2 (per-resource aggregation) and GSI3 (bucket discovery), both
-// keys-only; expiry in "ttl".
+// and SK; GSI2 (which no item of the limiter enters) and GSI3 (bucket
+// discovery), both keys-only; expiry in "ttl".
 func Default() Schema {
 	return Schema{
 		PartitionKey: store.AttrPK,
