@@ -36,3 +36,33 @@ func TestStoryADoublingSpreadsWhatTheOthersConsume(t *testing.T) {
 		t.Fatalf("after %d lost races on a full shard: %q, want another write to shard 0", outrunRaces, describe(s))
 	}
 }
+
+// Right after a doubling, the writers that have not learnt it crowd shard
+// 0, whose partition throttles while shard 0 holds its tokens; shard 1,
+// new, fills as it is drained. An acquire throttled on shard 0 goes on to
+// shard 1, its last shard, whose image shows it empty a moment ago. That
+// is a guess, and the only shard that answered (shard 0) refused nothing:
+// a local refusal there refused the acquire beside shard 0's tokens. The
+// store is asked instead.
+func TestStoryAThrottleOnShardZeroThenAFillingShardAsksTheStore(t *testing.T) {
+	p := planBusy(bucketRef)
+	m := NewMemory(0)
+	knows(t, m, bucketRef, shape{n: 2, rf: T - 5}.item(p), 2, T-5) // shard 0 full
+	knows(t, m, bucketRef, shape{shard: 1, n: 2, rf: T, tk: map[string]int64{"rps": 0}}.item(p), 2, T)
+
+	c := NewCharge(m, p, picks(0, 0), Options{})
+	if s := c.Start(T); describe(s)[:8] != "update 0" {
+		t.Fatalf("first step %q, want a write to shard 0", describe(s))
+	}
+	if s := c.Feed(throttle, T); s.Call == nil || describe(s)[:8] != "update 1" {
+		t.Fatalf("after shard 0's throttle: %q, want a write to shard 1", describe(s))
+	}
+
+	// With a shard refused before, the guess stands: shard 1 empty, and
+	// shard 0 was refused by its tokens.
+	knows(t, m, bucketRef, shape{n: 2, rf: T, tk: map[string]int64{"rps": 0}}.item(p), 2, T)
+	c = NewCharge(m, p, picks(0, 0), Options{})
+	if s := c.Start(T); describe(s) != "refused local" {
+		t.Fatalf("both shards empty in view: %q, want a local refusal", describe(s))
+	}
+}
