@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,12 @@ import (
 // longer simulations per case with LIMITER_PROPERTY_LONG=1, e.g.
 //
 //	LIMITER_PROPERTY_LONG=1 go test -run TestProperty -rapid.checks=1000 -timeout 6h .
+//
+// LIMITER_PROPERTY_FORCE turns draws on in every case, a comma-separated
+// list of pressure, quota, cascade, also and cap (a cap with several
+// resources: "cap,also"), to hammer one combination, e.g.
+//
+//	LIMITER_PROPERTY_FORCE=pressure,quota,cascade go test -run '^TestProperty$' -rapid.checks=300 .
 func TestProperty(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulations are not short")
@@ -117,13 +124,19 @@ func defaultFlag(name, env, value string) {
 	}
 }
 
+// forced reports whether LIMITER_PROPERTY_FORCE names draw (see
+// TestProperty).
+func forced(draw string) bool {
+	return slices.Contains(strings.Split(os.Getenv("LIMITER_PROPERTY_FORCE"), ","), draw)
+}
+
 var limitNames = []string{"rpm", "tpm", "img_per.min", "rps-2"}
 
 func genConfig(t *rapid.T, long bool) sim.Config {
 	wl := &sim.Workload{
 		Writers: rapid.IntRange(100, 256).Draw(t, "writers"),
 	}
-	pressure := rapid.Float64Range(0, 1).Draw(t, "sharding_pressure") < 0.2
+	pressure := rapid.Float64Range(0, 1).Draw(t, "sharding_pressure") < 0.2 || forced("pressure")
 	nl := rapid.IntRange(1, 4).Draw(t, "limits")
 	scale := int64(1)
 	if pressure {
@@ -146,7 +159,7 @@ func genConfig(t *rapid.T, long bool) sim.Config {
 	// within a window in some configurations. Under sharding pressure the
 	// bucket splits around the boundary, with the clocks skewed or not
 	// (sim's TestRegressionQuota* are two splits this found over-admitting).
-	quota := rapid.Float64Range(0, 1).Draw(t, "quota") < 0.25
+	quota := rapid.Float64Range(0, 1).Draw(t, "quota") < 0.25 || forced("quota")
 	if quota {
 		zone := rapid.SampledFrom([]string{"", "Europe/Paris", "America/Havana", "Asia/Kolkata"}).Draw(t, "zone")
 		window := rapid.SampledFrom([]string{"day", "week", "month"}).Draw(t, "window")
@@ -170,6 +183,9 @@ func genConfig(t *rapid.T, long bool) sim.Config {
 	cascade := rapid.Bool().Draw(t, "cascade")
 	if pressure {
 		cascade = rapid.IntRange(0, 2).Draw(t, "pressure_cascade") == 0
+	}
+	if forced("cascade") {
+		cascade = true
 	}
 	// With a quota too: a cascade's compensation after the quota's window
 	// ended leaves the charge in the window that ended (a window starts at

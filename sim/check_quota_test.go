@@ -95,6 +95,44 @@ func TestCheckerACompensationAfterMidnightLeavesTheQuotaCharge(t *testing.T) {
 	s.expect([]store.Item{qitem(1, 8, 2, day)})
 }
 
+// A refused acquire (a cascade's) charged its bucket 300 ms before
+// midnight by the clocks' middle. A writer whose clock runs 250 ms ahead
+// then started the next day on the item (its midnight came 250 ms early),
+// and the compensation, 100 ms before midnight, found the quota in that
+// day: the rate's refund applied, the quota's was moot (the day it was
+// charged in is over for the item), so the write changed the tc counters
+// by [-1000 0]. The property test reported that write as uneven on a
+// cascade parent (Havana, a week window, skew 250 ms): the clocks' spread
+// puts the boundary within the operation, so the charge left in the ended
+// window changes nothing a caller sees.
+func TestCheckerACompensationBeforeMidnightOnAnItemAClockAheadMovedOn(t *testing.T) {
+	for _, tc := range []struct {
+		spread time.Duration
+		want   []string
+	}{
+		{500 * time.Millisecond, nil},
+		// Clocks that agree never start the next day early: the same
+		// write then drops a refund within the day.
+		{0, []string{InvAllOrNothing, InvQuota, InvLostUpdate}},
+	} {
+		t.Run(tc.spread.String(), func(t *testing.T) {
+			s, day := quotaStory(t)
+			s.c.m.SkewSpread = int64(tc.spread)
+			next := day + int64(24*time.Hour/time.Millisecond)
+			mid := next - testBase/1e6 // virtual ms of midnight
+			a := qitem(1, 9, 1, day)
+			s.op(OpAcquire, 0, 0, 1, 1).write(1, nil, a).done(2, Admitted)
+			charged := qitem(2, 8, 2, day)
+			undo := s.op(OpAcquire, 0, mid-310, 1, 1).write(mid-300, a, charged)
+			ahead := qitem(3, 9, 3, next) // the next day, less this acquire's 1
+			s.op(OpAcquire, 0, mid-210, 1, 1).write(mid-200, charged, ahead).done(mid-190, Admitted)
+			back := qitem(2, 9, 3, next)
+			undo.write(mid-100, ahead, back).done(mid-90, Rejected)
+			s.expect([]store.Item{back}, tc.want...)
+		})
+	}
+}
+
 // The same compensation within the day must return the quota too: a
 // refused acquire that keeps a quota's charge in a window still running
 // took what the caller was refused.
