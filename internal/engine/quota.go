@@ -301,13 +301,14 @@ func (p *Plan) quotaExpiry(rf int64) int64 {
 // quotaItem adds the quotas to the item a create puts on shard of n:
 // shard 0 starts the window of now at its share less the charge (debit:
 // the charge only where positive, an adjust's on an expired bucket, whose
-// window is over: none). Every other shard charges nothing and starts the
-// window the writer's image of shard 0 shows (see opening), at the share
-// shard 0 started it at for the shards below its count, empty otherwise
-// (or when that window is over); without such an image, the window of
-// now, empty. A missing shard never started that window (a shard that
-// starts a window lives until an hour after its end, see quotaExpiry), so
-// it starts it at most once, as every shard does.
+// window is over: none). Every other shard charges nothing. When the
+// writer's image of shard 0 shows the window of now, the shard starts it
+// at the share shard 0 started it at if it is below that count, empty
+// otherwise: a missing shard never started that window (a shard that
+// starts a window lives until an hour after its end, see quotaExpiry, as
+// the created item does), so it starts it at most once, as every shard
+// does. Otherwise it is created empty in the earlier of the two windows,
+// and a later write starts the next one (see opening).
 func (p *Plan) quotaItem(it store.Item, shard int, n, now int64) {
 	for i := range p.quotas {
 		q := &p.quotas[i]
@@ -315,12 +316,11 @@ func (p *Plan) quotaItem(it store.Item, shard int, n, now int64) {
 		tk, charged := q.share(n), q.amount
 		switch {
 		case shard != 0 && q.w0 != 0:
-			if q.w0 >= w && int64(shard) < q.n0 {
+			tk, charged = 0, 0
+			if q.w0 == w && int64(shard) < q.n0 {
 				tk = q.share(q.n0)
-			} else {
-				tk = 0 // (a window over: it starts the next one as any shard)
 			}
-			w, charged = q.w0, 0
+			w = min(w, q.w0)
 		case shard != 0:
 			tk, charged = 0, 0
 		case q.at != 0:

@@ -75,3 +75,42 @@ func TestCascadeUndoAfterAClockAheadStartedTheNextMonth(t *testing.T) {
 		t.Fatalf("project usd tk = %d, want 97000: January's balance got December's refund", tk)
 	}
 }
+
+// A shard other than 0 that an acquire creates starts the window shard 0
+// shows, as a shard that existed would start it: shard 0 started January
+// at 2 shards, so shard 1 (one of those 2) is made with half the month's
+// quota, shard 3 (made by a later doubling) with nothing. (Made empty,
+// shard 1 would hold nothing until February: the bucket would lose its
+// share of January.) When shard 0 shows a later window than the writer's
+// (its clock behind), the shard is made empty in the writer's window, and
+// the next write starts the later one at its share.
+func TestAShardMadeInAWindowStartsItAtShardZerosShare(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{rps10, usdMonth}, map[string]int64{"rps": 1, "usd": 5})
+	january := t0.UnixMilli()
+	zero := func(ws int64) *Image {
+		it := shape{rf: T}.item(p)
+		it["q_usd_ws"], it["q_usd_sc"] = store.Int(ws), store.Int(2)
+		return image(t, it)
+	}
+	for _, c := range []struct {
+		what      string
+		shard     int
+		ws, now   int64
+		tk, start int64
+	}{
+		{"shard 1, one of January's 2", 1, january, T + 10, 50_000, january},
+		{"shard 3, made by a later doubling", 3, january, T + 10, 0, january},
+		{"shard 1, the writer still in December", 1, january, T - 10, 0, january - 31*24*3600*1000},
+	} {
+		it := p.forShard(c.shard, zero(c.ws)).create(c.shard, 4, c.now).Item
+		if tk, _ := it.Int("q_usd_tk"); tk != c.tk {
+			t.Errorf("%s: q_usd_tk = %d, want %d", c.what, tk, c.tk)
+		}
+		if ws, _ := it.Int("q_usd_ws"); ws != c.start {
+			t.Errorf("%s: q_usd_ws = %d, want %d", c.what, ws, c.start)
+		}
+		if tc, _ := it.Int("q_usd_tc"); tc != 0 {
+			t.Errorf("%s: q_usd_tc = %d, want 0 (a new shard other than 0 charges nothing)", c.what, tc)
+		}
+	}
+}
