@@ -743,11 +743,14 @@ func (c *Charge) spreadHot(im *Image, now int64) Step {
 }
 
 // double asks for the doubling write from the current count; after says
-// what follows when the count cannot grow (at the limit, or shard 0 gone).
+// what follows when the count cannot grow (at the limit, or shard 0 gone),
+// or need not: a quota's window started at fewer shards than the count
+// (a doubling in it already made shards that hold nothing of it, and
+// another would add only more; the next window starts at the count).
 // A doubling that lands (or one learned) restarts the shard choice at the
 // new count.
 func (c *Charge) double(now int64, after func() Step) Step {
-	if 2*c.n > keys.MaxShards || !c.p.Divisible(2*c.n) || c.p.fewWrites(c.n) {
+	if 2*c.n > keys.MaxShards || !c.p.Divisible(2*c.n) || c.p.fewWrites(c.n) || c.usable(now) < c.n {
 		c.m.setPendingDoubling(c.p.Ref, 0, now)
 		return after()
 	}
