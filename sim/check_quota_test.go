@@ -176,3 +176,31 @@ func TestCheckerFlagsQuotaOverTheSharesBesideADebt(t *testing.T) {
 	s.op(OpAcquire, 0, 20, 1, 6).write(25, a0, b0).done(26, Admitted)
 	s.expect([]store.Item{b0, debt}, InvQuota)
 }
+
+// A hot key whose month started on one shard (sc = 1): 2,500 acquires a
+// second, the rate and the quota far above them, so only the partition
+// ceiling binds. The bucket doubles once; the new shard holds nothing of
+// the month, so the acquires stay on shard 0, where the partition
+// throttles what it cannot take: those acquires are unavailable, not
+// refused for a quota with room left, and the bucket does not double
+// again for shards that would hold nothing either. (Trying the new shards
+// refused 23,188 of 39,118 acquires, with three doublings and 52,766 WCU.)
+func TestHotBucketWithAMonthlyQuotaStartedOnOneShard(t *testing.T) {
+	wl := &Workload{
+		Limits:   []limiter.Limit{limiter.PerSecond("rps", 1_000_000), {Name: "usd", Capacity: 1_000_000_000, Window: "month"}},
+		Entities: []Entity{{ID: "hot"}}, Resources: []string{"gpt-4o"},
+		Consume:  []Range{{Min: 1, Max: 1}, {Min: 1, Max: 40}},
+		CallTime: Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second},
+		Writers:  200, Rate: 2500, Duration: 8 * time.Second,
+		Start: time.Date(2026, 11, 14, 12, 0, 0, 0, time.UTC),
+	}
+	rep, err := Run(Config{Workload: wl, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireOK(t, rep)
+	if rep.Rejected*100 > rep.Acquires || rep.ShardDoublings > 1 {
+		t.Fatalf("%d of %d acquires refused, %d doublings: want under 1 %% (the quota has room) and at most one doubling", rep.Rejected, rep.Acquires, rep.ShardDoublings)
+	}
+	t.Logf("%d acquires: %d admitted, %d refused, %d unavailable; %d doublings, %.0f WCU", rep.Acquires, rep.Admitted, rep.Rejected, rep.Unavailable, rep.ShardDoublings, rep.WCU)
+}
