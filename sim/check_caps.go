@@ -109,21 +109,14 @@ func (g *capLog) refusedBy(op *Op, err error) {
 	}
 	// A refused acquire may have taken its slots for a moment: an acquire
 	// of several buckets (a cascade, Also resources) one of which refused
-	// takes them on the others and gives them back before it answers, or,
-	// when that compensation fails, leaves them to expire.
-	bs := g.buckets(op)
+	// takes them on the others and gives them back before it answers (a
+	// compensation that fails makes the answer unavailable, see unknown).
 	refusing := int32(-1)
-	for _, bi := range bs {
+	for _, bi := range g.buckets(op) {
+		g.leases = append(g.leases, capLease{bucket: bi, slots: op.Amount[g.limit], start: op.Start, admitted: op.End, end: -1, ended: op.End, unknown: true})
 		if b := &g.m.Buckets[bi]; b.Entity == rl.Entity && b.Resource == rl.Resource {
 			refusing = bi
 		}
-	}
-	for _, bi := range bs {
-		t := capLease{bucket: bi, slots: op.Amount[g.limit], start: op.Start, admitted: op.End, end: -1, ended: op.End, unknown: true}
-		if bi != refusing && len(bs) > 1 {
-			t.ended = -1
-		}
-		g.leases = append(g.leases, t)
 	}
 	if rl.Local || rl.Parent || refusing < 0 {
 		return
