@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,12 @@ import (
 // longer simulations per case with LIMITER_PROPERTY_LONG=1, e.g.
 //
 //	LIMITER_PROPERTY_LONG=1 go test -run TestProperty -rapid.checks=1000 -timeout 6h .
+//
+// LIMITER_PROPERTY_FORCE turns draws on in every case, a comma-separated
+// list of pressure, quota, cascade, also and cap (a cap with several
+// resources: "also,cap"), to hammer one combination, e.g.
+//
+//	LIMITER_PROPERTY_FORCE=pressure,quota,cascade go test -run '^TestProperty$' -rapid.checks=300 .
 func TestProperty(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulations are not short")
@@ -117,13 +124,19 @@ func defaultFlag(name, env, value string) {
 	}
 }
 
+// forced reports whether LIMITER_PROPERTY_FORCE names draw (see
+// TestProperty).
+func forced(draw string) bool {
+	return slices.Contains(strings.Split(os.Getenv("LIMITER_PROPERTY_FORCE"), ","), draw)
+}
+
 var limitNames = []string{"rpm", "tpm", "img_per.min", "rps-2"}
 
 func genConfig(t *rapid.T, long bool) sim.Config {
 	wl := &sim.Workload{
 		Writers: rapid.IntRange(100, 256).Draw(t, "writers"),
 	}
-	pressure := rapid.Float64Range(0, 1).Draw(t, "sharding_pressure") < 0.2
+	pressure := rapid.Float64Range(0, 1).Draw(t, "sharding_pressure") < 0.2 || forced("pressure")
 	nl := rapid.IntRange(1, 4).Draw(t, "limits")
 	scale := int64(1)
 	if pressure {
@@ -146,7 +159,7 @@ func genConfig(t *rapid.T, long bool) sim.Config {
 	// within a window in some configurations. Under sharding pressure the
 	// bucket splits around the boundary, with the clocks skewed or not
 	// (sim's TestRegressionQuota* are two splits this found over-admitting).
-	quota := rapid.Float64Range(0, 1).Draw(t, "quota") < 0.25
+	quota := rapid.Float64Range(0, 1).Draw(t, "quota") < 0.25 || forced("quota")
 	if quota {
 		zone := rapid.SampledFrom([]string{"", "Europe/Paris", "America/Havana", "Asia/Kolkata"}).Draw(t, "zone")
 		window := rapid.SampledFrom([]string{"day", "week", "month"}).Draw(t, "window")
@@ -171,6 +184,9 @@ func genConfig(t *rapid.T, long bool) sim.Config {
 	if pressure {
 		cascade = rapid.IntRange(0, 2).Draw(t, "pressure_cascade") == 0
 	}
+	if forced("cascade") {
+		cascade = true
+	}
 	// With a quota too: a cascade's compensation after the quota's window
 	// ended leaves the charge in the window that ended (a window starts at
 	// N whatever the one before took), which the checker counts as no
@@ -182,7 +198,7 @@ func genConfig(t *rapid.T, long bool) sim.Config {
 	// parents'), whose limits are stored at once or twice the request's,
 	// or are the request's own. Invariant 3 is checked per bucket, so on
 	// each resource.
-	if !pressure && rapid.IntRange(0, 2).Draw(t, "also_drawn") == 0 {
+	if !pressure && (rapid.IntRange(0, 2).Draw(t, "also_drawn") == 0 || forced("also")) {
 		wl.Also = []string{"all-models", "models/all"}[:rapid.IntRange(1, 2).Draw(t, "also")]
 		if factor := int64(rapid.IntRange(0, 2).Draw(t, "also_limit_factor")); factor > 0 {
 			for _, l := range wl.Limits {
@@ -315,20 +331,27 @@ func genConfig(t *rapid.T, long bool) sim.Config {
 	}
 	// A concurrency cap in place of the last limit (drawn last, so the draws
 	// above stay as they were), beside rates, in a quarter of the
-	// configurations without a quota or several resources (an Also
-	// resource's cap refuses for leases the checker does not follow):
+	// configurations without a quota, with several resources too (each Also
+	// resource's bucket has the cap, at its limits' factor; the checker
+	// follows the leases on every bucket an acquire charges):
 	// every lease is held for its call, the cap of 1 to 50 leases (200 to
 	// 2,000 under sharding pressure, where the bucket doubles under the
 	// leases and a smaller cap would stop the doublings) refuses some of
 	// them, and leases outlive TTLs of 1 to 5 s when their process crashes
 	// or their release fails under faults.
-	if !quota && len(wl.Also) == 0 && rapid.Float64Range(0, 1).Draw(t, "cap") < 0.25 {
+	if !quota && (rapid.Float64Range(0, 1).Draw(t, "cap") < 0.25 || forced("cap")) {
 		ttl := rapid.SampledFrom([]time.Duration{time.Second, 2 * time.Second, 5 * time.Second}).Draw(t, "cap_ttl")
 		lo, hi := int64(1), int64(50)
 		if pressure {
 			lo, hi = 200, 2000
 		}
-		wl.Limits[nl-1] = limiter.Limit{Name: limitNames[nl-1], Capacity: rapid.Int64Range(lo, hi).Draw(t, "cap_slots"), Window: "concurrent", TTL: ttl}
+		cp := limiter.Limit{Name: limitNames[nl-1], Capacity: rapid.Int64Range(lo, hi).Draw(t, "cap_slots"), Window: "concurrent", TTL: ttl}
+		if len(wl.AlsoLimits) > 0 {
+			factor := wl.AlsoLimits[nl-1].Capacity / wl.Limits[nl-1].Capacity
+			wl.AlsoLimits[nl-1] = cp
+			wl.AlsoLimits[nl-1].Capacity *= factor
+		}
+		wl.Limits[nl-1] = cp
 		wl.Consume[nl-1] = sim.Range{Min: 1, Max: 1}
 		wl.HoldLeases = true
 		if wl.CrashEvery == 0 && rapid.Bool().Draw(t, "cap_crashes") {

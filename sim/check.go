@@ -597,9 +597,10 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 				// the operation's exact amounts).
 			case d == 0 && a != 0 && c.straddles(b.lim[i].cal, &Op{Start: cause.Start, End: at}):
 				// A quota whose window ended since the acquire started (the
-				// item may be in the next one already): a compensation
-				// leaves its charge there (see allOrNothing); a charge
-				// would have started the next window.
+				// item may be in the next one already, started by a clock
+				// running ahead before the boundary in true time): a
+				// compensation leaves its charge there (see allOrNothing); a
+				// charge would have started the next window.
 				kept = true
 			case a == 0 || (d != 0 && d != a && d != -a):
 				uneven = uneven || d != 0

@@ -18,9 +18,13 @@ import (
 const InvCap = "concurrency-cap"
 
 // capLog records the leases of the workload's concurrency cap (the one
-// limit with Window "concurrent"), as the clients see them, in true time.
+// limit with Window "concurrent"), as the clients see them, in true time:
+// one per bucket an acquire charges the cap on, its own, its cascade
+// parent's and its Also resources' (and their parents'), each with its
+// own cap.
 type capLog struct {
 	limit   int // its index in the model's limits
+	m       *Model
 	leases  []capLease
 	refused []capRefusal
 }
@@ -47,51 +51,74 @@ type capRefusal struct {
 }
 
 // newCapLog returns the log of the workload's cap, nil without one.
-func newCapLog(w *Workload) *capLog {
+func newCapLog(w *Workload, m *Model) *capLog {
 	for i, l := range w.Limits {
 		if l.Window == "concurrent" {
-			return &capLog{limit: i}
+			return &capLog{limit: i, m: m}
 		}
 	}
 	return nil
 }
 
-// admitted records an admitted lease; it returns its index (-1 for a
-// lease of a scope not enforced: admit or shadow mode).
-func (g *capLog) admitted(op *Op) int {
-	if op.Mode != "" {
-		return -1
+// buckets returns the buckets op charges the cap on: its roles (see
+// Model.roles) but those an admit mode left out or whose cap was a
+// shadow limit the acquire skipped, each once.
+func (g *capLog) buckets(op *Op) []int32 {
+	var out []int32
+	for r, bi := range g.m.roles(op.Bucket) {
+		if bi >= 0 && !op.LeftOut[r] && !op.Skipped[r][g.limit] && !slices.Contains(out, bi) {
+			out = append(out, bi)
+		}
 	}
-	g.leases = append(g.leases, capLease{bucket: op.Bucket, slots: op.Amount[g.limit], start: op.Start, admitted: op.End, end: -1, ended: -1})
-	return len(g.leases) - 1
+	return out
+}
+
+// admitted records an admitted acquire's leases, one per bucket it
+// charges the cap on; it returns their indices (none for a lease of a
+// scope not enforced: admit or shadow mode).
+func (g *capLog) admitted(op *Op) []int {
+	if op.Mode != "" {
+		return nil
+	}
+	var out []int
+	for _, bi := range g.buckets(op) {
+		out = append(out, len(g.leases))
+		g.leases = append(g.leases, capLease{bucket: bi, slots: op.Amount[g.limit], start: op.Start, admitted: op.End, end: -1, ended: -1})
+	}
+	return out
 }
 
 // unknown records an acquire whose outcome is unknown (unavailable, or
 // cut by the end of the run).
 func (g *capLog) unknown(op *Op) {
-	if op.Mode == "" {
-		g.leases = append(g.leases, capLease{bucket: op.Bucket, slots: op.Amount[g.limit], start: op.Start, admitted: op.End, end: -1, ended: -1, unknown: true})
+	if op.Mode != "" {
+		return
+	}
+	for _, bi := range g.buckets(op) {
+		g.leases = append(g.leases, capLease{bucket: bi, slots: op.Amount[g.limit], start: op.Start, admitted: op.End, end: -1, ended: -1, unknown: true})
 	}
 }
 
-// refusedBy records a refusal of a bucket of one shard, judged by the
-// store, that no other limit refused: the cap's (or no limit's, which
-// InvCap judges as the cap's).
+// refusedBy records a refusal: on the bucket that refused, when it has one
+// shard, the store judged and no other limit of it refused, the cap's (or
+// no limit's, which InvCap judges as the cap's).
 func (g *capLog) refusedBy(op *Op, err error) {
 	rl, ok := errors.AsType[*limiter.RateLimitedError](err)
 	if !ok || op.Mode != "" {
 		return
 	}
-	// A refused acquire may have taken its slots for a moment: a cascade
-	// whose parent refused takes them on the child and gives them back
-	// before it answers, or, when that compensation fails, leaves them to
-	// expire.
-	t := capLease{bucket: op.Bucket, slots: op.Amount[g.limit], start: op.Start, admitted: op.End, end: -1, ended: op.End, unknown: true}
-	if rl.Parent {
-		t.ended = -1
+	// A refused acquire may have taken its slots for a moment: an acquire
+	// of several buckets (a cascade, Also resources) one of which refused
+	// takes them on the others and gives them back before it answers (a
+	// compensation that fails makes the answer unavailable, see unknown).
+	refusing := int32(-1)
+	for _, bi := range g.buckets(op) {
+		g.leases = append(g.leases, capLease{bucket: bi, slots: op.Amount[g.limit], start: op.Start, admitted: op.End, end: -1, ended: op.End, unknown: true})
+		if b := &g.m.Buckets[bi]; b.Entity == rl.Entity && b.Resource == rl.Resource {
+			refusing = bi
+		}
 	}
-	g.leases = append(g.leases, t)
-	if rl.Local || rl.Parent {
+	if rl.Local || rl.Parent || refusing < 0 {
 		return
 	}
 	for _, ls := range rl.Limits {
@@ -99,7 +126,7 @@ func (g *capLog) refusedBy(op *Op, err error) {
 			return
 		}
 	}
-	g.refused = append(g.refused, capRefusal{bucket: op.Bucket, slots: op.Amount[g.limit], start: op.Start, end: op.End})
+	g.refused = append(g.refused, capRefusal{bucket: refusing, slots: op.Amount[g.limit], start: op.Start, end: op.End})
 }
 
 // check flags InvCap's violations.
@@ -160,15 +187,18 @@ func (g *capLog) check(c *Checker, m *Model) {
 
 // capEnding records that pl's holder ends it now (Commit or Rollback).
 func (c *client) capEnding(pl *pendingLease) {
-	if c.s.caps != nil && pl.capLease >= 0 {
-		c.s.caps.leases[pl.capLease].end = c.s.now
+	for _, i := range pl.capLeases {
+		c.s.caps.leases[i].end = c.s.now
 	}
 }
 
 // capEnded records the end of pl's Commit or Rollback: its slots are given
 // back unless it failed.
 func (c *client) capEnded(pl *pendingLease, err error) {
-	if c.s.caps != nil && pl.capLease >= 0 && err == nil && !c.s.stopping {
-		c.s.caps.leases[pl.capLease].ended = c.s.now
+	if err != nil || c.s.stopping {
+		return
+	}
+	for _, i := range pl.capLeases {
+		c.s.caps.leases[i].ended = c.s.now
 	}
 }

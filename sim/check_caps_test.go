@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +69,20 @@ func TestLeasesCrashScenario(t *testing.T) {
 	}
 }
 
+// The same with the writers' clocks up to 1 s apart either way: a slot
+// is counted on the clock of the process that retires it, so its bounds
+// move by the skew (the checker allows twice the clocks' spread), and the
+// cap still holds.
+func TestLeasesCrashScenarioWithSkew(t *testing.T) {
+	cfg := short("leases-crash", 2*time.Minute)
+	cfg.Skew = time.Second
+	rep := mustRun(t, cfg)
+	requireOK(t, rep)
+	if rep.Crashes == 0 || rep.Rejected == 0 || rep.Admitted == 0 {
+		t.Fatalf("crashes %d, rejected %d, admitted %d: the scenario tests nothing", rep.Crashes, rep.Rejected, rep.Admitted)
+	}
+}
+
 // A hot key with a cap under sharding pressure: 3,000 acquires a second,
 // each lease held about 200 ms, the cap of 400 leases binding now and
 // then, writers crashing holding leases; the bucket doubles under the
@@ -89,4 +104,84 @@ func TestCapThroughDoublings(t *testing.T) {
 		t.Fatalf("doublings %d, rejected %d: the run tests nothing", rep.ShardDoublings, rep.Rejected)
 	}
 	t.Logf("%d admitted, %d rejected, %d doublings, final shards %d", rep.Admitted, rep.Rejected, rep.ShardDoublings, rep.ShardCountFinal)
+}
+
+// Acquires of several resources: each charges its model's bucket and the
+// entity's "all" bucket (Request.Also), each bucket with its own cap. Two
+// models' leases, two on each model's cap of 2, are four live on the "all"
+// bucket, whose cap is 3: the checker follows the lease on every bucket
+// the acquire charged and flags the "all" bucket (following only the
+// acquiring bucket, it saw two and two, within the caps). A refused
+// acquire's slot, taken on the "all" bucket by a side that was then
+// refunded, counts as possibly held there until the answer (a refund that
+// fails makes the answer unavailable), not as a lease.
+func TestCheckerCapFollowsTheAlsoBuckets(t *testing.T) {
+	inflight := func(n int64) []limiter.Limit {
+		return []limiter.Limit{limiter.PerMinute("rpm", 600), {Name: "inflight", Capacity: n, Window: "concurrent", TTL: 20 * time.Second}}
+	}
+	m := &Model{Namespace: "ns", LimitNames: []string{"rpm", "inflight"}, Buckets: []BucketModel{
+		{Entity: "k", Resource: "a", Limits: inflight(2), Parent: -1, Also: []int32{2}},
+		{Entity: "k", Resource: "b", Limits: inflight(2), Parent: -1, Also: []int32{2}},
+		{Entity: "k", Resource: "all", Limits: inflight(3), Parent: -1},
+	}}
+	g := newCapLog(&Workload{Limits: inflight(2)}, m)
+	for i, b := range []int32{0, 0, 1, 1} {
+		g.admitted(&Op{Bucket: b, Amount: [MaxLimits]int64{1, 1}, Start: int64(i) * sec, End: int64(i)*sec + 1})
+	}
+	if n := len(g.leases); n != 8 {
+		t.Fatalf("%d leases recorded, want 8 (each acquire's on its bucket and on the all bucket)", n)
+	}
+	chk := NewChecker(m, testBase)
+	g.check(chk, m)
+	vs := chk.Violations()
+	if len(vs) != 1 || vs[0].Invariant != InvCap || !strings.Contains(vs[0].Detail, "k/all: 4 slots") {
+		t.Fatalf("violations %v, want one: 4 slots live on k/all, above its cap 3", vs)
+	}
+	err := &limiter.RateLimitedError{Entity: "k", Resource: "a", Limits: []limiter.LimitState{{Limit: inflight(2)[1], Shards: 1, Exceeded: true}}}
+	g.refusedBy(&Op{Bucket: 0, Amount: [MaxLimits]int64{1, 1}, Start: 5 * sec, End: 5*sec + 1}, err)
+	if r := g.refused[len(g.refused)-1]; r.bucket != 0 {
+		t.Fatalf("refusal recorded on bucket %d, want 0 (k/a refused)", r.bucket)
+	}
+	if l := g.leases[len(g.leases)-1]; l.bucket != 2 || !l.unknown || l.ended != 5*sec+1 {
+		t.Fatalf("the refused acquire's slot on k/all: %+v, want unknown and given back by the answer", l)
+	}
+}
+
+// Two models of one key, each acquire also charging "all-models", whose
+// cap (at once the models' caps) binds: the leases on the shared bucket
+// are followed, live leases there never exceed its cap, its refusals come
+// only while its slots are counted, and processes crash holding leases on
+// both buckets.
+func TestCapWithSeveralResources(t *testing.T) {
+	wl := &Workload{
+		Limits:    []limiter.Limit{limiter.PerSecond("rps", 1000), {Name: "inflight", Capacity: 6, Window: "concurrent", TTL: 2 * time.Second}},
+		Entities:  []Entity{{ID: "key-1"}, {ID: "key-2"}},
+		Resources: []string{"gpt-4o", "claude"}, Also: []string{"all-models"},
+		Consume:    []Range{{Min: 1, Max: 1}, {Min: 1, Max: 1}},
+		HoldLeases: true, RollbackProb: 0.1,
+		CallTime: Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second},
+		Writers:  32, Rate: 120, Duration: 20 * time.Second,
+		CrashEvery: 5 * time.Second, CrashDowntime: 200 * time.Millisecond,
+	}
+	s, err := New(Config{Workload: wl, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := s.Run()
+	requireOK(t, rep)
+	onAll, refusedOnAll := 0, 0
+	for _, l := range s.caps.leases {
+		if s.model.Buckets[l.bucket].Resource == "all-models" && !l.unknown {
+			onAll++
+		}
+	}
+	for _, r := range s.caps.refused {
+		if s.model.Buckets[r.bucket].Resource == "all-models" {
+			refusedOnAll++
+		}
+	}
+	if onAll == 0 || refusedOnAll == 0 || rep.Crashes == 0 {
+		t.Fatalf("%d leases and %d refusals on all-models, %d crashes: the run tests nothing", onAll, refusedOnAll, rep.Crashes)
+	}
+	t.Logf("%d admitted, %d rejected; %d leases and %d cap refusals on all-models; %d crashes", rep.Admitted, rep.Rejected, onAll, refusedOnAll, rep.Crashes)
 }

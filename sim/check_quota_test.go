@@ -95,6 +95,44 @@ func TestCheckerACompensationAfterMidnightLeavesTheQuotaCharge(t *testing.T) {
 	s.expect([]store.Item{qitem(1, 8, 2, day)})
 }
 
+// A refused acquire (a cascade's) charged its bucket 300 ms before
+// midnight by the clocks' middle. A writer whose clock runs 250 ms ahead
+// then started the next day on the item (its midnight came 250 ms early),
+// and the compensation, 100 ms before midnight, found the quota in that
+// day: the rate's refund applied, the quota's was moot (the day it was
+// charged in is over for the item), so the write changed the tc counters
+// by [-1000 0]. The property test reported that write as uneven on a
+// cascade parent (Havana, a week window, skew 250 ms): the clocks' spread
+// puts the boundary within the operation, so the charge left in the ended
+// window changes nothing a caller sees.
+func TestCheckerACompensationBeforeMidnightOnAnItemAClockAheadMovedOn(t *testing.T) {
+	for _, tc := range []struct {
+		spread time.Duration
+		want   []string
+	}{
+		{500 * time.Millisecond, nil},
+		// Clocks that agree never start the next day early: the same
+		// write then drops a refund within the day.
+		{0, []string{InvAllOrNothing, InvQuota, InvLostUpdate}},
+	} {
+		t.Run(tc.spread.String(), func(t *testing.T) {
+			s, day := quotaStory(t)
+			s.c.m.SkewSpread = int64(tc.spread)
+			next := day + int64(24*time.Hour/time.Millisecond)
+			mid := next - testBase/1e6 // virtual ms of midnight
+			a := qitem(1, 9, 1, day)
+			s.op(OpAcquire, 0, 0, 1, 1).write(1, nil, a).done(2, Admitted)
+			charged := qitem(2, 8, 2, day)
+			undo := s.op(OpAcquire, 0, mid-310, 1, 1).write(mid-300, a, charged)
+			ahead := qitem(3, 9, 3, next) // the next day, less this acquire's 1
+			s.op(OpAcquire, 0, mid-210, 1, 1).write(mid-200, charged, ahead).done(mid-190, Admitted)
+			back := qitem(2, 9, 3, next)
+			undo.write(mid-100, ahead, back).done(mid-90, Rejected)
+			s.expect([]store.Item{back}, tc.want...)
+		})
+	}
+}
+
 // The same compensation within the day must return the quota too: a
 // refused acquire that keeps a quota's charge in a window still running
 // took what the caller was refused.
@@ -137,4 +175,32 @@ func TestCheckerFlagsQuotaOverTheSharesBesideADebt(t *testing.T) {
 	b0 := qshard(0, 2, 1, 0, 6, day)
 	s.op(OpAcquire, 0, 20, 1, 6).write(25, a0, b0).done(26, Admitted)
 	s.expect([]store.Item{b0, debt}, InvQuota)
+}
+
+// A hot key whose month started on one shard (sc = 1): 2,500 acquires a
+// second, the rate and the quota far above them, so only the partition
+// ceiling binds. The bucket doubles once; the new shard holds nothing of
+// the month, so the acquires stay on shard 0, where the partition
+// throttles what it cannot take: those acquires are unavailable, not
+// refused for a quota with room left, and the bucket does not double
+// again for shards that would hold nothing either. (Trying the new shards
+// refused 23,188 of 39,118 acquires, with three doublings and 52,766 WCU.)
+func TestHotBucketWithAMonthlyQuotaStartedOnOneShard(t *testing.T) {
+	wl := &Workload{
+		Limits:   []limiter.Limit{limiter.PerSecond("rps", 1_000_000), {Name: "usd", Capacity: 1_000_000_000, Window: "month"}},
+		Entities: []Entity{{ID: "hot"}}, Resources: []string{"gpt-4o"},
+		Consume:  []Range{{Min: 1, Max: 1}, {Min: 1, Max: 40}},
+		CallTime: Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second},
+		Writers:  200, Rate: 2500, Duration: 8 * time.Second,
+		Start: time.Date(2026, 11, 14, 12, 0, 0, 0, time.UTC),
+	}
+	rep, err := Run(Config{Workload: wl, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireOK(t, rep)
+	if rep.Rejected*100 > rep.Acquires || rep.ShardDoublings > 1 {
+		t.Fatalf("%d of %d acquires refused, %d doublings: want under 1 %% (the quota has room) and at most one doubling", rep.Rejected, rep.Acquires, rep.ShardDoublings)
+	}
+	t.Logf("%d acquires: %d admitted, %d refused, %d unavailable; %d doublings, %.0f WCU", rep.Acquires, rep.Admitted, rep.Rejected, rep.Unavailable, rep.ShardDoublings, rep.WCU)
 }

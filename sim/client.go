@@ -40,15 +40,15 @@ type call struct {
 // code (or an actor) over its own store handle, with its own limiter,
 // clock, random source and caches.
 type client struct {
-	capLease int // the cap lease its last acquire admitted (-1: none; see capLog)
-	s        *Sim
-	id       int32
-	kind     clientKind
-	actor    Actor
-	rng      *rand.Rand
-	clock    clientClock
-	lim      *limiter.Limiter
-	startAt  int64
+	capLeases []int // the cap leases its last acquire admitted (see capLog)
+	s         *Sim
+	id        int32
+	kind      clientKind
+	actor     Actor
+	rng       *rand.Rand
+	clock     clientClock
+	lim       *limiter.Limiter
+	startAt   int64
 
 	yield   func(*call) bool
 	next    func() (*call, bool)
@@ -101,19 +101,19 @@ type opState struct {
 
 // pendingLease is an admitted lease waiting for its model call to end.
 type pendingLease struct {
-	due      int64
-	lease    *limiter.Lease
-	bucket   int32
-	shard    int32
-	action   uint8 // settleCommit, settleAdjust, settleRollback, settleAdjustRollback
-	estimate [MaxLimits]int64
-	base     [MaxLimits]int64 // what the lease holds, as far as the client knows
-	unkPos   [MaxLimits]int64
-	unkNeg   [MaxLimits]int64
-	mode     string // "admit" for a lease that charged nothing (admit mode)
-	skipped  [maxRoles][MaxLimits]bool
-	capLease int // its index in the Sim's capLog (-1: none)
-	leftOut  [maxRoles]bool
+	due       int64
+	lease     *limiter.Lease
+	bucket    int32
+	shard     int32
+	action    uint8 // settleCommit, settleAdjust, settleRollback, settleAdjustRollback
+	estimate  [MaxLimits]int64
+	base      [MaxLimits]int64 // what the lease holds, as far as the client knows
+	unkPos    [MaxLimits]int64
+	unkNeg    [MaxLimits]int64
+	mode      string // "admit" for a lease that charged nothing (admit mode)
+	skipped   [maxRoles][MaxLimits]bool
+	capLeases []int // their indices in the Sim's capLog
+	leftOut   [maxRoles]bool
 }
 
 const (
@@ -467,11 +467,11 @@ func (c *client) acquire(bi int32, amount [MaxLimits]int64, limits []limiter.Lim
 		op.FailedOpen = lease.FailedOpen()
 	}
 	o := c.end(err)
-	c.capLease = -1
+	c.capLeases = nil
 	if s.caps != nil && c.kind == kindWriter {
 		switch o {
 		case Admitted:
-			c.capLease = s.caps.admitted(op)
+			c.capLeases = s.caps.admitted(op)
 		case Rejected:
 			s.caps.refusedBy(op, err)
 		case Unavailable, Cut:
@@ -624,7 +624,7 @@ func (c *client) schedule(lease *limiter.Lease, op *Op, amount [MaxLimits]int64)
 		return
 	}
 	pl := pendingLease{due: c.s.now + wl.callTime.draw(c.rng), lease: lease, bucket: op.Bucket, shard: op.Shard,
-		action: action, estimate: amount, base: amount, skipped: op.Skipped, capLease: c.capLease, leftOut: op.LeftOut}
+		action: action, estimate: amount, base: amount, skipped: op.Skipped, capLeases: c.capLeases, leftOut: op.LeftOut}
 	if op.Mode == "admit" {
 		pl.mode = op.Mode
 	}

@@ -247,7 +247,7 @@ func New(cfg Config) (*Sim, error) {
 	s.stream = !cfg.NoChecks || len(cfg.Actors) > 0 || s.sweep != nil
 	if !cfg.NoChecks {
 		s.chk = NewChecker(s.model, s.base)
-		s.caps = newCapLog(s.wl)
+		s.caps = newCapLog(s.wl, s.model)
 		s.chk.PartitionAvailable = func(pk string) float64 { return s.st.Partition(pk).WriteAvailable }
 		s.chk.PartitionConsumed = func(pk string) float64 { return s.st.PartitionConsumed(pk).WriteUnits }
 		s.partThrottles = make(map[string]uint64)

@@ -210,7 +210,8 @@ func (c *Charge) nextShard(now int64) Step {
 		if c.choices >= maxShardChoices {
 			return c.refuse(now)
 		}
-		shard := pick(c.rnd, c.n, c.tried)
+		u := c.usable(now)
+		shard := pick(c.rnd, u, below(c.tried, u))
 		recount := false
 		if c.p.quotaNeedsShardZero(c.m, c.n, now) || c.p.capNeedsShardZero(c.m, c.n, now) {
 			// A quota's window starts on another shard only at a count
@@ -240,7 +241,7 @@ func (c *Charge) nextShard(now int64) Step {
 		c.onShard()
 		c.billed, c.view, c.entry = c.m.enter(c.p.Ref, shard, now)
 		c.viewN = c.n
-		if !recount && !c.lastChance() && c.p.refusesLocally(&c.view, c.n, now, c.o) {
+		if !recount && !c.lastChance(now) && c.p.refusesLocally(&c.view, c.n, now, c.o) {
 			v := c.view
 			c.lastRL = &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
 			if v.Binding {
@@ -251,7 +252,7 @@ func (c *Charge) nextShard(now int64) Step {
 			} else {
 				c.promise(c.lastRL)
 			}
-			if len(c.tried) >= exhaustedShards || int64(len(c.tried)) >= c.n {
+			if len(c.tried) >= exhaustedShards || !c.untried(now) {
 				return Step{Refused: c.lastRL, Path: PathLocal}
 			}
 			continue
@@ -265,6 +266,31 @@ func (c *Charge) nextShard(now int64) Step {
 	}
 }
 
+// usable is how many shards, from shard 0, the acquire may try: the
+// count in use, or fewer when a quota's window started on fewer (see
+// Plan.quotaShards): the shards above hold nothing of it, and a write
+// there would only be refused.
+func (c *Charge) usable(now int64) int64 {
+	return c.plan.quotaShards(c.m, c.n, now)
+}
+
+// untried reports whether a shard the acquire may try is left.
+func (c *Charge) untried(now int64) bool {
+	u := c.usable(now)
+	return int64(len(below(c.tried, u))) < u
+}
+
+// below returns the shards of tried below n.
+func below(tried []int, n int64) []int {
+	var out []int
+	for _, s := range tried {
+		if int64(s) < n {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // lastChance reports whether the current shard is the acquire's last and
 // every shard tried before it was left without a refusal (a throttle, heat,
 // a count that grew): the store is then asked, not a guess. Right after a
@@ -272,8 +298,8 @@ func (c *Charge) nextShard(now int64) Step {
 // which throttles while it holds its tokens, and the new shards fill as
 // they are drained: a local refusal there would refuse the acquire beside
 // shard 0's tokens. (A throttle's promise still stands: see throttled.)
-func (c *Charge) lastChance() bool {
-	last := len(c.tried) >= exhaustedShards || int64(len(c.tried)) >= c.n
+func (c *Charge) lastChance(now int64) bool {
+	last := len(c.tried) >= exhaustedShards || !c.untried(now)
 	return last && len(c.tried) > 1 && c.lastRL == nil && !c.view.Binding
 }
 
@@ -562,7 +588,7 @@ func (c *Charge) throttled(err error, now int64) Step {
 func (c *Charge) spread(err error, now int64) Step {
 	// (Not when a quota needs shard 0 first, and shard 0 is what refused:
 	// see nextShard.)
-	if c.n > 1 && len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n && !c.needsShardZero(now) {
+	if c.n > 1 && len(c.tried) < exhaustedShards && c.untried(now) && !c.needsShardZero(now) {
 		return c.nextShard(now) // another shard is another partition
 	}
 	if c.throttle == nil && c.phase == phWrite && c.view.busyness(now) != busyNo {
@@ -620,11 +646,12 @@ func (c *Charge) informed(im *Image, now int64) Step {
 		// count rather than join them here.
 		c.m.learn(c.p.Ref, c.shard, im, im.shardCount, now, c.lat, nil)
 		c.n = im.shardCount
-		if c.shard != 0 || !c.needsShardZero(now) {
+		if c.shard != 0 || !c.needsShardZero(now) && c.untried(now) {
 			return c.nextShard(now)
 		}
-		// Shard 0 is where a quota's window starts (see quota.go): write
-		// it again, at its count.
+		// Shard 0 is where a quota's window starts (see quota.go), or the
+		// only shard that holds some of a quota's window: write it again,
+		// at its count.
 	}
 	learnt := int64(0)
 	if c.shard == 0 {
@@ -682,7 +709,7 @@ func (c *Charge) exhausted(rl *Refusal, now int64) Step {
 		c.n = rl.Img.shardCount // learned of a doubling: the new shards may have tokens
 		return c.nextShard(now)
 	}
-	if len(c.tried) >= exhaustedShards || int64(len(c.tried)) >= c.n {
+	if len(c.tried) >= exhaustedShards || !c.untried(now) {
 		return Step{Refused: rl, Path: PathReject}
 	}
 	return c.nextShard(now)
@@ -721,18 +748,21 @@ func (c *Charge) hot(im *Image, now int64) Step {
 // on here: the gauge is counted, never a condition, and heat alone is
 // no answer.
 func (c *Charge) spreadHot(im *Image, now int64) Step {
-	if len(c.tried) < exhaustedShards && int64(len(c.tried)) < c.n {
+	if len(c.tried) < exhaustedShards && c.untried(now) {
 		return c.nextShard(now)
 	}
 	return c.informedWrite(im, now)
 }
 
 // double asks for the doubling write from the current count; after says
-// what follows when the count cannot grow (at the limit, or shard 0 gone).
+// what follows when the count cannot grow (at the limit, or shard 0 gone),
+// or need not: a quota's window started at fewer shards than the count
+// (a doubling in it already made shards that hold nothing of it, and
+// another would add only more; the next window starts at the count).
 // A doubling that lands (or one learned) restarts the shard choice at the
 // new count.
 func (c *Charge) double(now int64, after func() Step) Step {
-	if 2*c.n > keys.MaxShards || !c.p.Divisible(2*c.n) || c.p.fewWrites(c.n) {
+	if 2*c.n > keys.MaxShards || !c.p.Divisible(2*c.n) || c.p.fewWrites(c.n) || c.usable(now) < c.n {
 		c.m.setPendingDoubling(c.p.Ref, 0, now)
 		return after()
 	}
@@ -848,6 +878,7 @@ func (c *Charge) afterVerify(r *Result, now int64) Step {
 	if img != nil && img.shardCount > int64(c.shard) {
 		c.m.learn(c.p.Ref, 0, img, img.shardCount, now, c.lat, nil)
 		c.n = img.shardCount
+		c.onShard() // the quotas' windows as shard 0 shows them now
 		return c.createAt(c.n, now)
 	}
 	if img != nil {

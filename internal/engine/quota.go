@@ -35,8 +35,10 @@ import (
 // shard k starts only the window its writer's last image of shard 0 shows
 // (the window of now or a later one; a writer without one writes shard 0
 // first, see Charge.nextShard and Charge.informed), at that image's n0:
-// floor(N / n0) when k < n0, nothing otherwise. A shard created in a
-// window starts it empty. Each shard starts a window at most once (IF ws
+// floor(N / n0) when k < n0, nothing otherwise; a shard created then
+// starts that window the same way (see quotaItem). A writer that knows n0
+// does not try the shards at or above it (see quotaShards): they hold
+// nothing of the window. Each shard starts a window at most once (IF ws
 // < :w), so the shards together start every window with at most n0 ×
 // floor(N / n0) <= N, whatever the clocks and the doublings: only shard
 // 0's item says what a window's shares are. (Sizing by the writer's own
@@ -299,13 +301,26 @@ func (p *Plan) quotaExpiry(rf int64) int64 {
 // quotaItem adds the quotas to the item a create puts on shard of n:
 // shard 0 starts the window of now at its share less the charge (debit:
 // the charge only where positive, an adjust's on an expired bucket, whose
-// window is over: none), every other shard starts it empty.
+// window is over: none). Every other shard charges nothing. When the
+// writer's image of shard 0 shows the window of now, the shard starts it
+// at the share shard 0 started it at if it is below that count, empty
+// otherwise: a missing shard never started that window (a shard that
+// starts a window lives until an hour after its end, see quotaExpiry, as
+// the created item does), so it starts it at most once, as every shard
+// does. Otherwise it is created empty in the earlier of the two windows,
+// and a later write starts the next one (see opening).
 func (p *Plan) quotaItem(it store.Item, shard int, n, now int64) {
 	for i := range p.quotas {
 		q := &p.quotas[i]
 		w, _ := q.cal.Bounds(now)
 		tk, charged := q.share(n), q.amount
 		switch {
+		case shard != 0 && q.w0 != 0:
+			tk, charged = 0, 0
+			if q.w0 == w && int64(shard) < q.n0 {
+				tk = q.share(q.n0)
+			}
+			w = min(w, q.w0)
 		case shard != 0:
 			tk, charged = 0, 0
 		case q.at != 0:
@@ -408,6 +423,26 @@ func (p *Plan) withoutQuotas() *Plan {
 		q.quotas[i].amount = 0
 	}
 	return q
+}
+
+// quotaShards returns how many shards, from shard 0, can serve the plan's
+// quotas in the window of now on a bucket of n: n, or the count shard 0
+// started that window at (sc) when the writer's image of shard 0 shows it
+// and it is lower. A shard at or above that count holds nothing of the
+// window (see Shards above): the acquire does not try it.
+func (p *Plan) quotaShards(m *Memory, n, now int64) int64 {
+	if n <= 1 || !p.ChargesQuota() {
+		return n
+	}
+	im0 := m.View(p.Ref, 0).Img
+	for i := range p.quotas {
+		q := &p.quotas[i]
+		w, _ := q.cal.Bounds(now)
+		if ws, n0 := im0.quotaStart(q); q.amount > 0 && !q.shadow && ws >= w && n0 >= 1 {
+			n = min(n, n0)
+		}
+	}
+	return n
 }
 
 // quotaNeedsShardZero reports whether an acquire of p on a bucket of n
