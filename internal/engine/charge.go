@@ -241,7 +241,7 @@ func (c *Charge) nextShard(now int64) Step {
 		c.onShard()
 		c.billed, c.view, c.entry = c.m.enter(c.p.Ref, shard, now)
 		c.viewN = c.n
-		if !recount && c.p.refusesLocally(&c.view, c.n, now, c.o) {
+		if !recount && !c.lastChance(now) && c.p.refusesLocally(&c.view, c.n, now, c.o) {
 			v := c.view
 			c.lastRL = &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
 			if v.Binding {
@@ -289,6 +289,18 @@ func below(tried []int, n int64) []int {
 		}
 	}
 	return out
+}
+
+// lastChance reports whether the current shard is the acquire's last and
+// every shard tried before it was left without a refusal (a throttle, heat,
+// a count that grew): the store is then asked, not a guess. Right after a
+// doubling, the writers that have not learnt it crowd shard 0's partition,
+// which throttles while it holds its tokens, and the new shards fill as
+// they are drained: a local refusal there would refuse the acquire beside
+// shard 0's tokens. (A throttle's promise still stands: see throttled.)
+func (c *Charge) lastChance(now int64) bool {
+	last := len(c.tried) >= exhaustedShards || !c.untried(now)
+	return last && len(c.tried) > 1 && c.lastRL == nil && !c.view.Binding
 }
 
 // needsShardZero reports whether the acquire must write shard 0 before any

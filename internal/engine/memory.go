@@ -392,11 +392,18 @@ func (m *Memory) learnIn(b *bucketInfo, fresh bool, shard int, img *Image, n, no
 		// A window that straddles the doubling says nothing of the new
 		// count (the writers that have not learned it crowd the old shards
 		// for a moment): the next estimates count from here.
+		// What the others consumed of a shard at the old count spreads
+		// over the new shards: at the new count, each shard's share of the
+		// refill is smaller, and the old estimate would count a bucket
+		// far below its limit as at it (every token in view raced for,
+		// acquires refused while the shard is full).
 		if b.zero != nil {
 			b.zero.ref = nil
+			b.zero.drain = spreadDrain(b.zero.drain, b.n, n)
 		}
 		for _, si := range b.more {
 			si.ref = nil
+			si.drain = spreadDrain(si.drain, b.n, n)
 		}
 	}
 	if n > 0 && (shard == 0 || n > b.n) {
@@ -467,6 +474,19 @@ func (m *Memory) learnIn(b *bucketInfo, fresh bool, shard int, img *Image, n, no
 		// drain empty), only that others write and about how often.
 		si.writeRates(w-w0, dt)
 	}
+}
+
+// spreadDrain returns the drain estimates of a shard measured at a count
+// of from shards, spread over n: a new map (views share the old one).
+func spreadDrain(drain map[string]float64, from, n int64) map[string]float64 {
+	if len(drain) == 0 || from <= 0 || n <= from {
+		return drain
+	}
+	out := make(map[string]float64, len(drain))
+	for name, d := range drain {
+		out[name] = d * float64(from) / float64(n)
+	}
+	return out
 }
 
 // writeRates sets the shard's write rates, of all writers and of the
