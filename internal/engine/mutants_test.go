@@ -517,15 +517,15 @@ func TestAShardsHoldNeverTakesItPastItsBurst(t *testing.T) {
 //   - views.go, Plan.Total's quota part, `max(resetMs, end-now)` for a
 //     shard 0 not written dropping resetMs: equivalent. Shard 0 is the
 //     first image counted: resetMs is still 0 there.
-//   - views.go, Plan.Total's quota part, `max(n, im.shardCount)` dropping
-//     im.shardCount (a shard written at more shards than the count asked):
-//     not killed. What a shard other than 0 holds of a quota follows
-//     shard 0's count (quota.go), which a test of it would pin.
+//   - views.go, Plan.Total's quota part, `max(n, im.shardCount)`
+//     dropping im.shardCount: equivalent. The count sizes only shard 0's
+//     new window (quota.opening; other shards follow shard 0's sc), and
+//     the status read, Total's one caller, asks at shard 0's own count.
 //   - image.go, hold's `if !im.holds || s.hidden` return deleted:
 //     equivalent. An item without a hold generation carries no hold
 //     attributes, nor does the hidden limit: the read finds 0.
-//   - image.go, not killed yet: projected's and the refill's
-//     `Burst = im.capOf(...)` removed (the cap that pools' holds lower,
-//     which the balances a write reads do not show apart from the stored
-//     tokens), and the refill's `max(im.rf, now)` dropping im.rf (an image
-//     refilled ahead of now, by a clock ahead).
+//   - image.go, state's `st.Limit.Burst = im.capOf(...)` removed:
+//     equivalent. Its readers cap again at the cap of a count at least
+//     the image's (projected, normalStep: min(x, cap at n) is the same
+//     whether x was capped at the larger cap or the burst), and every path
+//     reads an image at max(its count, the image's).
