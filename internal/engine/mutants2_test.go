@@ -1,6 +1,11 @@
 package engine
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/shardlimit/limiter/store"
+)
 
 // Story tests for mutants of internal/engine that lived through its other
 // tests (see mutants_test.go); the equivalents are named at the end of
@@ -35,5 +40,111 @@ func TestAShardRefilledAheadOfOurClockRefillsFromItsRf(t *testing.T) {
 	v := p.Views(img, 1, T, false, true)[0]
 	if v.RetryMs != 400 || v.ResetMs != 1300 {
 		t.Fatalf("retry after %d ms, full in %d ms; want 400 and 1300 (nothing refills before rf)", v.RetryMs, v.ResetMs)
+	}
+}
+
+// An Adjust above the estimate left the day's quota in debt on the shard
+// (half a request below zero). A request that charges only the rate, none
+// of the quota, is not the quota's to refuse: the process neither refuses
+// it locally nor after its write lost a race and returned the
+// item in debt, and the write leaves the quota as it was.
+func TestARequestThatChargesNoneOfAQuotaInDebtIsAdmitted(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1})
+	debt := dayItem(p, 0, 1, T, -500, 1)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, debt, 1, T+1000)
+	st := sim(t, debt)
+	c := NewCharge(m, p, picks(0), Options{})
+	if s := run(t, st, c, c.Start(T+1000), T+1000); !s.Done || s.Refused != nil {
+		t.Fatalf("the acquire ends %q, want admitted", describe(s))
+	}
+	if left := attr(t, st, bucketRef, 0, "q_req_tk"); left != -500 {
+		t.Fatalf("the quota holds %d, want its -500 untouched", left)
+	}
+	// The same after a lost race: the item the failed write returns shows
+	// the debt, and the acquire writes again.
+	c = NewCharge(m, p, picks(0), Options{})
+	s := c.Start(T + 2000)
+	raced := shape{rf: T + 1500, tk: map[string]int64{"rps": 50_000}}.item(p)
+	raced["q_req_ws"], raced["q_req_tk"], raced["q_req_sc"] = debt["q_req_ws"], debt["q_req_tk"], debt["q_req_sc"]
+	if s = c.Feed(failed(raced), T+2000); !strings.HasPrefix(describe(s), "update 0 ") {
+		t.Fatalf("after the lost race: %q, want a write again", describe(s))
+	}
+}
+
+// A quota of 800 requests a day is added to a bucket that had only its
+// rate. The first acquire under the new limits brings the item to them
+// and writes the quota whole: the day it is in, N, what is left, what was
+// consumed and the shard count it started the day at. Without the day the
+// item reads as not having the quota (the next acquire would start it
+// again at N); without N or the total consumed the item would not decode,
+// or usage would miss the charge; without the count, a shard a doubling
+// makes today would hold nothing of the day.
+func TestAQuotaNewToABucketIsWrittenWholeByItsFirstAcquire(t *testing.T) {
+	old := NewPlan(bucketRef, []Limit{perSecond("rps", 100)}, nil)
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	it := shape{rf: T - 1000}.item(old)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, it, 1, T-1000)
+	st := sim(t, it)
+	for i, now := range []int64{T + 1000, T + 2000} {
+		c := NewCharge(m, p, picks(0, 0), Options{})
+		if s := run(t, st, c, c.Start(now), now); !s.Done || s.Refused != nil {
+			t.Fatalf("acquire %d ends %q, want admitted", i+1, describe(s))
+		}
+	}
+	for name, want := range map[string]int64{"q_req_ws": T, "q_req_cp": 800_000, "q_req_tk": 800_000 - 2000, "q_req_tc": 2000, "q_req_sc": 1} {
+		if got := attr(t, st, bucketRef, 0, name); got != want {
+			t.Errorf("%s = %d after two acquires, want %d", name, got, want)
+		}
+	}
+}
+
+// Just after midnight, on a bucket of 2 shards both still in yesterday's
+// day of the quota, a request that charges only the rate goes to shard
+// 1. It has nothing to do with the quota's new day (which only shard 0
+// starts, for a request that charges it), and its one write lands: it
+// does not wait for a window it does not charge.
+func TestARequestThatChargesNoneOfAQuotaWritesAnyShardAtMidnight(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1})
+	yesterday := T - day
+	zero, one := dayItem(p, 0, 2, yesterday, 0, 2), dayItem(p, 1, 2, yesterday, 0, 0)
+	zero[attrRefill], one[attrRefill] = store.Int(T-500), store.Int(T-500)
+	st := sim(t, zero, one)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, zero, 2, T-500)
+	knows(t, m, bucketRef, one, 2, T-500)
+	vouch(m, bucketRef, T-500)
+	c := NewCharge(m, p, picks(1), Options{})
+	s := c.Start(T + 100)
+	if got := describe(s); !strings.HasPrefix(got, "update 1 ") {
+		t.Fatalf("first step %q, want a write to shard 1", got)
+	}
+	if s = c.Feed(exec(t, st, s), T+100); !s.Done || s.Refused != nil {
+		t.Fatalf("after the write: %q, want admitted by it", describe(s))
+	}
+}
+
+// A bucket of 2 shards whose day of 800 requests starts now: each shard
+// starts it with 400. A request of 500 is more than any shard holds of the
+// day, and the process, whose image of shard 0 is too old to refuse on,
+// writes: the write must not start the day at 400 less 500 (a shard in
+// debt from its first request, 100 over its share) but fail, and the
+// acquire is refused with shard 0 still in yesterday.
+func TestARequestAboveAShardsShareOfTheDayDoesNotStartIt(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1, "req": 500})
+	yesterday := T - day
+	zero, one := dayItem(p, 0, 2, yesterday, 0, 2), dayItem(p, 1, 2, yesterday, 0, 0)
+	zero[attrRefill], one[attrRefill] = store.Int(T-5000), store.Int(T-5000)
+	st := sim(t, zero, one)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, zero, 2, T-5000)
+	vouch(m, bucketRef, T-5000)
+	c := NewCharge(m, p, picks(0, 1), Options{})
+	if s := run(t, st, c, c.Start(T+100), T+100); s.Refused == nil {
+		t.Fatalf("the acquire ends %q, want refused", describe(s))
+	}
+	if ws := attr(t, st, bucketRef, 0, "q_req_ws"); ws != yesterday {
+		t.Fatalf("shard 0's day starts at %d, want yesterday's %d: the request started the day", ws, yesterday)
 	}
 }
