@@ -148,3 +148,25 @@ func TestARequestAboveAShardsShareOfTheDayDoesNotStartIt(t *testing.T) {
 		t.Fatalf("shard 0's day starts at %d, want yesterday's %d: the request started the day", ws, yesterday)
 	}
 }
+
+// A process whose clock runs ahead started tomorrow on the bucket a
+// second before our midnight. Our acquire, at our today, charges the day
+// the item is in: its write is conditional on tomorrow's start, lands at
+// once, and takes the request from tomorrow's share.
+func TestAnAcquireChargesTheDayAClockAheadStarted(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	tomorrow := T + day
+	it := dayItem(p, 0, 1, tomorrow, 700_000, 1)
+	it[attrRefill] = store.Int(tomorrow - 2000)
+	st := sim(t, it)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, it, 1, tomorrow-1500)
+	c := NewCharge(m, p, picks(0), Options{})
+	s := c.Start(tomorrow - 1000)
+	if s = c.Feed(exec(t, st, s), tomorrow-1000); !s.Done || s.Refused != nil {
+		t.Fatalf("after the first write: %q, want admitted by it", describe(s))
+	}
+	if left := attr(t, st, bucketRef, 0, "q_req_tk"); left != 699_000 {
+		t.Fatalf("tomorrow holds %d, want 699000 (the request taken from it)", left)
+	}
+}
