@@ -170,3 +170,26 @@ func TestAnAcquireChargesTheDayAClockAheadStarted(t *testing.T) {
 		t.Fatalf("tomorrow holds %d, want 699000 (the request taken from it)", left)
 	}
 }
+
+// The process last saw plenty of the day's quota left, and other
+// processes spent it since: the shard holds half a request. The blind
+// write must fail on the quota's floor, and the acquire is refused, the
+// shard's half request untouched: a write without the floor would admit
+// the request and leave the day in debt, over its quota.
+func TestABlindWriteOnADaySpentSinceTheImageIsRefused(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	seen := dayItem(p, 0, 1, T, 100_000, 1)
+	seen[attrRefill] = store.Int(T + 1000)
+	spent := dayItem(p, 0, 1, T, 500, 1)
+	spent[attrRefill] = store.Int(T + 1000)
+	st := sim(t, spent)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, seen, 1, T+1000)
+	c := NewCharge(m, p, picks(0), Options{})
+	if s := run(t, st, c, c.Start(T+1100), T+1100); s.Refused == nil {
+		t.Fatalf("the acquire ends %q, want refused", describe(s))
+	}
+	if left := attr(t, st, bucketRef, 0, "q_req_tk"); left != 500 {
+		t.Fatalf("the day holds %d, want its 500 untouched", left)
+	}
+}
