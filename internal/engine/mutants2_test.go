@@ -65,7 +65,7 @@ func TestARequestThatChargesNoneOfAQuotaInDebtIsAdmitted(t *testing.T) {
 	// the debt, and the acquire writes again.
 	c = NewCharge(m, p, picks(0), Options{})
 	s := c.Start(T + 2000)
-	raced := shape{rf: T + 1500, tk: map[string]int64{"rps": 50_000}}.item(p)
+	raced := shape{rf: T + 1500, tk: map[string]int64{"rps": 0}}.item(p)
 	raced["q_req_ws"], raced["q_req_tk"], raced["q_req_sc"] = debt["q_req_ws"], debt["q_req_tk"], debt["q_req_sc"]
 	if s = c.Feed(failed(raced), T+2000); !strings.HasPrefix(describe(s), "update 0 ") {
 		t.Fatalf("after the lost race: %q, want a write again", describe(s))
@@ -191,5 +191,62 @@ func TestABlindWriteOnADaySpentSinceTheImageIsRefused(t *testing.T) {
 	}
 	if left := attr(t, st, bucketRef, 0, "q_req_tk"); left != 500 {
 		t.Fatalf("the day holds %d, want its 500 untouched", left)
+	}
+}
+
+// Midnight of 1 January, on a bucket with a quota of 800 requests a day
+// and one of 100 euros a month. Two processes hold the same image of the
+// bucket from before midnight and each acquires just after it. The first
+// write starts the new day and month (their totals consumed count its
+// charge) and pushes the item's expiry past the month's end: expiring an
+// hour after the day's end, the item would take the month's count with
+// it, and the month would start again at 100. The second write, from
+// the same image, must not start them again over the first's charge: it
+// fails, sees the new windows, and charges them beside the first.
+func TestTwoWritersAtMidnightStartTheDayOnce(t *testing.T) {
+	eurMonth := Limit{Name: "eur", Limit: usdMonth.Limit, Calendar: usdMonth.Calendar}
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay, eurMonth}, map[string]int64{"rps": 1, "req": 1, "eur": 1})
+	yesterday, lastMonth := T-day, T-31*day
+	it := shape{rf: T - 500, tk: map[string]int64{"rps": 0}}.item(p)
+	it["q_req_ws"], it["q_req_tk"], it["q_eur_ws"], it["q_eur_tk"] = store.Int(yesterday), store.Int(0), store.Int(lastMonth), store.Int(0)
+	st := sim(t, it)
+	tc, _ := it.Int("q_req_tc")
+	for i := range 2 {
+		m := speculating(NewMemory(0))
+		knows(t, m, bucketRef, it, 1, T-500)
+		c := NewCharge(m, p, picks(0, 0), Options{})
+		if s := run(t, st, c, c.Start(T+100), T+100); !s.Done || s.Refused != nil {
+			t.Fatalf("acquire %d ends %q, want admitted", i+1, describe(s))
+		}
+	}
+	if left := attr(t, st, bucketRef, 0, "q_req_tk"); left != 800_000-2000 {
+		t.Errorf("the day holds %d, want 798000: both requests taken from it", left)
+	}
+	if got := attr(t, st, bucketRef, 0, "q_req_tc"); got != tc+2000 {
+		t.Errorf("the day's total consumed %d, want %d: both charges counted", got, tc+2000)
+	}
+	feb := (T + 31*day) / 1000
+	if exp := attr(t, st, bucketRef, 0, store.AttrTTL); exp < feb+3600 {
+		t.Errorf("the item expires at %d, before the month's end and an hour (%d)", exp, feb+3600)
+	}
+}
+
+// The first acquire of 1 January on a key makes its bucket, with a quota
+// of 800 requests a day and one of 100 euros a month. The new item holds
+// each quota whole (N and the total consumed, which usage reads, beside
+// what is left and the window) and lives past the month's end: expiring
+// an hour after the day, it would take the month's count with it.
+func TestABucketMadeAtMidnightHoldsItsQuotasForTheMonth(t *testing.T) {
+	eurMonth := Limit{Name: "eur", Limit: usdMonth.Limit, Calendar: usdMonth.Calendar}
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay, eurMonth}, map[string]int64{"rps": 1, "req": 1, "eur": 2})
+	it := p.create(0, 1, T+100).Item
+	for name, want := range map[string]int64{"q_req_cp": 800_000, "q_req_tc": 1000, "q_eur_cp": 100_000, "q_eur_tc": 2000} {
+		if got, _ := it.Int(name); got != want {
+			t.Errorf("%s = %d, want %d", name, got, want)
+		}
+	}
+	feb := (T + 31*day) / 1000
+	if exp, _ := it.Int(store.AttrTTL); exp < feb+3600 {
+		t.Errorf("the item expires at %d, before the month's end and an hour (%d)", exp, feb+3600)
 	}
 }
