@@ -250,3 +250,17 @@ func TestABucketMadeAtMidnightHoldsItsQuotasForTheMonth(t *testing.T) {
 		t.Errorf("the item expires at %d, before the month's end and an hour (%d)", exp, feb+3600)
 	}
 }
+
+// An acquire whose write returned no item reports the limits as its
+// image showed them less its own charge: 5 requests left of the day
+// before it, 4 after. Reported at 5, a caller pacing itself on
+// Remaining would count a request the day no longer holds.
+func TestAViewAfterAChargeCountsItOnTheQuota(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	img := image(t, dayItem(p, 0, 1, T, 5000, 1))
+	for _, v := range p.Views(img, 1, T+1000, true, false) {
+		if v.Name == "req" && v.Remaining != 4000 {
+			t.Fatalf("the day's remaining %d millitokens after the charge, want 4000", v.Remaining)
+		}
+	}
+}
