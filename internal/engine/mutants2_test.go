@@ -264,3 +264,29 @@ func TestAViewAfterAChargeCountsItOnTheQuota(t *testing.T) {
 		}
 	}
 }
+
+// Mutants of internal/engine's later files that no test kills, and why
+// (tools/mutate, the engine's own tests; see docs/testing.md):
+//   - quota.go, forShard's `if len(p.quotas) == 0` return deleted:
+//     equivalent. The clone it returns instead has the same specs and no
+//     quota to set.
+//   - quota.go, emitQuotas' notExists(q.ws) for a quota new to the item
+//     removed: equivalent. The write that adds it is the normal write
+//     under the rf lock (it moves rf): a second writer from the same image
+//     fails on rf, and no other code writes a quota's window.
+//   - quota.go, emitQuotas' `if q.amount > 0` around the floor deleted
+//     (the floor for any amount): not killed. It differs only for a refund
+//     (amount < 0) built without its window (at 0) on an item that has the
+//     quota in the window of now in a debt deeper than the refund: an
+//     acquire never charges a negative amount, and a settlement carries
+//     its window whenever its acquire's item had the quota.
+//   - quota.go, At's `if len(p.quotas) == 0` return deleted:
+//     equivalent. The clone it returns instead has the same specs and no
+//     quota to pin (Settling then clones no second time).
+//   - quota.go, quotaViews' `max(0, end-now)` dropping the 0:
+//     equivalent. quotaLeft's end is that of a window at or after now's:
+//     always after now.
+//   - quota.go, quotaNeedsShardZero's `if n <= 1 || !p.ChargesQuota()`
+//     return deleted: equivalent. Every caller asks with more than one
+//     shard (Charge.needsShardZero: c.n > 1, or a shard other than 0), and
+//     the loop below skips a quota charged nothing.
