@@ -290,3 +290,50 @@ func TestAViewAfterAChargeCountsItOnTheQuota(t *testing.T) {
 //     return deleted: equivalent. Every caller asks with more than one
 //     shard (Charge.needsShardZero: c.n > 1, or a shard other than 0), and
 //     the loop below skips a quota charged nothing.
+
+// A cap of 2 leases in flight is added to a bucket that had only its
+// rate. The first acquire under the new limits writes the cap's ring
+// whole (every slot's count and epoch, its own slot taken: once each, as
+// DynamoDB requires of an expression; the write that set its slot's count
+// twice was refused, and so was every acquire of the bucket) and the next
+// acquire takes the second slot. After the TTL and a quarter the first
+// two leases are dead: an acquire then retires their slots, which its
+// write's condition pins as the ring shows them, and is admitted.
+func TestACapNewToABucketIsWrittenWholeByItsFirstAcquire(t *testing.T) {
+	old := NewPlan(bucketRef, []Limit{rps10}, nil)
+	p := capPlan(inflight2)
+	st := sim(t, shape{rf: T - 1000}.item(old))
+	m := NewMemory(16)
+	acquireOn(t, st, m, p, T)
+	if _, s, _ := acquireOn(t, st, m, p, T+1); !s.Done || s.Refused != nil || lv(t, st, 0) != 2 {
+		t.Fatalf("the second acquire: %q, live %d; want admitted, live 2", describe(s), lv(t, st, 0))
+	}
+	for i := range ringSize {
+		attr(t, st, bucketRef, 0, capAttr("inflight", "n"+string(rune('0'+i))))
+	}
+	if _, s, _ := acquireOn(t, st, m, p, T+80_000); !s.Done || s.Refused != nil || lv(t, st, 0) != 1 {
+		t.Fatalf("after the TTL and a quarter: %q, live %d; want admitted, live 1", describe(s), lv(t, st, 0))
+	}
+}
+
+// A lease acquired at T by a process whose clock then runs behind is
+// released at what that clock calls T+74 s, when its slot is still in
+// the ring. Another process, its clock ahead, already made the acquire of
+// T+76 s, which retired the slot (the lease was older than the TTL and a
+// quarter by its clock) and counted its own lease there. The release must
+// not give back the new lease's slot: its write is conditional on the
+// slot's epoch being the one it charged, fails, and the cap keeps the new
+// lease counted.
+func TestAReleaseLateByItsClockDoesNotFreeTheNextLeasesSlot(t *testing.T) {
+	st := sim(t)
+	p := capPlan(inflight2)
+	m := NewMemory(16)
+	a, _, _ := acquireOn(t, st, m, p, T)
+	if _, s, _ := acquireOn(t, st, NewMemory(16), p, T+76_000); !s.Done || s.Refused != nil {
+		t.Fatalf("the acquire of T+76 s: %q, want admitted", describe(s))
+	}
+	release(t, st, m, a, T+74_000)
+	if got := lv(t, st, 0); got != 1 {
+		t.Fatalf("live %d after the late release; want 1 (the new lease)", got)
+	}
+}
