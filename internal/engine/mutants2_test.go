@@ -337,3 +337,29 @@ func TestAReleaseLateByItsClockDoesNotFreeTheNextLeasesSlot(t *testing.T) {
 		t.Fatalf("live %d after the late release; want 1 (the new lease)", got)
 	}
 }
+
+// Two processes hold the same image of a bucket with a cap, whose expiry
+// is closer than the cap's ring needs, and acquire at once by the
+// consumption-only write. The first pushes the expiry past its slot; the
+// second, pushing from the same image, must not push again on top of it
+// (each such pair of writers would drive the expiry ever later, and the
+// item would outlive its use by as many pushes): its push is conditional
+// on the expiry it saw, so its write fails and the next one, from the
+// returned item, finds the expiry pushed.
+func TestTwoWritersFromOneImagePushTheCapsExpiryOnce(t *testing.T) {
+	p := capPlan(inflight2)
+	it := shape{rf: T + 1000, tk: map[string]int64{"rps": 5000}}.item(p)
+	it[store.AttrTTL] = store.Int(T/1000 + 100)
+	st := sim(t, it)
+	for i := range 2 {
+		m := speculating(NewMemory(0))
+		knows(t, m, bucketRef, it, 1, T+1000)
+		c := NewCharge(m, p, picks(0, 0), Options{})
+		if s := run(t, st, c, c.Start(T+1100), T+1100); !s.Done || s.Refused != nil {
+			t.Fatalf("acquire %d ends %q, want admitted", i+1, describe(s))
+		}
+	}
+	if exp, want := attr(t, st, bucketRef, 0, store.AttrTTL), p.capExpiry(T+1100); exp != want {
+		t.Fatalf("the item expires at %d, want %d: the cap's need, pushed once", exp, want)
+	}
+}
