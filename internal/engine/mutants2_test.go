@@ -363,3 +363,36 @@ func TestTwoWritersFromOneImagePushTheCapsExpiryOnce(t *testing.T) {
 		t.Fatalf("the item expires at %d, want %d: the cap's need, pushed once", exp, want)
 	}
 }
+
+// A lease acquired at T, its holder dead, counts in the slot of T's epoch
+// until the ring turns back to that slot. Two processes hold the same
+// image of the bucket and acquire at once when it has: each write retires
+// the dead lease's slot and counts its own lease there. The first lands;
+// the second, made from the same image, finds the slot's count as it saw
+// it (the first put its own lease there, 1 again) but the slot's epoch
+// moved on: its condition on the epoch fails it, and the write the
+// returned item calls for only adds. Retiring again would take the first
+// lease out of the count (2 live, counted 1: a third would be admitted).
+func TestASecondRetireOfASlotFailsOnItsEpochWhenTheCountLooksTheSame(t *testing.T) {
+	p := capPlan(inflight2)
+	c := &p.caps[0]
+	now := T + 80_000
+	e := c.epoch(now)
+	it := shape{rf: now - 100, tk: map[string]int64{"rps": 5000}}.item(p)
+	for j := range ringSize {
+		it[c.cnt[j]], it[c.tag[j]] = store.Int(0), store.Int(turn(j, e-1))
+	}
+	it[c.cnt[slot(e-ringSize)]], it[c.lv] = store.Int(1), store.Int(1) // the dead lease
+	st := sim(t, it)
+	for i := range 2 {
+		m := speculating(NewMemory(0))
+		knows(t, m, bucketRef, it, 1, now-100)
+		ch := NewCharge(m, p, picks(0, 0), Options{})
+		if s := run(t, st, ch, ch.Start(now), now); !s.Done || s.Refused != nil {
+			t.Fatalf("acquire %d ends %q, want admitted", i+1, describe(s))
+		}
+	}
+	if got := lv(t, st, 0); got != 2 {
+		t.Fatalf("live %d; want 2 (both new leases, the dead one retired once)", got)
+	}
+}
