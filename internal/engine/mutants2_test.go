@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -394,5 +395,68 @@ func TestASecondRetireOfASlotFailsOnItsEpochWhenTheCountLooksTheSame(t *testing.
 	}
 	if got := lv(t, st, 0); got != 2 {
 		t.Fatalf("live %d; want 2 (both new leases, the dead one retired once)", got)
+	}
+}
+
+// Two leases were acquired at T, and the process that knows the bucket
+// saw both counted in the slot of T's epoch. One's holder died; the
+// other's, its clock behind, released it late (its slot still in the
+// ring by that clock): the slot counts 1. When the ring turns back to
+// that slot, the process's acquire retires it from its image: its
+// condition on the count it saw (2) fails, and the write from the
+// returned item retires the 1 that is there. Retiring the 2 it saw would
+// take its own new lease out of the live count (0 live with a lease in
+// flight: one lease over the cap later).
+func TestARetireFailsOnACountALateReleaseLowered(t *testing.T) {
+	p := capPlan(inflight2)
+	c := &p.caps[0]
+	now := T + 80_000
+	e := c.epoch(now)
+	seen := shape{rf: now - 100, tk: map[string]int64{"rps": 5000}}.item(p)
+	for j := range ringSize {
+		seen[c.cnt[j]], seen[c.tag[j]] = store.Int(0), store.Int(turn(j, e-1))
+	}
+	seen[c.cnt[slot(e-ringSize)]], seen[c.lv] = store.Int(2), store.Int(2)
+	stored := maps.Clone(seen)
+	stored[c.cnt[slot(e-ringSize)]], stored[c.lv] = store.Int(1), store.Int(1) // the late release
+	st := sim(t, stored)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, seen, 1, now-100)
+	ch := NewCharge(m, p, picks(0, 0), Options{})
+	if s := run(t, st, ch, ch.Start(now), now); !s.Done || s.Refused != nil {
+		t.Fatalf("the acquire ends %q, want admitted", describe(s))
+	}
+	if got := lv(t, st, 0); got != 1 {
+		t.Fatalf("live %d; want 1 (the new lease)", got)
+	}
+}
+
+// Two dead leases count in the slot of T's epoch. The acquire that
+// retires them when the ring turns back to that slot leaves in it
+// exactly its own lease: once that lease is dead in turn and its slot
+// leaves the ring, the bucket counts no live lease, and its status shows
+// the cap's 2 free slots, not 3 (the 2 retired counted out a second time,
+// from a live count of 1).
+func TestARetiredSlotCountsOnlyTheLeaseThatRetiredIt(t *testing.T) {
+	p := capPlan(inflight2)
+	c := &p.caps[0]
+	now := T + 80_000
+	e := c.epoch(now)
+	it := shape{rf: now - 100, tk: map[string]int64{"rps": 5000}}.item(p)
+	for j := range ringSize {
+		it[c.cnt[j]], it[c.tag[j]] = store.Int(0), store.Int(turn(j, e-1))
+	}
+	it[c.cnt[slot(e-ringSize)]], it[c.lv] = store.Int(2), store.Int(2)
+	st := sim(t, it)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, it, 1, now-100)
+	ch := NewCharge(m, p, picks(0, 0), Options{})
+	if s := run(t, st, ch, ch.Start(now), now); !s.Done || s.Refused != nil {
+		t.Fatalf("the acquire ends %q, want admitted", describe(s))
+	}
+	later := now + ringSize*c.epochLen()
+	im := image(t, st.Peek(bucketRef.WithShard(0).Key()))
+	if free, _, _ := p.Total("inflight", []*Image{im}, 1, later); free != 2000 {
+		t.Fatalf("%d millitokens free once the new lease's slot left the ring; want the cap's 2000", free)
 	}
 }
