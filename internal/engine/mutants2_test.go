@@ -460,3 +460,33 @@ func TestARetiredSlotCountsOnlyTheLeaseThatRetiredIt(t *testing.T) {
 		t.Fatalf("%d millitokens free once the new lease's slot left the ring; want the cap's 2000", free)
 	}
 }
+
+// Dead leases count in two slots, of T's epoch and of the next. An
+// acquire two epochs after the ring turned back to T's slot retires both:
+// its own lease goes in its slot, and the other slot, now counting a
+// later epoch with no lease, counts 0. Kept at its dead lease's 1, that
+// slot would be counted out a second time when it leaves the ring again:
+// the status would show 3 free slots of a cap of 2.
+func TestASlotRetiredBesideTheAcquiresOwnCountsNothing(t *testing.T) {
+	p := capPlan(inflight2)
+	c := &p.caps[0]
+	e0 := c.epoch(T)
+	now := (e0 + ringSize + 1) * c.epochLen()
+	it := shape{rf: now - 100, tk: map[string]int64{"rps": 5000}}.item(p)
+	for j := range ringSize {
+		it[c.cnt[j]], it[c.tag[j]] = store.Int(0), store.Int(turn(j, e0+ringSize-1))
+	}
+	it[c.cnt[slot(e0)]], it[c.cnt[slot(e0+1)]], it[c.lv] = store.Int(1), store.Int(1), store.Int(2)
+	st := sim(t, it)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, it, 1, now-100)
+	ch := NewCharge(m, p, picks(0, 0), Options{})
+	if s := run(t, st, ch, ch.Start(now), now); !s.Done || s.Refused != nil || lv(t, st, 0) != 1 {
+		t.Fatalf("the acquire ends %q, live %d; want admitted, live 1", describe(s), lv(t, st, 0))
+	}
+	later := now + ringSize*c.epochLen()
+	im := image(t, st.Peek(bucketRef.WithShard(0).Key()))
+	if free, _, _ := p.Total("inflight", []*Image{im}, 1, later); free != 2000 {
+		t.Fatalf("%d millitokens free once every slot left the ring; want the cap's 2000", free)
+	}
+}
