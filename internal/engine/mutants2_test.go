@@ -294,7 +294,7 @@ func TestAViewAfterAChargeCountsItOnTheQuota(t *testing.T) {
 
 // A cap of 2 leases in flight is added to a bucket that had only its
 // rate. The first acquire under the new limits writes the cap's ring
-// whole (every slot's count and epoch, its own slot taken: once each, as
+// whole (N, every slot's count and epoch, its own slot taken: once each, as
 // DynamoDB requires of an expression; the write that set its slot's count
 // twice was refused, and so was every acquire of the bucket) and the next
 // acquire takes the second slot. After the TTL and a quarter the first
@@ -311,6 +311,9 @@ func TestACapNewToABucketIsWrittenWholeByItsFirstAcquire(t *testing.T) {
 	}
 	for i := range ringSize {
 		attr(t, st, bucketRef, 0, capAttr("inflight", "n"+string(rune('0'+i))))
+	}
+	if got := attr(t, st, bucketRef, 0, "c_inflight_cp"); got != 2 {
+		t.Fatalf("the cap's N on the item: %d, want 2", got)
 	}
 	if _, s, _ := acquireOn(t, st, m, p, T+80_000); !s.Done || s.Refused != nil || lv(t, st, 0) != 1 {
 		t.Fatalf("after the TTL and a quarter: %q, live %d; want admitted, live 1", describe(s), lv(t, st, 0))
@@ -488,5 +491,45 @@ func TestASlotRetiredBesideTheAcquiresOwnCountsNothing(t *testing.T) {
 	im := image(t, st.Peek(bucketRef.WithShard(0).Key()))
 	if free, _, _ := p.Total("inflight", []*Image{im}, 1, later); free != 2000 {
 		t.Fatalf("%d millitokens free once every slot left the ring; want the cap's 2000", free)
+	}
+}
+
+// A process that has no image of a bucket with a cap acquires by the
+// write that guesses the ring: the slot of now is current. On a bucket
+// whose ring is current, the write counts the lease in that slot and in
+// the live count, and lands. On one whose slot of now still counts a
+// dead lease of five epochs ago, the guess is wrong: the write fails on
+// the slot's epoch, and the write the returned item calls for retires the
+// dead lease. Added to the old slot, the lease would count beside the
+// dead one, and the cap would refuse the next lease while one lives.
+func TestAnAcquireWithoutAnImageCountsItsLeaseInTheSlotOfNow(t *testing.T) {
+	p := capPlan(inflight2)
+	c := &p.caps[0]
+	now := T + 80_000
+	e := c.epoch(now)
+	for _, tc := range []struct {
+		name   string
+		ring   int64 // the epoch the ring last turned to
+		wantLv int64
+	}{{"current ring", e, 2}, {"slot of now five epochs old", e - 1, 1}} {
+		it := shape{rf: now - 100, tk: map[string]int64{"rps": 5000}}.item(p)
+		for j := range ringSize {
+			it[c.cnt[j]], it[c.tag[j]] = store.Int(0), store.Int(turn(j, tc.ring))
+		}
+		it[c.cnt[slot(e-1)]], it[c.lv] = store.Int(1), store.Int(1) // a lease of the last epoch, alive
+		if tc.ring != e {
+			it[c.cnt[slot(e-1)]], it[c.cnt[slot(e)]] = store.Int(0), store.Int(1) // dead instead, in the slot of e-5
+		}
+		st := sim(t, it)
+		ch := NewCharge(speculating(NewMemory(0)), p, picks(0, 0), Options{})
+		if s := run(t, st, ch, ch.Start(now), now); !s.Done || s.Refused != nil {
+			t.Fatalf("%s: the acquire ends %q, want admitted", tc.name, describe(s))
+		}
+		if got := lv(t, st, 0); got != tc.wantLv {
+			t.Fatalf("%s: live %d; want %d", tc.name, got, tc.wantLv)
+		}
+		if got := attr(t, st, bucketRef, 0, c.cnt[slot(e)]); got != 1 {
+			t.Fatalf("%s: the slot of now counts %d; want the new lease's 1", tc.name, got)
+		}
 	}
 }
