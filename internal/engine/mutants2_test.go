@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/store"
 )
 
@@ -531,5 +532,46 @@ func TestAnAcquireWithoutAnImageCountsItsLeaseInTheSlotOfNow(t *testing.T) {
 		if got := attr(t, st, bucketRef, 0, c.cnt[slot(e)]); got != 1 {
 			t.Fatalf("%s: the slot of now counts %d; want the new lease's 1", tc.name, got)
 		}
+	}
+}
+
+// A cap of 2 with one lease live. Two processes hold that image and
+// acquire at once: the first takes the second slot; the second's write,
+// from the same image, must fail on the live count (at most the share
+// less its lease), and the acquire is refused: 3 leases live of a cap of 2
+// otherwise.
+func TestTwoAcquiresFromOneImageCannotPassTheCap(t *testing.T) {
+	p := capPlan(inflight2)
+	c := &p.caps[0]
+	now := T + 1000
+	e := c.epoch(now)
+	it := shape{rf: now - 100, tk: map[string]int64{"rps": 5000}}.item(p)
+	for j := range ringSize {
+		it[c.cnt[j]], it[c.tag[j]] = store.Int(0), store.Int(turn(j, e))
+	}
+	it[c.cnt[slot(e)]], it[c.lv] = store.Int(1), store.Int(1)
+	st := sim(t, it)
+	var ends []string
+	for range 2 {
+		m := speculating(NewMemory(0))
+		knows(t, m, bucketRef, it, 1, now-100)
+		ch := NewCharge(m, p, picks(0, 0), Options{})
+		ends = append(ends, describe(run(t, st, ch, ch.Start(now), now)))
+	}
+	if got := lv(t, st, 0); got != 2 || !strings.HasPrefix(ends[1], "refused") {
+		t.Fatalf("the acquires end %q, live %d; want the second refused, live 2", ends, got)
+	}
+}
+
+// The cap of a bucket is raised from 2 to 4 leases. The first acquire
+// under the new limits records the new N on the item beside the ring, as
+// it records every limit's configuration: the item says which N its
+// counts were admitted under.
+func TestAnAcquireUnderARaisedCapRecordsItsN(t *testing.T) {
+	cap4 := Limit{Name: "inflight", Limit: bucket.Limit{Capacity: 4000, Burst: 4000}, TTL: 60_000}
+	st := sim(t, shape{rf: T - 1000, tk: map[string]int64{"rps": 5000}}.item(capPlan(inflight2)))
+	acquireOn(t, st, NewMemory(16), capPlan(cap4), T)
+	if got := attr(t, st, bucketRef, 0, "c_inflight_cp"); got != 4 {
+		t.Fatalf("the item's N: %d, want the raised 4", got)
 	}
 }
