@@ -575,3 +575,70 @@ func TestAnAcquireUnderARaisedCapRecordsItsN(t *testing.T) {
 		t.Fatalf("the item's N: %d, want the raised 4", got)
 	}
 }
+
+// capView is the view of the cap "inflight" of p on im at now.
+func capView(t *testing.T, p *Plan, im *Image, now int64, charge, judge bool) View {
+	t.Helper()
+	for _, v := range p.Views(im, 1, now, charge, judge) {
+		if v.Name == "inflight" {
+			return v
+		}
+	}
+	t.Fatal("no view of the cap")
+	return View{}
+}
+
+// capRing is p's bucket at now - 100 with the cap's ring current at now's
+// epoch and leases counted in the slots of the epochs ago given.
+func capRing(t *testing.T, p *Plan, now int64, ago ...int64) *Image {
+	t.Helper()
+	c := &p.caps[0]
+	e := c.epoch(now)
+	it := shape{rf: now - 100, tk: map[string]int64{"rps": 5000}}.item(p)
+	for j := range ringSize {
+		it[c.cnt[j]], it[c.tag[j]] = store.Int(0), store.Int(turn(j, e))
+	}
+	for _, a := range ago {
+		n, _ := it.Int(c.cnt[slot(e-a)])
+		it[c.cnt[slot(e-a)]] = store.Int(n + 1)
+	}
+	it[c.lv] = store.Int(int64(len(ago)))
+	return image(t, it)
+}
+
+// What a caller reads of a cap of 2 leases (TTL 60 s, epochs of 15 s) a
+// second into an epoch: the free slots, when the oldest lease counted
+// leaves the ring (the reset) and, for a refused request, when enough
+// have left for it (the retry). A lease of two epochs ago leaves with the
+// third epoch from now: 44 s.
+func TestACapsViewsTellTheFreeSlotsAndWhenTheyFree(t *testing.T) {
+	p := capPlan(inflight2)
+	now := T + 1000
+	// One lease live: a slot free, the lease leaves in 44 s.
+	one := capRing(t, p, now, 2)
+	if v := capView(t, p, one, now, false, true); v.Remaining != 1000 || v.ResetMs != 44_000 || v.Exceeded || v.RetryMs != 0 {
+		t.Fatalf("one lease live: %+v; want 1000 free, reset in 44000 ms, not exceeded", v)
+	}
+	// The same image after this acquire's own write: its slot counted.
+	if v := capView(t, p, one, now, true, false); v.Remaining != 0 {
+		t.Fatalf("after the charge: %d free, want 0", v.Remaining)
+	}
+	// Full: refused, to retry when the older lease leaves; a status read
+	// (not judged) has no retry.
+	full := capRing(t, p, now, 2, 0)
+	if v := capView(t, p, full, now, false, true); !v.Exceeded || v.RetryMs != 44_000 || v.ResetMs != 44_000 {
+		t.Fatalf("full: %+v; want exceeded, retry and reset in 44000 ms", v)
+	}
+	if v := capView(t, p, full, now, false, false); v.RetryMs != 0 {
+		t.Fatalf("full, not judged: retry %d, want 0", v.RetryMs)
+	}
+	// A request of 3 slots on a cap of 2 never fits: no retry time.
+	three := NewPlan(bucketRef, []Limit{rps10, inflight2}, map[string]int64{"rps": 1, "inflight": 3})
+	if v := capView(t, three, one, now, false, true); !v.Exceeded || v.RetryMs != -1 {
+		t.Fatalf("3 slots of 2: %+v; want exceeded, retry -1", v)
+	}
+	// No lease counted: nothing to wait for.
+	if v := capView(t, p, capRing(t, p, now), now, false, true); v.ResetMs != 0 || v.Remaining != 2000 {
+		t.Fatalf("empty: %+v; want 2000 free, reset 0", v)
+	}
+}
