@@ -642,3 +642,32 @@ func TestACapsViewsTellTheFreeSlotsAndWhenTheyFree(t *testing.T) {
 		t.Fatalf("empty: %+v; want 2000 free, reset 0", v)
 	}
 }
+
+// A cap's name, N or TTL changed in the configuration changes the limits
+// hash the writes are conditional on: the blind writes then fail on items
+// written under the old cap, and the write from the item returned brings
+// it to the new one (its share, its ring). A hash blind to the cap would
+// let an item keep admitting under the old N.
+func TestAChangedCapChangesTheLimitsHash(t *testing.T) {
+	with := func(c Limit) int64 { return capPlan(c).hash }
+	base := with(inflight2)
+	cap4 := inflight2
+	cap4.Capacity, cap4.Burst = 4000, 4000
+	longer := inflight2
+	longer.TTL = 120_000
+	renamed := inflight2
+	renamed.Name = "jobs"
+	for what, h := range map[string]int64{"N": with(cap4), "TTL": with(longer), "name": with(renamed), "no cap": plan1(bucketRef).hash} {
+		if h == base {
+			t.Errorf("a cap with another %s has the same limits hash", what)
+		}
+	}
+	// Two caps whose N and TTL bytes are a permutation of each other's
+	// (3 slots for 1,024 ms, 2 slots for 1,025 ms): the hash is of the
+	// sequence, not of the set of bytes.
+	a := Limit{Name: "inflight", Limit: bucket.Limit{Capacity: 3000, Burst: 3000}, TTL: 1024}
+	b := Limit{Name: "inflight", Limit: bucket.Limit{Capacity: 2000, Burst: 2000}, TTL: 1025}
+	if with(a) == with(b) {
+		t.Error("3 slots for 1,024 ms and 2 slots for 1,025 ms have the same limits hash")
+	}
+}
