@@ -2,6 +2,7 @@ package engine
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -669,5 +670,59 @@ func TestAChangedCapChangesTheLimitsHash(t *testing.T) {
 	b := Limit{Name: "inflight", Limit: bucket.Limit{Capacity: 2000, Burst: 2000}, TTL: 1025}
 	if with(a) == with(b) {
 		t.Error("3 slots for 1,024 ms and 2 slots for 1,025 ms have the same limits hash")
+	}
+}
+
+// Making a lease's release plan from its acquire's leaves the acquire's
+// plan an acquire: with both slots of the cap taken, the next acquire
+// with it, by a process whose image of the bucket is too old to refuse
+// on, is refused by the store (a plan pinned to the first lease's slot
+// would add to it with no bound, as a release does, and admit a third
+// lease).
+func TestSettlingLeavesTheAcquiresPlanAnAcquire(t *testing.T) {
+	st := sim(t)
+	p := capPlan(inflight2)
+	m := NewMemory(16)
+	a, _, _ := acquireOn(t, st, m, p, T)
+	acquireOn(t, st, m, p, T+1)
+	_ = p.Settling(a.Img, a.At)
+	other := NewMemory(16) // its image of the bucket too old to refuse on
+	knows(t, other, bucketRef, st.Peek(bucketRef.WithShard(0).Key()), 1, T+2)
+	if _, s, _ := acquireOn(t, st, other, p, T+1500); s.Refused == nil || lv(t, st, 0) != 2 {
+		t.Fatalf("a third acquire: %q, live %d; want refused, live 2", describe(s), lv(t, st, 0))
+	}
+}
+
+// A cap taken out of the configuration is taken out of the item by the
+// next write under the new limits: its ring and counts, not left behind
+// for a cap of that name added again later to find.
+func TestARemovedCapLeavesTheItem(t *testing.T) {
+	withCap := capPlan(inflight2)
+	im := image(t, shape{rf: T - 10_000}.item(withCap))
+	ex, err := plan1(bucketRef).normal(im, 1, T, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := slices.Collect(maps.Values(ex.Names))
+	for _, a := range []string{"c_inflight_lv", "c_inflight_cp", "c_inflight_n0", "c_inflight_e4"} {
+		if !slices.Contains(names, a) {
+			t.Errorf("the write leaves %s on the item: %s", a, ex.Update)
+		}
+	}
+}
+
+// A bucket with two caps, of an hour's TTL and of a minute's: a write
+// leaves the item's expiry past the longer cap's ring. Expiring with the
+// shorter's, the item would forget the hour's leases while they live.
+func TestAnItemOutlivesItsLongestCapsRing(t *testing.T) {
+	hour := Limit{Name: "calls", Limit: bucket.Limit{Capacity: 2000, Burst: 2000}, TTL: 3_600_000}
+	p := NewPlan(bucketRef, []Limit{rps10, hour, inflight2}, map[string]int64{"rps": 1, "calls": 1, "inflight": 1})
+	c := &p.caps[0]
+	if c.name != "calls" {
+		t.Fatalf("caps in the order %q, ...; the test wants the hour's first", c.name)
+	}
+	want := expiryAt((c.epoch(T)+ringSize+1)*c.epochLen(), 0)
+	if got := p.capExpiry(T); got < want {
+		t.Fatalf("expiry %d, before the hour cap's ring leaves it (%d)", got, want)
 	}
 }
