@@ -293,6 +293,32 @@ func TestAViewAfterAChargeCountsItOnTheQuota(t *testing.T) {
 //     return deleted: equivalent. Every caller asks with more than one
 //     shard (Charge.needsShardZero: c.n > 1, or a shard other than 0), and
 //     the loop below skips a quota charged nothing.
+//   - concurrency.go, epochLen's `max(1, ...)` dropping the 1: equivalent.
+//     A cap's TTL is at least a second (validation): an epoch is at least
+//     250 ms.
+//   - concurrency.go, emitCaps' notExists(c.lv) for a cap new to the item
+//     removed: equivalent. As a quota's: the write that adds it is the
+//     normal write under the rf lock, and no other code writes a cap's
+//     ring.
+//   - concurrency.go, emitCaps' condition on the current slot's epoch
+//     (k.cond(condEq, c.tag[s], r.tag[s])) removed: equivalent. A slot not
+//     stale on the image can only have moved ahead since (a writer whose
+//     clock runs ahead retired it), and the write from the item the
+//     failure returns adds to that same slot: the lease is counted in the
+//     same slot, with one write fewer.
+//   - concurrency.go, capViews' `if c.share(n) < c.slots()` (RetryMs -1)
+//     deleted (not covered by the run): equivalent. waits is asked for a
+//     live count at most share - slots, below 0 then: it never finds one,
+//     and its retry is -1 already.
+//   - concurrency.go, waits' `max(0, f*E - now)` dropping the 0:
+//     equivalent. f is a later epoch than now's: its start is after now.
+//   - concurrency.go, Settling's `if len(q.caps) == 0` return deleted:
+//     equivalent. The loop below has no cap to pin, and the clone it may
+//     make charges the same.
+//   - concurrency.go, capHash's mix('c') and mix(0) (separators) removed:
+//     not killed. The name, N and TTL bytes that follow still enter in
+//     order; a collision without them needs two configurations whose bytes
+//     run into each other, and none was found.
 
 // A cap of 2 leases in flight is added to a bucket that had only its
 // rate. The first acquire under the new limits writes the cap's ring
