@@ -752,3 +752,40 @@ func TestAnItemOutlivesItsLongestCapsRing(t *testing.T) {
 		t.Fatalf("expiry %d, before the hour cap's ring leaves it (%d)", got, want)
 	}
 }
+
+// Two writes of reservations under the rf lock (the normal write), on
+// items with holds:
+//   - a reservation that also releases what its pool handed out of the
+//     holds it took in generation 4, on an item now in generation 5: its
+//     write is conditional on generation 4 and fails (those holds went
+//     with their generation; released from generation 5's, they would lift
+//     the cap over tokens the new pools hold);
+//   - a reservation on an item whose generation is over starts the next
+//     one: it records when (hs = now: a generation lives GenLifeMs from
+//     it), and sets its hold on rps only if no hold is there (one taken
+//     meanwhile, in the generation this write ends, by a process whose
+//     clock lags, must fail it, not be overwritten).
+func TestAReservationsWriteKeepsToItsHoldGeneration(t *testing.T) {
+	p := NewPlan(bucketRef, twoLimits, map[string]int64{"rps": 1})
+	now := T + 10_000
+	res := p.WithHold(map[string]int64{"rps": 2000}, map[string]int64{"rps": 500}, 4)
+	moved := holdItem(p, shape{n: 2, rf: now - 5000}, 5, now-1000, map[string]int64{"rps": 1000})
+	ex, err := res.normal(moved, 2, now, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := renderExpr(ex); !strings.Contains(got, "(hg = 4)") {
+		t.Errorf("a release of generation 4 on an item in generation 5: %s; want it conditional on hg = 4", got)
+	}
+	over := holdItem(p, shape{n: 2, rf: now - 5000}, 4, now-GenLifeMs, map[string]int64{"tpm": 300})
+	ex, err = p.WithHold(map[string]int64{"rps": 2000}, nil, 0).normal(over, 2, now, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := renderExpr(ex)
+	for _, want := range []string{"hs = 1767225610000", "attribute_not_exists(b_rps_hd)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the write that starts generation 5: %s; want %s", got, want)
+		}
+	}
+}
