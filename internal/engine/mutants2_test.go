@@ -789,3 +789,22 @@ func TestAReservationsWriteKeepsToItsHoldGeneration(t *testing.T) {
 		}
 	}
 }
+
+// A reservation that lands a second into its hold generation gives its
+// pool PoolLifeMs to live, not the generation's remaining ten minutes: a
+// pool holds tokens the bucket cannot refill over, and a pool that lived
+// as long as its generation would keep them from everyone else that long.
+func TestAPoolLivesPoolLifeMsEarlyInItsGeneration(t *testing.T) {
+	m := NewMemory(16)
+	knows(t, m, bucketRef, resItem(resNow-5000, -1, resNow-1000, 0, nil), 1, resNow)
+	r := NewReserve(m, reservation(), picks(), 0)
+	if step := r.Start(resNow); step.Call == nil {
+		t.Fatal("no write")
+	}
+	if step := r.Feed(wrote(resItem(resNow, 7000, resNow-1000, 2000, nil)), resNow); !step.Done || r.Declined {
+		t.Fatalf("%q, want done", describe(step))
+	}
+	if r.Until != resNow+PoolLifeMs {
+		t.Fatalf("the pool lives until %d ms from now, want %d", r.Until-resNow, PoolLifeMs)
+	}
+}
