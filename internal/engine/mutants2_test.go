@@ -808,3 +808,21 @@ func TestAPoolLivesPoolLifeMsEarlyInItsGeneration(t *testing.T) {
 		t.Fatalf("the pool lives until %d ms from now, want %d", r.Until-resNow, PoolLifeMs)
 	}
 }
+
+// A reservation lands on a shard no one else writes. The memory counts its
+// write as this process's own: it sees no other writer there (counted as
+// another's, the next writes would burn headroom and pace themselves for
+// a writer that does not exist).
+func TestAReservationsOwnWriteIsNotCountedAsAnothers(t *testing.T) {
+	m := NewMemory(16)
+	it := resItem(resNow-5000, -1, resNow-1000, 0, nil)
+	knows(t, m, bucketRef, it, 1, resNow-2000)
+	st := sim(t, it)
+	r := NewReserve(m, reservation(), picks(), 0)
+	if step := r.Feed(exec(t, st, r.Start(resNow)), resNow); !step.Done || r.Declined {
+		t.Fatalf("%q, want done", describe(step))
+	}
+	if v := m.View(bucketRef, 0); v.Others != 0 {
+		t.Fatalf("other writers' rate %v after its own write, want 0", v.Others)
+	}
+}
