@@ -319,6 +319,25 @@ func TestAViewAfterAChargeCountsItOnTheQuota(t *testing.T) {
 //     not killed. The name, N and TTL bytes that follow still enter in
 //     order; a collision without them needs two configurations whose bytes
 //     run into each other, and none was found.
+//   - hold.go, holdActions' condition that an item without holds has no
+//     generation (attribute_not_exists(hg)) removed: equivalent. A first
+//     generation is started only by the normal write, under the rf lock,
+//     and no write adds a hold to an item without one (emitReserve needs
+//     an open generation).
+//   - hold.go, fullHeld's `max(0, capSeen+capShift(...))` dropping the 0:
+//     equivalent. The shift lowers the cap only by the write's own new
+//     hold, which its charge includes: a write whose charge the cap cannot
+//     pay is refused or declined before it is built (shortfall).
+//   - hold.go, Reserve.next's `if !blind { v.Img, v.At = im, now }`
+//     deleted (twice: the if and its assignment): not killed. Feed has the
+//     memory learn the returned item first, so the view already holds that
+//     image; only its instant differs (the memory's estimate of when the
+//     store wrote it rather than its arrival), which moves the headroom
+//     the next write burns by the other writers' charge over part of a
+//     round trip.
+//   - hold.go, settleBilled's and Feed's `r.billed = 0` removed:
+//     equivalent. Each is followed by the machine's end (a decline, an
+//     error, Done), and a Reserve is not fed after it ends.
 
 // A cap of 2 leases in flight is added to a bucket that had only its
 // rate. The first acquire under the new limits writes the cap's ring
