@@ -845,3 +845,30 @@ func TestAReservationsOwnWriteIsNotCountedAsAnothers(t *testing.T) {
 		t.Fatalf("other writers' rate %v after its own write, want 0", v.Others)
 	}
 }
+
+// Two processes configured with the same limits listed in another order
+// agree on the limits hash, which every write is conditional on: else
+// each one's writes would fail on the items the other wrote, and the
+// normal write of each would rewrite them back and forth.
+func TestTheLimitsHashIgnoresTheOrderOfTheLimits(t *testing.T) {
+	eurMonth := Limit{Name: "eur", Limit: usdMonth.Limit, Calendar: usdMonth.Calendar}
+	jobs := inflight2
+	jobs.Name = "jobs"
+	a := NewPlan(bucketRef, []Limit{rps10, reqDay, eurMonth, inflight2, jobs}, nil)
+	b := NewPlan(bucketRef, []Limit{jobs, inflight2, eurMonth, reqDay, rps10}, nil)
+	if a.hash != b.hash {
+		t.Fatalf("the same limits in another order: hash %d and %d", a.hash, b.hash)
+	}
+}
+
+// A quota rolled out as a shadow limit is known as one by name: a
+// cascade that a shadow quota alone refused is not refused by it (the
+// refusal only counts toward what the rollout would refuse).
+func TestAShadowQuotaIsKnownAsOne(t *testing.T) {
+	day := reqDay
+	day.Shadow = true
+	p := NewPlan(bucketRef, []Limit{rps10, day}, map[string]int64{"rps": 1, "req": 1})
+	if !p.shadow("req") || p.shadow("rps") {
+		t.Fatalf("shadow: req %v, rps %v; want true, false", p.shadow("req"), p.shadow("rps"))
+	}
+}
