@@ -872,3 +872,16 @@ func TestAShadowQuotaIsKnownAsOne(t *testing.T) {
 		t.Fatalf("shadow: req %v, rps %v; want true, false", p.shadow("req"), p.shadow("rps"))
 	}
 }
+
+// A quota's N changed in the configuration changes the limits hash: the
+// blind writes then fail on items written under the old N, and the write
+// from the returned item records the new one (from the next window).
+func TestAChangedQuotaChangesTheLimitsHash(t *testing.T) {
+	more := reqDay
+	more.Capacity, more.Burst = 900_000, 900_000
+	a := NewPlan(bucketRef, []Limit{rps10, reqDay}, nil)
+	b := NewPlan(bucketRef, []Limit{rps10, more}, nil)
+	if a.hash == b.hash {
+		t.Fatal("800 and 900 requests a day have the same limits hash")
+	}
+}
