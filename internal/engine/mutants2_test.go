@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardlimit/limiter/bucket"
 	"github.com/shardlimit/limiter/store"
@@ -883,5 +884,43 @@ func TestAChangedQuotaChangesTheLimitsHash(t *testing.T) {
 	b := NewPlan(bucketRef, []Limit{rps10, more}, nil)
 	if a.hash == b.hash {
 		t.Fatal("800 and 900 requests a day have the same limits hash")
+	}
+}
+
+// Three rate limits listed in reverse name order make the same plan as in
+// name order: the limits hash and the order the writes name them in (an
+// expression is the same on every process) agree.
+func TestRateLimitsInAnyOrderMakeTheSamePlan(t *testing.T) {
+	a := NewPlan(bucketRef, []Limit{perSecond("a", 10), perSecond("b", 10), perSecond("c", 10)}, nil)
+	b := NewPlan(bucketRef, []Limit{perSecond("c", 10), perSecond("b", 10), perSecond("a", 10)}, nil)
+	if a.hash != b.hash || !slices.Equal(a.keysLimits().Names, b.keysLimits().Names) {
+		t.Fatalf("hash %d, %v and hash %d, %v; want the same", a.hash, a.keysLimits().Names, b.hash, b.keysLimits().Names)
+	}
+}
+
+// A doubling made by a plan names the rate limits whose guards it resets
+// (an item written for the plan holds exactly these): all of them, and not
+// the write-unit gauge, which has no guard any write is conditional on.
+func TestADoublingNamesThePlansRateLimits(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{rps10, perMinute("tpm", 60), reqDay}, nil)
+	if got := p.keysLimits().Names; !slices.Equal(got, []string{"rps", "tpm"}) {
+		t.Fatalf("the doubling names %v; want [rps tpm]", got)
+	}
+}
+
+// A quota renamed, or moved to another time zone, changes the limits hash.
+func TestARenamedOrMovedQuotaChangesTheLimitsHash(t *testing.T) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Skip(err)
+	}
+	renamed, moved := reqDay, reqDay
+	renamed.Name = "rex"
+	moved.Calendar.Loc = paris
+	base := NewPlan(bucketRef, []Limit{rps10, reqDay}, nil).hash
+	for what, l := range map[string]Limit{"name": renamed, "time zone": moved} {
+		if NewPlan(bucketRef, []Limit{rps10, l}, nil).hash == base {
+			t.Errorf("a quota with another %s has the same limits hash", what)
+		}
 	}
 }
