@@ -269,77 +269,6 @@ func TestAViewAfterAChargeCountsItOnTheQuota(t *testing.T) {
 	}
 }
 
-// Mutants of internal/engine's later files that no test kills, and why
-// (tools/mutate, the engine's own tests; see docs/testing.md):
-//   - quota.go, forShard's `if len(p.quotas) == 0` return deleted:
-//     equivalent. The clone it returns instead has the same specs and no
-//     quota to set.
-//   - quota.go, emitQuotas' notExists(q.ws) for a quota new to the item
-//     removed: equivalent. The write that adds it is the normal write
-//     under the rf lock (it moves rf): a second writer from the same image
-//     fails on rf, and no other code writes a quota's window.
-//   - quota.go, emitQuotas' `if q.amount > 0` around the floor deleted
-//     (the floor for any amount): not killed. It differs only for a refund
-//     (amount < 0) built without its window (at 0) on an item that has the
-//     quota in the window of now in a debt deeper than the refund: an
-//     acquire never charges a negative amount, and a settlement carries
-//     its window whenever its acquire's item had the quota.
-//   - quota.go, At's `if len(p.quotas) == 0` return deleted:
-//     equivalent. The clone it returns instead has the same specs and no
-//     quota to pin (Settling then clones no second time).
-//   - quota.go, quotaViews' `max(0, end-now)` dropping the 0:
-//     equivalent. quotaLeft's end is that of a window at or after now's:
-//     always after now.
-//   - quota.go, quotaNeedsShardZero's `if n <= 1 || !p.ChargesQuota()`
-//     return deleted: equivalent. Every caller asks with more than one
-//     shard (Charge.needsShardZero: c.n > 1, or a shard other than 0), and
-//     the loop below skips a quota charged nothing.
-//   - concurrency.go, epochLen's `max(1, ...)` dropping the 1: equivalent.
-//     A cap's TTL is at least a second (validation): an epoch is at least
-//     250 ms.
-//   - concurrency.go, emitCaps' notExists(c.lv) for a cap new to the item
-//     removed: equivalent. As a quota's: the write that adds it is the
-//     normal write under the rf lock, and no other code writes a cap's
-//     ring.
-//   - concurrency.go, emitCaps' condition on the current slot's epoch
-//     (k.cond(condEq, c.tag[s], r.tag[s])) removed: equivalent. A slot not
-//     stale on the image can only have moved ahead since (a writer whose
-//     clock runs ahead retired it), and the write from the item the
-//     failure returns adds to that same slot: the lease is counted in the
-//     same slot, with one write fewer.
-//   - concurrency.go, capViews' `if c.share(n) < c.slots()` (RetryMs -1)
-//     deleted (not covered by the run): equivalent. waits is asked for a
-//     live count at most share - slots, below 0 then: it never finds one,
-//     and its retry is -1 already.
-//   - concurrency.go, waits' `max(0, f*E - now)` dropping the 0:
-//     equivalent. f is a later epoch than now's: its start is after now.
-//   - concurrency.go, Settling's `if len(q.caps) == 0` return deleted:
-//     equivalent. The loop below has no cap to pin, and the clone it may
-//     make charges the same.
-//   - concurrency.go, capHash's mix('c') and mix(0) (separators) removed:
-//     not killed. The name, N and TTL bytes that follow still enter in
-//     order; a collision without them needs two configurations whose bytes
-//     run into each other, and none was found.
-//   - hold.go, holdActions' condition that an item without holds has no
-//     generation (attribute_not_exists(hg)) removed: equivalent. A first
-//     generation is started only by the normal write, under the rf lock,
-//     and no write adds a hold to an item without one (emitReserve needs
-//     an open generation).
-//   - hold.go, fullHeld's `max(0, capSeen+capShift(...))` dropping the 0:
-//     equivalent. The shift lowers the cap only by the write's own new
-//     hold, which its charge includes: a write whose charge the cap cannot
-//     pay is refused or declined before it is built (shortfall).
-//   - hold.go, Reserve.next's `if !blind { v.Img, v.At = im, now }`
-//     deleted (twice: the if and its assignment): not killed. Feed has the
-//     memory learn the returned item first, so the view already holds that
-//     image; only its instant differs (the memory's estimate of when the
-//     store wrote it rather than its arrival), which moves the headroom
-//     the next write burns by the other writers' charge over part of a
-//     round trip.
-//   - hold.go, settleBilled's and Feed's `r.billed = 0` removed:
-//     equivalent. Each is followed by the machine's end (a decline, an
-//     error, Done), and a Reserve is not fed after it ends.
-
 // A cap of 2 leases in flight is added to a bucket that had only its
 // rate. The first acquire under the new limits writes the cap's ring
 // whole (N, every slot's count and epoch, its own slot taken: once each, as
@@ -924,3 +853,87 @@ func TestARenamedOrMovedQuotaChangesTheLimitsHash(t *testing.T) {
 		}
 	}
 }
+
+// Mutants of internal/engine's later files that no test kills, and why
+// (tools/mutate, the engine's own tests; see docs/testing.md):
+//   - quota.go, forShard's `if len(p.quotas) == 0` return deleted:
+//     equivalent. The clone it returns instead has the same specs and no
+//     quota to set.
+//   - quota.go, emitQuotas' notExists(q.ws) for a quota new to the item
+//     removed: equivalent. The write that adds it is the normal write
+//     under the rf lock (it moves rf): a second writer from the same image
+//     fails on rf, and no other code writes a quota's window.
+//   - quota.go, emitQuotas' `if q.amount > 0` around the floor deleted
+//     (the floor for any amount): not killed. It differs only for a refund
+//     (amount < 0) built without its window (at 0) on an item that has the
+//     quota in the window of now in a debt deeper than the refund: an
+//     acquire never charges a negative amount, and a settlement carries
+//     its window whenever its acquire's item had the quota.
+//   - quota.go, At's `if len(p.quotas) == 0` return deleted:
+//     equivalent. The clone it returns instead has the same specs and no
+//     quota to pin (Settling then clones no second time).
+//   - quota.go, quotaViews' `max(0, end-now)` dropping the 0:
+//     equivalent. quotaLeft's end is that of a window at or after now's:
+//     always after now.
+//   - quota.go, quotaNeedsShardZero's `if n <= 1 || !p.ChargesQuota()`
+//     return deleted: equivalent. Every caller asks with more than one
+//     shard (Charge.needsShardZero: c.n > 1, or a shard other than 0), and
+//     the loop below skips a quota charged nothing.
+//   - concurrency.go, epochLen's `max(1, ...)` dropping the 1: equivalent.
+//     A cap's TTL is at least a second (validation): an epoch is at least
+//     250 ms.
+//   - concurrency.go, emitCaps' notExists(c.lv) for a cap new to the item
+//     removed: equivalent. As a quota's: the write that adds it is the
+//     normal write under the rf lock, and no other code writes a cap's
+//     ring.
+//   - concurrency.go, emitCaps' condition on the current slot's epoch
+//     (k.cond(condEq, c.tag[s], r.tag[s])) removed: equivalent. A slot not
+//     stale on the image can only have moved ahead since (a writer whose
+//     clock runs ahead retired it), and the write from the item the
+//     failure returns adds to that same slot: the lease is counted in the
+//     same slot, with one write fewer.
+//   - concurrency.go, capViews' `if c.share(n) < c.slots()` (RetryMs -1)
+//     deleted (not covered by the run): equivalent. waits is asked for a
+//     live count at most share - slots, below 0 then: it never finds one,
+//     and its retry is -1 already.
+//   - concurrency.go, waits' `max(0, f*E - now)` dropping the 0:
+//     equivalent. f is a later epoch than now's: its start is after now.
+//   - concurrency.go, Settling's `if len(q.caps) == 0` return deleted:
+//     equivalent. The loop below has no cap to pin, and the clone it may
+//     make charges the same.
+//   - concurrency.go, capHash's mix('c') and mix(0) (separators) removed:
+//     not killed. The name, N and TTL bytes that follow still enter in
+//     order; a collision without them needs two configurations whose bytes
+//     run into each other, and none was found.
+//   - hold.go, holdActions' condition that an item without holds has no
+//     generation (attribute_not_exists(hg)) removed: equivalent. A first
+//     generation is started only by the normal write, under the rf lock,
+//     and no write adds a hold to an item without one (emitReserve needs
+//     an open generation).
+//   - hold.go, fullHeld's `max(0, capSeen+capShift(...))` dropping the 0:
+//     equivalent. The shift lowers the cap only by the write's own new
+//     hold, which its charge includes: a write whose charge the cap cannot
+//     pay is refused or declined before it is built (shortfall).
+//   - hold.go, Reserve.next's `if !blind { v.Img, v.At = im, now }`
+//     deleted (twice: the if and its assignment): not killed. Feed has the
+//     memory learn the returned item first, so the view already holds that
+//     image; only its instant differs (the memory's estimate of when the
+//     store wrote it rather than its arrival), which moves the headroom
+//     the next write burns by the other writers' charge over part of a
+//     round trip.
+//   - hold.go, settleBilled's and Feed's `r.billed = 0` removed:
+//     equivalent. Each is followed by the machine's end (a decline, an
+//     error, Done), and a Reserve is not fed after it ends.
+//   - plan.go, WithExtra's `q.gen = 0` removed: equivalent. Its one
+//     caller, WithHold, sets the generation right after.
+//   - plan.go, WithAmounts' `q.gen = 0` removed: not killed. It matters
+//     only for a plan that carries a hold generation (a reservation's),
+//     and the adjusts and undos built with WithAmounts start from plans
+//     that carry none in these tests.
+//   - plan.go, WithReturn's clones of the quotas and the caps removed:
+//     equivalent. The return charges them nothing (their amounts are set
+//     to 0 just after), and every write skips a quota or cap charged
+//     nothing.
+//   - plan.go, quotaHash's mix(0) after each string removed: not killed.
+//     As capHash's separators: the strings and numbers still enter in
+//     order, and no collision was found.
