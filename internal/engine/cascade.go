@@ -179,10 +179,7 @@ func (c *Cascade) settle(now int64) CascadeStep {
 			sd.Drop(now) // its call is not made
 		}
 	}
-	if len(c.undos) == 0 {
-		return ans // no side charged
-	}
-	c.settled = &ans
+	c.settled = &ans // answered at once when no side charged
 	return c.undoStep(now)
 }
 

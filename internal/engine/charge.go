@@ -674,7 +674,6 @@ func (c *Charge) informed(im *Image, now int64) Step {
 	}
 	switch c.p.shortfall(im, c.n, now, c.view.hot(now)) {
 	case shortApp:
-		c.path = PathReject
 		v := c.view // its estimates of the other writers set the wait
 		return c.exhausted(&Refusal{Plan: c.p, Img: im, N: c.n, Now: now, View: &v}, now)
 	case shortWCU:
@@ -687,7 +686,6 @@ func (c *Charge) informed(im *Image, now int64) Step {
 // for, or refuses when the others take its tokens first (outrun).
 func (c *Charge) informedWrite(im *Image, now int64) Step {
 	if v, ok := c.outrun(im, now); ok {
-		c.path = PathReject
 		return c.exhausted(&Refusal{Plan: c.p, Img: im, N: c.n, Now: now, View: &v, Outrun: true}, now)
 	}
 	q := c.p.withBilled(c.billed)
@@ -695,7 +693,6 @@ func (c *Charge) informedWrite(im *Image, now int64) Step {
 	if err != nil {
 		return Step{Err: err}
 	}
-	c.contended = true // the next failure, if any, lost a race
 	c.wrote = now
 	return c.write(ex, path, q)
 }
@@ -805,10 +802,7 @@ func (c *Charge) afterDouble(r *Result, now int64) Step {
 		return Step{Err: r.Err}
 	}
 	c.m.setPendingDoubling(c.p.Ref, 0, now)
-	shard0 := cf.Item
-	if shard0 == nil {
-		return c.after() // shard 0 is missing: the next acquire creates it
-	}
+	shard0 := cf.Item // nil when shard 0 is missing: the next acquire creates it
 	if m, ok := shard0.Int(keys.AttrShardCount); ok && m > c.n {
 		img, _ := Decode(shard0)                       // nil when odd: the count alone, not vouched for
 		c.m.learn(c.p.Ref, 0, img, m, now, c.lat, nil) // someone else doubled first

@@ -209,12 +209,16 @@ func (p *Plan) emitCaps(k *builder, im *Image, n, now int64, push bool) {
 		s := slot(e)
 		switch {
 		case im != nil && !ok:
-			// New to the item.
+			// New to the item: every slot's count and epoch, the charge in
+			// the slot of now (an expression sets a name once).
 			for j := range ringSize {
-				k.set(c.cnt[j], 0)
+				cnt := int64(0)
+				if j == s {
+					cnt = k1
+				}
+				k.set(c.cnt[j], cnt)
 				k.set(c.tag[j], turn(j, e))
 			}
-			k.set(c.cnt[s], k1)
 			k.set(c.lv, k1)
 			k.set(c.cp, c.n)
 			k.notExists(c.lv)

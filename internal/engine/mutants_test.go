@@ -470,13 +470,6 @@ func TestAShardsHoldNeverTakesItPastItsBurst(t *testing.T) {
 //     refusal is Outrun and Raced on a saturated view: a limit whose tokens
 //     suffice counts as none (views.go), so every exceeded limit waits the
 //     ceiling of a positive shortfall over its accrual, at least 1 ms.
-//   - charge.go, informed's and informedWrite's `c.path = PathReject`
-//     removed: equivalent. Every refusal step names its own path, and
-//     c.path is read only after write or double set it again.
-//   - charge.go, informedWrite's `c.contended = true` removed: equivalent.
-//     Only informedWrite reads it, after the next write failed, and
-//     afterWrite sets it for each path informed writes (full, retry,
-//     normal: never cold after a first failure).
 //   - charge.go, promise's `max(w, 1)` dropping the 1: equivalent. A
 //     refusal promise sees (local, or a store's shortfall) exceeds a limit
 //     by the measure that refused it in its views, and its wait is then
@@ -487,12 +480,6 @@ func TestAShardsHoldNeverTakesItPastItsBurst(t *testing.T) {
 //     after a doubling landed, removed: equivalent. The learn of the
 //     doubled count just before clears any pending doubling (memory.go:
 //     it is from a count the memory knew, at most c.n, below 2*c.n).
-//   - charge.go, afterDouble's `if shard0 == nil` return removed:
-//     equivalent. A nil item has no shard count, so neither check below it
-//     applies and the same c.after() follows.
-//   - cascade.go, `if len(c.undos) == 0` return removed: equivalent.
-//     undoStep with no undos and no failure answers the same settled
-//     answer.
 //   - cascade.go, undoStep's `c.undos = pending` removed: equivalent while
 //     every undo's write builds (pending then holds the same undos, in
 //     the same array); an undo's adjust of a plan that built the charge
@@ -517,15 +504,15 @@ func TestAShardsHoldNeverTakesItPastItsBurst(t *testing.T) {
 //   - views.go, Plan.Total's quota part, `max(resetMs, end-now)` for a
 //     shard 0 not written dropping resetMs: equivalent. Shard 0 is the
 //     first image counted: resetMs is still 0 there.
-//   - views.go, Plan.Total's quota part, `max(n, im.shardCount)` dropping
-//     im.shardCount (a shard written at more shards than the count asked):
-//     not killed. What a shard other than 0 holds of a quota follows
-//     shard 0's count (quota.go), which a test of it would pin.
+//   - views.go, Plan.Total's quota part, `max(n, im.shardCount)`
+//     dropping im.shardCount: equivalent. The count sizes only shard 0's
+//     new window (quota.opening; other shards follow shard 0's sc), and
+//     the status read, Total's one caller, asks at shard 0's own count.
 //   - image.go, hold's `if !im.holds || s.hidden` return deleted:
 //     equivalent. An item without a hold generation carries no hold
 //     attributes, nor does the hidden limit: the read finds 0.
-//   - image.go, not killed yet: projected's and the refill's
-//     `Burst = im.capOf(...)` removed (the cap that pools' holds lower,
-//     which the balances a write reads do not show apart from the stored
-//     tokens), and the refill's `max(im.rf, now)` dropping im.rf (an image
-//     refilled ahead of now, by a clock ahead).
+//   - image.go, state's `st.Limit.Burst = im.capOf(...)` removed:
+//     equivalent. Its readers cap again at the cap of a count at least
+//     the image's (projected, normalStep: min(x, cap at n) is the same
+//     whether x was capped at the larger cap or the burst), and every path
+//     reads an image at max(its count, the image's).

@@ -1,0 +1,939 @@
+package engine
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/store"
+)
+
+// Story tests for mutants of internal/engine that lived through its other
+// tests (see mutants_test.go); the equivalents are named at the end of
+// this file.
+
+// Pools hold half of a 10-token shard: its balance fills only to the
+// other half, 5 tokens, and an empty shard is as full as it gets in 500
+// ms at 10 a second. The views report that, not the second the whole
+// burst would take (a reset the shard never reaches while the pools
+// hold), and a request of 6 tokens, above what the shard can hold, gets
+// no retry time: any wait promised would be refused again.
+func TestAShardsViewsFillOnlyToWhatThePoolsLeave(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{rps10}, map[string]int64{"rps": 6})
+	img := holdItem(p, shape{rf: T, tk: map[string]int64{"rps": 0}}, 1, T-100, map[string]int64{"rps": 5000})
+	v := p.Views(img, 1, T, false, true)[0]
+	if v.ResetMs != 500 {
+		t.Fatalf("full in %d ms; want 500, the pools' 5 tokens left out", v.ResetMs)
+	}
+	if !v.Exceeded || v.RetryMs != -1 {
+		t.Fatalf("6 tokens of a shard that holds 5: exceeded %v, retry %d ms; want exceeded, no retry time (-1)", v.Exceeded, v.RetryMs)
+	}
+}
+
+// A writer whose clock runs 300 ms ahead emptied the shard at its now:
+// the item's rf is 300 ms past ours, and nothing refills before rf. A
+// refusal at our now waits 400 ms for a token (the 300 ms to rf and the
+// token's 100), and the shard is full in 1,300 ms: counted from our now,
+// the caller would retry at 100 ms into a shard still empty.
+func TestAShardRefilledAheadOfOurClockRefillsFromItsRf(t *testing.T) {
+	p := plan1(bucketRef)
+	img := image(t, shape{rf: T + 300, tk: map[string]int64{"rps": 0}}.item(p))
+	v := p.Views(img, 1, T, false, true)[0]
+	if v.RetryMs != 400 || v.ResetMs != 1300 {
+		t.Fatalf("retry after %d ms, full in %d ms; want 400 and 1300 (nothing refills before rf)", v.RetryMs, v.ResetMs)
+	}
+}
+
+// An Adjust above the estimate left the day's quota in debt on the shard
+// (half a request below zero). A request that charges only the rate, none
+// of the quota, is not the quota's to refuse: the process neither refuses
+// it locally nor after its write lost a race and returned the
+// item in debt, and the write leaves the quota as it was.
+func TestARequestThatChargesNoneOfAQuotaInDebtIsAdmitted(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1})
+	debt := dayItem(p, 0, 1, T, -500, 1)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, debt, 1, T+1000)
+	st := sim(t, debt)
+	c := NewCharge(m, p, picks(0), Options{})
+	if s := run(t, st, c, c.Start(T+1000), T+1000); !s.Done || s.Refused != nil {
+		t.Fatalf("the acquire ends %q, want admitted", describe(s))
+	}
+	if left := attr(t, st, bucketRef, 0, "q_req_tk"); left != -500 {
+		t.Fatalf("the quota holds %d, want its -500 untouched", left)
+	}
+	// The same after a lost race: the item the failed write returns shows
+	// the debt, and the acquire writes again.
+	c = NewCharge(m, p, picks(0), Options{})
+	s := c.Start(T + 2000)
+	raced := shape{rf: T + 1500, tk: map[string]int64{"rps": 0}}.item(p)
+	raced["q_req_ws"], raced["q_req_tk"], raced["q_req_sc"] = debt["q_req_ws"], debt["q_req_tk"], debt["q_req_sc"]
+	if s = c.Feed(failed(raced), T+2000); !strings.HasPrefix(describe(s), "update 0 ") {
+		t.Fatalf("after the lost race: %q, want a write again", describe(s))
+	}
+}
+
+// A quota of 800 requests a day is added to a bucket that had only its
+// rate. The first acquire under the new limits brings the item to them
+// and writes the quota whole: the day it is in, N, what is left, what was
+// consumed and the shard count it started the day at. Without the day the
+// item reads as not having the quota (the next acquire would start it
+// again at N); without N or the total consumed the item would not decode,
+// or usage would miss the charge; without the count, a shard a doubling
+// makes today would hold nothing of the day.
+func TestAQuotaNewToABucketIsWrittenWholeByItsFirstAcquire(t *testing.T) {
+	old := NewPlan(bucketRef, []Limit{perSecond("rps", 100)}, nil)
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	it := shape{rf: T - 1000}.item(old)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, it, 1, T-1000)
+	st := sim(t, it)
+	for i, now := range []int64{T + 1000, T + 2000} {
+		c := NewCharge(m, p, picks(0, 0), Options{})
+		if s := run(t, st, c, c.Start(now), now); !s.Done || s.Refused != nil {
+			t.Fatalf("acquire %d ends %q, want admitted", i+1, describe(s))
+		}
+	}
+	for name, want := range map[string]int64{"q_req_ws": T, "q_req_cp": 800_000, "q_req_tk": 800_000 - 2000, "q_req_tc": 2000, "q_req_sc": 1} {
+		if got := attr(t, st, bucketRef, 0, name); got != want {
+			t.Errorf("%s = %d after two acquires, want %d", name, got, want)
+		}
+	}
+}
+
+// Just after midnight, on a bucket of 2 shards both still in yesterday's
+// day of the quota, a request that charges only the rate goes to shard
+// 1. It has nothing to do with the quota's new day (which only shard 0
+// starts, for a request that charges it), and its one write lands: it
+// does not wait for a window it does not charge.
+func TestARequestThatChargesNoneOfAQuotaWritesAnyShardAtMidnight(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1})
+	yesterday := T - day
+	zero, one := dayItem(p, 0, 2, yesterday, 0, 2), dayItem(p, 1, 2, yesterday, 0, 0)
+	zero[attrRefill], one[attrRefill] = store.Int(T-500), store.Int(T-500)
+	st := sim(t, zero, one)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, zero, 2, T-500)
+	knows(t, m, bucketRef, one, 2, T-500)
+	vouch(m, bucketRef, T-500)
+	c := NewCharge(m, p, picks(1), Options{})
+	s := c.Start(T + 100)
+	if got := describe(s); !strings.HasPrefix(got, "update 1 ") {
+		t.Fatalf("first step %q, want a write to shard 1", got)
+	}
+	if s = c.Feed(exec(t, st, s), T+100); !s.Done || s.Refused != nil {
+		t.Fatalf("after the write: %q, want admitted by it", describe(s))
+	}
+}
+
+// A bucket of 2 shards whose day of 800 requests starts now: each shard
+// starts it with 400. A request of 500 is more than any shard holds of the
+// day, and the process, whose image of shard 0 is too old to refuse on,
+// writes: the write must not start the day at 400 less 500 (a shard in
+// debt from its first request, 100 over its share) but fail, and the
+// acquire is refused with shard 0 still in yesterday.
+func TestARequestAboveAShardsShareOfTheDayDoesNotStartIt(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1, "req": 500})
+	yesterday := T - day
+	zero, one := dayItem(p, 0, 2, yesterday, 0, 2), dayItem(p, 1, 2, yesterday, 0, 0)
+	zero[attrRefill], one[attrRefill] = store.Int(T-5000), store.Int(T-5000)
+	st := sim(t, zero, one)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, zero, 2, T-5000)
+	vouch(m, bucketRef, T-5000)
+	c := NewCharge(m, p, picks(0, 1), Options{})
+	if s := run(t, st, c, c.Start(T+100), T+100); s.Refused == nil {
+		t.Fatalf("the acquire ends %q, want refused", describe(s))
+	}
+	if ws := attr(t, st, bucketRef, 0, "q_req_ws"); ws != yesterday {
+		t.Fatalf("shard 0's day starts at %d, want yesterday's %d: the request started the day", ws, yesterday)
+	}
+}
+
+// A process whose clock runs ahead started tomorrow on the bucket a
+// second before our midnight. Our acquire, at our today, charges the day
+// the item is in: its write is conditional on tomorrow's start, lands at
+// once, and takes the request from tomorrow's share.
+func TestAnAcquireChargesTheDayAClockAheadStarted(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	tomorrow := T + day
+	it := dayItem(p, 0, 1, tomorrow, 700_000, 1)
+	it[attrRefill] = store.Int(tomorrow - 2000)
+	st := sim(t, it)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, it, 1, tomorrow-1500)
+	c := NewCharge(m, p, picks(0), Options{})
+	s := c.Start(tomorrow - 1000)
+	if s = c.Feed(exec(t, st, s), tomorrow-1000); !s.Done || s.Refused != nil {
+		t.Fatalf("after the first write: %q, want admitted by it", describe(s))
+	}
+	if left := attr(t, st, bucketRef, 0, "q_req_tk"); left != 699_000 {
+		t.Fatalf("tomorrow holds %d, want 699000 (the request taken from it)", left)
+	}
+}
+
+// The process last saw plenty of the day's quota left, and other
+// processes spent it since: the shard holds half a request. The blind
+// write must fail on the quota's floor, and the acquire is refused, the
+// shard's half request untouched: a write without the floor would admit
+// the request and leave the day in debt, over its quota.
+func TestABlindWriteOnADaySpentSinceTheImageIsRefused(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	seen := dayItem(p, 0, 1, T, 100_000, 1)
+	seen[attrRefill] = store.Int(T + 1000)
+	spent := dayItem(p, 0, 1, T, 500, 1)
+	spent[attrRefill] = store.Int(T + 1000)
+	st := sim(t, spent)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, seen, 1, T+1000)
+	c := NewCharge(m, p, picks(0), Options{})
+	if s := run(t, st, c, c.Start(T+1100), T+1100); s.Refused == nil {
+		t.Fatalf("the acquire ends %q, want refused", describe(s))
+	}
+	if left := attr(t, st, bucketRef, 0, "q_req_tk"); left != 500 {
+		t.Fatalf("the day holds %d, want its 500 untouched", left)
+	}
+}
+
+// Midnight of 1 January, on a bucket with a quota of 800 requests a day
+// and one of 100 euros a month. Two processes hold the same image of the
+// bucket from before midnight and each acquires just after it. The first
+// write starts the new day and month (their totals consumed count its
+// charge) and pushes the item's expiry past the month's end: expiring an
+// hour after the day's end, the item would take the month's count with
+// it, and the month would start again at 100. The second write, from
+// the same image, must not start them again over the first's charge: it
+// fails, sees the new windows, and charges them beside the first.
+func TestTwoWritersAtMidnightStartTheDayOnce(t *testing.T) {
+	eurMonth := Limit{Name: "eur", Limit: usdMonth.Limit, Calendar: usdMonth.Calendar}
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay, eurMonth}, map[string]int64{"rps": 1, "req": 1, "eur": 1})
+	yesterday, lastMonth := T-day, T-31*day
+	it := shape{rf: T - 500, tk: map[string]int64{"rps": 0}}.item(p)
+	it["q_req_ws"], it["q_req_tk"], it["q_eur_ws"], it["q_eur_tk"] = store.Int(yesterday), store.Int(0), store.Int(lastMonth), store.Int(0)
+	st := sim(t, it)
+	tc, _ := it.Int("q_req_tc")
+	for i := range 2 {
+		m := speculating(NewMemory(0))
+		knows(t, m, bucketRef, it, 1, T-500)
+		c := NewCharge(m, p, picks(0, 0), Options{})
+		if s := run(t, st, c, c.Start(T+100), T+100); !s.Done || s.Refused != nil {
+			t.Fatalf("acquire %d ends %q, want admitted", i+1, describe(s))
+		}
+	}
+	if left := attr(t, st, bucketRef, 0, "q_req_tk"); left != 800_000-2000 {
+		t.Errorf("the day holds %d, want 798000: both requests taken from it", left)
+	}
+	if got := attr(t, st, bucketRef, 0, "q_req_tc"); got != tc+2000 {
+		t.Errorf("the day's total consumed %d, want %d: both charges counted", got, tc+2000)
+	}
+	feb := (T + 31*day) / 1000
+	if exp := attr(t, st, bucketRef, 0, store.AttrTTL); exp < feb+3600 {
+		t.Errorf("the item expires at %d, before the month's end and an hour (%d)", exp, feb+3600)
+	}
+}
+
+// The first acquire of 1 January on a key makes its bucket, with a quota
+// of 800 requests a day and one of 100 euros a month. The new item holds
+// each quota whole (N and the total consumed, which usage reads, beside
+// what is left and the window) and lives past the month's end: expiring
+// an hour after the day, it would take the month's count with it.
+func TestABucketMadeAtMidnightHoldsItsQuotasForTheMonth(t *testing.T) {
+	eurMonth := Limit{Name: "eur", Limit: usdMonth.Limit, Calendar: usdMonth.Calendar}
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay, eurMonth}, map[string]int64{"rps": 1, "req": 1, "eur": 2})
+	it := p.create(0, 1, T+100).Item
+	for name, want := range map[string]int64{"q_req_cp": 800_000, "q_req_tc": 1000, "q_eur_cp": 100_000, "q_eur_tc": 2000} {
+		if got, _ := it.Int(name); got != want {
+			t.Errorf("%s = %d, want %d", name, got, want)
+		}
+	}
+	feb := (T + 31*day) / 1000
+	if exp, _ := it.Int(store.AttrTTL); exp < feb+3600 {
+		t.Errorf("the item expires at %d, before the month's end and an hour (%d)", exp, feb+3600)
+	}
+}
+
+// An acquire whose write returned no item reports the limits as its
+// image showed them less its own charge: 5 requests left of the day
+// before it, 4 after. Reported at 5, a caller pacing itself on
+// Remaining would count a request the day no longer holds.
+func TestAViewAfterAChargeCountsItOnTheQuota(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	img := image(t, dayItem(p, 0, 1, T, 5000, 1))
+	for _, v := range p.Views(img, 1, T+1000, true, false) {
+		if v.Name == "req" && v.Remaining != 4000 {
+			t.Fatalf("the day's remaining %d millitokens after the charge, want 4000", v.Remaining)
+		}
+	}
+}
+
+// A cap of 2 leases in flight is added to a bucket that had only its
+// rate. The first acquire under the new limits writes the cap's ring
+// whole (N, every slot's count and epoch, its own slot taken: once each, as
+// DynamoDB requires of an expression; the write that set its slot's count
+// twice was refused, and so was every acquire of the bucket) and the next
+// acquire takes the second slot. After the TTL and a quarter the first
+// two leases are dead: an acquire then retires their slots, which its
+// write's condition pins as the ring shows them, and is admitted.
+func TestACapNewToABucketIsWrittenWholeByItsFirstAcquire(t *testing.T) {
+	old := NewPlan(bucketRef, []Limit{rps10}, nil)
+	p := capPlan(inflight2)
+	st := sim(t, shape{rf: T - 1000}.item(old))
+	m := NewMemory(16)
+	acquireOn(t, st, m, p, T)
+	if _, s, _ := acquireOn(t, st, m, p, T+1); !s.Done || s.Refused != nil || lv(t, st, 0) != 2 {
+		t.Fatalf("the second acquire: %q, live %d; want admitted, live 2", describe(s), lv(t, st, 0))
+	}
+	for i := range ringSize {
+		attr(t, st, bucketRef, 0, capAttr("inflight", "n"+string(rune('0'+i))))
+	}
+	if got := attr(t, st, bucketRef, 0, "c_inflight_cp"); got != 2 {
+		t.Fatalf("the cap's N on the item: %d, want 2", got)
+	}
+	if _, s, _ := acquireOn(t, st, m, p, T+80_000); !s.Done || s.Refused != nil || lv(t, st, 0) != 1 {
+		t.Fatalf("after the TTL and a quarter: %q, live %d; want admitted, live 1", describe(s), lv(t, st, 0))
+	}
+}
+
+// A lease acquired at T by a process whose clock then runs behind is
+// released at what that clock calls T+74 s, when its slot is still in
+// the ring. Another process, its clock ahead, already made the acquire of
+// T+76 s, which retired the slot (the lease was older than the TTL and a
+// quarter by its clock) and counted its own lease there. The release must
+// not give back the new lease's slot: its write is conditional on the
+// slot's epoch being the one it charged, fails, and the cap keeps the new
+// lease counted.
+func TestAReleaseLateByItsClockDoesNotFreeTheNextLeasesSlot(t *testing.T) {
+	st := sim(t)
+	p := capPlan(inflight2)
+	m := NewMemory(16)
+	a, _, _ := acquireOn(t, st, m, p, T)
+	if _, s, _ := acquireOn(t, st, NewMemory(16), p, T+76_000); !s.Done || s.Refused != nil {
+		t.Fatalf("the acquire of T+76 s: %q, want admitted", describe(s))
+	}
+	release(t, st, m, a, T+74_000)
+	if got := lv(t, st, 0); got != 1 {
+		t.Fatalf("live %d after the late release; want 1 (the new lease)", got)
+	}
+}
+
+// Two processes hold the same image of a bucket with a cap, whose expiry
+// is closer than the cap's ring needs, and acquire at once by the
+// consumption-only write. The first pushes the expiry past its slot; the
+// second, pushing from the same image, must not push again on top of it
+// (each such pair of writers would drive the expiry ever later, and the
+// item would outlive its use by as many pushes): its push is conditional
+// on the expiry it saw, so its write fails and the next one, from the
+// returned item, finds the expiry pushed.
+func TestTwoWritersFromOneImagePushTheCapsExpiryOnce(t *testing.T) {
+	p := capPlan(inflight2)
+	it := shape{rf: T + 1000, tk: map[string]int64{"rps": 5000}}.item(p)
+	it[store.AttrTTL] = store.Int(T/1000 + 100)
+	st := sim(t, it)
+	for i := range 2 {
+		m := speculating(NewMemory(0))
+		knows(t, m, bucketRef, it, 1, T+1000)
+		c := NewCharge(m, p, picks(0, 0), Options{})
+		if s := run(t, st, c, c.Start(T+1100), T+1100); !s.Done || s.Refused != nil {
+			t.Fatalf("acquire %d ends %q, want admitted", i+1, describe(s))
+		}
+	}
+	if exp, want := attr(t, st, bucketRef, 0, store.AttrTTL), p.capExpiry(T+1100); exp != want {
+		t.Fatalf("the item expires at %d, want %d: the cap's need, pushed once", exp, want)
+	}
+}
+
+// A lease acquired at T, its holder dead, counts in the slot of T's epoch
+// until the ring turns back to that slot. Two processes hold the same
+// image of the bucket and acquire at once when it has: each write retires
+// the dead lease's slot and counts its own lease there. The first lands;
+// the second, made from the same image, finds the slot's count as it saw
+// it (the first put its own lease there, 1 again) but the slot's epoch
+// moved on: its condition on the epoch fails it, and the write the
+// returned item calls for only adds. Retiring again would take the first
+// lease out of the count (2 live, counted 1: a third would be admitted).
+func TestASecondRetireOfASlotFailsOnItsEpochWhenTheCountLooksTheSame(t *testing.T) {
+	p := capPlan(inflight2)
+	c := &p.caps[0]
+	now := T + 80_000
+	e := c.epoch(now)
+	it := shape{rf: now - 100, tk: map[string]int64{"rps": 5000}}.item(p)
+	for j := range ringSize {
+		it[c.cnt[j]], it[c.tag[j]] = store.Int(0), store.Int(turn(j, e-1))
+	}
+	it[c.cnt[slot(e-ringSize)]], it[c.lv] = store.Int(1), store.Int(1) // the dead lease
+	st := sim(t, it)
+	for i := range 2 {
+		m := speculating(NewMemory(0))
+		knows(t, m, bucketRef, it, 1, now-100)
+		ch := NewCharge(m, p, picks(0, 0), Options{})
+		if s := run(t, st, ch, ch.Start(now), now); !s.Done || s.Refused != nil {
+			t.Fatalf("acquire %d ends %q, want admitted", i+1, describe(s))
+		}
+	}
+	if got := lv(t, st, 0); got != 2 {
+		t.Fatalf("live %d; want 2 (both new leases, the dead one retired once)", got)
+	}
+}
+
+// Two leases were acquired at T, and the process that knows the bucket
+// saw both counted in the slot of T's epoch. One's holder died; the
+// other's, its clock behind, released it late (its slot still in the
+// ring by that clock): the slot counts 1. When the ring turns back to
+// that slot, the process's acquire retires it from its image: its
+// condition on the count it saw (2) fails, and the write from the
+// returned item retires the 1 that is there. Retiring the 2 it saw would
+// take its own new lease out of the live count (0 live with a lease in
+// flight: one lease over the cap later).
+func TestARetireFailsOnACountALateReleaseLowered(t *testing.T) {
+	p := capPlan(inflight2)
+	c := &p.caps[0]
+	now := T + 80_000
+	e := c.epoch(now)
+	seen := shape{rf: now - 100, tk: map[string]int64{"rps": 5000}}.item(p)
+	for j := range ringSize {
+		seen[c.cnt[j]], seen[c.tag[j]] = store.Int(0), store.Int(turn(j, e-1))
+	}
+	seen[c.cnt[slot(e-ringSize)]], seen[c.lv] = store.Int(2), store.Int(2)
+	stored := maps.Clone(seen)
+	stored[c.cnt[slot(e-ringSize)]], stored[c.lv] = store.Int(1), store.Int(1) // the late release
+	st := sim(t, stored)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, seen, 1, now-100)
+	ch := NewCharge(m, p, picks(0, 0), Options{})
+	if s := run(t, st, ch, ch.Start(now), now); !s.Done || s.Refused != nil {
+		t.Fatalf("the acquire ends %q, want admitted", describe(s))
+	}
+	if got := lv(t, st, 0); got != 1 {
+		t.Fatalf("live %d; want 1 (the new lease)", got)
+	}
+}
+
+// Two dead leases count in the slot of T's epoch. The acquire that
+// retires them when the ring turns back to that slot leaves in it
+// exactly its own lease: once that lease is dead in turn and its slot
+// leaves the ring, the bucket counts no live lease, and its status shows
+// the cap's 2 free slots, not 3 (the 2 retired counted out a second time,
+// from a live count of 1).
+func TestARetiredSlotCountsOnlyTheLeaseThatRetiredIt(t *testing.T) {
+	p := capPlan(inflight2)
+	c := &p.caps[0]
+	now := T + 80_000
+	e := c.epoch(now)
+	it := shape{rf: now - 100, tk: map[string]int64{"rps": 5000}}.item(p)
+	for j := range ringSize {
+		it[c.cnt[j]], it[c.tag[j]] = store.Int(0), store.Int(turn(j, e-1))
+	}
+	it[c.cnt[slot(e-ringSize)]], it[c.lv] = store.Int(2), store.Int(2)
+	st := sim(t, it)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, it, 1, now-100)
+	ch := NewCharge(m, p, picks(0, 0), Options{})
+	if s := run(t, st, ch, ch.Start(now), now); !s.Done || s.Refused != nil {
+		t.Fatalf("the acquire ends %q, want admitted", describe(s))
+	}
+	later := now + ringSize*c.epochLen()
+	im := image(t, st.Peek(bucketRef.WithShard(0).Key()))
+	if free, _, _ := p.Total("inflight", []*Image{im}, 1, later); free != 2000 {
+		t.Fatalf("%d millitokens free once the new lease's slot left the ring; want the cap's 2000", free)
+	}
+}
+
+// Dead leases count in two slots, of T's epoch and of the next. An
+// acquire two epochs after the ring turned back to T's slot retires both:
+// its own lease goes in its slot, and the other slot, now counting a
+// later epoch with no lease, counts 0. Kept at its dead lease's 1, that
+// slot would be counted out a second time when it leaves the ring again:
+// the status would show 3 free slots of a cap of 2.
+func TestASlotRetiredBesideTheAcquiresOwnCountsNothing(t *testing.T) {
+	p := capPlan(inflight2)
+	c := &p.caps[0]
+	e0 := c.epoch(T)
+	now := (e0 + ringSize + 1) * c.epochLen()
+	it := shape{rf: now - 100, tk: map[string]int64{"rps": 5000}}.item(p)
+	for j := range ringSize {
+		it[c.cnt[j]], it[c.tag[j]] = store.Int(0), store.Int(turn(j, e0+ringSize-1))
+	}
+	it[c.cnt[slot(e0)]], it[c.cnt[slot(e0+1)]], it[c.lv] = store.Int(1), store.Int(1), store.Int(2)
+	st := sim(t, it)
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, it, 1, now-100)
+	ch := NewCharge(m, p, picks(0, 0), Options{})
+	if s := run(t, st, ch, ch.Start(now), now); !s.Done || s.Refused != nil || lv(t, st, 0) != 1 {
+		t.Fatalf("the acquire ends %q, live %d; want admitted, live 1", describe(s), lv(t, st, 0))
+	}
+	later := now + ringSize*c.epochLen()
+	im := image(t, st.Peek(bucketRef.WithShard(0).Key()))
+	if free, _, _ := p.Total("inflight", []*Image{im}, 1, later); free != 2000 {
+		t.Fatalf("%d millitokens free once every slot left the ring; want the cap's 2000", free)
+	}
+}
+
+// A process that has no image of a bucket with a cap acquires by the
+// write that guesses the ring: the slot of now is current. On a bucket
+// whose ring is current, the write counts the lease in that slot and in
+// the live count, and lands. On one whose slot of now still counts a
+// dead lease of five epochs ago, the guess is wrong: the write fails on
+// the slot's epoch, and the write the returned item calls for retires the
+// dead lease. Added to the old slot, the lease would count beside the
+// dead one, and the cap would refuse the next lease while one lives.
+func TestAnAcquireWithoutAnImageCountsItsLeaseInTheSlotOfNow(t *testing.T) {
+	p := capPlan(inflight2)
+	c := &p.caps[0]
+	now := T + 80_000
+	e := c.epoch(now)
+	for _, tc := range []struct {
+		name   string
+		ring   int64 // the epoch the ring last turned to
+		wantLv int64
+	}{{"current ring", e, 2}, {"slot of now five epochs old", e - 1, 1}} {
+		it := shape{rf: now - 100, tk: map[string]int64{"rps": 5000}}.item(p)
+		for j := range ringSize {
+			it[c.cnt[j]], it[c.tag[j]] = store.Int(0), store.Int(turn(j, tc.ring))
+		}
+		it[c.cnt[slot(e-1)]], it[c.lv] = store.Int(1), store.Int(1) // a lease of the last epoch, alive
+		if tc.ring != e {
+			it[c.cnt[slot(e-1)]], it[c.cnt[slot(e)]] = store.Int(0), store.Int(1) // dead instead, in the slot of e-5
+		}
+		st := sim(t, it)
+		ch := NewCharge(speculating(NewMemory(0)), p, picks(0, 0), Options{})
+		if s := run(t, st, ch, ch.Start(now), now); !s.Done || s.Refused != nil {
+			t.Fatalf("%s: the acquire ends %q, want admitted", tc.name, describe(s))
+		}
+		if got := lv(t, st, 0); got != tc.wantLv {
+			t.Fatalf("%s: live %d; want %d", tc.name, got, tc.wantLv)
+		}
+		if got := attr(t, st, bucketRef, 0, c.cnt[slot(e)]); got != 1 {
+			t.Fatalf("%s: the slot of now counts %d; want the new lease's 1", tc.name, got)
+		}
+	}
+}
+
+// A cap of 2 with one lease live. Two processes hold that image and
+// acquire at once: the first takes the second slot; the second's write,
+// from the same image, must fail on the live count (at most the share
+// less its lease), and the acquire is refused: 3 leases live of a cap of 2
+// otherwise.
+func TestTwoAcquiresFromOneImageCannotPassTheCap(t *testing.T) {
+	p := capPlan(inflight2)
+	c := &p.caps[0]
+	now := T + 1000
+	e := c.epoch(now)
+	it := shape{rf: now - 100, tk: map[string]int64{"rps": 5000}}.item(p)
+	for j := range ringSize {
+		it[c.cnt[j]], it[c.tag[j]] = store.Int(0), store.Int(turn(j, e))
+	}
+	it[c.cnt[slot(e)]], it[c.lv] = store.Int(1), store.Int(1)
+	st := sim(t, it)
+	var ends []string
+	for range 2 {
+		m := speculating(NewMemory(0))
+		knows(t, m, bucketRef, it, 1, now-100)
+		ch := NewCharge(m, p, picks(0, 0), Options{})
+		ends = append(ends, describe(run(t, st, ch, ch.Start(now), now)))
+	}
+	if got := lv(t, st, 0); got != 2 || !strings.HasPrefix(ends[1], "refused") {
+		t.Fatalf("the acquires end %q, live %d; want the second refused, live 2", ends, got)
+	}
+}
+
+// The cap of a bucket is raised from 2 to 4 leases. The first acquire
+// under the new limits records the new N on the item beside the ring, as
+// it records every limit's configuration: the item says which N its
+// counts were admitted under.
+func TestAnAcquireUnderARaisedCapRecordsItsN(t *testing.T) {
+	cap4 := Limit{Name: "inflight", Limit: bucket.Limit{Capacity: 4000, Burst: 4000}, TTL: 60_000}
+	st := sim(t, shape{rf: T - 1000, tk: map[string]int64{"rps": 5000}}.item(capPlan(inflight2)))
+	acquireOn(t, st, NewMemory(16), capPlan(cap4), T)
+	if got := attr(t, st, bucketRef, 0, "c_inflight_cp"); got != 4 {
+		t.Fatalf("the item's N: %d, want the raised 4", got)
+	}
+}
+
+// capView is the view of the cap "inflight" of p on im at now.
+func capView(t *testing.T, p *Plan, im *Image, now int64, charge, judge bool) View {
+	t.Helper()
+	for _, v := range p.Views(im, 1, now, charge, judge) {
+		if v.Name == "inflight" {
+			return v
+		}
+	}
+	t.Fatal("no view of the cap")
+	return View{}
+}
+
+// capRing is p's bucket at now - 100 with the cap's ring current at now's
+// epoch and leases counted in the slots of the epochs ago given.
+func capRing(t *testing.T, p *Plan, now int64, ago ...int64) *Image {
+	t.Helper()
+	c := &p.caps[0]
+	e := c.epoch(now)
+	it := shape{rf: now - 100, tk: map[string]int64{"rps": 5000}}.item(p)
+	for j := range ringSize {
+		it[c.cnt[j]], it[c.tag[j]] = store.Int(0), store.Int(turn(j, e))
+	}
+	for _, a := range ago {
+		n, _ := it.Int(c.cnt[slot(e-a)])
+		it[c.cnt[slot(e-a)]] = store.Int(n + 1)
+	}
+	it[c.lv] = store.Int(int64(len(ago)))
+	return image(t, it)
+}
+
+// What a caller reads of a cap of 2 leases (TTL 60 s, epochs of 15 s) a
+// second into an epoch: the free slots, when the oldest lease counted
+// leaves the ring (the reset) and, for a refused request, when enough
+// have left for it (the retry). A lease of two epochs ago leaves with the
+// third epoch from now: 44 s.
+func TestACapsViewsTellTheFreeSlotsAndWhenTheyFree(t *testing.T) {
+	p := capPlan(inflight2)
+	now := T + 1000
+	// One lease live: a slot free, the lease leaves in 44 s.
+	one := capRing(t, p, now, 2)
+	if v := capView(t, p, one, now, false, true); v.Remaining != 1000 || v.ResetMs != 44_000 || v.Exceeded || v.RetryMs != 0 {
+		t.Fatalf("one lease live: %+v; want 1000 free, reset in 44000 ms, not exceeded", v)
+	}
+	// The same image after this acquire's own write: its slot counted.
+	if v := capView(t, p, one, now, true, false); v.Remaining != 0 {
+		t.Fatalf("after the charge: %d free, want 0", v.Remaining)
+	}
+	// Full: refused, to retry when the older lease leaves; a status read
+	// (not judged) has no retry.
+	full := capRing(t, p, now, 2, 0)
+	if v := capView(t, p, full, now, false, true); !v.Exceeded || v.RetryMs != 44_000 || v.ResetMs != 44_000 {
+		t.Fatalf("full: %+v; want exceeded, retry and reset in 44000 ms", v)
+	}
+	if v := capView(t, p, full, now, false, false); v.RetryMs != 0 {
+		t.Fatalf("full, not judged: retry %d, want 0", v.RetryMs)
+	}
+	// A request of 3 slots on a cap of 2 never fits: no retry time.
+	three := NewPlan(bucketRef, []Limit{rps10, inflight2}, map[string]int64{"rps": 1, "inflight": 3})
+	if v := capView(t, three, one, now, false, true); !v.Exceeded || v.RetryMs != -1 {
+		t.Fatalf("3 slots of 2: %+v; want exceeded, retry -1", v)
+	}
+	// No lease counted: nothing to wait for.
+	if v := capView(t, p, capRing(t, p, now), now, false, true); v.ResetMs != 0 || v.Remaining != 2000 {
+		t.Fatalf("empty: %+v; want 2000 free, reset 0", v)
+	}
+}
+
+// A cap's name, N or TTL changed in the configuration changes the limits
+// hash the writes are conditional on: the blind writes then fail on items
+// written under the old cap, and the write from the item returned brings
+// it to the new one (its share, its ring). A hash blind to the cap would
+// let an item keep admitting under the old N.
+func TestAChangedCapChangesTheLimitsHash(t *testing.T) {
+	with := func(c Limit) int64 { return capPlan(c).hash }
+	base := with(inflight2)
+	cap4 := inflight2
+	cap4.Capacity, cap4.Burst = 4000, 4000
+	longer := inflight2
+	longer.TTL = 120_000
+	renamed := inflight2
+	renamed.Name = "jobs"
+	for what, h := range map[string]int64{"N": with(cap4), "TTL": with(longer), "name": with(renamed), "no cap": plan1(bucketRef).hash} {
+		if h == base {
+			t.Errorf("a cap with another %s has the same limits hash", what)
+		}
+	}
+	// Two caps whose N and TTL bytes are a permutation of each other's
+	// (3 slots for 1,024 ms, 2 slots for 1,025 ms): the hash is of the
+	// sequence, not of the set of bytes.
+	a := Limit{Name: "inflight", Limit: bucket.Limit{Capacity: 3000, Burst: 3000}, TTL: 1024}
+	b := Limit{Name: "inflight", Limit: bucket.Limit{Capacity: 2000, Burst: 2000}, TTL: 1025}
+	if with(a) == with(b) {
+		t.Error("3 slots for 1,024 ms and 2 slots for 1,025 ms have the same limits hash")
+	}
+}
+
+// Making a lease's release plan from its acquire's leaves the acquire's
+// plan an acquire: with both slots of the cap taken, the next acquire
+// with it, by a process whose image of the bucket is too old to refuse
+// on, is refused by the store (a plan pinned to the first lease's slot
+// would add to it with no bound, as a release does, and admit a third
+// lease).
+func TestSettlingLeavesTheAcquiresPlanAnAcquire(t *testing.T) {
+	st := sim(t)
+	p := capPlan(inflight2)
+	m := NewMemory(16)
+	a, _, _ := acquireOn(t, st, m, p, T)
+	acquireOn(t, st, m, p, T+1)
+	_ = p.Settling(a.Img, a.At)
+	other := NewMemory(16) // its image of the bucket too old to refuse on
+	knows(t, other, bucketRef, st.Peek(bucketRef.WithShard(0).Key()), 1, T+2)
+	if _, s, _ := acquireOn(t, st, other, p, T+1500); s.Refused == nil || lv(t, st, 0) != 2 {
+		t.Fatalf("a third acquire: %q, live %d; want refused, live 2", describe(s), lv(t, st, 0))
+	}
+}
+
+// A cap taken out of the configuration is taken out of the item by the
+// next write under the new limits: its ring and counts, not left behind
+// for a cap of that name added again later to find.
+func TestARemovedCapLeavesTheItem(t *testing.T) {
+	withCap := capPlan(inflight2)
+	im := image(t, shape{rf: T - 10_000}.item(withCap))
+	ex, err := plan1(bucketRef).normal(im, 1, T, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := slices.Collect(maps.Values(ex.Names))
+	for _, a := range []string{"c_inflight_lv", "c_inflight_cp", "c_inflight_n0", "c_inflight_e4"} {
+		if !slices.Contains(names, a) {
+			t.Errorf("the write leaves %s on the item: %s", a, ex.Update)
+		}
+	}
+}
+
+// A bucket with two caps, of an hour's TTL and of a minute's: a write
+// leaves the item's expiry past the longer cap's ring. Expiring with the
+// shorter's, the item would forget the hour's leases while they live.
+func TestAnItemOutlivesItsLongestCapsRing(t *testing.T) {
+	hour := Limit{Name: "calls", Limit: bucket.Limit{Capacity: 2000, Burst: 2000}, TTL: 3_600_000}
+	p := NewPlan(bucketRef, []Limit{rps10, hour, inflight2}, map[string]int64{"rps": 1, "calls": 1, "inflight": 1})
+	c := &p.caps[0]
+	if c.name != "calls" {
+		t.Fatalf("caps in the order %q, ...; the test wants the hour's first", c.name)
+	}
+	want := expiryAt((c.epoch(T)+ringSize+1)*c.epochLen(), 0)
+	if got := p.capExpiry(T); got < want {
+		t.Fatalf("expiry %d, before the hour cap's ring leaves it (%d)", got, want)
+	}
+}
+
+// Two writes of reservations under the rf lock (the normal write), on
+// items with holds:
+//   - a reservation that also releases what its pool handed out of the
+//     holds it took in generation 4, on an item now in generation 5: its
+//     write is conditional on generation 4 and fails (those holds went
+//     with their generation; released from generation 5's, they would lift
+//     the cap over tokens the new pools hold);
+//   - a reservation on an item whose generation is over starts the next
+//     one: it records when (hs = now: a generation lives GenLifeMs from
+//     it), and sets its hold on rps only if no hold is there (one taken
+//     meanwhile, in the generation this write ends, by a process whose
+//     clock lags, must fail it, not be overwritten).
+func TestAReservationsWriteKeepsToItsHoldGeneration(t *testing.T) {
+	p := NewPlan(bucketRef, twoLimits, map[string]int64{"rps": 1})
+	now := T + 10_000
+	res := p.WithHold(map[string]int64{"rps": 2000}, map[string]int64{"rps": 500}, 4)
+	moved := holdItem(p, shape{n: 2, rf: now - 5000}, 5, now-1000, map[string]int64{"rps": 1000})
+	ex, err := res.normal(moved, 2, now, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := renderExpr(ex); !strings.Contains(got, "(hg = 4)") {
+		t.Errorf("a release of generation 4 on an item in generation 5: %s; want it conditional on hg = 4", got)
+	}
+	over := holdItem(p, shape{n: 2, rf: now - 5000}, 4, now-GenLifeMs, map[string]int64{"tpm": 300})
+	ex, err = p.WithHold(map[string]int64{"rps": 2000}, nil, 0).normal(over, 2, now, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := renderExpr(ex)
+	for _, want := range []string{"hs = 1767225610000", "attribute_not_exists(b_rps_hd)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the write that starts generation 5: %s; want %s", got, want)
+		}
+	}
+}
+
+// A reservation that lands a second into its hold generation gives its
+// pool PoolLifeMs to live, not the generation's remaining ten minutes: a
+// pool holds tokens the bucket cannot refill over, and a pool that lived
+// as long as its generation would keep them from everyone else that long.
+func TestAPoolLivesPoolLifeMsEarlyInItsGeneration(t *testing.T) {
+	m := NewMemory(16)
+	knows(t, m, bucketRef, resItem(resNow-5000, -1, resNow-1000, 0, nil), 1, resNow)
+	r := NewReserve(m, reservation(), picks(), 0)
+	if step := r.Start(resNow); step.Call == nil {
+		t.Fatal("no write")
+	}
+	if step := r.Feed(wrote(resItem(resNow, 7000, resNow-1000, 2000, nil)), resNow); !step.Done || r.Declined {
+		t.Fatalf("%q, want done", describe(step))
+	}
+	if r.Until != resNow+PoolLifeMs {
+		t.Fatalf("the pool lives until %d ms from now, want %d", r.Until-resNow, PoolLifeMs)
+	}
+}
+
+// A reservation lands on a shard no one else writes. The memory counts its
+// write as this process's own: it sees no other writer there (counted as
+// another's, the next writes would burn headroom and pace themselves for
+// a writer that does not exist).
+func TestAReservationsOwnWriteIsNotCountedAsAnothers(t *testing.T) {
+	m := NewMemory(16)
+	it := resItem(resNow-5000, -1, resNow-1000, 0, nil)
+	knows(t, m, bucketRef, it, 1, resNow-2000)
+	st := sim(t, it)
+	r := NewReserve(m, reservation(), picks(), 0)
+	if step := r.Feed(exec(t, st, r.Start(resNow)), resNow); !step.Done || r.Declined {
+		t.Fatalf("%q, want done", describe(step))
+	}
+	if v := m.View(bucketRef, 0); v.Others != 0 {
+		t.Fatalf("other writers' rate %v after its own write, want 0", v.Others)
+	}
+}
+
+// Two processes configured with the same limits listed in another order
+// agree on the limits hash, which every write is conditional on: else
+// each one's writes would fail on the items the other wrote, and the
+// normal write of each would rewrite them back and forth.
+func TestTheLimitsHashIgnoresTheOrderOfTheLimits(t *testing.T) {
+	eurMonth := Limit{Name: "eur", Limit: usdMonth.Limit, Calendar: usdMonth.Calendar}
+	jobs := inflight2
+	jobs.Name = "jobs"
+	a := NewPlan(bucketRef, []Limit{rps10, reqDay, eurMonth, inflight2, jobs}, nil)
+	b := NewPlan(bucketRef, []Limit{jobs, inflight2, eurMonth, reqDay, rps10}, nil)
+	if a.hash != b.hash {
+		t.Fatalf("the same limits in another order: hash %d and %d", a.hash, b.hash)
+	}
+}
+
+// A quota rolled out as a shadow limit is known as one by name: a
+// cascade that a shadow quota alone refused is not refused by it (the
+// refusal only counts toward what the rollout would refuse).
+func TestAShadowQuotaIsKnownAsOne(t *testing.T) {
+	day := reqDay
+	day.Shadow = true
+	p := NewPlan(bucketRef, []Limit{rps10, day}, map[string]int64{"rps": 1, "req": 1})
+	if !p.shadow("req") || p.shadow("rps") {
+		t.Fatalf("shadow: req %v, rps %v; want true, false", p.shadow("req"), p.shadow("rps"))
+	}
+}
+
+// A quota's N changed in the configuration changes the limits hash: the
+// blind writes then fail on items written under the old N, and the write
+// from the returned item records the new one (from the next window).
+func TestAChangedQuotaChangesTheLimitsHash(t *testing.T) {
+	more := reqDay
+	more.Capacity, more.Burst = 900_000, 900_000
+	a := NewPlan(bucketRef, []Limit{rps10, reqDay}, nil)
+	b := NewPlan(bucketRef, []Limit{rps10, more}, nil)
+	if a.hash == b.hash {
+		t.Fatal("800 and 900 requests a day have the same limits hash")
+	}
+}
+
+// Three rate limits listed in reverse name order make the same plan as in
+// name order: the limits hash and the order the writes name them in (an
+// expression is the same on every process) agree.
+func TestRateLimitsInAnyOrderMakeTheSamePlan(t *testing.T) {
+	a := NewPlan(bucketRef, []Limit{perSecond("a", 10), perSecond("b", 10), perSecond("c", 10)}, nil)
+	b := NewPlan(bucketRef, []Limit{perSecond("c", 10), perSecond("b", 10), perSecond("a", 10)}, nil)
+	if a.hash != b.hash || !slices.Equal(a.keysLimits().Names, b.keysLimits().Names) {
+		t.Fatalf("hash %d, %v and hash %d, %v; want the same", a.hash, a.keysLimits().Names, b.hash, b.keysLimits().Names)
+	}
+}
+
+// A doubling made by a plan names the rate limits whose guards it resets
+// (an item written for the plan holds exactly these): all of them, and not
+// the write-unit gauge, which has no guard any write is conditional on.
+func TestADoublingNamesThePlansRateLimits(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{rps10, perMinute("tpm", 60), reqDay}, nil)
+	if got := p.keysLimits().Names; !slices.Equal(got, []string{"rps", "tpm"}) {
+		t.Fatalf("the doubling names %v; want [rps tpm]", got)
+	}
+}
+
+// A quota renamed, or moved to another time zone, changes the limits hash.
+func TestARenamedOrMovedQuotaChangesTheLimitsHash(t *testing.T) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Skip(err)
+	}
+	renamed, moved := reqDay, reqDay
+	renamed.Name = "rex"
+	moved.Calendar.Loc = paris
+	base := NewPlan(bucketRef, []Limit{rps10, reqDay}, nil).hash
+	for what, l := range map[string]Limit{"name": renamed, "time zone": moved} {
+		if NewPlan(bucketRef, []Limit{rps10, l}, nil).hash == base {
+			t.Errorf("a quota with another %s has the same limits hash", what)
+		}
+	}
+}
+
+// Mutants of internal/engine's later files that no test kills, and why
+// (tools/mutate, the engine's own tests; see docs/testing.md):
+//   - quota.go, forShard's `if len(p.quotas) == 0` return deleted:
+//     equivalent. The clone it returns instead has the same specs and no
+//     quota to set.
+//   - quota.go, emitQuotas' notExists(q.ws) for a quota new to the item
+//     removed: equivalent. The write that adds it is the normal write
+//     under the rf lock (it moves rf): a second writer from the same image
+//     fails on rf, and no other code writes a quota's window.
+//   - quota.go, emitQuotas' `if q.amount > 0` around the floor deleted
+//     (the floor for any amount): not killed. It differs only for a refund
+//     (amount < 0) built without its window (at 0) on an item that has the
+//     quota in the window of now in a debt deeper than the refund: an
+//     acquire never charges a negative amount, and a settlement carries
+//     its window whenever its acquire's item had the quota.
+//   - quota.go, At's `if len(p.quotas) == 0` return deleted:
+//     equivalent. The clone it returns instead has the same specs and no
+//     quota to pin (Settling then clones no second time).
+//   - quota.go, quotaViews' `max(0, end-now)` dropping the 0:
+//     equivalent. quotaLeft's end is that of a window at or after now's:
+//     always after now.
+//   - quota.go, quotaNeedsShardZero's `if n <= 1 || !p.ChargesQuota()`
+//     return deleted: equivalent. Every caller asks with more than one
+//     shard (Charge.needsShardZero: c.n > 1, or a shard other than 0), and
+//     the loop below skips a quota charged nothing.
+//   - concurrency.go, epochLen's `max(1, ...)` dropping the 1: equivalent.
+//     A cap's TTL is at least a second (validation): an epoch is at least
+//     250 ms.
+//   - concurrency.go, emitCaps' notExists(c.lv) for a cap new to the item
+//     removed: equivalent. As a quota's: the write that adds it is the
+//     normal write under the rf lock, and no other code writes a cap's
+//     ring.
+//   - concurrency.go, emitCaps' condition on the current slot's epoch
+//     (k.cond(condEq, c.tag[s], r.tag[s])) removed: equivalent. A slot not
+//     stale on the image can only have moved ahead since (a writer whose
+//     clock runs ahead retired it), and the write from the item the
+//     failure returns adds to that same slot: the lease is counted in the
+//     same slot, with one write fewer.
+//   - concurrency.go, capViews' `if c.share(n) < c.slots()` (RetryMs -1)
+//     deleted (not covered by the run): equivalent. waits is asked for a
+//     live count at most share - slots, below 0 then: it never finds one,
+//     and its retry is -1 already.
+//   - concurrency.go, waits' `max(0, f*E - now)` dropping the 0:
+//     equivalent. f is a later epoch than now's: its start is after now.
+//   - concurrency.go, Settling's `if len(q.caps) == 0` return deleted:
+//     equivalent. The loop below has no cap to pin, and the clone it may
+//     make charges the same.
+//   - concurrency.go, capHash's mix('c') and mix(0) (separators) removed:
+//     not killed. The name, N and TTL bytes that follow still enter in
+//     order; a collision without them needs two configurations whose bytes
+//     run into each other, and none was found.
+//   - hold.go, holdActions' condition that an item without holds has no
+//     generation (attribute_not_exists(hg)) removed: equivalent. A first
+//     generation is started only by the normal write, under the rf lock,
+//     and no write adds a hold to an item without one (emitReserve needs
+//     an open generation).
+//   - hold.go, fullHeld's `max(0, capSeen+capShift(...))` dropping the 0:
+//     equivalent. The shift lowers the cap only by the write's own new
+//     hold, which its charge includes: a write whose charge the cap cannot
+//     pay is refused or declined before it is built (shortfall).
+//   - hold.go, Reserve.next's `if !blind { v.Img, v.At = im, now }`
+//     deleted (twice: the if and its assignment): not killed. Feed has the
+//     memory learn the returned item first, so the view already holds that
+//     image; only its instant differs (the memory's estimate of when the
+//     store wrote it rather than its arrival), which moves the headroom
+//     the next write burns by the other writers' charge over part of a
+//     round trip.
+//   - hold.go, settleBilled's and Feed's `r.billed = 0` removed:
+//     equivalent. Each is followed by the machine's end (a decline, an
+//     error, Done), and a Reserve is not fed after it ends.
+//   - plan.go, WithExtra's `q.gen = 0` removed: equivalent. Its one
+//     caller, WithHold, sets the generation right after.
+//   - plan.go, WithAmounts' `q.gen = 0` removed: not killed. It matters
+//     only for a plan that carries a hold generation (a reservation's),
+//     and the adjusts and undos built with WithAmounts start from plans
+//     that carry none in these tests.
+//   - plan.go, WithReturn's clones of the quotas and the caps removed:
+//     equivalent. The return charges them nothing (their amounts are set
+//     to 0 just after), and every write skips a quota or cap charged
+//     nothing.
+//   - plan.go, quotaHash's mix(0) after each string removed: not killed.
+//     As capHash's separators: the strings and numbers still enter in
+//     order, and no collision was found.
