@@ -152,6 +152,11 @@ type Charge struct {
 	// throttle is the throttle that sent the acquire to read shard 0's
 	// count (see spread); nil until then, and it is read once.
 	throttle error
+	// guessed is 1 + the last shard the acquire passed on a guess (the
+	// client's image refused it, no throttle's promise did), 0 for none:
+	// when a throttle leaves no shard to try, the store is asked there,
+	// once (see spread).
+	guessed int
 
 	// Set when Done. At is the now (the client's clock, Unix ms) the
 	// successful write was made at: the epoch of the caps it charged.
@@ -234,13 +239,8 @@ func (c *Charge) nextShard(now int64) Step {
 		if shard < 0 {
 			return c.refuse(now)
 		}
-		c.choices++
 		c.tried = append(c.tried, shard)
-		c.settleBilled(now)
-		c.shard, c.attempts, c.contended = shard, 0, false
-		c.onShard()
-		c.billed, c.view, c.entry = c.m.enter(c.p.Ref, shard, now)
-		c.viewN = c.n
+		c.enter(shard, now)
 		if !recount && !c.lastChance(now) && c.p.refusesLocally(&c.view, c.n, now, c.o) {
 			v := c.view
 			c.lastRL = &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
@@ -251,6 +251,7 @@ func (c *Charge) nextShard(now int64) Step {
 				c.lastRL.Outrun, c.lastRL.Raced = true, true
 			} else {
 				c.promise(c.lastRL)
+				c.guessed = shard + 1
 			}
 			if len(c.tried) >= exhaustedShards || !c.untried(now) {
 				return Step{Refused: c.lastRL, Path: PathLocal}
@@ -264,6 +265,16 @@ func (c *Charge) nextShard(now int64) Step {
 		}
 		return c.blindWrite(now)
 	}
+}
+
+// enter makes shard the current shard, with the client's last view of it.
+func (c *Charge) enter(shard int, now int64) {
+	c.choices++
+	c.settleBilled(now)
+	c.shard, c.attempts, c.contended = shard, 0, false
+	c.onShard()
+	c.billed, c.view, c.entry = c.m.enter(c.p.Ref, shard, now)
+	c.viewN = c.n
 }
 
 // usable is how many shards, from shard 0, the acquire may try: the
@@ -591,13 +602,23 @@ func (c *Charge) spread(err error, now int64) Step {
 	if c.n > 1 && len(c.tried) < exhaustedShards && c.untried(now) && !c.needsShardZero(now) {
 		return c.nextShard(now) // another shard is another partition
 	}
+	if g := c.guessed; g > 0 && c.choices < maxShardChoices && int64(g-1) < c.usable(now) && (g == 1 || !c.needsShardZero(now)) {
+		// So is a shard the acquire passed on a guess. Right after a
+		// doubling the new shard fills as it is drained and looks empty
+		// in the images, while shard 0, crowded by the writers that have
+		// not learnt the count, throttles: ask the store there (one
+		// write) rather than answer unavailable beside its refill.
+		c.guessed, c.lastRL = 0, nil
+		c.enter(g-1, now)
+		return c.blindWrite(now)
+	}
 	if c.throttle == nil && c.phase == phWrite && c.view.busyness(now) != busyNo {
 		// No shard left at the count this client knows, on a shard it
 		// measured near its partition's ceiling; but a throttled write
 		// returns no item, and the bucket may have doubled since the
 		// client learned its count (its writers crowd the old shards
 		// until they learn it): read shard 0's count (a consistent read,
-		// 0.5 RCU; reads do not count against the partition's writes)
+		// 1 RCU; reads do not count against the partition's writes)
 		// before answering unavailable. (A throttle on a shard not
 		// measured busy is a storm or bad luck, not a split.)
 		c.throttle = err
@@ -610,7 +631,13 @@ func (c *Charge) spread(err error, now int64) Step {
 
 // afterRecount: shard 0's count, read after a throttle left no shard to
 // spread to. Larger than the client knew: learn it and spread at it (shard
-// 0 stays tried). Otherwise the throttle is the answer.
+// 0 stays tried). The same, and the throttle was shard 0's: no one doubled
+// the bucket yet, and its one partition is at its ceiling. A client that
+// measured the shard written faster than the ceiling doubles it now (the
+// partition cannot take that rate, whatever else throttles), and the
+// acquire writes shard 0 again from the item the read returned, once: the
+// read took a round trip, in which the partition refilled. Otherwise the
+// throttle is the answer.
 func (c *Charge) afterRecount(r *Result, now int64) Step {
 	if r.Err == nil && len(r.Batch.Items) > 0 {
 		img, err := Decode(r.Batch.Items[0])
@@ -619,8 +646,29 @@ func (c *Charge) afterRecount(r *Result, now int64) Step {
 			c.n = img.shardCount
 			return c.nextShard(now)
 		}
+		if err == nil && img.shardCount == c.n && c.shard == 0 && c.view.overCeiling(now) && !c.m.stormy(now) {
+			c.m.learn(c.p.Ref, 0, img, img.shardCount, now, c.lat, nil)
+			again := func() Step { return c.writeAgain(img, now) }
+			if c.m.mayDouble(c.p.Ref, c.shard, c.n, now) {
+				return c.double(now, again)
+			}
+			return again()
+		}
 	}
 	return Step{Err: c.throttle}
+}
+
+// writeAgain makes the charge write on the current shard again after a
+// throttle, from im, the item a read of it returned: a refusal when it
+// lacks the tokens (the store's answer, not a guess), else the write it
+// calls for. A throttle on it is the answer (c.throttle is set).
+func (c *Charge) writeAgain(im *Image, now int64) Step {
+	c.onShard()
+	if c.p.shortfall(im, c.n, now, c.view.hot(now)) == shortApp {
+		v := c.view
+		return c.exhausted(&Refusal{Plan: c.p, Img: im, N: c.n, Now: now, View: &v}, now)
+	}
+	return c.informedWrite(im, now)
 }
 
 // informed goes on from the item a failed write returned.

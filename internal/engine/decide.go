@@ -59,7 +59,15 @@ type Options struct {
 const (
 	hotRate  = 0.9
 	nearRate = 0.85
+	// overRate is 10 % over the ceiling: more than estimates of a
+	// partition at its ceiling show (see ShardView.overCeiling).
+	overRate = 1.1
 )
+
+// overCeiling reports whether the view's write rate is over the partition
+// ceiling itself, not merely near it: a rate the partition serves only
+// from its burst, and throttles once that is spent.
+func (v *ShardView) overCeiling(now int64) bool { return v.hot(now) && v.Rate >= overRate }
 
 // hot reports whether the view's write rate is at the partition ceiling.
 func (v *ShardView) hot(now int64) bool { return v.busyness(now) == busyCeiling }

@@ -836,6 +836,14 @@ func (s *stormWindow) note(id bucketID, now int64) {
 	}
 }
 
+// stormy reports whether throttles hit many buckets of this client at
+// once now (see stormWindow): a storm, not one partition's load.
+func (m *Memory) stormy(now int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.storm.stormy(now)
+}
+
 func (s *stormWindow) stormy(now int64) bool {
 	return now-s.start <= stormWindowMs && s.count >= stormBuckets
 }

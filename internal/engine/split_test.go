@@ -1,6 +1,11 @@
 package engine
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/shardlimit/limiter/bucket"
+	"github.com/shardlimit/limiter/internal/keys"
+)
 
 // A bucket far below its limit splits because its partition is hot. A
 // client measured, at one shard, the other writers consuming 750 tokens a
@@ -65,4 +70,111 @@ func TestStoryAThrottleOnShardZeroThenAFillingShardAsksTheStore(t *testing.T) {
 	if s := c.Start(T); describe(s) != "refused local" {
 		t.Fatalf("both shards empty in view: %q, want a local refusal", describe(s))
 	}
+}
+
+// Right after a doubling, shard 1, new, fills as it is drained, and the
+// client's image shows it empty a moment ago: the acquire passes it on
+// that guess and goes on to shard 0, whose partition, crowded by the
+// writers that have not learnt the count, throttles. No shard is left:
+// the acquire ended unavailable beside shard 1's refill. It asks the
+// store on shard 1 instead (one more write, to another partition).
+func TestStoryAGuessedShardIsAskedAfterAThrottle(t *testing.T) {
+	// 4,000 a second: 2,000 a shard at two, enough writes to heat each
+	// partition (a throttle on a shard of fewer is a refusal, see
+	// Charge.throttled).
+	busy40 := Limit{Name: "rps", Limit: bucket.Limit{Capacity: 10_000, Burst: 10_000, RefillAmount: 4_000_000, RefillPeriod: 1000}}
+	p := NewPlan(bucketRef, []Limit{busy40}, map[string]int64{"rps": 1})
+	filling := func() *Memory {
+		m := NewMemory(0)
+		knows(t, m, bucketRef, shape{n: 2, rf: T - 5}.item(p), 2, T-5) // shard 0 full
+		knows(t, m, bucketRef, shape{shard: 1, n: 2, rf: T, tk: map[string]int64{"rps": 0}}.item(p), 2, T)
+		return m
+	}
+
+	c := NewCharge(filling(), p, picks(1, 0), Options{})
+	last := converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 full", throttle},
+		{"update 1 speculative", wrote(shape{shard: 1, n: 2, rf: T}.item(p))},
+		{"done speculative", Result{}},
+	})
+	if last.Err != nil || c.Shard != 1 {
+		t.Fatalf("err %v, shard %d: want the acquire charged on shard 1", last.Err, c.Shard)
+	}
+
+	// Shard 1 asked lacks the tokens: the store's refusal is the answer.
+	c = NewCharge(filling(), p, picks(1, 0), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 full", throttle},
+		{"update 1 speculative", failed(shape{shard: 1, n: 2, rf: T, tk: map[string]int64{"rps": 0}}.item(p))},
+		{"refused reject", Result{}},
+	})
+
+	// Asked once: throttled there too, the throttle is the answer.
+	c = NewCharge(filling(), p, picks(1, 0), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 full", throttle},
+		{"update 1 speculative", throttle},
+		{"err", Result{}},
+	})
+}
+
+// A client measured shard 0, the bucket's only shard, written at 1.8
+// times the partition's ceiling: a rate the partition serves only from
+// its burst. Its write is throttled, and shard 0's count, read, shows no
+// one doubled the bucket. The burst is spent; waiting for two more
+// throttles (the rule for a shard measured at its ceiling, where one
+// throttle may be bad luck) left every write over the ceiling throttled
+// meanwhile, each acquire answered unavailable. The client doubles the
+// bucket at once, and writes shard 0 again.
+func TestStoryAThrottleOverTheCeilingDoublesAtOnce(t *testing.T) {
+	p := planBusy(bucketRef)
+	one := shape{rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p)
+	hot := func() *Memory {
+		m := NewMemory(0)
+		knows(t, m, bucketRef, one, 1, T-10)
+		measured(m, bucketRef, 0, 1.8, 1.7, T, nil)
+		return m
+	}
+
+	m := hot()
+	c := NewCharge(m, p, picks(0), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 full", throttle},
+		{"get [0] discover", found(one)},
+		{"update 0 double", wrote(shape{n: 2, rf: T - 10, tk: map[string]int64{"rps": 8000}}.item(p))},
+		{"update 0 full", Result{}},
+	})
+	if m.Count(bucketRef) != 2 {
+		t.Fatalf("count %d after the doubling, want 2", m.Count(bucketRef))
+	}
+
+	// The doubling throttled too (the partition is at its ceiling): the
+	// acquire writes shard 0 again, from the item the read returned.
+	m = hot()
+	c = NewCharge(m, p, picks(0), Options{})
+	last := converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 0 full", throttle},
+		{"get [0] discover", found(one)},
+		{"update 0 double", throttle},
+		{"update 0 full", wrote(shape{rf: T - 10, tk: map[string]int64{"rps": 7000}}.item(p))},
+		{"done full", Result{}},
+	})
+	if last.Err != nil {
+		t.Fatalf("err %v, want the acquire charged", last.Err)
+	}
+
+	// In a storm (throttles on many buckets at once) a throttle says
+	// nothing of this partition: the throttle is the answer.
+	m = hot()
+	for i, e := range []string{"a", "b"} {
+		other := planBusy(keys.Bucket{Namespace: "ns", Entity: e, Resource: "r"})
+		c := NewCharge(m, other, picks(), Options{})
+		converse(t, c.Start(T+int64(i)), c.Feed, T+int64(i), []exchange{{"update 0 full", throttle}, {"err", Result{}}})
+	}
+	c = NewCharge(m, p, picks(0), Options{})
+	converse(t, c.Start(T+2), c.Feed, T+2, []exchange{
+		{"update 0 full", throttle},
+		{"get [0] discover", found(one)},
+		{"err", Result{}},
+	})
 }
