@@ -545,3 +545,38 @@ func TestRegressionSplitBelowTheLimitRefusesAlmostNothing(t *testing.T) {
 		}
 	}
 }
+
+// Two keys of a project, each acquire also charging the key's
+// "all-models" and "models/all" (and the project's), each key's buckets
+// with a cap of 1 lease. When one side was refused locally, the cascade's
+// answer covered every side, judging the sides not yet answered from the
+// process's last image: one showing the key's slot taken (its lease since
+// committed) named the cap, with the time until that slot left the ring as
+// the wait, a refusal by the cap with the slot free (concurrency-cap). A
+// cap refuses only in the store. (Found by TestProperty with
+// LIMITER_PROPERTY_FORCE=also,cap.)
+func TestRegressionCascadeRefusalBlamedAFreeCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation")
+	}
+	limits := []limiter.Limit{
+		{Name: "rpm", Capacity: 3180, Burst: 6360, Refill: 3180, Period: time.Minute},
+		{Name: "tpm", Capacity: 840, Burst: 1680, Refill: 840, Period: time.Minute},
+		{Name: "img_per.min", Capacity: 6, Burst: 6, Refill: 6, Period: time.Second},
+		{Name: "rps-2", Capacity: 6, Burst: 9, Refill: 6, Period: time.Second},
+	}
+	keyLimits := slices.Clone(limits)
+	keyLimits[3] = limiter.Limit{Name: "rps-2", Capacity: 1, Window: "concurrent", TTL: 2 * time.Second}
+	wl := &Workload{
+		Writers: 100, Limits: keyLimits,
+		Consume:   []Range{{Min: 1, Max: 13}, {Min: 2, Max: 2, Adjust: true}, {Min: 1, Max: 1, Adjust: true}, {Min: 1, Max: 1}},
+		Resources: []string{"gpt-4o"}, Also: []string{"all-models", "models/all"},
+		Entities: []Entity{{ID: "project-0", NoTraffic: true, Limits: limits},
+			{ID: "key-0", Parent: "project-0", Cascade: true}, {ID: "key-1", Parent: "project-0", Cascade: true}},
+		Rate: 100, RetryProb: 0.125, Probe: true,
+		AdjustProb: 0.25, AdjustSpread: 0.4, RollbackProb: 6.103515625e-05, HoldLeases: true,
+		CallTime: Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second},
+		Duration: 3 * time.Second,
+	}
+	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 3, Tail: 3 * time.Second}))
+}

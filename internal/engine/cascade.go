@@ -275,7 +275,8 @@ func (c *Cascade) undoFailed(o *Charge, err error) {
 
 // judge returns a refusal when the machine's last view of its shard
 // refuses the plan at now, as a local refusal would (nil otherwise): the
-// other sides' waits, for a cascade refusal that must cover every side.
+// other sides' waits, for a cascade refusal that must cover every side. A
+// cap's slots taken in that view refuse nothing.
 func (c *Charge) judge(now int64) *Refusal {
 	v := c.view
 	if v.Img == nil || !v.Img.matches(c.p, c.n) {
@@ -284,8 +285,11 @@ func (c *Charge) judge(now int64) *Refusal {
 	if c.p.refusesLocally(&v, c.n, now, c.o) {
 		return &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
 	}
-	if c.p.shortfall(v.Img, c.n, now, false) == shortApp {
-		return &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now}
+	// Not on a cap: its slots come back by other processes' releases,
+	// which no image of this process shows, so only the store refuses one
+	// (see concurrency.go).
+	if c.p.withoutCaps().shortfall(v.Img, c.n, now, false) == shortApp {
+		return &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Remembered: true}
 	}
 	return nil
 }

@@ -282,3 +282,52 @@ func TestCascadeOfThreeUndoesEveryChargedSide(t *testing.T) {
 		t.Fatalf("want all-models' refusal (side 1), every undo made: refused %v side %d undo err %v", s.Refused != nil, s.Side, s.UndoErr)
 	}
 }
+
+// A key's bucket with a cap of 2 leases and its parent's: the process's
+// last image of the key's bucket, from its own acquire a second ago, shows
+// both slots taken (leases since released by their holders, which no image
+// of this process shows); the parent's image, 50 ms old, refuses locally
+// (50 ms to wait). The answer is the parent's refusal: a cap refuses only
+// in the store, so the key's side, whose write was ready to go out, is not
+// refused on the slots its old image shows taken (it named the cap, with
+// the time until those slots leave the ring, about a minute, as the wait).
+func TestRegressionCascadeRefusalNeverBlamesACapFromAnOldImage(t *testing.T) {
+	key := capPlan(inflight2)
+	it := shape{rf: T - 1000}.item(key)
+	c := newConc(inflight2)
+	e := c.epoch(T - 1000)
+	it[c.cnt[slot(e)]], it[c.lv] = store.Int(2), store.Int(2)
+	m := NewMemory(0)
+	knows(t, m, bucketRef, it, 1, T-1000)
+	knows(t, m, parentRef, shape{rf: T - 50, tk: tokens(0)}.item(parent1), 1, T-50)
+	s := converseCascade(t, NewCascade(m, picks(), Options{}, key, parent1), T, cturn{"refused parent", nil})
+	if w := retryMs(t, s.Refused); w != 50 {
+		t.Fatalf("retry after %d ms, want the parent's 50", w)
+	}
+}
+
+// The same, with the key's image also short of rps (100 ms to wait,
+// longer than the parent's 50): the answer is the key's refusal, by rps,
+// with rps's wait, whether the image is young enough to refuse locally
+// (half a second) or not (two seconds: judged from it all the same, to
+// cover the key's side). The cap's slots the image shows taken are not
+// judged: the refusal named the cap too, and waited until those slots
+// left the ring, a minute.
+func TestRegressionCascadeRefusalFromAnOldImageWaitsForTheRateNotTheCap(t *testing.T) {
+	for _, age := range []int64{500, 2000} {
+		key := capPlan(inflight2)
+		it := shape{rf: T - age, tk: tokens(-10 * age)}.item(key)
+		c := newConc(inflight2)
+		e := c.epoch(T - age)
+		it[c.cnt[slot(e)]], it[c.lv] = store.Int(2), store.Int(2)
+		m := NewMemory(0)
+		knows(t, m, bucketRef, it, 1, T-age)
+		knows(t, m, parentRef, shape{rf: T - 50, tk: tokens(0)}.item(parent1), 1, T-50)
+		s := converseCascade(t, NewCascade(m, picks(), Options{}, key, parent1), T, cturn{"refused child", nil})
+		for _, v := range s.Refused.Views() {
+			if v.Exceeded != (v.Name == "rps") || v.Exceeded && v.RetryMs != 100 {
+				t.Errorf("image %d ms old: %s exceeded %v, retry after %d ms; want only rps exceeded, 100 ms", age, v.Name, v.Exceeded, v.RetryMs)
+			}
+		}
+	}
+}

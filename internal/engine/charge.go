@@ -80,6 +80,12 @@ type Refusal struct {
 	// it ran (maxSlowAttempts): every limit it charges counts as taken by
 	// the others.
 	Raced bool
+	// Remembered is true for a refusal judged from the process's last
+	// image of a shard, not from the store's answer, beside another
+	// side's refusal (a cascade covering every side, see judge). Its caps,
+	// as a local refusal's, are not judged: their slots come back by
+	// releases no image of this process shows.
+	Remembered bool
 }
 
 // maxSlowAttempts bounds the writes after the first one fails on a shard.

@@ -73,6 +73,15 @@ func (p *Plan) Views(im *Image, n, now int64, charge, judge bool) []View {
 // in view, see withheld), not at the whole refill they compete for.
 func (r *Refusal) Views() []View {
 	vs := r.Plan.Views(r.Img, r.N, r.Now, false, true)
+	if r.Local || r.Remembered {
+		// Judged from the memory's image: a cap refuses only in the store
+		// (its slots come back by releases no image shows).
+		for i := range vs {
+			if r.Plan.hasCap(vs[i].Name) {
+				vs[i].Exceeded, vs[i].RetryMs = false, 0
+			}
+		}
+	}
 	if r.View == nil || r.Img == nil {
 		return vs
 	}
