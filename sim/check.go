@@ -34,8 +34,10 @@ const (
 	InvCancelled = "cancelled-acquire"
 	// InvQuota: what acquires take of a calendar quota in one window (all
 	// shards of the bucket together, net of the refunds to it) is at most
-	// the quota at every acquire's write; and every write dates the
-	// quota's window at a boundary of its calendar around the write's time.
+	// the quota at every acquire's write; every write dates the quota's
+	// window at a boundary of its calendar around the write's time; and
+	// a write that charges it leaves the item expiring after that window's
+	// end by every clock.
 	InvQuota = "quota-per-window"
 	// InvModes: an acquire of a disabled scope makes no write, to its
 	// bucket or its cascade parent's; in admit mode it is admitted, in
@@ -76,11 +78,11 @@ type Checker struct {
 	base int64 // Unix ns of virtual time 0
 	nlim int
 	// read names the attributes decode needs (rf, shard_count, then tk,
-	// tc, ra, rp of each limit and of the hidden one), read into vals and
-	// has.
+	// tc, ra, rp of each limit and of the hidden one, then ttl), read into
+	// vals and has.
 	read []string
-	vals [2 + 4*(MaxLimits+1)]int64
-	has  [2 + 4*(MaxLimits+1)]bool
+	vals [3 + 4*(MaxLimits+1)]int64
+	has  [3 + 4*(MaxLimits+1)]bool
 
 	buckets []bstate
 	byName  map[[2]string]int32
@@ -316,6 +318,7 @@ func NewChecker(m *Model, base int64) *Checker {
 			c.read = append(c.read, bucket.AttrName(n, f))
 		}
 	}
+	c.read = append(c.read, store.AttrTTL)
 	c.buckets = make([]bstate, len(m.Buckets))
 	for bi, bm := range m.Buckets {
 		c.byName[[2]string{bm.Entity, bm.Resource}] = int32(bi)
@@ -395,6 +398,7 @@ type img struct {
 	ra, rp   [MaxLimits]int64
 	whas     bool
 	wtk, wtc int64
+	ttl      int64 // Unix s; 0: none
 }
 
 func (c *Checker) decode(it store.Item, o *img) {
@@ -419,6 +423,9 @@ func (c *Checker) decode(it store.Item, o *img) {
 	}
 	if j := 2 + 4*c.nlim; has[j] {
 		o.whas, o.wtk, o.wtc = true, v[j], v[j+1]
+	}
+	if j := 2 + 4*(c.nlim+1); has[j] {
+		o.ttl = v[j]
 	}
 }
 
@@ -1275,7 +1282,8 @@ func CheckDeterminism(first, second string) []Violation {
 // quotaWindows checks the quotas' part of one write of bucket b (the
 // invariant InvQuota): the window it dates the quota at is a boundary of
 // the quota's calendar within the clocks' spread and the latency bound of
-// the write's time, and an acquire's charge leaves what acquires took of
+// the write's time, the item expires after that window's end by every
+// clock, and an acquire's charge leaves what acquires took of
 // that window, net of the refunds to it, over all shards, at most the
 // quota. A settlement's charge does not count: on a sharded bucket a debt
 // is one shard's, and the other shards' acquires still take their shares
@@ -1307,6 +1315,15 @@ func (c *Checker) quotaWindows(cause *Cause, b *bstate, pk string, n *img, dtc *
 		if s, _ := cal.Bounds(ws); s != ws || ws < lo || ws > hi {
 			c.flag(InvQuota, "%s limit %s dated at window %s by a write at %s (seq %d)",
 				pk, c.m.LimitNames[i], time.UnixMilli(ws).In(locOf(cal)), time.UnixMilli(now).In(locOf(cal)), seq)
+		}
+		// An item deleted within its window would start it again at the
+		// quota: it expires after the window's end by every clock (the
+		// limiter leaves an hour, docs/limiter.md; a window's start pushes
+		// the expiry by an ADD, which another write's change of it since
+		// the pusher's image may leave a second or so short).
+		if _, end := cal.Bounds(ws); n.ttl != 0 && n.ttl*1000 < end+skew {
+			c.flag(InvQuota, "%s limit %s in the window from %s expires at %s, before the window's end give or take the clocks' spread (seq %d at %s)",
+				pk, c.m.LimitNames[i], time.UnixMilli(ws).In(locOf(cal)), time.Unix(n.ttl, 0).In(locOf(cal)), seq, c.fmtT(at))
 		}
 		if dtc[i] > 0 && cause != nil && cause.Kind != OpAcquire {
 			// A settlement's charge (a debt) is its shard's: it refuses

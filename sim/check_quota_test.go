@@ -204,3 +204,20 @@ func TestHotBucketWithAMonthlyQuotaStartedOnOneShard(t *testing.T) {
 	}
 	t.Logf("%d acquires: %d admitted, %d refused, %d unavailable; %d doublings, %.0f WCU", rep.Acquires, rep.Admitted, rep.Rejected, rep.Unavailable, rep.ShardDoublings, rep.WCU)
 }
+
+// An item that a write leaves in a quota's window must not expire before
+// the window's end: deleted sooner, it would start the window again at
+// the whole quota. The write that leaves it expiring an hour after
+// midnight, as a writer whose clock is still in the day before computed
+// it, is flagged; one an hour after the day's end passes.
+func TestCheckerFlagsAQuotaItemExpiringWithinItsWindow(t *testing.T) {
+	s, day := quotaStory(t)
+	end := day + int64(24*time.Hour/time.Millisecond)
+	a := qitem(1, 4, 6, day)
+	a[store.AttrTTL] = store.Int(end/1000 + 3600)
+	s.op(OpAcquire, 0, 0, 1, 6).write(5, nil, a).done(6, Admitted)
+	b := qitem(2, 3, 7, day)
+	b[store.AttrTTL] = store.Int(day/1000 + 3600)
+	s.op(OpAcquire, 0, 10, 1, 1).write(15, a, b).done(16, Admitted)
+	s.expect([]store.Item{b}, InvQuota)
+}

@@ -435,6 +435,38 @@ func TestRegressionQuotaOnShardsMadeByAClockBehindAtTheMonthsEnd(t *testing.T) {
 	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 3, Tail: 3*time.Second + 2*time.Second}))
 }
 
+// A weekly quota in Havana on a bucket splitting just before midnight,
+// clocks ±1 s apart, then two hours idle while DynamoDB's time to live
+// deletes what expired, then the same load again. Before midnight by the
+// true time, processes whose clocks were ahead started the new week on
+// the shards; a process whose clock was behind then wrote a shard (a full
+// write, or the write that started the week there from what shard 0
+// showed), dated in the week before: it set the shard's expiry an hour
+// after that week's end, an hour into the new week it held. The shard was
+// deleted in the idle time and made again with a whole share of the week:
+// the acquires of the second phase took the week above its quota (up to
+// 10,050 of 10,000 with this seed). Now a write's expiry covers the window
+// the item is in, and the checker flags a write that leaves a quota's
+// item expiring before its window's end.
+func TestRegressionQuotaShardExpiredWithinTheWeekAClockBehindDated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation")
+	}
+	loc, _ := time.LoadLocation("America/Havana")
+	wl := &Workload{Writers: 256,
+		Limits: []limiter.Limit{{Name: "rps", Capacity: 600_000, Burst: 600_000, Refill: 600_000, Period: time.Second},
+			{Name: "req", Capacity: 10_000, Window: "week", TimeZone: "America/Havana"}},
+		Consume:  []Range{{Min: 1, Max: 10}, {Min: 1, Max: 5}},
+		Entities: []Entity{{ID: "key-0"}}, Resources: []string{"gpt-4o"},
+		Rate: 2500, Skew: time.Second, Duration: 3 * time.Second,
+		CallTime: Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second},
+		Start:    time.Date(2026, 11, 1, 0, 0, 0, 0, loc).Add(-3600 * time.Millisecond),
+		Faults:   true, FaultPlan: &FaultPlan{ExpiryDelay: 10 * time.Minute},
+		DutyPeriod: 2 * time.Hour, DutyOn: 3 * time.Second}
+	wl.Duration += wl.DutyPeriod
+	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 1, Tail: 5 * time.Second}))
+}
+
 // A shadow limit (img_per.min) that empties before the enforcing ones:
 // in the tail a client refused by rpm and tpm waits their retry-after
 // (66 ms; the shadow limit's longer wait is left out of it) and is refused

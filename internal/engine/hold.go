@@ -168,7 +168,7 @@ func (p *Plan) holdActions(u store.Update, conds []store.Condition, im *Image, n
 func (p *Plan) fullHeld(im *Image, n, now, h int64) (store.Expr, error) {
 	rf := now + h
 	hk := p.holdOf(im, now)
-	u := store.Update{}.Set(attrRefill, store.Int(rf)).Set(store.AttrTTL, store.Int(p.ttl(nil, n, rf)))
+	u := store.Update{}.Set(attrRefill, store.Int(rf)).Set(store.AttrTTL, store.Int(p.ttlOn(im, nil, n, rf)))
 	conds := []store.Condition{
 		store.Name(attrLimitsHash).Equal(store.Int(p.hash)),
 		store.Name(attrShardCount).Equal(store.Int(n)),

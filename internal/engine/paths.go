@@ -173,7 +173,7 @@ func (p *Plan) emitFull(k *builder, im *Image, n, now, h int64) {
 	p.emitCaps(k, im, n, now, false)
 	rf := now + h
 	k.set(attrRefill, rf)
-	k.set(store.AttrTTL, p.ttl(nil, n, rf))
+	k.set(store.AttrTTL, p.ttlOn(im, nil, n, rf))
 	k.cond(condEq, attrLimitsHash, p.hash)
 	k.cond(condEq, attrShardCount, n)
 	// rf moves forward, strictly: never back, and never staying where it
@@ -529,10 +529,10 @@ func (p *Plan) normal(im *Image, n, now int64, floors bool, burn []int64) (store
 	if seen, ok := im.raw.Int(store.AttrTTL); ok {
 		// ADD, not SET: a concurrent Adjust may have pushed the expiry
 		// for its debt (see ttl).
-		u = u.Add(store.AttrTTL, store.Int(p.ttl(tks, n, rf1)-seen))
+		u = u.Add(store.AttrTTL, store.Int(p.ttlOn(im, tks, n, rf1)-seen))
 		conds = append(conds, store.Name(store.AttrTTL).Exists())
 	} else {
-		u = u.Set(store.AttrTTL, store.Int(p.ttl(tks, n, rf1)))
+		u = u.Set(store.AttrTTL, store.Int(p.ttlOn(im, tks, n, rf1)))
 	}
 	return store.Build(u, store.And(conds...))
 }
@@ -549,7 +549,7 @@ func (p *Plan) emitNormal(k *builder, im *Image, n, now int64, floors bool, burn
 	}
 	k.set(attrRefill, rf1)
 	k.set(attrLimitsHash, p.hash)
-	ttl := p.ttl(tks[:len(p.specs)], n, rf1)
+	ttl := p.ttlOn(im, tks[:len(p.specs)], n, rf1)
 	// ADD, not SET: a concurrent Adjust may have pushed the expiry for its
 	// debt (see ttl). The caller checked that the image has a ttl.
 	seen, _ := im.raw.Int(store.AttrTTL)
@@ -664,6 +664,12 @@ func (p *Plan) hasSpec(name string) bool {
 // their windows of rf (quotaExpiry).
 func (p *Plan) ttl(tks []int64, n, rf int64) int64 {
 	return max(expiryAt(rf, p.ttlSpan(tks, n)), p.quotaExpiry(rf), p.capExpiry(rf))
+}
+
+// ttlOn is ttl for a write made from the image im of its item: no sooner
+// than the quotas' windows the item is in need either (heldExpiry).
+func (p *Plan) ttlOn(im *Image, tks []int64, n, rf int64) int64 {
+	return max(p.ttl(tks, n, rf), p.heldExpiry(im))
 }
 
 // ttlSpan is ttl's time (ms) from rf to an hour before the expiry: twice

@@ -298,6 +298,28 @@ func (p *Plan) quotaExpiry(rf int64) int64 {
 	return exp
 }
 
+// heldExpiry is the earliest expiry (Unix seconds) a write that leaves
+// the item im shows may set: an hour after the end of every quota's
+// window the image shows the item in, or, on a shard other than 0, that
+// shard 0 shows (the window the write may start there). Either may be
+// later than the window of the write's rf: a process whose clock is behind
+// writes an item a process whose clock is ahead moved on to the next
+// window, and an expiry set from its rf alone would let the item be
+// deleted, and its window started again at the share, an hour into it.
+func (p *Plan) heldExpiry(im *Image) int64 {
+	exp := int64(0)
+	for i := range p.quotas {
+		q := &p.quotas[i]
+		ws := q.w0
+		if seen, _, ok := im.quota(q); ok {
+			ws = max(ws, seen)
+		}
+		_, end := q.cal.Bounds(ws) // 0 (none): a window long over
+		exp = max(exp, expiryAt(end, 0))
+	}
+	return exp
+}
+
 // quotaItem adds the quotas to the item a create puts on shard of n:
 // shard 0 starts the window of now at its share less the charge (debit:
 // the charge only where positive, an adjust's on an expired bucket, whose
