@@ -473,6 +473,9 @@ func (c *Charge) afterTransfer(r *Result, now int64) Step {
 		if err != nil {
 			return Step{Err: err}
 		}
+		if img, err := Decode(donor.Item); err == nil && img != nil {
+			c.learnDonor(img, now) // its condition failed too
+		}
 		c.contended, c.cold = true, false
 		return c.informed(im, now)
 	case donor.Code == store.ReasonConditionalCheckFailed:

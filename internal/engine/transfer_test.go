@@ -238,3 +238,28 @@ func TestStoryADoublingWithinTheWindowWaitsForTheTransfers(t *testing.T) {
 		t.Fatal("at 4 shards, shards 2 and 3 unknown: want no doubling")
 	}
 }
+
+// Shard 0's partition, the donor's, throttles the transaction (it is the
+// hot one): shard 1 is not hot, but cannot start the day without it, so
+// the acquire tries another shard, here shard 0 itself, rather than answer
+// unavailable.
+func TestStoryATransferThrottledOnTheDonorTriesAnotherShard(t *testing.T) {
+	p, st, m := splitDay(t, 600_000, T+100)
+	c := NewCharge(m, p, picks(1, 0), Options{})
+	s := c.Feed(exec(t, st, c.Start(T+100)), T+105)
+	if got := describe(s); !strings.HasPrefix(got, "transact [1 0] ") {
+		t.Fatalf("%q, want the transaction", got)
+	}
+	throttled := &store.TransactionCanceledError{Reasons: []store.CancellationReason{
+		{Code: store.ReasonNone}, {Code: store.ReasonThrottlingError}}}
+	s = c.Feed(Result{Err: throttled}, T+110)
+	if got := describe(s); !strings.HasPrefix(got, "update 0 ") {
+		t.Fatalf("after the donor's throttle: %q, want a write to shard 0", got)
+	}
+	if s = run(t, st, c, s, T+115); !s.Done || c.Shard != 0 {
+		t.Fatalf("the acquire ends %q on shard %d, want admitted on shard 0", describe(s), c.Shard)
+	}
+	if _, ok := startedAt(t, st, p, 1); ok {
+		t.Error("shard 1 started the day: the transaction was throttled")
+	}
+}
