@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shardlimit/limiter/internal/keys"
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
 )
@@ -261,5 +262,54 @@ func TestStoryATransferThrottledOnTheDonorTriesAnotherShard(t *testing.T) {
 	}
 	if _, ok := startedAt(t, st, p, 1); ok {
 		t.Error("shard 1 started the day: the transaction was throttled")
+	}
+}
+
+// A cascade: a key (the child, 1 shard) and its project (the parent),
+// whose day started on one shard before it doubled. The parent's acquire
+// on shard 1 starts the day there by a transfer; in the same round the
+// key's retry finds its tokens gone and is refused. The parent's
+// transaction landed but its step still asks for the read of its item:
+// the cascade makes that read, then refunds the parent's charge in the
+// window the item shows. (Dropped with its read, the parent kept the
+// charge of an acquire that was refused: the property test found it, two
+// such acquires in a cascade of projects with a daily quota, 4 shards.)
+func TestStoryACascadeRefundsAParentChargedByATransfer(t *testing.T) {
+	childRef := keys.Bucket{Namespace: "ns", Entity: "key", Resource: "r"}
+	child := NewPlan(childRef, []Limit{rps10}, map[string]int64{"rps": 1})
+	p := NewPlan(parentRef, []Limit{perSecond("rps", 100_000), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	shard0 := dayItem(p, 0, 2, T, 600_000, 1)
+	st := sim(t, shard0, dayItem(p, 1, 2, T-day, 0, 0))
+	m := speculating(NewMemory(0))
+	knows(t, m, parentRef, shard0, 2, T+100)
+	knows(t, m, childRef, shape{rf: T}.item(child), 1, T+100)
+	c := NewCascade(m, picks(0, 1), Options{}, child, p) // the key on its one shard, the project on shard 1
+	s := c.Start(T + 100)
+	if got := describeCascade(s); !strings.HasPrefix(got, "child update 0 ") || !strings.Contains(got, "parent update 1 ") {
+		t.Fatalf("first round %q, want both writes", got)
+	}
+	raced := shape{rf: T + 50}.item(child) // another writer refilled it: a lost race, tokens left
+	s = c.Feed([]Result{failed(raced), exec(t, st, Step{Call: s.Calls[1]})}, T+105)
+	if got := describeCascade(s); !strings.HasPrefix(got, "child update 0 ") || !strings.Contains(got, "parent transact [1 0] ") {
+		t.Fatalf("second round %q, want the key's retry and the parent's transaction", got)
+	}
+	gone := shape{rf: T + 104, tk: map[string]int64{"rps": 0}, ahead: drifted}.item(child)
+	s = c.Feed([]Result{failed(gone), exec(t, st, Step{Call: s.Calls[1]})}, T+110)
+	if got := describeCascade(s); got != "parent get [1 0] discover" {
+		t.Fatalf("after the key's refusal: %q, want the parent's read of its item first", got)
+	}
+	s = c.Feed([]Result{exec(t, st, Step{Call: s.Calls[0]})}, T+115)
+	if got := describeCascade(s); !strings.HasPrefix(got, "parent update 1 undo") {
+		t.Fatalf("then %q, want the parent's refund on shard 1", got)
+	}
+	s = c.Feed([]Result{exec(t, st, Step{Call: s.Calls[0]})}, T+120)
+	if got := describeCascade(s); got != "refused child" || s.UndoErr != nil {
+		t.Fatalf("answer %q (undo error %v), want the key's refusal, the project's charge returned", got, s.UndoErr)
+	}
+	if tc := attr(t, st, parentRef, 1, "b_rps_tc"); tc != 0 {
+		t.Errorf("the project's shard 1 rps tc = %d, want 0: the charge was refunded", tc)
+	}
+	if left, _ := startedAt(t, st, p, 1); left != 300_000 {
+		t.Errorf("the project's shard 1 holds %d of the day, want the 300000 moved to it, the request refunded", left)
 	}
 }
