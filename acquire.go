@@ -340,6 +340,9 @@ func (l *Limiter) call(ctx context.Context, tr *trace, c *engine.Call, sent int6
 	case c.BatchGet != nil:
 		r.Batch, r.Err = l.st.BatchGet(ctx, *c.BatchGet)
 		tr.add(r.Batch.Consumed, r.Err)
+	case c.Transact != nil:
+		r.Write, r.Err = l.st.TransactWrite(ctx, *c.Transact)
+		tr.add(r.Write.Consumed, r.Err)
 	}
 	return r
 }

@@ -120,3 +120,88 @@ func TestQuotaAcrossABillingCycleOnDynamoDBLocal(t *testing.T) {
 		t.Fatalf("retry after %v, want 743h", rl.RetryAfter)
 	}
 }
+
+// A team's monthly quota of 400 on DynamoDB Local, its month started on
+// one shard: 100 spent, then the bucket doubles twice, to 4 shards. Four
+// processes spend the rest at once: the shards the doublings made start
+// the month by transfers (a TransactWrite with the shard they split from,
+// or shard 0), so the acquires spread over the 4 shards. The month admits
+// at most its 400, nearly all of them, and the shards hold, with what
+// they charged, exactly the quota: a transfer moves tokens, it makes
+// none.
+func TestQuotaTransfersToTheShardsADoublingMadeOnDynamoDBLocal(t *testing.T) {
+	srv := dynamotest.Start(t)
+	st := dynamo.New(srv.Client, srv.NewTable(t))
+	ctx := context.Background()
+	clock := memsim.NewManualClock(time.Date(2031, 1, 10, 0, 0, 0, 0, time.UTC)) // in the future: the TTL sweeper leaves the items alone
+	limits := []limiter.Limit{limiter.PerSecond("rps", 100_000), {Name: "usd", Capacity: 400, Window: "month"}}
+	r := limiter.Request{Entity: "team-1", Resource: "gpt-4", Limits: limits, Consume: map[string]int64{"rps": 1, "usd": 1}}
+	ref := keys.Bucket{Namespace: "it", Entity: "team-1", Resource: "gpt-4"}
+	item := func(shard int) store.Item {
+		out, err := st.Get(ctx, store.GetInput{ConsistentRead: true, Key: ref.WithShard(shard).Key()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Item
+	}
+	spend := func(procs, each int) (admitted int) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for p := 0; p < procs; p++ {
+			lim, err := limiter.New(st, limiter.WithNamespace("it"), limiter.WithClock(clock))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < each; i++ {
+					clock.Add(time.Millisecond) // the new shards' rates refill
+					_, err := lim.Acquire(ctx, r)
+					var rl *limiter.RateLimitedError
+					switch {
+					case err == nil:
+						mu.Lock()
+						admitted++
+						mu.Unlock()
+					case !errors.As(err, &rl):
+						t.Error(err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return admitted
+	}
+	if got := spend(1, 100); got != 100 {
+		t.Fatalf("%d of the month's first 100 admitted", got)
+	}
+	for _, from := range []int64{1, 2} {
+		if _, err := st.Update(ctx, keys.DoubleShards(ref, from, keys.LimitsOf(item(0)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := spend(4, 100)
+	if got < 290 || 100+got > 400 {
+		t.Fatalf("after the doublings %d of 400 acquires admitted, want nearly the 300 the month has left, no more", got)
+	}
+	t.Logf("%d admitted after the doublings", got)
+	month := int64(0)
+	sum := int64(0)
+	for s := 0; s < 4; s++ {
+		it := item(s)
+		ws, _ := it.Int("q_usd_ws")
+		if s == 0 {
+			month = ws
+		}
+		if ws != month {
+			t.Fatalf("shard %d in the window from %d, want the month from %d: it never started the month", s, ws, month)
+		}
+		tk, _ := it.Int("q_usd_tk")
+		tc, _ := it.Int("q_usd_tc")
+		sum += tk + tc
+	}
+	if sum != 400_000 {
+		t.Fatalf("the shards hold and charged %d millitokens of the month, want its 400000", sum)
+	}
+}

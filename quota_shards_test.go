@@ -13,14 +13,14 @@ import (
 // A monthly quota of 400 on a bucket of one shard: shard 0 starts the
 // month at one shard (sc = 1), holding all of it. Mid-month the bucket
 // doubles twice, to 4 shards; the shards the doublings add hold nothing of
-// this month (their shares come with the next one). The limiter knows
-// from shard 0's item that the month started at one shard, so it does not
-// try shards 1 to 3 this month: the 300 acquires the quota still has room
-// for are all admitted, and no store call goes to a shard that cannot
-// serve them. (Trying them, three new shards could be the three tried and
-// refuse an acquire the quota had room for.) The next month shard 0
-// starts at 4 shards, and the shards the limiter then makes start the
-// month at their quarter: the month admits its 400.
+// this month of their own, and each starts it by a transfer from the
+// shard it split from (half of what that one holds), so the acquires
+// spread over the 4 shards: nearly all of the 300 the quota still has
+// room for are admitted (a few tokens may be left on one shard when the
+// three an acquire tries are spent, as on any sharded quota: the next
+// acquires find them), and none past it. The next month shard 0 starts at 4 shards, and the shards the
+// limiter then makes start the month at their quarter: the month admits
+// its 400, nearly.
 func TestQuotaBucketDoubledMidMonthAdmitsFromTheOldShards(t *testing.T) {
 	ref := keys.Bucket{Namespace: "ns", Entity: "team", Resource: "gpt-4"}
 	calls := map[int]int{} // store calls per shard of the bucket
@@ -61,14 +61,15 @@ func TestQuotaBucketDoubledMidMonthAdmitsFromTheOldShards(t *testing.T) {
 		}
 	}
 	clear(calls)
-	if got := spend(300); got != 300 {
+	got := spend(300)
+	if got < 290 {
 		t.Fatalf("after the doublings %d of 300 admitted, with 300 of the quota left on shard 0", got)
 	}
-	if calls[1]+calls[2]+calls[3] != 0 {
-		t.Fatalf("store calls to the shards the doublings added: %v (they hold nothing of this month)", calls)
+	if calls[1] == 0 || calls[2] == 0 || calls[3] == 0 {
+		t.Fatalf("store calls per shard %v: want the shards the doublings added to serve too", calls)
 	}
-	if got := spend(20); got != 0 {
-		t.Fatalf("%d admitted past the month's quota", got)
+	if more := spend(50); 100+got+more != 400 {
+		t.Fatalf("%d admitted in the month, want its 400 (no more)", 100+got+more)
 	}
 
 	e.clock.Set(time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC))

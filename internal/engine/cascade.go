@@ -16,11 +16,14 @@ import (
 // refused or fails after others were charged, the charged sides are
 // refunded (undos, made together) before the answer: the caller never
 // keeps part of a charge. No transaction: a TransactWriteItems costs two
-// write units per item and returns no item to remember.
+// write units per item and returns no item to remember. (A side's own
+// write may be one, a quota's transfer: see Charge.write. Its side then
+// reads its item before the undos, which are pinned to it.)
 type Cascade struct {
 	Sides []*Charge // in the order of the plans given to NewCascade
 
 	steps []Step
+	sent  []int // the sides of the calls of the last step, in order
 	done  []bool
 	// settled is the answer given once the undos (if any) are made.
 	settled *CascadeStep
@@ -87,11 +90,9 @@ func (c *Cascade) Feed(rs []Result, now int64) CascadeStep {
 	if c.settled != nil {
 		return c.afterUndo(rs, now)
 	}
-	i := 0
-	for side := range c.Sides {
-		if c.steps[side].Call != nil && i < len(rs) {
+	for i, side := range c.sent {
+		if i < len(rs) {
 			c.steps[side] = c.Sides[side].Feed(rs[i], now)
-			i++
 		}
 	}
 	return c.next(now)
@@ -106,20 +107,31 @@ func (c *Cascade) next(now int64) CascadeStep {
 	}
 	for _, s := range c.steps {
 		if s.Refused != nil || s.Err != nil {
+			// A side whose write landed in a transaction reads its item
+			// first: its undo is pinned to the windows the item shows.
+			if out := c.calls(func(side int) bool { return c.Sides[side].phase == phFunded }); len(out.Calls) > 0 {
+				return out
+			}
 			return c.settle(now)
 		}
 	}
 	if all {
 		return CascadeStep{Done: true}
 	}
+	return c.calls(func(int) bool { return true })
+}
+
+// calls returns the step of the sides' calls that keep says to make.
+func (c *Cascade) calls(keep func(side int) bool) CascadeStep {
 	var out CascadeStep
 	for side, s := range c.steps {
-		if s.Call != nil {
+		if s.Call != nil && keep(side) {
 			out.Calls = append(out.Calls, s.Call)
 			out.Sides = append(out.Sides, side)
 			out.Paths = append(out.Paths, s.Path)
 		}
 	}
+	c.sent = out.Sides
 	return out
 }
 

@@ -14,11 +14,15 @@ type Call struct {
 	Put      *store.PutInput
 	Query    *store.QueryInput
 	BatchGet *store.BatchGetInput
+	// Transact is a charge write that starts a quota's window on its
+	// shard by a transfer from another shard, the donor: the write, then
+	// the donor's part (see quota.go).
+	Transact *store.TransactWriteInput
 }
 
 // Result is what a Call returned: the output of its kind, and its error.
 type Result struct {
-	Write store.WriteOutput // Update, Put
+	Write store.WriteOutput // Update, Put, Transact
 	Query store.QueryOutput
 	Batch store.BatchGetOutput
 	Err   error
@@ -112,6 +116,8 @@ const (
 	phVerify                      // the read of shard 0 before making another missing shard
 	phDouble                      // the doubling write
 	phRecount                     // the read of shard 0 after a throttle left no shard to spread to
+	phTransfer                    // a charge write with a transfer (a transaction)
+	phFunded                      // the read of the shard a transfer's write landed on
 )
 
 // Charge is the machine of one acquire of one bucket: it picks a shard,
@@ -144,9 +150,11 @@ type Charge struct {
 
 	phase chargePhase
 	path  Path
-	sent  *Call // the charge write in flight
-	lat   int64 // how long the last call took (ms)
-	mine  *Plan // the plan of the charge write in flight
+	sent  *Call  // the charge write in flight
+	from  *Image // the image it was built from (nil: none)
+	donor int    // the donor shard of its transfer (see quota.go)
+	lat   int64  // how long the last call took (ms)
+	mine  *Plan  // the plan of the charge write in flight
 	// inFlight is true while the memory counts mine as in flight on the
 	// shard (Memory.reserve): from the write's step until its result.
 	inFlight bool
@@ -210,6 +218,10 @@ func (c *Charge) feed(r *Result, now int64) Step {
 		return c.afterDouble(r, now)
 	case phRecount:
 		return c.afterRecount(r, now)
+	case phTransfer:
+		return c.afterTransfer(r, now)
+	case phFunded:
+		return c.afterFunded(r, now)
 	}
 	return c.afterWrite(r, now)
 }
@@ -221,8 +233,7 @@ func (c *Charge) nextShard(now int64) Step {
 		if c.choices >= maxShardChoices {
 			return c.refuse(now)
 		}
-		u := c.usable(now)
-		shard := pick(c.rnd, u, below(c.tried, u))
+		shard := pick(c.rnd, c.n, below(c.tried, c.n))
 		recount := false
 		if c.p.quotaNeedsShardZero(c.m, c.n, now) || c.p.capNeedsShardZero(c.m, c.n, now) {
 			// A quota's window starts on another shard only at a count
@@ -283,18 +294,9 @@ func (c *Charge) enter(shard int, now int64) {
 	c.viewN = c.n
 }
 
-// usable is how many shards, from shard 0, the acquire may try: the
-// count in use, or fewer when a quota's window started on fewer (see
-// Plan.quotaShards): the shards above hold nothing of it, and a write
-// there would only be refused.
-func (c *Charge) usable(now int64) int64 {
-	return c.plan.quotaShards(c.m, c.n, now)
-}
-
 // untried reports whether a shard the acquire may try is left.
 func (c *Charge) untried(now int64) bool {
-	u := c.usable(now)
-	return int64(len(below(c.tried, u))) < u
+	return int64(len(below(c.tried, c.n))) < c.n
 }
 
 // below returns the shards of tried below n.
@@ -328,12 +330,14 @@ func (c *Charge) needsShardZero(now int64) bool {
 	return c.p.quotaNeedsShardZero(c.m, c.n, now) || c.p.capNeedsShardZero(c.m, c.n, now) || !c.m.trustsCount(c.p.Ref, c.n, now)
 }
 
-// onShard sets the plan for the current shard, from the memory's image of
-// shard 0 (see Plan.forShard).
+// onShard sets the plan for the current shard, from the memory's images
+// of shard 0 and of the donors a transfer may take from (see
+// Plan.forShardFrom).
 func (c *Charge) onShard() {
 	c.p = c.plan
 	if c.shard != 0 {
-		c.p = c.plan.forShard(c.shard, c.m.View(c.plan.Ref, 0).Img)
+		imOf := func(d int) *Image { return c.m.View(c.plan.Ref, d).Img }
+		c.p = c.plan.forShardFrom(c.shard, imOf(0), imOf)
 	}
 }
 
@@ -374,7 +378,7 @@ func (c *Charge) blindWrite(now int64) Step {
 		return Step{Err: err}
 	}
 	c.wrote = now
-	return c.write(ex, path, q)
+	return c.write(ex, path, q, c.view.Img, now)
 }
 
 // created reports whether img, the item a charge write returned, is one
@@ -426,15 +430,120 @@ func (c *Charge) final(s Step, now int64) Step {
 }
 
 // write asks for a charge write on the current shard; q is the plan it
-// was built from (p, or p with the billed failures added to wcu).
-func (c *Charge) write(ex store.Expr, path Path, q *Plan) Step {
+// was built from (p, or p with the billed failures added to wcu), im the
+// image (nil: none). A write that starts a quota's window by a transfer
+// is made in one transaction with the donor's part (see quota.go).
+func (c *Charge) write(ex store.Expr, path Path, q *Plan, im *Image, now int64) Step {
 	c.phase, c.path = phWrite, path
-	c.mine = q
+	c.mine, c.from = q, im
 	c.m.reserve(c.entry, q, 1)
 	c.inFlight = true
 	in := store.UpdateInput{Key: c.entry.key, Expr: ex, Return: store.ReturnAllNew, ReturnOldOnConditionFailure: true}
 	c.sent = &Call{Update: &in}
+	if donor, d, ok := q.transfer(im, now); ok {
+		c.phase, c.donor = phTransfer, d
+		c.sent = &Call{Transact: &store.TransactWriteInput{Actions: []store.Write{{Update: &in}, {Update: &donor}}}}
+	}
 	return Step{Path: path, Call: c.sent}
+}
+
+// afterTransfer: the transaction of a write with a transfer. It landed:
+// read the item (a transaction returns none). It was cancelled: on the
+// write's condition, go on from the item it returned, as after any failed
+// write (another writer started the window there first, or the item
+// changed); on the donor's, learn the donor's item and make the write
+// again from the same image with what that donor (or another) can give,
+// or refuse the shard.
+func (c *Charge) afterTransfer(r *Result, now int64) Step {
+	if r.Err == nil {
+		c.phase = phFunded
+		in := store.BatchGetInput{Keys: []store.Key{c.entry.key, c.sent.Transact.Actions[1].Update.Key}, ConsistentRead: true}
+		return Step{Path: PathDiscover, Call: &Call{BatchGet: &in}}
+	}
+	c.landed()
+	var tc *store.TransactionCanceledError
+	if !errors.As(r.Err, &tc) || len(tc.Reasons) != 2 {
+		if errors.Is(r.Err, store.ErrThrottled) {
+			return c.throttled(r.Err, now)
+		}
+		return Step{Err: r.Err}
+	}
+	write, donor := tc.Reasons[0], tc.Reasons[1]
+	switch {
+	case throttleReason(write.Code):
+		return c.throttled(&store.ThrottledError{Code: write.Code, Key: c.entry.key}, now)
+	case throttleReason(donor.Code):
+		// The donor's partition is hot (shard 0, often): this shard is
+		// not; another shard may serve the acquire.
+		return c.spread(&store.ThrottledError{Code: donor.Code, Key: c.sent.Transact.Actions[1].Update.Key}, now)
+	case write.Code == store.ReasonTransactionConflict || donor.Code == store.ReasonTransactionConflict:
+		if c.attempts < maxSlowAttempts {
+			c.attempts++
+			c.m.reserve(c.entry, c.mine, 1)
+			c.inFlight = true
+			return Step{Path: c.path, Call: c.sent}
+		}
+		return Step{Err: r.Err}
+	case write.Code == store.ReasonConditionalCheckFailed:
+		c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.busyness(now), now)
+		im, err := Decode(write.Item)
+		if err != nil {
+			return Step{Err: err}
+		}
+		if img, err := Decode(donor.Item); err == nil && img != nil {
+			c.learnDonor(img, now) // its condition failed too
+		}
+		c.contended, c.cold = true, false
+		return c.informed(im, now)
+	case donor.Code == store.ReasonConditionalCheckFailed:
+		img, err := Decode(donor.Item)
+		if err != nil {
+			return Step{Err: err}
+		}
+		c.m.noteWrite(c.p.Ref, c.shard, c.n, false, c.view.busyness(now), now)
+		c.attempts++
+		c.billed++
+		if img == nil || c.attempts > maxSlowAttempts {
+			return c.nextShard(now) // the donor is gone: not this shard, then
+		}
+		c.learnDonor(img, now)
+		c.onShard()
+		if im := c.from; c.p.quotasShort(im, c.n, now) {
+			v := c.view
+			return c.exhausted(&Refusal{Plan: c.p, Img: im, N: c.n, Now: now, View: &v}, now)
+		}
+		return c.informedWrite(c.from, now)
+	}
+	return Step{Err: r.Err}
+}
+
+// throttleReason reports whether a transaction's cancellation reason is a
+// throttle.
+func throttleReason(code string) bool {
+	return code == store.ReasonThrottlingError || code == store.ReasonProvisionedThroughputExceeded
+}
+
+// learnDonor learns img, the item of the donor of the transfer in flight.
+func (c *Charge) learnDonor(img *Image, now int64) {
+	learnt := int64(0)
+	if c.donor == 0 {
+		learnt = img.shardCount // shard 0 is the authority
+	}
+	c.m.learn(c.p.Ref, c.donor, img, learnt, now, c.lat, nil)
+}
+
+// afterFunded: the items a transfer's write landed on and its donor, read
+// since the transaction returned none. The acquire is charged all the
+// same when the read failed (its image is then nil).
+func (c *Charge) afterFunded(r *Result, now int64) Step {
+	var img *Image
+	if r.Err == nil && len(r.Batch.Items) == 2 {
+		img, _ = Decode(r.Batch.Items[0])
+		if donor, err := Decode(r.Batch.Items[1]); err == nil && donor != nil {
+			c.learnDonor(donor, now)
+		}
+	}
+	return c.charged(img, now)
 }
 
 func (c *Charge) afterWrite(r *Result, now int64) Step {
@@ -608,7 +717,7 @@ func (c *Charge) spread(err error, now int64) Step {
 	if c.n > 1 && len(c.tried) < exhaustedShards && c.untried(now) && !c.needsShardZero(now) {
 		return c.nextShard(now) // another shard is another partition
 	}
-	if g := c.guessed; g > 0 && c.choices < maxShardChoices && int64(g-1) < c.usable(now) && (g == 1 || !c.needsShardZero(now)) {
+	if g := c.guessed; g > 0 && c.choices < maxShardChoices && int64(g-1) < c.n && (g == 1 || !c.needsShardZero(now)) {
 		// So is a shard the acquire passed on a guess. Right after a
 		// doubling the new shard fills as it is drained and looks empty
 		// in the images, while shard 0, crowded by the writers that have
@@ -748,7 +857,7 @@ func (c *Charge) informedWrite(im *Image, now int64) Step {
 		return Step{Err: err}
 	}
 	c.wrote = now
-	return c.write(ex, path, q)
+	return c.write(ex, path, q, im, now)
 }
 
 // exhausted records a shard that lacks tokens and tries another, or
@@ -807,13 +916,14 @@ func (c *Charge) spreadHot(im *Image, now int64) Step {
 
 // double asks for the doubling write from the current count; after says
 // what follows when the count cannot grow (at the limit, or shard 0 gone),
-// or need not: a quota's window started at fewer shards than the count
-// (a doubling in it already made shards that hold nothing of it, and
-// another would add only more; the next window starts at the count).
+// or need not: a quota's window started at fewer shards than the count,
+// and a shard above holds nothing of it yet (see Plan.quotaUnstarted: a
+// doubling in it already made shards that wait for their transfers, and
+// another would add only more).
 // A doubling that lands (or one learned) restarts the shard choice at the
 // new count.
 func (c *Charge) double(now int64, after func() Step) Step {
-	if 2*c.n > keys.MaxShards || !c.p.Divisible(2*c.n) || c.p.fewWrites(c.n) || c.usable(now) < c.n {
+	if 2*c.n > keys.MaxShards || !c.p.Divisible(2*c.n) || c.p.fewWrites(c.n) || c.plan.quotaUnstarted(c.m, c.n, now) {
 		c.m.setPendingDoubling(c.p.Ref, 0, now)
 		return after()
 	}

@@ -212,6 +212,12 @@ func describeCall(c *Call) string {
 			ss = append(ss, shardOfPK(k.PK))
 		}
 		return "get [" + strings.Join(ss, " ") + "]"
+	case c.Transact != nil:
+		var ss []string
+		for _, a := range c.Transact.Actions {
+			ss = append(ss, shardOfPK(a.Update.Key.PK))
+		}
+		return "transact [" + strings.Join(ss, " ") + "]"
 	}
 	return "empty call"
 }

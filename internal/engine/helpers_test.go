@@ -36,6 +36,8 @@ func call(ctx context.Context, st store.Store, c *Call) Result {
 		r.Query, r.Err = st.Query(ctx, *c.Query)
 	case c.BatchGet != nil:
 		r.Batch, r.Err = st.BatchGet(ctx, *c.BatchGet)
+	case c.Transact != nil:
+		r.Write, r.Err = st.TransactWrite(ctx, *c.Transact)
 	}
 	return r
 }

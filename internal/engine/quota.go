@@ -2,6 +2,7 @@ package engine
 
 import (
 	"maps"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -36,15 +37,35 @@ import (
 // (the window of now or a later one; a writer without one writes shard 0
 // first, see Charge.nextShard and Charge.informed), at that image's n0:
 // floor(N / n0) when k < n0, nothing otherwise; a shard created then
-// starts that window the same way (see quotaItem). A writer that knows n0
-// does not try the shards at or above it (see quotaShards): they hold
-// nothing of the window. Each shard starts a window at most once (IF ws
-// < :w), so the shards together start every window with at most n0 ×
+// starts that window the same way (see quotaItem), one at or above n0
+// empty in the window before. Each shard starts a window at most once (IF
+// ws < :w), so the shards together start every window with at most n0 ×
 // floor(N / n0) <= N, whatever the clocks and the doublings: only shard
 // 0's item says what a window's shares are. (Sizing by the writer's own
 // count instead let a writer whose count was stale, or whose clock was
 // behind when it made a shard, start a window on more shards, or at a
 // larger share, than shard 0 did.)
+//
+// Transfers: a shard k >= n0 (made by a doubling within the window)
+// starts it only with tokens moved from a shard that holds it, the
+// donor, in one transaction (TransactWrite; see Charge.write): the
+// acquire's write on k starts the window at x less its charge (SET tk =
+// x - c, ws = :w0, ADD tc +c, IF ws < :w0, or attribute_not_exists(ws)
+// on an item without the quota), and the donor gives x (ADD tk -x IF ws
+// = :w0 AND tk >= 1.5x), x half what the writer's image of the donor
+// shows. The donor is the nearest of the shards k split from (k less its
+// highest power of two, and so on) that the writer's image shows in the
+// window with twice the charge, else shard 0 (see Plan.chooseDonor).
+// Tokens move; none are made, so the bound above holds, with no clock:
+// the transfer lands only if the donor is in the window and holds x, and
+// k starts the window once. A transaction returns no item: a landed one
+// is followed by a read of k and the donor; a cancelled one by the item
+// of the part whose condition failed (k's: another writer started the
+// window there, go on as after any failed write; the donor's: learn it,
+// and write again with what it can give, or try another shard). A bucket
+// does not double within a window while a shard at or above n0 has not
+// started it, by the writer's images (see Plan.quotaUnstarted): another
+// doubling would add shards that hold nothing either.
 //
 // Settlements (an Adjust, a Rollback, a cascade's undo) apply to the
 // window their acquire charged (quota.at): ADD without a floor IF ws =
@@ -75,6 +96,10 @@ type quota struct {
 	// started it at.
 	shard  int
 	w0, n0 int64
+	// fund is what a transfer from shard donor brings a shard at or above
+	// n0 that has not started the window w0 (0: none; see Transfers).
+	fund  int64
+	donor int
 }
 
 // fieldShards is the attribute field of the shard count shard 0 started a
@@ -107,7 +132,7 @@ func (q *quota) opening(n, now int64) (w, share int64, ok bool) {
 	case q.w0 < w:
 		return w, 0, false
 	case int64(q.shard) >= q.n0:
-		return q.w0, 0, true // a shard made after shard 0 started the window
+		return q.w0, q.fund, true // a shard made after shard 0 started the window: what a transfer brings
 	}
 	return q.w0, q.share(q.n0), true
 }
@@ -116,6 +141,13 @@ func (q *quota) opening(n, now int64) (w, share int64, ok bool) {
 // image of shard 0 (im0, nil: none) says of the quotas' windows (see
 // quota.opening); p itself when it has no quota.
 func (p *Plan) forShard(shard int, im0 *Image) *Plan {
+	return p.forShardFrom(shard, im0, nil)
+}
+
+// forShardFrom is forShard that also chooses the donor of a transfer to
+// the shard, from the writer's images of the other shards (imOf; nil: no
+// transfer, see Transfers).
+func (p *Plan) forShardFrom(shard int, im0 *Image, imOf func(int) *Image) *Plan {
 	if len(p.quotas) == 0 {
 		return p
 	}
@@ -123,7 +155,105 @@ func (p *Plan) forShard(shard int, im0 *Image) *Plan {
 	for i := range q.quotas {
 		q.quotas[i].onShard(shard, im0)
 	}
+	if imOf != nil {
+		q.chooseDonor(shard, im0, imOf)
+	}
 	return q
+}
+
+// chooseDonor sets the donor of a transfer to shard and what it brings
+// each quota that shard holds nothing of (see Transfers): the nearest of
+// the shards it split from (shard k split from k less the highest power of
+// two in k, and so on down to shard 0) whose image shows each such
+// quota's window with at least twice the charge, or shard 0. The transfer
+// is half what the donor's image shows.
+func (p *Plan) chooseDonor(shard int, im0 *Image, imOf func(int) *Image) {
+	needs := false
+	for i := range p.quotas {
+		needs = needs || p.quotas[i].empty()
+	}
+	if !needs {
+		return
+	}
+	d, im := shard, im0
+	for d != 0 {
+		d = d &^ (1 << (bits.Len(uint(d)) - 1))
+		if im = im0; d != 0 {
+			im = imOf(d)
+		}
+		if d == 0 || p.canFund(im) {
+			break
+		}
+	}
+	for i := range p.quotas {
+		q := &p.quotas[i]
+		if ws, tk, ok := im.quota(q); q.empty() && ok && ws == q.w0 && tk > 0 {
+			q.fund, q.donor = tk/2, d
+		}
+	}
+}
+
+// empty reports whether q is an acquire's charge on a shard that holds
+// nothing of the window shard 0 started (at or above the count it started
+// it at): only a transfer starts it there.
+func (q *quota) empty() bool {
+	return q.amount > 0 && q.at == 0 && q.shard != 0 && q.w0 != 0 && q.n0 >= 1 && int64(q.shard) >= q.n0
+}
+
+// canFund reports whether im, a donor's image, shows every quota that
+// needs a transfer in its window with at least twice its charge.
+func (p *Plan) canFund(im *Image) bool {
+	for i := range p.quotas {
+		q := &p.quotas[i]
+		if !q.empty() {
+			continue
+		}
+		if ws, tk, ok := im.quota(q); !ok || ws != q.w0 || tk/2 < q.amount {
+			return false
+		}
+	}
+	return true
+}
+
+// transfers reports whether a write at now from im, the image of the
+// plan's shard, starts a quota's window there by a transfer (see
+// Transfers): the shard holds nothing of the window shard 0 started, the
+// donor can give it the charge, and the image shows an earlier window
+// (or none).
+func (q *quota) transfers(im *Image, now int64) bool {
+	if !q.empty() || q.fund < q.amount || im == nil {
+		return false
+	}
+	w, _ := q.cal.Bounds(now)
+	ws, _, ok := im.quota(q)
+	return q.w0 >= w && (!ok || ws < w)
+}
+
+// transfer returns the donor's part of a write at now from im (see
+// Transfers): it takes from the donor what the write starts the window
+// at, half of what the writer's image of the donor shows, on the
+// condition that the donor is in that window and holds at least one and a
+// half times that: it keeps a third of what it holds at least, however
+// old the writer's image of it, and an image a little behind the
+// donor's recent charges still serves. ok is false when the write starts
+// no window by a transfer; donor is the donor's shard.
+func (p *Plan) transfer(im *Image, now int64) (in store.UpdateInput, donor int, ok bool) {
+	ex, err := build(func(k *builder) {
+		for i := range p.quotas {
+			q := &p.quotas[i]
+			if !q.transfers(im, now) {
+				continue
+			}
+			ok, donor = true, q.donor
+			k.add(q.tk, -q.fund)
+			k.cond(condEq, q.ws, q.w0)
+			k.cond(condGe, q.tk, q.fund+q.fund/2)
+		}
+	})
+	if !ok || err != nil {
+		return in, 0, false
+	}
+	return store.UpdateInput{Key: p.Ref.WithShard(donor).Key(), Expr: ex, ReturnOldOnConditionFailure: true}, donor, true
 }
 
 func (q *quota) onShard(shard int, im0 *Image) {
@@ -339,8 +469,13 @@ func (p *Plan) quotaItem(it store.Item, shard int, n, now int64) {
 		switch {
 		case shard != 0 && q.w0 != 0:
 			tk, charged = 0, 0
-			if q.w0 == w && int64(shard) < q.n0 {
+			switch {
+			case q.w0 == w && int64(shard) < q.n0:
 				tk = q.share(q.n0)
+			case q.w0 == w:
+				// Nothing of it: made in the window before, a transfer
+				// starts it (see Transfers).
+				w, _ = q.cal.Bounds(w - 1)
 			}
 			w = min(w, q.w0)
 		case shard != 0:
@@ -447,24 +582,30 @@ func (p *Plan) withoutQuotas() *Plan {
 	return q
 }
 
-// quotaShards returns how many shards, from shard 0, can serve the plan's
-// quotas in the window of now on a bucket of n: n, or the count shard 0
-// started that window at (sc) when the writer's image of shard 0 shows it
-// and it is lower. A shard at or above that count holds nothing of the
-// window (see Shards above): the acquire does not try it.
-func (p *Plan) quotaShards(m *Memory, n, now int64) int64 {
+// quotaUnstarted reports whether, by the memory's images, a shard at or
+// above the count shard 0 started the window of now of a quota the plan
+// charges has not started it (or is unknown): a doubling then waits for
+// the transfers that start it there (see Transfers). Doubling again would
+// only add shards that hold nothing of the window either.
+func (p *Plan) quotaUnstarted(m *Memory, n, now int64) bool {
 	if n <= 1 || !p.ChargesQuota() {
-		return n
+		return false
 	}
 	im0 := m.View(p.Ref, 0).Img
 	for i := range p.quotas {
 		q := &p.quotas[i]
 		w, _ := q.cal.Bounds(now)
-		if ws, n0 := im0.quotaStart(q); q.amount > 0 && !q.shadow && ws >= w && n0 >= 1 {
-			n = min(n, n0)
+		ws, n0 := im0.quotaStart(q)
+		if q.amount <= 0 || q.shadow || ws < w || n0 < 1 {
+			continue
+		}
+		for k := n0; k < n; k++ {
+			if kws, _, ok := m.View(p.Ref, int(k)).Img.quota(q); !ok || kws < ws {
+				return true
+			}
 		}
 	}
-	return n
+	return false
 }
 
 // quotaNeedsShardZero reports whether an acquire of p on a bucket of n

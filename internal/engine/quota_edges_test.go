@@ -79,7 +79,8 @@ func TestCascadeUndoAfterAClockAheadStartedTheNextMonth(t *testing.T) {
 // A shard other than 0 that an acquire creates starts the window shard 0
 // shows, as a shard that existed would start it: shard 0 started January
 // at 2 shards, so shard 1 (one of those 2) is made with half the month's
-// quota, shard 3 (made by a later doubling) with nothing. (Made empty,
+// quota, shard 3 (made by a later doubling) with nothing, in December: a
+// transfer starts January there (see quota.go, Transfers). (Made empty,
 // shard 1 would hold nothing until February: the bucket would lose its
 // share of January.) When shard 0 shows a later window than the writer's
 // (its clock behind), the shard is made empty in the writer's window, and
@@ -99,7 +100,7 @@ func TestAShardMadeInAWindowStartsItAtShardZerosShare(t *testing.T) {
 		tk, start int64
 	}{
 		{"shard 1, one of January's 2", 1, january, T + 10, 50_000, january},
-		{"shard 3, made by a later doubling", 3, january, T + 10, 0, january},
+		{"shard 3, made by a later doubling", 3, january, T + 10, 0, january - 31*24*3600*1000},
 		{"shard 1, the writer still in December", 1, january, T - 10, 0, january - 31*24*3600*1000},
 	} {
 		it := p.forShard(c.shard, zero(c.ws)).create(c.shard, 4, c.now).Item

@@ -159,8 +159,11 @@ func TestAWindowThatEndsMidAcquireStartsOnAnotherShardAtShardZerosCount(t *testi
 // the window before; the new window then started on them with their share,
 // beside the shards that started it at the count before the doubling (the
 // simulator found 0.66 % over a monthly quota). Now a shard starts a
-// window only at the count shard 0 started it at: here 4, so shard 5
-// holds nothing of the day however it was dated, and shard 1 a quarter.
+// window only at the count shard 0 started it at: here 4, so shard 1
+// starts it at a quarter, and shard 5 with nothing of its own however it
+// was dated: only by a transfer, half of what its donor holds (shard 1,
+// the shard it split from: half of its 199). The day's shares stay within
+// the quota.
 func TestAShardMadeAfterShardZeroStartedTheWindowHoldsNothingOfIt(t *testing.T) {
 	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100_000), reqDay}, map[string]int64{"rps": 1, "req": 1})
 	yesterday := T - day
@@ -168,15 +171,22 @@ func TestAShardMadeAfterShardZeroStartedTheWindowHoldsNothingOfIt(t *testing.T) 
 	st := sim(t, shard0, dayItem(p, 1, 8, yesterday, 0, 0), dayItem(p, 5, 8, yesterday, 0, 0)) // 5: made by a clock behind
 	m := speculating(NewMemory(0))
 	knows(t, m, bucketRef, shard0, 8, T+100)
-	c := NewCharge(m, p, picks(5, 1), Options{}) // shard 5, then shard 1
+	c := NewCharge(m, p, picks(1), Options{})
 	if s := run(t, st, c, c.Start(T+100), T+100); !s.Done || c.Shard != 1 {
 		t.Fatalf("the acquire ends %q on shard %d, want admitted on shard 1", describe(s), c.Shard)
 	}
-	if left, ok := startedAt(t, st, p, 5); ok {
-		t.Errorf("shard 5 started the day with %d, want nothing: it was made after shard 0 started the day", left)
-	}
 	if left, ok := startedAt(t, st, p, 1); !ok || left != 200_000-1000 {
 		t.Errorf("shard 1: %d left of the day (started %v), want a quarter less the charge (200000-1000)", left, ok)
+	}
+	c = NewCharge(m, p, picks(5), Options{})
+	if s := run(t, st, c, c.Start(T+100), T+100); !s.Done || c.Shard != 5 {
+		t.Fatalf("the acquire ends %q on shard %d, want admitted on shard 5", describe(s), c.Shard)
+	}
+	if left, ok := startedAt(t, st, p, 5); !ok || left != 99_500-1000 {
+		t.Errorf("shard 5: %d left of the day (started %v), want half of shard 1's 199000 less the charge", left, ok)
+	}
+	if left, _ := startedAt(t, st, p, 1); left != 99_500 {
+		t.Errorf("shard 1: %d left of the day, want 99500 (it gave half)", left)
 	}
 }
 
