@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -854,6 +855,212 @@ func TestARenamedOrMovedQuotaChangesTheLimitsHash(t *testing.T) {
 	}
 }
 
+// A refusal promised the request would fit by T+100. At T+100 the image
+// refilled holds two tokens, one of them taken by this process's write
+// still in flight: the other is the request's. The process asks the store
+// rather than count, on top, what the others likely consumed since (their
+// drain of 5 tokens a second would leave half a token): their writers
+// that met the refusal would all refuse themselves on the same guess.
+func TestAKeptPromiseRefusesOnlyForTheProcesssOwnWrites(t *testing.T) {
+	p := plan1(bucketRef)
+	im := image(t, shape{rf: T, tk: map[string]int64{"rps": 1000}}.item(p))
+	v := ShardView{Img: im, At: T, RateAt: T, Drain: map[string]float64{"rps": 5}, Promise: T + 100, Pending: map[string]int64{"rps": 1000}}
+	if p.refusesLocally(&v, 1, T+100, Options{}) {
+		t.Fatal("refused locally at its kept promise, with a token left beside the write in flight")
+	}
+	v.Pending = map[string]int64{"rps": 1001}
+	if !p.refusesLocally(&v, 1, T+100, Options{}) {
+		t.Fatal("not refused with the write in flight taking a millitoken of the request's token")
+	}
+}
+
+// The others drained a bucket's store: their drain is above the refill,
+// and they made 99.4 % of the writes. The process's part of the writes
+// (0.6 %) is less than the 1/64 of the refill the drain is taken to leave
+// it: it counts on the 1/64 (paced, at the limit), not on less.
+func TestAProcessCountsOnAtLeastWhatTheOthersDrainLeaves(t *testing.T) {
+	rps := &plan1(bucketRef).specs[0]
+	v := ShardView{At: T, RateAt: T, Rate: 1.6, Others: 1.59, Drain: map[string]float64{"rps": 12}}
+	if got, want := v.accrual(rps, 1), 10.0/minAccrual*pace; got != want {
+		t.Fatalf("accrual %v, want %v (1/64 of the refill, paced)", got, want)
+	}
+}
+
+// A failed write returned an item whose day of the quota is spent (half a
+// request left), or whose cap has both its slots taken: the acquire is
+// refused from the item (an application limit short), though its rate
+// holds every token.
+func TestAnItemWithTheQuotaOrCapSpentIsShortForTheApplication(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	spent := dayItem(p, 0, 1, T, 500, 1)
+	spent[attrRefill] = store.Int(T + 1000)
+	if k := p.shortfall(image(t, spent), 1, T+1100, false); k != shortApp {
+		t.Errorf("a spent day: shortfall %d, want %d (the application's)", k, shortApp)
+	}
+	c := capPlan(inflight2)
+	if k := c.shortfall(capRing(t, c, T+1000, 2, 0), 1, T+1000, false); k != shortApp {
+		t.Errorf("a full cap: shortfall %d, want %d (the application's)", k, shortApp)
+	}
+}
+
+// fast is a limit of 1,000 tokens a second (a token a ms), burst 1,000.
+var fast = Limit{Name: "rps", Limit: bucket.Limit{Capacity: 1_000_000, Burst: 1_000_000, RefillAmount: 1_000_000, RefillPeriod: 1000}}
+
+// slow1 is a limit of a token a second, named to come first in a plan.
+var slow1 = perSecond("aslow", 1)
+
+// A process that knows another writer writes to the shard 0.2 times a ms
+// finds it full by now: the first write rides ahead (the full write would
+// fail on the others' writes within a token's 100 ms), and its slack
+// covers three of the others' gaps, 15 ms: it burns 0.15 token and lands
+// on a bucket full for less than 15 ms. A burn of the largest ride (3 %
+// of the burst, 30 ms) would take twice the refill it needs.
+func TestARideAheadBurnsForThreeOfTheOthersGaps(t *testing.T) {
+	p := plan1(bucketRef)
+	im := image(t, shape{rf: T - 2000}.item(p))
+	v := ShardView{Img: im, At: T, Rate: 0.3, Others: 0.2, RateAt: T}
+	ex, path, err := p.blind(&v, 1, T, 0.5, PathNone, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := renderExpr(ex)
+	if want := fmt.Sprintf("(b_rps_fl > %d)", T-15); path != PathSpeculative || !strings.Contains(got, want) {
+		t.Fatalf("%v: %s\nwant the ride-ahead write guarded by %s", path, got, want)
+	}
+}
+
+// An item whose pools hold part of the burst is never charged by the
+// ride-ahead write (its argument is made at the whole burst): the first
+// write on it, full by now, is the full write, whatever the others' rate.
+func TestTheFirstWriteOnAFullItemWithHoldsIsTheFullWrite(t *testing.T) {
+	p := plan1(bucketRef)
+	held := holdItem(p, shape{rf: T - 10_000}, 1, T-100, map[string]int64{"rps": 1000})
+	v := ShardView{Img: held, At: T, Rate: 0.3, Others: 0.2, RateAt: T}
+	if got := p.first(&v, 1, T); got != PathFull {
+		t.Fatalf("first write %v, want %v", got, PathFull)
+	}
+}
+
+// A plan of a token a second and 10 a second: a token takes a second to
+// refill, and that is the charge's refill time (not the 100 ms of the
+// faster limit). Burning 10 ms of the slow limit and 30 ms of the fast
+// one, the ride-ahead write lands only on a bucket full for less than the
+// shorter, 10 ms. A plan that charges nothing rides on no slack.
+func TestAPlansChargeTimeIsItsSlowestAndItsSlackItsShortest(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{slow1, rps10}, map[string]int64{"aslow": 1, "rps": 1})
+	if p.specs[0].name != "aslow" {
+		t.Fatalf("specs in the order %q, ...; the test wants the slow limit first", p.specs[0].name)
+	}
+	if got := p.chargeTime(1); got != 1000 {
+		t.Errorf("charge time %d ms, want 1000", got)
+	}
+	if got := p.slack(1, []int64{10, 300, 0}); got != 10 {
+		t.Errorf("slack %d ms, want 10", got)
+	}
+	none := NewPlan(bucketRef, []Limit{rps10}, map[string]int64{"rps": 0})
+	if got := none.slack(1, nil); got != 0 {
+		t.Errorf("a plan charging nothing: slack %d, want 0", got)
+	}
+}
+
+// A write lost a race and the item it returned says the bucket has been
+// full for 5 ms: with others writing, the write from it rides ahead
+// burning its cushion (10 ms of refill), which every racer lands, rather
+// than the full write only one of them wins.
+func TestAfterALostRaceABucketJustFullIsRiddenAhead(t *testing.T) {
+	p := plan1(bucketRef)
+	im := image(t, shape{rf: T - 1005, tk: map[string]int64{"rps": 0}}.item(p)) // full at T-5
+	v := ShardView{At: T - 500, Rate: 0.3, Others: 0.2, RateAt: T - 500}
+	if _, path, err := p.informed(im, v, 1, T, 0, true); err != nil || path != PathRetry {
+		t.Fatalf("path %v (%v), want %v", path, err, PathRetry)
+	}
+}
+
+// A write lost a race on a busy shard, and the process had no image of it
+// before: the write from the item returned, a bucket just below its
+// burst, burns headroom judged from that item (three tokens beside the
+// charge's one), as every write on a shared shard near its ceiling does.
+func TestTheWriteFromAReturnedItemBurnsHeadroomJudgedFromIt(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{fast}, map[string]int64{"rps": 1})
+	im := image(t, shape{rf: T, tk: map[string]int64{"rps": 999_000}, ahead: map[string]int64{"rps": 100}}.item(p))
+	v := ShardView{Rate: 0.5, Others: 0.4, RateAt: T}
+	ex, path, err := p.informed(im, v, 1, T, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := renderExpr(ex); path != PathRetry || !strings.Contains(got, "ADD b_rps_tk -4000,") {
+		t.Fatalf("%v: %s\nwant the consumption-only write taking 4 tokens", path, got)
+	}
+}
+
+// A bucket full of two limits since different instants has been full
+// since the earlier: a token a second full 950 ms before now, 10 a second
+// full 5 ms before.
+func TestABucketIsFullSinceItsEarliestLimit(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{slow1, rps10}, map[string]int64{"aslow": 1, "rps": 1})
+	im := image(t, shape{rf: T - 1000, tk: map[string]int64{"aslow": 950, "rps": 50}}.item(p))
+	if got := p.fullSince(im, T); got != T-950 {
+		t.Fatalf("full since %d, want %d", got, T-950)
+	}
+}
+
+// The bucket was doubled since the item a failed write returned (it says
+// one shard, the plan two): the write from it is the normal write, which
+// brings the item to two shards, not the consumption-only write, whose
+// condition on the shard count the item fails.
+func TestAnItemOfAnotherShardCountIsNotChargedByTheConsumptionWrite(t *testing.T) {
+	p := planBusy(bucketRef)
+	im := image(t, shape{rf: T, tk: map[string]int64{"rps": 5000}}.item(p))
+	if _, path, err := p.informed(im, ShardView{}, 2, T+1, 0, false); err != nil || path != PathNormal {
+		t.Fatalf("path %v (%v), want %v", path, err, PathNormal)
+	}
+}
+
+// A charge that also bills a failed write charges the hidden limit two
+// write units: that does not make a busy limit's shard one of few writes
+// (the hidden limit is the partition's, never the application's), so the
+// bucket may still double.
+func TestBilledWritesDoNotMakeABusyShardOneOfFewWrites(t *testing.T) {
+	if p := planBusy(bucketRef).withBilled(1); p.fewWrites(1) {
+		t.Fatal("a busy limit with a failed write billed counts as few writes")
+	}
+}
+
+// A writer's image is 100 ms old and showed the bucket (a token a ms)
+// full 200 ms before now; the others' writes since (0.4 a ms, 2 ms apart)
+// kept 80 ms of that: full-at is behind the clock. The distance behind
+// counts as none: the writer burns about one interval more than at the
+// target for its old news (1.1 intervals, 2 tokens in whole ms), not the
+// most a write burns (headroomGain), which would overshoot once the
+// others, correcting too, have moved full-at ahead.
+func TestAnOldImageOfABucketFullLongAgoBurnsLittleHeadroom(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{fast}, map[string]int64{"rps": 1})
+	im := image(t, shape{rf: T - 300, tk: map[string]int64{"rps": 900_000}}.item(p)) // full at T-200
+	v := ShardView{Img: im, At: T - 100, Rate: 0.5, Others: 0.4, RateAt: T - 100}
+	if b := p.headroom(&v, 1, T); burnOf(b, 0) != 2000 {
+		t.Fatalf("burn %v, want 2000 of rps", b)
+	}
+}
+
+// A throttle on a bucket being drained: the view is taken as saturated,
+// the others taking all but what a client ever leaves itself. On a limit
+// of a thousand tokens a second a request of one token is a small part of
+// the burst: the others are still taken to leave 1/64 of the refill. A
+// request of 6 tokens of a burst of 10 cannot wait on a bucket that fills
+// meanwhile: the others are taken to leave all of it, drain none (not a
+// negative drain).
+func TestASaturatedViewLeavesAtLeastASixtyFourthAndDrainsNoLessThanNone(t *testing.T) {
+	v := ShardView{At: T}
+	p := NewPlan(bucketRef, []Limit{fast}, map[string]int64{"rps": 1})
+	if d := v.saturated(p, 1, T).Drain["rps"]; d != 1000*(1-1.0/minAccrual) {
+		t.Errorf("one token of 1,000 a second: drain %v, want %v", d, 1000*(1-1.0/minAccrual))
+	}
+	six := NewPlan(bucketRef, []Limit{rps10}, map[string]int64{"rps": 6})
+	if d := v.saturated(six, 1, T).Drain["rps"]; d != 0 {
+		t.Errorf("6 tokens of a burst of 10: drain %v, want 0", d)
+	}
+}
+
 // Mutants of internal/engine's later files that no test kills, and why
 // (tools/mutate, the engine's own tests; see docs/testing.md):
 //   - quota.go, forShard's `if len(p.quotas) == 0` return deleted:
@@ -937,3 +1144,26 @@ func TestARenamedOrMovedQuotaChangesTheLimitsHash(t *testing.T) {
 //   - plan.go, quotaHash's mix(0) after each string removed: not killed.
 //     As capHash's separators: the strings and numbers still enter in
 //     order, and no collision was found.
+//   - decide.go, shortfall's `if s.hidden { at = max(now, im.rf) }` (the
+//     if, its assignment, and max dropping either argument): the code was
+//     removed. projected counts no refill before rf: judged at a now
+//     behind rf, the wcu gauge is already as at rf.
+//   - decide.go, latencyTarget's `if lat <= 0 || 2*lat <= target ||
+//     l.RefillAmount <= 0` return deleted: equivalent. A latency of at most
+//     half the target gives min(2*lat, most) <= target, which max drops;
+//     a limit that does not refill has a rate of 0 and burns nothing,
+//     whatever its target.
+//   - decide.go, latencyTarget's `max(target, ...)` dropping target:
+//     equivalent. Past the return, 2*lat > target, and most (the refill
+//     of 1/20 of the burst, at most 100 ms) is at least target (of 1/100,
+//     at most 50 ms).
+//   - decide.go, headroom's gain `min(..., headroomGain)` dropping
+//     headroomGain: equivalent. ahead >= 0: gain <= 1 + target/max(target,
+//     age) <= 2, headroomGain.
+//   - decide.go, headroom's `if target < 1 || gain <= 0` continue
+//     deleted: equivalent. The burn is at most target*rate (or
+//     gain*interval*rate, NaN when target and age are 0) less the charge:
+//     not positive, and withBurn keeps none.
+//   - decide.go, knowsOthers' `if v.RateAt == 0 && v.Rate <= 0` return
+//     deleted: equivalent. The memory has no others' rate without an
+//     estimate (Others 0), and now - 0 is far beyond estimateAge.
