@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -1061,6 +1062,27 @@ func TestASaturatedViewLeavesAtLeastASixtyFourthAndDrainsNoLessThanNone(t *testi
 	}
 }
 
+// An acquire charged a request of the day's quota on an item that did not
+// have it yet (its settlement carries no window), and an Adjust above the
+// estimate since left the day a request and a half in debt. The refund of
+// the request lands: a refund is not conditional on the day's floor (with
+// the floor, a day in debt deeper than the refund could never be given
+// it back), and the day is half a request in debt.
+func TestARefundReachesADayInDebtDeeperThanIt(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	st := sim(t, dayItem(p, 0, 1, T, -1500, 1))
+	ex, err := p.WithAmounts(map[string]int64{"req": -1000}).adjust(1, T+1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(context.Background(), store.UpdateInput{Key: bucketRef.Key(), Expr: ex}); err != nil {
+		t.Fatalf("the refund: %v (%s)", err, renderExpr(ex))
+	}
+	if left := attr(t, st, bucketRef, 0, "q_req_tk"); left != -500 {
+		t.Fatalf("the day holds %d, want -500", left)
+	}
+}
+
 // Mutants of internal/engine's later files that no test kills, and why
 // (tools/mutate, the engine's own tests; see docs/testing.md):
 //   - quota.go, forShard's `if len(p.quotas) == 0` return deleted:
@@ -1070,12 +1092,6 @@ func TestASaturatedViewLeavesAtLeastASixtyFourthAndDrainsNoLessThanNone(t *testi
 //     removed: equivalent. The write that adds it is the normal write
 //     under the rf lock (it moves rf): a second writer from the same image
 //     fails on rf, and no other code writes a quota's window.
-//   - quota.go, emitQuotas' `if q.amount > 0` around the floor deleted
-//     (the floor for any amount): not killed. It differs only for a refund
-//     (amount < 0) built without its window (at 0) on an item that has the
-//     quota in the window of now in a debt deeper than the refund: an
-//     acquire never charges a negative amount, and a settlement carries
-//     its window whenever its acquire's item had the quota.
 //   - quota.go, At's `if len(p.quotas) == 0` return deleted:
 //     equivalent. The clone it returns instead has the same specs and no
 //     quota to pin (Settling then clones no second time).
