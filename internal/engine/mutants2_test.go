@@ -1083,6 +1083,234 @@ func TestARefundReachesADayInDebtDeeperThanIt(t *testing.T) {
 	}
 }
 
+// An adjust charges 500 of rps and refunds 500 of aslow after the shard
+// expired. The shard is made again full less the charge: aslow at its
+// burst (a bucket cannot be refunded above it, and nothing was counted
+// against it), rps at the burst less 500.
+func TestAnAdjustMakingAnExpiredShardAgainTakesOnlyItsCharges(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{slow1, rps10}, map[string]int64{"aslow": 1, "rps": 1})
+	st := sim(t)
+	a := NewAdjust(NewMemory(0), p.WithAmounts(map[string]int64{"aslow": -500, "rps": 500}), 0, 1)
+	play(t, st, a.Start(T), a.Feed, T, "update 0 adjust", "put 0 create", "done none")
+	if tk, tc := attr(t, st, bucketRef, 0, "b_aslow_tk"), attr(t, st, bucketRef, 0, "b_aslow_tc"); tk != 1000 || tc != 0 {
+		t.Errorf("aslow made holding %d, consumed %d; want its burst 1000, 0", tk, tc)
+	}
+	if tk := attr(t, st, bucketRef, 0, "b_rps_tk"); tk != 9500 {
+		t.Errorf("rps made holding %d, want 9500", tk)
+	}
+}
+
+// An adjust of 15 tokens of rps10 (a burst of 10) after the shard expired
+// makes it again 5 tokens in debt: it is full again 1.5 s later, and the
+// item lives an hour after twice that (the debt counts whole), not after
+// twice the second an empty bucket takes: expiring sooner would forgive
+// the debt.
+func TestAShardMadeInDebtLivesUntilTheDebtIsPaid(t *testing.T) {
+	p := plan1(bucketRef)
+	st := sim(t)
+	a := NewAdjust(NewMemory(0), p.WithAmounts(map[string]int64{"rps": 15_000}), 0, 1)
+	play(t, st, a.Start(T), a.Feed, T, "update 0 adjust", "put 0 create", "done none")
+	if ttl := attr(t, st, bucketRef, 0, store.AttrTTL); ttl != (T+3000)/1000+3600 {
+		t.Fatalf("expiry %d, want %d", ttl, (T+3000)/1000+3600)
+	}
+}
+
+// A process's first acquire on a key it has no item of, for a plan of
+// two rate limits of which it charges only rps: the blind write that also
+// creates the bucket leaves aslow, charged nothing, whole on the new item
+// (its total consumed, which an item is decoded with, and its full-at
+// instant, now), as the Put would.
+func TestABucketMadeByTheFirstWriteHoldsALimitItChargesNothing(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{slow1, rps10}, map[string]int64{"rps": 1})
+	ex, _, err := p.blind(&ShardView{}, 1, T, 0.5, PathNone, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := sim(t)
+	if _, err := st.Update(context.Background(), store.UpdateInput{Key: bucketRef.Key(), Expr: ex}); err != nil {
+		t.Fatalf("the first write: %v (%s)", err, renderExpr(ex))
+	}
+	image(t, st.Peek(bucketRef.Key()))
+	if tc, fl, fh := attr(t, st, bucketRef, 0, "b_aslow_tc"), attr(t, st, bucketRef, 0, "b_aslow_fl"), attr(t, st, bucketRef, 0, "b_aslow_fh"); tc != 0 || fl != T || fh != T {
+		t.Fatalf("aslow made with tc %d, fl %d, fh %d; want 0, %d, %d", tc, fl, fh, T, T)
+	}
+}
+
+// A limit of a token a second is added to a bucket that had only rps,
+// and rps is raised from 10 to 20 a second. The first acquire under the
+// new limits writes both: aslow new (its request counted in its total
+// consumed, which usage reads), rps with its new configuration (burst and
+// refill, which the next reader decodes the bucket with).
+func TestTheFirstAcquireUnderNewLimitsWritesThemIn(t *testing.T) {
+	old := image(t, shape{rf: T - 10_000}.item(plan1(bucketRef)))
+	p := NewPlan(bucketRef, []Limit{slow1, perSecond("rps", 20)}, map[string]int64{"aslow": 1, "rps": 1})
+	ex, err := p.normal(old, 1, T, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := sim(t, shape{rf: T - 10_000}.item(plan1(bucketRef)))
+	if _, err := st.Update(context.Background(), store.UpdateInput{Key: bucketRef.Key(), Expr: ex}); err != nil {
+		t.Fatalf("the write: %v (%s)", err, renderExpr(ex))
+	}
+	if tc := attr(t, st, bucketRef, 0, "b_aslow_tc"); tc != 1000 {
+		t.Errorf("aslow consumed %d, want the request's 1000", tc)
+	}
+	if bx, ra := attr(t, st, bucketRef, 0, "b_rps_bx"), attr(t, st, bucketRef, 0, "b_rps_ra"); bx != 20_000 || ra != 20_000 {
+		t.Errorf("rps stored with burst %d, refill %d; want 20000, 20000", bx, ra)
+	}
+	// And the expiry of the new limits: each full again within a second.
+	if ttl := attr(t, st, bucketRef, 0, store.AttrTTL); ttl != (T+2000)/1000+3600 {
+		t.Errorf("expiry %d, want %d", ttl, (T+2000)/1000+3600)
+	}
+}
+
+// Pools hold a token of a full bucket (its cap: 9 of its 10 tokens). A
+// process makes the normal write from that image, and a refund of half a
+// token lands first: the write must fail (the refill was capped, and the
+// refunded tokens would sit above the cap with this charge in the
+// excess), and the writer learns the item again.
+func TestANormalWriteOnAnItemWithHoldsFailsAfterARefund(t *testing.T) {
+	p := plan1(bucketRef)
+	raw := holdRaw(p, shape{rf: T - 10_000}, 1, T-100, map[string]int64{"rps": 1000})
+	st := sim(t, raw)
+	ex, err := p.normal(image(t, raw), 1, T, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refund, err := p.WithAmounts(map[string]int64{"rps": -500}).adjust(1, T)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := st.Update(ctx, store.UpdateInput{Key: bucketRef.Key(), Expr: refund}); err != nil {
+		t.Fatalf("the refund: %v", err)
+	}
+	if _, err := st.Update(ctx, store.UpdateInput{Key: bucketRef.Key(), Expr: ex}); err == nil {
+		t.Fatalf("the normal write landed after the refund: tk %d (%s)", attr(t, st, bucketRef, 0, "b_rps_tk"), renderExpr(ex))
+	}
+}
+
+// An item without an expiry (made by hand, or by a tool) is given one by
+// the first normal write on it: an hour after twice the time its bucket
+// takes to fill. Without it, the item would never expire.
+func TestANormalWriteGivesAnItemWithoutAnExpiryOne(t *testing.T) {
+	p := plan1(bucketRef)
+	it := shape{rf: T - 10_000}.item(p)
+	delete(it, store.AttrTTL)
+	st := sim(t, it)
+	ex, err := p.normal(image(t, it), 1, T, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(context.Background(), store.UpdateInput{Key: bucketRef.Key(), Expr: ex}); err != nil {
+		t.Fatalf("the write: %v (%s)", err, renderExpr(ex))
+	}
+	if ttl := attr(t, st, bucketRef, 0, store.AttrTTL); ttl != (T+2000)/1000+3600 {
+		t.Fatalf("expiry %d, want %d", ttl, (T+2000)/1000+3600)
+	}
+}
+
+// A full bucket of rps10 at one shard is doubled by an acquire's normal
+// write: shard 0 keeps at most its new share's burst, 5 tokens, less the
+// request. Refilled to the old burst of 10 and not capped at the new one,
+// it would hold 9: the doubling would raise what the bucket admits.
+func TestADoublingWriteCapsShardZeroAtItsShare(t *testing.T) {
+	p := planBusy(bucketRef)
+	it := shape{rf: T - 10_000}.item(p)
+	st := sim(t, it)
+	ex, err := p.normal(image(t, it), 2, T, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(context.Background(), store.UpdateInput{Key: bucketRef.Key(), Expr: ex}); err != nil {
+		t.Fatalf("the write: %v (%s)", err, renderExpr(ex))
+	}
+	if tk := attr(t, st, bucketRef, 0, "b_rps_tk"); tk != 4000 {
+		t.Fatalf("shard 0 holds %d, want 4000 (5 tokens less 1)", tk)
+	}
+}
+
+// A normal write billed for two failed writes besides its own (3 write
+// units) on a partition whose wcu gauge holds half a unit: the gauge,
+// never a condition, bottoms out at 0 rather than going into debt (a
+// shard not judged hot must not be refused for it later), and a gauge
+// already in debt (5 units, 4 refilled since) is charged down to no
+// lower than it stood after the refill, not back to its old debt nor to 0.
+func TestTheWriteUnitGaugeBottomsOutAtZero(t *testing.T) {
+	p := plan1(bucketRef).withBilled(2)
+	s := &p.specs[len(p.specs)-1]
+	if !s.hidden {
+		t.Fatal("the last spec is not the hidden limit")
+	}
+	for _, c := range []struct {
+		name          string
+		tk, rf1, want int64 // millitokens at rf T; the write's rf; what it leaves
+	}{
+		{"half a unit left", 500, T + 1, 0},
+		{"in debt", -5000, T + 5, -3000},
+	} {
+		im := image(t, shape{rf: T, tk: map[string]int64{"wcu": c.tk}}.item(p))
+		st, _ := p.normalStep(s, im, 1, c.rf1, 0, 0)
+		if got := st.old + st.delta; got != c.want {
+			t.Errorf("%s: the gauge left at %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// A bucket with a cap whose leases live an hour: every write's expiry is
+// past the cap's ring, not only an hour after its rate limits are full.
+func TestAWritesExpiryOutlivesItsCapsRing(t *testing.T) {
+	hour := Limit{Name: "calls", Limit: bucket.Limit{Capacity: 2000, Burst: 2000}, TTL: 3_600_000}
+	p := NewPlan(bucketRef, []Limit{rps10, hour}, map[string]int64{"rps": 1, "calls": 1})
+	if got, want := p.ttl(nil, 1, T), p.capExpiry(T); got < want {
+		t.Fatalf("expiry %d, before the cap's ring leaves the item (%d)", got, want)
+	}
+}
+
+// An adjust charging a token of a limit of a token a second (and, as
+// every write, a write unit) pushes the item's expiry by twice the
+// token's refill, 2 s: the write unit's millisecond is not the longest.
+func TestAnAdjustPushesTheExpiryByItsSlowestLimit(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{slow1}, map[string]int64{"aslow": 1})
+	if got := p.adjustTTL(1); got != 2 {
+		t.Fatalf("the expiry pushed %d s, want 2", got)
+	}
+}
+
+// An acquire charged rps under limits that also have aslow (charged
+// nothing); another process, configured with rps alone, has written the
+// item since. The adjust of the acquire's charge lands at once on that
+// item: it names only the limits it charges, not aslow, which the item
+// does not have.
+func TestAnAdjustLandsOnAnItemWithoutALimitItChargesNothing(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{slow1, rps10}, map[string]int64{"rps": 1})
+	st := sim(t, shape{rf: T - 100, tk: map[string]int64{"rps": 5000}}.item(plan1(bucketRef)))
+	ex, err := p.WithAmounts(map[string]int64{"rps": 500}).adjust(1, T)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(context.Background(), store.UpdateInput{Key: bucketRef.Key(), Expr: ex}); err != nil {
+		t.Fatalf("the adjust: %v (%s)", err, renderExpr(ex))
+	}
+}
+
+// The configuration changed since an acquire of rps: the adjust, from the
+// item its guarded write found, charges the limits that item still has
+// (adjustLoose). If rps is removed from the item before that write lands,
+// the write fails: it must not make rps again, half a token in debt.
+func TestALooseAdjustDoesNotBringBackARemovedLimit(t *testing.T) {
+	p := plan1(bucketRef).WithAmounts(map[string]int64{"rps": 500})
+	seen := image(t, shape{rf: T - 1000}.item(plan1(bucketRef)))
+	ex, ok, err := p.adjustLoose(seen)
+	if err != nil || !ok {
+		t.Fatalf("adjustLoose: %v, %v", ok, err)
+	}
+	st := sim(t, shape{rf: T - 500}.item(NewPlan(bucketRef, []Limit{slow1}, map[string]int64{"aslow": 1})))
+	if _, err := st.Update(context.Background(), store.UpdateInput{Key: bucketRef.Key(), Expr: ex}); err == nil {
+		t.Fatalf("the adjust landed on an item without rps: %v", st.Peek(bucketRef.Key()))
+	}
+}
+
 // Mutants of internal/engine's later files that no test kills, and why
 // (tools/mutate, the engine's own tests; see docs/testing.md):
 //   - quota.go, forShard's `if len(p.quotas) == 0` return deleted:
@@ -1183,3 +1411,41 @@ func TestARefundReachesADayInDebtDeeperThanIt(t *testing.T) {
 //   - decide.go, knowsOthers' `if v.RateAt == 0 && v.Rate <= 0` return
 //     deleted: equivalent. The memory has no others' rate without an
 //     estimate (Others 0), and now - 0 is far beyond estimateAge.
+//   - paths.go, cushionTokens' `if h == 0` return, orCreate's
+//     `start[s.tc] = 0`, emitNormal's SET of the limits hash and
+//     adjustTTL's `if longest == 0` return: the code was removed. A refill
+//     period is at least 1 ms (0 ms refill to 0), a name missing from
+//     start reads 0, emitNormal's item has the plan's hash (its write is
+//     conditional on it), and (2*0+999)/1000 is 0.
+//   - paths.go, cushion's `max(h, cushionWithin(..., 20))` dropping h:
+//     equivalent. With lat > h, the latency cushion (at most min(lat,
+//     100 ms) and the refill of 1/20 of each burst) is at least h (at
+//     most 10 ms and the refill of 1/100).
+//   - paths.go, cushion's `if s.hidden` continue deleted: equivalent. The
+//     wcu gauge's 1,000 write units pay any cushion (at most 100 ms of
+//     its refill: 100 units) beside a charge of fewer than 900 units.
+//   - paths.go, orCreate's `b.conds = b.condsIn[:0]` removed: equivalent.
+//     The conditions are appended to a nil slice instead of the builder's
+//     array: an allocation, not another write.
+//   - paths.go, orCreate's `max(s.amount, 0)` (twice) and normal's
+//     `SetIfNotExistsPlus(s.tc, 0, max(s.amount, 0))` dropping the 0:
+//     equivalent. orCreate makes only an acquire's first write, which
+//     charges no negative amount; a refund on an item without the limit
+//     is an adjust's, made by adjustLoose (the item's hash differs).
+//   - paths.go, normal's `tks[i] = l.Burst - s.amount` for a limit new to
+//     the item removed: equivalent. The expiry counts only a balance below
+//     zero, and an acquire charging more than the burst of a limit new to
+//     the item is refused before writing (shortfall: it starts full).
+//   - paths.go, normal's condition that the item has an expiry (before
+//     the ADD to it) removed, and emitNormal's condition on the shard
+//     count: equivalent. Both writes are conditional on the image's rf:
+//     the item is the image's (which had the expiry), and every write that
+//     changes the shard count (a doubling, under the rf lock) moves rf.
+//   - paths.go, normalStep's `max(0, capSeen+shift)` dropping the 0:
+//     equivalent, as fullHeld's: the shift lowers the cap only by the
+//     write's own new hold, which its charge includes.
+//   - paths.go, normalStep's room `max(0, min(old.Burst, capSeen) -
+//     refilled)` dropping the 0, old.Burst or capSeen: equivalent. ceil is
+//     used only by a write that does not rescale, where old.Burst (the
+//     cap at the image's count) and capSeen (at n) are the same, and
+//     refilled is at most old.Burst.
