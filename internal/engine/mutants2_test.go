@@ -1311,6 +1311,32 @@ func TestALooseAdjustDoesNotBringBackARemovedLimit(t *testing.T) {
 	}
 }
 
+// A process acquired 3 tokens of a limit of a thousand a second in its
+// last 50 ms: its next write reserves what it will likely ask for in the
+// next PoolHorizonMs, 6 tokens, not the most a pool may hold (an eighth of
+// the burst, 125): tokens reserved beyond the demand wait in the pool,
+// out of every other process's reach.
+func TestAPoolReservesForTheDemandNotTheMost(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{fast}, map[string]int64{"rps": 1})
+	ps := NewPools()
+	for _, at := range []int64{T, T + 10, T + 20} {
+		ps.Granted(p, at)
+	}
+	if got := ps.Extra(p, 1, T+50); got["rps"] != 6000 {
+		t.Fatalf("extra %v, want 6000 of rps", got)
+	}
+	// The same with a clock that starts at the Unix epoch (a test's fake
+	// clock): the demand is measured from the first request, at 100 ms,
+	// not from the epoch (which would make it a third of that).
+	ps = NewPools()
+	for _, at := range []int64{100, 110, 120} {
+		ps.Granted(p, at)
+	}
+	if got := ps.Extra(p, 1, 150); got["rps"] != 6000 {
+		t.Fatalf("from the epoch: extra %v, want 6000 of rps", got)
+	}
+}
+
 // Mutants of internal/engine's later files that no test kills, and why
 // (tools/mutate, the engine's own tests; see docs/testing.md):
 //   - quota.go, forShard's `if len(p.quotas) == 0` return deleted:
@@ -1449,3 +1475,6 @@ func TestALooseAdjustDoesNotBringBackARemovedLimit(t *testing.T) {
 //     used only by a write that does not rescale, where old.Burst (the
 //     cap at the image's count) and capSeen (at n) are the same, and
 //     refilled is at most old.Burst.
+//   - pool.go, Used's `max(p.left[name], 0)` dropping the 0: equivalent.
+//     A pool's left never goes below 0: Take and Debit take at most what
+//     it holds, and Give only adds.
