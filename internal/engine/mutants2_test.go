@@ -1337,6 +1337,83 @@ func TestAPoolReservesForTheDemandNotTheMost(t *testing.T) {
 	}
 }
 
+// A process measured the others consuming 8 millitokens a ms of shard 1
+// of a bucket of 2 shards. It learns the bucket doubled to 4: each shard
+// now gets half the refill it had, and the others' consumption of shard 1
+// is taken to spread with it, 4 a ms. Kept at 8, the estimate would count
+// a shard far below its limit as at it.
+func TestADoublingSpreadsTheOthersDrainOfEveryShard(t *testing.T) {
+	m := NewMemory(16)
+	p := plan1(bucketRef)
+	knows(t, m, bucketRef, shape{n: 2, rf: T}.item(p), 2, T)
+	knows(t, m, bucketRef, shape{shard: 1, n: 2, rf: T}.item(p), 2, T)
+	measured(m, bucketRef, 1, 0.5, 0.4, T, map[string]float64{"rps": 8})
+	m.learn(bucketRef, 0, nil, 4, T+100, 0, nil)
+	if v, _ := m.viewOf(bucketRef, 1); v.Drain["rps"] != 4 {
+		t.Fatalf("shard 1's drain %v, want 4", v.Drain)
+	}
+}
+
+// A window in which the shard's write units grew by less than this
+// process's own writes counted in it (one of them landed in the next
+// window's count): the others wrote nothing in it, not a negative rate.
+func TestTheOthersRateIsNeverNegative(t *testing.T) {
+	si := &shardInfo{ownW: 5000}
+	si.writeRates(3000, 10)
+	if si.others != 0 || si.rate != 0.3 {
+		t.Fatalf("rate %v, others %v; want 0.3, 0", si.rate, si.others)
+	}
+}
+
+// A shard this process measures at the partition's ceiling: three
+// throttles make it hot (its bucket may double), and a write that lands
+// after them is no fourth reason to say so: only a throttle is.
+func TestOnlyAThrottleSaysAShardIsHot(t *testing.T) {
+	m := NewMemory(16)
+	for i := int64(0); i < busyThrottles; i++ {
+		if hot := m.noteWrite(bucketRef, 0, 1, true, busyCeiling, T+i); hot != (i == busyThrottles-1) {
+			t.Fatalf("throttle %d: hot %v", i+1, hot)
+		}
+	}
+	if m.noteWrite(bucketRef, 0, 1, false, busyCeiling, T+10) {
+		t.Fatal("a write that landed says the shard is hot")
+	}
+}
+
+// A shard measured near the ceiling, written once after a quiet while and
+// then throttled every other write: the fifth throttle, with as many
+// writes that landed between them, makes it hot. The write before the
+// first throttle is not counted against them: the window that judges the
+// partition starts at its first throttle.
+func TestTheHotWindowStartsAtTheFirstThrottle(t *testing.T) {
+	m := NewMemory(16)
+	knows(t, m, bucketRef, shape{rf: T - 1000}.item(plan1(bucketRef)), 1, T-1000)
+	m.noteWrite(bucketRef, 0, 1, false, busyNear, T)
+	throttled := []bool{true, false, true, false, true, false, true, false, false, true}
+	for i, th := range throttled {
+		hot := m.noteWrite(bucketRef, 0, 1, th, busyNear, T+1+int64(i))
+		if last := i == len(throttled)-1; hot != last {
+			t.Fatalf("write %d (throttled %v): hot %v, want %v", i+1, th, hot, last)
+		}
+	}
+}
+
+// A write of this process landed and returned the item, refilled by it:
+// the memory keeps that the item's rf is its own, so that its next first
+// write on the bucket, full by now, is the full write (no one else wrote
+// since, or its rates would say so), not the write the plan's first
+// writes found right.
+func TestALandedWriteKnowsItsOwnRefill(t *testing.T) {
+	m := NewMemory(16)
+	img := image(t, shape{rf: T}.item(plan1(bucketRef)))
+	m.mu.Lock()
+	m.landedLocked(bucketRef, 0, false, 1, busyNo, img, true, 1, T+5, 5, nil)
+	m.mu.Unlock()
+	if v, _ := m.viewOf(bucketRef, 0); !v.OwnRefill {
+		t.Fatal("the item its own write returned is not of its own refill")
+	}
+}
+
 // Mutants of internal/engine's later files that no test kills, and why
 // (tools/mutate, the engine's own tests; see docs/testing.md):
 //   - quota.go, forShard's `if len(p.quotas) == 0` return deleted:
@@ -1478,3 +1555,20 @@ func TestAPoolReservesForTheDemandNotTheMost(t *testing.T) {
 //   - pool.go, Used's `max(p.left[name], 0)` dropping the 0: equivalent.
 //     A pool's left never goes below 0: Take and Debit take at most what
 //     it holds, and Give only adds.
+//   - memory.go, vouchedUntil's `max(ttl, 0)` dropping the 0: equivalent.
+//     A negative expiry vouches until before 1970 either way: never,
+//     for a clock past the epoch.
+//   - memory.go, learnIn's `if b.doubling != 0 && b.n > b.doubling`
+//     (clearing a landed doubling) deleted: equivalent. pendingDoubling,
+//     the only reader of b.doubling, clears it on the same condition.
+//   - memory.go, spreadDrain's `if len(drain) == 0 || from <= 0 || n <=
+//     from` return deleted: equivalent. It is called only for a count that
+//     grew (n > from >= 1), and an empty map reads as nil.
+//   - memory.go, pendingDoubling's `if b.doubling == 0` return deleted:
+//     equivalent. With no doubling, doublingUntil is 0: the next test
+//     clears b.doubling (already 0) and returns 0.
+//   - memory.go, noteWriteIn's reset of a window over (`*w =
+//     throttleWindow{}` before a landed write's return) removed:
+//     equivalent. The window left is over or of another count: the next
+//     throttle starts a new one, and mayDouble, its other reader, needs
+//     a window of now and of the count.
