@@ -324,14 +324,11 @@ func (p *Plan) shortfall(im *Image, n, now int64, busy bool) shortKind {
 	kind := shortNone
 	for i := range p.specs {
 		s := &p.specs[i]
-		at := now
-		if s.hidden {
-			// wcu is a heuristic, not an admission bound: judge it at the
-			// latest time anyone has written (true time is at least rf), so
-			// a client whose clock lags does not see a busy partition.
-			at = max(now, im.rf)
-		}
-		st, _ := im.projected(s, n, at)
+		// (wcu is a heuristic, not an admission bound: a client whose
+		// clock lags behind rf judges it as at rf, the latest time anyone
+		// has written, with no refill since: projected counts none before
+		// rf.)
+		st, _ := im.projected(s, n, now)
 		if st.Tokens >= s.amount || s.free {
 			continue
 		}

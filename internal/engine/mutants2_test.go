@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -854,6 +856,564 @@ func TestARenamedOrMovedQuotaChangesTheLimitsHash(t *testing.T) {
 	}
 }
 
+// A refusal promised the request would fit by T+100. At T+100 the image
+// refilled holds two tokens, one of them taken by this process's write
+// still in flight: the other is the request's. The process asks the store
+// rather than count, on top, what the others likely consumed since (their
+// drain of 5 tokens a second would leave half a token): their writers
+// that met the refusal would all refuse themselves on the same guess.
+func TestAKeptPromiseRefusesOnlyForTheProcesssOwnWrites(t *testing.T) {
+	p := plan1(bucketRef)
+	im := image(t, shape{rf: T, tk: map[string]int64{"rps": 1000}}.item(p))
+	v := ShardView{Img: im, At: T, RateAt: T, Drain: map[string]float64{"rps": 5}, Promise: T + 100, Pending: map[string]int64{"rps": 1000}}
+	if p.refusesLocally(&v, 1, T+100, Options{}) {
+		t.Fatal("refused locally at its kept promise, with a token left beside the write in flight")
+	}
+	v.Pending = map[string]int64{"rps": 1001}
+	if !p.refusesLocally(&v, 1, T+100, Options{}) {
+		t.Fatal("not refused with the write in flight taking a millitoken of the request's token")
+	}
+}
+
+// The others drained a bucket's store: their drain is above the refill,
+// and they made 99.4 % of the writes. The process's part of the writes
+// (0.6 %) is less than the 1/64 of the refill the drain is taken to leave
+// it: it counts on the 1/64 (paced, at the limit), not on less.
+func TestAProcessCountsOnAtLeastWhatTheOthersDrainLeaves(t *testing.T) {
+	rps := &plan1(bucketRef).specs[0]
+	v := ShardView{At: T, RateAt: T, Rate: 1.6, Others: 1.59, Drain: map[string]float64{"rps": 12}}
+	if got, want := v.accrual(rps, 1), 10.0/minAccrual*pace; got != want {
+		t.Fatalf("accrual %v, want %v (1/64 of the refill, paced)", got, want)
+	}
+}
+
+// A failed write returned an item whose day of the quota is spent (half a
+// request left), or whose cap has both its slots taken: the acquire is
+// refused from the item (an application limit short), though its rate
+// holds every token.
+func TestAnItemWithTheQuotaOrCapSpentIsShortForTheApplication(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	spent := dayItem(p, 0, 1, T, 500, 1)
+	spent[attrRefill] = store.Int(T + 1000)
+	if k := p.shortfall(image(t, spent), 1, T+1100, false); k != shortApp {
+		t.Errorf("a spent day: shortfall %d, want %d (the application's)", k, shortApp)
+	}
+	c := capPlan(inflight2)
+	if k := c.shortfall(capRing(t, c, T+1000, 2, 0), 1, T+1000, false); k != shortApp {
+		t.Errorf("a full cap: shortfall %d, want %d (the application's)", k, shortApp)
+	}
+}
+
+// fast is a limit of 1,000 tokens a second (a token a ms), burst 1,000.
+var fast = Limit{Name: "rps", Limit: bucket.Limit{Capacity: 1_000_000, Burst: 1_000_000, RefillAmount: 1_000_000, RefillPeriod: 1000}}
+
+// slow1 is a limit of a token a second, named to come first in a plan.
+var slow1 = perSecond("aslow", 1)
+
+// A process that knows another writer writes to the shard 0.2 times a ms
+// finds it full by now: the first write rides ahead (the full write would
+// fail on the others' writes within a token's 100 ms), and its slack
+// covers three of the others' gaps, 15 ms: it burns 0.15 token and lands
+// on a bucket full for less than 15 ms. A burn of the largest ride (3 %
+// of the burst, 30 ms) would take twice the refill it needs.
+func TestARideAheadBurnsForThreeOfTheOthersGaps(t *testing.T) {
+	p := plan1(bucketRef)
+	im := image(t, shape{rf: T - 2000}.item(p))
+	v := ShardView{Img: im, At: T, Rate: 0.3, Others: 0.2, RateAt: T}
+	ex, path, err := p.blind(&v, 1, T, 0.5, PathNone, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := renderExpr(ex)
+	if want := fmt.Sprintf("(b_rps_fl > %d)", T-15); path != PathSpeculative || !strings.Contains(got, want) {
+		t.Fatalf("%v: %s\nwant the ride-ahead write guarded by %s", path, got, want)
+	}
+}
+
+// An item whose pools hold part of the burst is never charged by the
+// ride-ahead write (its argument is made at the whole burst): the first
+// write on it, full by now, is the full write, whatever the others' rate.
+func TestTheFirstWriteOnAFullItemWithHoldsIsTheFullWrite(t *testing.T) {
+	p := plan1(bucketRef)
+	held := holdItem(p, shape{rf: T - 10_000}, 1, T-100, map[string]int64{"rps": 1000})
+	v := ShardView{Img: held, At: T, Rate: 0.3, Others: 0.2, RateAt: T}
+	if got := p.first(&v, 1, T); got != PathFull {
+		t.Fatalf("first write %v, want %v", got, PathFull)
+	}
+}
+
+// A plan of a token a second and 10 a second: a token takes a second to
+// refill, and that is the charge's refill time (not the 100 ms of the
+// faster limit). Burning 10 ms of the slow limit and 30 ms of the fast
+// one, the ride-ahead write lands only on a bucket full for less than the
+// shorter, 10 ms. A plan that charges nothing rides on no slack.
+func TestAPlansChargeTimeIsItsSlowestAndItsSlackItsShortest(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{slow1, rps10}, map[string]int64{"aslow": 1, "rps": 1})
+	if p.specs[0].name != "aslow" {
+		t.Fatalf("specs in the order %q, ...; the test wants the slow limit first", p.specs[0].name)
+	}
+	if got := p.chargeTime(1); got != 1000 {
+		t.Errorf("charge time %d ms, want 1000", got)
+	}
+	if got := p.slack(1, []int64{10, 300, 0}); got != 10 {
+		t.Errorf("slack %d ms, want 10", got)
+	}
+	none := NewPlan(bucketRef, []Limit{rps10}, map[string]int64{"rps": 0})
+	if got := none.slack(1, nil); got != 0 {
+		t.Errorf("a plan charging nothing: slack %d, want 0", got)
+	}
+}
+
+// A write lost a race and the item it returned says the bucket has been
+// full for 5 ms: with others writing, the write from it rides ahead
+// burning its cushion (10 ms of refill), which every racer lands, rather
+// than the full write only one of them wins.
+func TestAfterALostRaceABucketJustFullIsRiddenAhead(t *testing.T) {
+	p := plan1(bucketRef)
+	im := image(t, shape{rf: T - 1005, tk: map[string]int64{"rps": 0}}.item(p)) // full at T-5
+	v := ShardView{At: T - 500, Rate: 0.3, Others: 0.2, RateAt: T - 500}
+	if _, path, err := p.informed(im, v, 1, T, 0, true); err != nil || path != PathRetry {
+		t.Fatalf("path %v (%v), want %v", path, err, PathRetry)
+	}
+}
+
+// A write lost a race on a busy shard, and the process had no image of it
+// before: the write from the item returned, a bucket just below its
+// burst, burns headroom judged from that item (three tokens beside the
+// charge's one), as every write on a shared shard near its ceiling does.
+func TestTheWriteFromAReturnedItemBurnsHeadroomJudgedFromIt(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{fast}, map[string]int64{"rps": 1})
+	im := image(t, shape{rf: T, tk: map[string]int64{"rps": 999_000}, ahead: map[string]int64{"rps": 100}}.item(p))
+	v := ShardView{Rate: 0.5, Others: 0.4, RateAt: T}
+	ex, path, err := p.informed(im, v, 1, T, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := renderExpr(ex); path != PathRetry || !strings.Contains(got, "ADD b_rps_tk -4000,") {
+		t.Fatalf("%v: %s\nwant the consumption-only write taking 4 tokens", path, got)
+	}
+}
+
+// A bucket full of two limits since different instants has been full
+// since the earlier: a token a second full 950 ms before now, 10 a second
+// full 5 ms before.
+func TestABucketIsFullSinceItsEarliestLimit(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{slow1, rps10}, map[string]int64{"aslow": 1, "rps": 1})
+	im := image(t, shape{rf: T - 1000, tk: map[string]int64{"aslow": 950, "rps": 50}}.item(p))
+	if got := p.fullSince(im, T); got != T-950 {
+		t.Fatalf("full since %d, want %d", got, T-950)
+	}
+}
+
+// The bucket was doubled since the item a failed write returned (it says
+// one shard, the plan two): the write from it is the normal write, which
+// brings the item to two shards, not the consumption-only write, whose
+// condition on the shard count the item fails.
+func TestAnItemOfAnotherShardCountIsNotChargedByTheConsumptionWrite(t *testing.T) {
+	p := planBusy(bucketRef)
+	im := image(t, shape{rf: T, tk: map[string]int64{"rps": 5000}}.item(p))
+	if _, path, err := p.informed(im, ShardView{}, 2, T+1, 0, false); err != nil || path != PathNormal {
+		t.Fatalf("path %v (%v), want %v", path, err, PathNormal)
+	}
+}
+
+// A charge that also bills a failed write charges the hidden limit two
+// write units: that does not make a busy limit's shard one of few writes
+// (the hidden limit is the partition's, never the application's), so the
+// bucket may still double.
+func TestBilledWritesDoNotMakeABusyShardOneOfFewWrites(t *testing.T) {
+	if p := planBusy(bucketRef).withBilled(1); p.fewWrites(1) {
+		t.Fatal("a busy limit with a failed write billed counts as few writes")
+	}
+}
+
+// A writer's image is 100 ms old and showed the bucket (a token a ms)
+// full 200 ms before now; the others' writes since (0.4 a ms, 2 ms apart)
+// kept 80 ms of that: full-at is behind the clock. The distance behind
+// counts as none: the writer burns about one interval more than at the
+// target for its old news (1.1 intervals, 2 tokens in whole ms), not the
+// most a write burns (headroomGain), which would overshoot once the
+// others, correcting too, have moved full-at ahead.
+func TestAnOldImageOfABucketFullLongAgoBurnsLittleHeadroom(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{fast}, map[string]int64{"rps": 1})
+	im := image(t, shape{rf: T - 300, tk: map[string]int64{"rps": 900_000}}.item(p)) // full at T-200
+	v := ShardView{Img: im, At: T - 100, Rate: 0.5, Others: 0.4, RateAt: T - 100}
+	if b := p.headroom(&v, 1, T); burnOf(b, 0) != 2000 {
+		t.Fatalf("burn %v, want 2000 of rps", b)
+	}
+}
+
+// A throttle on a bucket being drained: the view is taken as saturated,
+// the others taking all but what a client ever leaves itself. On a limit
+// of a thousand tokens a second a request of one token is a small part of
+// the burst: the others are still taken to leave 1/64 of the refill. A
+// request of 6 tokens of a burst of 10 cannot wait on a bucket that fills
+// meanwhile: the others are taken to leave all of it, drain none (not a
+// negative drain).
+func TestASaturatedViewLeavesAtLeastASixtyFourthAndDrainsNoLessThanNone(t *testing.T) {
+	v := ShardView{At: T}
+	p := NewPlan(bucketRef, []Limit{fast}, map[string]int64{"rps": 1})
+	if d := v.saturated(p, 1, T).Drain["rps"]; d != 1000*(1-1.0/minAccrual) {
+		t.Errorf("one token of 1,000 a second: drain %v, want %v", d, 1000*(1-1.0/minAccrual))
+	}
+	six := NewPlan(bucketRef, []Limit{rps10}, map[string]int64{"rps": 6})
+	if d := v.saturated(six, 1, T).Drain["rps"]; d != 0 {
+		t.Errorf("6 tokens of a burst of 10: drain %v, want 0", d)
+	}
+}
+
+// An acquire charged a request of the day's quota on an item that did not
+// have it yet (its settlement carries no window), and an Adjust above the
+// estimate since left the day a request and a half in debt. The refund of
+// the request lands: a refund is not conditional on the day's floor (with
+// the floor, a day in debt deeper than the refund could never be given
+// it back), and the day is half a request in debt.
+func TestARefundReachesADayInDebtDeeperThanIt(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	st := sim(t, dayItem(p, 0, 1, T, -1500, 1))
+	ex, err := p.WithAmounts(map[string]int64{"req": -1000}).adjust(1, T+1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(context.Background(), store.UpdateInput{Key: bucketRef.Key(), Expr: ex}); err != nil {
+		t.Fatalf("the refund: %v (%s)", err, renderExpr(ex))
+	}
+	if left := attr(t, st, bucketRef, 0, "q_req_tk"); left != -500 {
+		t.Fatalf("the day holds %d, want -500", left)
+	}
+}
+
+// An adjust charges 500 of rps and refunds 500 of aslow after the shard
+// expired. The shard is made again full less the charge: aslow at its
+// burst (a bucket cannot be refunded above it, and nothing was counted
+// against it), rps at the burst less 500.
+func TestAnAdjustMakingAnExpiredShardAgainTakesOnlyItsCharges(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{slow1, rps10}, map[string]int64{"aslow": 1, "rps": 1})
+	st := sim(t)
+	a := NewAdjust(NewMemory(0), p.WithAmounts(map[string]int64{"aslow": -500, "rps": 500}), 0, 1)
+	play(t, st, a.Start(T), a.Feed, T, "update 0 adjust", "put 0 create", "done none")
+	if tk, tc := attr(t, st, bucketRef, 0, "b_aslow_tk"), attr(t, st, bucketRef, 0, "b_aslow_tc"); tk != 1000 || tc != 0 {
+		t.Errorf("aslow made holding %d, consumed %d; want its burst 1000, 0", tk, tc)
+	}
+	if tk := attr(t, st, bucketRef, 0, "b_rps_tk"); tk != 9500 {
+		t.Errorf("rps made holding %d, want 9500", tk)
+	}
+}
+
+// An adjust of 15 tokens of rps10 (a burst of 10) after the shard expired
+// makes it again 5 tokens in debt: it is full again 1.5 s later, and the
+// item lives an hour after twice that (the debt counts whole), not after
+// twice the second an empty bucket takes: expiring sooner would forgive
+// the debt.
+func TestAShardMadeInDebtLivesUntilTheDebtIsPaid(t *testing.T) {
+	p := plan1(bucketRef)
+	st := sim(t)
+	a := NewAdjust(NewMemory(0), p.WithAmounts(map[string]int64{"rps": 15_000}), 0, 1)
+	play(t, st, a.Start(T), a.Feed, T, "update 0 adjust", "put 0 create", "done none")
+	if ttl := attr(t, st, bucketRef, 0, store.AttrTTL); ttl != (T+3000)/1000+3600 {
+		t.Fatalf("expiry %d, want %d", ttl, (T+3000)/1000+3600)
+	}
+}
+
+// A process's first acquire on a key it has no item of, for a plan of
+// two rate limits of which it charges only rps: the blind write that also
+// creates the bucket leaves aslow, charged nothing, whole on the new item
+// (its total consumed, which an item is decoded with, and its full-at
+// instant, now), as the Put would.
+func TestABucketMadeByTheFirstWriteHoldsALimitItChargesNothing(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{slow1, rps10}, map[string]int64{"rps": 1})
+	ex, _, err := p.blind(&ShardView{}, 1, T, 0.5, PathNone, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := sim(t)
+	if _, err := st.Update(context.Background(), store.UpdateInput{Key: bucketRef.Key(), Expr: ex}); err != nil {
+		t.Fatalf("the first write: %v (%s)", err, renderExpr(ex))
+	}
+	image(t, st.Peek(bucketRef.Key()))
+	if tc, fl, fh := attr(t, st, bucketRef, 0, "b_aslow_tc"), attr(t, st, bucketRef, 0, "b_aslow_fl"), attr(t, st, bucketRef, 0, "b_aslow_fh"); tc != 0 || fl != T || fh != T {
+		t.Fatalf("aslow made with tc %d, fl %d, fh %d; want 0, %d, %d", tc, fl, fh, T, T)
+	}
+}
+
+// A limit of a token a second is added to a bucket that had only rps,
+// and rps is raised from 10 to 20 a second. The first acquire under the
+// new limits writes both: aslow new (its request counted in its total
+// consumed, which usage reads), rps with its new configuration (burst and
+// refill, which the next reader decodes the bucket with).
+func TestTheFirstAcquireUnderNewLimitsWritesThemIn(t *testing.T) {
+	old := image(t, shape{rf: T - 10_000}.item(plan1(bucketRef)))
+	p := NewPlan(bucketRef, []Limit{slow1, perSecond("rps", 20)}, map[string]int64{"aslow": 1, "rps": 1})
+	ex, err := p.normal(old, 1, T, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := sim(t, shape{rf: T - 10_000}.item(plan1(bucketRef)))
+	if _, err := st.Update(context.Background(), store.UpdateInput{Key: bucketRef.Key(), Expr: ex}); err != nil {
+		t.Fatalf("the write: %v (%s)", err, renderExpr(ex))
+	}
+	if tc := attr(t, st, bucketRef, 0, "b_aslow_tc"); tc != 1000 {
+		t.Errorf("aslow consumed %d, want the request's 1000", tc)
+	}
+	if bx, ra := attr(t, st, bucketRef, 0, "b_rps_bx"), attr(t, st, bucketRef, 0, "b_rps_ra"); bx != 20_000 || ra != 20_000 {
+		t.Errorf("rps stored with burst %d, refill %d; want 20000, 20000", bx, ra)
+	}
+	// And the expiry of the new limits: each full again within a second.
+	if ttl := attr(t, st, bucketRef, 0, store.AttrTTL); ttl != (T+2000)/1000+3600 {
+		t.Errorf("expiry %d, want %d", ttl, (T+2000)/1000+3600)
+	}
+}
+
+// Pools hold a token of a full bucket (its cap: 9 of its 10 tokens). A
+// process makes the normal write from that image, and a refund of half a
+// token lands first: the write must fail (the refill was capped, and the
+// refunded tokens would sit above the cap with this charge in the
+// excess), and the writer learns the item again.
+func TestANormalWriteOnAnItemWithHoldsFailsAfterARefund(t *testing.T) {
+	p := plan1(bucketRef)
+	raw := holdRaw(p, shape{rf: T - 10_000}, 1, T-100, map[string]int64{"rps": 1000})
+	st := sim(t, raw)
+	ex, err := p.normal(image(t, raw), 1, T, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refund, err := p.WithAmounts(map[string]int64{"rps": -500}).adjust(1, T)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := st.Update(ctx, store.UpdateInput{Key: bucketRef.Key(), Expr: refund}); err != nil {
+		t.Fatalf("the refund: %v", err)
+	}
+	if _, err := st.Update(ctx, store.UpdateInput{Key: bucketRef.Key(), Expr: ex}); err == nil {
+		t.Fatalf("the normal write landed after the refund: tk %d (%s)", attr(t, st, bucketRef, 0, "b_rps_tk"), renderExpr(ex))
+	}
+}
+
+// An item without an expiry (made by hand, or by a tool) is given one by
+// the first normal write on it: an hour after twice the time its bucket
+// takes to fill. Without it, the item would never expire.
+func TestANormalWriteGivesAnItemWithoutAnExpiryOne(t *testing.T) {
+	p := plan1(bucketRef)
+	it := shape{rf: T - 10_000}.item(p)
+	delete(it, store.AttrTTL)
+	st := sim(t, it)
+	ex, err := p.normal(image(t, it), 1, T, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(context.Background(), store.UpdateInput{Key: bucketRef.Key(), Expr: ex}); err != nil {
+		t.Fatalf("the write: %v (%s)", err, renderExpr(ex))
+	}
+	if ttl := attr(t, st, bucketRef, 0, store.AttrTTL); ttl != (T+2000)/1000+3600 {
+		t.Fatalf("expiry %d, want %d", ttl, (T+2000)/1000+3600)
+	}
+}
+
+// A full bucket of rps10 at one shard is doubled by an acquire's normal
+// write: shard 0 keeps at most its new share's burst, 5 tokens, less the
+// request. Refilled to the old burst of 10 and not capped at the new one,
+// it would hold 9: the doubling would raise what the bucket admits.
+func TestADoublingWriteCapsShardZeroAtItsShare(t *testing.T) {
+	p := planBusy(bucketRef)
+	it := shape{rf: T - 10_000}.item(p)
+	st := sim(t, it)
+	ex, err := p.normal(image(t, it), 2, T, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(context.Background(), store.UpdateInput{Key: bucketRef.Key(), Expr: ex}); err != nil {
+		t.Fatalf("the write: %v (%s)", err, renderExpr(ex))
+	}
+	if tk := attr(t, st, bucketRef, 0, "b_rps_tk"); tk != 4000 {
+		t.Fatalf("shard 0 holds %d, want 4000 (5 tokens less 1)", tk)
+	}
+}
+
+// A normal write billed for two failed writes besides its own (3 write
+// units) on a partition whose wcu gauge holds half a unit: the gauge,
+// never a condition, bottoms out at 0 rather than going into debt (a
+// shard not judged hot must not be refused for it later), and a gauge
+// already in debt (5 units, 4 refilled since) is charged down to no
+// lower than it stood after the refill, not back to its old debt nor to 0.
+func TestTheWriteUnitGaugeBottomsOutAtZero(t *testing.T) {
+	p := plan1(bucketRef).withBilled(2)
+	s := &p.specs[len(p.specs)-1]
+	if !s.hidden {
+		t.Fatal("the last spec is not the hidden limit")
+	}
+	for _, c := range []struct {
+		name          string
+		tk, rf1, want int64 // millitokens at rf T; the write's rf; what it leaves
+	}{
+		{"half a unit left", 500, T + 1, 0},
+		{"in debt", -5000, T + 5, -3000},
+	} {
+		im := image(t, shape{rf: T, tk: map[string]int64{"wcu": c.tk}}.item(p))
+		st, _ := p.normalStep(s, im, 1, c.rf1, 0, 0)
+		if got := st.old + st.delta; got != c.want {
+			t.Errorf("%s: the gauge left at %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// A bucket with a cap whose leases live an hour: every write's expiry is
+// past the cap's ring, not only an hour after its rate limits are full.
+func TestAWritesExpiryOutlivesItsCapsRing(t *testing.T) {
+	hour := Limit{Name: "calls", Limit: bucket.Limit{Capacity: 2000, Burst: 2000}, TTL: 3_600_000}
+	p := NewPlan(bucketRef, []Limit{rps10, hour}, map[string]int64{"rps": 1, "calls": 1})
+	if got, want := p.ttl(nil, 1, T), p.capExpiry(T); got < want {
+		t.Fatalf("expiry %d, before the cap's ring leaves the item (%d)", got, want)
+	}
+}
+
+// An adjust charging a token of a limit of a token a second (and, as
+// every write, a write unit) pushes the item's expiry by twice the
+// token's refill, 2 s: the write unit's millisecond is not the longest.
+func TestAnAdjustPushesTheExpiryByItsSlowestLimit(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{slow1}, map[string]int64{"aslow": 1})
+	if got := p.adjustTTL(1); got != 2 {
+		t.Fatalf("the expiry pushed %d s, want 2", got)
+	}
+}
+
+// An acquire charged rps under limits that also have aslow (charged
+// nothing); another process, configured with rps alone, has written the
+// item since. The adjust of the acquire's charge lands at once on that
+// item: it names only the limits it charges, not aslow, which the item
+// does not have.
+func TestAnAdjustLandsOnAnItemWithoutALimitItChargesNothing(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{slow1, rps10}, map[string]int64{"rps": 1})
+	st := sim(t, shape{rf: T - 100, tk: map[string]int64{"rps": 5000}}.item(plan1(bucketRef)))
+	ex, err := p.WithAmounts(map[string]int64{"rps": 500}).adjust(1, T)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(context.Background(), store.UpdateInput{Key: bucketRef.Key(), Expr: ex}); err != nil {
+		t.Fatalf("the adjust: %v (%s)", err, renderExpr(ex))
+	}
+}
+
+// The configuration changed since an acquire of rps: the adjust, from the
+// item its guarded write found, charges the limits that item still has
+// (adjustLoose). If rps is removed from the item before that write lands,
+// the write fails: it must not make rps again, half a token in debt.
+func TestALooseAdjustDoesNotBringBackARemovedLimit(t *testing.T) {
+	p := plan1(bucketRef).WithAmounts(map[string]int64{"rps": 500})
+	seen := image(t, shape{rf: T - 1000}.item(plan1(bucketRef)))
+	ex, ok, err := p.adjustLoose(seen)
+	if err != nil || !ok {
+		t.Fatalf("adjustLoose: %v, %v", ok, err)
+	}
+	st := sim(t, shape{rf: T - 500}.item(NewPlan(bucketRef, []Limit{slow1}, map[string]int64{"aslow": 1})))
+	if _, err := st.Update(context.Background(), store.UpdateInput{Key: bucketRef.Key(), Expr: ex}); err == nil {
+		t.Fatalf("the adjust landed on an item without rps: %v", st.Peek(bucketRef.Key()))
+	}
+}
+
+// A process acquired 3 tokens of a limit of a thousand a second in its
+// last 50 ms: its next write reserves what it will likely ask for in the
+// next PoolHorizonMs, 6 tokens, not the most a pool may hold (an eighth of
+// the burst, 125): tokens reserved beyond the demand wait in the pool,
+// out of every other process's reach.
+func TestAPoolReservesForTheDemandNotTheMost(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{fast}, map[string]int64{"rps": 1})
+	ps := NewPools()
+	for _, at := range []int64{T, T + 10, T + 20} {
+		ps.Granted(p, at)
+	}
+	if got := ps.Extra(p, 1, T+50); got["rps"] != 6000 {
+		t.Fatalf("extra %v, want 6000 of rps", got)
+	}
+	// The same with a clock that starts at the Unix epoch (a test's fake
+	// clock): the demand is measured from the first request, at 100 ms,
+	// not from the epoch (which would make it a third of that).
+	ps = NewPools()
+	for _, at := range []int64{100, 110, 120} {
+		ps.Granted(p, at)
+	}
+	if got := ps.Extra(p, 1, 150); got["rps"] != 6000 {
+		t.Fatalf("from the epoch: extra %v, want 6000 of rps", got)
+	}
+}
+
+// A process measured the others consuming 8 millitokens a ms of shard 1
+// of a bucket of 2 shards. It learns the bucket doubled to 4: each shard
+// now gets half the refill it had, and the others' consumption of shard 1
+// is taken to spread with it, 4 a ms. Kept at 8, the estimate would count
+// a shard far below its limit as at it.
+func TestADoublingSpreadsTheOthersDrainOfEveryShard(t *testing.T) {
+	m := NewMemory(16)
+	p := plan1(bucketRef)
+	knows(t, m, bucketRef, shape{n: 2, rf: T}.item(p), 2, T)
+	knows(t, m, bucketRef, shape{shard: 1, n: 2, rf: T}.item(p), 2, T)
+	measured(m, bucketRef, 1, 0.5, 0.4, T, map[string]float64{"rps": 8})
+	m.learn(bucketRef, 0, nil, 4, T+100, 0, nil)
+	if v, _ := m.viewOf(bucketRef, 1); v.Drain["rps"] != 4 {
+		t.Fatalf("shard 1's drain %v, want 4", v.Drain)
+	}
+}
+
+// A window in which the shard's write units grew by less than this
+// process's own writes counted in it (one of them landed in the next
+// window's count): the others wrote nothing in it, not a negative rate.
+func TestTheOthersRateIsNeverNegative(t *testing.T) {
+	si := &shardInfo{ownW: 5000}
+	si.writeRates(3000, 10)
+	if si.others != 0 || si.rate != 0.3 {
+		t.Fatalf("rate %v, others %v; want 0.3, 0", si.rate, si.others)
+	}
+}
+
+// A shard this process measures at the partition's ceiling: three
+// throttles make it hot (its bucket may double), and a write that lands
+// after them is no fourth reason to say so: only a throttle is.
+func TestOnlyAThrottleSaysAShardIsHot(t *testing.T) {
+	m := NewMemory(16)
+	for i := int64(0); i < busyThrottles; i++ {
+		if hot := m.noteWrite(bucketRef, 0, 1, true, busyCeiling, T+i); hot != (i == busyThrottles-1) {
+			t.Fatalf("throttle %d: hot %v", i+1, hot)
+		}
+	}
+	if m.noteWrite(bucketRef, 0, 1, false, busyCeiling, T+10) {
+		t.Fatal("a write that landed says the shard is hot")
+	}
+}
+
+// A shard measured near the ceiling, written once after a quiet while and
+// then throttled every other write: the fifth throttle, with as many
+// writes that landed between them, makes it hot. The write before the
+// first throttle is not counted against them: the window that judges the
+// partition starts at its first throttle.
+func TestTheHotWindowStartsAtTheFirstThrottle(t *testing.T) {
+	m := NewMemory(16)
+	knows(t, m, bucketRef, shape{rf: T - 1000}.item(plan1(bucketRef)), 1, T-1000)
+	m.noteWrite(bucketRef, 0, 1, false, busyNear, T)
+	throttled := []bool{true, false, true, false, true, false, true, false, false, true}
+	for i, th := range throttled {
+		hot := m.noteWrite(bucketRef, 0, 1, th, busyNear, T+1+int64(i))
+		if last := i == len(throttled)-1; hot != last {
+			t.Fatalf("write %d (throttled %v): hot %v, want %v", i+1, th, hot, last)
+		}
+	}
+}
+
+// A write of this process landed and returned the item, refilled by it:
+// the memory keeps that the item's rf is its own, so that its next first
+// write on the bucket, full by now, is the full write (no one else wrote
+// since, or its rates would say so), not the write the plan's first
+// writes found right.
+func TestALandedWriteKnowsItsOwnRefill(t *testing.T) {
+	m := NewMemory(16)
+	img := image(t, shape{rf: T}.item(plan1(bucketRef)))
+	m.mu.Lock()
+	m.landedLocked(bucketRef, 0, false, 1, busyNo, img, true, 1, T+5, 5, nil)
+	m.mu.Unlock()
+	if v, _ := m.viewOf(bucketRef, 0); !v.OwnRefill {
+		t.Fatal("the item its own write returned is not of its own refill")
+	}
+}
+
 // Mutants of internal/engine's later files that no test kills, and why
 // (tools/mutate, the engine's own tests; see docs/testing.md):
 //   - quota.go, forShard's `if len(p.quotas) == 0` return deleted:
@@ -863,12 +1423,6 @@ func TestARenamedOrMovedQuotaChangesTheLimitsHash(t *testing.T) {
 //     removed: equivalent. The write that adds it is the normal write
 //     under the rf lock (it moves rf): a second writer from the same image
 //     fails on rf, and no other code writes a quota's window.
-//   - quota.go, emitQuotas' `if q.amount > 0` around the floor deleted
-//     (the floor for any amount): not killed. It differs only for a refund
-//     (amount < 0) built without its window (at 0) on an item that has the
-//     quota in the window of now in a debt deeper than the refund: an
-//     acquire never charges a negative amount, and a settlement carries
-//     its window whenever its acquire's item had the quota.
 //   - quota.go, At's `if len(p.quotas) == 0` return deleted:
 //     equivalent. The clone it returns instead has the same specs and no
 //     quota to pin (Settling then clones no second time).
@@ -937,3 +1491,84 @@ func TestARenamedOrMovedQuotaChangesTheLimitsHash(t *testing.T) {
 //   - plan.go, quotaHash's mix(0) after each string removed: not killed.
 //     As capHash's separators: the strings and numbers still enter in
 //     order, and no collision was found.
+//   - decide.go, shortfall's `if s.hidden { at = max(now, im.rf) }` (the
+//     if, its assignment, and max dropping either argument): the code was
+//     removed. projected counts no refill before rf: judged at a now
+//     behind rf, the wcu gauge is already as at rf.
+//   - decide.go, latencyTarget's `if lat <= 0 || 2*lat <= target ||
+//     l.RefillAmount <= 0` return deleted: equivalent. A latency of at most
+//     half the target gives min(2*lat, most) <= target, which max drops;
+//     a limit that does not refill has a rate of 0 and burns nothing,
+//     whatever its target.
+//   - decide.go, latencyTarget's `max(target, ...)` dropping target:
+//     equivalent. Past the return, 2*lat > target, and most (the refill
+//     of 1/20 of the burst, at most 100 ms) is at least target (of 1/100,
+//     at most 50 ms).
+//   - decide.go, headroom's gain `min(..., headroomGain)` dropping
+//     headroomGain: equivalent. ahead >= 0: gain <= 1 + target/max(target,
+//     age) <= 2, headroomGain.
+//   - decide.go, headroom's `if target < 1 || gain <= 0` continue
+//     deleted: equivalent. The burn is at most target*rate (or
+//     gain*interval*rate, NaN when target and age are 0) less the charge:
+//     not positive, and withBurn keeps none.
+//   - decide.go, knowsOthers' `if v.RateAt == 0 && v.Rate <= 0` return
+//     deleted: equivalent. The memory has no others' rate without an
+//     estimate (Others 0), and now - 0 is far beyond estimateAge.
+//   - paths.go, cushionTokens' `if h == 0` return, orCreate's
+//     `start[s.tc] = 0`, emitNormal's SET of the limits hash and
+//     adjustTTL's `if longest == 0` return: the code was removed. A refill
+//     period is at least 1 ms (0 ms refill to 0), a name missing from
+//     start reads 0, emitNormal's item has the plan's hash (its write is
+//     conditional on it), and (2*0+999)/1000 is 0.
+//   - paths.go, cushion's `max(h, cushionWithin(..., 20))` dropping h:
+//     equivalent. With lat > h, the latency cushion (at most min(lat,
+//     100 ms) and the refill of 1/20 of each burst) is at least h (at
+//     most 10 ms and the refill of 1/100).
+//   - paths.go, cushion's `if s.hidden` continue deleted: equivalent. The
+//     wcu gauge's 1,000 write units pay any cushion (at most 100 ms of
+//     its refill: 100 units) beside a charge of fewer than 900 units.
+//   - paths.go, orCreate's `b.conds = b.condsIn[:0]` removed: equivalent.
+//     The conditions are appended to a nil slice instead of the builder's
+//     array: an allocation, not another write.
+//   - paths.go, orCreate's `max(s.amount, 0)` (twice) and normal's
+//     `SetIfNotExistsPlus(s.tc, 0, max(s.amount, 0))` dropping the 0:
+//     equivalent. orCreate makes only an acquire's first write, which
+//     charges no negative amount; a refund on an item without the limit
+//     is an adjust's, made by adjustLoose (the item's hash differs).
+//   - paths.go, normal's `tks[i] = l.Burst - s.amount` for a limit new to
+//     the item removed: equivalent. The expiry counts only a balance below
+//     zero, and an acquire charging more than the burst of a limit new to
+//     the item is refused before writing (shortfall: it starts full).
+//   - paths.go, normal's condition that the item has an expiry (before
+//     the ADD to it) removed, and emitNormal's condition on the shard
+//     count: equivalent. Both writes are conditional on the image's rf:
+//     the item is the image's (which had the expiry), and every write that
+//     changes the shard count (a doubling, under the rf lock) moves rf.
+//   - paths.go, normalStep's `max(0, capSeen+shift)` dropping the 0:
+//     equivalent, as fullHeld's: the shift lowers the cap only by the
+//     write's own new hold, which its charge includes.
+//   - paths.go, normalStep's room `max(0, min(old.Burst, capSeen) -
+//     refilled)` dropping the 0, old.Burst or capSeen: equivalent. ceil is
+//     used only by a write that does not rescale, where old.Burst (the
+//     cap at the image's count) and capSeen (at n) are the same, and
+//     refilled is at most old.Burst.
+//   - pool.go, Used's `max(p.left[name], 0)` dropping the 0: equivalent.
+//     A pool's left never goes below 0: Take and Debit take at most what
+//     it holds, and Give only adds.
+//   - memory.go, vouchedUntil's `max(ttl, 0)` dropping the 0: equivalent.
+//     A negative expiry vouches until before 1970 either way: never,
+//     for a clock past the epoch.
+//   - memory.go, learnIn's `if b.doubling != 0 && b.n > b.doubling`
+//     (clearing a landed doubling) deleted: equivalent. pendingDoubling,
+//     the only reader of b.doubling, clears it on the same condition.
+//   - memory.go, spreadDrain's `if len(drain) == 0 || from <= 0 || n <=
+//     from` return deleted: equivalent. It is called only for a count that
+//     grew (n > from >= 1), and an empty map reads as nil.
+//   - memory.go, pendingDoubling's `if b.doubling == 0` return deleted:
+//     equivalent. With no doubling, doublingUntil is 0: the next test
+//     clears b.doubling (already 0) and returns 0.
+//   - memory.go, noteWriteIn's reset of a window over (`*w =
+//     throttleWindow{}` before a landed write's return) removed:
+//     equivalent. The window left is over or of another count: the next
+//     throttle starts a new one, and mayDouble, its other reader, needs
+//     a window of now and of the count.

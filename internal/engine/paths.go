@@ -274,9 +274,6 @@ func (p *Plan) cushionWithin(n, h, share int64) int64 {
 
 // cushionTokens is the refill of h ms, rounded up (millitokens).
 func cushionTokens(l bucket.Limit, h int64) int64 {
-	if h == 0 {
-		return 0
-	}
 	return (h*l.RefillAmount + l.RefillPeriod - 1) / l.RefillPeriod
 }
 
@@ -367,9 +364,8 @@ func (p *Plan) orCreate(n, now int64, emit func(*builder)) (ex store.Expr, ok bo
 		s := &p.specs[i]
 		l := s.perShard(n)
 		lo, hi := l.RefillTime(max(s.amount, 0))
-		start[s.tk] = l.Burst - max(s.amount, 0) - probe.added[s.tk]
-		start[s.tc] = 0
-		start[s.fl] = now + lo - probe.added[s.fl] // a full bucket at rf = now, less the charge
+		start[s.tk] = l.Burst - max(s.amount, 0) - probe.added[s.tk] // (tc starts at 0)
+		start[s.fl] = now + lo - probe.added[s.fl]                   // a full bucket at rf = now, less the charge
 		start[s.fh] = now + hi - probe.added[s.fh]
 	}
 	b := newBuilder(start)
@@ -547,8 +543,7 @@ func (p *Plan) emitNormal(k *builder, im *Image, n, now int64, floors bool, burn
 		st, _ := p.normalStep(&p.specs[i], im, n, rf1, burnOf(burn, i), 0)
 		tks[i] = st.old + st.delta
 	}
-	k.set(attrRefill, rf1)
-	k.set(attrLimitsHash, p.hash)
+	k.set(attrRefill, rf1) // (the limits hash is the image's: it stays)
 	ttl := p.ttlOn(im, tks[:len(p.specs)], n, rf1)
 	// ADD, not SET: a concurrent Adjust may have pushed the expiry for its
 	// debt (see ttl). The caller checked that the image has a ttl.
@@ -701,10 +696,7 @@ func (p *Plan) adjustTTL(n int64) int64 {
 			longest = max(longest, hi)
 		}
 	}
-	if longest == 0 {
-		return 0
-	}
-	return (2*longest + 999) / 1000
+	return (2*longest + 999) / 1000 // 0 when nothing is charged
 }
 
 // adjust charges (amount > 0) or refunds (amount < 0) each limit, without
