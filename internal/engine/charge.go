@@ -171,6 +171,8 @@ type Charge struct {
 	// when a throttle leaves no shard to try, the store is asked there,
 	// once (see spread).
 	guessed int
+	// throttles counts the acquire's throttled writes (see spread).
+	throttles int
 
 	// Set when Done. At is the now (the client's clock, Unix ms) the
 	// successful write was made at: the epoch of the caps it charged.
@@ -686,6 +688,7 @@ func (c *Charge) charged(img *Image, now int64) Step {
 
 // throttled handles a write the partition refused.
 func (c *Charge) throttled(err error, now int64) Step {
+	c.throttles++
 	if c.p.fewWrites(c.n) && c.p.draining(c.view, c.n, now) && !c.o.NoLocalRefusals {
 		// The limits admit too few writes to heat the partition, and the
 		// bucket is being drained: the attempts it refuses heat it. The
@@ -710,6 +713,11 @@ func (c *Charge) throttled(err error, now int64) Step {
 	return c.spread(err, now)
 }
 
+// recountThrottles is how many throttled writes of one acquire, each on
+// another shard, send it to read shard 0's count when no shard is left,
+// however little the client measured (see spread).
+const recountThrottles = 2
+
 // spread tries another shard after a throttle, or gives up with it.
 func (c *Charge) spread(err error, now int64) Step {
 	// (Not when a quota needs shard 0 first, and shard 0 is what refused:
@@ -727,14 +735,17 @@ func (c *Charge) spread(err error, now int64) Step {
 		c.enter(g-1, now)
 		return c.blindWrite(now)
 	}
-	if c.throttle == nil && c.phase == phWrite && c.view.busyness(now) != busyNo {
+	if c.throttle == nil && c.phase == phWrite && (c.view.busyness(now) != busyNo || c.throttles >= recountThrottles) {
 		// No shard left at the count this client knows, on a shard it
-		// measured near its partition's ceiling; but a throttled write
-		// returns no item, and the bucket may have doubled since the
+		// measured near its partition's ceiling, or after throttles on
+		// recountThrottles shards (when a key gets hot from a cold
+		// start, its clients have not measured the rate yet: it takes
+		// two items 400 ms apart); but a throttled write returns no
+		// item, and the bucket may have doubled since the
 		// client learned its count (its writers crowd the old shards
 		// until they learn it): read shard 0's count (a consistent read,
 		// 1 RCU; reads do not count against the partition's writes)
-		// before answering unavailable. (A throttle on a shard not
+		// before answering unavailable. (One throttle on a shard not
 		// measured busy is a storm or bad luck, not a split.)
 		c.throttle = err
 		c.phase, c.path = phRecount, PathDiscover

@@ -234,7 +234,9 @@ func TestLocalRefusalsStopAfterExhaustedShards(t *testing.T) {
 
 // After a throttle an acquire tries another shard (another partition)
 // while fewer than exhaustedShards and fewer than all were tried; after a
-// refusal, likewise; then the throttle or the refusal is the answer.
+// refusal, likewise; then the refusal is the answer, and after throttles
+// on recountThrottles shards or more, shard 0's count is read (then the
+// throttle is the answer, see TestStoryThrottledEverywhereReadsTheCount).
 func TestSpreadAndExhaustedStopAtTheirBounds(t *testing.T) {
 	p := plan1(bucketRef)
 	for _, c := range []struct {
@@ -243,8 +245,8 @@ func TestSpreadAndExhaustedStopAtTheirBounds(t *testing.T) {
 		tries int
 		want  string
 	}{
-		{2, throttle, 2, "err"},
-		{4, throttle, 3, "err"},
+		{2, throttle, 2, "get [0] discover"},
+		{4, throttle, 3, "get [0] discover"},
 		{2, failed(shape{n: 2, rf: T, tk: rpsShort}.item(p)), 2, "refused reject"},
 		{4, failed(shape{n: 4, rf: T, tk: rpsShort}.item(p)), 3, "refused reject"},
 	} {

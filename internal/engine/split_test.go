@@ -109,11 +109,13 @@ func TestStoryAGuessedShardIsAskedAfterAThrottle(t *testing.T) {
 		{"refused reject", Result{}},
 	})
 
-	// Asked once: throttled there too, the throttle is the answer.
+	// Asked once: throttled there too, shard 0's count is read; it shows
+	// no doubling, and the throttle (shard 1's) is the answer.
 	c = NewCharge(filling(), p, picks(1, 0), Options{})
 	converse(t, c.Start(T), c.Feed, T, []exchange{
 		{"update 0 full", throttle},
 		{"update 1 speculative", throttle},
+		{"get [0] discover", found(shape{n: 2, rf: T - 5}.item(p))},
 		{"err", Result{}},
 	})
 }
@@ -175,6 +177,55 @@ func TestStoryAThrottleOverTheCeilingDoublesAtOnce(t *testing.T) {
 	converse(t, c.Start(T+2), c.Feed, T+2, []exchange{
 		{"update 0 full", throttle},
 		{"get [0] discover", found(one)},
+		{"err", Result{}},
+	})
+}
+
+// A key gets hot from a cold start: its writers have not measured the
+// shards' write rate yet (it takes two items 400 ms apart), and another
+// client doubled the bucket. An acquire at the two shards this client
+// knows is throttled on both, and ended unavailable. It reads shard 0's
+// count instead (a consistent read: read capacity is not the partition's
+// write ceiling) and goes on at the count it shows; when the count is the
+// one it knows, the throttle is the answer.
+func TestStoryThrottledEverywhereReadsTheCount(t *testing.T) {
+	busy40 := Limit{Name: "rps", Limit: bucket.Limit{Capacity: 10_000, Burst: 10_000, RefillAmount: 4_000_000, RefillPeriod: 1000}}
+	p := NewPlan(bucketRef, []Limit{busy40}, map[string]int64{"rps": 1})
+	two := func() *Memory {
+		m := NewMemory(0)
+		m.learn(bucketRef, 0, nil, 2, T, 0, nil)
+		vouch(m, bucketRef, T)
+		return m
+	}
+
+	// Another client doubled to four: the acquire goes on to a new shard.
+	m := two()
+	c := NewCharge(m, p, picks(1, 0, 0), Options{})
+	s := c.Start(T)
+	for i := 0; i < 2; i++ {
+		if s.Call == nil || s.Call.Update == nil {
+			t.Fatalf("try %d: %q, want a write", i, describe(s))
+		}
+		s = c.Feed(throttle, T)
+	}
+	if describe(s) != "get [0] discover" {
+		t.Fatalf("throttled on both shards: %q, want a read of shard 0's count", describe(s))
+	}
+	s = c.Feed(found(shape{n: 4, rf: T}.item(p)), T)
+	if d := describe(s); len(d) < 8 || (d[:8] != "update 2" && d[:8] != "update 3") {
+		t.Fatalf("shard 0 shows four shards: %q, want a write to shard 2 or 3", d)
+	}
+	if m.Count(bucketRef) != 4 {
+		t.Fatalf("count %d, want 4 learnt", m.Count(bucketRef))
+	}
+
+	// No one doubled: the throttle is the answer (one client's throttles,
+	// which a storm makes too, are no reason to double).
+	c = NewCharge(two(), p, picks(1), Options{})
+	converse(t, c.Start(T), c.Feed, T, []exchange{
+		{"update 1 speculative", throttle},
+		{"update 0 full", throttle},
+		{"get [0] discover", found(shape{n: 2, rf: T}.item(p))},
 		{"err", Result{}},
 	})
 }
