@@ -541,6 +541,7 @@ func (c *Charge) afterFunded(r *Result, now int64) Step {
 	var img *Image
 	if r.Err == nil && len(r.Batch.Items) == 2 {
 		img, _ = Decode(r.Batch.Items[0])
+		img = c.mine.funded(r.Batch.Items[0], img)
 		if donor, err := Decode(r.Batch.Items[1]); err == nil && donor != nil {
 			c.learnDonor(donor, now)
 		}

@@ -256,6 +256,32 @@ func (p *Plan) transfer(im *Image, now int64) (in store.UpdateInput, donor int, 
 	return store.UpdateInput{Key: p.Ref.WithShard(donor).Key(), Expr: ex, ReturnOldOnConditionFailure: true}, donor, true
 }
 
+// funded returns the image of the shard a transfer started a window on,
+// from raw, its item read after the transaction (img, decoded): as read,
+// unless a transferred quota's window there is no longer the one the
+// transfer started (it ended between the transaction and the read, and
+// another writer started the next). The image says the transfer's window
+// then: a lease settles in the window its acquire charged (see At).
+func (p *Plan) funded(raw store.Item, img *Image) *Image {
+	var pinned store.Item
+	for i := range p.quotas {
+		q := &p.quotas[i]
+		if ws, _, ok := img.quota(q); q.empty() && q.fund >= q.amount && ok && ws != q.w0 {
+			if pinned == nil {
+				pinned = maps.Clone(raw)
+			}
+			pinned[q.ws] = store.Int(q.w0)
+		}
+	}
+	if pinned == nil {
+		return img
+	}
+	if out, err := Decode(pinned); err == nil && out != nil {
+		return out
+	}
+	return img
+}
+
 func (q *quota) onShard(shard int, im0 *Image) {
 	q.shard, q.w0, q.n0 = shard, 0, 0
 	if shard != 0 {

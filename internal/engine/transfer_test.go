@@ -313,3 +313,38 @@ func TestStoryACascadeRefundsAParentChargedByATransfer(t *testing.T) {
 		t.Errorf("the project's shard 1 holds %d of the day, want the 300000 moved to it, the request refunded", left)
 	}
 }
+
+// The day ends between the transaction and the read that follows it, and
+// another writer starts the next day on shard 1: the item read says the
+// next day, but the acquire charged the day the transfer started. Its
+// lease keeps an image of that day, so that an Adjust or a Rollback
+// settles there (see Plan.At), not in the next day, which would give the
+// next day tokens this one took.
+func TestStoryATransferReadAfterTheDayEndedKeepsTheDayItCharged(t *testing.T) {
+	p, st, m := splitDay(t, 600_000, T+100)
+	c := NewCharge(m, p, picks(1), Options{})
+	s := c.Feed(exec(t, st, c.Start(T+100)), T+105)
+	if got := describe(s); !strings.HasPrefix(got, "transact [1 0] ") {
+		t.Fatalf("%q, want the transaction", got)
+	}
+	s = c.Feed(exec(t, st, s), T+110)
+	if got := describe(s); got != "get [1 0] discover" {
+		t.Fatalf("after the transaction: %q, want the read", got)
+	}
+	// Another writer starts the next day on shard 1.
+	it := st.Peek(p.Ref.WithShard(1).Key())
+	it["q_req_ws"] = store.Int(T + day)
+	it["q_req_tk"] = store.Int(400_000)
+	if _, err := st.Put(context.Background(), store.PutInput{Item: it}); err != nil {
+		t.Fatal(err)
+	}
+	if s = run(t, st, c, s, T+day+5); !s.Done || c.Shard != 1 || c.Img == nil {
+		t.Fatalf("the acquire ends %q on shard %d (image %v), want admitted on shard 1 with an image", describe(s), c.Shard, c.Img != nil)
+	}
+	if ws, _ := c.Img.raw.Int("q_req_ws"); ws != T {
+		t.Errorf("the lease's image says the day from %d, want %d: the day the transfer started and the acquire charged", ws, T)
+	}
+	if at := p.At(c.Img).quotas[0].at; at != T {
+		t.Errorf("a settlement of the lease goes to the day from %d, want %d", at, T)
+	}
+}
