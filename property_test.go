@@ -332,8 +332,9 @@ func genConfig(t *rapid.T, long bool) sim.Config {
 	// A concurrency cap in place of the last limit (drawn last, so the draws
 	// above stay as they were), beside rates, in a quarter of the
 	// configurations without a quota, with several resources too (each Also
-	// resource's bucket has the cap, at its limits' factor; the checker
-	// follows the leases on every bucket an acquire charges):
+	// resource's bucket has the cap, at its limits' factor, and so has a
+	// cascade's parent; the checker follows the leases on every bucket an
+	// acquire charges):
 	// every lease is held for its call, the cap of 1 to 50 leases (200 to
 	// 2,000 under sharding pressure, where the bucket doubles under the
 	// leases and a smaller cap would stop the doublings) refuses some of
@@ -350,6 +351,16 @@ func genConfig(t *rapid.T, long bool) sim.Config {
 			factor := wl.AlsoLimits[nl-1].Capacity / wl.Limits[nl-1].Capacity
 			wl.AlsoLimits[nl-1] = cp
 			wl.AlsoLimits[nl-1].Capacity *= factor
+		}
+		for i := range wl.Entities {
+			// A cascade's parents get the cap too, at their factor: a
+			// team's cap above its keys' caps.
+			if e := &wl.Entities[i]; e.NoTraffic && len(e.Limits) == nl {
+				factor := e.Limits[nl-1].Capacity / wl.Limits[nl-1].Capacity
+				e.Limits = slices.Clone(e.Limits)
+				e.Limits[nl-1] = cp
+				e.Limits[nl-1].Capacity *= factor
+			}
 		}
 		wl.Limits[nl-1] = cp
 		wl.Consume[nl-1] = sim.Range{Min: 1, Max: 1}
