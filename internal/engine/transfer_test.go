@@ -348,3 +348,37 @@ func TestStoryATransferReadAfterTheDayEndedKeepsTheDayItCharged(t *testing.T) {
 		t.Errorf("a settlement of the lease goes to the day from %d, want %d", at, T)
 	}
 }
+
+// The transaction of TestStoryATransferSomeoneElseMadeFirstLeavesTheDonorAlone,
+// lost to another process's transfer, leaves the memory as it found it
+// plus what it learnt: nothing of the acquire pending once it is done
+// (the cancelled transaction's write landed, so the memory stopped
+// counting it), and shard 0's item as the failed transaction returned it,
+// 300000 left after the other process's transfer, not the 600000 seen
+// before.
+func TestStoryALostTransferLeavesNothingPendingAndLearnsTheDonor(t *testing.T) {
+	p, st, m := splitDay(t, 600_000, T+100)
+	c := NewCharge(m, p, picks(1), Options{})
+	s := c.Feed(exec(t, st, c.Start(T+100)), T+105)
+	if got := describe(s); !strings.HasPrefix(got, "transact [1 0] ") {
+		t.Fatalf("%q, want the transaction", got)
+	}
+	other := NewCharge(speculating(NewMemory(0)), p, picks(1), Options{})
+	knows(t, other.m, bucketRef, dayItem(p, 0, 2, T, 600_000, 1), 2, T+100)
+	if s2 := run(t, st, other, other.Start(T+100), T+106); !s2.Done || other.Shard != 1 {
+		t.Fatalf("the other process: %q on shard %d, want admitted on shard 1", describe(s2), other.Shard)
+	}
+	if s = run(t, st, c, c.Feed(exec(t, st, s), T+110), T+115); !s.Done || c.Shard != 1 {
+		t.Fatalf("the acquire ends %q on shard %d, want admitted on shard 1", describe(s), c.Shard)
+	}
+	if pending := m.View(p.Ref, 1).Pending; len(pending) != 0 {
+		t.Errorf("shard 1 has %v pending after the acquire, want nothing", pending)
+	}
+	im0 := m.View(p.Ref, 0).Img
+	if im0 == nil {
+		t.Fatal("the memory forgot shard 0")
+	}
+	if left, _ := im0.raw.Int("q_req_tk"); left != 300_000 {
+		t.Errorf("the memory's image of shard 0 holds %d of the day, want the 300000 its failed condition returned", left)
+	}
+}
