@@ -382,3 +382,42 @@ func TestStoryALostTransferLeavesNothingPendingAndLearnsTheDonor(t *testing.T) {
 		t.Errorf("the memory's image of shard 0 holds %d of the day, want the 300000 its failed condition returned", left)
 	}
 }
+
+// donorFailed is a transaction cancelled on the donor's condition, the
+// donor's item returned.
+func donorFailed(donor store.Item) Result {
+	return Result{Err: &store.TransactionCanceledError{Reasons: []store.CancellationReason{
+		{Code: store.ReasonNone}, {Code: store.ReasonConditionalCheckFailed, Item: donor}}}}
+}
+
+// Shard 0, the donor, doubled to 4 shards since the process saw it at 2:
+// its condition fails, and the item it returns, shard 0's, the authority
+// on the count, teaches the memory the 4 shards.
+func TestStoryADonorsRefusalTeachesTheShardCount(t *testing.T) {
+	p, st, m := splitDay(t, 600_000, T+100)
+	c := NewCharge(m, p, picks(1, 1, 1), Options{})
+	s := c.Feed(exec(t, st, c.Start(T+100)), T+105)
+	if got := describe(s); !strings.HasPrefix(got, "transact [1 0] ") {
+		t.Fatalf("%q, want the transaction", got)
+	}
+	c.Feed(donorFailed(dayItem(p, 0, 4, T, 400_000, 1)), T+110)
+	if n := m.Count(p.Ref); n != 4 {
+		t.Errorf("the memory counts %d shards after shard 0's item said 4, want 4", n)
+	}
+}
+
+// A donor whose condition fails again and again, each time with an item
+// that could still fund the transfer (another process keeps moving its
+// tokens just before): the acquire gives up on the shard after its
+// attempts, rather than try the transaction forever.
+func TestStoryADonorFailingForeverEndsTheTries(t *testing.T) {
+	p, st, m := splitDay(t, 600_000, T+100)
+	c := NewCharge(m, p, picks(1, 0), Options{})
+	s := c.Feed(exec(t, st, c.Start(T+100)), T+105)
+	for i := 0; i <= maxSlowAttempts && strings.HasPrefix(describe(s), "transact [1 0] "); i++ {
+		s = c.Feed(donorFailed(dayItem(p, 0, 2, T, 600_000, 1)), T+110)
+	}
+	if got := describe(s); strings.HasPrefix(got, "transact ") {
+		t.Fatalf("after %d refusals of the donor: %q, want the shard given up", maxSlowAttempts+1, got)
+	}
+}
