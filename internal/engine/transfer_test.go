@@ -421,3 +421,50 @@ func TestStoryADonorFailingForeverEndsTheTries(t *testing.T) {
 		t.Fatalf("after %d refusals of the donor: %q, want the shard given up", maxSlowAttempts+1, got)
 	}
 }
+
+// At 4 shards, shard 3 split from shard 1, but shard 1 is nearly spent
+// (1.5 requests, half of which cannot pay one): shard 3's transfer comes
+// from shard 0, half of what shard 0's image shows, not half of shard 1's.
+func TestStoryASpentParentLeavesTheTransferToShardZero(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100_000), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	shard0 := dayItem(p, 0, 4, T, 600_000, 1)
+	shard1 := dayItem(p, 1, 4, T, 1_500, 0)
+	st := sim(t, shard0, shard1, dayItem(p, 3, 4, T-day, 0, 0))
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, shard0, 4, T+100)
+	knows(t, m, bucketRef, shard1, 4, T+100)
+	c := NewCharge(m, p, picks(3), Options{})
+	s := c.Feed(exec(t, st, c.Start(T+100)), T+105)
+	if got := describe(s); !strings.HasPrefix(got, "transact [3 0] ") {
+		t.Fatalf("after shard 3's answer: %q, want a transaction on shard 3 and shard 0", got)
+	}
+	if s = run(t, st, c, s, T+110); !s.Done || c.Shard != 3 {
+		t.Fatalf("the acquire ends %q on shard %d, want admitted on shard 3", describe(s), c.Shard)
+	}
+	if left := attr(t, st, p.Ref, 0, "q_req_tk"); left != 300_000 {
+		t.Errorf("shard 0 holds %d, want 300000 (it gave half)", left)
+	}
+}
+
+// Shard 0 started the next day (a writer whose clock runs ahead), with
+// more than the transfer's condition asks of its tokens: the transfer,
+// which starts the day before on shard 1, takes nothing of the next day
+// from it.
+func TestStoryATransferTakesNothingOfTheDonorsNextDay(t *testing.T) {
+	p, st, m := splitDay(t, 600_000, T+day-60)
+	tomorrow := T + day
+	if _, err := st.Put(context.Background(), store.PutInput{Item: dayItem(p, 0, 2, tomorrow, 800_000, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCharge(m, p, picks(1), Options{})
+	s := c.Feed(exec(t, st, c.Start(tomorrow-50)), tomorrow-45)
+	if got := describe(s); !strings.HasPrefix(got, "transact [1 0] ") {
+		t.Fatalf("%q, want the transaction", got)
+	}
+	if s = run(t, st, c, s, tomorrow-40); !s.Done || c.Shard != 1 {
+		t.Fatalf("the acquire ends %q on shard %d, want admitted on shard 1", describe(s), c.Shard)
+	}
+	if left := attr(t, st, p.Ref, 0, "q_req_tk"); left != 800_000 {
+		t.Errorf("shard 0 holds %d of the next day, want its 800000: nothing moved", left)
+	}
+}
