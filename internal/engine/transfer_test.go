@@ -122,7 +122,8 @@ func TestStoryATransferSomeoneElseMadeFirstLeavesTheDonorAlone(t *testing.T) {
 // Shard 0 was spent since the process last saw it (1.5 requests left, its
 // image shows 600): the transaction fails on the donor, the acquire
 // learns shard 0's item, half of 1.5 cannot pay a request, so shard 1 is
-// left as it is and the acquire is charged on shard 0.
+// left as it is (refused for its quota) and the acquire is charged on
+// shard 0.
 func TestStoryASpentDonorLeavesTheNewShardEmpty(t *testing.T) {
 	p, st, m := splitDay(t, 600_000, T+100)
 	it := st.Peek(p.Ref.WithShard(0).Key())
@@ -138,6 +139,10 @@ func TestStoryASpentDonorLeavesTheNewShardEmpty(t *testing.T) {
 	s = c.Feed(exec(t, st, s), T+110)
 	if got := describe(s); !strings.HasPrefix(got, "update 0 ") {
 		t.Fatalf("after the donor's refusal: %q, want a write to shard 0", got)
+	}
+	// Shard 1 was refused for its quota, not for races lost there.
+	if c.lastRL == nil || c.lastRL.Outrun {
+		t.Fatalf("shard 1's refusal %+v, want one for the quota, not outrun", c.lastRL)
 	}
 	if s = run(t, st, c, s, T+115); !s.Done || c.Shard != 0 {
 		t.Fatalf("the acquire ends %q on shard %d, want admitted on shard 0", describe(s), c.Shard)
