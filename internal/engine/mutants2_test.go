@@ -1572,3 +1572,13 @@ func TestALandedWriteKnowsItsOwnRefill(t *testing.T) {
 //     equivalent. The window left is over or of another count: the next
 //     throttle starts a new one, and mayDouble, its other reader, needs
 //     a window of now and of the count.
+//   - quota.go, chooseDonor's `if !needs` return deleted: equivalent.
+//     With no quota empty, canFund has nothing to check and stops at the
+//     first shard, and the loop that sets fund and donor skips each quota
+//     that is not empty.
+//   - quota.go, funded's `if pinned == nil` return deleted: equivalent.
+//     Decode of a nil item is a nil image, and funded then returns img.
+//   - quota.go, quotaUnstarted's `if n <= 1 || !p.ChargesQuota()` return
+//     deleted: equivalent. At n <= 1 the loop over shards n0 (at least 1)
+//     to n is empty, and a plan that charges no quota skips each one by
+//     its amount.

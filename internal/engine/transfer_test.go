@@ -122,7 +122,8 @@ func TestStoryATransferSomeoneElseMadeFirstLeavesTheDonorAlone(t *testing.T) {
 // Shard 0 was spent since the process last saw it (1.5 requests left, its
 // image shows 600): the transaction fails on the donor, the acquire
 // learns shard 0's item, half of 1.5 cannot pay a request, so shard 1 is
-// left as it is and the acquire is charged on shard 0.
+// left as it is (refused for its quota) and the acquire is charged on
+// shard 0.
 func TestStoryASpentDonorLeavesTheNewShardEmpty(t *testing.T) {
 	p, st, m := splitDay(t, 600_000, T+100)
 	it := st.Peek(p.Ref.WithShard(0).Key())
@@ -138,6 +139,10 @@ func TestStoryASpentDonorLeavesTheNewShardEmpty(t *testing.T) {
 	s = c.Feed(exec(t, st, s), T+110)
 	if got := describe(s); !strings.HasPrefix(got, "update 0 ") {
 		t.Fatalf("after the donor's refusal: %q, want a write to shard 0", got)
+	}
+	// Shard 1 was refused for its quota, not for races lost there.
+	if c.lastRL == nil || c.lastRL.Outrun {
+		t.Fatalf("shard 1's refusal %+v, want one for the quota, not outrun", c.lastRL)
 	}
 	if s = run(t, st, c, s, T+115); !s.Done || c.Shard != 0 {
 		t.Fatalf("the acquire ends %q on shard %d, want admitted on shard 0", describe(s), c.Shard)
@@ -346,5 +351,129 @@ func TestStoryATransferReadAfterTheDayEndedKeepsTheDayItCharged(t *testing.T) {
 	}
 	if at := p.At(c.Img).quotas[0].at; at != T {
 		t.Errorf("a settlement of the lease goes to the day from %d, want %d", at, T)
+	}
+}
+
+// The transaction of TestStoryATransferSomeoneElseMadeFirstLeavesTheDonorAlone,
+// lost to another process's transfer, leaves the memory as it found it
+// plus what it learnt: nothing of the acquire pending once it is done
+// (the cancelled transaction's write landed, so the memory stopped
+// counting it), and shard 0's item as the failed transaction returned it,
+// 300000 left after the other process's transfer, not the 600000 seen
+// before. The write it makes next is a retry, as after any race lost.
+func TestStoryALostTransferLeavesNothingPendingAndLearnsTheDonor(t *testing.T) {
+	p, st, m := splitDay(t, 600_000, T+100)
+	c := NewCharge(m, p, picks(1), Options{})
+	s := c.Feed(exec(t, st, c.Start(T+100)), T+105)
+	if got := describe(s); !strings.HasPrefix(got, "transact [1 0] ") {
+		t.Fatalf("%q, want the transaction", got)
+	}
+	other := NewCharge(speculating(NewMemory(0)), p, picks(1), Options{})
+	knows(t, other.m, bucketRef, dayItem(p, 0, 2, T, 600_000, 1), 2, T+100)
+	if s2 := run(t, st, other, other.Start(T+100), T+106); !s2.Done || other.Shard != 1 {
+		t.Fatalf("the other process: %q on shard %d, want admitted on shard 1", describe(s2), other.Shard)
+	}
+	// A race lost to another writer: the write after it is a retry.
+	if s = c.Feed(exec(t, st, s), T+110); describe(s) != "update 1 retry" {
+		t.Fatalf("after the failed transaction: %q, want a retry on shard 1", describe(s))
+	}
+	if s = run(t, st, c, s, T+115); !s.Done || c.Shard != 1 {
+		t.Fatalf("the acquire ends %q on shard %d, want admitted on shard 1", describe(s), c.Shard)
+	}
+	if pending := m.View(p.Ref, 1).Pending; len(pending) != 0 {
+		t.Errorf("shard 1 has %v pending after the acquire, want nothing", pending)
+	}
+	im0 := m.View(p.Ref, 0).Img
+	if im0 == nil {
+		t.Fatal("the memory forgot shard 0")
+	}
+	if left, _ := im0.raw.Int("q_req_tk"); left != 300_000 {
+		t.Errorf("the memory's image of shard 0 holds %d of the day, want the 300000 its failed condition returned", left)
+	}
+}
+
+// donorFailed is a transaction cancelled on the donor's condition, the
+// donor's item returned.
+func donorFailed(donor store.Item) Result {
+	return Result{Err: &store.TransactionCanceledError{Reasons: []store.CancellationReason{
+		{Code: store.ReasonNone}, {Code: store.ReasonConditionalCheckFailed, Item: donor}}}}
+}
+
+// Shard 0, the donor, doubled to 4 shards since the process saw it at 2:
+// its condition fails, and the item it returns, shard 0's, the authority
+// on the count, teaches the memory the 4 shards.
+func TestStoryADonorsRefusalTeachesTheShardCount(t *testing.T) {
+	p, st, m := splitDay(t, 600_000, T+100)
+	c := NewCharge(m, p, picks(1, 1, 1), Options{})
+	s := c.Feed(exec(t, st, c.Start(T+100)), T+105)
+	if got := describe(s); !strings.HasPrefix(got, "transact [1 0] ") {
+		t.Fatalf("%q, want the transaction", got)
+	}
+	c.Feed(donorFailed(dayItem(p, 0, 4, T, 400_000, 1)), T+110)
+	if n := m.Count(p.Ref); n != 4 {
+		t.Errorf("the memory counts %d shards after shard 0's item said 4, want 4", n)
+	}
+}
+
+// A donor whose condition fails again and again, each time with an item
+// that could still fund the transfer (another process keeps moving its
+// tokens just before): the acquire gives up on the shard after its
+// attempts, rather than try the transaction forever.
+func TestStoryADonorFailingForeverEndsTheTries(t *testing.T) {
+	p, st, m := splitDay(t, 600_000, T+100)
+	c := NewCharge(m, p, picks(1, 0), Options{})
+	s := c.Feed(exec(t, st, c.Start(T+100)), T+105)
+	for i := 0; i <= maxSlowAttempts && strings.HasPrefix(describe(s), "transact [1 0] "); i++ {
+		s = c.Feed(donorFailed(dayItem(p, 0, 2, T, 600_000, 1)), T+110)
+	}
+	if got := describe(s); strings.HasPrefix(got, "transact ") {
+		t.Fatalf("after %d refusals of the donor: %q, want the shard given up", maxSlowAttempts+1, got)
+	}
+}
+
+// At 4 shards, shard 3 split from shard 1, but shard 1 is nearly spent
+// (1.5 requests, half of which cannot pay one): shard 3's transfer comes
+// from shard 0, half of what shard 0's image shows, not half of shard 1's.
+func TestStoryASpentParentLeavesTheTransferToShardZero(t *testing.T) {
+	p := NewPlan(bucketRef, []Limit{perSecond("rps", 100_000), reqDay}, map[string]int64{"rps": 1, "req": 1})
+	shard0 := dayItem(p, 0, 4, T, 600_000, 1)
+	shard1 := dayItem(p, 1, 4, T, 1_500, 0)
+	st := sim(t, shard0, shard1, dayItem(p, 3, 4, T-day, 0, 0))
+	m := speculating(NewMemory(0))
+	knows(t, m, bucketRef, shard0, 4, T+100)
+	knows(t, m, bucketRef, shard1, 4, T+100)
+	c := NewCharge(m, p, picks(3), Options{})
+	s := c.Feed(exec(t, st, c.Start(T+100)), T+105)
+	if got := describe(s); !strings.HasPrefix(got, "transact [3 0] ") {
+		t.Fatalf("after shard 3's answer: %q, want a transaction on shard 3 and shard 0", got)
+	}
+	if s = run(t, st, c, s, T+110); !s.Done || c.Shard != 3 {
+		t.Fatalf("the acquire ends %q on shard %d, want admitted on shard 3", describe(s), c.Shard)
+	}
+	if left := attr(t, st, p.Ref, 0, "q_req_tk"); left != 300_000 {
+		t.Errorf("shard 0 holds %d, want 300000 (it gave half)", left)
+	}
+}
+
+// Shard 0 started the next day (a writer whose clock runs ahead), with
+// more than the transfer's condition asks of its tokens: the transfer,
+// which starts the day before on shard 1, takes nothing of the next day
+// from it.
+func TestStoryATransferTakesNothingOfTheDonorsNextDay(t *testing.T) {
+	p, st, m := splitDay(t, 600_000, T+day-60)
+	tomorrow := T + day
+	if _, err := st.Put(context.Background(), store.PutInput{Item: dayItem(p, 0, 2, tomorrow, 800_000, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCharge(m, p, picks(1), Options{})
+	s := c.Feed(exec(t, st, c.Start(tomorrow-50)), tomorrow-45)
+	if got := describe(s); !strings.HasPrefix(got, "transact [1 0] ") {
+		t.Fatalf("%q, want the transaction", got)
+	}
+	if s = run(t, st, c, s, tomorrow-40); !s.Done || c.Shard != 1 {
+		t.Fatalf("the acquire ends %q on shard %d, want admitted on shard 1", describe(s), c.Shard)
+	}
+	if left := attr(t, st, p.Ref, 0, "q_req_tk"); left != 800_000 {
+		t.Errorf("shard 0 holds %d of the next day, want its 800000: nothing moved", left)
 	}
 }
