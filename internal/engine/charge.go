@@ -334,12 +334,12 @@ func (c *Charge) needsShardZero(now int64) bool {
 
 // onShard sets the plan for the current shard, from the memory's images
 // of shard 0 and of the donors a transfer may take from (see
-// Plan.forShardFrom).
+// Plan.forShard).
 func (c *Charge) onShard() {
 	c.p = c.plan
 	if c.shard != 0 {
 		imOf := func(d int) *Image { return c.m.View(c.plan.Ref, d).Img }
-		c.p = c.plan.forShardFrom(c.shard, imOf(0), imOf)
+		c.p = c.plan.forShard(c.shard, imOf(0), imOf)
 	}
 }
 

@@ -139,15 +139,10 @@ func (q *quota) opening(n, now int64) (w, share int64, ok bool) {
 
 // forShard returns p for a write on shard, with what the writer's last
 // image of shard 0 (im0, nil: none) says of the quotas' windows (see
-// quota.opening); p itself when it has no quota.
-func (p *Plan) forShard(shard int, im0 *Image) *Plan {
-	return p.forShardFrom(shard, im0, nil)
-}
-
-// forShardFrom is forShard that also chooses the donor of a transfer to
-// the shard, from the writer's images of the other shards (imOf; nil: no
-// transfer, see Transfers).
-func (p *Plan) forShardFrom(shard int, im0 *Image, imOf func(int) *Image) *Plan {
+// quota.opening), and the donor of a transfer to the shard, chosen from
+// the writer's images of the other shards (imOf; nil: no transfer, see
+// Transfers); p itself when it has no quota.
+func (p *Plan) forShard(shard int, im0 *Image, imOf func(int) *Image) *Plan {
 	if len(p.quotas) == 0 {
 		return p
 	}

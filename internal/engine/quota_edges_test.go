@@ -103,7 +103,7 @@ func TestAShardMadeInAWindowStartsItAtShardZerosShare(t *testing.T) {
 		{"shard 3, made by a later doubling", 3, january, T + 10, 0, january - 31*24*3600*1000},
 		{"shard 1, the writer still in December", 1, january, T - 10, 0, january - 31*24*3600*1000},
 	} {
-		it := p.forShard(c.shard, zero(c.ws)).create(c.shard, 4, c.now).Item
+		it := p.forShard(c.shard, zero(c.ws), nil).create(c.shard, 4, c.now).Item
 		if tk, _ := it.Int("q_usd_tk"); tk != c.tk {
 			t.Errorf("%s: q_usd_tk = %d, want %d", c.what, tk, c.tk)
 		}

@@ -79,7 +79,7 @@ func TestRegressionAClockBehindKeepsTheExpiryOfTheDayAClockAheadStarted(t *testi
 	t.Run("full write starting the day on shard 1", func(t *testing.T) {
 		// The writer's image of shard 0 shows today, started at 2 shards:
 		// its write starts today on shard 1, dated yesterday.
-		q := p.forShard(1, image(t, today(0, 2, 2)))
+		q := p.forShard(1, image(t, today(0, 2, 2)), nil)
 		it := yesterday(1, 2)
 		if got := expiry(t, it, 1, func(im *Image) (store.Expr, error) { return q.full(im, 2, behind, 0) }); got < want {
 			t.Errorf("expiry %d, want %d or later (an hour after the day's end), not %d s before it", got, want, want-got)
