@@ -3,6 +3,7 @@ package sim
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -607,6 +608,45 @@ func TestRegressionCascadeRefusalBlamedAFreeCap(t *testing.T) {
 			{ID: "key-0", Parent: "project-0", Cascade: true}, {ID: "key-1", Parent: "project-0", Cascade: true}},
 		Rate: 100, RetryProb: 0.125, Probe: true,
 		AdjustProb: 0.25, AdjustSpread: 0.4, RollbackProb: 6.103515625e-05, HoldLeases: true,
+		CallTime: Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second},
+		Duration: 3 * time.Second,
+	}
+	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 3, Tail: 3 * time.Second}))
+}
+
+// A retry after a refusal by the rate limit, beside a shadow monthly quota
+// already spent, was refused again with a new wait although no one else
+// had written the bucket (liveness, 7 violations): the retry was refused
+// from the process's last image, which showed the quota spent, and that
+// refusal judged the rate on the guess of what the others consume (the
+// root package then answers a refusal by shadow limits alone by charging
+// again without them, but the rate counted as refusing too). (Found by
+// TestProperty: a shadow quota of 2,250 a month in Asia/Kolkata, the
+// month starting 860 ms into the run.)
+func TestRegressionRetryBesideASpentShadowQuotaRefusedAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation")
+	}
+	loc, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ents []Entity
+	for e := 0; e < 7; e++ {
+		ents = append(ents, Entity{ID: fmt.Sprintf("key-%d", e)})
+	}
+	wl := &Workload{
+		Writers: 100,
+		Limits: []limiter.Limit{
+			{Name: "rpm", Capacity: 794, Burst: 794, Refill: 794, Period: time.Second},
+			{Name: "tpm", Capacity: 2250, Window: "month", TimeZone: "Asia/Kolkata", Shadow: true},
+		},
+		Consume:   []Range{{Min: 4, Max: 24, Adjust: true}, {Min: 1, Max: 18}},
+		Resources: []string{"gpt-4o", "models/claude-3.5"},
+		Entities:  ents,
+		Start:     time.Date(2026, 11, 1, 0, 0, 0, 0, loc).Add(-860 * time.Millisecond),
+		Rate:      1217.7562780780718, RetryProb: 1, Probe: true,
+		AdjustProb: 0.1171875, AdjustSpread: 0.4, RollbackProb: 0.2,
 		CallTime: Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second},
 		Duration: 3 * time.Second,
 	}

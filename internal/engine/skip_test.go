@@ -161,3 +161,62 @@ func TestRetryAfterAShadowLimitRefusedIsNotRefusedAgainLocally(t *testing.T) {
 		t.Fatalf("the charge skipping the shadow limit: %+v, want admitted", step)
 	}
 }
+
+// A caller told to wait a refusal by a rate, beside a shadow quota that is
+// spent, retries when the rate has the tokens. The retry is refused
+// locally (the image shows the quota spent until the month ends, and the
+// root package answers that by charging again skipping it), and that
+// refusal judged the rate on the guess of what the others consume since
+// the image, although the promise had come: the rate "refused" again with
+// a longer wait, and the caller was sent back to wait although no one had
+// written the bucket (the simulator's invariant 7, found by TestProperty:
+// 100 writers, a shadow monthly quota beside 794 a second). Once the
+// promise has come, a local refusal counts only this process's writes in
+// flight against a rate, as the decision to refuse does.
+func TestRetryAfterARateBesideASpentShadowQuotaIsNotRefusedByTheRate(t *testing.T) {
+	st := memsim.New(memsim.WithClock(memsim.NewManualClock(memsim.Epoch())))
+	at := memsim.Epoch().UnixMilli()
+	now := func() int64 { return at }
+	m := NewMemory(0)
+	usd := Limit{Name: "usd", Limit: bucket.Limit{Capacity: 5000, Burst: 5000}, Calendar: bucket.Calendar{Window: bucket.Month}, Shadow: true}
+	limits := []Limit{rps10, usd}
+	charge := func(p *Plan) Step {
+		t.Helper()
+		c := NewCharge(m, p, newRand(1), Options{})
+		step, _ := drive(st, now, c.Start(now()), c.Feed)
+		return step
+	}
+	other := NewCharge(NewMemory(0), NewPlan(bucketRef, limits, map[string]int64{"rps": 10, "usd": 5}), newRand(1), Options{})
+	if step, _ := drive(st, now, other.Start(now()), other.Feed); !step.Done {
+		t.Fatalf("another process spending both limits: %+v", step)
+	}
+	// The others were seen taking nearly all of rps's refill.
+	measured(m, bucketRef, 0, 0.01, 0.01, at, map[string]float64{"rps": 9.5})
+	p := NewPlan(bucketRef, limits, map[string]int64{"rps": 1, "usd": 1})
+	step := charge(p)
+	if step.Refused == nil || step.Refused.Local {
+		t.Fatalf("both limits spent by another process: %+v, want refused by the store", step)
+	}
+	var wait int64
+	for _, v := range step.Refused.Views() {
+		if v.Exceeded && v.Name == "rps" {
+			wait = v.RetryMs
+		}
+	}
+	if wait <= 0 {
+		t.Fatalf("refusal: rps waits %d ms, want a wait", wait)
+	}
+	at += wait
+	step = charge(p)
+	if step.Refused == nil || !step.Refused.Local {
+		t.Fatalf("the retry after %d ms: %+v, want refused locally (the image shows the quota spent)", wait, step)
+	}
+	for _, v := range step.Refused.Views() {
+		if v.Exceeded && v.Name != "usd" {
+			t.Fatalf("the retry after %d ms is refused by %s (retry after %d ms), want by the shadow quota alone", wait, v.Name, v.RetryMs)
+		}
+	}
+	if step = charge(p.Skipping([]string{"usd"})); !step.Done {
+		t.Fatalf("the charge skipping the shadow quota: %+v, want admitted", step)
+	}
+}

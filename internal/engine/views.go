@@ -85,6 +85,11 @@ func (r *Refusal) Views() []View {
 	if r.View == nil || r.Img == nil {
 		return vs
 	}
+	// A local refusal once the last refusal's promise is kept counts
+	// only this process's writes in flight against the tokens, as
+	// refusesLocally does: the refusal is another limit's (a quota spent),
+	// and these rates must not send the caller back to wait again.
+	kept := r.Local && r.View.Promise != 0 && r.Now >= r.View.Promise
 	j := 0
 	for i := range r.Plan.specs {
 		s := &r.Plan.specs[i]
@@ -98,7 +103,11 @@ func (r *Refusal) Views() []View {
 		}
 		st, _ := r.Img.projected(s, r.N, r.Now)
 		tokens := st.Tokens
-		if r.Local || r.Outrun {
+		switch {
+		case kept:
+			tokens -= r.View.Pending[s.name]
+			v.Remaining = satMul(tokens, r.N)
+		case r.Local || r.Outrun:
 			tokens -= r.View.expected(s, r.N, r.Now) + r.View.withheld(s, r.N, r.Img, r.View.At, r.Now)
 			v.Remaining = satMul(tokens, r.N)
 		}
