@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"slices"
@@ -793,6 +794,103 @@ func TestTheLimitsHashIgnoresTheOrderOfTheLimits(t *testing.T) {
 	}
 }
 
+// The limits hash keeps apart configurations whose bytes run into each
+// other: each string it mixes ends with a 0 and each cap starts with a
+// 'c', so a name that ends with the bytes another configuration puts
+// after its own name (validation would refuse these names, the hash must
+// not rely on it) is still another configuration. Else a bucket written
+// under one would be taken for the other's, its items charged under
+// limits they were not made for.
+func TestTheLimitsHashTellsApartConfigurationsWhoseBytesRunTogether(t *testing.T) {
+	capOf := func(name string, n, ttl int64) Limit {
+		return Limit{Name: name, Limit: bucket.Limit{Capacity: n * 1000, Burst: n * 1000}, TTL: ttl}
+	}
+	le := func(vs ...int64) string {
+		var b []byte
+		for _, v := range vs {
+			b = binary.LittleEndian.AppendUint64(b, uint64(v))
+		}
+		return string(b)
+	}
+	quotaOf := func(name string, loc *time.Location) Limit {
+		return Limit{Name: name, Limit: reqDay.Limit, Calendar: bucket.Calendar{Window: bucket.Day, Loc: loc}}
+	}
+	for _, c := range []struct {
+		name string
+		a, b []Limit
+	}{
+		{"two caps, and one whose name holds the first's N and TTL and the second's name",
+			[]Limit{capOf("a", 2, 60_000), capOf("b", 2, 60_000)},
+			[]Limit{capOf("a\x00"+le(2, 60_000)+"b", 2, 60_000)}},
+		{"a name one byte longer, its N and TTL one byte later",
+			// "ab", N 2 and a TTL whose last byte is a 'c', then "x"; "a",
+			// N and TTL the same bytes from the "b" on, then "cx".
+			[]Limit{capOf("ab", 2, int64('c')<<56|60_000), capOf("x", 2, 60_000)},
+			[]Limit{capOf("a", int64('b')|2<<8, 60_000<<8), capOf("cx", 2, 60_000)}},
+		{"a quota's name ending with its zone's first letter",
+			[]Limit{rps10, quotaOf("requests", nil)},
+			[]Limit{rps10, quotaOf("request", time.FixedZone("sUTC", 0))}},
+	} {
+		if a, b := NewPlan(bucketRef, c.a, nil), NewPlan(bucketRef, c.b, nil); a.hash == b.hash {
+			t.Errorf("%s: the same hash %d", c.name, a.hash)
+		}
+	}
+}
+
+// WithAmounts makes the plan of an adjust or a refund, which is made in
+// no hold generation: derived from a plan that carries one (a pool's
+// return in generation 4, here with nothing to give back or release), it
+// is the same charge as derived from the acquire's plan (see Plan.Same),
+// not a charge of generation 4.
+func TestAnAdjustsPlanCarriesNoHoldGeneration(t *testing.T) {
+	p := resPlan()
+	amounts := map[string]int64{"rps": -1000}
+	if a, b := p.WithReturn(nil, nil, 4).WithAmounts(amounts), p.WithAmounts(amounts); !a.Same(b) {
+		t.Fatalf("the adjust derived from a plan of generation 4 is in generation %d, not the same as the acquire's (%d)", a.gen, b.gen)
+	}
+}
+
+// A reservation that lost a race goes on from the item its failed write
+// returned, also when the memory keeps a newer image (an answer to
+// another write of this process, with one write more since the same
+// refill, overtook it): the headroom its next write burns is judged on
+// that item, the one the write is built from. The item holds 1,000 of the
+// limit's 100,000 tokens (100 a ms): the write burns 97 tokens beyond its
+// 3, a ms of refill, as a process's first writes to a bucket do. The
+// newer image's 3 tokens would leave no room to burn any.
+func TestAReservationsRetryBurnsHeadroomOnTheItemItLostTo(t *testing.T) {
+	fast := perSecond("rps", 100_000)
+	p := NewPlan(bucketRef, []Limit{fast}, map[string]int64{"rps": 1})
+	res := p.WithHold(map[string]int64{"rps": 2000}, nil, 0)
+	item := func(tk, writes int64) store.Item {
+		return holdRaw(p, shape{rf: resNow - 20, tk: map[string]int64{"rps": tk}, tc: map[string]int64{"wcu": writes * unit}}, 4, resNow-1000, nil)
+	}
+	m := NewMemory(16)
+	knows(t, m, bucketRef, item(3_000, 6), 1, resNow-8)
+	r := NewReserve(m, res, picks(), 0)
+	if step := r.Start(resNow); step.Call == nil || r.Declined {
+		t.Fatalf("%q, want a write", describe(step))
+	}
+	lost := item(1_000_000, 5)
+	step := r.Feed(failed(lost), resNow)
+	if step.Call == nil {
+		t.Fatalf("after the lost race: %q, want a write", describe(step))
+	}
+	w0, _ := image(t, lost).writes()
+	if v := m.View(bucketRef, 0); v.Img == nil {
+		t.Fatal("the memory has no image")
+	} else if w, _ := v.Img.writes(); w <= w0 {
+		t.Fatalf("the memory's image shows %d writes, the item %d: the story needs the newer image kept", w, w0)
+	}
+	burn := make([]int64, len(res.specs))
+	burn[0] = 97_000
+	q := res.withBilled(1) // the failed write billed
+	want, err := build(func(k *builder) { q.emitReserve(k, 1, resNow, 4, burn) })
+	if step.Path != PathSpeculative || err != nil || !want.Equal(step.Call.Update.Expr) {
+		t.Fatalf("the write after the lost race: %q (%v), want the consumption-only write burning 97 tokens:\n got %s\nwant %s", describe(step), err, renderExpr(step.Call.Update.Expr), renderExpr(want))
+	}
+}
+
 // A quota rolled out as a shadow limit is known as one by name: a
 // cascade that a shadow quota alone refused is not refused by it (the
 // refusal only counts toward what the rollout would refuse).
@@ -1455,10 +1553,6 @@ func TestALandedWriteKnowsItsOwnRefill(t *testing.T) {
 //   - concurrency.go, Settling's `if len(q.caps) == 0` return deleted:
 //     equivalent. The loop below has no cap to pin, and the clone it may
 //     make charges the same.
-//   - concurrency.go, capHash's mix('c') and mix(0) (separators) removed:
-//     not killed. The name, N and TTL bytes that follow still enter in
-//     order; a collision without them needs two configurations whose bytes
-//     run into each other, and none was found.
 //   - hold.go, holdActions' condition that an item without holds has no
 //     generation (attribute_not_exists(hg)) removed: equivalent. A first
 //     generation is started only by the normal write, under the rf lock,
@@ -1468,29 +1562,15 @@ func TestALandedWriteKnowsItsOwnRefill(t *testing.T) {
 //     equivalent. The shift lowers the cap only by the write's own new
 //     hold, which its charge includes: a write whose charge the cap cannot
 //     pay is refused or declined before it is built (shortfall).
-//   - hold.go, Reserve.next's `if !blind { v.Img, v.At = im, now }`
-//     deleted (twice: the if and its assignment): not killed. Feed has the
-//     memory learn the returned item first, so the view already holds that
-//     image; only its instant differs (the memory's estimate of when the
-//     store wrote it rather than its arrival), which moves the headroom
-//     the next write burns by the other writers' charge over part of a
-//     round trip.
 //   - hold.go, settleBilled's and Feed's `r.billed = 0` removed:
 //     equivalent. Each is followed by the machine's end (a decline, an
 //     error, Done), and a Reserve is not fed after it ends.
 //   - plan.go, WithExtra's `q.gen = 0` removed: equivalent. Its one
 //     caller, WithHold, sets the generation right after.
-//   - plan.go, WithAmounts' `q.gen = 0` removed: not killed. It matters
-//     only for a plan that carries a hold generation (a reservation's),
-//     and the adjusts and undos built with WithAmounts start from plans
-//     that carry none in these tests.
 //   - plan.go, WithReturn's clones of the quotas and the caps removed:
 //     equivalent. The return charges them nothing (their amounts are set
 //     to 0 just after), and every write skips a quota or cap charged
 //     nothing.
-//   - plan.go, quotaHash's mix(0) after each string removed: not killed.
-//     As capHash's separators: the strings and numbers still enter in
-//     order, and no collision was found.
 //   - decide.go, shortfall's `if s.hidden { at = max(now, im.rf) }` (the
 //     if, its assignment, and max dropping either argument): the code was
 //     removed. projected counts no refill before rf: judged at a now

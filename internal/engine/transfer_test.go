@@ -477,3 +477,98 @@ func TestStoryATransferTakesNothingOfTheDonorsNextDay(t *testing.T) {
 		t.Errorf("shard 0 holds %d of the next day, want its 800000: nothing moved", left)
 	}
 }
+
+// The write that follows a transaction cancelled on its donor charges
+// shard 1's partition for the cancelled transaction too, as DynamoDB bills
+// it: the write units on shard 1 count the blind write that found
+// yesterday, the transaction and the write itself, 3 units.
+func TestStoryAWriteAfterTheDonorsRefusalBillsTheTransaction(t *testing.T) {
+	p, st, m := splitDay(t, 600_000, T+day-60)
+	tomorrow := T + day
+	if _, err := st.Put(context.Background(), store.PutInput{Item: dayItem(p, 0, 2, tomorrow, 400_000, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	before := attr(t, st, p.Ref, 1, "b_wcu_tc")
+	c := NewCharge(m, p, picks(1), Options{})
+	s := c.Feed(exec(t, st, c.Start(tomorrow-50)), tomorrow-45)
+	if got := describe(s); !strings.HasPrefix(got, "transact [1 0] ") {
+		t.Fatalf("%q, want the transaction", got)
+	}
+	s = c.Feed(exec(t, st, s), tomorrow-40)
+	if got := describe(s); !strings.HasPrefix(got, "update 1 ") {
+		t.Fatalf("after the donor's refusal: %q, want a plain write to shard 1", got)
+	}
+	if s = run(t, st, c, s, tomorrow-35); !s.Done || c.Shard != 1 {
+		t.Fatalf("the acquire ends %q on shard %d, want admitted on shard 1", describe(s), c.Shard)
+	}
+	if w := attr(t, st, p.Ref, 1, "b_wcu_tc") - before; w != 3*unit {
+		t.Errorf("shard 1's write units went up by %d, want %d: the blind write, the transaction and the write", w, 3*unit)
+	}
+}
+
+// A transaction cancelled on a condition is a write the partition of
+// shard 1 took, not refused: it counts among the writes that judge the
+// partition's heat, as a failed plain write does. Shard 1 saw 4 throttles
+// and 3 writes that landed between them; the acquire's three writes there
+// (the blind write, the transaction, the write after it) land or fail on
+// a condition. The next throttle, the fifth of 11 writes, leaves the
+// partition not hot: fewer than half its writes were throttled (had the
+// cancelled transaction not been counted, 5 of 10 would make it hot, and
+// the bucket would double).
+func TestStoryACancelledTransferCountsAmongTheShardsWrites(t *testing.T) {
+	tomorrow := T + day
+	for _, c := range []struct {
+		name string
+		now  int64
+		// acquire makes the acquire on shard 1 at now, its transaction
+		// cancelled on one of its two conditions.
+		acquire func(t *testing.T, p *Plan, st *memsim.Store, m *Memory, now int64)
+	}{
+		{"cancelled on shard 1's condition (another process started the day there)", T + 100, func(t *testing.T, p *Plan, st *memsim.Store, m *Memory, now int64) {
+			c := NewCharge(m, p, picks(1), Options{})
+			s := c.Feed(exec(t, st, c.Start(now)), now+5)
+			if got := describe(s); !strings.HasPrefix(got, "transact [1 0] ") {
+				t.Fatalf("%q, want the transaction", got)
+			}
+			other := NewCharge(speculating(NewMemory(0)), p, picks(1), Options{})
+			knows(t, other.m, bucketRef, dayItem(p, 0, 2, T, 600_000, 1), 2, now)
+			if s2 := run(t, st, other, other.Start(now), now+6); !s2.Done || other.Shard != 1 {
+				t.Fatalf("the other process: %q on shard %d, want admitted on shard 1", describe(s2), other.Shard)
+			}
+			s = c.Feed(exec(t, st, s), now+10)
+			if got := describe(s); got != "update 1 retry" {
+				t.Fatalf("after the cancelled transaction: %q, want a retry on shard 1", got)
+			}
+			if s = run(t, st, c, s, now+15); !s.Done || c.Shard != 1 {
+				t.Fatalf("the acquire ends %q on shard %d, want admitted on shard 1", describe(s), c.Shard)
+			}
+		}},
+		{"cancelled on the donor's (shard 0 is in the next day)", tomorrow - 50, func(t *testing.T, p *Plan, st *memsim.Store, m *Memory, now int64) {
+			if _, err := st.Put(context.Background(), store.PutInput{Item: dayItem(p, 0, 2, tomorrow, 400_000, 2)}); err != nil {
+				t.Fatal(err)
+			}
+			c := NewCharge(m, p, picks(1), Options{})
+			s := c.Feed(exec(t, st, c.Start(now)), now+5)
+			if got := describe(s); !strings.HasPrefix(got, "transact [1 0] ") {
+				t.Fatalf("%q, want the transaction", got)
+			}
+			s = c.Feed(exec(t, st, s), now+10)
+			if got := describe(s); !strings.HasPrefix(got, "update 1 ") {
+				t.Fatalf("after the donor's refusal: %q, want a plain write to shard 1", got)
+			}
+			if s = run(t, st, c, s, now+15); !s.Done || c.Shard != 1 {
+				t.Fatalf("the acquire ends %q on shard %d, want admitted on shard 1", describe(s), c.Shard)
+			}
+		}},
+	} {
+		now := c.now
+		p, st, m := splitDay(t, 600_000, now-10)
+		for i, throttled := range []bool{true, false, true, false, true, false, true} {
+			m.noteWrite(p.Ref, 1, 2, throttled, busyNear, now-60+int64(i))
+		}
+		c.acquire(t, p, st, m, now)
+		if hot := m.noteWrite(p.Ref, 1, 2, true, busyNear, now+20); hot {
+			t.Errorf("%s: the fifth throttle makes shard 1 hot, want not: the cancelled transaction is one of its writes", c.name)
+		}
+	}
+}
