@@ -652,3 +652,50 @@ func TestRegressionRetryBesideASpentShadowQuotaRefusedAgain(t *testing.T) {
 	}
 	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 3, Tail: 3 * time.Second}))
 }
+
+// A retry after a refusal by a 35/s limit, beside a 9/s shadow limit, with
+// 115 writers on the key, was refused again with a wait of 5 s although
+// no one else had written the bucket (liveness): its write failed on a
+// guard, and the acquire was refused on a guess of what the others take
+// over half a round trip from the shadow limit, a refusal that judged the
+// 35/s limit by the process's share of it. (Found by TestProperty: a
+// weekly quota in Paris beside them, faults before the tail.)
+func TestRegressionRetryRefusedOnAGuessAlthoughNoOneWrote(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation")
+	}
+	loc, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ents []Entity
+	for e := 0; e < 8; e++ {
+		ents = append(ents, Entity{ID: fmt.Sprintf("key-%d", e)})
+	}
+	ents[5].Mode, ents[6].Mode = "refuse", "admit"
+	wl := &Workload{
+		Writers: 115,
+		Limits: []limiter.Limit{
+			{Name: "rpm", Capacity: 9, Burst: 18, Refill: 9, Period: time.Second, Shadow: true},
+			{Name: "tpm", Capacity: 35, Burst: 35, Refill: 35, Period: time.Second},
+			{Name: "img_per.min", Capacity: 29 * 493, Window: "week", TimeZone: "Europe/Paris"},
+		},
+		Consume:   []Range{{Min: 2, Max: 3}, {Min: 8, Max: 11}, {Min: 12, Max: 29}},
+		Resources: []string{"gpt-4o"},
+		Entities:  ents,
+		Start:     time.Date(2026, 11, 1, 0, 0, 0, 0, loc).Add(-792 * time.Millisecond),
+		Rate:      647.2333984375, RetryProb: 0.5574490427970886, Probe: true,
+		AdjustProb: 1.3690090043827074e-08, AdjustSpread: 0.4, RollbackProb: 3.975949420727915e-14,
+		CallTime: Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second},
+		Duration: 3 * time.Second,
+		Faults:   true,
+		FaultPlan: &FaultPlan{
+			Start:      500 * time.Millisecond,
+			StormEvery: 3 * time.Second, StormLength: time.Second, StormP: 0.03 * 20,
+			P5xxBefore: 0.03, P5xxAfter: 0.03, PLost: 0.03, PConflict: 0.03,
+			PSpike: 0.03, Spike: Latency{Median: 200 * time.Millisecond, P99: 1500 * time.Millisecond},
+			PCancel: 0.05, PUndoFail: 1.0325962307433656e-11,
+		},
+	}
+	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 0x13, Tail: 3 * time.Second}))
+}

@@ -295,7 +295,7 @@ func (c *Charge) judge(now int64) *Refusal {
 		return nil
 	}
 	if c.p.refusesLocally(&v, c.n, now, c.o) {
-		return &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
+		return c.p.localRefusal(v, c.n, now)
 	}
 	// Not on a cap: its slots come back by other processes' releases,
 	// which no image of this process shows, so only the store refuses one

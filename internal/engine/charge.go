@@ -90,6 +90,20 @@ type Refusal struct {
 	// as a local refusal's, are not judged: their slots come back by
 	// releases no image of this process shows.
 	Remembered bool
+	// Own is true for a refusal judged on this process's writes in flight
+	// alone, not on a guess of what the other writers take: a local
+	// refusal once the last refusal's promise has come, or a refusal after
+	// a write that failed although no one else had written the shard
+	// since this process's last item (see outrun). A caller who waited a
+	// refusal's wait and finds no one else wrote is not sent back on a
+	// guess.
+	Own bool
+}
+
+// localRefusal is the refusal of a plan refusesLocally refused from view
+// v at now.
+func (p *Plan) localRefusal(v ShardView, n, now int64) *Refusal {
+	return &Refusal{Plan: p, Img: v.Img, N: n, Now: now, Local: true, View: &v, Own: v.Promise != 0 && now >= v.Promise}
 }
 
 // maxSlowAttempts bounds the writes after the first one fails on a shard.
@@ -261,14 +275,13 @@ func (c *Charge) nextShard(now int64) Step {
 		c.tried = append(c.tried, shard)
 		c.enter(shard, now)
 		if !recount && !c.lastChance(now) && c.p.refusesLocally(&c.view, c.n, now, c.o) {
-			v := c.view
-			c.lastRL = &Refusal{Plan: c.p, Img: v.Img, N: c.n, Now: now, Local: true, View: &v}
-			if v.Binding {
+			if v := c.view; v.Binding {
 				// Refused by a throttle's promise, which stands: the item may
 				// show tokens, but the others take them (see throttled).
-				v = v.saturated(c.p, c.n, now)
+				c.lastRL = c.p.localRefusal(v.saturated(c.p, c.n, now), c.n, now)
 				c.lastRL.Outrun, c.lastRL.Raced = true, true
 			} else {
+				c.lastRL = c.p.localRefusal(v, c.n, now)
 				c.promise(c.lastRL)
 				c.guessed = shard + 1
 			}
@@ -611,32 +624,39 @@ const recentRefill = 2 * maxCushion
 // before it is refused (see outrun).
 const outrunRaces = 2
 
-// outrun reports whether an acquire that lost a race should be refused
-// although the item the failed write returned has the tokens, and the
-// view to judge the refusal from. The item is as of about half a round
-// trip ago and the next write lands half a round trip from now: refuse
-// when what the others (and this process's writes in flight) likely take
-// meanwhile leaves too few, as a local refusal would; or when this
-// acquire has lost outrunRaces races and the others consume nearly the
-// whole refill of a limit it charges (atLimit): the bucket is at its
-// limit, its tokens go to whoever asks first, and racing on only adds
-// failed writes. Its wait is then the time until its share of the refill
-// (what the others leave) pays the charge.
-func (c *Charge) outrun(im *Image, now int64) (ShardView, bool) {
+// outrun returns the refusal of an acquire whose write failed although
+// the item it returned has the tokens (nil: write again). The item is as
+// of about half a round trip ago and the next write lands half a round
+// trip from now: refuse when what the others (and this process's writes
+// in flight) likely take meanwhile leaves too few, as a local refusal
+// would; or when this acquire has lost outrunRaces races and the others
+// consume nearly the whole refill of a limit it charges (atLimit): the
+// bucket is at its limit, its tokens go to whoever asks first, and racing
+// on only adds failed writes. Its wait is then the time until its share
+// of the refill (what the others leave) pays the charge.
+//
+// When no one else wrote since this process's last item, the write
+// failed on a guard, not for the tokens, and lost no race: a caller who
+// waited a refusal's wait must find the store's answer, not a guess, so
+// only this process's writes in flight count (Refusal.Own).
+func (c *Charge) outrun(im *Image, now int64) *Refusal {
 	v := c.view
 	v.Img, v.At, v.Promise = im, now-c.lat, 0
 	if c.o.NoLocalRefusals {
-		return v, false
+		return nil
 	}
-	// By its share only (at a limit shared with other processes) when the
-	// others wrote since this process's last item: it lost a race, and
-	// the tokens in view go to them too. When no one else wrote, the write
-	// failed on a guard, not for the tokens, and a caller who waited a
-	// refusal's wait must find the store's answer, not a guess.
-	if c.p.lacks(&v, c.n, now, c.o, c.othersWrote(im)) {
-		return v, true
+	rl := &Refusal{Plan: c.p, Img: im, N: c.n, Now: now, View: &v, Outrun: true}
+	if !c.othersWrote(im) {
+		rl.Own = true
+		if c.p.lacks(&v, c.n, now, c.o, false) {
+			return rl
+		}
+		return nil
 	}
-	return v, c.attempts >= outrunRaces && c.p.atLimit(v, c.n)
+	if c.p.lacks(&v, c.n, now, c.o, true) || c.attempts >= outrunRaces && c.p.atLimit(v, c.n) {
+		return rl
+	}
+	return nil
 }
 
 // othersWrote reports whether im, the item a failed write returned, shows
@@ -860,8 +880,8 @@ func (c *Charge) informed(im *Image, now int64) Step {
 // informedWrite makes the write the item a failed write returned calls
 // for, or refuses when the others take its tokens first (outrun).
 func (c *Charge) informedWrite(im *Image, now int64) Step {
-	if v, ok := c.outrun(im, now); ok {
-		return c.exhausted(&Refusal{Plan: c.p, Img: im, N: c.n, Now: now, View: &v, Outrun: true}, now)
+	if rl := c.outrun(im, now); rl != nil {
+		return c.exhausted(rl, now)
 	}
 	q := c.p.withBilled(c.billed)
 	ex, path, err := q.informed(im, c.view, c.n, now, c.lat, c.contended)

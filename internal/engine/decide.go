@@ -111,9 +111,12 @@ func (p *Plan) refusesLocally(v *ShardView, n, now int64, o Options) bool {
 	return p.lacks(v, n, now, o, true)
 }
 
-// lacks is refusesLocally; shared says whether, at a limit shared with
-// other processes, the process counts on its share only (withheld).
-func (p *Plan) lacks(v *ShardView, n, now int64, o Options, shared bool) bool {
+// lacks is refusesLocally; guess says whether what the other writers
+// likely take counts: their consumption since the image and, at a limit
+// shared with them, what this process leaves them (withheld). Without it,
+// as once a refusal's promise has come, only this process's own writes in
+// flight count (see Refusal.Own).
+func (p *Plan) lacks(v *ShardView, n, now int64, o Options, guess bool) bool {
 	im := v.Img
 	if o.NoLocalRefusals || im == nil || !im.matches(p, n) || now < v.At {
 		return false
@@ -130,7 +133,8 @@ func (p *Plan) lacks(v *ShardView, n, now int64, o Options, shared bool) bool {
 	// writers that met the refusal would otherwise all write at once, and
 	// all but the first find the tokens taken.)
 	kept := v.Promise != 0 && now >= v.Promise
-	if kept && len(v.Pending) == 0 {
+	own := kept || !guess
+	if own && len(v.Pending) == 0 {
 		return false
 	}
 	if v.Binding && v.Promise != 0 && !kept {
@@ -145,15 +149,9 @@ func (p *Plan) lacks(v *ShardView, n, now int64, o Options, shared bool) bool {
 			continue
 		}
 		st, _ := im.projected(s, n, now)
-		if kept {
-			if st.Tokens-v.Pending[s.name] < s.amount {
-				return true
-			}
-			continue
-		}
-		left := st.Tokens - v.expected(s, n, now)
-		if shared {
-			left -= v.withheld(s, n, im, v.At, now)
+		left := st.Tokens - v.Pending[s.name]
+		if !own {
+			left = st.Tokens - v.expected(s, n, now) - v.withheld(s, n, im, v.At, now)
 		}
 		if left < s.amount {
 			return true

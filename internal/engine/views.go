@@ -85,11 +85,6 @@ func (r *Refusal) Views() []View {
 	if r.View == nil || r.Img == nil {
 		return vs
 	}
-	// A local refusal once the last refusal's promise is kept counts
-	// only this process's writes in flight against the tokens, as
-	// refusesLocally does: the refusal is another limit's (a quota spent),
-	// and these rates must not send the caller back to wait again.
-	kept := r.Local && r.View.Promise != 0 && r.Now >= r.View.Promise
 	j := 0
 	for i := range r.Plan.specs {
 		s := &r.Plan.specs[i]
@@ -104,14 +99,18 @@ func (r *Refusal) Views() []View {
 		st, _ := r.Img.projected(s, r.N, r.Now)
 		tokens := st.Tokens
 		switch {
-		case kept:
+		case r.Own:
+			// As the decision: only this process's writes in flight count
+			// (the refusal may be another limit's, a quota spent or a
+			// shadow limit short, and these must not send the caller back
+			// to wait on a guess).
 			tokens -= r.View.Pending[s.name]
 			v.Remaining = satMul(tokens, r.N)
 		case r.Local || r.Outrun:
 			tokens -= r.View.expected(s, r.N, r.Now) + r.View.withheld(s, r.N, r.Img, r.View.At, r.Now)
 			v.Remaining = satMul(tokens, r.N)
 		}
-		if r.Outrun && tokens >= s.amount && s.amount > 0 && (r.Raced || r.View.contended(s, r.N)) {
+		if r.Outrun && !r.Own && tokens >= s.amount && s.amount > 0 && (r.Raced || r.View.contended(s, r.N)) {
 			// Refused at the limit after lost races: the tokens in view go
 			// to the others; this acquire waits for its share of the refill.
 			tokens = 0
