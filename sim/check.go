@@ -88,6 +88,10 @@ type Checker struct {
 	byName  map[[2]string]int32
 	itemOf  map[string]int32 // bucket PK -> item index; -1: not a bucket of the model
 	items   []istate
+	// heard is, per client and bucket, when the client last sent a write
+	// to one of the bucket's items and received the item in answer: its
+	// limiter's image of the bucket is at least that recent (see Heard).
+	heard map[heard]int64
 
 	violations []Violation
 	perInv     map[string]int
@@ -304,7 +308,7 @@ func (c *Checker) peakRate(is *istate, at int64) float64 {
 // virtual time 0, which the stream's record times are measured from.
 func NewChecker(m *Model, base int64) *Checker {
 	c := &Checker{m: m, base: base, byName: make(map[[2]string]int32, len(m.Buckets)),
-		itemOf: make(map[string]int32), perInv: make(map[string]int)}
+		itemOf: make(map[string]int32), perInv: make(map[string]int), heard: make(map[heard]int64)}
 	c.nlim = len(m.LimitNames)
 	c.read = []string{"rf", "shard_count"}
 	for i, n := range append(slices.Clone(m.LimitNames), wcuName) {
@@ -362,15 +366,39 @@ func (c *Checker) Violations() []Violation {
 	return out
 }
 
-// Snapshot returns the change counters of the buckets an operation on
-// bucket b writes (by role, see Effects), for a later liveness judgement.
-func (c *Checker) Snapshot(b int32) (s [maxRoles]uint64) {
+// Snapshot returns the change counters of the buckets an operation of
+// client on bucket b writes (by role, see Effects), and when the client
+// last heard of each (see Heard), for a later liveness judgement.
+func (c *Checker) Snapshot(client, b int32) (s [maxRoles]uint64, at [maxRoles]int64) {
 	for r, bi := range c.m.roles(b) {
 		if bi >= 0 {
-			s[r] = c.buckets[bi].changes
+			s[r], at[r] = c.buckets[bi].changes, c.heard[heard{client, bi}]
 		}
 	}
-	return s
+	return s, at
+}
+
+type heard struct{ client, bucket int32 }
+
+// Heard records that client sent a write to the item pk at sent (virtual
+// ns) and received an answer that carries the item (applied, or refused
+// by its condition): from then on its limiter's image of the bucket is
+// at least as recent as sent. A new process (a crash) forgets, with
+// Forget.
+func (c *Checker) Heard(client int32, pk string, sent int64) {
+	if ii := c.item(pk); ii >= 0 {
+		c.heard[heard{client, c.items[ii].bucket}] = sent
+	}
+}
+
+// Forget forgets what client heard of every bucket: its process
+// restarted with an empty memory.
+func (c *Checker) Forget(client int32) {
+	for k := range c.heard {
+		if k.client == client {
+			delete(c.heard, k)
+		}
+	}
 }
 
 func (c *Checker) item(pk string) int32 {
@@ -1131,10 +1159,14 @@ func (c *Checker) liveness(op *Op, eff *Effects, roles [maxRoles]int32) {
 		if c.buckets[bi].shards > 1 {
 			return // a retry may land on another shard than the one that refused
 		}
-		if rt.Local && c.buckets[bi].changedBy(op.Client, rt.Start-engine.LocalRefusalAge*int64(time.Millisecond)) {
-			// A refusal answered from the limiter's last item: its wait
-			// assumed no one consumed since that item, which may predate
-			// the refusal by up to a second (engine.LocalRefusalAge).
+		if rt.Local && c.buckets[bi].changedBy(op.Client, min(rt.Start-engine.LocalRefusalAge*int64(time.Millisecond), rt.Heard[r])) {
+			// A refusal answered from the limiter's last items: its wait
+			// assumed no one consumed since them. The item that refused
+			// may predate the refusal by up to a second
+			// (engine.LocalRefusalAge); another bucket of the acquire (a
+			// cascade's parent, an Also resource) was judged from the
+			// last item the process heard of it, of any age, or not at
+			// all.
 			return
 		}
 		other += int64(c.buckets[bi].changes - rt.Snapshot[r] - rt.Own[r] - eff.Changes[r])

@@ -88,6 +88,7 @@ type opState struct {
 	eff    Effects
 	cause  Cause
 	snap   [maxRoles]uint64
+	heard  [maxRoles]int64 // see Checker.Snapshot
 	// cascade: a cascading acquire (its charged writes are remembered).
 	cascade bool
 	// The caller's cancellation: cancel is called after cancelAt store
@@ -159,6 +160,7 @@ func (h handle) do(ctx context.Context, op memsim.OpKind, fill func(*request)) r
 	q := &c.call.req
 	fill(q)
 	undo := op == memsim.OpUpdate && refunds(q.upd.Expr)
+	sent := c.s.now
 	if err := c.send(ctx, op, op.String(), undo, func(yield func(string) bool) {
 		if op.IsWrite() {
 			yield(q.writePK(op))
@@ -167,6 +169,9 @@ func (h handle) do(ctx context.Context, op memsim.OpKind, fill func(*request)) r
 		return response{err: err}
 	}
 	r := c.call.resp
+	if op.IsWrite() {
+		c.heard(q.writePK(op), sent, r.err)
+	}
 	if c.cur.cascade && r.err == nil && op.IsWrite() && charges(q.upd.Expr, op == memsim.OpUpdate) {
 		c.charged = append(c.charged, q.writePK(op))
 	}
@@ -175,6 +180,14 @@ func (h handle) do(ctx context.Context, op memsim.OpKind, fill func(*request)) r
 		r = response{err: unavailable(op.String(), op.IsWrite(), ctx.Err())}
 	}
 	return r
+}
+
+// heard tells the checker that the write to pk sent at sent was answered
+// with the item (err nil, or its condition failed).
+func (c *client) heard(pk string, sent int64, err error) {
+	if _, failed := errors.AsType[*store.ConditionFailedError](err); c.s.chk != nil && (err == nil || failed) {
+		c.s.chk.Heard(c.id, pk, sent)
+	}
 }
 
 // send hands the call in c.call (named name, op for its writes) to the
@@ -277,6 +290,7 @@ func (h handle) Scan(ctx context.Context, in store.ScanInput) (store.ScanOutput,
 func (h handle) WriteConcurrently(ctx context.Context, writes []store.Write) []store.WriteResult {
 	c := h.c
 	c.call.kind, c.call.writes = callConcurrent, writes
+	sent := c.s.now
 	err := c.send(ctx, memsim.OpUpdate, "WriteConcurrently", false, func(yield func(string) bool) {
 		for i := range writes {
 			if !yield(actionPK(&writes[i])) {
@@ -288,6 +302,7 @@ func (h handle) WriteConcurrently(ctx context.Context, writes []store.Write) []s
 		res := c.call.results
 		c.call = call{}
 		for i, r := range res {
+			c.heard(actionPK(&writes[i]), sent, r.Err)
 			if w := &writes[i]; c.cur.cascade && r.Err == nil && (w.Update == nil || charges(w.Update.Expr, true)) {
 				c.charged = append(c.charged, actionPK(w))
 			}
@@ -349,7 +364,7 @@ func (c *client) begin(kind OpKind, bucket int32, amount [MaxLimits]int64) *Op {
 		cause: Cause{Op: s.nextOp, Client: c.id, Kind: kind, Bucket: bucket, Amount: amount, Start: s.now}}
 	c.charged = c.charged[:0]
 	if s.chk != nil {
-		c.cur.snap = s.chk.Snapshot(bucket)
+		c.cur.snap, c.cur.heard = s.chk.Snapshot(c.id, bucket)
 	}
 	if kind == OpAcquire {
 		s.second(s.now).Attempts++
@@ -503,7 +518,7 @@ func (c *client) caller() (context.Context, limiter.Policy) {
 // retry.
 func (c *client) retryInfo(op *Op) *RetryInfo {
 	return &RetryInfo{Rejection: op.ID, Start: op.Start, End: op.End, RetryAfter: op.RetryAfter, ByParent: op.ByParent,
-		Local: op.Local, Snapshot: c.cur.snap, Own: c.cur.eff.Changes}
+		Local: op.Local, Snapshot: c.cur.snap, Heard: c.cur.heard, Own: c.cur.eff.Changes}
 }
 
 // runWriter is the body of a workload client: open-loop arrivals at the
@@ -550,6 +565,9 @@ func (c *client) runWriter() {
 				return
 			}
 			c.lim = s.newLimiter(c, s.derive(streamLimiter, uint64(c.id)|c.crashes<<32))
+			if s.chk != nil {
+				s.chk.Forget(c.id)
+			}
 			next = max(next, s.now)
 			continue
 		}

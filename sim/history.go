@@ -148,6 +148,10 @@ type RetryInfo struct {
 	// rejection itself made (a cascade may charge and compensate): any
 	// other change before the retry means someone else consumed.
 	Snapshot, Own [maxRoles]uint64
+	// Heard is when the client last heard of each of those buckets
+	// before the rejection (Checker.Heard; 0: never): a local
+	// rejection judged them from images no newer.
+	Heard [maxRoles]int64
 }
 
 // Effects is what the change stream shows one operation did, accumulated

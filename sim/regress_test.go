@@ -699,3 +699,54 @@ func TestRegressionRetryRefusedOnAGuessAlthoughNoOneWrote(t *testing.T) {
 	}
 	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 0x13, Tail: 3 * time.Second}))
 }
+
+// A checker's false report (liveness): a request of gpt-4o that also
+// charges all-models was refused from the limiter's memory on all-models
+// (640 ms), and its retry by the store on gpt-4o (3.2 s), although no one
+// else had written either bucket since the refusal. The process had
+// heard of gpt-4o last before another writer's charge at 3.16 s (its
+// other requests, of models/claude-3.5, kept all-models fresh): its
+// refusal could not know gpt-4o's tokens, and the checker allowed for
+// images a second old only. It now allows, for each bucket of a local
+// refusal, for the writes since the client last heard of it. (Found by
+// TestProperty: two resources and Also, a daily quota in Kolkata, 250 ms
+// of skew.)
+func TestRegressionLocalRefusalFromAnOlderItemOfAnotherResource(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation")
+	}
+	loc, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ents []Entity
+	for e, m := range []string{"", "", "admit", "admit", "", "refuse", "admit", "admit", ""} {
+		ents = append(ents, Entity{ID: fmt.Sprintf("key-%d", e), Mode: m})
+	}
+	limits := []limiter.Limit{
+		{Name: "rpm", Capacity: 360, Burst: 360, Refill: 360, Period: time.Minute},
+		{Name: "tpm", Capacity: 480, Burst: 720, Refill: 480, Period: time.Minute},
+		{Name: "img_per.min", Capacity: 8, Burst: 8, Refill: 8, Period: time.Second},
+		{Name: "rps-2", Capacity: 18 * 20, Window: "day", TimeZone: "Asia/Kolkata"},
+	}
+	var also []limiter.Limit
+	for _, l := range limits {
+		l.Capacity, l.Burst, l.Refill = l.Capacity*2, l.Burst*2, l.Refill*2
+		also = append(also, l)
+	}
+	wl := &Workload{
+		Writers:   100,
+		Limits:    limits,
+		Consume:   []Range{{Min: 35, Max: 40, Adjust: true}, {Min: 2, Max: 37, Adjust: true}, {Min: 1, Max: 4}, {Min: 16, Max: 18, Adjust: true}},
+		Resources: []string{"gpt-4o", "models/claude-3.5"},
+		Also:      []string{"all-models"}, AlsoLimits: also,
+		Entities: ents,
+		Start:    time.Date(2026, 11, 1, 0, 0, 0, 0, loc),
+		Rate:     1500, RetryProb: 0.07383287884294987, Probe: true,
+		AdjustProb: 2.692318828095541e-199, AdjustSpread: 0.4, RollbackProb: 2.110277493211518e-29,
+		CallTime: Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second},
+		Skew:     250 * time.Millisecond,
+		Duration: 3 * time.Second,
+	}
+	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 0x3b9, Tail: 3*time.Second + 500*time.Millisecond}))
+}
