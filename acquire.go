@@ -324,9 +324,20 @@ func (l *Limiter) drive(ctx context.Context, tr *trace, now int64, step engine.S
 	return step, now
 }
 
-// call makes one store call, sent at Unix ms sent.
+// call makes one store call, sent at Unix ms sent. The read of an acquire
+// already decided (Call.Decided) runs on a context of its own, and not at
+// all once the caller has gone: its charge landed, and its caller gets
+// the lease.
 func (l *Limiter) call(ctx context.Context, tr *trace, c *engine.Call, sent int64) engine.Result {
 	r := engine.Result{Sent: sent}
+	if c.Decided {
+		if r.Err = ctx.Err(); r.Err != nil {
+			return r
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = l.detached(ctx)
+		defer cancel()
+	}
 	switch {
 	case c.Update != nil:
 		r.Write, r.Err = l.st.Update(ctx, *c.Update)

@@ -398,3 +398,33 @@ func TestRegressionCascadeShadowRefusalWithAStandingChargeIsRetried(t *testing.T
 		t.Fatalf("the key was charged %d millitokens, want 2000 (the first try's charge stands)", got)
 	}
 }
+
+// The read an acquire makes after its quota transfer landed (the
+// transaction returns no item) only teaches the memory: the acquire is
+// decided. A caller who has gone is not kept waiting for it (no store
+// call), and a caller who cancels while it is in flight does not stop it:
+// the lease for the charge that landed is the answer, not the context's
+// error with the charge standing (found by TestProperty: a lease
+// answered to a caller whose cancellation that read met).
+func TestADecidedAcquiresReadIgnoresTheCallersContext(t *testing.T) {
+	e := newEnv(t)
+	l := e.limiter()
+	k := keys.Bucket{Namespace: "ns", Entity: "k1", Resource: "gpt-4"}.Key()
+	read := &engine.Call{BatchGet: &store.BatchGetInput{Keys: []store.Key{k}, ConsistentRead: true}, Decided: true}
+	gone, cancel := context.WithCancel(e.ctx)
+	cancel()
+	before := e.st.Totals().Requests
+	if r := l.call(gone, &trace{}, read, 0); !errors.Is(r.Err, context.Canceled) || e.st.Totals().Requests != before {
+		t.Fatalf("caller gone: err %v, %d store requests; want context.Canceled and none", r.Err, e.st.Totals().Requests-before)
+	}
+	bs := blockingStore{Store: e.st, entered: make(chan struct{}, 1)}
+	l.st = bs
+	if r := l.call(e.ctx, &trace{}, read, 0); r.Err != nil {
+		t.Fatalf("the read on a live caller's context: %v", r.Err)
+	}
+	select {
+	case <-bs.entered:
+		t.Fatal("the read ran on a context the caller can cancel")
+	default:
+	}
+}

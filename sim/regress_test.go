@@ -750,3 +750,48 @@ func TestRegressionLocalRefusalFromAnOlderItemOfAnotherResource(t *testing.T) {
 	}
 	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 0x3b9, Tail: 3*time.Second + 500*time.Millisecond}))
 }
+
+// An acquire on a hot key with a daily quota charged a new shard by a
+// quota transfer (a transaction, which returns no item); its caller
+// cancelled while the transaction was in flight, and the read that
+// follows it, to learn the item, met the cancelled context. The limiter
+// went on without the read and answered a lease: a store call had met
+// the cancellation (cancelled-acquire). The read now runs on a context
+// of its own, and not at all once the caller has gone: the acquire was
+// decided when its charge landed. (Found by TestProperty: sharding
+// pressure, a daily quota in Kolkata, callers cancelling.)
+func TestRegressionAReadAfterAQuotaTransferMetTheCallersCancellation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation")
+	}
+	loc, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := &Workload{
+		Writers: 175,
+		Limits: []limiter.Limit{
+			{Name: "rpm", Capacity: 279000, Burst: 558000, Refill: 279000, Period: time.Second},
+			{Name: "tpm", Capacity: 34_860_000, Burst: 69_720_000, Refill: 34_860_000, Period: time.Minute, Shadow: true},
+			{Name: "img_per.min", Capacity: 41_220_000, Burst: 82_440_000, Refill: 41_220_000, Period: time.Minute, Shadow: true},
+			{Name: "rps-2", Capacity: 6 * 1049, Window: "day", TimeZone: "Asia/Kolkata"},
+		},
+		Consume:    []Range{{Min: 2, Max: 10, Adjust: true}, {Min: 1, Max: 1}, {Min: 8, Max: 19}, {Min: 4, Max: 6, Adjust: true}},
+		Resources:  []string{"gpt-4o"},
+		Entities:   []Entity{{ID: "key-0"}},
+		Start:      time.Date(2026, 11, 1, 0, 0, 0, 0, loc).Add(-554 * time.Millisecond),
+		Rate:       2500,
+		AdjustProb: 0.27138328552246094, AdjustSpread: 0.4, RollbackProb: 9.841382762493953e-240,
+		CallTime: Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second},
+		Duration: 3*time.Second + 2*time.Hour, DutyPeriod: 2 * time.Hour, DutyOn: 3 * time.Second,
+		Faults: true,
+		FaultPlan: &FaultPlan{
+			Start:      500 * time.Millisecond,
+			StormEvery: 3 * time.Second, StormLength: time.Second, StormP: 5.181235792406369e-06 * 20,
+			P5xxBefore: 1.2351048184200408e-08, P5xxAfter: 2.0767299994940796e-148, PLost: 1.7559269744354595e-91, PConflict: 6.760672022210201e-10,
+			PSpike: 0.003900908077639542, Spike: Latency{Median: 200 * time.Millisecond, P99: 1500 * time.Millisecond},
+			PCancel: 0.029296875, PUndoFail: 1.8619261711360536e-57, ExpiryDelay: 7 * time.Minute,
+		},
+	}
+	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 0x5f27, Tail: 3 * time.Second}))
+}

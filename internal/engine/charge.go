@@ -18,6 +18,12 @@ type Call struct {
 	// shard by a transfer from another shard, the donor: the write, then
 	// the donor's part (see quota.go).
 	Transact *store.TransactWriteInput
+	// Decided marks a read made after the acquire's charge landed, only
+	// to learn the item it left (a transaction returns none): the answer
+	// no longer depends on it, so the caller's context does not stop it,
+	// and a caller who has gone does not wait for it (the machine goes
+	// on without it).
+	Decided bool
 }
 
 // Result is what a Call returned: the output of its kind, and its error.
@@ -473,7 +479,7 @@ func (c *Charge) afterTransfer(r *Result, now int64) Step {
 	if r.Err == nil {
 		c.phase = phFunded
 		in := store.BatchGetInput{Keys: []store.Key{c.entry.key, c.sent.Transact.Actions[1].Update.Key}, ConsistentRead: true}
-		return Step{Path: PathDiscover, Call: &Call{BatchGet: &in}}
+		return Step{Path: PathDiscover, Call: &Call{BatchGet: &in, Decided: true}}
 	}
 	c.landed()
 	var tc *store.TransactionCanceledError
