@@ -185,7 +185,10 @@ func (h handle) do(ctx context.Context, op memsim.OpKind, fill func(*request)) r
 // heard tells the checker that the write to pk sent at sent was answered
 // with the item (err nil, or its condition failed).
 func (c *client) heard(pk string, sent int64, err error) {
-	if _, failed := errors.AsType[*store.ConditionFailedError](err); c.s.chk != nil && (err == nil || failed) {
+	if c.s.chk == nil {
+		return
+	}
+	if _, failed := errors.AsType[*store.ConditionFailedError](err); err == nil || failed {
 		c.s.chk.Heard(c.id, pk, sent)
 	}
 }

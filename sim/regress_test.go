@@ -614,6 +614,34 @@ func TestRegressionCascadeRefusalBlamedAFreeCap(t *testing.T) {
 	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 3, Tail: 3 * time.Second}))
 }
 
+// novemberFirst is midnight of 1 November 2026 in zone, less before: where
+// TestProperty starts the runs with a calendar quota (every kind of window
+// ends then).
+func novemberFirst(t *testing.T, zone string, before time.Duration) time.Time {
+	t.Helper()
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Date(2026, 11, 1, 0, 0, 0, 0, loc).Add(-before)
+}
+
+// keyEntities returns n entities key-0 to key-(n-1), as TestProperty
+// names them, the first with the modes given.
+func keyEntities(n int, modes ...string) []Entity {
+	ents := make([]Entity, n)
+	for e := range ents {
+		ents[e].ID = fmt.Sprintf("key-%d", e)
+		if e < len(modes) {
+			ents[e].Mode = modes[e]
+		}
+	}
+	return ents
+}
+
+// propertyCallTime is how long TestProperty's callers hold a lease.
+var propertyCallTime = Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second}
+
 // A retry after a refusal by the rate limit, beside a shadow monthly quota
 // already spent, was refused again with a new wait although no one else
 // had written the bucket (liveness, 7 violations): the retry was refused
@@ -627,14 +655,6 @@ func TestRegressionRetryBesideASpentShadowQuotaRefusedAgain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulation")
 	}
-	loc, err := time.LoadLocation("Asia/Kolkata")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ents []Entity
-	for e := 0; e < 7; e++ {
-		ents = append(ents, Entity{ID: fmt.Sprintf("key-%d", e)})
-	}
 	wl := &Workload{
 		Writers: 100,
 		Limits: []limiter.Limit{
@@ -643,11 +663,11 @@ func TestRegressionRetryBesideASpentShadowQuotaRefusedAgain(t *testing.T) {
 		},
 		Consume:   []Range{{Min: 4, Max: 24, Adjust: true}, {Min: 1, Max: 18}},
 		Resources: []string{"gpt-4o", "models/claude-3.5"},
-		Entities:  ents,
-		Start:     time.Date(2026, 11, 1, 0, 0, 0, 0, loc).Add(-860 * time.Millisecond),
+		Entities:  keyEntities(7),
+		Start:     novemberFirst(t, "Asia/Kolkata", 860*time.Millisecond),
 		Rate:      1217.7562780780718, RetryProb: 1, Probe: true,
 		AdjustProb: 0.1171875, AdjustSpread: 0.4, RollbackProb: 0.2,
-		CallTime: Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second},
+		CallTime: propertyCallTime,
 		Duration: 3 * time.Second,
 	}
 	requireOK(t, mustRun(t, Config{Workload: wl, Seed: 3, Tail: 3 * time.Second}))
@@ -664,15 +684,6 @@ func TestRegressionRetryRefusedOnAGuessAlthoughNoOneWrote(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulation")
 	}
-	loc, err := time.LoadLocation("Europe/Paris")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ents []Entity
-	for e := 0; e < 8; e++ {
-		ents = append(ents, Entity{ID: fmt.Sprintf("key-%d", e)})
-	}
-	ents[5].Mode, ents[6].Mode = "refuse", "admit"
 	wl := &Workload{
 		Writers: 115,
 		Limits: []limiter.Limit{
@@ -682,11 +693,11 @@ func TestRegressionRetryRefusedOnAGuessAlthoughNoOneWrote(t *testing.T) {
 		},
 		Consume:   []Range{{Min: 2, Max: 3}, {Min: 8, Max: 11}, {Min: 12, Max: 29}},
 		Resources: []string{"gpt-4o"},
-		Entities:  ents,
-		Start:     time.Date(2026, 11, 1, 0, 0, 0, 0, loc).Add(-792 * time.Millisecond),
+		Entities:  keyEntities(8, "", "", "", "", "", "refuse", "admit"),
+		Start:     novemberFirst(t, "Europe/Paris", 792*time.Millisecond),
 		Rate:      647.2333984375, RetryProb: 0.5574490427970886, Probe: true,
 		AdjustProb: 1.3690090043827074e-08, AdjustSpread: 0.4, RollbackProb: 3.975949420727915e-14,
-		CallTime: Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second},
+		CallTime: propertyCallTime,
 		Duration: 3 * time.Second,
 		Faults:   true,
 		FaultPlan: &FaultPlan{
@@ -715,14 +726,6 @@ func TestRegressionLocalRefusalFromAnOlderItemOfAnotherResource(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulation")
 	}
-	loc, err := time.LoadLocation("Asia/Kolkata")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ents []Entity
-	for e, m := range []string{"", "", "admit", "admit", "", "refuse", "admit", "admit", ""} {
-		ents = append(ents, Entity{ID: fmt.Sprintf("key-%d", e), Mode: m})
-	}
 	limits := []limiter.Limit{
 		{Name: "rpm", Capacity: 360, Burst: 360, Refill: 360, Period: time.Minute},
 		{Name: "tpm", Capacity: 480, Burst: 720, Refill: 480, Period: time.Minute},
@@ -740,11 +743,11 @@ func TestRegressionLocalRefusalFromAnOlderItemOfAnotherResource(t *testing.T) {
 		Consume:   []Range{{Min: 35, Max: 40, Adjust: true}, {Min: 2, Max: 37, Adjust: true}, {Min: 1, Max: 4}, {Min: 16, Max: 18, Adjust: true}},
 		Resources: []string{"gpt-4o", "models/claude-3.5"},
 		Also:      []string{"all-models"}, AlsoLimits: also,
-		Entities: ents,
-		Start:    time.Date(2026, 11, 1, 0, 0, 0, 0, loc),
+		Entities: keyEntities(9, "", "", "admit", "admit", "", "refuse", "admit", "admit"),
+		Start:    novemberFirst(t, "Asia/Kolkata", 0),
 		Rate:     1500, RetryProb: 0.07383287884294987, Probe: true,
 		AdjustProb: 2.692318828095541e-199, AdjustSpread: 0.4, RollbackProb: 2.110277493211518e-29,
-		CallTime: Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second},
+		CallTime: propertyCallTime,
 		Skew:     250 * time.Millisecond,
 		Duration: 3 * time.Second,
 	}
@@ -764,10 +767,6 @@ func TestRegressionAReadAfterAQuotaTransferMetTheCallersCancellation(t *testing.
 	if testing.Short() {
 		t.Skip("simulation")
 	}
-	loc, err := time.LoadLocation("Asia/Kolkata")
-	if err != nil {
-		t.Fatal(err)
-	}
 	wl := &Workload{
 		Writers: 175,
 		Limits: []limiter.Limit{
@@ -779,10 +778,10 @@ func TestRegressionAReadAfterAQuotaTransferMetTheCallersCancellation(t *testing.
 		Consume:    []Range{{Min: 2, Max: 10, Adjust: true}, {Min: 1, Max: 1}, {Min: 8, Max: 19}, {Min: 4, Max: 6, Adjust: true}},
 		Resources:  []string{"gpt-4o"},
 		Entities:   []Entity{{ID: "key-0"}},
-		Start:      time.Date(2026, 11, 1, 0, 0, 0, 0, loc).Add(-554 * time.Millisecond),
+		Start:      novemberFirst(t, "Asia/Kolkata", 554*time.Millisecond),
 		Rate:       2500,
 		AdjustProb: 0.27138328552246094, AdjustSpread: 0.4, RollbackProb: 9.841382762493953e-240,
-		CallTime: Latency{Median: 200 * time.Millisecond, P99: 2 * time.Second},
+		CallTime: propertyCallTime,
 		Duration: 3*time.Second + 2*time.Hour, DutyPeriod: 2 * time.Hour, DutyOn: 3 * time.Second,
 		Faults: true,
 		FaultPlan: &FaultPlan{

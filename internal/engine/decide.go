@@ -149,8 +149,10 @@ func (p *Plan) lacks(v *ShardView, n, now int64, o Options, guess bool) bool {
 			continue
 		}
 		st, _ := im.projected(s, n, now)
-		left := st.Tokens - v.Pending[s.name]
-		if !own {
+		var left int64
+		if own {
+			left = st.Tokens - v.Pending[s.name]
+		} else {
 			left = st.Tokens - v.expected(s, n, now) - v.withheld(s, n, im, v.At, now)
 		}
 		if left < s.amount {

@@ -53,6 +53,14 @@ func drive(st store.Store, now func() int64, step Step, feed func(Result, int64)
 	return step, paths
 }
 
+// chargeOn runs a charge of p by a process with memory m against st
+// until it answers, at the times now gives.
+func chargeOn(st store.Store, m *Memory, now func() int64, p *Plan) Step {
+	c := NewCharge(m, p, newRand(1), Options{})
+	step, _ := drive(st, now, c.Start(now()), c.Feed)
+	return step
+}
+
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 7)) }
 
 // viewOf returns what the memory holds of a shard and its entry (made if

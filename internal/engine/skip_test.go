@@ -18,12 +18,7 @@ func TestSkippedLimitNeverRefuses(t *testing.T) {
 	now := func() int64 { return memsim.Epoch().UnixMilli() }
 	m := NewMemory(0)
 	limits := []Limit{perMinute("rpm", 100), perMinute("tpm", 10)}
-	charge := func(p *Plan) Step {
-		t.Helper()
-		c := NewCharge(m, p, newRand(1), Options{})
-		step, _ := drive(st, now, c.Start(now()), c.Feed)
-		return step
-	}
+	charge := func(p *Plan) Step { return chargeOn(st, m, now, p) }
 	// Spend tpm, then put it in debt with an adjust.
 	if step := charge(NewPlan(bucketRef, limits, map[string]int64{"rpm": 1, "tpm": 10})); !step.Done {
 		t.Fatalf("first charge: %+v", step)
@@ -70,12 +65,7 @@ func TestSkippedQuotaStaysAQuota(t *testing.T) {
 	m := NewMemory(0)
 	usd := Limit{Name: "usd", Limit: bucket.Limit{Capacity: 5000, Burst: 5000}, Calendar: bucket.Calendar{Window: bucket.Month}}
 	limits := []Limit{perMinute("rpm", 100), usd}
-	charge := func(p *Plan) Step {
-		t.Helper()
-		c := NewCharge(m, p, newRand(1), Options{})
-		step, _ := drive(st, now, c.Start(now()), c.Feed)
-		return step
-	}
+	charge := func(p *Plan) Step { return chargeOn(st, m, now, p) }
 	if step := charge(NewPlan(bucketRef, limits, map[string]int64{"rpm": 1, "usd": 5})); !step.Done {
 		t.Fatalf("spending the quota: %+v", step)
 	}
@@ -113,12 +103,7 @@ func TestRetryAfterAShadowLimitRefusedIsNotRefusedAgainLocally(t *testing.T) {
 	img := perSecond("img", 1)
 	img.Shadow = true
 	limits := []Limit{rps10, img}
-	charge := func(p *Plan) Step {
-		t.Helper()
-		c := NewCharge(m, p, newRand(1), Options{})
-		step, _ := drive(st, now, c.Start(now()), c.Feed)
-		return step
-	}
+	charge := func(p *Plan) Step { return chargeOn(st, m, now, p) }
 	if step := charge(NewPlan(bucketRef, limits, map[string]int64{"rps": 10, "img": 1})); !step.Done {
 		t.Fatalf("spending both limits: %+v", step)
 	}
@@ -180,14 +165,8 @@ func TestRetryAfterARateBesideASpentShadowQuotaIsNotRefusedByTheRate(t *testing.
 	m := NewMemory(0)
 	usd := Limit{Name: "usd", Limit: bucket.Limit{Capacity: 5000, Burst: 5000}, Calendar: bucket.Calendar{Window: bucket.Month}, Shadow: true}
 	limits := []Limit{rps10, usd}
-	charge := func(p *Plan) Step {
-		t.Helper()
-		c := NewCharge(m, p, newRand(1), Options{})
-		step, _ := drive(st, now, c.Start(now()), c.Feed)
-		return step
-	}
-	other := NewCharge(NewMemory(0), NewPlan(bucketRef, limits, map[string]int64{"rps": 10, "usd": 5}), newRand(1), Options{})
-	if step, _ := drive(st, now, other.Start(now()), other.Feed); !step.Done {
+	charge := func(p *Plan) Step { return chargeOn(st, m, now, p) }
+	if step := chargeOn(st, NewMemory(0), now, NewPlan(bucketRef, limits, map[string]int64{"rps": 10, "usd": 5})); !step.Done {
 		t.Fatalf("another process spending both limits: %+v", step)
 	}
 	// The others were seen taking nearly all of rps's refill.
