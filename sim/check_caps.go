@@ -100,8 +100,11 @@ func (g *capLog) unknown(op *Op) {
 }
 
 // refusedBy records a refusal: on the bucket that refused, when it has one
-// shard, the store judged and no other limit of it refused, the cap's (or
-// no limit's, which InvCap judges as the cap's).
+// shard, the store judged, the refusal names the cap as exceeded and no
+// other enforcing limit of it, the cap's. A refusal that names no limit
+// (lost races: a false rejection the limiter allows) or only limits that
+// do not enforce (shadow) besides is not the cap's: InvCap does not judge
+// it.
 func (g *capLog) refusedBy(op *Op, err error) {
 	rl, ok := errors.AsType[*limiter.RateLimitedError](err)
 	if !ok || op.Mode != "" {
@@ -121,10 +124,18 @@ func (g *capLog) refusedBy(op *Op, err error) {
 	if rl.Local || rl.Parent || refusing < 0 {
 		return
 	}
+	byCap := false
 	for _, ls := range rl.Limits {
-		if ls.Limit.Window == "concurrent" && ls.Shards != 1 || ls.Limit.Window != "concurrent" && ls.Exceeded {
-			return
+		switch {
+		case ls.Limit.Shadow || !ls.Exceeded:
+		case ls.Limit.Window != "concurrent" || ls.Shards != 1:
+			return // another limit refused too, or a sharded bucket
+		default:
+			byCap = true
 		}
+	}
+	if !byCap {
+		return
 	}
 	g.refused = append(g.refused, capRefusal{bucket: refusing, slots: op.Amount[g.limit], start: op.Start, end: op.End})
 }

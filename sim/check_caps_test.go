@@ -185,3 +185,46 @@ func TestCapWithSeveralResources(t *testing.T) {
 	}
 	t.Logf("%d admitted, %d rejected; %d leases and %d cap refusals on all-models; %d crashes", rep.Admitted, rep.Rejected, onAll, refusedOnAll, rep.Crashes)
 }
+
+// The cap checker judged as the cap's every refusal on a bucket with a cap
+// that named no other enforcing limit as exceeded, the cap's own state
+// aside: a refusal after lost races, which names no limit (a false
+// rejection the limiter allows), was counted as the cap's and, with the
+// cap's slots free, flagged; and a refusal by the cap beside a short
+// shadow limit (which refuses nothing) was left out. A refusal is now the
+// cap's when it names the cap as exceeded and no other enforcing limit.
+func TestStoryCapRefusalNamesTheCap(t *testing.T) {
+	m := capModel()
+	rpm, inflight := m.Buckets[0].Limits[0], m.Buckets[0].Limits[1]
+	shadowRPM := rpm
+	shadowRPM.Shadow = true
+	state := func(l limiter.Limit, exceeded bool) limiter.LimitState {
+		return limiter.LimitState{Resource: "m", Limit: l, Shards: 1, Exceeded: exceeded}
+	}
+	for _, c := range []struct {
+		name   string
+		states []limiter.LimitState
+		byCap  bool
+	}{
+		{"lost races, no limit named", []limiter.LimitState{state(rpm, false), state(inflight, false)}, false},
+		{"a short shadow limit alone", []limiter.LimitState{state(shadowRPM, true), state(inflight, false)}, false},
+		{"the rate", []limiter.LimitState{state(rpm, true), state(inflight, false)}, false},
+		{"the rate and the cap", []limiter.LimitState{state(rpm, true), state(inflight, true)}, false},
+		{"the cap", []limiter.LimitState{state(rpm, false), state(inflight, true)}, true},
+		{"the cap beside a short shadow limit", []limiter.LimitState{state(shadowRPM, true), state(inflight, true)}, true},
+	} {
+		g := newCapLog(&Workload{Limits: m.Buckets[0].Limits}, m)
+		err := &limiter.RateLimitedError{Entity: "k", Resource: "m", RetryAfter: time.Millisecond, Limits: c.states}
+		g.refusedBy(&Op{Bucket: 0, Amount: [MaxLimits]int64{1, 1}, Start: 30 * sec, End: 30*sec + 1}, err)
+		if got := len(g.refused) == 1; got != c.byCap {
+			t.Errorf("%s: counted as the cap's refusal %v, want %v", c.name, got, c.byCap)
+		}
+		// No lease: the cap's 2 slots were free. The checker flags a
+		// refusal it counts as the cap's, and only those.
+		chk := NewChecker(m, testBase)
+		g.check(chk, m)
+		if got := chk.perInv[InvCap] > 0; got != c.byCap {
+			t.Errorf("%s: flagged %v, want %v (%v)", c.name, got, c.byCap, chk.Violations())
+		}
+	}
+}

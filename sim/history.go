@@ -231,9 +231,10 @@ type Model struct {
 // BucketModel is one (entity, resource) bucket of a workload.
 type BucketModel struct {
 	Entity, Resource string
-	// Limits are the limits in force for the bucket (stored limits when
-	// the workload stores some for the entity, else the request's), with
-	// Shadow set on those that are shadow at some time of the run.
+	// Limits are the limits in force for the bucket (per name, the
+	// entity's stored limits, else the resource's, else the request's, as
+	// the limiter combines them), with Shadow set on those that are shadow
+	// at some time of the run.
 	Limits []limiter.Limit
 	// Parent is the index of the cascade parent's bucket for the same
 	// resource, or -1.

@@ -34,8 +34,12 @@ type Workload struct {
 	// (limiter.Request.Also; at most MaxAlso, none of them in
 	// Resources): a gateway charging a model and "all-models". AlsoLimits,
 	// when set, are stored for each of them (every entity) and override
-	// the requests' limits there, as an entity's own stored limits
-	// override them in turn. Not with Reservations.
+	// the requests' limits there by name, as an entity's own stored limits
+	// override them in turn. As in the limiter (see limiter.Request.Limits),
+	// a name AlsoLimits lacks is not dropped: the request's limit of that
+	// name applies on the Also resources too (an "all-models" storing only
+	// rpm still charges and enforces the request's tpm there), and the
+	// checkers judge it so. Not with Reservations.
 	Also       []string
 	AlsoLimits []limiter.Limit
 	Zipf       float64
@@ -152,7 +156,9 @@ type Entity struct {
 	Parent  string
 	Cascade bool
 	// Limits, when set, are stored for the entity (all resources) and
-	// override the requests' limits.
+	// override the requests' limits (and AlsoLimits) by name; a name they
+	// lack keeps the limit of the next scope that has one, as in the
+	// limiter.
 	Limits []limiter.Limit
 	// NoTraffic marks an entity that is never picked (a cascade parent).
 	NoTraffic bool
@@ -193,21 +199,42 @@ func orDefault(d, def time.Duration) time.Duration {
 	return def
 }
 
-// limitsOf returns the limits in force for an entity's buckets.
+// limitsOf returns the limits in force for an entity's buckets: its
+// stored limits, then the request's, per name.
 func (w *Workload) limitsOf(e *Entity) []limiter.Limit {
-	if e.Limits != nil {
-		return e.Limits
-	}
-	return w.Limits
+	return mergeLimits(e.Limits, w.Limits)
 }
 
 // alsoLimitsOf returns the limits in force for an entity's buckets on the
-// Also resources.
+// Also resources: its stored limits, then AlsoLimits, then the request's,
+// per name.
 func (w *Workload) alsoLimitsOf(e *Entity) []limiter.Limit {
-	if e.Limits == nil && w.AlsoLimits != nil {
-		return w.AlsoLimits
+	return mergeLimits(e.Limits, w.AlsoLimits, w.Limits)
+}
+
+// mergeLimits combines the limits of scopes, most specific first, as the
+// limiter does: per name, the first scope that defines it wins, and every
+// name some scope defines applies. A single scope is returned as is.
+func mergeLimits(scopes ...[]limiter.Limit) []limiter.Limit {
+	var out []limiter.Limit
+	n := 0
+	for _, sc := range scopes {
+		if sc != nil {
+			out, n = sc, n+1
+		}
 	}
-	return w.limitsOf(e)
+	if n <= 1 {
+		return out
+	}
+	out = nil
+	for _, sc := range scopes {
+		for _, l := range sc {
+			if !slices.ContainsFunc(out, func(x limiter.Limit) bool { return x.Name == l.Name }) {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
 }
 
 // resolve returns the workload a configuration runs, with the overrides
@@ -429,24 +456,19 @@ func (w *Workload) markShadow(bm *BucketModel) {
 	bm.Limits = ls
 }
 
-// fits checks that every limit named by the request exists in ls with a
-// burst that can serve the largest amount.
+// fits checks that every limit of ls the request names has a burst that
+// can serve the largest amount.
 func (w *Workload) fits(ls []limiter.Limit, who string) error {
 	for i, r := range w.Consume {
 		if r.Max == 0 {
 			continue
 		}
-		found := false
 		for _, l := range ls {
 			if l.Name == w.Limits[i].Name {
-				found = true
 				if b := l.EffectiveBurst(); r.Max > b {
 					return fmt.Errorf("sim: entity %q: limit %s has burst %d, below the largest charge %d", who, l.Name, b, r.Max)
 				}
 			}
-		}
-		if !found && who != "" {
-			return fmt.Errorf("sim: entity %q has no limit %s", who, w.Limits[i].Name)
 		}
 	}
 	return nil
