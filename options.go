@@ -256,7 +256,9 @@ type Event struct {
 	RoundTrips int
 	// Throttled counts store calls answered with a throttling error.
 	Throttled int
-	// ReadUnits and WriteUnits are the capacity consumed.
+	// ReadUnits and WriteUnits are the capacity the call's store requests
+	// consumed, in DynamoDB's read and write capacity units (RCU, WCU; see
+	// store.Capacity), index writes included, as the store reports them.
 	ReadUnits, WriteUnits float64
 	// ShardDoublings counts shard-count doublings this call performed.
 	ShardDoublings int
