@@ -84,7 +84,8 @@ func WithDefaultLimits(limits ...Limit) Option {
 func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
 
 // WithObserver sets the observer told of every acquire, adjust, rollback,
-// status read and Close (default: none).
+// status read, Commit that gives a concurrency cap's slots back, and Close
+// (default: none; see Event).
 func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
 
 // WithLocalRefusals turns refusals answered locally on (the default) or
@@ -160,7 +161,7 @@ func (r *reservations) covers(consume map[string]int64) bool {
 func WithMemorySize(n int) Option { return func(c *config) { c.memorySize = n } }
 
 // WithBreaker turns the circuit breaker on (the default) or off. On,
-// after breakerFailures store failures in a row (unavailable: a server
+// after 5 store failures in a row (unavailable: a server
 // error, a timeout, a refused connection; not throttling), the limiter
 // stops calling the store for about a second (jittered) and answers every
 // call as unavailable at once, without waiting out a deadline; then one
@@ -169,7 +170,8 @@ func WithMemorySize(n int) Option { return func(c *config) { c.memorySize = n } 
 func WithBreaker(on bool) Option { return func(c *config) { c.noBreaker = !on } }
 
 // WithLogger sets the logger (default: slog.Default()). The limiter logs
-// at Debug per request path and at Warn for store failures.
+// at Debug per call (its path, round trips and units), at Info per shard
+// doubling and at Warn per store failure.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // Path names the write path an acquire took.
