@@ -35,7 +35,12 @@ var (
 // RateLimitedError is returned by Acquire when a limit lacks the tokens
 // asked for. Nothing was charged.
 type RateLimitedError struct {
-	Entity   string
+	// Entity is the entity of the bucket that refused: the request's, or
+	// its cascade parent's when Parent is true.
+	Entity string
+	// Resource is the resource of the bucket that refused: the request's
+	// (DefaultResource when it named none), or the one of Request.Also
+	// that refused.
 	Resource string
 	// RetryAfter is the largest RetryAfter of the exceeded limits that
 	// enforce (a shadow limit never refuses: its wait, a quota's next

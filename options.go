@@ -11,6 +11,9 @@ import (
 // Clock is where the limiter reads time. benbjohnson/clock's Clock
 // satisfies it; the simulator passes its own virtual clock.
 type Clock interface {
+	// Now is the current time, read to the millisecond. The limiter calls
+	// it from the goroutines of its callers, so it must be safe for
+	// concurrent use.
 	Now() time.Time
 }
 
@@ -81,7 +84,8 @@ func WithDefaultLimits(limits ...Limit) Option {
 func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
 
 // WithObserver sets the observer told of every acquire, adjust, rollback,
-// status read and Close (default: none).
+// status read, Commit that gives a concurrency cap's slots back, and Close
+// (default: none; see Event).
 func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
 
 // WithLocalRefusals turns refusals answered locally on (the default) or
@@ -157,7 +161,7 @@ func (r *reservations) covers(consume map[string]int64) bool {
 func WithMemorySize(n int) Option { return func(c *config) { c.memorySize = n } }
 
 // WithBreaker turns the circuit breaker on (the default) or off. On,
-// after breakerFailures store failures in a row (unavailable: a server
+// after 5 store failures in a row (unavailable: a server
 // error, a timeout, a refused connection; not throttling), the limiter
 // stops calling the store for about a second (jittered) and answers every
 // call as unavailable at once, without waiting out a deadline; then one
@@ -166,7 +170,8 @@ func WithMemorySize(n int) Option { return func(c *config) { c.memorySize = n } 
 func WithBreaker(on bool) Option { return func(c *config) { c.noBreaker = !on } }
 
 // WithLogger sets the logger (default: slog.Default()). The limiter logs
-// at Debug per request path and at Warn for store failures.
+// at Debug per call (its path, round trips and units), at Info per shard
+// doubling and at Warn per store failure.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // Path names the write path an acquire took.
@@ -197,8 +202,8 @@ const (
 type Outcome uint8
 
 // Outcomes of a call. An acquire ends Admitted, Rejected, Disabled,
-// Unavailable or Invalid; an adjust, a rollback, a status read or a Close ends
-// Succeeded, Unavailable or Invalid (they never reject). A call whose
+// Unavailable or Invalid; an adjust, a rollback, a commit, a status read or
+// a Close ends Succeeded, Unavailable or Invalid (they never reject). A call whose
 // context ended counts as Unavailable.
 const (
 	Admitted Outcome = iota + 1
@@ -220,14 +225,26 @@ func (o Outcome) String() string {
 	return "unknown"
 }
 
-// Event describes one finished acquire, adjust, rollback, status read or
-// Close for an [Observer].
+// Event describes one finished acquire, adjust, rollback, status read,
+// Commit that gave a concurrency cap's slots back, or Close for an
+// [Observer].
 type Event struct {
-	// Op is "acquire", "adjust", "rollback", "status" or "close".
-	Op       string
-	Entity   string
+	// Op is "acquire", "adjust", "rollback", "commit" (a Commit that gave
+	// a concurrency cap's slots back with its one write; a Commit without
+	// a cap makes no call and no event), "status" or "close".
+	Op string
+	// Entity is the request's entity; for an adjust, a rollback or a
+	// commit, the lease's entity (not a cascade parent's); empty for Close.
+	Entity string
+	// Resource is the request's Resource, DefaultResource when it named
+	// none (a request refused as invalid before its configuration was read
+	// reports it as given); for an adjust, a rollback or a commit, the
+	// lease's first resource (Request.Resource, not one of Also); empty
+	// for Close.
 	Resource string
-	Outcome  Outcome
+	// Outcome is how the call ended (see Outcome for which outcomes each
+	// Op can have).
+	Outcome Outcome
 	// Path is the path of the call's last store write, the one it
 	// attempted last even when the store refused it (a throttle, a
 	// failure): PathDouble when that was the doubling of the bucket's
@@ -241,7 +258,9 @@ type Event struct {
 	RoundTrips int
 	// Throttled counts store calls answered with a throttling error.
 	Throttled int
-	// ReadUnits and WriteUnits are the capacity consumed.
+	// ReadUnits and WriteUnits are the capacity the call's store requests
+	// consumed, in DynamoDB's read and write capacity units (RCU, WCU; see
+	// store.Capacity), index writes included, as the store reports them.
 	ReadUnits, WriteUnits float64
 	// ShardDoublings counts shard-count doublings this call performed.
 	ShardDoublings int
@@ -291,6 +310,8 @@ type Event struct {
 // Observer is told of every finished call. It must be fast and safe for
 // concurrent use; it is called on the caller's goroutine.
 type Observer interface {
+	// Observe is called once per finished call, after its last store
+	// call and before the call returns.
 	Observe(Event)
 }
 

@@ -142,9 +142,12 @@ func toAuditJSON(r admin.AuditRecord) auditJSON {
 }
 
 type stateOut struct {
-	Parent    string           `json:"parent,omitempty"`
-	Cascade   bool             `json:"cascade,omitempty"`
-	Limits    []limitJSON      `json:"limits,omitempty"`
+	Parent  string      `json:"parent,omitempty"`
+	Cascade bool        `json:"cascade,omitempty"`
+	Limits  []limitJSON `json:"limits,omitempty"`
+	// Mode is a scope's mode (admit, refuse or shadow; left out when it
+	// enforces), on the records of its limits and mode.
+	Mode      string           `json:"mode,omitempty"`
 	Shards    int              `json:"shards,omitempty"`
 	Tokens    map[string]int64 `json:"tokens,omitempty"`
 	Malformed string           `json:"malformed,omitempty"`
@@ -154,7 +157,7 @@ func toStateOut(s *admin.AuditState) *stateOut {
 	if s == nil {
 		return nil
 	}
-	return &stateOut{s.Parent, s.Cascade, limitsJSON(s.Limits), s.Shards, s.Tokens, s.Malformed}
+	return &stateOut{s.Parent, s.Cascade, limitsJSON(s.Limits), string(s.Mode), s.Shards, s.Tokens, s.Malformed}
 }
 
 func auditList(c *cmdCtx, resource string, limit int) error {
@@ -200,5 +203,7 @@ func stateText(a admin.AuditAction, s *admin.AuditState) string {
 	case a == admin.AuditTopUp:
 		return topUpText(admin.AuditRecord{After: s})
 	}
-	return describeLimits(s.Limits)
+	// A scope's limits and mode share an item, and each record of either
+	// has both: a mode change shows in the mode.
+	return describeScope(s.Limits, s.Mode)
 }

@@ -92,3 +92,34 @@ func TestExitCodesAndHelp(t *testing.T) {
 		t.Fatalf("no server: exit %d, %s", code, errs.String())
 	}
 }
+
+// An operator revokes a key, then restores it, and reads the audit trail:
+// each scope.mode record says which mode the scope went from and to, in
+// the table and in JSON (the scope's limits alone would look unchanged).
+func TestRegressionAuditListShowsTheModeChanged(t *testing.T) {
+	c := newCLI(t)
+	c.ok("limits", "set", "--entity", "key-1", "rpm:10/min")
+	c.ok("mode", "set", "--entity", "key-1", "refuse")
+	c.ok("mode", "set", "--entity", "key-1", "enforce")
+	c.ok("mode", "set", "--entity", "key-2", "admit")
+
+	out := c.ok("audit", "list", "key-1")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("audit list key-1: want a header and 3 records:\n%s", out)
+	}
+	for i, want := range [][]string{
+		{"scope.mode", "rpm:10/min, mode refuse", "rpm:10/min"},
+		{"scope.mode", "rpm:10/min", "rpm:10/min, mode refuse"},
+	} {
+		contains(t, lines[i+1], want...)
+	}
+	contains(t, c.ok("audit", "list", "key-2"), "scope.mode", "no limits, mode admit")
+
+	var recs []auditJSON
+	c.json(&recs, "audit", "list", "key-1")
+	if len(recs) != 3 || recs[0].Before == nil || recs[0].Before.Mode != "refuse" || recs[0].After == nil || recs[0].After.Mode != "" ||
+		recs[1].After == nil || recs[1].After.Mode != "refuse" {
+		t.Fatalf("audit list -o json: want the modes before and after: %+v", recs)
+	}
+}
