@@ -128,8 +128,9 @@ type PutInput struct {
 type UpdateInput struct {
 	// Key is the item to update or create.
 	Key Key
-	// Expr holds the update actions and the condition, if any. It needs
-	// an update, a condition or both: the zero Expr is a ValidationError.
+	// Expr holds the update actions and the condition, if any. With no
+	// update, the write creates a missing item with its key attributes
+	// alone and leaves an existing one as it is, as DynamoDB does.
 	Expr Expr
 	// Return is any ReturnValue.
 	Return ReturnValue
