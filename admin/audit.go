@@ -39,7 +39,7 @@ const (
 	AuditPutLimits    AuditAction = "limits.put"    // Admin.PutLimits
 	AuditDeleteLimits AuditAction = "limits.delete" // Admin.DeleteLimits
 	AuditResetBucket  AuditAction = "bucket.reset"  // Admin.ResetBucket
-	AuditTopUp        AuditAction = "bucket.top-up" // Admin.TopUp (and ResumeTopUps)
+	AuditTopUp        AuditAction = "bucket.top-up" // Admin.TopUp
 	AuditSetMode      AuditAction = "scope.mode"    // Admin.SetMode
 )
 
