@@ -53,9 +53,13 @@ func (a *Admin) ListEntities(ctx context.Context, prefix string, limit int) ([]E
 
 // StoredLimits is the limits and the mode stored for one scope.
 type StoredLimits struct {
-	Scope  Scope
-	Limits []limiter.Limit // nil when the scope stores a mode alone
-	Mode   Mode
+	// Scope is the scope the limits and mode are stored for.
+	Scope Scope
+	// Limits are the stored limits; nil when the scope stores a mode
+	// alone.
+	Limits []limiter.Limit
+	// Mode is the scope's mode; ModeEnforce when it stores limits alone.
+	Mode Mode
 }
 
 // ListLimits returns the limits and modes stored in the namespace (the
@@ -156,6 +160,7 @@ func (a *Admin) batchGet(ctx context.Context, ks []store.Key) ([]store.Item, err
 
 // BucketInfo describes a stored bucket.
 type BucketInfo struct {
+	// Entity and Resource identify the bucket.
 	Entity, Resource string
 	// Shards is the shard count in force, from shard 0; 0 when shard 0
 	// does not exist (the bucket expired, was reset, or is being created).

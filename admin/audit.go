@@ -32,15 +32,15 @@ import (
 // AuditAction names the kind of a configuration change.
 type AuditAction string
 
-// Audit actions.
+// Audit actions, one per Admin method that changes configuration.
 const (
-	AuditPutEntity    AuditAction = "entity.put"
-	AuditDeleteEntity AuditAction = "entity.delete"
-	AuditPutLimits    AuditAction = "limits.put"
-	AuditDeleteLimits AuditAction = "limits.delete"
-	AuditResetBucket  AuditAction = "bucket.reset"
-	AuditTopUp        AuditAction = "bucket.top-up"
-	AuditSetMode      AuditAction = "scope.mode"
+	AuditPutEntity    AuditAction = "entity.put"    // Admin.PutEntity
+	AuditDeleteEntity AuditAction = "entity.delete" // Admin.DeleteEntity
+	AuditPutLimits    AuditAction = "limits.put"    // Admin.PutLimits
+	AuditDeleteLimits AuditAction = "limits.delete" // Admin.DeleteLimits
+	AuditResetBucket  AuditAction = "bucket.reset"  // Admin.ResetBucket
+	AuditTopUp        AuditAction = "bucket.top-up" // Admin.TopUp
+	AuditSetMode      AuditAction = "scope.mode"    // Admin.SetMode
 )
 
 // AuditRecord is one configuration change.
@@ -50,7 +50,9 @@ type AuditRecord struct {
 	At time.Time
 	// Principal is who made it: see ContextWithPrincipal.
 	Principal string
-	Action    AuditAction
+	// Action is the kind of change; it tells which fields of Before and
+	// After are set (see AuditState).
+	Action AuditAction
 	// Scope is what the change addressed: the entity (entity changes), the
 	// entity and resource (bucket resets, an entity's limits on a
 	// resource), the entity alone (its limits on every resource), or the
@@ -71,10 +73,13 @@ type AuditRecord struct {
 // (they share an item: each record shows both), Shards for a bucket
 // reset, Tokens and Shards for a top-up.
 type AuditState struct {
+	// Parent and Cascade are the entity's (see Entity).
 	Parent  string
 	Cascade bool
-	Limits  []limiter.Limit
-	Mode    Mode
+	// Limits are the scope's stored limits; nil when it stored none.
+	Limits []limiter.Limit
+	// Mode is the scope's mode; ModeEnforce when it had none.
+	Mode Mode
 	// Shards is the shard count of a bucket that was reset, or the number
 	// of shard items a top-up is spread over.
 	Shards int

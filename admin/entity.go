@@ -20,6 +20,9 @@ const SchemaVersion = items.SchemaVersion
 // its place in the hierarchy. Its JSON form is {"id", "parent",
 // "cascade"}, the last two left out when empty.
 type Entity struct {
+	// ID identifies the entity in its namespace: 1 to 256 characters
+	// matching ^[a-zA-Z0-9][a-zA-Z0-9_.\-:@]{0,255}$ (the Entity of a
+	// limiter.Request).
 	ID string `json:"id"`
 	// Parent is the entity whose buckets a cascade also charges; "" for
 	// none.
@@ -46,7 +49,11 @@ type Entity struct {
 //
 // Its JSON form is {"entity", "resource"}, each left out when empty.
 type Scope struct {
-	Entity   string `json:"entity,omitempty"`
+	// Entity is an entity id; "" addresses every entity (Resource must
+	// then be set).
+	Entity string `json:"entity,omitempty"`
+	// Resource is a resource name; "" addresses every resource of Entity
+	// (not limiter.DefaultResource). The zero Scope is refused.
 	Resource string `json:"resource,omitempty"`
 }
 

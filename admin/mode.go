@@ -38,12 +38,12 @@ import (
 // at once in a limiter given to the Admin with WithLimiter).
 type Mode string
 
-// Modes.
+// Modes (see Mode). Any other value is refused by SetMode.
 const (
-	ModeEnforce Mode = ""
-	ModeAdmit   Mode = items.ModeAdmit
-	ModeRefuse  Mode = items.ModeRefuse
-	ModeShadow  Mode = items.ModeShadow
+	ModeEnforce Mode = ""               // apply the limits (the zero Mode)
+	ModeAdmit   Mode = items.ModeAdmit  // admit every acquire, charging nothing
+	ModeRefuse  Mode = items.ModeRefuse // refuse every acquire (limiter.ErrDisabled)
+	ModeShadow  Mode = items.ModeShadow // charge and report, never refuse
 )
 
 // SetMode sets a scope's mode (ModeEnforce clears it); the scope's limits

@@ -31,6 +31,7 @@ var ErrUnknownNamespace = errors.New("limiter: the namespace has no item in the 
 // has the names in snake_case ("namespace", "bucket_shard_items",
 // "stored_limits" for Name, BucketItems and Limits).
 type NamespaceInfo struct {
+	// Name is the namespace (see WithNamespace).
 	Name string `json:"namespace"`
 	// Items is every item of the namespace, of any kind.
 	Items int `json:"items"`

@@ -18,10 +18,11 @@ type UsageWindow uint8
 
 // Usage windows. The aggregator writes hourly and daily snapshots by
 // default, monthly ones when configured to (see docs/aggregator.md).
+// The zero UsageWindow is none of them, and is refused.
 const (
-	UsageHourly  = UsageWindow(keys.WindowHour)
-	UsageDaily   = UsageWindow(keys.WindowDay)
-	UsageMonthly = UsageWindow(keys.WindowMonth)
+	UsageHourly  = UsageWindow(keys.WindowHour)  // a UTC hour
+	UsageDaily   = UsageWindow(keys.WindowDay)   // a UTC day, from midnight
+	UsageMonthly = UsageWindow(keys.WindowMonth) // a UTC calendar month, from the 1st
 )
 
 // String returns "hourly", "daily" or "monthly".
@@ -61,10 +62,12 @@ type UsageQuery struct {
 	Resource string `json:"resource"`
 	// Limit selects one limit by name; "" selects every limit.
 	Limit string `json:"limit,omitempty"`
-	// Window is the snapshot span to read.
+	// Window is the snapshot span to read; the zero UsageWindow is
+	// refused.
 	Window UsageWindow `json:"window"`
 	// From and To bound the time range: the query returns the windows
 	// that overlap [From, To), the first one possibly starting before From.
+	// Both must be set (not the zero time), with To after From.
 	From time.Time `json:"from"`
 	To   time.Time `json:"to"`
 }

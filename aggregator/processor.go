@@ -40,8 +40,9 @@ const MinRetention = 25 * time.Hour
 // Options configures a [Processor]. The zero Options is the default
 // configuration.
 type Options struct {
-	// Windows are the snapshot windows to write (default DefaultWindows:
-	// hourly and daily).
+	// Windows are the snapshot windows to write (default, when empty,
+	// DefaultWindows: hourly and daily). An invalid or repeated window is
+	// an error of New.
 	Windows []Window
 	// Retention says how long snapshots of a window live after the window
 	// ends (their ttl attribute). A window missing from the map gets
@@ -49,22 +50,23 @@ type Options struct {
 	// anything else must be at least MinRetention.
 	Retention map[Window]time.Duration
 	// Namespaces, when not empty, restricts the processor to the buckets
-	// of these namespaces; records of others are ignored.
+	// of these namespaces; records of others are ignored. An empty name
+	// in it is an error of New.
 	Namespaces []string
 	// HotPercent is the threshold of proactive sharding: shard 0 is hot
 	// when, over the meter's window (FineWindow, or MeterWindow for
 	// records with whole-second times), it consumed more than
 	// 100 - HotPercent percent of what its wcu limit refills in that time
 	// (its wcu balance would then be below HotPercent percent of
-	// capacity). Default DefaultHotPercent; negative disables proactive
-	// sharding.
+	// capacity). 0 means DefaultHotPercent; negative disables proactive
+	// sharding; above 100 is an error of New.
 	HotPercent int
-	// MaxShards caps the shard count the processor doubles to (default
-	// DefaultMaxShards).
+	// MaxShards caps the shard count the processor doubles to; 0 means
+	// DefaultMaxShards, and a negative count is an error of New.
 	MaxShards int64
 	// ShardCooldown is the minimum time, by record times, between a
 	// bucket's shard count growing and the processor doubling it again
-	// (default DefaultShardCooldown; negative: none). Without it, the
+	// (0: DefaultShardCooldown; negative: none). Without it, the
 	// meter, still full of writes from before the doubling, would double
 	// again at once.
 	ShardCooldown time.Duration
@@ -73,7 +75,7 @@ type Options struct {
 	// stream shard), instead of logging and skipping them.
 	ReportMalformed bool
 	// Logger receives doublings and propagations (Info) and skipped or
-	// failed records (Warn, Error). Default slog.Default().
+	// failed records (Warn, Error). nil means slog.Default().
 	Logger *slog.Logger
 }
 
@@ -136,7 +138,8 @@ const (
 // maxKnown bounds the per-bucket memory of a Processor.
 const maxKnown = 1 << 14
 
-// New returns a Processor writing to st.
+// New returns a Processor writing to st. A nil st, or an Options field
+// out of its range (see Options), is an error.
 func New(st store.Store, opts Options) (*Processor, error) {
 	if st == nil {
 		return nil, errors.New("aggregator: store must not be nil")

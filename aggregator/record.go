@@ -15,9 +15,9 @@ import (
 
 // Stream event names, as DynamoDB Streams sends them.
 const (
-	EventInsert = "INSERT"
-	EventModify = "MODIFY"
-	EventRemove = "REMOVE"
+	EventInsert = "INSERT" // the write created the item
+	EventModify = "MODIFY" // the write changed an existing item
+	EventRemove = "REMOVE" // the write deleted the item, or time to live expired it
 )
 
 // Record is one change stream record of the limiter's table, whatever

@@ -11,11 +11,11 @@ import (
 // Window is the span of a usage snapshot, aligned on UTC.
 type Window uint8
 
-// The snapshot windows.
+// The snapshot windows. The zero Window is none of them, and is refused.
 const (
-	Hourly  = Window(keys.WindowHour)
-	Daily   = Window(keys.WindowDay)
-	Monthly = Window(keys.WindowMonth)
+	Hourly  = Window(keys.WindowHour)  // a UTC hour
+	Daily   = Window(keys.WindowDay)   // a UTC day, from midnight
+	Monthly = Window(keys.WindowMonth) // a UTC calendar month, from the 1st
 )
 
 // DefaultWindows are the windows a Processor writes unless told otherwise.

@@ -39,10 +39,13 @@ func (w Window) String() string {
 // month shorter than MonthDay, on its last day: a cycle anchored on the
 // 31st runs from 31 January to 28 (or 29) February, from then to 31 March.
 type Calendar struct {
+	// Window is the window's length: Day, Week or Month. The zero Window
+	// is not a calendar (Valid reports false).
 	Window Window
 	// Loc is the time zone of the boundaries; nil is UTC.
 	Loc *time.Location
-	// WeekStart is the first day of a Week window.
+	// WeekStart is the first day of a Week window (the zero value is
+	// Sunday); other windows ignore it.
 	WeekStart time.Weekday
 	// MonthDay anchors a Month window: 1 to 31 (0 is 1).
 	MonthDay int

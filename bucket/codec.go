@@ -68,7 +68,9 @@ func parseAttr(attr string) (limit string, f int) {
 
 // Named is the State of one named limit in a [Composite].
 type Named struct {
+	// Name is the limit's name, non-empty.
 	Name string
+	// State is the limit and its counters.
 	State
 }
 
@@ -84,7 +86,8 @@ type Composite struct {
 	Limits []Named
 }
 
-// Get returns the state of the limit called name.
+// Get returns the state of the limit called name; the zero State and
+// false when c has no such limit.
 func (c Composite) Get(name string) (State, bool) {
 	for i := range c.Limits {
 		if c.Limits[i].Name == name {

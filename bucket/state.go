@@ -15,6 +15,7 @@ import (
 // decades, a clock may lag behind rf, and Adjust may have driven Tokens deep
 // into debt. No method overflows or panics on any such input.
 type State struct {
+	// Limit is the bucket's shape: burst, capacity and refill rate.
 	Limit
 	// Tokens is the stored balance tk in millitokens, excluding the refill
 	// since rf. It may be negative (debt from charges after the fact) and

@@ -91,9 +91,9 @@ var startTimeout = StartTimeout // tests shorten it
 // Credentials and region of the clients of this package. DynamoDB Local
 // accepts any, but its access key id must be letters and digits only.
 const (
-	AccessKeyID     = "AKIDLOCAL"
-	SecretAccessKey = "secretlocal"
-	Region          = "us-east-1"
+	AccessKeyID     = "AKIDLOCAL"   // the static access key id
+	SecretAccessKey = "secretlocal" // the static secret access key
+	Region          = "us-east-1"   // the region the clients sign for
 )
 
 // Server is a running DynamoDB Local.

@@ -14,9 +14,9 @@ import (
 
 // Header field names.
 const (
-	HeaderRateLimit       = "RateLimit"
-	HeaderRateLimitPolicy = "RateLimit-Policy"
-	HeaderRetryAfter      = "Retry-After"
+	HeaderRateLimit       = "RateLimit"        // each limit's units left and seconds to the next one
+	HeaderRateLimitPolicy = "RateLimit-Policy" // each limit's quota and window, in seconds
+	HeaderRetryAfter      = "Retry-After"      // whole seconds until a refused request may be retried
 )
 
 // ParentPrefix names a cascade parent's limits in the header fields and in

@@ -131,28 +131,30 @@ func WithLimits(limits ...limiter.Limit) Option {
 	return func(m *Middleware) { m.limits = append([]limiter.Limit(nil), limits...) }
 }
 
-// WithCost sets the cost function. The default takes one token of each
-// limit given to WithLimits; without WithLimits, a cost function is
-// required.
+// WithCost sets the cost function. The default (also for a nil f) takes
+// one token of each limit given to WithLimits; without WithLimits, a cost
+// function is required.
 func WithCost(f CostFunc) Option { return func(m *Middleware) { m.cost = f } }
 
 // WithPolicy overrides the limiter's unavailability policy for these
-// requests (limiter.Request.Policy); the default follows the limiter.
+// requests (limiter.Request.Policy); the default, and
+// limiter.PolicyDefault, follow the limiter.
 func WithPolicy(p limiter.Policy) Option { return func(m *Middleware) { m.policy = p } }
 
 // WithLogger sets the logger (default slog.Default()): Error for requests
-// answered 500, Warn for a settlement (Adjust) that failed.
+// answered 500, Warn for a settlement (Adjust) that failed. New refuses a
+// nil l.
 func WithLogger(l *slog.Logger) Option { return func(m *Middleware) { m.logger = l } }
 
 // WithErrorHandler replaces [WriteError], for example to answer in an
 // API's own error format. It may call WriteError for the errors it does
-// not handle.
+// not handle. New refuses a nil h.
 func WithErrorHandler(h ErrorHandler) Option { return func(m *Middleware) { m.onError = h } }
 
 // ExposeLimits shows only the named limits in the RateLimit fields (a
 // cascade parent's as "parent/NAME"); with no names, the fields are not
-// sent at all. The default shows every limit. Retry-After and the 429
-// body are sent regardless.
+// sent at all. The default shows every limit. A name no limit has is
+// ignored. Retry-After and the 429 body are sent regardless.
 func ExposeLimits(names ...string) Option {
 	return func(m *Middleware) {
 		set := make(map[string]bool, len(names))
@@ -190,13 +192,15 @@ func WithQuotaUnits(units map[string]string) Option {
 // "RESOURCE/NAME" (a cascade parent's "parent/RESOURCE/NAME"); a refusal's
 // fields and body describe the bucket that refused
 // (limiter.RateLimitedError.Resource), its limits named as for a request
-// of that resource alone.
+// of that resource alone. A nil f (the default) charges no other
+// resource.
 func WithAlso(f func(r *http.Request) ([]string, error)) Option {
 	return func(m *Middleware) { m.also = f }
 }
 
 // WithAdjustTimeout bounds the Adjust that settles a lease after the
-// handler (default 2 s). It runs even when the client has gone away.
+// handler (default 2 s). It runs even when the client has gone away. New
+// refuses a d of 0 or less.
 func WithAdjustTimeout(d time.Duration) Option { return func(m *Middleware) { m.adjustTimeout = d } }
 
 // New returns middleware that limits requests with lim, keyed by key. It

@@ -42,6 +42,8 @@ type Problem struct {
 
 // ProblemLimit is one limit that refused a request, amounts in tokens.
 type ProblemLimit struct {
+	// Name is the limit's name as the RateLimit fields name it (a cascade
+	// parent's with ParentPrefix).
 	Name string `json:"name"`
 	// Requested is what the request asked of the limit; Remaining what the
 	// limit holds (it may be above zero, below Requested).

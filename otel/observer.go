@@ -17,6 +17,8 @@
 //	limiter.store.throttles     counter    {throttle}    op
 //	limiter.shard.doublings     counter    {doubling}    op
 //	limiter.fail_open           counter    {call}        op
+//	limiter.shadow.would_refuse counter    {call}        limit
+//	limiter.mode.left_out       counter    {call}        resource
 //
 // Attributes: limiter.op is "acquire", "adjust", "rollback", "status" or
 // "close"; limiter.outcome is "admitted" (an acquire), "succeeded" (an
@@ -26,8 +28,9 @@
 // "fail-open", "local" for a refusal answered without a store call, "pool"
 // for an acquire answered from a reservation, "double" for a shard
 // doubling the store refused, or "none" when no write was made, as for a
-// status read). With [WithResource], every instrument also carries
-// limiter.resource. Entity ids are never attributes: there are too many.
+// status read). With [WithResource], the first eight instruments also
+// carry limiter.resource. Entity ids are never attributes: there are too
+// many.
 //
 // Through the Prometheus exporter the names become limiter_calls_total,
 // limiter_call_duration_seconds, limiter_store_round_trips_total and so on.
@@ -52,9 +55,15 @@ const Version = "0.1.0"
 
 // Attribute keys.
 const (
-	AttrOp      = attribute.Key("limiter.op")
+	// AttrOp is the limiter call: "acquire", "adjust", "rollback",
+	// "status" or "close".
+	AttrOp = attribute.Key("limiter.op")
+	// AttrOutcome is how the call ended: "admitted", "succeeded",
+	// "rejected", "unavailable" or "invalid".
 	AttrOutcome = attribute.Key("limiter.outcome")
-	AttrPath    = attribute.Key("limiter.path")
+	// AttrPath is the call's last write path (see the package
+	// documentation); "none" when it made no write.
+	AttrPath = attribute.Key("limiter.path")
 	// AttrResource is the request's resource (see WithResource), and the
 	// resource an admit mode left out (limiter.mode.left_out, always).
 	AttrResource = attribute.Key("limiter.resource")
@@ -82,7 +91,7 @@ type options struct {
 func WithResource() Option { return func(o *options) { o.resource = true } }
 
 // WithAttributes adds constant attributes to every measurement, such as
-// the limiter's namespace.
+// the limiter's namespace. Several calls add up.
 func WithAttributes(kv ...attribute.KeyValue) Option {
 	return func(o *options) { o.attrs = append(o.attrs, kv...) }
 }
@@ -113,7 +122,8 @@ type attrSets struct {
 }
 
 // New returns an Observer whose instruments come from mp's meter
-// ScopeName. It fails only when mp cannot create an instrument.
+// ScopeName. mp must not be nil (a nil mp panics). It fails only when mp
+// cannot create an instrument.
 func New(mp metric.MeterProvider, opts ...Option) (*Observer, error) {
 	o := &Observer{}
 	for _, f := range opts {

@@ -19,15 +19,15 @@ import (
 
 // Invariant names, as violations report them (docs/simulation.md).
 const (
-	InvHarness      = "0-harness" // the simulation itself went wrong (a workload bug, a store validation error)
-	InvLostUpdate   = "1-no-lost-update"
-	InvDoubleRefill = "2-no-double-refill"
-	InvOverAdmit    = "3-never-over-admit"
-	InvNegative     = "4-acquire-never-negative"
-	InvAllOrNothing = "5-all-or-nothing"
-	InvDoubling     = "6-shard-doubling"
-	InvLiveness     = "7-liveness"
-	InvDeterminism  = "8-determinism"
+	InvHarness      = "0-harness"                // the simulation itself went wrong (a workload bug, a store validation error)
+	InvLostUpdate   = "1-no-lost-update"         // each bucket's final tc matches the history
+	InvDoubleRefill = "2-no-double-refill"       // no write credits a refill window twice
+	InvOverAdmit    = "3-never-over-admit"       // no window admits more than burst plus refill
+	InvNegative     = "4-acquire-never-negative" // an acquire never leaves a limit below 0
+	InvAllOrNothing = "5-all-or-nothing"         // an acquire charges all its limits and buckets, or none
+	InvDoubling     = "6-shard-doubling"         // shard counts only double, and only when justified
+	InvLiveness     = "7-liveness"               // in the tail, a retry after RetryAfter on an untouched bucket is admitted
+	InvDeterminism  = "8-determinism"            // the same configuration and seed give the same trace hash
 	// InvCancelled: an acquire whose caller cancelled its context, and
 	// whose store calls met the cancellation, must end with the context's
 	// error (or a refusal), never with a lease, fail-open included.
@@ -49,8 +49,11 @@ const (
 
 // Violation is one broken invariant.
 type Violation struct {
+	// Invariant is the broken invariant, one of the Inv* constants.
 	Invariant string `json:"invariant"`
-	Detail    string `json:"detail"`
+	// Detail says what broke, for a human, or "... and N more" after the
+	// first 20 of an invariant.
+	Detail string `json:"detail"`
 }
 
 // maxDetails bounds the violations kept per invariant; the rest are
@@ -128,13 +131,17 @@ type Checker struct {
 // at 80 % of a partition's 1000 write units a second; docs/aggregator.md).
 const (
 	ProactiveRate = 800.0 // write units per second
-	RateWindow    = int64(400 * time.Millisecond)
+	// RateWindow is the shortest window (ns) a partition's write rate is
+	// measured over.
+	RateWindow = int64(400 * time.Millisecond)
 	// DoublingLag is how long after a partition last ran at ProactiveRate a
 	// doubling still counts as caused by it: a client whose doubling write
 	// a throttle refused (a storm, the hot partition itself) tries it again
 	// first on its next acquires, for up to 2 s (docs/sharding.md), and
 	// decided on an estimate up to half a second old.
-	DoublingLag   = int64(2500 * time.Millisecond)
+	DoublingLag = int64(2500 * time.Millisecond)
+	// RateLookback is how far back (ns) from a doubling the rate windows
+	// may end.
 	RateLookback  = int64(time.Second)
 	rateSampleGap = int64(50 * time.Millisecond)
 	minRateWindow = int64(100 * time.Millisecond)

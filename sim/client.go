@@ -758,15 +758,21 @@ func (c *client) runProbe() {
 }
 
 // Actor is a hook for simulated processes other than the limiter's
-// clients, such as the aggregator (a later scenario): Run is the actor's
+// clients, such as the aggregator (AggregatorActor): Run is the actor's
 // body, a coroutine scheduled like a client, whose store calls through
 // Env.Store are scheduling points with simulated latency; Records is told
 // of every change stream record as the store emits it, in order, before
 // the stream is trimmed. The checkers do not attribute an actor's writes
 // to any client operation.
 type Actor interface {
+	// Name identifies the actor, for the caller's logs.
 	Name() string
+	// Run is the actor's body; it returns when its work is done or when
+	// Env.Sleep reports that the simulation ended.
 	Run(env *Env)
+	// Records receives the change stream records emitted since its last
+	// call, in order. It must not modify them: the checkers and the other
+	// actors see the same records.
 	Records(recs []memsim.Record)
 }
 

@@ -56,8 +56,11 @@ type Config struct {
 
 // Progress reports how far a run has come.
 type Progress struct {
+	// Sim is the virtual time simulated so far, Total the run's whole
+	// virtual time (tail included).
 	Sim, Total time.Duration
-	Acquires   uint64
+	// Acquires counts the acquires finished so far.
+	Acquires uint64
 }
 
 // ErrStopped is the cause of the *store.UnavailableError a store call

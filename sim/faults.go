@@ -14,10 +14,12 @@ import (
 // the tail after it is fault-free (the liveness phase). Every probability
 // is per request; every draw comes from the run's seed.
 type FaultPlan struct {
-	// Start is when faults begin (virtual time; default 1 s).
+	// Start is when faults begin (virtual time; 0 or less means 1 s).
 	Start time.Duration
 	// Throttle storms: every StormEvery, for StormLength, each request is
-	// throttled with probability StormP.
+	// throttled with probability StormP. The first storm starts 2 s after
+	// Start; StormEvery 0 or less makes it the only one, and StormLength
+	// or StormP 0 means no storm.
 	StormEvery, StormLength time.Duration
 	StormP                  float64
 	// Server errors on writes, before or after the write applied (the

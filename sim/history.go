@@ -21,9 +21,9 @@ type OpKind uint8
 
 // Recorded operations: the three calls of the limiter that change buckets.
 const (
-	OpAcquire OpKind = iota + 1
-	OpAdjust
-	OpRollback
+	OpAcquire  OpKind = iota + 1 // Limiter.Acquire
+	OpAdjust                     // Lease.Adjust
+	OpRollback                   // Lease.Rollback
 )
 
 var opKindNames = [...]string{"", "acquire", "adjust", "rollback"}
@@ -65,13 +65,19 @@ func (o Outcome) String() string {
 // time, not the client's skewed clock). Amounts are whole tokens, indexed
 // like [Model.LimitNames].
 type Op struct {
-	ID      uint64
-	Client  int32
+	// ID numbers the operations of a run from 1, in the order they
+	// started.
+	ID uint64
+	// Client is the index of the client that ran it, from 0 (writers,
+	// then the probe and actors).
+	Client int32
+	// Kind is the call, Outcome how it ended.
 	Kind    OpKind
 	Outcome Outcome
 	// Bucket is the (entity, resource) bucket the operation addressed, an
 	// index into Model.Buckets; a cascade also touches that bucket's Parent.
-	Bucket     int32
+	Bucket int32
+	// Start and End are when the call began and returned (virtual ns).
 	Start, End int64
 	// Amount is, for an acquire, the tokens asked for; for an adjust, the
 	// delta; for a rollback, the refund the client expects (what the
@@ -120,7 +126,8 @@ type Op struct {
 	// (limiter.Event.WouldRefuse): the acquire did not charge them, and
 	// its lease's adjusts and rollback carry the marks. ShadowRefused: a
 	// refusal whose exceeded limits are all shadow (which must not happen).
-	Skipped       [maxRoles][MaxLimits]bool
+	Skipped [maxRoles][MaxLimits]bool
+	// ShadowRefused: see Skipped.
 	ShadowRefused bool
 	// Stray: an admitted acquire whose earlier try, refused by shadow
 	// limits alone, could not refund another bucket it charged
@@ -173,6 +180,8 @@ type Effects struct {
 // Cause identifies the client operation whose request produced stream
 // records.
 type Cause struct {
+	// Op, Client, Kind and Bucket are the operation's (see the Op fields
+	// of the same names; Op is Op.ID).
 	Op     uint64
 	Client int32
 	Kind   OpKind
@@ -192,13 +201,16 @@ type Cause struct {
 // configured limits and cascade parents, and the clock skew, all taken from
 // the workload's definition and never from the limiter.
 type Model struct {
+	// Namespace is the workload's namespace.
 	Namespace string
 	// LimitNames are the workload's limit names; Op amounts are indexed
 	// like them.
 	LimitNames []string
 	// Quotas are the calendars of the limits that are calendar quotas,
 	// indexed like LimitNames (nil for a rate).
-	Quotas  []*bucket.Calendar
+	Quotas []*bucket.Calendar
+	// Buckets are every (entity, resource) bucket of the workload; Op.Bucket
+	// and Cause.Bucket index it.
 	Buckets []BucketModel
 	// SkewSpread is the largest difference between two clients' clocks
 	// (ns): refill computed on a fast clock may credit that much early.
@@ -230,6 +242,8 @@ type Model struct {
 
 // BucketModel is one (entity, resource) bucket of a workload.
 type BucketModel struct {
+	// Entity and Resource identify the bucket (Workload entity id and
+	// resource name).
 	Entity, Resource string
 	// Limits are the limits in force for the bucket (per name, the
 	// entity's stored limits, else the resource's, else the request's, as
@@ -247,11 +261,10 @@ type BucketModel struct {
 	Modes []ModeSpan
 }
 
-// ModeSpan is a bucket's mode ("admit", "refuse" or "" for enforce) from
-// From (virtual ns) until the next span.
+// ModeSpan is a bucket's mode from From until the next span.
 type ModeSpan struct {
-	From int64
-	Mode string
+	From int64  // virtual ns
+	Mode string // "admit", "refuse", "shadow" or "" (enforce)
 }
 
 // roles returns the buckets an operation on bucket b writes, by role (see

@@ -11,7 +11,11 @@ import (
 // Latency is a log-normal distribution of durations, given by its median
 // and its 99th percentile. The zero Latency is always 0.
 type Latency struct {
-	Median, P99 time.Duration
+	// Median is the distribution's median; 0 or less makes every draw 0.
+	Median time.Duration
+	// P99 is its 99th percentile; at or below Median, every draw is
+	// Median.
+	P99 time.Duration
 }
 
 // dist is a Latency compiled for drawing: median in ns and the log-normal

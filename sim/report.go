@@ -18,35 +18,62 @@ import (
 // the seed, except WallMs, which the caller fills in (the simulator never
 // reads the wall clock).
 type Report struct {
-	Scenario string  `json:"scenario"`
-	Seed     uint64  `json:"seed"`
-	Writers  int     `json:"writers"`
-	Rate     float64 `json:"rate"`
+	// Scenario is the scenario's name ("custom" for a Config.Workload).
+	Scenario string `json:"scenario"`
+	// Seed is the run's seed.
+	Seed uint64 `json:"seed"`
+	// Writers counts the simulated clients (the liveness probe and actors
+	// not counted).
+	Writers int `json:"writers"`
+	// Rate is the offered acquires per second, all writers together.
+	Rate float64 `json:"rate"`
 	// SimDurationMs is the simulated time, fault-free tail included;
-	// TailMs the tail alone.
+	// TailMs the tail alone. Both in milliseconds.
 	SimDurationMs int64 `json:"sim_duration_ms"`
 	TailMs        int64 `json:"tail_ms"`
-	WallMs        int64 `json:"wall_ms"`
+	// WallMs is the run's wall time in milliseconds, filled in by the
+	// caller (cmd/simulate); 0 otherwise.
+	WallMs int64 `json:"wall_ms"`
 
+	// Offered counts the acquires the workload offered (open-loop
+	// arrivals), started or not.
 	Offered uint64 `json:"offered"`
 	// Backlog is the part of Offered the writers never started: they fell
 	// behind (every acquire of a writer waits for the previous one).
-	Backlog     uint64 `json:"backlog"`
-	Acquires    uint64 `json:"acquires"`
-	Admitted    uint64 `json:"admitted"`
-	Rejected    uint64 `json:"rejected"`
-	Throttled   uint64 `json:"throttled"`
+	Backlog uint64 `json:"backlog"`
+	// Acquires counts the Acquire calls that finished, first tries and
+	// retries: it can exceed Offered.
+	Acquires uint64 `json:"acquires"`
+	// Admitted counts the acquires that returned a lease (a fail-open
+	// lease counts as Unavailable).
+	Admitted uint64 `json:"admitted"`
+	// Rejected counts the acquires refused with a
+	// *limiter.RateLimitedError.
+	Rejected uint64 `json:"rejected"`
+	// Throttled counts store requests (not acquires) answered with a
+	// throttle: a partition over its ceiling, or an injected throttle.
+	Throttled uint64 `json:"throttled"`
+	// Unavailable counts the acquires that failed with a store error
+	// (fail-closed) or whose caller cancelled them.
 	Unavailable uint64 `json:"unavailable"`
 	// FalseRejections counts rejections whose RateLimitedError shows no
 	// exceeded limit (the limiter gave up after losing races).
 	FalseRejections uint64 `json:"false_rejections"`
-	Adjusts         uint64 `json:"adjusts"`
-	Rollbacks       uint64 `json:"rollbacks"`
+	// Adjusts and Rollbacks count the finished Lease.Adjust and
+	// Lease.Rollback calls.
+	Adjusts   uint64 `json:"adjusts"`
+	Rollbacks uint64 `json:"rollbacks"`
 
-	RoundTrips    uint64  `json:"round_trips"`
-	StoreRequests uint64  `json:"store_requests"`
-	WCU           float64 `json:"wcu"`
-	RCU           float64 `json:"rcu"`
+	// RoundTrips counts the clients' store calls (a WriteConcurrently
+	// counts once); StoreRequests the requests the store saw (each write
+	// of a WriteConcurrently is one).
+	RoundTrips    uint64 `json:"round_trips"`
+	StoreRequests uint64 `json:"store_requests"`
+	// WCU and RCU are the write and read capacity units consumed (index
+	// writes and failed conditions included; setup writes and the time
+	// to live's deletions excluded).
+	WCU float64 `json:"wcu"`
+	RCU float64 `json:"rcu"`
 
 	// Crashes counts writer processes that crashed (Workload.CrashEvery).
 	Crashes uint64 `json:"crashes,omitempty"`
@@ -69,38 +96,58 @@ type Report struct {
 	// (FaultPlan.ExpiryDelay), and ShardZeroRecreated the shard 0 items
 	// created again at more than one shard, after shard 0 expired while
 	// other shards of its bucket lived on.
-	Expired            uint64            `json:"expired,omitempty"`
-	ShardZeroRecreated int               `json:"shard0_recreated,omitempty"`
-	ShardCountFinal    int64             `json:"shard_count_final"`
-	ShardDoublings     int               `json:"shard_doublings"`
-	Paths              map[string]uint64 `json:"paths"`
+	Expired            uint64 `json:"expired,omitempty"`
+	ShardZeroRecreated int    `json:"shard0_recreated,omitempty"`
+	// ShardCountFinal is the largest shard count on a shard 0 item at the
+	// end of the run.
+	ShardCountFinal int64 `json:"shard_count_final"`
+	// ShardDoublings counts the shard-count doublings the change stream
+	// showed.
+	ShardDoublings int `json:"shard_doublings"`
+	// Paths counts the acquires by the last write path the limiter took
+	// (limiter.Path names).
+	Paths map[string]uint64 `json:"paths"`
 	// PathCosts is, per last path taken, what those acquires cost.
 	PathCosts map[string]PathCost `json:"path_costs"`
 	// HotPath is what the acquires admitted by one write and nothing else
 	// cost: one round trip (the speculative write, or a lone writer's full
 	// write), no read (their limits and entity were cached).
-	HotPath        PathCost `json:"hot_path"`
-	LivenessChecks int      `json:"liveness_checks"`
-	SkewMs         int64    `json:"skew_ms"`
-	Faults         string   `json:"faults"`
-	LimitRate      float64  `json:"limit_rate"`
-	AfterWarmUp    Window   `json:"after_warmup"`
+	HotPath PathCost `json:"hot_path"`
+	// LivenessChecks counts the retries invariant 7 judged.
+	LivenessChecks int `json:"liveness_checks"`
+	// SkewMs is the largest clock skew of a client, in milliseconds.
+	SkewMs int64 `json:"skew_ms"`
+	// Faults is the fault plan as it prints itself, or "none".
+	Faults string `json:"faults"`
+	// LimitRate is the acquire rate the limits admit at most, all
+	// buckets together, as the workload states it (0: not stated).
+	LimitRate float64 `json:"limit_rate"`
+	// AfterWarmUp sums the timeline after the warm-up
+	// (Workload.WarmUp).
+	AfterWarmUp Window `json:"after_warmup"`
 
-	Violations     []Violation `json:"violations"`
-	TraceHash      string      `json:"trace_hash"`
-	TimelineStepMs int64       `json:"timeline_step_ms"`
-	Timeline       []Second    `json:"timeline"`
+	// Violations lists every broken invariant, at most 20 per invariant
+	// followed by a count of the rest; empty when the run is OK.
+	Violations []Violation `json:"violations"`
+	// TraceHash is a 64-bit hash, in hex, of every scheduled event: the
+	// same configuration and seed give the same hash (invariant 8).
+	TraceHash string `json:"trace_hash"`
+	// TimelineStepMs is the timeline's step in milliseconds: 1000, longer
+	// for runs over an hour (at most about 3600 entries).
+	TimelineStepMs int64 `json:"timeline_step_ms"`
+	// Timeline has one entry per step, from virtual time 0.
+	Timeline []Second `json:"timeline"`
 }
 
 // PathCost is what the acquires that ended on one write path cost: how
 // many there were and were admitted, their round trips, write units and
 // read units (the reads of stored limits and entities not cached).
 type PathCost struct {
-	Acquires   uint64  `json:"acquires"`
-	Admitted   uint64  `json:"admitted"`
-	RoundTrips uint64  `json:"round_trips"`
-	WCU        float64 `json:"wcu"`
-	RCU        float64 `json:"rcu"`
+	Acquires   uint64  `json:"acquires"`    // acquires that ended on the path
+	Admitted   uint64  `json:"admitted"`    // those that were admitted
+	RoundTrips uint64  `json:"round_trips"` // their store calls
+	WCU        float64 `json:"wcu"`         // their write capacity units
+	RCU        float64 `json:"rcu"`         // their read capacity units
 }
 
 func (ps pathStat) cost() PathCost {
@@ -110,26 +157,30 @@ func (ps pathStat) cost() PathCost {
 // Second is one timeline entry: what happened during one step (a
 // simulated second, or longer for runs over an hour) starting at TMs.
 type Second struct {
-	TMs         int64  `json:"t_ms"`
+	TMs         int64  `json:"t_ms"`        // the step's start, virtual ms
+	Offered     uint64 `json:"offered"`     // acquires offered, by arrival time
+	Attempts    uint64 `json:"attempts"`    // acquires started
+	Admitted    uint64 `json:"admitted"`    // acquires admitted, by end time
+	Rejected    uint64 `json:"rejected"`    // acquires refused, by end time
+	Throttled   uint64 `json:"throttled"`   // store requests throttled, by apply time
+	Unavailable uint64 `json:"unavailable"` // acquires unavailable, by end time
+	ShardCount  int64  `json:"shard_count"` // the largest shard count at the step's end
+}
+
+// Window sums the timeline from FromMs (the end of the warm-up) to the end
+// of the run.
+type Window struct {
+	// FromMs is the window's start, virtual ms.
+	FromMs int64 `json:"from_ms"`
+	// The counts are the sums of the Second fields of the same names.
 	Offered     uint64 `json:"offered"`
 	Attempts    uint64 `json:"attempts"`
 	Admitted    uint64 `json:"admitted"`
 	Rejected    uint64 `json:"rejected"`
 	Throttled   uint64 `json:"throttled"`
 	Unavailable uint64 `json:"unavailable"`
-	ShardCount  int64  `json:"shard_count"`
-}
-
-// Window sums the timeline from FromMs (the end of the warm-up) to the end
-// of the run.
-type Window struct {
-	FromMs      int64   `json:"from_ms"`
-	Offered     uint64  `json:"offered"`
-	Attempts    uint64  `json:"attempts"`
-	Admitted    uint64  `json:"admitted"`
-	Rejected    uint64  `json:"rejected"`
-	Throttled   uint64  `json:"throttled"`
-	Unavailable uint64  `json:"unavailable"`
+	// ThrottledPc is Throttled per 100 Attempts; AdmittedPc is Admitted
+	// per 100 Offered (0 when the divisor is 0).
 	ThrottledPc float64 `json:"throttled_pct_of_attempts"`
 	AdmittedPc  float64 `json:"admitted_pct_of_offered"`
 }

@@ -9,7 +9,9 @@ import (
 
 // Scenario is a named workload.
 type Scenario struct {
-	Name    string
+	// Name is what Config.Scenario and cmd/simulate -scenario select it by.
+	Name string
+	// Summary describes the workload in one line, for listings.
 	Summary string
 	// Build returns the scenario's workload; cfg's overrides (writers,
 	// rate, duration, faults, skew) are applied to it afterwards.

@@ -28,7 +28,8 @@ type Workload struct {
 	// the k-th with probability proportional to (ZipfV + k)^-Zipf
 	// (math/rand/v2's Zipf; ZipfV >= 1, larger flattens the head): the first
 	// entities are the hot ones. Resources are picked uniformly.
-	Entities  []Entity
+	Entities []Entity
+	// Resources are the resource names requests pick from (at least one).
 	Resources []string
 	// Also are resources every acquire charges besides the one picked
 	// (limiter.Request.Also; at most MaxAlso, none of them in
@@ -42,8 +43,10 @@ type Workload struct {
 	// checkers judge it so. Not with Reservations.
 	Also       []string
 	AlsoLimits []limiter.Limit
-	Zipf       float64
-	ZipfV      float64
+	// Zipf and ZipfV shape the entity pick (see Entities); Zipf 0 picks
+	// uniformly, ZipfV 0 counts as 1.
+	Zipf  float64
+	ZipfV float64
 	// Consume says how many tokens of each limit (same index as Limits)
 	// one acquire asks for; a Range with Max 0 takes nothing of it.
 	Consume []Range
@@ -150,6 +153,7 @@ const (
 
 // Entity is one principal of a workload.
 type Entity struct {
+	// ID is the entity's id (unique in the workload).
 	ID string
 	// Parent and Cascade make the entity's acquires also charge the
 	// parent's bucket for the same resource.
@@ -172,6 +176,7 @@ type Entity struct {
 // virtual time, made directly on the table (no client, no latency, no
 // fault): the limiters see it within their CacheTTL.
 type ScopeChange struct {
+	// At is when the change is made, in virtual time from the start.
 	At time.Duration
 	// Entity and Resource name the scope (one may be "").
 	Entity, Resource string
@@ -186,6 +191,8 @@ type ScopeChange struct {
 
 // Range is an inclusive range of token amounts.
 type Range struct {
+	// Min and Max bound the amount in whole tokens: 0 <= Min <= Max, and
+	// Min >= 1 unless Max is 0 (nothing taken).
 	Min, Max int64
 	// Adjust makes this limit's charge corrected after the call.
 	Adjust bool

@@ -40,9 +40,9 @@ func (e *ConditionFailedError) Is(target error) bool { return target == ErrCondi
 
 // Throttling exception names, as DynamoDB sends them.
 const (
-	ThrottleProvisionedThroughputExceeded = "ProvisionedThroughputExceededException"
-	ThrottleThrottling                    = "ThrottlingException"
-	ThrottleRequestLimitExceeded          = "RequestLimitExceeded"
+	ThrottleProvisionedThroughputExceeded = "ProvisionedThroughputExceededException" // a table, index or partition over its capacity
+	ThrottleThrottling                    = "ThrottlingException"                    // requests too fast (on-demand tables, control-plane calls)
+	ThrottleRequestLimitExceeded          = "RequestLimitExceeded"                   // over the account's throughput quota
 )
 
 // ThrottledError is returned when a request exceeded a capacity ceiling.
@@ -51,7 +51,8 @@ const (
 // *ThrottledError: match with errors.Is(err, ErrThrottled), which holds
 // either way.
 type ThrottledError struct {
-	// Code is DynamoDB's exception name, one of the Throttle* constants.
+	// Code is DynamoDB's exception name, one of the Throttle* constants;
+	// "" reads as ThrottleProvisionedThroughputExceeded.
 	Code string
 	// Reason is DynamoDB's throttling reason, such as
 	// "TableWriteKeyRangeThroughputExceeded" (a hot partition), or "".
@@ -81,19 +82,22 @@ func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
 // Cancellation reason codes of a [TransactionCanceledError], as DynamoDB
 // sends them.
 const (
-	ReasonNone                          = "None"
-	ReasonConditionalCheckFailed        = "ConditionalCheckFailed"
-	ReasonTransactionConflict           = "TransactionConflict"
-	ReasonThrottlingError               = "ThrottlingError"
-	ReasonProvisionedThroughputExceeded = "ProvisionedThroughputExceeded"
-	ReasonValidationError               = "ValidationError"
-	ReasonItemCollectionSizeLimit       = "ItemCollectionSizeLimitExceeded"
+	ReasonNone                          = "None"                            // this action was fine
+	ReasonConditionalCheckFailed        = "ConditionalCheckFailed"          // its condition was false
+	ReasonTransactionConflict           = "TransactionConflict"             // its item was in another transaction
+	ReasonThrottlingError               = "ThrottlingError"                 // the table or index was throttled
+	ReasonProvisionedThroughputExceeded = "ProvisionedThroughputExceeded"   // its partition was over its capacity
+	ReasonValidationError               = "ValidationError"                 // the action was malformed
+	ReasonItemCollectionSizeLimit       = "ItemCollectionSizeLimitExceeded" // an item collection exceeded 10 GB
 )
 
 // CancellationReason says why one action of a cancelled transaction failed,
 // or Code "None" when that action was fine.
 type CancellationReason struct {
-	Code    string
+	// Code is DynamoDB's reason code: one of the Reason* constants.
+	Code string
+	// Message is DynamoDB's text for the failure, when it sent one;
+	// usually "" for ReasonNone.
 	Message string
 	// Item is the item as it stood, for a ConditionalCheckFailed action that
 	// asked for it with ReturnOldOnConditionFailure.
@@ -123,6 +127,7 @@ func (e *TransactionCanceledError) Is(target error) bool { return target == ErrT
 // DynamoDB's own text where DynamoDB has one, so that tests can compare
 // backends.
 type ValidationError struct {
+	// Message says what is malformed.
 	Message string
 }
 

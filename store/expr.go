@@ -16,10 +16,16 @@ import (
 // Build one with [Build]. A hand-written Expr is also accepted by every
 // backend, which must then validate it as DynamoDB does.
 type Expr struct {
-	Update    string
+	// Update is the update expression ("ADD #a0 :v0"); "" for none.
+	Update string
+	// Condition is the condition expression; "" for none.
 	Condition string
-	Names     map[string]string
-	Values    map[string]Value
+	// Names binds each "#" placeholder to an attribute name. Every entry
+	// must be used by an expression; nil when there is none.
+	Names map[string]string
+	// Values binds each ":" placeholder to a value. Every entry must be
+	// used by an expression; nil when there is none.
+	Values map[string]Value
 }
 
 // IsZero reports whether e has neither an update nor a condition.

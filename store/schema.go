@@ -14,13 +14,13 @@ package store
 // keys-only index is written only when an item carrying its keys is created
 // or deleted.
 const (
-	AttrPK     = "PK"
-	AttrSK     = "SK"
-	AttrGSI2PK = "GSI2PK"
-	AttrGSI2SK = "GSI2SK"
-	AttrGSI3PK = "GSI3PK"
-	AttrGSI3SK = "GSI3SK"
-	AttrTTL    = "ttl"
-	IndexGSI2  = "GSI2"
-	IndexGSI3  = "GSI3"
+	AttrPK     = "PK"     // the table's partition key, a string
+	AttrSK     = "SK"     // the table's sort key, a string
+	AttrGSI2PK = "GSI2PK" // IndexGSI2's partition key, a string
+	AttrGSI2SK = "GSI2SK" // IndexGSI2's sort key, a string
+	AttrGSI3PK = "GSI3PK" // IndexGSI3's partition key, a string
+	AttrGSI3SK = "GSI3SK" // IndexGSI3's sort key, a string
+	AttrTTL    = "ttl"    // the item's expiry, a number of Unix seconds
+	IndexGSI2  = "GSI2"   // an index no limiter item enters
+	IndexGSI3  = "GSI3"   // the index of bucket discovery
 )

@@ -76,6 +76,7 @@ func (r ReturnValue) String() string {
 
 // GetInput reads the item at Key.
 type GetInput struct {
+	// Key is the item's key; both parts must be non-empty.
 	Key Key
 	// ConsistentRead asks for a strongly consistent read (1 RCU per 4 KB
 	// instead of 0.5).
@@ -84,27 +85,35 @@ type GetInput struct {
 
 // GetOutput is the result of [Store.Get].
 type GetOutput struct {
-	Item     Item // nil when there is no item
-	Consumed Capacity
+	Item     Item     // nil when there is no item
+	Consumed Capacity // also when there is no item
 }
 
 // BatchGetInput reads up to 100 distinct keys.
 type BatchGetInput struct {
-	Keys           []Key
+	// Keys are the items to read: 1 to 100, none twice (an empty or longer
+	// list, or a repeated key, is a ValidationError).
+	Keys []Key
+	// ConsistentRead asks for strongly consistent reads, as in GetInput.
 	ConsistentRead bool
 }
 
 // BatchGetOutput is the result of [Store.BatchGet].
 type BatchGetOutput struct {
 	// Items[i] is the item at Keys[i], or nil when there is none.
-	Items    []Item
+	Items []Item
+	// Consumed is the capacity of every read, retries of unprocessed
+	// keys included.
 	Consumed Capacity
 }
 
 // PutInput writes Item (which must hold the key attributes) if
 // Expr.Condition holds. Expr.Update must be empty.
 type PutInput struct {
+	// Item is the whole item to write, key attributes included.
 	Item Item
+	// Expr holds the condition, if any; its Update must be empty. The zero
+	// Expr writes unconditionally.
 	Expr Expr
 	// Return is ReturnNone or ReturnAllOld.
 	Return ReturnValue
@@ -117,19 +126,29 @@ type PutInput struct {
 // UpdateInput applies Expr.Update to the item at Key if Expr.Condition
 // holds.
 type UpdateInput struct {
-	Key                         Key
-	Expr                        Expr
-	Return                      ReturnValue
+	// Key is the item to update or create.
+	Key Key
+	// Expr holds the update actions and the condition, if any. With no
+	// update, the write creates a missing item with its key attributes
+	// alone and leaves an existing one as it is, as DynamoDB does.
+	Expr Expr
+	// Return is any ReturnValue.
+	Return ReturnValue
+	// ReturnOldOnConditionFailure is as in PutInput.
 	ReturnOldOnConditionFailure bool
 }
 
 // DeleteInput deletes the item at Key if Expr.Condition holds. Expr.Update
 // must be empty.
 type DeleteInput struct {
-	Key  Key
+	// Key is the item to delete.
+	Key Key
+	// Expr holds the condition, if any; its Update must be empty. The zero
+	// Expr deletes unconditionally.
 	Expr Expr
 	// Return is ReturnNone or ReturnAllOld.
-	Return                      ReturnValue
+	Return ReturnValue
+	// ReturnOldOnConditionFailure is as in PutInput.
 	ReturnOldOnConditionFailure bool
 }
 
@@ -137,8 +156,12 @@ type DeleteInput struct {
 // proceeds only if Expr.Condition holds for the item at Key. Expr.Update
 // must be empty.
 type CheckInput struct {
-	Key                         Key
-	Expr                        Expr
+	// Key is the item checked; it need not exist.
+	Key Key
+	// Expr holds the condition, which is required.
+	Expr Expr
+	// ReturnOldOnConditionFailure puts the item as it stood into the
+	// action's CancellationReason when the condition fails.
 	ReturnOldOnConditionFailure bool
 }
 
@@ -148,7 +171,8 @@ type WriteOutput struct {
 	// Attributes holds what the input's Return asked for; nil for
 	// ReturnNone and for a transaction.
 	Attributes Item
-	Consumed   Capacity
+	// Consumed is the capacity the write consumed, also when it failed.
+	Consumed Capacity
 }
 
 // TransactWriteInput is an all-or-nothing group of up to 100 writes on
@@ -167,14 +191,16 @@ type TransactWriteInput struct {
 type QueryInput struct {
 	// Index is the name of a secondary index, or "" for the table.
 	Index string
-	// PartitionKey is the value of the (table or index) partition key.
+	// PartitionKey is the value of the (table or index) partition key;
+	// "" is a ValidationError.
 	PartitionKey string
 	// SortKeyPrefix, when not empty, keeps only items whose sort key begins
 	// with it.
 	SortKeyPrefix string
 	// ConsistentRead is allowed on the table only, as in DynamoDB.
 	ConsistentRead bool
-	// Limit caps the number of items returned; 0 means no cap.
+	// Limit caps the number of items returned; 0 means no cap. A negative
+	// Limit is a ValidationError.
 	Limit int
 }
 
@@ -182,7 +208,8 @@ type QueryInput struct {
 type QueryOutput struct {
 	// Items in ascending sort-key order. Items of a keys-only index carry
 	// only the table and index key attributes.
-	Items    []Item
+	Items []Item
+	// Consumed is the capacity of every page read.
 	Consumed Capacity
 }
 
@@ -208,7 +235,9 @@ type ScanOutput struct {
 	// Next is the Start of the next page; nil when the scan has read the
 	// whole table. Items written or deleted while a scan runs may or may
 	// not be seen, as in DynamoDB (the read is eventually consistent).
-	Next     *Key
+	Next *Key
+	// Consumed is the capacity of the page, billed for every item read,
+	// matching or not.
 	Consumed Capacity
 }
 
@@ -217,16 +246,19 @@ type ScanOutput struct {
 // accepted only in a transaction, and in a transaction the inputs' Return
 // fields are ignored.
 type Write struct {
-	Put    *PutInput
-	Update *UpdateInput
-	Delete *DeleteInput
-	Check  *CheckInput
+	Put    *PutInput    // a Store.Put
+	Update *UpdateInput // a Store.Update
+	Delete *DeleteInput // a Store.Delete
+	Check  *CheckInput  // a condition check; in a transaction only
 }
 
 // WriteResult is the outcome of one [Write].
 type WriteResult struct {
+	// Output is what the write returned; its Consumed is set also when
+	// Err is not nil.
 	Output WriteOutput
-	Err    error
+	// Err is the write's error, nil when it applied.
+	Err error
 }
 
 // Capacity is the capacity a call consumed, in DynamoDB's units: read
@@ -234,6 +266,7 @@ type WriteResult struct {
 // consistent, double for transactional) and write capacity units (1 KB
 // writes; double for transactional).
 type Capacity struct {
+	// ReadUnits is the read capacity units consumed; 0 for a write.
 	ReadUnits float64
 	// WriteUnits includes IndexWriteUnits.
 	WriteUnits float64

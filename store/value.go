@@ -112,8 +112,8 @@ func (it Item) Numbers() iter.Seq2[string, int64] {
 // Key identifies one item: the values of the table's partition and sort key
 // attributes ([AttrPK] and [AttrSK]). Both are strings.
 type Key struct {
-	PK string
-	SK string
+	PK string // the partition key; never "" in a request
+	SK string // the sort key; never "" in a request
 }
 
 // String formats k as "PK|SK" for logs and errors.

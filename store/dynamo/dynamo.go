@@ -18,13 +18,29 @@ import (
 // API is the part of the DynamoDB client that [Store] calls. A
 // *dynamodb.Client implements it; tests may pass a fake.
 type API interface {
+	// GetItem is the DynamoDB operation of that name, as *dynamodb.Client
+	// implements it.
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	// BatchGetItem is the DynamoDB operation of that name, as *dynamodb.Client
+	// implements it.
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	// PutItem is the DynamoDB operation of that name, as *dynamodb.Client
+	// implements it.
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	// UpdateItem is the DynamoDB operation of that name, as *dynamodb.Client
+	// implements it.
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	// DeleteItem is the DynamoDB operation of that name, as *dynamodb.Client
+	// implements it.
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	// TransactWriteItems is the DynamoDB operation of that name, as *dynamodb.Client
+	// implements it.
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	// Query is the DynamoDB operation of that name, as *dynamodb.Client
+	// implements it.
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	// Scan is the DynamoDB operation of that name, as *dynamodb.Client
+	// implements it.
 	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 }
 
@@ -87,7 +103,9 @@ var _ store.Store = (*Store)(nil)
 
 // New returns a Store that keeps its items in table through client (usually
 // a *dynamodb.Client). See the package documentation for how the client's
-// retryer is used.
+// retryer is used. New does no I/O and checks neither argument: a nil
+// client panics on the first call, and a table that does not exist fails
+// every call (ResourceNotFoundException, see Errors).
 func New(client API, table string, opts ...Option) *Store {
 	o := buildOptions(opts)
 	return &Store{

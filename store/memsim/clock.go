@@ -11,6 +11,8 @@ import (
 // from it. github.com/benbjohnson/clock's Clock satisfies it, as does
 // [*ManualClock].
 type Clock interface {
+	// Now returns the current time. It may go backwards (see
+	// ManualClock.Set).
 	Now() time.Time
 }
 

@@ -19,13 +19,13 @@ type OpKind uint8
 // [Store.WriteConcurrently] are requests of their own kinds (Put, Update,
 // Delete).
 const (
-	OpGet OpKind = iota
-	OpBatchGet
-	OpPut
-	OpUpdate
-	OpDelete
-	OpTransactWrite
-	OpQuery
+	OpGet           OpKind = iota // Store.Get
+	OpBatchGet                    // Store.BatchGet
+	OpPut                         // Store.Put, or a Put of WriteConcurrently
+	OpUpdate                      // Store.Update, or an Update of WriteConcurrently
+	OpDelete                      // Store.Delete, or a Delete of WriteConcurrently
+	OpTransactWrite               // Store.TransactWrite
+	OpQuery                       // Store.Query (Scan is never an Op)
 	// NumOpKinds is the number of kinds, for arrays indexed by OpKind.
 	NumOpKinds
 )
@@ -48,6 +48,7 @@ func (k OpKind) IsWrite() bool {
 
 // Op describes one request, for [Injector]s and the [Hook].
 type Op struct {
+	// Kind is the request's kind.
 	Kind OpKind
 	// Keys are the table keys the request names, in request order: one for
 	// Get, Put, Update and Delete, one per key for BatchGet, one per action
@@ -108,6 +109,7 @@ func (f Fault) String() string {
 
 // Decision is an injector's verdict on one request.
 type Decision struct {
+	// Fault is the fault to inject; FaultNone (the zero Fault) for none.
 	Fault Fault
 	// Delay is latency to add before the request is served. memsim never
 	// sleeps by itself: it hands Delay to the sleeper set with
@@ -130,7 +132,11 @@ func (d Decision) IsNone() bool { return d.Fault == FaultNone && d.Delay == 0 }
 // The constructors below compose: [Chain], [OnOps], [OnKey], [During],
 // [Probability], [ThrottleStorm], [Nth], [Always], [Latency].
 type Injector interface {
+	// Inject returns the decision on op; the zero Decision lets it
+	// through untouched.
 	Inject(op Op) Decision
+	// String describes the injector's configuration, as a fault plan
+	// prints it.
 	fmt.Stringer
 }
 
@@ -253,7 +259,8 @@ func fmtInstant(t time.Time) string {
 
 // Probability injects fault into each request it sees with probability p,
 // drawing from its own PCG source seeded with seed (never the global
-// source): the same seed and the same requests give the same faults.
+// source): the same seed and the same requests give the same faults. A p of
+// 0 or less injects nothing; 1 or more, every request.
 func Probability(p float64, seed uint64, fault Fault) Injector {
 	return &probability{p: p, seed: seed, fault: fault, rng: rand.New(rand.NewPCG(seed, seed^pcgStream))}
 }
@@ -325,7 +332,7 @@ func (s *storm) String() string {
 }
 
 // Nth injects fault into the n-th request it sees (counting from 1), and
-// into no other. Combine with [OnOps] or [OnKey] to aim it: OnOps(
+// into no other (n 0: none). Combine with [OnOps] or [OnKey] to aim it: OnOps(
 // []OpKind{OpUpdate}, Nth(3, FaultLostResponse)) loses the answer of the
 // third Update.
 func Nth(n uint64, fault Fault) Injector { return &nth{n: n, fault: fault} }

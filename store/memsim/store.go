@@ -85,12 +85,12 @@ func withSchema(sc schema.Schema) Option {
 // made without a clock reads it, so that partitions refill as time
 // passes). memsim reads time from nothing else. Tests and simulations
 // that need time to move only when told pass a [ManualClock], shared with
-// the limiter: one clock for both.
+// the limiter: one clock for both. A nil c is the wall clock.
 func WithClock(c Clock) Option { return func(s *Store) { s.clock = c } }
 
 // WithPartitionLimits sets the ceiling of every partition (default 1000
 // write units and 3000 read units per second); 0 makes that kind unlimited.
-// Rates above 1,000,000 units per second are not supported.
+// A rate that is negative, NaN or above 1,000,000 units per second panics.
 func WithPartitionLimits(wcuPerSec, rcuPerSec float64) Option {
 	return func(s *Store) {
 		s.wcuRate = rateOf("write", wcuPerSec)
@@ -107,9 +107,10 @@ func rateOf(what string, perSec float64) int64 {
 
 // WithThrottleCode sets the exception a throttled request carries: one of
 // store.ThrottleProvisionedThroughputExceeded (default),
-// store.ThrottleThrottling or store.ThrottleRequestLimitExceeded. Inside a
-// transaction the cancellation reason is ProvisionedThroughputExceeded for
-// the first and ThrottlingError for the others.
+// store.ThrottleThrottling or store.ThrottleRequestLimitExceeded; any other
+// code panics. Inside a transaction the cancellation reason is
+// ProvisionedThroughputExceeded for the first and ThrottlingError for the
+// others.
 func WithThrottleCode(code string) Option {
 	return func(s *Store) {
 		switch code {
@@ -122,7 +123,7 @@ func WithThrottleCode(code string) Option {
 }
 
 // WithFaults sets the fault plan, consulted once per request before it is
-// applied (default: none).
+// applied (default, and a nil inj: none).
 func WithFaults(inj Injector) Option { return func(s *Store) { s.faults = inj } }
 
 // WithStream turns the change stream on (the default) or off.
@@ -136,7 +137,8 @@ func WithStream(on bool) Option { return func(s *Store) { s.stream = on } }
 // and Peek always return copies.
 func WithSharedResults(on bool) Option { return func(s *Store) { s.shared = on } }
 
-// WithHook sets a [Hook] called before every request.
+// WithHook sets a [Hook] called before every request (default, and a nil
+// h: none).
 func WithHook(h Hook) Option { return func(s *Store) { s.hook = h } }
 
 // WithSleeper sets the function memsim hands injected latency
@@ -249,10 +251,12 @@ type Totals struct {
 	Ops [NumOpKinds]OpTotals
 }
 
-// OpTotals counts the requests of one kind.
+// OpTotals counts the requests of one kind; each field counts as the
+// field of the same name of Totals does.
 type OpTotals struct {
 	Requests, Throttles, Faults, ConditionFailures, ValidationErrors uint64
-	Consumed                                                         store.Capacity
+	// Consumed is the capacity the kind's requests consumed.
+	Consumed store.Capacity
 }
 
 // Totals returns the store's counters.
