@@ -172,6 +172,21 @@ func TestStoryNilAndZeroInputsNeverPanic(t *testing.T) {
 		{"Close of a live limiter", func() error { return l.Close(e.ctx) }, "ok"},
 		{"ForgetBucket empty", func() error { l.ForgetBucket("", ""); return nil }, ""},
 
+		// A live lease given nonsense amounts.
+		{"Lease.Adjust nonsense", func() error {
+			le, err := other.limiter().Acquire(e.ctx, req("adj", rpm(10), one))
+			if err != nil {
+				return err
+			}
+			for _, d := range []map[string]int64{nil, {}, {"": 1}, {"nope": 1}, {"rpm": math.MinInt64}, {"rpm": math.MaxInt64}, {"rpm": -math.MaxInt64}} {
+				_ = le.Adjust(e.ctx, d)
+			}
+			if err := le.Commit(); err != nil {
+				return err
+			}
+			return le.Rollback(e.ctx)
+		}, "ended"},
+
 		// Limit and LimitState.
 		{"ParseLimit empty", func() error { _, err := ParseLimit(""); return err }, ""},
 		{"ParseLimit nonsense", func() error { _, err := ParseLimit("x:y/z"); return err }, ""},
