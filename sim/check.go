@@ -307,6 +307,9 @@ func (c *Checker) peakRate(is *istate, at int64) float64 {
 // NewChecker returns a checker for a model; base is the Unix time (ns) of
 // virtual time 0, which the stream's record times are measured from.
 func NewChecker(m *Model, base int64) *Checker {
+	if m == nil {
+		m = &Model{}
+	}
 	c := &Checker{m: m, base: base, byName: make(map[[2]string]int32, len(m.Buckets)),
 		itemOf: make(map[string]int32), perInv: make(map[string]int), heard: make(map[heard]int64)}
 	c.nlim = len(m.LimitNames)
