@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardlimit/limiter/store/memsim"
 )
 
 // zcall is one call a caller can make with nil, zero or nonsense input.
@@ -242,5 +244,35 @@ func TestStoryNilAndZeroInputsNeverPanic(t *testing.T) {
 	runZero(t, calls)
 	if n := e.st.Len() - before; n != 0 {
 		t.Errorf("nil, zero and bad calls wrote %d items", n)
+	}
+}
+
+// endClock stands at one instant.
+type endClock struct{ t time.Time }
+
+func (c endClock) Now() time.Time { return c.t }
+
+// A limiter whose clock reads the first or last millisecond int64 holds
+// answers an acquire, a status and a wait of a calendar quota (they hung:
+// the window search looped forever once the next boundary wrapped around
+// int64).
+func TestRegressionAQuotaAtTheEndOfTimeReturns(t *testing.T) {
+	for _, at := range []time.Time{time.UnixMilli(math.MaxInt64), time.UnixMilli(math.MinInt64)} {
+		st := memsim.New(memsim.WithClock(memsim.NewManualClock(at)))
+		l, err := New(st, WithClock(endClock{at}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lims := []Limit{PerMinute("rpm", 10), {Name: "q", Capacity: 100, Window: "month"}}
+		r := Request{Entity: "a", Limits: lims, Consume: map[string]int64{"rpm": 1, "q": 1}}
+		if _, err := l.Acquire(context.Background(), r); err != nil {
+			t.Logf("%v: acquire: %v", at, err)
+		}
+		if _, err := l.Status(context.Background(), "a", "", lims); err != nil {
+			t.Logf("%v: status: %v", at, err)
+		}
+		if _, err := l.Wait(context.Background(), r); err != nil {
+			t.Logf("%v: wait: %v", at, err)
+		}
 	}
 }
