@@ -230,9 +230,9 @@ func (c *metaCache) init(ttl time.Duration) {
 // acquire reads them again. Changes made through an admin.Admin given this
 // limiter (admin.WithLimiter) invalidate its cache by themselves; call
 // Invalidate when another process changed them and waiting for the cache
-// TTL (WithCacheTTL) is too slow.
+// TTL (WithCacheTTL) is too slow. It does nothing on a nil or zero Limiter.
 func (l *Limiter) Invalidate() {
-	if l != nil {
+	if l != nil && l.st != nil {
 		l.meta.invalidate()
 	}
 }
@@ -243,9 +243,9 @@ func (l *Limiter) Invalidate() {
 // from the store. An
 // admin.Admin given this limiter (admin.WithLimiter) calls it when it
 // resets the bucket; a limiter that was not told learns of a reset from
-// its next write.
+// its next write. It does nothing on a nil or zero Limiter.
 func (l *Limiter) ForgetBucket(entity, resource string) {
-	if l == nil {
+	if l == nil || l.st == nil {
 		return
 	}
 	if resource == "" {

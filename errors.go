@@ -63,6 +63,9 @@ type RateLimitedError struct {
 
 // Error returns the error's message.
 func (e *RateLimitedError) Error() string {
+	if e == nil {
+		return ErrRateLimited.Error()
+	}
 	var b strings.Builder
 	who := e.Entity
 	if e.Parent {
@@ -97,7 +100,12 @@ type ValidationError struct {
 }
 
 // Error returns the error's message.
-func (e *ValidationError) Error() string { return "limiter: invalid " + e.Field + ": " + e.Rule }
+func (e *ValidationError) Error() string {
+	if e == nil {
+		return ErrInvalid.Error()
+	}
+	return "limiter: invalid " + e.Field + ": " + e.Rule
+}
 
 // Is makes errors.Is(err, ErrInvalid) true.
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
@@ -129,7 +137,13 @@ type UnavailableError struct {
 
 // Error returns the error's message.
 func (e *UnavailableError) Error() string {
-	s := "limiter: store unavailable during " + e.Op + ": " + e.Err.Error()
+	if e == nil {
+		return ErrUnavailable.Error()
+	}
+	s := "limiter: store unavailable during " + e.Op
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
 	if e.Refusal != nil {
 		s += "; and refused: " + e.Refusal.Error()
 	}
@@ -137,7 +151,12 @@ func (e *UnavailableError) Error() string {
 }
 
 // Unwrap returns the store's error.
-func (e *UnavailableError) Unwrap() error { return e.Err }
+func (e *UnavailableError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Is makes errors.Is(err, ErrUnavailable) true.
 func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }

@@ -36,6 +36,9 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 
 // decode unmarshals b as a J and stores conv of it in dst.
 func decode[J, T any](b []byte, dst *T, conv func(J) T) error {
+	if dst == nil {
+		return fmt.Errorf("limiter: UnmarshalJSON into a nil %T", dst)
+	}
 	var j J
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err

@@ -14,7 +14,9 @@ import (
 // Lease is what an Acquire charged: the bucket shard(s) and the amounts. It
 // lets the caller correct the charge after the fact (Adjust), return it
 // (Rollback), or settle it (Commit). A lease is safe for concurrent use;
-// after Commit or Rollback every method returns ErrLeaseEnded.
+// after Commit or Rollback every method returns ErrLeaseEnded. A nil or
+// zero Lease (not returned by Acquire) holds nothing: Adjust, Rollback and
+// Commit return a ValidationError naming Lease.
 type Lease struct {
 	l *Limiter
 	// parts are the buckets charged: per resource (Request.Resource's,

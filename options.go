@@ -318,5 +318,9 @@ type Observer interface {
 // ObserverFunc adapts a function to an Observer.
 type ObserverFunc func(Event)
 
-// Observe calls f(e).
-func (f ObserverFunc) Observe(e Event) { f(e) }
+// Observe calls f(e); a nil f observes nothing.
+func (f ObserverFunc) Observe(e Event) {
+	if f != nil {
+		f(e)
+	}
+}

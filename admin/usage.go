@@ -44,6 +44,9 @@ func (w UsageWindow) MarshalText() ([]byte, error) {
 
 // UnmarshalText decodes "hourly", "daily" or "monthly".
 func (w *UsageWindow) UnmarshalText(b []byte) error {
+	if w == nil {
+		return fmt.Errorf("limiter: usage window: UnmarshalText into a nil *UsageWindow")
+	}
 	for _, v := range []UsageWindow{UsageHourly, UsageDaily, UsageMonthly} {
 		if v.String() == string(b) {
 			*w = v

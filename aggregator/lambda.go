@@ -2,6 +2,7 @@ package aggregator
 
 import (
 	"context"
+	"log/slog"
 	"sort"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -18,6 +19,16 @@ import (
 // that one bad record does not block its stream shard for 24 hours, unless
 // Options.ReportMalformed is set.
 func (p *Processor) HandleLambda(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, Result) {
+	if err := p.usable(ctx); err != nil {
+		var resp events.DynamoDBEventResponse
+		res := Result{Stats: Stats{Records: len(ev.Records)}}
+		for i, er := range ev.Records {
+			res.Failures = append(res.Failures, Failure{Index: i, SequenceNumber: er.Change.SequenceNumber, EventID: er.EventID, Err: err})
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: er.Change.SequenceNumber})
+		}
+		slog.Error("aggregator: cannot process the batch; Lambda will retry it", "err", err)
+		return resp, res
+	}
 	recs := make([]Record, 0, len(ev.Records))
 	at := make([]int, 0, len(ev.Records)) // batch index of recs[i]
 	var bad []Failure

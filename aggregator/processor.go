@@ -86,6 +86,10 @@ type Options struct {
 //
 // Process may be called from several goroutines, but a Processor starts
 // none and holds no lock during a store call.
+//
+// The zero Processor is not usable: create one with New. Process and
+// HandleLambda of a nil or zero Processor, or with a nil ctx, fail every
+// record (not as malformed: Lambda retries them) and change nothing.
 type Processor struct {
 	st              store.Store
 	windows         []Window
@@ -260,6 +264,17 @@ type entry struct {
 	latest int64 // shard 0: the highest shard count any record of the batch shows
 }
 
+// usable returns an error for a nil or zero Processor or a nil ctx.
+func (p *Processor) usable(ctx context.Context) error {
+	switch {
+	case p == nil || p.st == nil:
+		return errors.New("aggregator: the Processor is nil or zero: create one with New")
+	case ctx == nil:
+		return errors.New("aggregator: ctx is nil: pass a context (context.Background() when there is none)")
+	}
+	return nil
+}
+
 // Process applies a batch of records: it extracts the consumption deltas
 // and adds them to the usage snapshots, doubles hot buckets and
 // propagates shard counts, and reports the records it could not apply.
@@ -278,6 +293,12 @@ type entry struct {
 // key, each item's records by sequence number.
 func (p *Processor) Process(ctx context.Context, recs []Record) Result {
 	res := Result{Stats: Stats{Records: len(recs)}}
+	if err := p.usable(ctx); err != nil {
+		for i, r := range recs {
+			res.Failures = append(res.Failures, Failure{Index: i, SequenceNumber: r.SequenceNumber, EventID: r.EventID, Err: err})
+		}
+		return res
+	}
 	errs := make([]error, len(recs))
 	var es []*entry
 	for i := range recs {

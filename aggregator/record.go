@@ -65,6 +65,9 @@ type MalformedError struct {
 
 // Error returns "aggregator: malformed record: {Field}: {Reason}".
 func (e *MalformedError) Error() string {
+	if e == nil {
+		return ErrMalformed.Error()
+	}
 	return "aggregator: malformed record: " + e.Field + ": " + e.Reason
 }
 

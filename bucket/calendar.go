@@ -58,9 +58,13 @@ func (c Calendar) Valid() bool {
 		c.MonthDay >= 0 && c.MonthDay <= 31
 }
 
+// maxBoundarySteps bounds Bounds' search from now's local date.
+const maxBoundarySteps = 4
+
 // Bounds returns the window that holds the instant now (Unix ms): its start
 // and its end (the next window's start), start <= now < end. c must be
-// Valid.
+// Valid, and now more than a window away from either end of int64 (else
+// the answer is unspecified, but Bounds returns).
 func (c Calendar) Bounds(now int64) (start, end int64) {
 	loc := c.Loc
 	if loc == nil {
@@ -83,12 +87,15 @@ func (c Calendar) Bounds(now int64) (start, end int64) {
 		boundary = func(i int) int64 { return time.Date(y, m, d+i, 0, 0, 0, 0, loc).UnixMilli() }
 	}
 	// A midnight the clocks skip resolves to an instant an hour off its
-	// date (time.Date's rule), which may put now on the other side of it.
+	// date (time.Date's rule), which may put now on the other side of it:
+	// one step either way. The bound stops the loops where a boundary is
+	// out of int64 milliseconds (now within a window of either end of the
+	// range), whose answer is then unspecified.
 	i := 0
-	for boundary(i) > now {
+	for boundary(i) > now && i > -maxBoundarySteps {
 		i--
 	}
-	for boundary(i+1) <= now {
+	for boundary(i+1) <= now && i < maxBoundarySteps {
 		i++
 	}
 	return boundary(i), boundary(i + 1)

@@ -99,8 +99,12 @@ func (c Composite) Get(name string) (State, bool) {
 
 // Set stores s as the state of the limit called name, replacing an existing
 // entry or inserting one at its sorted position. The name must be non-empty:
-// [Decode] ignores the attributes of an empty name.
+// [Decode] ignores the attributes of an empty name. Set on a nil
+// *Composite does nothing.
 func (c *Composite) Set(name string, s State) {
+	if c == nil {
+		return
+	}
 	i, found := slices.BinarySearchFunc(c.Limits, name, func(n Named, name string) int {
 		return strings.Compare(n.Name, name)
 	})
@@ -143,6 +147,9 @@ type DecodeError struct {
 
 // Error returns the error's message.
 func (e *DecodeError) Error() string {
+	if e == nil {
+		return "bucket: invalid item"
+	}
 	if e.Missing {
 		return fmt.Sprintf("bucket: limit %q: missing attribute %s", e.Limit, e.Attr)
 	}
@@ -192,11 +199,13 @@ type decoder struct {
 // (tk, cp, bx, ra, rp, tc), then rf, whatever the order of attrs.
 //
 // An item without limits decodes to Composite{Refill: rf} (rf is 0 when
-// absent) and no error.
+// absent) and no error; a nil attrs is an item without attributes.
 func Decode(attrs iter.Seq2[string, int64]) (Composite, error) {
 	d := &decoder{}
 	d.limits, d.seen = d.limitsIn[:0], d.seenIn[:0]
-	attrs(d.add)
+	if attrs != nil {
+		attrs(d.add)
+	}
 	if len(d.limits) == 0 {
 		return Composite{Refill: d.refill}, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -18,7 +19,7 @@ import (
 // nothing in the environment (AWS_PROFILE, AWS_CA_BUNDLE, a real region)
 // leaks into tests. Its transport resends the requests DynamoDB Local
 // rejected for a lock timeout (see [LockTimeoutRetries]). optFns are
-// applied last.
+// applied last (a nil one is skipped).
 func NewClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil
@@ -29,7 +30,7 @@ func NewClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Cli
 		Credentials:  credentials.NewStaticCredentialsProvider(AccessKeyID, SecretAccessKey, ""),
 		BaseEndpoint: aws.String(strings.TrimRight(endpoint, "/")),
 		HTTPClient:   &http.Client{Transport: &lockRetryTransport{base: tr}},
-	}, optFns...)
+	}, slices.DeleteFunc(slices.Clone(optFns), func(fn func(*dynamodb.Options)) bool { return fn == nil })...)
 }
 
 func noRetries(o *dynamodb.Options) { o.Retryer = aws.NopRetryer{} }

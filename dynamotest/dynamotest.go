@@ -217,6 +217,10 @@ var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 // random. Pass dynamo.WithTTL(true) for the production table exactly.
 func (s *Server) NewTable(t testing.TB, opts ...dynamo.Option) string {
 	t.Helper()
+	if s == nil || s.Client == nil {
+		t.Fatal("dynamotest: NewTable of a nil or zero Server: get one from Start or Launch")
+		return ""
+	}
 	name := unsafeName.ReplaceAllString(t.Name(), "_")
 	prefix := "t" + strconv.FormatInt(tableSeq.Add(1), 10) + "-"
 	if len(name) > 200 {

@@ -41,18 +41,21 @@ const (
 // first "RESOURCE/NAME". units maps a limit name to
 // its quota unit (see [WithQuotaUnits]; nil: every limit counts requests).
 // It sets nothing for a nil lease or one granted under fail-open, which
-// carries no state. The middleware sets the fields itself; call this when
+// carries no state, nor on a nil h. The middleware sets the fields itself; call this when
 // you call Acquire without it.
 func SetLeaseHeaders(h http.Header, lease *limiter.Lease, units map[string]string) {
+	if h == nil {
+		return
+	}
 	fields{units: units}.setLease(h, lease, nil)
 }
 
 // SetRefusalHeaders sets RateLimit-Policy, RateLimit and Retry-After on h
 // for a refused request, its items in name order and units as for
 // [SetLeaseHeaders]. No "t" is above the Retry-After. It sets nothing for
-// a nil error.
+// a nil error or a nil h.
 func SetRefusalHeaders(h http.Header, e *limiter.RateLimitedError, units map[string]string) {
-	if e == nil {
+	if e == nil || h == nil {
 		return
 	}
 	fields{units: units}.setRefusal(h, e)

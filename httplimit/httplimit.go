@@ -209,7 +209,9 @@ func WithAdjustTimeout(d time.Duration) Option { return func(m *Middleware) { m.
 func New(lim *limiter.Limiter, key KeyFunc, opts ...Option) (*Middleware, error) {
 	m := &Middleware{lim: lim, key: key, logger: slog.Default(), onError: WriteError, adjustTimeout: 2 * time.Second}
 	for _, o := range opts {
-		o(m)
+		if o != nil {
+			o(m)
+		}
 	}
 	switch {
 	case lim == nil:
@@ -222,6 +224,8 @@ func New(lim *limiter.Limiter, key KeyFunc, opts ...Option) (*Middleware, error)
 		return nil, errors.New("httplimit: WithLogger and WithErrorHandler need a non-nil argument")
 	case m.adjustTimeout <= 0:
 		return nil, errors.New("httplimit: WithAdjustTimeout needs a positive duration")
+	case m.policy > limiter.FailOpen:
+		return nil, fmt.Errorf("httplimit: WithPolicy: unknown policy %d", m.policy)
 	}
 	m.fields.rank = make(map[string]int, len(m.limits))
 	for i, l := range m.limits {
@@ -245,8 +249,20 @@ func New(lim *limiter.Limiter, key KeyFunc, opts ...Option) (*Middleware, error)
 	return m, nil
 }
 
-// Handler returns next wrapped by the middleware.
+// Handler returns next wrapped by the middleware. On a nil or zero
+// Middleware (not made by New), or with a nil next, the handler answers
+// every request 500 through WriteError, without calling anything.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
+	var misuse error
+	switch {
+	case m == nil || m.lim == nil:
+		misuse = errors.New("httplimit: the Middleware is nil or zero: create one with New")
+	case next == nil:
+		misuse = errors.New("httplimit: Handler(nil): the handler to wrap is nil")
+	}
+	if misuse != nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { WriteError(w, r, misuse) })
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		entity, resource, err := m.key(r)
 		if err == nil && entity == "" {

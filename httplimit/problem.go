@@ -69,6 +69,9 @@ type RequestError struct {
 
 // Error returns the error's message.
 func (e *RequestError) Error() string {
+	if e == nil {
+		return http.StatusText(http.StatusBadRequest)
+	}
 	if e.Err == nil {
 		return http.StatusText(e.status())
 	}
@@ -76,10 +79,15 @@ func (e *RequestError) Error() string {
 }
 
 // Unwrap returns the cause.
-func (e *RequestError) Unwrap() error { return e.Err }
+func (e *RequestError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 func (e *RequestError) status() int {
-	if e.Status < 400 || e.Status > 499 {
+	if e == nil || e.Status < 400 || e.Status > 499 {
 		return http.StatusBadRequest
 	}
 	return e.Status
@@ -107,7 +115,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		hdr = w.Header()
 	)
 	switch {
-	case errors.As(err, &rl):
+	case errors.As(err, &rl) && rl != nil:
 		p = refusalProblem(rl)
 		if hdr.Get(HeaderRetryAfter) == "" {
 			hdr.Set(HeaderRetryAfter, strconv.FormatInt(p.RetryAfter, 10))

@@ -38,6 +38,7 @@ package limiterotel
 
 import (
 	"context"
+	"errors"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -97,7 +98,8 @@ func WithAttributes(kv ...attribute.KeyValue) Option {
 }
 
 // Observer implements limiter.Observer with OpenTelemetry instruments. It is
-// safe for concurrent use; create it with New.
+// safe for concurrent use; create it with New. A nil or zero Observer
+// observes nothing.
 type Observer struct {
 	opts        options
 	calls       metric.Int64Counter
@@ -122,12 +124,17 @@ type attrSets struct {
 }
 
 // New returns an Observer whose instruments come from mp's meter
-// ScopeName. mp must not be nil (a nil mp panics). It fails only when mp
-// cannot create an instrument.
+// ScopeName. It fails when mp is nil or cannot create an instrument; a
+// nil option is skipped.
 func New(mp metric.MeterProvider, opts ...Option) (*Observer, error) {
+	if mp == nil {
+		return nil, errors.New("limiterotel: the MeterProvider is nil: pass one, such as otel.GetMeterProvider()")
+	}
 	o := &Observer{}
 	for _, f := range opts {
-		f(&o.opts)
+		if f != nil {
+			f(&o.opts)
+		}
 	}
 	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version))
 	var err error
@@ -170,7 +177,7 @@ func New(mp metric.MeterProvider, opts ...Option) (*Observer, error) {
 
 // Observe records one finished call. A nil Observer records nothing.
 func (o *Observer) Observe(e limiter.Event) {
-	if o == nil {
+	if o == nil || o.calls == nil {
 		return
 	}
 	s := o.attrSets(e)

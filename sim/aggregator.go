@@ -99,12 +99,20 @@ func NewAggregatorActor() *AggregatorActor { return &AggregatorActor{} }
 func (a *AggregatorActor) Name() string { return "aggregator" }
 
 // Stats returns what the actor did (complete once the run has ended).
-func (a *AggregatorActor) Stats() AggregatorStats { return a.stats }
+func (a *AggregatorActor) Stats() AggregatorStats {
+	if a == nil {
+		return AggregatorStats{}
+	}
+	return a.stats
+}
 
 // Records implements Actor: it queues the bucket records (the trigger's
 // SK = #STATE filter) and adds up their tc deltas for the final check,
 // from the images themselves, independently of the aggregator.
 func (a *AggregatorActor) Records(recs []memsim.Record) {
+	if a == nil {
+		return
+	}
 	windows := a.Options.Windows
 	if len(windows) == 0 {
 		windows = aggregator.DefaultWindows
@@ -156,6 +164,9 @@ func tcLimit(attr string) (string, bool) {
 
 // Run implements Actor.
 func (a *AggregatorActor) Run(env *Env) {
+	if a == nil || env == nil || env.c == nil {
+		return
+	}
 	a.s = env.c.s
 	minE, maxE := orDefault(a.MinEvery, 100*time.Millisecond), a.MaxEvery
 	if maxE < minE {

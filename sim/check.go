@@ -76,6 +76,7 @@ const wcuBurst = 1000 * 1000
 // bookkeeping.
 //
 // Invariant 8 (determinism) compares two runs: see [CheckDeterminism].
+// A nil or zero Checker (not made by NewChecker) checks nothing.
 type Checker struct {
 	m    *Model
 	base int64 // Unix ns of virtual time 0
@@ -151,6 +152,9 @@ const (
 // refused at virtual time at because the partition was over its ceiling
 // (not an injected throttle).
 func (c *Checker) PartitionThrottled(pk string, at int64) {
+	if c.off() {
+		return
+	}
 	if ii := c.item(pk); ii >= 0 {
 		c.items[ii].throttledAt, c.items[ii].throttled = at, true
 	}
@@ -311,9 +315,16 @@ func (c *Checker) peakRate(is *istate, at int64) float64 {
 	return peak
 }
 
+// off reports whether c is nil or zero (not made by NewChecker): such a
+// checker checks nothing.
+func (c *Checker) off() bool { return c == nil || c.m == nil }
+
 // NewChecker returns a checker for a model; base is the Unix time (ns) of
 // virtual time 0, which the stream's record times are measured from.
 func NewChecker(m *Model, base int64) *Checker {
+	if m == nil {
+		m = &Model{}
+	}
 	c := &Checker{m: m, base: base, byName: make(map[[2]string]int32, len(m.Buckets)),
 		itemOf: make(map[string]int32), perInv: make(map[string]int), heard: make(map[heard]int64)}
 	c.nlim = len(m.LimitNames)
@@ -364,6 +375,9 @@ func (c *Checker) flag(inv, format string, args ...any) {
 // Violations returns what was found, in the order found, at most 20 per
 // invariant followed by a count of the rest.
 func (c *Checker) Violations() []Violation {
+	if c.off() {
+		return nil
+	}
 	out := slices.Clone(c.violations)
 	for _, inv := range slices.Sorted(maps.Keys(c.perInv)) {
 		if n := c.perInv[inv]; n > maxDetails {
@@ -377,6 +391,9 @@ func (c *Checker) Violations() []Violation {
 // client on bucket b writes (by role, see Effects), and when the client
 // last heard of each (see Heard), for a later liveness judgement.
 func (c *Checker) Snapshot(client, b int32) (s [maxRoles]uint64, at [maxRoles]int64) {
+	if c.off() {
+		return s, at
+	}
 	for r, bi := range c.m.roles(b) {
 		if bi >= 0 {
 			s[r], at[r] = c.buckets[bi].changes, c.heard[heard{client, bi}]
@@ -393,6 +410,9 @@ type heard struct{ client, bucket int32 }
 // at least as recent as sent. A new process (a crash) forgets, with
 // Forget.
 func (c *Checker) Heard(client int32, pk string, sent int64) {
+	if c.off() {
+		return
+	}
 	if ii := c.item(pk); ii >= 0 {
 		c.heard[heard{client, c.items[ii].bucket}] = sent
 	}
@@ -401,6 +421,9 @@ func (c *Checker) Heard(client int32, pk string, sent int64) {
 // Forget forgets what client heard of every bucket: its process
 // restarted with an empty memory.
 func (c *Checker) Forget(client int32) {
+	if c.off() {
+		return
+	}
 	for k := range c.heard {
 		if k.client == client {
 			delete(c.heard, k)
@@ -493,6 +516,9 @@ func (c *Checker) fmtT(at int64) string { return time.Duration(at).String() }
 // Record feeds one change stream record and the operation whose request
 // produced it (nil when no simulated client caused it: setup writes).
 func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
+	if c.off() || rec == nil {
+		return
+	}
 	ii := c.item(rec.Keys.PK)
 	if ii < 0 {
 		return
@@ -824,6 +850,9 @@ func (c *Checker) checkDoublingCause(bi int32, from, at int64, seq uint64) {
 // OpDone feeds a finished operation and the effects the stream showed for
 // it (nil when none were accumulated).
 func (c *Checker) OpDone(op *Op, eff *Effects) {
+	if c.off() || op == nil {
+		return
+	}
 	if eff == nil {
 		eff = &Effects{}
 	}
@@ -1201,6 +1230,9 @@ func (c *Checker) liveness(op *Op, eff *Effects, roles [maxRoles]int32) {
 // Finish checks what needs the final state: invariant 1 against the
 // store's items, and invariant 3's windows.
 func (c *Checker) Finish(items []store.Item) {
+	if c.off() {
+		return
+	}
 	if c.finished {
 		return
 	}

@@ -155,6 +155,9 @@ func unavailable(op string, write bool, err error) error {
 
 // do yields one store request and returns its response.
 func (h handle) do(ctx context.Context, op memsim.OpKind, fill func(*request)) response {
+	if h.c == nil {
+		return response{err: errNoEnv}
+	}
 	c := h.c
 	c.call.kind, c.call.op = callStore, op
 	q := &c.call.req
@@ -284,6 +287,9 @@ func (h handle) Query(ctx context.Context, in store.QueryInput) (store.QueryOutp
 // Scan implements store.Store by reading the table directly, with no
 // latency: the simulated clients never scan (it is for operator commands).
 func (h handle) Scan(ctx context.Context, in store.ScanInput) (store.ScanOutput, error) {
+	if h.c == nil {
+		return store.ScanOutput{}, errNoEnv
+	}
 	return h.c.s.st.Scan(ctx, in)
 }
 
@@ -291,6 +297,13 @@ func (h handle) Scan(ctx context.Context, in store.ScanInput) (store.ScanOutput,
 // own, with its own latency, applied when it arrives; the call returns
 // when every answer is in.
 func (h handle) WriteConcurrently(ctx context.Context, writes []store.Write) []store.WriteResult {
+	if h.c == nil {
+		out := make([]store.WriteResult, len(writes))
+		for i := range out {
+			out[i].Err = errNoEnv
+		}
+		return out
+	}
 	c := h.c
 	c.call.kind, c.call.writes = callConcurrent, writes
 	sent := c.s.now
@@ -776,23 +789,47 @@ type Actor interface {
 	Records(recs []memsim.Record)
 }
 
-// Env is what an Actor may use.
+// Env is what an Actor may use. Run gives each Actor its own; a nil or zero
+// Env (not given by Run) is a simulation that has ended: Sleep returns
+// false, Now the zero time, Rand a source seeded with 0, and its Store
+// answers every request with a ValidationError.
 type Env struct{ c *client }
 
 // Store returns the actor's store handle.
-func (e *Env) Store() store.Store { return handle{e.c} }
+func (e *Env) Store() store.Store {
+	if e == nil || e.c == nil {
+		return handle{}
+	}
+	return handle{e.c}
+}
 
 // Now returns virtual time (the actor's clock has no skew).
-func (e *Env) Now() time.Time { return e.c.clock.Now() }
+func (e *Env) Now() time.Time {
+	if e == nil || e.c == nil {
+		return time.Time{}
+	}
+	return e.c.clock.Now()
+}
 
 // Sleep waits d of virtual time; false means the simulation ended and Run
 // must return.
 func (e *Env) Sleep(d time.Duration) bool {
+	if e == nil || e.c == nil {
+		return false
+	}
 	return e.c.sleepUntil(e.c.s.now+int64(d)) && !e.c.s.stopping
 }
 
 // Rand returns the actor's seeded random source.
-func (e *Env) Rand() *rand.Rand { return e.c.rng }
+func (e *Env) Rand() *rand.Rand {
+	if e == nil || e.c == nil {
+		return rand.New(rand.NewPCG(0, 0))
+	}
+	return e.c.rng
+}
+
+// errNoEnv answers the requests of a nil or zero Env's store.
+var errNoEnv = &store.ValidationError{Message: "sim: the Env is nil or zero: use the one Run gives the Actor"}
 
 // makeClients creates the writers, the probe and the actors.
 func (s *Sim) makeClients() {

@@ -208,6 +208,11 @@ func New(cfg Config) (*Sim, error) {
 	if err != nil {
 		return nil, err
 	}
+	for i, a := range cfg.Actors {
+		if a == nil {
+			return nil, fmt.Errorf("sim: Actors[%d] is nil", i)
+		}
+	}
 	s := &Sim{cfg: cfg, wl: wl}
 	s.rng = s.derive(streamLatency, 0)
 	s.base = memsim.Epoch().UnixNano()
@@ -372,10 +377,15 @@ func (s *Sim) mixString(str string) {
 }
 
 // Run simulates until the end of the tail, stops every client, runs the
-// final checks and returns the report. A Sim runs once.
+// final checks and returns the report. A Sim runs once: a second Run, or
+// the Run of a nil or zero Sim (not made by New), simulates nothing and
+// returns a report whose only violation (InvHarness) says so.
 func (s *Sim) Run() *Report {
-	if s.ran {
-		panic("sim: a Sim runs once")
+	switch {
+	case s == nil || s.wl == nil:
+		return misuse("sim: Run of a nil or zero Sim: create one with New")
+	case s.ran:
+		return misuse("sim: a Sim runs once: create another with New")
 	}
 	s.ran = true
 	for _, c := range s.clients {

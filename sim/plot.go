@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -14,6 +15,9 @@ import (
 // per second against the limit's rate on the left axis, and the shard count
 // (a step line) on the right axis.
 func (r *Report) WriteSVG(out io.Writer) error {
+	if r == nil {
+		return errors.New("sim: WriteSVG of a nil Report")
+	}
 	const (
 		W, H                   = 960, 480
 		left, right, top, bott = 80, 70, 56, 56

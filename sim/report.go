@@ -2,6 +2,7 @@ package sim
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -185,8 +186,14 @@ type Window struct {
 	AdmittedPc  float64 `json:"admitted_pct_of_offered"`
 }
 
-// OK reports whether no invariant was violated.
-func (r *Report) OK() bool { return len(r.Violations) == 0 }
+// OK reports whether no invariant was violated (false for a nil Report).
+func (r *Report) OK() bool { return r != nil && len(r.Violations) == 0 }
+
+// misuse is the report of a Run that simulated nothing because the Sim
+// could not run.
+func misuse(detail string) *Report {
+	return &Report{Violations: []Violation{{Invariant: InvHarness, Detail: detail}}}
+}
 
 func (s *Sim) report(items []store.Item) *Report {
 	wl := s.wl
@@ -278,6 +285,9 @@ func per(x float64, n uint64) string {
 
 // WriteTable writes a readable summary of r.
 func (r *Report) WriteTable(out io.Writer) error {
+	if r == nil {
+		return errors.New("sim: WriteTable of a nil Report")
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "scenario %s   seed %d   writers %d   offered rate %g/s   simulated %v (tail %v)",
 		r.Scenario, r.Seed, r.Writers, r.Rate, time.Duration(r.SimDurationMs)*time.Millisecond, time.Duration(r.TailMs)*time.Millisecond)

@@ -286,6 +286,9 @@ func resolve(cfg *Config) (*Workload, error) {
 	return &w, nil
 }
 
+// probability reports whether p is in [0, 1] (NaN is not).
+func probability(p float64) bool { return p >= 0 && p <= 1 }
+
 func (w *Workload) validate() error {
 	switch {
 	case w.Writers < 1:
@@ -316,6 +319,22 @@ func (w *Workload) validate() error {
 		return fmt.Errorf("sim: at most %d Also resources, not %d", MaxAlso, len(w.Also))
 	case len(w.Also) > 0 && w.Reservations:
 		return errors.New("sim: Also with Reservations is not simulated (reservations serve acquires of one resource)")
+	case !probability(w.AdjustProb) || !probability(w.RollbackProb) || !probability(w.RetryProb):
+		return errors.New("sim: AdjustProb, RollbackProb and RetryProb must be probabilities, in [0, 1]")
+	case !(w.AdjustSpread >= 0) || math.IsInf(w.AdjustSpread, 1):
+		return errors.New("sim: AdjustSpread must be a finite number, at least 0")
+	case !(w.Uneven >= 0) || math.IsInf(w.Uneven, 1):
+		return errors.New("sim: Uneven must be a finite number, at least 0")
+	case !(w.PartitionWCU >= 0) || 3*w.PartitionWCU > 1e6:
+		return errors.New("sim: PartitionWCU must be between 0 (the default) and 333333 write units per second")
+	}
+	for _, e := range w.Entities {
+		if e.ID == "" {
+			return errors.New("sim: an entity's ID must not be empty")
+		}
+	}
+	if slices.Contains(w.Resources, "") || slices.Contains(w.Also, "") {
+		return fmt.Errorf("sim: a resource in Resources or Also must not be empty (name the default one %q)", limiter.DefaultResource)
 	}
 	for i, r := range w.Also {
 		if slices.Contains(w.Resources, r) || slices.Contains(w.Also[:i], r) {

@@ -63,6 +63,9 @@ type ThrottledError struct {
 
 // Error returns the error's message.
 func (e *ThrottledError) Error() string {
+	if e == nil {
+		return ErrThrottled.Error()
+	}
 	s := e.Code
 	if s == "" {
 		s = ThrottleProvisionedThroughputExceeded
@@ -113,6 +116,9 @@ type TransactionCanceledError struct {
 // Error returns DynamoDB's message: "Transaction cancelled, please refer
 // cancellation reasons for specific reasons [ConditionalCheckFailed, None]".
 func (e *TransactionCanceledError) Error() string {
+	if e == nil {
+		return ErrTransactionCanceled.Error()
+	}
 	codes := make([]string, len(e.Reasons))
 	for i, r := range e.Reasons {
 		codes[i] = r.Code
@@ -132,7 +138,12 @@ type ValidationError struct {
 }
 
 // Error returns the error's message.
-func (e *ValidationError) Error() string { return e.Message }
+func (e *ValidationError) Error() string {
+	if e == nil {
+		return ErrValidation.Error()
+	}
+	return e.Message
+}
 
 // Is makes errors.Is(err, ErrValidation) true.
 func (e *ValidationError) Is(target error) bool { return target == ErrValidation }
@@ -154,6 +165,9 @@ type UnavailableError struct {
 
 // Error returns the error's message.
 func (e *UnavailableError) Error() string {
+	if e == nil {
+		return ErrUnavailable.Error()
+	}
 	s := "store: " + e.Op + " unavailable"
 	if e.OutcomeUnknown {
 		s += " (outcome unknown: the write may have applied)"
@@ -165,7 +179,12 @@ func (e *UnavailableError) Error() string {
 }
 
 // Unwrap returns the cause.
-func (e *UnavailableError) Unwrap() error { return e.Err }
+func (e *UnavailableError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Is makes errors.Is(err, ErrUnavailable) true.
 func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
@@ -174,5 +193,5 @@ func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailab
 // although it returned an error.
 func OutcomeUnknown(err error) bool {
 	var u *UnavailableError
-	return errors.As(err, &u) && u.OutcomeUnknown
+	return errors.As(err, &u) && u != nil && u.OutcomeUnknown
 }

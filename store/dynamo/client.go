@@ -72,6 +72,9 @@ func backoff(attempt int, _ error) (time.Duration, error) {
 // dynamodb.New; options passed after it win. A context deadline on each
 // acquire still bounds the whole call.
 func ClientOptions(o *dynamodb.Options) {
+	if o == nil {
+		return
+	}
 	o.Retryer = Retryer()
 	switch c := o.HTTPClient.(type) {
 	case nil:
@@ -84,10 +87,16 @@ func ClientOptions(o *dynamodb.Options) {
 }
 
 // NewClient returns a DynamoDB client for the limiter: the SDK's client
-// for cfg with [ClientOptions] applied, then optFns.
+// for cfg with [ClientOptions] applied, then optFns (a nil one is skipped).
 //
 //	cfg, err := config.LoadDefaultConfig(ctx)
 //	st := dynamo.New(dynamo.NewClient(cfg), "rate-limits")
 func NewClient(cfg aws.Config, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
-	return dynamodb.NewFromConfig(cfg, append([]func(*dynamodb.Options){ClientOptions}, optFns...)...)
+	fns := []func(*dynamodb.Options){ClientOptions}
+	for _, fn := range optFns {
+		if fn != nil {
+			fns = append(fns, fn)
+		}
+	}
+	return dynamodb.NewFromConfig(cfg, fns...)
 }

@@ -35,6 +35,9 @@ type DecodeError struct {
 
 // Error says which attribute holds what, and why it is not a store value.
 func (e *DecodeError) Error() string {
+	if e == nil {
+		return "dynamo: cannot decode an attribute"
+	}
 	s := fmt.Sprintf("dynamo: attribute %q", e.Attribute)
 	if e.Type != "" {
 		s += " (" + e.Type

@@ -79,13 +79,17 @@ func WithStream(on bool) Option {
 func buildOptions(opts []Option) options {
 	o := options{schema: schema.Default()}
 	for _, fn := range opts {
-		fn(&o)
+		if fn != nil {
+			fn(&o)
+		}
 	}
 	return o
 }
 
 // Store is a [store.Store] on one DynamoDB table. It is safe for concurrent
-// use; create it with [New].
+// use; create it with [New]. The requests of a nil or zero Store, or of one
+// made with a nil client or an empty table name, answer a
+// store.ValidationError without a call.
 type Store struct {
 	api    API
 	table  *string
@@ -119,8 +123,28 @@ func New(client API, table string, opts ...Option) *Store {
 	}
 }
 
-// Table returns the name of the table.
-func (s *Store) Table() string { return *s.table }
+// Table returns the name of the table ("" for a nil or zero Store).
+func (s *Store) Table() string {
+	if s == nil || s.table == nil {
+		return ""
+	}
+	return *s.table
+}
+
+// usable returns a ValidationError for a nil or zero Store, one made with
+// a nil client or an empty table name, or a nil ctx: what every request
+// checks first, before anything is sent.
+func (s *Store) usable(ctx context.Context) error {
+	switch {
+	case s == nil || s.api == nil || s.table == nil:
+		return validationf("dynamo: the Store is nil or zero, or its client is nil: create one with New")
+	case *s.table == "":
+		return validationf("dynamo: the table name is empty")
+	case ctx == nil:
+		return validationf("dynamo: ctx is nil: pass a context (context.Background() when there is none)")
+	}
+	return nil
+}
 
 func sleepContext(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
@@ -147,6 +171,9 @@ const (
 // Get implements [store.Store].
 func (s *Store) Get(ctx context.Context, in store.GetInput) (store.GetOutput, error) {
 	var out store.GetOutput
+	if err := s.usable(ctx); err != nil {
+		return out, err
+	}
 	if err := ctx.Err(); err != nil {
 		return out, notSent(opGet, err)
 	}
@@ -171,6 +198,9 @@ func (s *Store) Get(ctx context.Context, in store.GetInput) (store.GetOutput, er
 // progress it gives up with a throttling error.
 func (s *Store) BatchGet(ctx context.Context, in store.BatchGetInput) (store.BatchGetOutput, error) {
 	out := store.BatchGetOutput{Items: make([]store.Item, len(in.Keys))}
+	if err := s.usable(ctx); err != nil {
+		return out, err
+	}
 	if err := ctx.Err(); err != nil {
 		return out, notSent(opBatchGet, err)
 	}
@@ -239,6 +269,9 @@ func (s *Store) backoff(n int) time.Duration {
 
 // Put implements [store.Store].
 func (s *Store) Put(ctx context.Context, in store.PutInput) (store.WriteOutput, error) {
+	if err := s.usable(ctx); err != nil {
+		return store.WriteOutput{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return store.WriteOutput{}, notSent(opPut, err)
 	}
@@ -259,6 +292,9 @@ func (s *Store) Put(ctx context.Context, in store.PutInput) (store.WriteOutput, 
 
 // Update implements [store.Store].
 func (s *Store) Update(ctx context.Context, in store.UpdateInput) (store.WriteOutput, error) {
+	if err := s.usable(ctx); err != nil {
+		return store.WriteOutput{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return store.WriteOutput{}, notSent(opUpdate, err)
 	}
@@ -275,6 +311,9 @@ func (s *Store) Update(ctx context.Context, in store.UpdateInput) (store.WriteOu
 
 // Delete implements [store.Store].
 func (s *Store) Delete(ctx context.Context, in store.DeleteInput) (store.WriteOutput, error) {
+	if err := s.usable(ctx); err != nil {
+		return store.WriteOutput{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return store.WriteOutput{}, notSent(opDelete, err)
 	}
@@ -379,6 +418,9 @@ func (s *Store) deleteInput(in store.DeleteInput) (*dynamodb.DeleteItemInput, er
 // SDK generates), so DynamoDB applies the transaction at most once.
 func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) (store.WriteOutput, error) {
 	var out store.WriteOutput
+	if err := s.usable(ctx); err != nil {
+		return out, err
+	}
 	if err := ctx.Err(); err != nil {
 		return out, notSent(opTransactWrite, err)
 	}
@@ -534,6 +576,9 @@ func (s *Store) transactFailure(in store.TransactWriteInput, wantOld []bool, amb
 // partition (or prefix) is exhausted or Limit items were read.
 func (s *Store) Query(ctx context.Context, in store.QueryInput) (store.QueryOutput, error) {
 	var out store.QueryOutput
+	if err := s.usable(ctx); err != nil {
+		return out, err
+	}
 	if err := ctx.Err(); err != nil {
 		return out, notSent(opQuery, err)
 	}
@@ -596,6 +641,9 @@ func (s *Store) Query(ctx context.Context, in store.QueryInput) (store.QueryOutp
 // items read, before the filter).
 func (s *Store) Scan(ctx context.Context, in store.ScanInput) (store.ScanOutput, error) {
 	var out store.ScanOutput
+	if err := s.usable(ctx); err != nil {
+		return out, err
+	}
 	if err := ctx.Err(); err != nil {
 		return out, notSent(opScan, err)
 	}

@@ -54,8 +54,17 @@ var ErrSchemaMismatch = errors.New("dynamo: the table exists with a different sc
 // they are. When the table exists with other keys, or lacks an index or has
 // it with other keys or projection, it returns an error matching
 // [ErrSchemaMismatch] that says what differs. It waits as long as ctx
-// allows.
+// allows. A nil ctx or client, or an empty table name, is a
+// store.ValidationError, before any call.
 func CreateTable(ctx context.Context, client ProvisionAPI, table string, opts ...Option) error {
+	switch {
+	case ctx == nil:
+		return validationf("dynamo: CreateTable: ctx is nil: pass a context (context.Background() when there is none)")
+	case client == nil:
+		return validationf("dynamo: CreateTable: the client is nil")
+	case table == "":
+		return validationf("dynamo: CreateTable: the table name is empty")
+	}
 	o := buildOptions(opts)
 	desc, err := describe(ctx, client, table)
 	if err != nil {

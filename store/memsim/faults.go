@@ -130,7 +130,8 @@ func (d Decision) IsNone() bool { return d.Fault == FaultNone && d.Delay == 0 }
 // (a fault plan prints itself).
 //
 // The constructors below compose: [Chain], [OnOps], [OnKey], [During],
-// [Probability], [ThrottleStorm], [Nth], [Always], [Latency].
+// [Probability], [ThrottleStorm], [Nth], [Always], [Latency]; a nil
+// Injector given to one of them injects nothing.
 type Injector interface {
 	// Inject returns the decision on op; the zero Decision lets it
 	// through untouched.
@@ -140,7 +141,8 @@ type Injector interface {
 	fmt.Stringer
 }
 
-// Func adapts f into an Injector described as name.
+// Func adapts f into an Injector described as name; a nil f injects
+// nothing.
 func Func(name string, f func(Op) Decision) Injector { return funcInjector{name, f} }
 
 type funcInjector struct {
@@ -148,15 +150,35 @@ type funcInjector struct {
 	f    func(Op) Decision
 }
 
-func (f funcInjector) Inject(op Op) Decision { return f.f(op) }
-func (f funcInjector) String() string        { return f.name }
+func (f funcInjector) Inject(op Op) Decision {
+	if f.f == nil {
+		return Decision{}
+	}
+	return f.f(op)
+}
+func (f funcInjector) String() string { return f.name }
 
 // Chain consults injs in order and returns the first decision with a fault.
 // Latency (Decision.Delay) of the injectors consulted on the way adds up, so
 // Chain(Latency(5*time.Millisecond), Probability(...)) delays every request
 // and faults some. Injectors after the deciding one are not consulted for
 // that request (their random streams do not advance).
-func Chain(injs ...Injector) Injector { return chain(injs) }
+func Chain(injs ...Injector) Injector {
+	c := make(chain, len(injs))
+	for i, inj := range injs {
+		c[i] = orNone(inj)
+	}
+	return c
+}
+
+// orNone returns inj, or for a nil inj an injector that injects nothing:
+// a nil Injector given to a constructor injects nothing.
+func orNone(inj Injector) Injector {
+	if inj == nil {
+		return chain(nil)
+	}
+	return inj
+}
 
 type chain []Injector
 
@@ -186,7 +208,9 @@ func (c chain) String() string {
 
 // OnOps applies inj only to requests of the given kinds; other requests are
 // not shown to inj.
-func OnOps(kinds []OpKind, inj Injector) Injector { return onOps{kinds: slices.Clone(kinds), inj: inj} }
+func OnOps(kinds []OpKind, inj Injector) Injector {
+	return onOps{kinds: slices.Clone(kinds), inj: orNone(inj)}
+}
 
 type onOps struct {
 	kinds []OpKind
@@ -211,7 +235,7 @@ func (o onOps) String() string {
 // OnKey applies inj only to requests that name an item of partition key pk
 // (for a Query: that query the partition pk); other requests are not shown
 // to inj.
-func OnKey(pk string, inj Injector) Injector { return onKey{pk, inj} }
+func OnKey(pk string, inj Injector) Injector { return onKey{pk, orNone(inj)} }
 
 type onKey struct {
 	pk  string
@@ -232,7 +256,7 @@ func (o onKey) String() string { return "key[" + strconv.Quote(o.pk) + "](" + o.
 // During applies inj only to requests that arrive in [from, to) by the
 // store's clock; other requests are not shown to inj. String prints the
 // window as offsets from [Epoch] when it starts at or after it.
-func During(from, to time.Time, inj Injector) Injector { return during{from, to, inj} }
+func During(from, to time.Time, inj Injector) Injector { return during{from, to, orNone(inj)} }
 
 type during struct {
 	from, to time.Time

@@ -204,6 +204,9 @@ func (s *Store) PartitionThrottles(pk string) uint64 { return s.counters(pk).Thr
 // counters returns table partition pk's counters (zero for a partition
 // nothing was charged to) without its buckets' availability.
 func (s *Store) counters(pk string) PartitionStats {
+	if s == nil {
+		return PartitionStats{}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p := s.parts[partKey{pk: pk}]; p != nil {
@@ -215,6 +218,9 @@ func (s *Store) counters(pk string) PartitionStats {
 // IndexPartition returns the statistics of partition pk of index (the
 // table for "").
 func (s *Store) IndexPartition(index, pk string) PartitionStats {
+	if s.zero() {
+		return PartitionStats{Index: index, PK: pk}
+	}
 	now := s.clock.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -240,6 +246,9 @@ func (s *Store) statsOf(p *partition, now int64) PartitionStats {
 // touched, table partitions first, then each index's, each group sorted by
 // partition key.
 func (s *Store) Partitions() []PartitionStats {
+	if s.zero() {
+		return nil
+	}
 	now := s.clock.Now().UnixNano()
 	s.mu.Lock()
 	out := make([]PartitionStats, 0, len(s.parts))

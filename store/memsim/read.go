@@ -15,6 +15,9 @@ import (
 // minimum for a missing item. Reads always see the latest write (memsim
 // does not model stale eventually consistent reads).
 func (s *Store) Get(ctx context.Context, in store.GetInput) (store.GetOutput, error) {
+	if err := s.usable(ctx); err != nil {
+		return store.GetOutput{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return store.GetOutput{}, s.canceled(OpGet, err)
 	}
@@ -53,6 +56,9 @@ func (s *Store) Get(ctx context.Context, in store.GetInput) (store.GetOutput, er
 // is throttled (the store contract has no unprocessed keys: a real backend
 // retries them).
 func (s *Store) BatchGet(ctx context.Context, in store.BatchGetInput) (store.BatchGetOutput, error) {
+	if err := s.usable(ctx); err != nil {
+		return store.BatchGetOutput{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return store.BatchGetOutput{}, s.canceled(OpBatchGet, err)
 	}
@@ -133,6 +139,9 @@ func hasDuplicate(keys []store.Key) bool {
 // always eventually consistent. memsim answers in one page whatever the
 // size (the contract follows pagination to the end).
 func (s *Store) Query(ctx context.Context, in store.QueryInput) (store.QueryOutput, error) {
+	if err := s.usable(ctx); err != nil {
+		return store.QueryOutput{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return store.QueryOutput{}, s.canceled(OpQuery, err)
 	}

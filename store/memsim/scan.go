@@ -19,6 +19,9 @@ const scanPageBytes = 1 << 20
 // throttled nor subject to injected faults or hooks: it serves operator
 // commands, which the simulations do not model.
 func (s *Store) Scan(ctx context.Context, in store.ScanInput) (store.ScanOutput, error) {
+	if err := s.usable(ctx); err != nil {
+		return store.ScanOutput{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return store.ScanOutput{}, &store.UnavailableError{Op: "Scan", Err: err}
 	}

@@ -19,7 +19,8 @@ import (
 // implementing [store.Store]. It is safe for concurrent use and
 // deterministic: given the same requests in the same order, with the same
 // clock readings and fault plan, it gives the same answers, stream and
-// counters.
+// counters. The zero Store is not usable: create one with New (the
+// requests of a nil or zero Store answer a ValidationError).
 type Store struct {
 	schema       schema.Schema
 	isKey        func(string) bool
@@ -90,7 +91,8 @@ func WithClock(c Clock) Option { return func(s *Store) { s.clock = c } }
 
 // WithPartitionLimits sets the ceiling of every partition (default 1000
 // write units and 3000 read units per second); 0 makes that kind unlimited.
-// A rate that is negative, NaN or above 1,000,000 units per second panics.
+// Rates above 1,000,000 units per second are not supported: New panics on
+// a rate that is negative, NaN or above.
 func WithPartitionLimits(wcuPerSec, rcuPerSec float64) Option {
 	return func(s *Store) {
 		s.wcuRate = rateOf("write", wcuPerSec)
@@ -107,10 +109,10 @@ func rateOf(what string, perSec float64) int64 {
 
 // WithThrottleCode sets the exception a throttled request carries: one of
 // store.ThrottleProvisionedThroughputExceeded (default),
-// store.ThrottleThrottling or store.ThrottleRequestLimitExceeded; any other
-// code panics. Inside a transaction the cancellation reason is
-// ProvisionedThroughputExceeded for the first and ThrottlingError for the
-// others.
+// store.ThrottleThrottling or store.ThrottleRequestLimitExceeded. Inside a
+// transaction the cancellation reason is ProvisionedThroughputExceeded for
+// the first and ThrottlingError for the others. New panics on any other
+// code.
 func WithThrottleCode(code string) Option {
 	return func(s *Store) {
 		switch code {
@@ -151,7 +153,9 @@ func WithSleeper(sleep func(ctx context.Context, d time.Duration) error) Option 
 	return func(s *Store) { s.sleeper = sleep }
 }
 
-// New returns an empty store.
+// New returns an empty store. A nil option is skipped. New panics on an
+// option out of range (WithPartitionLimits, WithThrottleCode): a test's
+// configuration error, found when the test starts.
 func New(opts ...Option) *Store {
 	s := &Store{
 		schema:       schema.Default(),
@@ -165,7 +169,9 @@ func New(opts ...Option) *Store {
 		tokens:       make(map[string]tokenEntry),
 	}
 	for _, o := range opts {
-		o(s)
+		if o != nil {
+			o(s)
+		}
 	}
 	if s.clock == nil {
 		s.clock = wallClock{}
@@ -192,11 +198,19 @@ func New(opts ...Option) *Store {
 var _ store.Store = (*Store)(nil)
 
 // Clock returns the store's clock.
-func (s *Store) Clock() Clock { return s.clock }
+func (s *Store) Clock() Clock {
+	if s == nil {
+		return nil
+	}
+	return s.clock
+}
 
 // Items returns a copy of every item, sorted by key (partition key, then
 // sort key). It consumes nothing and is not seen by injectors or the hook.
 func (s *Store) Items() []store.Item {
+	if s == nil {
+		return nil
+	}
 	s.mu.Lock()
 	keys := slices.SortedFunc(maps.Keys(s.items), compareKeys)
 	out := make([]store.Item, len(keys))
@@ -210,6 +224,9 @@ func (s *Store) Items() []store.Item {
 // Peek returns a copy of the item at key, or nil. It consumes nothing and
 // is not seen by injectors or the hook.
 func (s *Store) Peek(key store.Key) store.Item {
+	if s == nil {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.items[key].item)
@@ -217,6 +234,9 @@ func (s *Store) Peek(key store.Key) store.Item {
 
 // Len returns the number of items.
 func (s *Store) Len() int {
+	if s == nil {
+		return 0
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.items)
@@ -261,6 +281,9 @@ type OpTotals struct {
 
 // Totals returns the store's counters.
 func (s *Store) Totals() Totals {
+	if s == nil {
+		return Totals{}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.totals
@@ -412,6 +435,21 @@ func indexReason(write bool) string {
 
 // canceled returns the error of a request whose context is done before it
 // is sent: nothing was applied, and the caller knows it.
+// usable returns a ValidationError for a nil or zero Store (not made by
+// New) or a nil ctx: what every request checks first.
+func (s *Store) usable(ctx context.Context) error {
+	switch {
+	case s.zero():
+		return verr("memsim: the Store is nil or zero: create one with New")
+	case ctx == nil:
+		return verr("memsim: ctx is nil: pass a context (context.Background() when there is none)")
+	}
+	return nil
+}
+
+// zero reports whether s is nil or the zero Store.
+func (s *Store) zero() bool { return s == nil || s.items == nil }
+
 func (s *Store) canceled(kind OpKind, err error) error {
 	s.countLocked(kind, outOther, store.Capacity{})
 	return &store.UnavailableError{Op: kind.String(), Err: err}

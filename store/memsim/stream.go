@@ -60,6 +60,9 @@ func (s *Store) Stream(afterSeq uint64) []Record {
 // AppendStream is [Store.Stream] appending to buf, so that a consumer that
 // reads the stream after every request reuses one slice.
 func (s *Store) AppendStream(buf []Record, afterSeq uint64) []Record {
+	if s == nil {
+		return buf
+	}
 	s.mu.Lock()
 	i := sort.Search(len(s.records), func(i int) bool { return s.records[i].Seq > afterSeq })
 	n := len(buf)
@@ -78,6 +81,9 @@ func (s *Store) AppendStream(buf []Record, afterSeq uint64) []Record {
 // the Seq of the latest one (0 when none). Records dropped by [Store.TrimStream]
 // still count.
 func (s *Store) StreamLen() uint64 {
+	if s == nil {
+		return 0
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lastSeq
@@ -88,6 +94,9 @@ func (s *Store) StreamLen() uint64 {
 // every record until trimmed; a long simulation with the stream on should
 // trim what its consumers have read.
 func (s *Store) TrimStream(throughSeq uint64) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i := sort.Search(len(s.records), func(i int) bool { return s.records[i].Seq > throughSeq })

@@ -42,6 +42,9 @@ const (
 // client token applies nothing and consumes one strongly consistent read
 // per item.
 func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) (store.WriteOutput, error) {
+	if err := s.usable(ctx); err != nil {
+		return store.WriteOutput{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return store.WriteOutput{}, s.canceled(OpTransactWrite, err)
 	}

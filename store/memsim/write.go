@@ -438,6 +438,9 @@ func (s *Store) write(ctx context.Context, kind OpKind, w writeReq, prepErr erro
 
 // Put implements [store.Store.Put].
 func (s *Store) Put(ctx context.Context, in store.PutInput) (store.WriteOutput, error) {
+	if err := s.usable(ctx); err != nil {
+		return store.WriteOutput{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return store.WriteOutput{}, s.canceled(OpPut, err)
 	}
@@ -447,6 +450,9 @@ func (s *Store) Put(ctx context.Context, in store.PutInput) (store.WriteOutput, 
 
 // Update implements [store.Store.Update].
 func (s *Store) Update(ctx context.Context, in store.UpdateInput) (store.WriteOutput, error) {
+	if err := s.usable(ctx); err != nil {
+		return store.WriteOutput{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return store.WriteOutput{}, s.canceled(OpUpdate, err)
 	}
@@ -456,6 +462,9 @@ func (s *Store) Update(ctx context.Context, in store.UpdateInput) (store.WriteOu
 
 // Delete implements [store.Store.Delete].
 func (s *Store) Delete(ctx context.Context, in store.DeleteInput) (store.WriteOutput, error) {
+	if err := s.usable(ctx); err != nil {
+		return store.WriteOutput{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return store.WriteOutput{}, s.canceled(OpDelete, err)
 	}
