@@ -38,7 +38,8 @@ $(DDB_LOCAL)/node_modules/.installed: $(DDB_LOCAL)/package-lock.json
 ## local: DynamoDB Local with the limiter's table, to develop against: prints the endpoint,
 ## the table and the environment to export, and runs until Ctrl-C (limiterctl local).
 local: $(DDB_LOCAL)/node_modules/.installed
-	$(GO) run ./cmd/limiterctl local
+	$(GO) build -o build/limiterctl ./cmd/limiterctl
+	build/limiterctl local
 
 vet:
 	$(GO) vet ./...

@@ -10,7 +10,7 @@ import (
 
 // bucketLimit returns the limit named name of the model's bucket of
 // (entity, resource).
-func bucketLimit(t *testing.T, m *Model, entity, resource, name string) (limiter.Limit, bool) {
+func bucketLimit(t *testing.T, m *model, entity, resource, name string) (limiter.Limit, bool) {
 	t.Helper()
 	for _, b := range m.Buckets {
 		if b.Entity == entity && b.Resource == resource {

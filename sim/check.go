@@ -66,19 +66,19 @@ const wcuName = "wcu"
 // wcuBurst is the hidden limit's burst in millitokens: 1000 write units.
 const wcuBurst = 1000 * 1000
 
-// Checker verifies the limiter's invariants from what it is fed:
+// checker verifies the limiter's invariants from what it is fed:
 // the change stream's records with the operation that caused each
-// ([Checker.Record]), the finished operations of the client history
-// ([Checker.OpDone]), and the store's final items ([Checker.Finish]). It
+// ([checker.Record]), the finished operations of the client history
+// ([checker.OpDone]), and the store's final items ([checker.Finish]). It
 // works online, in memory proportional to the buckets (plus one small
 // entry per admission for the window check), so that a long simulation
 // need not keep its stream. It never looks at the limiter's own
 // bookkeeping.
 //
-// Invariant 8 (determinism) compares two runs: see [CheckDeterminism].
-// A nil or zero Checker (not made by NewChecker) checks nothing.
-type Checker struct {
-	m    *Model
+// Invariant 8 (determinism) compares two runs: see [checkDeterminism].
+// A nil or zero checker (not made by newChecker) checks nothing.
+type checker struct {
+	m    *model
 	base int64 // Unix ns of virtual time 0
 	nlim int
 	// read names the attributes decode needs (rf, shard_count, then tk,
@@ -123,7 +123,7 @@ type Checker struct {
 	// PartitionConsumed, when set, returns the write units a table
 	// partition has consumed so far (failed conditional writes included):
 	// a doubling is also justified when one of the bucket's partitions ran
-	// at ProactiveRate of its ceiling or more over the last RateWindow,
+	// at proactiveRate of its ceiling or more over the last rateWindow,
 	// the aggregator's proactive threshold.
 	PartitionConsumed func(pk string) float64
 }
@@ -131,19 +131,19 @@ type Checker struct {
 // The proactive doubling rule the checker accepts (the aggregator doubles
 // at 80 % of a partition's 1000 write units a second; docs/aggregator.md).
 const (
-	ProactiveRate = 800.0 // write units per second
-	// RateWindow is the shortest window (ns) a partition's write rate is
+	proactiveRate = 800.0 // write units per second
+	// rateWindow is the shortest window (ns) a partition's write rate is
 	// measured over.
-	RateWindow = int64(400 * time.Millisecond)
-	// DoublingLag is how long after a partition last ran at ProactiveRate a
+	rateWindow = int64(400 * time.Millisecond)
+	// doublingLag is how long after a partition last ran at proactiveRate a
 	// doubling still counts as caused by it: a client whose doubling write
 	// a throttle refused (a storm, the hot partition itself) tries it again
 	// first on its next acquires, for up to 2 s (docs/sharding.md), and
 	// decided on an estimate up to half a second old.
-	DoublingLag = int64(2500 * time.Millisecond)
-	// RateLookback is how far back (ns) from a doubling the rate windows
+	doublingLag = int64(2500 * time.Millisecond)
+	// rateLookback is how far back (ns) from a doubling the rate windows
 	// may end.
-	RateLookback  = int64(time.Second)
+	rateLookback  = int64(time.Second)
 	rateSampleGap = int64(50 * time.Millisecond)
 	minRateWindow = int64(100 * time.Millisecond)
 )
@@ -151,7 +151,7 @@ const (
 // PartitionThrottled tells the checker that a write to partition pk was
 // refused at virtual time at because the partition was over its ceiling
 // (not an injected throttle).
-func (c *Checker) PartitionThrottled(pk string, at int64) {
+func (c *checker) PartitionThrottled(pk string, at int64) {
 	if c.off() {
 		return
 	}
@@ -223,7 +223,7 @@ type istate struct {
 	// rateSampleGap apart (for the proactive rate)
 	cons     [32]consSample
 	consNext int
-	// the last sample at which the partition had run at ProactiveRate or
+	// the last sample at which the partition had run at proactiveRate or
 	// more over the window before it (0: never)
 	hotRateAt int64
 	// Its life: existed once created; alive from bornAt until a REMOVE at
@@ -242,7 +242,7 @@ type consSample struct {
 }
 
 // sampleConsumption records the partition's consumption now and then.
-func (c *Checker) sampleConsumption(is *istate, at int64) {
+func (c *checker) sampleConsumption(is *istate, at int64) {
 	if c.PartitionConsumed == nil {
 		return
 	}
@@ -253,16 +253,16 @@ func (c *Checker) sampleConsumption(is *istate, at int64) {
 	units := c.PartitionConsumed(is.pk)
 	is.cons[is.consNext] = consSample{at: at, units: units}
 	is.consNext = (is.consNext + 1) % len(is.cons)
-	if c.rateTo(is, at, units) >= ProactiveRate {
+	if c.rateTo(is, at, units) >= proactiveRate {
 		is.hotRateAt = at
 	}
 }
 
 // rateTo returns the partition's write units per second over the
-// shortest sample window of at least RateWindow ending at at, where its
+// shortest sample window of at least rateWindow ending at at, where its
 // consumption is now; over the item's whole life when it is younger than
 // that (at least minRateWindow, else 0).
-func (c *Checker) rateTo(is *istate, at int64, now float64) float64 {
+func (c *checker) rateTo(is *istate, at int64, now float64) float64 {
 	best := is.windowStart(at)
 	if best < 0 || at-is.cons[best].at < minRateWindow {
 		return 0
@@ -272,17 +272,17 @@ func (c *Checker) rateTo(is *istate, at int64, now float64) float64 {
 }
 
 // windowStart returns the sample a rate at at is measured from: the
-// latest at least RateWindow old, else the oldest (-1: none). The samples
+// latest at least rateWindow old, else the oldest (-1: none). The samples
 // are in the ring in the order of their times, which only grow
 // (sampleConsumption keeps them rateSampleGap apart): from the newest
-// back, the first at least RateWindow old is the latest such, and the
+// back, the first at least rateWindow old is the latest such, and the
 // last one met the oldest.
 func (is *istate) windowStart(at int64) int {
 	oldest := -1
 	n := len(is.cons)
 	for k := 1; k <= n; k++ {
 		i := (is.consNext - k + n) % n
-		if s := &is.cons[i]; s.at != 0 && at-s.at >= RateWindow {
+		if s := &is.cons[i]; s.at != 0 && at-s.at >= rateWindow {
 			return i
 		} else if s.at != 0 {
 			oldest = i
@@ -292,21 +292,21 @@ func (is *istate) windowStart(at int64) int {
 }
 
 // peakRate returns the partition's highest write units per second over
-// the sample windows of at least RateWindow that end within RateLookback
+// the sample windows of at least rateWindow that end within rateLookback
 // of at (the latest ending at at): a client decides from estimates that
 // are a few hundred ms old, so a doubling is judged against the recent
 // past, as a real throttle is (hotRecent).
-func (c *Checker) peakRate(is *istate, at int64) float64 {
+func (c *checker) peakRate(is *istate, at int64) float64 {
 	peak := 0.0
 	if c.PartitionConsumed != nil {
 		peak = c.rateTo(is, at, c.PartitionConsumed(is.pk))
 	}
 	for _, e := range is.cons {
-		if e.at == 0 || at-e.at > RateLookback {
+		if e.at == 0 || at-e.at > rateLookback {
 			continue
 		}
 		for _, s := range is.cons {
-			if s.at == 0 || e.at-s.at < RateWindow || e.at-s.at > 2*RateWindow {
+			if s.at == 0 || e.at-s.at < rateWindow || e.at-s.at > 2*rateWindow {
 				continue
 			}
 			peak = max(peak, (e.units-s.units)/(float64(e.at-s.at)/1e9))
@@ -315,17 +315,17 @@ func (c *Checker) peakRate(is *istate, at int64) float64 {
 	return peak
 }
 
-// off reports whether c is nil or zero (not made by NewChecker): such a
+// off reports whether c is nil or zero (not made by newChecker): such a
 // checker checks nothing.
-func (c *Checker) off() bool { return c == nil || c.m == nil }
+func (c *checker) off() bool { return c == nil || c.m == nil }
 
-// NewChecker returns a checker for a model; base is the Unix time (ns) of
+// newChecker returns a checker for a model; base is the Unix time (ns) of
 // virtual time 0, which the stream's record times are measured from.
-func NewChecker(m *Model, base int64) *Checker {
+func newChecker(m *model, base int64) *checker {
 	if m == nil {
-		m = &Model{}
+		m = &model{}
 	}
-	c := &Checker{m: m, base: base, byName: make(map[[2]string]int32, len(m.Buckets)),
+	c := &checker{m: m, base: base, byName: make(map[[2]string]int32, len(m.Buckets)),
 		itemOf: make(map[string]int32), perInv: make(map[string]int), heard: make(map[heard]int64)}
 	c.nlim = len(m.LimitNames)
 	c.read = []string{"rf", "shard_count"}
@@ -365,7 +365,7 @@ func NewChecker(m *Model, base int64) *Checker {
 	return c
 }
 
-func (c *Checker) flag(inv, format string, args ...any) {
+func (c *checker) flag(inv, format string, args ...any) {
 	c.perInv[inv]++
 	if c.perInv[inv] <= maxDetails {
 		c.violations = append(c.violations, Violation{Invariant: inv, Detail: fmt.Sprintf(format, args...)})
@@ -374,7 +374,7 @@ func (c *Checker) flag(inv, format string, args ...any) {
 
 // Violations returns what was found, in the order found, at most 20 per
 // invariant followed by a count of the rest.
-func (c *Checker) Violations() []Violation {
+func (c *checker) Violations() []Violation {
 	if c.off() {
 		return nil
 	}
@@ -388,9 +388,9 @@ func (c *Checker) Violations() []Violation {
 }
 
 // Snapshot returns the change counters of the buckets an operation of
-// client on bucket b writes (by role, see Effects), and when the client
+// client on bucket b writes (by role, see effects), and when the client
 // last heard of each (see Heard), for a later liveness judgement.
-func (c *Checker) Snapshot(client, b int32) (s [maxRoles]uint64, at [maxRoles]int64) {
+func (c *checker) Snapshot(client, b int32) (s [maxRoles]uint64, at [maxRoles]int64) {
 	if c.off() {
 		return s, at
 	}
@@ -409,7 +409,7 @@ type heard struct{ client, bucket int32 }
 // by its condition): from then on its limiter's image of the bucket is
 // at least as recent as sent. A new process (a crash) forgets, with
 // Forget.
-func (c *Checker) Heard(client int32, pk string, sent int64) {
+func (c *checker) Heard(client int32, pk string, sent int64) {
 	if c.off() {
 		return
 	}
@@ -420,7 +420,7 @@ func (c *Checker) Heard(client int32, pk string, sent int64) {
 
 // Forget forgets what client heard of every bucket: its process
 // restarted with an empty memory.
-func (c *Checker) Forget(client int32) {
+func (c *checker) Forget(client int32) {
 	if c.off() {
 		return
 	}
@@ -431,7 +431,7 @@ func (c *Checker) Forget(client int32) {
 	}
 }
 
-func (c *Checker) item(pk string) int32 {
+func (c *checker) item(pk string) int32 {
 	if ii, ok := c.itemOf[pk]; ok {
 		return ii
 	}
@@ -459,7 +459,7 @@ type img struct {
 	ttl      int64 // Unix s; 0: none
 }
 
-func (c *Checker) decode(it store.Item, o *img) {
+func (c *checker) decode(it store.Item, o *img) {
 	if it == nil {
 		return
 	}
@@ -511,11 +511,11 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-func (c *Checker) fmtT(at int64) string { return time.Duration(at).String() }
+func (c *checker) fmtT(at int64) string { return time.Duration(at).String() }
 
 // Record feeds one change stream record and the operation whose request
 // produced it (nil when no simulated client caused it: setup writes).
-func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
+func (c *checker) Record(rec *memsim.Record, cause *cause) {
 	if c.off() || rec == nil {
 		return
 	}
@@ -630,7 +630,7 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 	}
 	c.quotaWindows(cause, b, pk, &n, &dtc, at, rec.Seq)
 
-	if cause.Kind == OpAcquire && n.ok {
+	if cause.Kind == opAcquire && n.ok {
 		// Invariant 4: a charge by an acquire leaves the balance >= 0
 		// (a reservation taken with it included): the stored tk plus the
 		// refill since rf, which a consumption-only write admits from
@@ -663,7 +663,7 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 			case d == 0 && b.lim[i].shadow:
 				// A shadow limit the acquire skipped (allOrNothing checks
 				// the operation's exact amounts).
-			case d == 0 && a != 0 && c.straddles(b.lim[i].cal, &Op{Start: cause.Start, End: at}):
+			case d == 0 && a != 0 && c.straddles(b.lim[i].cal, &operation{Start: cause.Start, End: at}):
 				// A quota whose window ended since the acquire started (the
 				// item may be in the next one already, started by a clock
 				// running ahead before the boundary in true time): a
@@ -704,8 +704,8 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 	// admitted, so the charge it returns counts as taken when it applied,
 	// or the tokens it held would look new when they come back, which can
 	// be a second after the charge (the other side's answer was lost).
-	undo := cause.Kind == OpAcquire && !c.m.Reservations && charged >= 0
-	if cause.Kind == OpAdjust || cause.Kind == OpRollback || undo {
+	undo := cause.Kind == opAcquire && !c.m.Reservations && charged >= 0
+	if cause.Kind == opAdjust || cause.Kind == opRollback || undo {
 		for i := 0; i < c.nlim; i++ {
 			if dtc[i] < 0 && b.lim[i].ok {
 				if undo {
@@ -718,7 +718,7 @@ func (c *Checker) Record(rec *memsim.Record, cause *Cause) {
 }
 
 // lifecycle follows an item's creations, shard counts and deletions.
-func (c *Checker) lifecycle(is *istate, o, n *img, at int64) {
+func (c *checker) lifecycle(is *istate, o, n *img, at int64) {
 	switch {
 	case n.ok && !o.ok:
 		is.existed, is.alive, is.bornAt = true, true, at
@@ -747,7 +747,7 @@ func (c *Checker) lifecycle(is *istate, o, n *img, at int64) {
 // (docs/write-paths.md, "Shard 0 after expiry"). So k must be 1 or a count
 // a shard that lived during [from, at] showed then, and not below the
 // count of a shard that lived, at that count, all that time.
-func (c *Checker) shardZeroCreated(bi int32, k, from, at int64, pk string, seq uint64) {
+func (c *checker) shardZeroCreated(bi int32, k, from, at int64, pk string, seq uint64) {
 	b := &c.buckets[bi]
 	shown := k == 1
 	var below *istate
@@ -784,7 +784,7 @@ const wcuLow = 100
 // doubling to count as caused by it.
 const hotRecent = int64(2 * time.Second)
 
-func (c *Checker) wcuRefill(is *istate, at int64) {
+func (c *checker) wcuRefill(is *istate, at int64) {
 	if !is.wcuInit {
 		is.wcuInit, is.wcuLevel, is.wcuAt = true, 1000, at
 		return
@@ -800,10 +800,10 @@ func (c *Checker) wcuRefill(is *istate, at int64) {
 // bucket (1000 a second), its partition was refused a write for being over
 // its ceiling within hotRecent, or its partition is nearly out of write
 // units now (failed conditional writes are billed too), or ran at
-// ProactiveRate or more recently (peakRate, or within DoublingLag).
+// proactiveRate or more recently (peakRate, or within doublingLag).
 // Throttles injected by a fault plan do not count: they say nothing about
 // the write rate.
-func (c *Checker) checkDoublingCause(bi int32, from, at int64, seq uint64) {
+func (c *checker) checkDoublingCause(bi int32, from, at int64, seq uint64) {
 	lowest := math.Inf(1)
 	for _, ii := range c.buckets[bi].items {
 		is := &c.items[ii]
@@ -820,9 +820,9 @@ func (c *Checker) checkDoublingCause(bi int32, from, at int64, seq uint64) {
 	for _, ii := range c.buckets[bi].items {
 		fastest = math.Max(fastest, c.peakRate(&c.items[ii], at))
 		// a doubling decided when the partition ran hot, refused by throttles until now
-		lagging = lagging || c.items[ii].hotRateAt > 0 && at-c.items[ii].hotRateAt <= DoublingLag
+		lagging = lagging || c.items[ii].hotRateAt > 0 && at-c.items[ii].hotRateAt <= doublingLag
 	}
-	if fastest >= ProactiveRate || lagging {
+	if fastest >= proactiveRate || lagging {
 		return
 	}
 	avail := math.Inf(1)
@@ -841,7 +841,7 @@ func (c *Checker) checkDoublingCause(bi int32, from, at int64, seq uint64) {
 	}
 	if c.PartitionConsumed != nil {
 		part += fmt.Sprintf(", the busiest ran at %.0f write units a second at most over %v windows of the last %v, and below %.0f in the %v before", fastest,
-			time.Duration(RateWindow), time.Duration(RateLookback+RateWindow), ProactiveRate, time.Duration(DoublingLag))
+			time.Duration(rateWindow), time.Duration(rateLookback+rateWindow), proactiveRate, time.Duration(doublingLag))
 	}
 	c.flag(InvDoubling, "bucket %s/%s doubled %d -> %d at %s (seq %d) although no shard was at its write ceiling (the busiest shard's own writes left %.0f of 1000 write units%s, none was refused a write for its ceiling in the last %v)",
 		bm.Entity, bm.Resource, from, 2*from, c.fmtT(at), seq, lowest, part, time.Duration(hotRecent))
@@ -849,22 +849,22 @@ func (c *Checker) checkDoublingCause(bi int32, from, at int64, seq uint64) {
 
 // OpDone feeds a finished operation and the effects the stream showed for
 // it (nil when none were accumulated).
-func (c *Checker) OpDone(op *Op, eff *Effects) {
+func (c *checker) OpDone(op *operation, eff *effects) {
 	if c.off() || op == nil {
 		return
 	}
 	if eff == nil {
-		eff = &Effects{}
+		eff = &effects{}
 	}
 	if op.Bucket < 0 || int(op.Bucket) >= len(c.buckets) {
 		c.flag(InvHarness, "op #%d names bucket %d, not in the model", op.ID, op.Bucket)
 		return
 	}
-	if op.Outcome == Invalid {
+	if op.Outcome == outInvalid {
 		c.flag(InvHarness, "op #%d (%s by client %d) was refused as invalid: the workload is wrong", op.ID, op.Kind, op.Client)
 	}
 	roles := c.m.roles(op.Bucket)
-	if op.Kind == OpAcquire && c.mode(op, eff) {
+	if op.Kind == opAcquire && c.mode(op, eff) {
 		return // decided by a mode: no write, nothing to account
 	}
 	for r, left := range op.LeftOut {
@@ -878,7 +878,7 @@ func (c *Checker) OpDone(op *Op, eff *Effects) {
 			roles[r] = -1
 		}
 	}
-	if op.Kind != OpAcquire && op.Mode == "admit" {
+	if op.Kind != opAcquire && op.Mode == "admit" {
 		// An adjust or rollback of a lease a mode admitted: it holds nothing.
 		if eff.Changes != [maxRoles]uint64{} {
 			c.flag(InvModes, "op #%d (%s by client %d) of a lease mode %s admitted wrote its buckets", op.ID, op.Kind, op.Client, op.Mode)
@@ -890,20 +890,20 @@ func (c *Checker) OpDone(op *Op, eff *Effects) {
 			c.account(op, r, bi)
 		}
 	}
-	if op.Kind == OpAcquire {
+	if op.Kind == opAcquire {
 		c.allOrNothing(op, eff, roles)
 	}
 	if op.Retry != nil {
 		c.liveness(op, eff, roles)
 	}
-	if op.Kind == OpAcquire && op.Cancelled {
+	if op.Kind == opAcquire && op.Cancelled {
 		c.cancelled(op)
 	}
 }
 
 // mode judges an acquire against its bucket's modes (InvModes) and
 // reports whether a mode decided it.
-func (c *Checker) mode(op *Op, eff *Effects) bool {
+func (c *checker) mode(op *operation, eff *effects) bool {
 	bm := &c.m.Buckets[op.Bucket]
 	// The modes the acquire may act on: those of the spans that overlap
 	// [Start - CacheTTL, End] (a cached read may be that old), of its
@@ -941,14 +941,14 @@ func (c *Checker) mode(op *Op, eff *Effects) bool {
 			bad("it left %s out, which had no admit mode within the cache TTL before it (it had %v)", c.m.Buckets[b].Resource, c.m.Buckets[b].Modes)
 		}
 	}
-	decided := op.Outcome == Disabled || op.Mode == "admit" || op.Mode == "refuse"
+	decided := op.Outcome == outDisabled || op.Mode == "admit" || op.Mode == "refuse"
 	switch {
-	case op.Outcome == Cut || op.Outcome == Unavailable && !decided:
+	case op.Outcome == outCut || op.Outcome == outUnavailable && !decided:
 		return decided // a store failure before any decision: nothing to judge
 	case !allowed[op.Mode]:
 		bad("its scope had none of that mode within the cache TTL before it (it had %v)", bm.Modes)
-	case op.Mode == "admit" && op.Outcome != Admitted, op.Mode == "refuse" && op.Outcome != Disabled,
-		!decided && op.Outcome == Disabled:
+	case op.Mode == "admit" && op.Outcome != outAdmitted, op.Mode == "refuse" && op.Outcome != outDisabled,
+		!decided && op.Outcome == outDisabled:
 		bad("the mode and the outcome disagree")
 	case op.ShadowRefused:
 		bad("it was refused by shadow limits alone")
@@ -963,16 +963,16 @@ func (c *Checker) mode(op *Op, eff *Effects) bool {
 // whose store calls met the cancellation: the context's error (or a
 // refusal), never a lease, fail-open included; and a cascade's
 // compensation runs all the same.
-func (c *Checker) cancelled(op *Op) {
+func (c *checker) cancelled(op *operation) {
 	var what string
 	switch {
 	case op.UndoCancelled:
 		what = "the compensation of its cascade was stopped by the cancelled context"
 	case op.FailedOpen:
 		what = "it was answered with a fail-open lease"
-	case op.Outcome == Admitted:
+	case op.Outcome == outAdmitted:
 		what = "it was answered with a lease"
-	case op.Outcome == Unavailable && !op.CtxErr:
+	case op.Outcome == outUnavailable && !op.CtxErr:
 		what = "its error does not wrap the context's"
 	default:
 		return
@@ -983,7 +983,7 @@ func (c *Checker) cancelled(op *Op) {
 
 // account adds an operation to invariant 1's expectations and to
 // invariant 3's admissions.
-func (c *Checker) account(op *Op, r int, bi int32) {
+func (c *checker) account(op *operation, r int, bi int32) {
 	b := &c.buckets[bi]
 	var it *istate // the item of the op's shard, when known (an admitted op's shard exists)
 	if r == 0 && op.Shard >= 0 {
@@ -998,7 +998,7 @@ func (c *Checker) account(op *Op, r int, bi int32) {
 			continue
 		}
 		a := op.Amount[i] * bucket.MilliPerToken
-		if op.Skipped[r][i] && (op.Kind != OpAcquire || op.Outcome == Admitted || op.Outcome == Rejected) {
+		if op.Skipped[r][i] && (op.Kind != opAcquire || op.Outcome == outAdmitted || op.Outcome == outRejected) {
 			// A shadow limit the acquire skipped: not charged, nothing to
 			// refund. (An acquire cut short or failed may have charged it
 			// in a try before the one that skipped it, whose compensation
@@ -1020,10 +1020,10 @@ func (c *Checker) account(op *Op, r int, bi int32) {
 			}
 			if op.Pooled {
 				amt := a // an acquire's charge, a rollback's or negative adjust's refund
-				if op.Kind == OpRollback {
+				if op.Kind == opRollback {
 					amt = -a
 				}
-				if op.Outcome == Admitted && a != 0 && (amt < 0) == (op.Kind != OpAcquire) {
+				if op.Outcome == outAdmitted && a != 0 && (amt < 0) == (op.Kind != opAcquire) {
 					b.events[i] = append(b.events[i], admEvent{at: op.End, amt: amt})
 				}
 				continue
@@ -1032,13 +1032,13 @@ func (c *Checker) account(op *Op, r int, bi int32) {
 		if a == 0 && up == 0 && un == 0 {
 			continue
 		}
-		ok := op.Outcome == Admitted
-		if b.lim[i].cal != nil && op.Kind != OpAcquire {
+		ok := op.Outcome == outAdmitted
+		if b.lim[i].cal != nil && op.Kind != opAcquire {
 			// A settlement of a quota applies only while its acquire's
 			// window lasts (a debt is forgiven, a refund moot, after it):
 			// it may or may not have applied.
 			lo, hi := min(0, a), max(0, a) // an adjust's delta, or nothing
-			if op.Kind == OpRollback {
+			if op.Kind == opRollback {
 				// a refund of a plus what the failed adjusts may have added
 				lo, hi = min(0, -(a+up)), max(0, -(a+un))
 			}
@@ -1048,11 +1048,11 @@ func (c *Checker) account(op *Op, r int, bi int32) {
 			continue
 		}
 		switch {
-		case op.Kind == OpAcquire && op.Outcome == Rejected:
+		case op.Kind == opAcquire && op.Outcome == outRejected:
 			continue
-		case op.Kind != OpRollback && ok:
+		case op.Kind != opRollback && ok:
 			b.exact[i] += a
-		case op.Kind != OpRollback: // may have applied (an acquire's a is never negative)
+		case op.Kind != opRollback: // may have applied (an acquire's a is never negative)
 			b.lo[i] += min(0, a)
 			b.hi[i] += max(0, a)
 		case ok:
@@ -1067,7 +1067,7 @@ func (c *Checker) account(op *Op, r int, bi int32) {
 			b.hi[i] -= min(0, a+un)
 		}
 		switch {
-		case ok && it != nil && op.Kind == OpRollback:
+		case ok && it != nil && op.Kind == opRollback:
 			it.exact[i] -= a
 		case ok && it != nil:
 			it.exact[i] += a
@@ -1077,7 +1077,7 @@ func (c *Checker) account(op *Op, r int, bi int32) {
 	}
 }
 
-func (c *Checker) allOrNothing(op *Op, eff *Effects, roles [maxRoles]int32) {
+func (c *checker) allOrNothing(op *operation, eff *effects, roles [maxRoles]int32) {
 	for r, bi := range roles {
 		if bi < 0 {
 			continue
@@ -1088,7 +1088,7 @@ func (c *Checker) allOrNothing(op *Op, eff *Effects, roles [maxRoles]int32) {
 			continue
 		}
 		switch op.Outcome {
-		case Admitted:
+		case outAdmitted:
 			if eff.Changes[r] == 0 {
 				c.flag(InvAllOrNothing, "op #%d (acquire by client %d) was admitted but wrote nothing to bucket %s/%s",
 					op.ID, op.Client, c.m.Buckets[bi].Entity, c.m.Buckets[bi].Resource)
@@ -1116,7 +1116,7 @@ func (c *Checker) allOrNothing(op *Op, eff *Effects, roles [maxRoles]int32) {
 					b.events[i] = append(b.events[i], admEvent{at: eff.LastApply[r], amt: want})
 				}
 			}
-		case Rejected:
+		case outRejected:
 			for i := 0; i < c.nlim; i++ {
 				if a := op.Amount[i] * bucket.MilliPerToken; a > 0 && eff.Net[r][i] == a && c.straddles(b.lim[i].cal, op) {
 					// A charge its compensation left in a quota's window that
@@ -1141,7 +1141,7 @@ func (c *Checker) allOrNothing(op *Op, eff *Effects, roles [maxRoles]int32) {
 // fell within operation op, as the clocks within their spread saw it: a
 // charge made before it and compensated after it stays in the window that
 // ended.
-func (c *Checker) straddles(cal *bucket.Calendar, op *Op) bool {
+func (c *checker) straddles(cal *bucket.Calendar, op *operation) bool {
 	if cal == nil {
 		return false
 	}
@@ -1154,7 +1154,7 @@ func (c *Checker) straddles(cal *bucket.Calendar, op *Op) bool {
 // reservations: its writes moved exactly its charge (unless a pool
 // answered it) plus what it reserved, less what it returned; a refused one
 // charged nothing.
-func (c *Checker) pooledAllOrNothing(op *Op, eff *Effects, bi int32) {
+func (c *checker) pooledAllOrNothing(op *operation, eff *effects, bi int32) {
 	b := &c.buckets[bi]
 	for i := 0; i < c.nlim; i++ {
 		if !b.lim[i].ok {
@@ -1162,14 +1162,14 @@ func (c *Checker) pooledAllOrNothing(op *Op, eff *Effects, bi int32) {
 		}
 		want := (op.Reserved[i] - op.Returned[i]) * bucket.MilliPerToken
 		switch op.Outcome {
-		case Admitted:
+		case outAdmitted:
 			if !op.Pooled && !op.Skipped[0][i] {
 				want += op.Amount[i] * bucket.MilliPerToken
 				if want > 0 {
 					b.events[i] = append(b.events[i], admEvent{at: eff.LastApply[0], amt: op.Amount[i] * bucket.MilliPerToken})
 				}
 			}
-		case Rejected:
+		case outRejected:
 		default:
 			continue // ambiguous
 		}
@@ -1182,7 +1182,7 @@ func (c *Checker) pooledAllOrNothing(op *Op, eff *Effects, bi int32) {
 	}
 }
 
-func (c *Checker) liveness(op *Op, eff *Effects, roles [maxRoles]int32) {
+func (c *checker) liveness(op *operation, eff *effects, roles [maxRoles]int32) {
 	rt := op.Retry
 	if rt.Start < c.m.TailStart+c.m.TailSettle || op.Start < rt.End+rt.RetryAfter {
 		return
@@ -1210,11 +1210,11 @@ func (c *Checker) liveness(op *Op, eff *Effects, roles [maxRoles]int32) {
 	if other != 0 {
 		return // someone else wrote the bucket meanwhile
 	}
-	if op.Outcome != Admitted && op.Outcome != Rejected {
+	if op.Outcome != outAdmitted && op.Outcome != outRejected {
 		return // a store failure: inconclusive
 	}
 	c.LivenessChecks++
-	if op.Outcome == Rejected {
+	if op.Outcome == outRejected {
 		bm := &c.m.Buckets[op.Bucket]
 		by := func(parent bool) string {
 			if parent {
@@ -1229,7 +1229,7 @@ func (c *Checker) liveness(op *Op, eff *Effects, roles [maxRoles]int32) {
 
 // Finish checks what needs the final state: invariant 1 against the
 // store's items, and invariant 3's windows.
-func (c *Checker) Finish(items []store.Item) {
+func (c *checker) Finish(items []store.Item) {
 	if c.off() {
 		return
 	}
@@ -1299,7 +1299,7 @@ func (c *Checker) Finish(items []store.Item) {
 // at the apply time of theirs; positive adjusts are left out (they may take
 // a bucket into debt, which only lowers what is admitted later). One
 // violation per bucket and limit reports the worst window.
-func (c *Checker) windows(bi int, i int) {
+func (c *checker) windows(bi int, i int) {
 	b := &c.buckets[bi]
 	ev := b.events[i]
 	if len(ev) == 0 {
@@ -1341,9 +1341,9 @@ func tokens(milli float64) string {
 	return strconv.FormatFloat(milli/float64(bucket.MilliPerToken), 'f', 3, 64)
 }
 
-// CheckDeterminism is invariant 8: two runs of the same configuration and
+// checkDeterminism is invariant 8: two runs of the same configuration and
 // seed must give the same trace hash.
-func CheckDeterminism(first, second string) []Violation {
+func checkDeterminism(first, second string) []Violation {
 	if first == second {
 		return nil
 	}
@@ -1360,7 +1360,7 @@ func CheckDeterminism(first, second string) []Violation {
 // is one shard's, and the other shards' acquires still take their shares
 // (docs/limiter.md, "Shards and cascades"); invariant 4 keeps an indebted
 // shard's own acquires out.
-func (c *Checker) quotaWindows(cause *Cause, b *bstate, pk string, n *img, dtc *[MaxLimits]int64, at int64, seq uint64) {
+func (c *checker) quotaWindows(cause *cause, b *bstate, pk string, n *img, dtc *[MaxLimits]int64, at int64, seq uint64) {
 	if !n.ok {
 		return
 	}
@@ -1380,7 +1380,7 @@ func (c *Checker) quotaWindows(cause *Cause, b *bstate, pk string, n *img, dtc *
 		}
 		lo, _ := cal.Bounds(from - skew - 1)
 		hi, _ := cal.Bounds(now + skew + 1)
-		if cause != nil && cause.Kind != OpAcquire {
+		if cause != nil && cause.Kind != opAcquire {
 			lo = math.MinInt64 // a settlement, in its acquire's window
 		}
 		if s, _ := cal.Bounds(ws); s != ws || ws < lo || ws > hi {
@@ -1396,14 +1396,14 @@ func (c *Checker) quotaWindows(cause *Cause, b *bstate, pk string, n *img, dtc *
 			c.flag(InvQuota, "%s limit %s in the window from %s expires at %s, before the window's end give or take the clocks' spread (seq %d at %s)",
 				pk, c.m.LimitNames[i], time.UnixMilli(ws).In(locOf(cal)), time.Unix(n.ttl, 0).In(locOf(cal)), seq, c.fmtT(at))
 		}
-		if dtc[i] > 0 && cause != nil && cause.Kind != OpAcquire {
+		if dtc[i] > 0 && cause != nil && cause.Kind != opAcquire {
 			// A settlement's charge (a debt) is its shard's: it refuses
 			// that shard's acquires (invariant 4), not the others' shares.
 			continue
 		}
 		key := [2]int64{int64(i), ws}
 		b.quotaNet[key] += dtc[i]
-		if cause != nil && cause.Kind == OpAcquire && dtc[i] > 0 && b.quotaNet[key] > b.lim[i].burst {
+		if cause != nil && cause.Kind == opAcquire && dtc[i] > 0 && b.quotaNet[key] > b.lim[i].burst {
 			c.flag(InvQuota, "op #%d (acquire by client %d) took %s limit %s to %s in the window from %s, above its quota %s (seq %d at %s)",
 				cause.Op, cause.Client, pk, c.m.LimitNames[i], tokens(float64(b.quotaNet[key])),
 				time.UnixMilli(ws).In(locOf(cal)), tokens(float64(b.lim[i].burst)), seq, c.fmtT(at))

@@ -24,7 +24,7 @@ const InvCap = "concurrency-cap"
 // own cap.
 type capLog struct {
 	limit   int // its index in the model's limits
-	m       *Model
+	m       *model
 	leases  []capLease
 	refused []capRefusal
 }
@@ -51,7 +51,7 @@ type capRefusal struct {
 }
 
 // newCapLog returns the log of the workload's cap, nil without one.
-func newCapLog(w *Workload, m *Model) *capLog {
+func newCapLog(w *Workload, m *model) *capLog {
 	for i, l := range w.Limits {
 		if l.Window == "concurrent" {
 			return &capLog{limit: i, m: m}
@@ -63,7 +63,7 @@ func newCapLog(w *Workload, m *Model) *capLog {
 // buckets returns the buckets op charges the cap on: its roles (see
 // Model.roles) but those an admit mode left out or whose cap was a
 // shadow limit the acquire skipped, each once.
-func (g *capLog) buckets(op *Op) []int32 {
+func (g *capLog) buckets(op *operation) []int32 {
 	var out []int32
 	for r, bi := range g.m.roles(op.Bucket) {
 		if bi >= 0 && !op.LeftOut[r] && !op.Skipped[r][g.limit] && !slices.Contains(out, bi) {
@@ -76,7 +76,7 @@ func (g *capLog) buckets(op *Op) []int32 {
 // admitted records an admitted acquire's leases, one per bucket it
 // charges the cap on; it returns their indices (none for a lease of a
 // scope not enforced: admit or shadow mode).
-func (g *capLog) admitted(op *Op) []int {
+func (g *capLog) admitted(op *operation) []int {
 	if op.Mode != "" {
 		return nil
 	}
@@ -90,7 +90,7 @@ func (g *capLog) admitted(op *Op) []int {
 
 // unknown records an acquire whose outcome is unknown (unavailable, or
 // cut by the end of the run).
-func (g *capLog) unknown(op *Op) {
+func (g *capLog) unknown(op *operation) {
 	if op.Mode != "" {
 		return
 	}
@@ -105,7 +105,7 @@ func (g *capLog) unknown(op *Op) {
 // (lost races: a false rejection the limiter allows) or only limits that
 // do not enforce (shadow) besides is not the cap's: InvCap does not judge
 // it.
-func (g *capLog) refusedBy(op *Op, err error) {
+func (g *capLog) refusedBy(op *operation, err error) {
 	rl, ok := errors.AsType[*limiter.RateLimitedError](err)
 	if !ok || op.Mode != "" {
 		return
@@ -141,7 +141,7 @@ func (g *capLog) refusedBy(op *Op, err error) {
 }
 
 // check flags InvCap's violations.
-func (g *capLog) check(c *Checker, m *Model) {
+func (g *capLog) check(c *checker, m *model) {
 	capOf := func(bi int32) (limiter.Limit, bool) {
 		for _, l := range m.Buckets[bi].Limits {
 			if l.Window == "concurrent" {

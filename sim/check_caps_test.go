@@ -9,10 +9,10 @@ import (
 )
 
 // capModel is one bucket with a cap of 2 leases, TTL 20 s.
-func capModel() *Model {
+func capModel() *model {
 	ls := []limiter.Limit{limiter.PerMinute("rpm", 600), {Name: "inflight", Capacity: 2, Window: "concurrent", TTL: 20 * time.Second}}
-	return &Model{Namespace: "ns", LimitNames: []string{"rpm", "inflight"},
-		Buckets: []BucketModel{{Entity: "k", Resource: "m", Limits: ls, Parent: -1}}}
+	return &model{Namespace: "ns", LimitNames: []string{"rpm", "inflight"},
+		Buckets: []bucketModel{{Entity: "k", Resource: "m", Limits: ls, Parent: -1}}}
 }
 
 const sec = int64(time.Second)
@@ -31,7 +31,7 @@ func TestCheckerCapLiveLeases(t *testing.T) {
 		{"in a row", []capLease{{slots: 1, admitted: sec, end: 2 * sec, ended: 2 * sec}, {slots: 1, admitted: 3 * sec, end: 4 * sec, ended: 4 * sec}, {slots: 1, admitted: 5 * sec, end: -1, ended: -1}}, false},
 		{"dead holders past their TTL", []capLease{{slots: 1, admitted: sec, end: -1, ended: -1}, {slots: 1, admitted: sec, end: -1, ended: -1}, {slots: 1, start: 21 * sec, admitted: 22 * sec, end: -1, ended: -1}}, false},
 	} {
-		chk := NewChecker(m, testBase)
+		chk := newChecker(m, testBase)
 		(&capLog{limit: 1, leases: c.leases}).check(chk, m)
 		if got := chk.perInv[InvCap] > 0; got != c.bad {
 			t.Errorf("%s: flagged %v, want %v", c.name, got, c.bad)
@@ -49,7 +49,7 @@ func TestCheckerCapRefusalAfterTheDeadSlotsCameBack(t *testing.T) {
 		at   int64
 		bad  bool
 	}{{"within TTL + E", 25 * sec, false}, {"after TTL + E", 27 * sec, true}} {
-		chk := NewChecker(m, testBase)
+		chk := newChecker(m, testBase)
 		(&capLog{limit: 1, leases: dead, refused: []capRefusal{{slots: 1, start: c.at, end: c.at}}}).check(chk, m)
 		if got := chk.perInv[InvCap] > 0; got != c.bad {
 			t.Errorf("%s: flagged %v, want %v", c.name, got, c.bad)
@@ -119,26 +119,26 @@ func TestCheckerCapFollowsTheAlsoBuckets(t *testing.T) {
 	inflight := func(n int64) []limiter.Limit {
 		return []limiter.Limit{limiter.PerMinute("rpm", 600), {Name: "inflight", Capacity: n, Window: "concurrent", TTL: 20 * time.Second}}
 	}
-	m := &Model{Namespace: "ns", LimitNames: []string{"rpm", "inflight"}, Buckets: []BucketModel{
+	m := &model{Namespace: "ns", LimitNames: []string{"rpm", "inflight"}, Buckets: []bucketModel{
 		{Entity: "k", Resource: "a", Limits: inflight(2), Parent: -1, Also: []int32{2}},
 		{Entity: "k", Resource: "b", Limits: inflight(2), Parent: -1, Also: []int32{2}},
 		{Entity: "k", Resource: "all", Limits: inflight(3), Parent: -1},
 	}}
 	g := newCapLog(&Workload{Limits: inflight(2)}, m)
 	for i, b := range []int32{0, 0, 1, 1} {
-		g.admitted(&Op{Bucket: b, Amount: [MaxLimits]int64{1, 1}, Start: int64(i) * sec, End: int64(i)*sec + 1})
+		g.admitted(&operation{Bucket: b, Amount: [MaxLimits]int64{1, 1}, Start: int64(i) * sec, End: int64(i)*sec + 1})
 	}
 	if n := len(g.leases); n != 8 {
 		t.Fatalf("%d leases recorded, want 8 (each acquire's on its bucket and on the all bucket)", n)
 	}
-	chk := NewChecker(m, testBase)
+	chk := newChecker(m, testBase)
 	g.check(chk, m)
 	vs := chk.Violations()
 	if len(vs) != 1 || vs[0].Invariant != InvCap || !strings.Contains(vs[0].Detail, "k/all: 4 slots") {
 		t.Fatalf("violations %v, want one: 4 slots live on k/all, above its cap 3", vs)
 	}
 	err := &limiter.RateLimitedError{Entity: "k", Resource: "a", Limits: []limiter.LimitState{{Limit: inflight(2)[1], Shards: 1, Exceeded: true}}}
-	g.refusedBy(&Op{Bucket: 0, Amount: [MaxLimits]int64{1, 1}, Start: 5 * sec, End: 5*sec + 1}, err)
+	g.refusedBy(&operation{Bucket: 0, Amount: [MaxLimits]int64{1, 1}, Start: 5 * sec, End: 5*sec + 1}, err)
 	if r := g.refused[len(g.refused)-1]; r.bucket != 0 {
 		t.Fatalf("refusal recorded on bucket %d, want 0 (k/a refused)", r.bucket)
 	}
@@ -215,13 +215,13 @@ func TestStoryCapRefusalNamesTheCap(t *testing.T) {
 	} {
 		g := newCapLog(&Workload{Limits: m.Buckets[0].Limits}, m)
 		err := &limiter.RateLimitedError{Entity: "k", Resource: "m", RetryAfter: time.Millisecond, Limits: c.states}
-		g.refusedBy(&Op{Bucket: 0, Amount: [MaxLimits]int64{1, 1}, Start: 30 * sec, End: 30*sec + 1}, err)
+		g.refusedBy(&operation{Bucket: 0, Amount: [MaxLimits]int64{1, 1}, Start: 30 * sec, End: 30*sec + 1}, err)
 		if got := len(g.refused) == 1; got != c.byCap {
 			t.Errorf("%s: counted as the cap's refusal %v, want %v", c.name, got, c.byCap)
 		}
 		// No lease: the cap's 2 slots were free. The checker flags a
 		// refusal it counts as the cap's, and only those.
-		chk := NewChecker(m, testBase)
+		chk := newChecker(m, testBase)
 		g.check(chk, m)
 		if got := chk.perInv[InvCap] > 0; got != c.byCap {
 			t.Errorf("%s: flagged %v, want %v (%v)", c.name, got, c.byCap, chk.Violations())

@@ -6,7 +6,7 @@ import (
 	"github.com/shardlimit/limiter/store"
 )
 
-// Checker tests for deleted items (the time to live) and cancelled
+// checker tests for deleted items (the time to live) and cancelled
 // callers, on crafted histories.
 
 // A sharded bucket "solo" at 2 shards: shard 0 created, doubled, shard 1
@@ -25,7 +25,7 @@ func shardedSolo(s *story) {
 func TestCheckerAllowsShardZeroRecreatedAtItsSiblingsCount(t *testing.T) {
 	s := newStory(t)
 	shardedSolo(s)
-	s.op(OpAcquire, 2, 1500).write(2000, nil, item("solo", 0, 2, 2000, full, fullT)).done(2005, Admitted)
+	s.op(opAcquire, 2, 1500).write(2000, nil, item("solo", 0, 2, 2000, full, fullT)).done(2005, outAdmitted)
 	if len(s.c.Violations()) != 0 || s.c.ShardZeroRecreated != 1 {
 		t.Fatalf("recreated at its sibling's count: %v, %d recreations", s.c.Violations(), s.c.ShardZeroRecreated)
 	}
@@ -34,7 +34,7 @@ func TestCheckerAllowsShardZeroRecreatedAtItsSiblingsCount(t *testing.T) {
 func TestCheckerFlagsShardZeroRecreatedAboveItsSiblings(t *testing.T) {
 	s := newStory(t)
 	shardedSolo(s)
-	s.op(OpAcquire, 2, 1500).write(2000, nil, item("solo", 0, 4, 2000, full, fullT)).done(2005, Admitted)
+	s.op(opAcquire, 2, 1500).write(2000, nil, item("solo", 0, 4, 2000, full, fullT)).done(2005, outAdmitted)
 	if !hasViolation(s.c, InvDoubling, "created with shard_count 4, want 1 or the count of a shard") {
 		t.Fatalf("recreated above its siblings' count: %v", s.c.Violations())
 	}
@@ -43,18 +43,18 @@ func TestCheckerFlagsShardZeroRecreatedAboveItsSiblings(t *testing.T) {
 func TestCheckerFlagsShardZeroRecreatedAtOneBesideLiveShards(t *testing.T) {
 	s := newStory(t)
 	shardedSolo(s)
-	s.op(OpAcquire, 2, 1500).write(2000, nil, item("solo", 0, 1, 2000, full, fullT)).done(2005, Admitted)
+	s.op(opAcquire, 2, 1500).write(2000, nil, item("solo", 0, 1, 2000, full, fullT)).done(2005, outAdmitted)
 	if !hasViolation(s.c, InvDoubling, "although shard 1 lived at 2 shards all the while") {
 		t.Fatalf("recreated at one shard beside a live shard: %v", s.c.Violations())
 	}
 	// Shard 1 gone before the write could look: one shard is right, and
 	// its count is no longer one to take.
-	recreate := func(n int64) *Checker {
+	recreate := func(n int64) *checker {
 		s := newStory(t)
 		shardedSolo(s)
 		s.c.Record(rec(5, 1200, item("solo", 1, 2, 0, lim{ra: 10}, lim{ra: 1000}), nil), nil)
 		s.seq = 5
-		s.op(OpAcquire, 2, 1500).write(2000, nil, item("solo", 0, n, 2000, full, fullT)).done(2005, Admitted)
+		s.op(opAcquire, 2, 1500).write(2000, nil, item("solo", 0, n, 2000, full, fullT)).done(2005, outAdmitted)
 		return s.c
 	}
 	if c := recreate(1); len(c.Violations()) != 0 {
@@ -69,15 +69,15 @@ func TestCheckerFlagsShardZeroRecreatedAtOneBesideLiveShards(t *testing.T) {
 // and charged again ends with the second charge alone.
 func TestCheckerCountsTheTcOfDeletedItems(t *testing.T) {
 	s := newStory(t)
-	a := s.op(OpAcquire, 2, 0, 1, 100).write(3, nil, soloA1)
+	a := s.op(opAcquire, 2, 0, 1, 100).write(3, nil, soloA1)
 	a.op.Shard = 0
-	a.done(5, Admitted)
+	a.done(5, outAdmitted)
 	s.seq++
 	s.c.Record(rec(s.seq, 5000, soloA1, nil), nil) // expired
-	b := s.op(OpAcquire, 2, 6000, 1, 100).write(6003, nil, item("solo", 0, 1, 6000, lim{tk: 9, tc: 1, ra: 10}, lim{tk: 900, tc: 100, ra: 1000}))
+	b := s.op(opAcquire, 2, 6000, 1, 100).write(6003, nil, item("solo", 0, 1, 6000, lim{tk: 9, tc: 1, ra: 10}, lim{tk: 900, tc: 100, ra: 1000}))
 	b.op.Shard = 0
 	final := item("solo", 0, 1, 6000, lim{tk: 9, tc: 1, ra: 10}, lim{tk: 900, tc: 100, ra: 1000})
-	b.done(6005, Admitted)
+	b.done(6005, outAdmitted)
 	s.expect([]store.Item{final}) // rf 6000 after 0 and the delete: a new item, not a rewind
 	// A deleted item's tc that no operation explains is still flagged.
 	s = newStory(t)
@@ -88,35 +88,35 @@ func TestCheckerCountsTheTcOfDeletedItems(t *testing.T) {
 
 func TestCheckerFlagsCancelledAcquireAnsweredWithALease(t *testing.T) {
 	s := newStory(t)
-	a := s.op(OpAcquire, 2, 0, 1, 100).write(3, solo0, soloA1)
+	a := s.op(opAcquire, 2, 0, 1, 100).write(3, solo0, soloA1)
 	a.op.Cancelled = true
-	a.done(5, Admitted)
+	a.done(5, outAdmitted)
 	s.expect([]store.Item{soloA1}, InvCancelled)
 
 	s = newStory(t)
-	a = s.op(OpAcquire, 2, 0, 1, 100)
+	a = s.op(opAcquire, 2, 0, 1, 100)
 	a.op.Cancelled, a.op.FailedOpen = true, true
-	a.done(5, Unavailable)
+	a.done(5, outUnavailable)
 	s.expect(nil, InvCancelled)
 
 	s = newStory(t)
-	a = s.op(OpAcquire, 2, 0, 1, 100)
+	a = s.op(opAcquire, 2, 0, 1, 100)
 	a.op.Cancelled = true
-	a.done(5, Unavailable) // not the context's error
+	a.done(5, outUnavailable) // not the context's error
 	s.expect(nil, InvCancelled)
 
 	s = newStory(t) // the context's error, a refusal: both fine
-	a = s.op(OpAcquire, 2, 0, 1, 100)
+	a = s.op(opAcquire, 2, 0, 1, 100)
 	a.op.Cancelled, a.op.CtxErr = true, true
-	a.done(5, Unavailable)
-	b := s.op(OpAcquire, 2, 10, 1, 100)
+	a.done(5, outUnavailable)
+	b := s.op(opAcquire, 2, 10, 1, 100)
 	b.op.Cancelled = true
-	b.done(15, Rejected)
+	b.done(15, outRejected)
 	s.expect(nil)
 
 	s = newStory(t) // the compensation stopped by the caller's context
-	a = s.op(OpAcquire, 0, 0, 1, 100)
+	a = s.op(opAcquire, 0, 0, 1, 100)
 	a.op.Cancelled, a.op.CtxErr, a.op.UndoCancelled = true, true, true
-	a.done(5, Unavailable)
+	a.done(5, outUnavailable)
 	s.expect(nil, InvCancelled)
 }

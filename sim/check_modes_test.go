@@ -12,9 +12,9 @@ import (
 func modeStory(t *testing.T) *story {
 	m := testModel()
 	m.CacheTTL = int64(time.Second)
-	m.Buckets[2].Modes = []ModeSpan{{From: 0}, {From: 10_000 * int64(time.Millisecond), Mode: "refuse"},
+	m.Buckets[2].Modes = []modeSpan{{From: 0}, {From: 10_000 * int64(time.Millisecond), Mode: "refuse"},
 		{From: 20_000 * int64(time.Millisecond), Mode: "admit"}}
-	return &story{t: t, c: NewChecker(m, testBase)}
+	return &story{t: t, c: newChecker(m, testBase)}
 }
 
 // Acquires that follow the modes pass, and add nothing to the bucket's
@@ -22,17 +22,17 @@ func modeStory(t *testing.T) *story {
 // never written has nothing to answer for.
 func TestCheckerModesFollowed(t *testing.T) {
 	s := modeStory(t)
-	s.op(OpAcquire, 2, 10_500, 1, 100).done(10_600, Rejected) // enforced within the TTL of the change: fine
-	refused := s.op(OpAcquire, 2, 12_000, 1, 100)
+	s.op(opAcquire, 2, 10_500, 1, 100).done(10_600, outRejected) // enforced within the TTL of the change: fine
+	refused := s.op(opAcquire, 2, 12_000, 1, 100)
 	refused.op.Mode = "refuse"
-	refused.done(12_001, Disabled)
+	refused.done(12_001, outDisabled)
 	for i := int64(0); i < 50; i++ { // far beyond the bucket's 10 rpm
-		a := s.op(OpAcquire, 2, 21_000+i, 1, 100)
+		a := s.op(opAcquire, 2, 21_000+i, 1, 100)
 		a.op.Mode = "admit"
-		a.done(21_000+i, Admitted)
-		rb := s.op(OpRollback, 2, 22_000+i, 1, 100)
+		a.done(21_000+i, outAdmitted)
+		rb := s.op(opRollback, 2, 22_000+i, 1, 100)
 		rb.op.Mode = "admit"
-		rb.done(22_000+i, Admitted)
+		rb.done(22_000+i, outAdmitted)
 	}
 	s.expect(nil)
 }
@@ -42,13 +42,13 @@ func TestCheckerModesFollowed(t *testing.T) {
 // still wrote the bucket.
 func TestCheckerFlagsModesIgnored(t *testing.T) {
 	s := modeStory(t)
-	s.op(OpAcquire, 2, 15_000, 1, 100).done(15_010, Rejected) // a rate limit in refuse mode
+	s.op(opAcquire, 2, 15_000, 1, 100).done(15_010, outRejected) // a rate limit in refuse mode
 	s.expect(nil, InvModes)
 
 	s = modeStory(t)
-	a := s.op(OpAcquire, 2, 25_000, 1, 100).write(25_005, nil, soloA1)
+	a := s.op(opAcquire, 2, 25_000, 1, 100).write(25_005, nil, soloA1)
 	a.op.Mode = "admit"
-	a.done(25_010, Admitted)
+	a.done(25_010, outAdmitted)
 	s.expect([]store.Item{soloA1}, InvModes, InvLostUpdate)
 }
 
@@ -59,17 +59,17 @@ func TestCheckerFlagsModesIgnored(t *testing.T) {
 func TestCheckerShadowLimits(t *testing.T) {
 	m := testModel()
 	m.Buckets[2].Limits[1].Shadow = true
-	s := &story{t: t, c: NewChecker(m, testBase)}
+	s := &story{t: t, c: newChecker(m, testBase)}
 	skipped := item("solo", 0, 1, 0, lim{tk: 9, tc: 1, ra: 10}, lim{tk: 1000, ra: 1000})
-	a := s.op(OpAcquire, 2, 0, 1, 100).write(5, nil, skipped)
+	a := s.op(opAcquire, 2, 0, 1, 100).write(5, nil, skipped)
 	a.op.Shard = 0
 	a.op.Skipped[0][1] = true
-	a.done(8, Admitted)
+	a.done(8, outAdmitted)
 	s.expect([]store.Item{skipped})
 
-	s = &story{t: t, c: NewChecker(m, testBase)}
-	r := s.op(OpAcquire, 2, 10, 1, 100)
+	s = &story{t: t, c: newChecker(m, testBase)}
+	r := s.op(opAcquire, 2, 10, 1, 100)
 	r.op.ShadowRefused = true
-	r.done(12, Rejected)
+	r.done(12, outRejected)
 	s.expect(nil, InvModes)
 }

@@ -16,10 +16,10 @@ var usdDay = &bucket.Calendar{Window: bucket.Day}
 
 func quotaStory(t *testing.T) (*story, int64) {
 	ls := []limiter.Limit{limiter.PerSecond("rpm", 10), {Name: "usd", Capacity: 10, Window: "day"}}
-	m := &Model{Namespace: "ns", LimitNames: []string{"rpm", "usd"}, Quotas: []*bucket.Calendar{nil, usdDay},
-		Buckets: []BucketModel{{Entity: "solo", Resource: "m", Limits: ls, Parent: -1}}}
+	m := &model{Namespace: "ns", LimitNames: []string{"rpm", "usd"}, Quotas: []*bucket.Calendar{nil, usdDay},
+		Buckets: []bucketModel{{Entity: "solo", Resource: "m", Limits: ls, Parent: -1}}}
 	day, _ := usdDay.Bounds(testBase / 1e6)
-	return &story{t: t, c: NewChecker(m, testBase)}, day
+	return &story{t: t, c: newChecker(m, testBase)}, day
 }
 
 // qitem is the bucket with rpm charged rpmTC tokens and usd holding left
@@ -45,14 +45,14 @@ func qshard(shard int, n int64, rpmTC, left, usdTC float64, ws int64) store.Item
 func TestCheckerQuotaCleanHistoryPasses(t *testing.T) {
 	s, day := quotaStory(t)
 	a := qitem(1, 4, 6, day)
-	s.op(OpAcquire, 0, 0, 1, 6).write(5, nil, a).done(6, Admitted)
+	s.op(opAcquire, 0, 0, 1, 6).write(5, nil, a).done(6, outAdmitted)
 	b := qitem(2, 0, 10, day)
-	s.op(OpAcquire, 0, 10, 1, 4).write(15, a, b).done(16, Admitted)
-	s.op(OpAcquire, 0, 20, 1, 1).done(21, Rejected)
+	s.op(opAcquire, 0, 10, 1, 4).write(15, a, b).done(16, outAdmitted)
+	s.op(opAcquire, 0, 20, 1, 1).done(21, outRejected)
 	next := day + int64(24*time.Hour/time.Millisecond)
 	at := next - testBase/1e6 + 10 // ms of virtual time, just after midnight
 	c := qitem(3, 7, 13, next)
-	s.op(OpAcquire, 0, at, 1, 3).write(at+5, b, c).done(at+6, Admitted)
+	s.op(opAcquire, 0, at, 1, 3).write(at+5, b, c).done(at+6, outAdmitted)
 	s.expect([]store.Item{c})
 }
 
@@ -61,20 +61,20 @@ func TestCheckerQuotaCleanHistoryPasses(t *testing.T) {
 func TestCheckerFlagsQuotaOverTheWindow(t *testing.T) {
 	s, day := quotaStory(t)
 	a := qitem(1, 4, 6, day)
-	s.op(OpAcquire, 0, 0, 1, 6).write(5, nil, a).done(6, Admitted)
+	s.op(opAcquire, 0, 0, 1, 6).write(5, nil, a).done(6, outAdmitted)
 	b := qitem(2, 0, 10, day)
-	s.op(OpAcquire, 0, 10, 1, 4).write(15, a, b).done(16, Admitted)
+	s.op(opAcquire, 0, 10, 1, 4).write(15, a, b).done(16, outAdmitted)
 	c := qitem(3, 0, 11, day+1) // a fresh "window" a millisecond after midnight: more than 10 in the day
-	s.op(OpAcquire, 0, 20, 1, 1).write(25, b, c).done(26, Admitted)
+	s.op(opAcquire, 0, 20, 1, 1).write(25, b, c).done(26, outAdmitted)
 	s.expect([]store.Item{c}, InvQuota)
 }
 
 func TestCheckerFlagsQuotaOverAdmitted(t *testing.T) {
 	s, day := quotaStory(t)
 	a := qitem(1, 4, 6, day)
-	s.op(OpAcquire, 0, 0, 1, 6).write(5, nil, a).done(6, Admitted)
+	s.op(opAcquire, 0, 0, 1, 6).write(5, nil, a).done(6, outAdmitted)
 	b := qitem(2, 0, 11, day) // 11 of 10 (and its balance left at 0: only the window's sum shows it)
-	s.op(OpAcquire, 0, 10, 1, 5).write(15, a, b).done(16, Admitted)
+	s.op(opAcquire, 0, 10, 1, 5).write(15, a, b).done(16, outAdmitted)
 	s.expect([]store.Item{b}, InvQuota)
 }
 
@@ -89,9 +89,9 @@ func TestCheckerACompensationAfterMidnightLeavesTheQuotaCharge(t *testing.T) {
 	next := day + int64(24*time.Hour/time.Millisecond)
 	at := next - testBase/1e6 - 5
 	a := qitem(1, 9, 1, day)
-	s.op(OpAcquire, 0, 0, 1, 1).write(1, nil, a).done(2, Admitted)
+	s.op(opAcquire, 0, 0, 1, 1).write(1, nil, a).done(2, outAdmitted)
 	charged := qitem(2, 8, 2, day)
-	s.op(OpAcquire, 0, at-10, 1, 1).write(at, a, charged).write(at+10, charged, qitem(1, 8, 2, day)).done(at+12, Rejected)
+	s.op(opAcquire, 0, at-10, 1, 1).write(at, a, charged).write(at+10, charged, qitem(1, 8, 2, day)).done(at+12, outRejected)
 	s.expect([]store.Item{qitem(1, 8, 2, day)})
 }
 
@@ -121,13 +121,13 @@ func TestCheckerACompensationBeforeMidnightOnAnItemAClockAheadMovedOn(t *testing
 			next := day + int64(24*time.Hour/time.Millisecond)
 			mid := next - testBase/1e6 // virtual ms of midnight
 			a := qitem(1, 9, 1, day)
-			s.op(OpAcquire, 0, 0, 1, 1).write(1, nil, a).done(2, Admitted)
+			s.op(opAcquire, 0, 0, 1, 1).write(1, nil, a).done(2, outAdmitted)
 			charged := qitem(2, 8, 2, day)
-			undo := s.op(OpAcquire, 0, mid-310, 1, 1).write(mid-300, a, charged)
+			undo := s.op(opAcquire, 0, mid-310, 1, 1).write(mid-300, a, charged)
 			ahead := qitem(3, 9, 3, next) // the next day, less this acquire's 1
-			s.op(OpAcquire, 0, mid-210, 1, 1).write(mid-200, charged, ahead).done(mid-190, Admitted)
+			s.op(opAcquire, 0, mid-210, 1, 1).write(mid-200, charged, ahead).done(mid-190, outAdmitted)
 			back := qitem(2, 9, 3, next)
-			undo.write(mid-100, ahead, back).done(mid-90, Rejected)
+			undo.write(mid-100, ahead, back).done(mid-90, outRejected)
 			s.expect([]store.Item{back}, tc.want...)
 		})
 	}
@@ -139,9 +139,9 @@ func TestCheckerACompensationBeforeMidnightOnAnItemAClockAheadMovedOn(t *testing
 func TestCheckerFlagsAQuotaChargeKeptWithinTheDay(t *testing.T) {
 	s, day := quotaStory(t)
 	a := qitem(1, 9, 1, day)
-	s.op(OpAcquire, 0, 0, 1, 1).write(1, nil, a).done(2, Admitted)
+	s.op(opAcquire, 0, 0, 1, 1).write(1, nil, a).done(2, outAdmitted)
 	charged := qitem(2, 8, 2, day)
-	s.op(OpAcquire, 0, 10, 1, 1).write(20, a, charged).write(30, charged, qitem(1, 8, 2, day)).done(32, Rejected)
+	s.op(opAcquire, 0, 10, 1, 1).write(20, a, charged).write(30, charged, qitem(1, 8, 2, day)).done(32, outRejected)
 	s.expect([]store.Item{qitem(1, 8, 2, day)}, InvAllOrNothing, InvLostUpdate)
 }
 
@@ -155,11 +155,11 @@ func TestCheckerQuotaDebtOnOneShardLeavesTheOthersShares(t *testing.T) {
 	s, day := quotaStory(t)
 	a0, a1 := qshard(0, 2, 0, 5, 0, day), qshard(1, 2, 0, 5, 0, day)
 	b1 := qshard(1, 2, 1, 0, 5, day)
-	s.op(OpAcquire, 0, 0, 1, 5).write(5, a1, b1).done(6, Admitted)
+	s.op(opAcquire, 0, 0, 1, 5).write(5, a1, b1).done(6, outAdmitted)
 	debt := qshard(1, 2, 1, -3, 8, day)
-	s.op(OpAdjust, 0, 10, 0, 3).write(15, b1, debt).done(16, Admitted)
+	s.op(opAdjust, 0, 10, 0, 3).write(15, b1, debt).done(16, outAdmitted)
 	b0 := qshard(0, 2, 1, 0, 5, day)
-	s.op(OpAcquire, 0, 20, 1, 5).write(25, a0, b0).done(26, Admitted)
+	s.op(opAcquire, 0, 20, 1, 5).write(25, a0, b0).done(26, outAdmitted)
 	s.expect([]store.Item{b0, debt})
 }
 
@@ -169,11 +169,11 @@ func TestCheckerFlagsQuotaOverTheSharesBesideADebt(t *testing.T) {
 	s, day := quotaStory(t)
 	a0, a1 := qshard(0, 2, 0, 5, 0, day), qshard(1, 2, 0, 5, 0, day)
 	b1 := qshard(1, 2, 1, 0, 5, day)
-	s.op(OpAcquire, 0, 0, 1, 5).write(5, a1, b1).done(6, Admitted)
+	s.op(opAcquire, 0, 0, 1, 5).write(5, a1, b1).done(6, outAdmitted)
 	debt := qshard(1, 2, 1, -3, 8, day)
-	s.op(OpAdjust, 0, 10, 0, 3).write(15, b1, debt).done(16, Admitted)
+	s.op(opAdjust, 0, 10, 0, 3).write(15, b1, debt).done(16, outAdmitted)
 	b0 := qshard(0, 2, 1, 0, 6, day)
-	s.op(OpAcquire, 0, 20, 1, 6).write(25, a0, b0).done(26, Admitted)
+	s.op(opAcquire, 0, 20, 1, 6).write(25, a0, b0).done(26, outAdmitted)
 	s.expect([]store.Item{b0, debt}, InvQuota)
 }
 
@@ -219,9 +219,9 @@ func TestCheckerFlagsAQuotaItemExpiringWithinItsWindow(t *testing.T) {
 	end := day + int64(24*time.Hour/time.Millisecond)
 	a := qitem(1, 4, 6, day)
 	a[store.AttrTTL] = store.Int(end/1000 + 3600)
-	s.op(OpAcquire, 0, 0, 1, 6).write(5, nil, a).done(6, Admitted)
+	s.op(opAcquire, 0, 0, 1, 6).write(5, nil, a).done(6, outAdmitted)
 	b := qitem(2, 3, 7, day)
 	b[store.AttrTTL] = store.Int(day/1000 + 3600)
-	s.op(OpAcquire, 0, 10, 1, 1).write(15, a, b).done(16, Admitted)
+	s.op(opAcquire, 0, 10, 1, 1).write(15, a, b).done(16, outAdmitted)
 	s.expect([]store.Item{b}, InvQuota)
 }

@@ -18,12 +18,12 @@ import (
 
 var testBase = memsim.Epoch().UnixNano()
 
-func testModel() *Model {
+func testModel() *model {
 	ls := []limiter.Limit{limiter.PerSecond("rpm", 10), limiter.PerSecond("tpm", 1000)}
-	return &Model{
+	return &model{
 		Namespace:  "ns",
 		LimitNames: []string{"rpm", "tpm"},
-		Buckets: []BucketModel{
+		Buckets: []bucketModel{
 			{Entity: "k", Resource: "m", Limits: ls, Parent: 1},
 			{Entity: "p", Resource: "m", Limits: ls, Parent: -1},
 			{Entity: "solo", Resource: "m", Limits: ls, Parent: -1},
@@ -75,28 +75,28 @@ func rec(seq uint64, atMs int64, old, new store.Item) *memsim.Record {
 // story drives a checker through a crafted history.
 type story struct {
 	t   *testing.T
-	c   *Checker
+	c   *checker
 	seq uint64
 	ops uint64
 }
 
 func newStory(t *testing.T) *story {
-	return &story{t: t, c: NewChecker(testModel(), testBase)}
+	return &story{t: t, c: newChecker(testModel(), testBase)}
 }
 
 // op starts an operation; write feeds its records; done finishes it.
 type craftedOp struct {
 	s     *story
-	op    Op
-	eff   Effects
-	cause Cause
+	op    operation
+	eff   effects
+	cause cause
 }
 
-func (s *story) op(kind OpKind, bucket int32, startMs int64, amount ...int64) *craftedOp {
+func (s *story) op(kind opKind, bucket int32, startMs int64, amount ...int64) *craftedOp {
 	s.ops++
-	o := &craftedOp{s: s, op: Op{ID: s.ops, Kind: kind, Bucket: bucket, Start: startMs * int64(time.Millisecond), Shard: -1}}
+	o := &craftedOp{s: s, op: operation{ID: s.ops, Kind: kind, Bucket: bucket, Start: startMs * int64(time.Millisecond), Shard: -1}}
 	copy(o.op.Amount[:], amount)
-	o.cause = Cause{Op: o.op.ID, Kind: kind, Bucket: bucket, Amount: o.op.Amount, Start: o.op.Start, Effects: &o.eff}
+	o.cause = cause{Op: o.op.ID, Kind: kind, Bucket: bucket, Amount: o.op.Amount, Start: o.op.Start, Effects: &o.eff}
 	return o
 }
 
@@ -106,7 +106,7 @@ func (o *craftedOp) write(atMs int64, old, new store.Item) *craftedOp {
 	return o
 }
 
-func (o *craftedOp) done(endMs int64, out Outcome) *Op {
+func (o *craftedOp) done(endMs int64, out outcome) *operation {
 	o.op.End = endMs * int64(time.Millisecond)
 	o.op.Outcome = out
 	o.s.c.OpDone(&o.op, &o.eff)
@@ -143,38 +143,38 @@ func TestCheckerCleanHistoryPasses(t *testing.T) {
 	s := newStory(t)
 	// Create (full minus the charge), then a speculative charge, an adjust
 	// into debt, and a rollback of the first lease.
-	a := s.op(OpAcquire, 2, 0, 1, 100).write(5, nil, soloA1)
+	a := s.op(opAcquire, 2, 0, 1, 100).write(5, nil, soloA1)
 	a.op.Shard = 0
-	a.done(8, Admitted)
+	a.done(8, outAdmitted)
 	after2 := item("solo", 0, 1, 0, lim{tk: 8, tc: 2, ra: 10}, lim{tk: 800, tc: 200, ra: 1000})
-	b := s.op(OpAcquire, 2, 10, 1, 100).write(15, soloA1, after2)
+	b := s.op(opAcquire, 2, 10, 1, 100).write(15, soloA1, after2)
 	b.op.Shard = 0
-	b.done(20, Admitted)
+	b.done(20, outAdmitted)
 	debt := item("solo", 0, 1, 0, lim{tk: 8, tc: 2, ra: 10}, lim{tk: -300, tc: 1300, ra: 1000})
-	adj := s.op(OpAdjust, 2, 30, 0, 1100).write(35, after2, debt)
+	adj := s.op(opAdjust, 2, 30, 0, 1100).write(35, after2, debt)
 	adj.op.Shard = 0
-	adj.done(40, Admitted)
+	adj.done(40, outAdmitted)
 	back := item("solo", 0, 1, 0, lim{tk: 9, tc: 1, ra: 10}, lim{tk: -200, tc: 1200, ra: 1000})
-	rb := s.op(OpRollback, 2, 50, 1, 100).write(55, debt, back)
+	rb := s.op(opRollback, 2, 50, 1, 100).write(55, debt, back)
 	rb.op.Shard = 0
-	rb.done(60, Admitted)
+	rb.done(60, outAdmitted)
 	// A rejection changes nothing.
-	s.op(OpAcquire, 2, 70, 9, 100).done(75, Rejected)
+	s.op(opAcquire, 2, 70, 9, 100).done(75, outRejected)
 	s.expect([]store.Item{back})
 }
 
 func TestCheckerFlagsLostUpdate(t *testing.T) {
 	s := newStory(t)
-	a := s.op(OpAcquire, 2, 0, 1, 100).write(5, nil, soloA1)
+	a := s.op(opAcquire, 2, 0, 1, 100).write(5, nil, soloA1)
 	a.op.Shard = 0
-	a.done(6, Admitted)
+	a.done(6, outAdmitted)
 	// A second admitted acquire whose write the store lost: the stream shows
 	// nothing, the final tc counts one charge instead of two.
-	b := s.op(OpAcquire, 2, 10, 1, 100)
+	b := s.op(opAcquire, 2, 10, 1, 100)
 	b.eff.LastApply[0], b.eff.Changes[0] = 12*int64(time.Millisecond), 1 // as if a write had applied
 	b.eff.Net[0] = [MaxLimits]int64{1000, 100000}
 	b.op.Shard = 0
-	b.done(15, Admitted)
+	b.done(15, outAdmitted)
 	s.expect([]store.Item{soloA1}, InvLostUpdate)
 }
 
@@ -182,13 +182,13 @@ func TestCheckerAllowsUnknownOutcomeWithinItsAmount(t *testing.T) {
 	s := newStory(t)
 	// An acquire that timed out after its write applied: tc ends one charge
 	// above the admitted sum, which an unknown outcome allows.
-	s.op(OpAcquire, 2, 0, 1, 100).write(5, nil, soloA1).done(1000, Unavailable)
+	s.op(opAcquire, 2, 0, 1, 100).write(5, nil, soloA1).done(1000, outUnavailable)
 	s.expect([]store.Item{soloA1})
 
 	s = newStory(t)
 	// ... but not more than its own amount.
 	three := item("solo", 0, 1, 0, lim{tk: 7, tc: 3, ra: 10}, lim{tk: 700, tc: 300, ra: 1000})
-	s.op(OpAcquire, 2, 0, 1, 100).write(5, nil, soloA1).done(1000, Unavailable)
+	s.op(opAcquire, 2, 0, 1, 100).write(5, nil, soloA1).done(1000, outUnavailable)
 	s.expect([]store.Item{three}, InvLostUpdate)
 }
 
@@ -199,7 +199,7 @@ func TestCheckerFlagsDoubleCreditedRefill(t *testing.T) {
 	// 10/s): the second one moves rf by nothing but credits again.
 	r1 := item("solo", 0, 1, 1100, lim{tk: 0, tc: 11, ra: 10}, lim{tk: 0, tc: 1100, ra: 1000})
 	r2 := item("solo", 0, 1, 1100, lim{tk: 0, tc: 12, ra: 10}, lim{tk: 0, tc: 1200, ra: 1000})
-	s.op(OpAdjust, 2, 0).write(1000, nil, empty)
+	s.op(opAdjust, 2, 0).write(1000, nil, empty)
 	s.seq++
 	s.c.Record(rec(s.seq, 1100, empty, r1), nil)
 	s.seq++
@@ -229,14 +229,14 @@ func TestCheckerFlagsOverAdmission(t *testing.T) {
 	drained := item("solo", 0, 1, 0, lim{tk: 0, tc: 10, ra: 10}, lim{tk: 1000, ra: 1000})
 	doubled := item("solo", 0, 2, 0, lim{tk: 0, tc: 10, ra: 10}, lim{tk: 1000, ra: 1000})
 	shard1 := item("solo", 1, 2, 100, lim{tk: 0, tc: 10, ra: 10}, lim{tk: 1000, ra: 1000})
-	a := s.op(OpAcquire, 2, 0, 10).write(0, nil, drained)
+	a := s.op(opAcquire, 2, 0, 10).write(0, nil, drained)
 	a.op.Shard = 0
-	a.done(5, Admitted)
+	a.done(5, outAdmitted)
 	s.seq++
 	s.c.Record(rec(s.seq, 50, drained, doubled), nil)
-	b := s.op(OpAcquire, 2, 100, 10).write(100, nil, shard1)
+	b := s.op(opAcquire, 2, 100, 10).write(100, nil, shard1)
 	b.op.Shard = 1
-	b.done(105, Admitted)
+	b.done(105, outAdmitted)
 	s.expect([]store.Item{doubled, shard1}, InvOverAdmit)
 	if !hasViolation(s.c, InvOverAdmit, "admitted 20.000 tokens") {
 		t.Errorf("detail: %v", s.c.Violations())
@@ -249,15 +249,15 @@ func TestCheckerCountsRefundsInWindows(t *testing.T) {
 	drained := item("solo", 0, 1, 0, lim{tk: 0, tc: 10, ra: 10}, lim{tk: 1000, ra: 1000})
 	refunded := item("solo", 0, 1, 0, lim{tk: 5, tc: 5, ra: 10}, lim{tk: 1000, ra: 1000})
 	again := item("solo", 0, 1, 0, lim{tk: 0, tc: 10, ra: 10}, lim{tk: 1000, ra: 1000})
-	a := s.op(OpAcquire, 2, 0, 10).write(0, nil, drained)
+	a := s.op(opAcquire, 2, 0, 10).write(0, nil, drained)
 	a.op.Shard = 0
-	a.done(5, Admitted)
-	rb := s.op(OpRollback, 2, 40, 5).write(50, drained, refunded)
+	a.done(5, outAdmitted)
+	rb := s.op(opRollback, 2, 40, 5).write(50, drained, refunded)
 	rb.op.Shard = 0
-	rb.done(55, Admitted)
-	b := s.op(OpAcquire, 2, 58, 5).write(60, refunded, again)
+	rb.done(55, outAdmitted)
+	b := s.op(opAcquire, 2, 58, 5).write(60, refunded, again)
 	b.op.Shard = 0
-	b.done(65, Admitted)
+	b.done(65, outAdmitted)
 	s.expect([]store.Item{again})
 }
 
@@ -265,9 +265,9 @@ func TestCheckerFlagsNegativeBalanceOnAcquire(t *testing.T) {
 	s := newStory(t)
 	// rf at the write: no refill pays the stored debt.
 	neg := item("solo", 0, 1, testBase/1e6+3, lim{tk: -1, tc: 11, ra: 10}, lim{tk: 900, tc: 100, ra: 1000})
-	a := s.op(OpAcquire, 2, 0, 11, 100).write(3, solo0, neg)
+	a := s.op(opAcquire, 2, 0, 11, 100).write(3, solo0, neg)
 	a.op.Shard = 0
-	a.done(5, Admitted)
+	a.done(5, outAdmitted)
 	s.c.Finish(nil)
 	if !hasViolation(s.c, InvNegative, "left tk = -1000") {
 		t.Fatalf("negative balance not flagged: %v", s.c.Violations())
@@ -276,7 +276,7 @@ func TestCheckerFlagsNegativeBalanceOnAcquire(t *testing.T) {
 	// second) pays the stored -1 token (the refill route).
 	s = newStory(t)
 	paid := item("solo", 0, 1, testBase/1e6+3-100, lim{tk: -1, tc: 11, ra: 10}, lim{tk: 900, tc: 100, ra: 1000})
-	s.op(OpAcquire, 2, 0, 11, 100).write(3, solo0, paid).done(5, Admitted)
+	s.op(opAcquire, 2, 0, 11, 100).write(3, solo0, paid).done(5, outAdmitted)
 	for _, v := range s.c.Violations() {
 		if v.Invariant == InvNegative {
 			t.Fatalf("a balance the refill since rf pays flagged: %v", v)
@@ -284,7 +284,7 @@ func TestCheckerFlagsNegativeBalanceOnAcquire(t *testing.T) {
 	}
 	// An adjust may take a bucket into debt.
 	s = newStory(t)
-	s.op(OpAdjust, 2, 0, 11).write(3, solo0, neg).done(5, Admitted)
+	s.op(opAdjust, 2, 0, 11).write(3, solo0, neg).done(5, outAdmitted)
 	for _, v := range s.c.Violations() {
 		if v.Invariant == InvNegative {
 			t.Fatalf("adjust into debt flagged: %v", v)
@@ -296,9 +296,9 @@ func TestCheckerFlagsHalfChargedMultiLimitAcquire(t *testing.T) {
 	s := newStory(t)
 	// rpm charged, tpm not: one write that charged only some limits.
 	half := item("solo", 0, 1, 0, lim{tk: 9, tc: 1, ra: 10}, lim{tk: 1000, ra: 1000})
-	a := s.op(OpAcquire, 2, 0, 1, 100).write(3, solo0, half)
+	a := s.op(opAcquire, 2, 0, 1, 100).write(3, solo0, half)
 	a.op.Shard = 0
-	a.done(5, Admitted)
+	a.done(5, outAdmitted)
 	s.c.Finish(nil)
 	if !hasViolation(s.c, InvAllOrNothing, "unevenly") {
 		t.Fatalf("half charge not flagged: %v", s.c.Violations())
@@ -308,9 +308,9 @@ func TestCheckerFlagsHalfChargedMultiLimitAcquire(t *testing.T) {
 func TestCheckerFlagsCascadeParentNotCharged(t *testing.T) {
 	s := newStory(t)
 	child := item("k", 0, 1, 0, lim{tk: 9, tc: 1, ra: 10}, lim{tk: 900, tc: 100, ra: 1000})
-	a := s.op(OpAcquire, 0, 0, 1, 100).write(3, nil, child)
+	a := s.op(opAcquire, 0, 0, 1, 100).write(3, nil, child)
 	a.op.Shard = 0
-	a.done(5, Admitted) // the parent's bucket never saw a write
+	a.done(5, outAdmitted) // the parent's bucket never saw a write
 	s.c.Finish([]store.Item{child})
 	if !hasViolation(s.c, InvAllOrNothing, "wrote nothing to bucket p/m") {
 		t.Fatalf("uncharged parent not flagged: %v", s.c.Violations())
@@ -319,7 +319,7 @@ func TestCheckerFlagsCascadeParentNotCharged(t *testing.T) {
 
 func TestCheckerFlagsChargeOnRejection(t *testing.T) {
 	s := newStory(t)
-	s.op(OpAcquire, 2, 0, 1, 100).write(3, solo0, soloA1).done(5, Rejected)
+	s.op(opAcquire, 2, 0, 1, 100).write(3, solo0, soloA1).done(5, outRejected)
 	s.c.Finish(nil)
 	if !hasViolation(s.c, InvAllOrNothing, "was rejected but changed") {
 		t.Fatalf("charged rejection not flagged: %v", s.c.Violations())
@@ -377,44 +377,44 @@ func TestCheckerFlagsDoublingWithoutHotPartition(t *testing.T) {
 
 func TestCheckerFlagsRetryAfterThatDidNotSuffice(t *testing.T) {
 	s := newStory(t)
-	rej := s.op(OpAcquire, 2, 1000, 5)
+	rej := s.op(opAcquire, 2, 1000, 5)
 	rej.op.RetryAfter = int64(100 * time.Millisecond)
-	first := rej.done(1005, Rejected)
-	ri := &RetryInfo{Rejection: first.ID, Start: first.Start, End: first.End, RetryAfter: first.RetryAfter}
-	retry := s.op(OpAcquire, 2, 1105, 5)
+	first := rej.done(1005, outRejected)
+	ri := &retryInfo{Rejection: first.ID, Start: first.Start, End: first.End, RetryAfter: first.RetryAfter}
+	retry := s.op(opAcquire, 2, 1105, 5)
 	retry.op.Retry = ri
 	retry.op.RetryAfter = int64(50 * time.Millisecond)
-	retry.done(1110, Rejected)
+	retry.done(1110, outRejected)
 	s.c.Finish(nil)
 	if !hasViolation(s.c, InvLiveness, "waited the retry-after 100ms") {
 		t.Fatalf("insufficient retry-after not flagged: %v", s.c.Violations())
 	}
 	// Someone else wrote the bucket meanwhile: not judged.
 	s = newStory(t)
-	rej = s.op(OpAcquire, 2, 1000, 5)
+	rej = s.op(opAcquire, 2, 1000, 5)
 	rej.op.RetryAfter = int64(100 * time.Millisecond)
-	first = rej.done(1005, Rejected)
-	ri = &RetryInfo{Rejection: first.ID, Start: first.Start, End: first.End, RetryAfter: first.RetryAfter}
-	s.op(OpAcquire, 2, 1050, 1).write(1052, solo0, soloA1).done(1055, Admitted)
-	retry = s.op(OpAcquire, 2, 1105, 5)
+	first = rej.done(1005, outRejected)
+	ri = &retryInfo{Rejection: first.ID, Start: first.Start, End: first.End, RetryAfter: first.RetryAfter}
+	s.op(opAcquire, 2, 1050, 1).write(1052, solo0, soloA1).done(1055, outAdmitted)
+	retry = s.op(opAcquire, 2, 1105, 5)
 	retry.op.Retry = ri
-	retry.done(1110, Rejected)
+	retry.done(1110, outRejected)
 	if hasViolation(s.c, InvLiveness, "") {
 		t.Fatalf("judged although another client consumed: %v", s.c.Violations())
 	}
 }
 
 func TestCheckDeterminismFlagsDifferentTraces(t *testing.T) {
-	if v := CheckDeterminism("00000000000000aa", "00000000000000aa"); v != nil {
+	if v := checkDeterminism("00000000000000aa", "00000000000000aa"); v != nil {
 		t.Fatalf("equal traces flagged: %v", v)
 	}
-	v := CheckDeterminism("00000000000000aa", "00000000000000ab")
+	v := checkDeterminism("00000000000000aa", "00000000000000ab")
 	if len(v) != 1 || v[0].Invariant != InvDeterminism {
 		t.Fatalf("different traces not flagged: %v", v)
 	}
 }
 
-func hasViolation(c *Checker, inv, substr string) bool {
+func hasViolation(c *checker, inv, substr string) bool {
 	for _, v := range c.Violations() {
 		if v.Invariant == inv && strings.Contains(v.Detail, substr) {
 			return true

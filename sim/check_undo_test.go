@@ -21,16 +21,16 @@ func TestCheckerCountsACascadeUndoAsARefund(t *testing.T) {
 	refilled := item("solo", 0, 1, 890, lim{tk: 0.9, tc: 18, ra: 10}, lim{tk: 1000, ra: 1000})
 	undone := item("solo", 0, 1, 890, lim{tk: 10.9, tc: 8, ra: 10}, lim{tk: 1000, ra: 1000})
 	again := item("solo", 0, 1, 950, lim{tk: 0, tc: 18, ra: 10}, lim{tk: 1000, ra: 1000})
-	a := s.op(OpAcquire, 2, 0, 10).write(0, nil, drained)
-	b := s.op(OpAcquire, 2, 880, 8).write(890, drained, refilled)
+	a := s.op(opAcquire, 2, 0, 10).write(0, nil, drained)
+	b := s.op(opAcquire, 2, 880, 8).write(890, drained, refilled)
 	b.op.Shard = 0
-	b.done(895, Admitted)
+	b.done(895, outAdmitted)
 	a.write(900, refilled, undone)
 	a.op.Shard = 0
-	a.done(905, Unavailable)
-	c := s.op(OpAcquire, 2, 940, 10).write(950, undone, again)
+	a.done(905, outUnavailable)
+	c := s.op(opAcquire, 2, 940, 10).write(950, undone, again)
 	c.op.Shard = 0
-	c.done(955, Admitted)
+	c.done(955, outAdmitted)
 	s.expect([]store.Item{again})
 }
 

@@ -84,11 +84,11 @@ const (
 // opState is the client's operation in progress.
 type opState struct {
 	active bool
-	op     Op
-	eff    Effects
-	cause  Cause
+	op     operation
+	eff    effects
+	cause  cause
 	snap   [maxRoles]uint64
-	heard  [maxRoles]int64 // see Checker.Snapshot
+	heard  [maxRoles]int64 // see checker.Snapshot
 	// cascade: a cascading acquire (its charged writes are remembered).
 	cascade bool
 	// The caller's cancellation: cancel is called after cancelAt store
@@ -373,39 +373,39 @@ func charges(ex store.Expr, update bool) bool {
 	return false
 }
 
-func (c *client) begin(kind OpKind, bucket int32, amount [MaxLimits]int64) *Op {
+func (c *client) begin(kind opKind, bucket int32, amount [MaxLimits]int64) *operation {
 	s := c.s
 	s.nextOp++
-	c.cur = opState{active: true, op: Op{ID: s.nextOp, Client: c.id, Kind: kind, Bucket: bucket, Start: s.now, Amount: amount, Shard: -1},
-		cause: Cause{Op: s.nextOp, Client: c.id, Kind: kind, Bucket: bucket, Amount: amount, Start: s.now}}
+	c.cur = opState{active: true, op: operation{ID: s.nextOp, Client: c.id, Kind: kind, Bucket: bucket, Start: s.now, Amount: amount, Shard: -1},
+		cause: cause{Op: s.nextOp, Client: c.id, Kind: kind, Bucket: bucket, Amount: amount, Start: s.now}}
 	c.charged = c.charged[:0]
 	if s.chk != nil {
 		c.cur.snap, c.cur.heard = s.chk.Snapshot(c.id, bucket)
 	}
-	if kind == OpAcquire {
+	if kind == opAcquire {
 		s.second(s.now).Attempts++
 	}
 	return &c.cur.op
 }
 
 // end finishes the operation in progress with the outcome err implies.
-func (c *client) end(err error) Outcome {
+func (c *client) end(err error) outcome {
 	s := c.s
 	op := &c.cur.op
 	op.End = s.now
 	o := classify(err)
 	if op.FailedOpen {
-		o = Unavailable // a store failure, answered with a lease that charged nothing
+		o = outUnavailable // a store failure, answered with a lease that charged nothing
 	}
 	if s.stopping {
-		o = Cut
+		o = outCut
 	}
 	op.Outcome = o
 	op.CtxErr = errors.Is(err, context.Canceled)
 	if op.Cancelled {
 		s.stats.cancelled++
 	}
-	if o == Rejected {
+	if o == outRejected {
 		// errors.AsType, not errors.As: no target to allocate per operation.
 		if rl, ok := errors.AsType[*limiter.RateLimitedError](err); ok {
 			op.RetryAfter, op.ByParent, op.Local = int64(rl.RetryAfter), rl.Parent, rl.Local
@@ -416,32 +416,32 @@ func (c *client) end(err error) Outcome {
 			}
 		}
 	}
-	if op.Kind == OpAcquire {
+	if op.Kind == opAcquire {
 		sec := s.second(s.now)
 		switch o {
-		case Admitted:
+		case outAdmitted:
 			s.stats.admitted++
 			sec.Admitted++
-		case Rejected:
+		case outRejected:
 			s.stats.rejected++
 			sec.Rejected++
-		case Unavailable:
+		case outUnavailable:
 			s.stats.unavailable++
 			sec.Unavailable++
-		case Disabled:
+		case outDisabled:
 			s.stats.disabled++
 		}
-		if op.Mode == "admit" && o == Admitted {
+		if op.Mode == "admit" && o == outAdmitted {
 			s.stats.bypassed++
 		}
-		if o == Admitted && op.Skipped != [maxRoles][MaxLimits]bool{} {
+		if o == outAdmitted && op.Skipped != [maxRoles][MaxLimits]bool{} {
 			s.stats.wouldRefuse++
 		}
-		if o != Cut {
+		if o != outCut {
 			s.stats.acquires++
 		}
-	} else if o != Cut {
-		if op.Kind == OpAdjust {
+	} else if o != outCut {
+		if op.Kind == opAdjust {
 			s.stats.adjusts++
 		} else {
 			s.stats.rollbacks++
@@ -456,23 +456,23 @@ func (c *client) end(err error) Outcome {
 	return o
 }
 
-func classify(err error) Outcome {
+func classify(err error) outcome {
 	switch {
 	case err == nil:
-		return Admitted
+		return outAdmitted
 	case store.OutcomeUnknown(err):
-		return Unavailable // it may have charged, refusal or not
+		return outUnavailable // it may have charged, refusal or not
 	case errors.Is(err, limiter.ErrRateLimited):
-		return Rejected
+		return outRejected
 	case errors.Is(err, limiter.ErrDisabled):
-		return Disabled
+		return outDisabled
 	case errors.Is(err, limiter.ErrInvalid), errors.Is(err, store.ErrValidation):
-		return Invalid
+		return outInvalid
 	}
-	return Unavailable
+	return outUnavailable
 }
 
-func (c *client) acquire(bi int32, amount [MaxLimits]int64, limits []limiter.Limit, retry *RetryInfo) (*limiter.Lease, Outcome, *Op) {
+func (c *client) acquire(bi int32, amount [MaxLimits]int64, limits []limiter.Limit, retry *retryInfo) (*limiter.Lease, outcome, *operation) {
 	s := c.s
 	bm := &s.model.Buckets[bi]
 	clear(c.consume)
@@ -481,7 +481,7 @@ func (c *client) acquire(bi int32, amount [MaxLimits]int64, limits []limiter.Lim
 			c.consume[n] = amount[i]
 		}
 	}
-	op := c.begin(OpAcquire, bi, amount)
+	op := c.begin(opAcquire, bi, amount)
 	op.Retry = retry
 	c.cur.cascade = bm.Parent >= 0
 	ctx, policy := c.caller()
@@ -501,11 +501,11 @@ func (c *client) acquire(bi int32, amount [MaxLimits]int64, limits []limiter.Lim
 	c.capLeases = nil
 	if s.caps != nil && c.kind == kindWriter {
 		switch o {
-		case Admitted:
+		case outAdmitted:
 			c.capLeases = s.caps.admitted(op)
-		case Rejected:
+		case outRejected:
 			s.caps.refusedBy(op, err)
-		case Unavailable, Cut:
+		case outUnavailable, outCut:
 			s.caps.unknown(op)
 		}
 	}
@@ -532,8 +532,8 @@ func (c *client) caller() (context.Context, limiter.Policy) {
 
 // retryInfo describes the operation that just ended (a rejection) for a
 // retry.
-func (c *client) retryInfo(op *Op) *RetryInfo {
-	return &RetryInfo{Rejection: op.ID, Start: op.Start, End: op.End, RetryAfter: op.RetryAfter, ByParent: op.ByParent,
+func (c *client) retryInfo(op *operation) *retryInfo {
+	return &retryInfo{Rejection: op.ID, Start: op.Start, End: op.End, RetryAfter: op.RetryAfter, ByParent: op.ByParent,
 		Local: op.Local, Snapshot: c.cur.snap, Heard: c.cur.heard, Own: c.cur.eff.Changes}
 }
 
@@ -609,16 +609,16 @@ func (c *client) runWriter() {
 		amount := wl.amounts(c.rng)
 		lease, o, op := c.acquire(bi, amount, wl.Limits, nil)
 		switch o {
-		case Admitted:
+		case outAdmitted:
 			c.schedule(lease, op, amount)
-		case Rejected:
+		case outRejected:
 			if wl.RetryProb > 0 && c.rng.Float64() < wl.RetryProb && op.RetryAfter <= int64(orDefault(wl.MaxRetryWait, 2*time.Second)) {
 				ri := c.retryInfo(op)
 				if !c.sleepUntil(s.now+op.RetryAfter) || s.stopping {
 					return
 				}
 				lease, o, op = c.acquire(bi, amount, wl.Limits, ri)
-				if o == Admitted {
+				if o == outAdmitted {
 					c.schedule(lease, op, amount)
 				}
 			}
@@ -639,7 +639,7 @@ func (c *client) countBacklog() uint64 {
 }
 
 // schedule decides how an admitted lease ends and queues it.
-func (c *client) schedule(lease *limiter.Lease, op *Op, amount [MaxLimits]int64) {
+func (c *client) schedule(lease *limiter.Lease, op *operation, amount [MaxLimits]int64) {
 	wl := c.s.wl
 	var action uint8
 	x := c.rng.Float64()
@@ -696,11 +696,11 @@ func (c *client) settle(pl *pendingLease) {
 			}
 		}
 		if any {
-			op := c.begin(OpAdjust, pl.bucket, delta)
+			op := c.begin(opAdjust, pl.bucket, delta)
 			op.Shard = pl.shard
 			err := pl.lease.Adjust(bgctx, c.adjust)
 			op.Mode, op.Skipped, op.LeftOut = pl.mode, pl.skipped, pl.leftOut
-			if c.end(err) == Admitted {
+			if c.end(err) == outAdmitted {
 				for i := range delta {
 					pl.base[i] += delta[i]
 				}
@@ -720,7 +720,7 @@ func (c *client) settle(pl *pendingLease) {
 			return
 		}
 	}
-	op := c.begin(OpRollback, pl.bucket, pl.base)
+	op := c.begin(opRollback, pl.bucket, pl.base)
 	op.Shard, op.UnkPos, op.UnkNeg = pl.shard, pl.unkPos, pl.unkNeg
 	c.capEnding(pl)
 	err := pl.lease.Rollback(bgctx)
@@ -749,17 +749,17 @@ func (c *client) runProbe() {
 			return
 		}
 		switch o {
-		case Admitted:
+		case outAdmitted:
 			_ = lease.Commit()
 			if !c.sleepUntil(s.now + int64(c.rng.IntN(50))*int64(time.Millisecond)) {
 				return
 			}
-		case Rejected:
+		case outRejected:
 			ri := c.retryInfo(op)
 			if !c.sleepUntil(s.now + op.RetryAfter) {
 				return
 			}
-			if lease, o, _ = c.acquire(bi, amount, wl.probeLimits, ri); o == Admitted {
+			if lease, o, _ = c.acquire(bi, amount, wl.probeLimits, ri); o == outAdmitted {
 				_ = lease.Commit()
 			}
 		default:
@@ -908,7 +908,7 @@ func (o observer) Observe(ev limiter.Event) {
 		op.Mode = ev.Mode
 		op.Stray = ev.Op == "acquire" && ev.Outcome == limiter.Admitted && ev.Err != nil && ev.Path != limiter.PathFailOpen
 		for _, res := range ev.LeftOut {
-			// The resource's role and its parent's (see Effects).
+			// The resource's role and its parent's (see effects).
 			role := 0
 			if j := slices.Index(o.s.wl.Also, res); j >= 0 {
 				role = 2 + 2*j
@@ -919,7 +919,7 @@ func (o observer) Observe(ev limiter.Event) {
 		}
 		for _, name := range ev.WouldRefuse {
 			// "[parent:][RESOURCE/]NAME": the role of the bucket (see
-			// Effects), the resource named when it is one of Also's.
+			// effects), the resource named when it is one of Also's.
 			role, n := 0, name
 			if rest, ok := strings.CutPrefix(name, "parent:"); ok {
 				role, n = 1, rest

@@ -72,7 +72,7 @@ var ErrStopped = errors.New("sim: simulation ended")
 type Sim struct {
 	cfg          Config
 	wl           *Workload
-	model        *Model
+	model        *model
 	rng          *rand.Rand
 	scopeChanges int // the workload's ScopeChanges made so far
 
@@ -91,7 +91,7 @@ type Sim struct {
 	partThrottles map[string]uint64
 	stream        bool
 	lastSeq       uint64
-	chk           *Checker
+	chk           *checker
 	caps          *capLog // the leases of the workload's concurrency cap (nil: none)
 	faults        faultState
 	sweep         *sweeper // nil unless the fault plan expires items
@@ -254,7 +254,7 @@ func New(cfg Config) (*Sim, error) {
 	}
 	s.stream = !cfg.NoChecks || len(cfg.Actors) > 0 || s.sweep != nil
 	if !cfg.NoChecks {
-		s.chk = NewChecker(s.model, s.base)
+		s.chk = newChecker(s.model, s.base)
 		s.caps = newCapLog(s.wl, s.model)
 		s.chk.PartitionAvailable = func(pk string) float64 { return s.st.Partition(pk).WriteAvailable }
 		s.chk.PartitionConsumed = func(pk string) float64 { return s.st.PartitionConsumed(pk).WriteUnits }
@@ -541,7 +541,7 @@ type inflight struct {
 	deadline int64
 	resp     int64 // response latency
 	extra    int64 // delay injected by the fault plan
-	cause    Cause
+	cause    cause
 	hasCause bool
 	ctx      callCtx
 	// own is the request when it is not its client's call.req (which
@@ -714,7 +714,7 @@ func (s *Sim) apply(slot int32) {
 	s.mix(uint64(f.client)<<32 | uint64(f.kind)<<8 | uint64(code))
 	s.mixString(pk)
 
-	var cause *Cause // for the checker (drain does nothing without the stream)
+	var cause *cause // for the checker (drain does nothing without the stream)
 	if f.hasCause {
 		cause = &f.cause
 		cause.Effects = nil
@@ -740,7 +740,7 @@ func (s *Sim) apply(slot int32) {
 // charged (once a side is charged, the only write the acquire makes to it
 // again is its refund).
 func (s *Sim) isUndo(f *inflight) bool {
-	if !f.hasCause || f.cause.Kind != OpAcquire || s.faults.plan.PUndoFail <= 0 {
+	if !f.hasCause || f.cause.Kind != opAcquire || s.faults.plan.PUndoFail <= 0 {
 		return false
 	}
 	c := s.clients[f.client]
@@ -799,7 +799,7 @@ func actionPK(a *store.Write) string {
 
 // drain feeds the new change stream records to the checker and the
 // actors, then trims the stream.
-func (s *Sim) drain(cause *Cause) {
+func (s *Sim) drain(cause *cause) {
 	if !s.stream {
 		return
 	}

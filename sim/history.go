@@ -16,55 +16,55 @@ const MaxAlso = 3
 // its Also buckets, and the cascade parent of each.
 const maxRoles = 2 * (1 + MaxAlso)
 
-// OpKind is the kind of a recorded client operation.
-type OpKind uint8
+// opKind is the kind of a recorded client operation.
+type opKind uint8
 
 // Recorded operations: the three calls of the limiter that change buckets.
 const (
-	OpAcquire  OpKind = iota + 1 // Limiter.Acquire
-	OpAdjust                     // Lease.Adjust
-	OpRollback                   // Lease.Rollback
+	opAcquire  opKind = iota + 1 // Limiter.Acquire
+	opAdjust                     // Lease.Adjust
+	opRollback                   // Lease.Rollback
 )
 
 var opKindNames = [...]string{"", "acquire", "adjust", "rollback"}
 
 // String returns the operation's name.
-func (k OpKind) String() string {
+func (k opKind) String() string {
 	if int(k) < len(opKindNames) {
 		return opKindNames[k]
 	}
 	return "op?"
 }
 
-// Outcome is how a recorded operation ended, as its client saw it.
-type Outcome uint8
+// outcome is how a recorded operation ended, as its client saw it.
+type outcome uint8
 
-// Outcomes. Cut marks an operation still running when the simulation
-// ended: like Unavailable, its writes may or may not have applied.
+// Outcomes. outCut marks an operation still running when the simulation
+// ended: like outUnavailable, its writes may or may not have applied.
 const (
-	Admitted    Outcome = iota + 1 // acquire admitted; adjust or rollback succeeded
-	Rejected                       // *limiter.RateLimitedError
-	Unavailable                    // *limiter.UnavailableError (or any other store failure)
-	Invalid                        // *limiter.ValidationError: a workload bug
-	Cut                            // the simulation ended first
-	Disabled                       // limiter.ErrDisabled: the scope's mode is refuse
+	outAdmitted    outcome = iota + 1 // acquire admitted; adjust or rollback succeeded
+	outRejected                       // *limiter.RateLimitedError
+	outUnavailable                    // *limiter.UnavailableError (or any other store failure)
+	outInvalid                        // *limiter.ValidationError: a workload bug
+	outCut                            // the simulation ended first
+	outDisabled                       // limiter.ErrDisabled: the scope's mode is refuse
 )
 
 var outcomeNames = [...]string{"", "admitted", "rejected", "unavailable", "invalid", "cut", "disabled"}
 
 // String returns the outcome's name.
-func (o Outcome) String() string {
+func (o outcome) String() string {
 	if int(o) < len(outcomeNames) {
 		return outcomeNames[o]
 	}
 	return "outcome?"
 }
 
-// Op is one finished client operation of the history, as the client saw
+// operation is one finished client operation of the history, as the client saw
 // it. Times are virtual nanoseconds since the simulation's epoch (true
 // time, not the client's skewed clock). Amounts are whole tokens, indexed
-// like [Model.LimitNames].
-type Op struct {
+// like [model.LimitNames].
+type operation struct {
 	// ID numbers the operations of a run from 1, in the order they
 	// started.
 	ID uint64
@@ -72,8 +72,8 @@ type Op struct {
 	// then the probe and actors).
 	Client int32
 	// Kind is the call, Outcome how it ended.
-	Kind    OpKind
-	Outcome Outcome
+	Kind    opKind
+	Outcome outcome
 	// Bucket is the (entity, resource) bucket the operation addressed, an
 	// index into Model.Buckets; a cascade also touches that bucket's Parent.
 	Bucket int32
@@ -108,7 +108,7 @@ type Op struct {
 	Shard int32
 	// Retry describes the rejection this acquire retries after waiting its
 	// RetryAfter, for the liveness check; nil for a first attempt.
-	Retry *RetryInfo
+	Retry *retryInfo
 	// Cancelled: the acquire's caller cancelled its context, and the
 	// limiter had to notice (before the call, or a store call met it).
 	// FailedOpen: the acquire returned a fail-open lease (a store failure;
@@ -121,7 +121,7 @@ type Op struct {
 	// "shadow" makes every limit shadow, "" for none; an adjust or rollback
 	// of a lease admit mode gave has "admit".
 	Mode string
-	// Skipped marks, per role (see Effects) and limit,
+	// Skipped marks, per role (see effects) and limit,
 	// the shadow limits that would have refused an admitted acquire
 	// (limiter.Event.WouldRefuse): the acquire did not charge them, and
 	// its lease's adjusts and rollback carry the marks. ShadowRefused: a
@@ -133,7 +133,7 @@ type Op struct {
 	// limits alone, could not refund another bucket it charged
 	// (limiter.Event.Err): its buckets may keep that charge too.
 	Stray bool
-	// LeftOut marks the roles (see Effects) of the resources an admit mode
+	// LeftOut marks the roles (see effects) of the resources an admit mode
 	// left out of an acquire that charged the others
 	// (limiter.Event.LeftOut), a resource's and its cascade parent's: the
 	// acquire wrote neither, and its lease's adjusts and rollback carry
@@ -141,8 +141,8 @@ type Op struct {
 	LeftOut [maxRoles]bool
 }
 
-// RetryInfo links a retry to the rejection it follows.
-type RetryInfo struct {
+// retryInfo links a retry to the rejection it follows.
+type retryInfo struct {
 	Rejection  uint64 // the rejected op's ID
 	Start, End int64  // the rejection's start and end
 	RetryAfter int64  // what it told the client to wait (ns)
@@ -151,22 +151,22 @@ type RetryInfo struct {
 	// bucket, which may be up to engine.LocalRefusalAge (a second) older than the rejection.
 	Local bool
 	// Snapshot holds the change counters of the op's buckets (its roles,
-	// see Effects) when the rejection started, and Own the changes the
+	// see effects) when the rejection started, and Own the changes the
 	// rejection itself made (a cascade may charge and compensate): any
 	// other change before the retry means someone else consumed.
 	Snapshot, Own [maxRoles]uint64
 	// Heard is when the client last heard of each of those buckets
-	// before the rejection (Checker.Heard; 0: never): a local
+	// before the rejection (checker.Heard; 0: never): a local
 	// rejection judged them from images no newer.
 	Heard [maxRoles]int64
 }
 
-// Effects is what the change stream shows one operation did, accumulated
+// effects is what the change stream shows one operation did, accumulated
 // by the scheduler, which applies requests one at a time and so knows
 // which operation caused each stream record. Role 0 is the operation's
 // bucket, role 1 its cascade parent, roles 2 and 3 its first Also bucket
 // and that bucket's parent, and so on (see Model.roles).
-type Effects struct {
+type effects struct {
 	// Net is the change of each limit's tc counter (millitokens), summed
 	// over the bucket's shards.
 	Net [maxRoles][MaxLimits]int64
@@ -177,14 +177,14 @@ type Effects struct {
 	Changes [maxRoles]uint64
 }
 
-// Cause identifies the client operation whose request produced stream
+// cause identifies the client operation whose request produced stream
 // records.
-type Cause struct {
+type cause struct {
 	// Op, Client, Kind and Bucket are the operation's (see the Op fields
 	// of the same names; Op is Op.ID).
 	Op     uint64
 	Client int32
-	Kind   OpKind
+	Kind   opKind
 	Bucket int32
 	// Amount is the operation's Amount (for an acquire, the charge per
 	// limit, which lets a checker tell a charge from a compensation).
@@ -192,15 +192,15 @@ type Cause struct {
 	// Start is when the operation started (virtual ns): what its writes
 	// did, they did knowing the store as it was since then.
 	Start int64
-	// Effects accumulates the operation's effects while it runs; nil once
+	// effects accumulates the operation's effects while it runs; nil once
 	// it has ended (a request applied after its client gave up on it).
-	Effects *Effects
+	Effects *effects
 }
 
-// Model is what the checkers know of a workload: the buckets, their
+// model is what the checkers know of a workload: the buckets, their
 // configured limits and cascade parents, and the clock skew, all taken from
 // the workload's definition and never from the limiter.
-type Model struct {
+type model struct {
 	// Namespace is the workload's namespace.
 	Namespace string
 	// LimitNames are the workload's limit names; Op amounts are indexed
@@ -210,8 +210,8 @@ type Model struct {
 	// indexed like LimitNames (nil for a rate).
 	Quotas []*bucket.Calendar
 	// Buckets are every (entity, resource) bucket of the workload; Op.Bucket
-	// and Cause.Bucket index it.
-	Buckets []BucketModel
+	// and cause.Bucket index it.
+	Buckets []bucketModel
 	// SkewSpread is the largest difference between two clients' clocks
 	// (ns): refill computed on a fast clock may credit that much early.
 	SkewSpread int64
@@ -225,7 +225,7 @@ type Model struct {
 	Reservations bool
 	// CheckDoublingCause makes invariant 6 also require that a doubling
 	// happened while one of the bucket's shards was really at its write
-	// ceiling (see Checker.checkDoublingCause).
+	// ceiling (see checker.checkDoublingCause).
 	CheckDoublingCause bool
 	// CacheTTL is the limiters' configuration cache TTL (ns): an acquire
 	// may act on a mode that changed up to that long before it.
@@ -240,8 +240,8 @@ type Model struct {
 	probeBucket int32
 }
 
-// BucketModel is one (entity, resource) bucket of a workload.
-type BucketModel struct {
+// bucketModel is one (entity, resource) bucket of a workload.
+type bucketModel struct {
 	// Entity and Resource identify the bucket (Workload entity id and
 	// resource name).
 	Entity, Resource string
@@ -258,18 +258,18 @@ type BucketModel struct {
 	Also []int32
 	// Modes are the bucket's modes over the run, in time order (nil: it
 	// enforces throughout).
-	Modes []ModeSpan
+	Modes []modeSpan
 }
 
-// ModeSpan is a bucket's mode from From until the next span.
-type ModeSpan struct {
+// modeSpan is a bucket's mode from From until the next span.
+type modeSpan struct {
 	From int64  // virtual ns
 	Mode string // "admit", "refuse", "shadow" or "" (enforce)
 }
 
 // roles returns the buckets an operation on bucket b writes, by role (see
-// Effects); -1 for a role it has not.
-func (m *Model) roles(b int32) (r [maxRoles]int32) {
+// effects); -1 for a role it has not.
+func (m *model) roles(b int32) (r [maxRoles]int32) {
 	for i := range r {
 		r[i] = -1
 	}

@@ -99,7 +99,7 @@ func TestSameSeedSameTrace(t *testing.T) {
 			cfg := short(sc, 4*time.Second)
 			cfg.Tail = 2 * time.Second
 			a, b := mustRun(t, cfg), mustRun(t, cfg)
-			for _, v := range CheckDeterminism(a.TraceHash, b.TraceHash) {
+			for _, v := range checkDeterminism(a.TraceHash, b.TraceHash) {
 				t.Errorf("%s: %s", v.Invariant, v.Detail)
 			}
 			ja, _ := json.Marshal(a) // WallMs is 0: only the caller fills it in

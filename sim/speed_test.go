@@ -11,7 +11,7 @@ import (
 )
 
 // windowStart finds its sample from the newest back; the plain scan of
-// every sample (the latest at least RateWindow old, else the oldest) is
+// every sample (the latest at least rateWindow old, else the oldest) is
 // the reference, over random sample times kept as sampleConsumption keeps
 // them, and query times before, among and after them.
 func TestWindowStartMatchesAScanOfEverySample(t *testing.T) {
@@ -24,7 +24,7 @@ func TestWindowStartMatchesAScanOfEverySample(t *testing.T) {
 			if oldest < 0 || s.at < is.cons[oldest].at {
 				oldest = i
 			}
-			if at-s.at >= RateWindow && (best < 0 || s.at > is.cons[best].at) {
+			if at-s.at >= rateWindow && (best < 0 || s.at > is.cons[best].at) {
 				best = i
 			}
 		}
@@ -45,7 +45,7 @@ func TestWindowStartMatchesAScanOfEverySample(t *testing.T) {
 			}
 			at += int64(r.IntN(int(3 * rateSampleGap)))
 			units += float64(r.IntN(100))
-			q := at - int64(r.IntN(int(2*RateWindow)))
+			q := at - int64(r.IntN(int(2*rateWindow)))
 			if got, want := is.windowStart(q), ref(&is, q); got != want {
 				t.Fatalf("run %d: window at %d starts at sample %d, the scan says %d (samples %v)", run, q, got, want, is.cons)
 			}

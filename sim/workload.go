@@ -449,17 +449,17 @@ func checkMode(m string) error {
 // run: the mode in force from 0, then one span per change of it, each
 // from the change's time (the most specific scope with a mode wins, as
 // for an acquire).
-func (w *Workload) modeSpans(entity, resource string) []ModeSpan {
+func (w *Workload) modeSpans(entity, resource string) []modeSpan {
 	type scope struct{ e, r string }
 	modes := map[scope]string{{entity, ""}: w.Entities[w.entityIdx[entity]].Mode}
 	mode := func() string {
 		return cmp.Or(modes[scope{entity, resource}], modes[scope{entity, ""}], modes[scope{"", resource}])
 	}
-	spans := []ModeSpan{{From: 0, Mode: mode()}}
+	spans := []modeSpan{{From: 0, Mode: mode()}}
 	for _, mc := range w.ScopeChanges {
 		modes[scope{mc.Entity, mc.Resource}] = mc.Mode
 		if m := mode(); m != spans[len(spans)-1].Mode {
-			spans = append(spans, ModeSpan{From: int64(mc.At), Mode: m})
+			spans = append(spans, modeSpan{From: int64(mc.At), Mode: m})
 		}
 	}
 	return spans
@@ -468,8 +468,8 @@ func (w *Workload) modeSpans(entity, resource string) []ModeSpan {
 // markShadow sets Shadow on the bucket's limits (a copy) that are shadow
 // at some time of the run: shadow in the workload or a scope change, or
 // all of them when the bucket is ever in shadow mode.
-func (w *Workload) markShadow(bm *BucketModel) {
-	all := slices.ContainsFunc(bm.Modes, func(s ModeSpan) bool { return s.Mode == "shadow" })
+func (w *Workload) markShadow(bm *bucketModel) {
+	all := slices.ContainsFunc(bm.Modes, func(s modeSpan) bool { return s.Mode == "shadow" })
 	ls := slices.Clone(bm.Limits)
 	for i := range ls {
 		named := func(x limiter.Limit) bool { return x.Name == ls[i].Name && x.Shadow }
@@ -501,8 +501,8 @@ func (w *Workload) fits(ls []limiter.Limit, who string) error {
 }
 
 // model builds what the checkers know of the workload.
-func (w *Workload) model(s *Sim) *Model {
-	m := &Model{Namespace: w.Namespace, probeBucket: -1, Reservations: w.Reservations}
+func (w *Workload) model(s *Sim) *model {
+	m := &model{Namespace: w.Namespace, probeBucket: -1, Reservations: w.Reservations}
 	for _, l := range w.Limits {
 		m.LimitNames = append(m.LimitNames, l.Name)
 		m.Quotas = append(m.Quotas, calendarOf(l))
@@ -516,7 +516,7 @@ func (w *Workload) model(s *Sim) *Model {
 		k := e*nr + r
 		if m.index[k] < 0 {
 			m.index[k] = int32(len(m.Buckets))
-			bm := BucketModel{Entity: w.Entities[e].ID, Parent: -1}
+			bm := bucketModel{Entity: w.Entities[e].ID, Parent: -1}
 			if r < len(w.Resources) {
 				bm.Resource, bm.Limits = w.Resources[r], w.limitsOf(&w.Entities[e])
 			} else {
@@ -540,7 +540,7 @@ func (w *Workload) model(s *Sim) *Model {
 			}
 			p := add(w.entityIdx[ent.Parent], r)
 			m.Buckets[b].Parent = p
-			if slices.ContainsFunc(m.Buckets[b].Modes, func(s ModeSpan) bool { return s.Mode == "shadow" }) {
+			if slices.ContainsFunc(m.Buckets[b].Modes, func(s modeSpan) bool { return s.Mode == "shadow" }) {
 				// A child in shadow mode makes its parent's limits shadow
 				// for its acquires.
 				ls := slices.Clone(m.Buckets[p].Limits)
@@ -564,7 +564,7 @@ func (w *Workload) model(s *Sim) *Model {
 	}
 	if w.Probe {
 		m.probeBucket = int32(len(m.Buckets))
-		m.Buckets = append(m.Buckets, BucketModel{Entity: "sim-probe", Resource: "probe", Limits: w.probeLimits, Parent: -1})
+		m.Buckets = append(m.Buckets, bucketModel{Entity: "sim-probe", Resource: "probe", Limits: w.probeLimits, Parent: -1})
 	}
 	m.nres, m.picked = nr, len(w.Resources)
 	m.TailStart = int64(w.Duration)
@@ -601,7 +601,7 @@ func calendarOf(l limiter.Limit) *bucket.Calendar {
 
 // pick chooses the bucket of the next request (z: the client's Zipf
 // generator, or nil).
-func (w *Workload) pick(m *Model, r *rand.Rand, z *rand.Zipf) int32 {
+func (w *Workload) pick(m *model, r *rand.Rand, z *rand.Zipf) int32 {
 	var e int
 	if z != nil {
 		e = m.traffic[z.Uint64()]

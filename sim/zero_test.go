@@ -121,16 +121,16 @@ func TestStoryNilAndZeroInputsNeverPanic(t *testing.T) {
 	calls := map[string]func(){
 		"nil Report":      func() { nilRep.OK(); _ = nilRep.WriteSVG(io.Discard); _ = nilRep.WriteTable(io.Discard) },
 		"zero Report":     func() { r := &Report{}; r.OK(); _ = r.WriteSVG(io.Discard); _ = r.WriteTable(io.Discard) },
-		"NewChecker(nil)": func() { NewChecker(nil, 0).Violations() },
+		"NewChecker(nil)": func() { newChecker(nil, 0).Violations() },
 		"nil and zero Checker": func() {
-			for _, c := range []*Checker{nil, {}} {
+			for _, c := range []*checker{nil, {}} {
 				c.PartitionThrottled("", 0)
 				c.Heard(0, "", 0)
 				c.Forget(0)
 				c.Record(nil, nil)
-				c.Record(&memsim.Record{}, &Cause{})
+				c.Record(&memsim.Record{}, &cause{})
 				c.OpDone(nil, nil)
-				c.OpDone(&Op{}, &Effects{})
+				c.OpDone(&operation{}, &effects{})
 				c.Snapshot(0, 0)
 				c.Finish(nil)
 				c.Violations()
@@ -138,14 +138,14 @@ func TestStoryNilAndZeroInputsNeverPanic(t *testing.T) {
 		},
 		"nil AggregatorActor":    func() { _ = nilAgg.Name(); nilAgg.Stats(); nilAgg.Records(nil); nilAgg.Run(nil) },
 		"zero AggregatorActor":   func() { a := &AggregatorActor{}; _ = a.Name(); a.Stats(); a.Records([]memsim.Record{{}}) },
-		"CheckDeterminism empty": func() { CheckDeterminism("", "") },
+		"CheckDeterminism empty": func() { checkDeterminism("", "") },
 		"FixedLatency negative":  func() { FixedLatency(-1); FixedLatency(math.MaxInt64) },
 		"Lookup empty":           func() { Lookup(""); Lookup("\x00") },
 		"names": func() {
-			_ = OpKind(255).String()
-			_ = Outcome(255).String()
-			_ = OpKind(0).String()
-			_ = Outcome(0).String()
+			_ = opKind(255).String()
+			_ = outcome(255).String()
+			_ = opKind(0).String()
+			_ = outcome(0).String()
 		},
 		"nil Env": func() {
 			for _, e := range []*Env{nil, {}} {

@@ -96,7 +96,7 @@ func main() {
 	report := flag.String("report", "", "write the report to this file (default standard output)")
 	workers := flag.Int("workers", max(runtime.NumCPU()/2, 1), "mutants tested at once")
 	timeout := flag.Float64("timeout-factor", 3, "a run taking this many times its baseline (plus 30 s) is TIMED OUT")
-	lines := flag.String("lines", "", "comma-separated FILE:FROM-TO: only the mutants on these lines (with -files)")
+	lines := flag.String("lines", "", "comma-separated FILE:FROM-TO: only the mutants on these lines")
 	own := flag.Bool("own", false, "run only each target's first tests (its own package's), for coverage too")
 	flag.Parse()
 	if *own {
