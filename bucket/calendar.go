@@ -105,8 +105,8 @@ func (c Calendar) Bounds(now int64) (start, end int64) {
 // year y: midnight of MonthDay, or of the month's last day when it is
 // shorter.
 func (c Calendar) anchor(y int, m time.Month, loc *time.Location) time.Time {
-	first := time.Date(y, m, 1, 0, 0, 0, 0, time.UTC) // normalizes m out of 1..12
-	y, m = first.Year(), first.Month()
+	// time.Date normalizes a month out of 1..12 into the next or the
+	// previous year.
 	last := time.Date(y, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
 	return time.Date(y, m, min(max(c.MonthDay, 1), last), 0, 0, 0, 0, loc)
 }
