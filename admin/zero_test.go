@@ -3,45 +3,19 @@ package admin
 import (
 	"context"
 	"math"
-	"strings"
 	"testing"
+
+	"github.com/shardlimit/limiter/internal/zerotest"
 	"time"
 
 	"github.com/shardlimit/limiter"
 )
 
-// zcall is one call a caller can make with nil, zero or nonsense input.
-// want is what its error must be: "" anything (only no panic), "ok" nil,
-// else an error whose text contains want (the field it names).
+// zcall is a zerotest.Call, in tables without field names.
 type zcall struct {
-	name string
-	call func() error
-	want string
-}
-
-// runZero makes each call, failing the test, named after the call, on a
-// panic or an error that is not what want says.
-func runZero(t *testing.T, calls []zcall) {
-	t.Helper()
-	for _, c := range calls {
-		err, panicked := func() (err error, p any) {
-			defer func() { p = recover() }()
-			return c.call(), nil
-		}()
-		switch {
-		case panicked != nil:
-			t.Errorf("%s panicked: %v", c.name, panicked)
-		case c.want == "":
-		case c.want == "ok":
-			if err != nil {
-				t.Errorf("%s: %v, want no error", c.name, err)
-			}
-		case err == nil:
-			t.Errorf("%s: no error, want one naming %s", c.name, c.want)
-		case !strings.Contains(err.Error(), c.want):
-			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.want)
-		}
-	}
+	Name string
+	Fn   func() error
+	Want string
 }
 
 // The Admin methods TestBadCallsAreValidationErrors leaves out, on a nil
@@ -145,7 +119,7 @@ func TestStoryNilAndZeroInputsNeverPanic(t *testing.T) {
 		{"UsageWindow.UnmarshalText nil", func() error { var w UsageWindow; return w.UnmarshalText(nil) }, ""},
 	}...)
 	before := e.st.Len()
-	runZero(t, calls)
+	zerotest.Run(t, calls)
 	if n := e.st.Len() - before; n != 0 {
 		t.Errorf("nil, zero and bad calls changed the item count by %d", n)
 	}

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"math"
 	"testing"
+
+	"github.com/shardlimit/limiter/internal/zerotest"
 	"time"
 )
 
@@ -71,16 +73,7 @@ func TestStoryNilAndZeroInputsNeverPanic(t *testing.T) {
 			}
 		},
 	}
-	for name, call := range calls {
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					t.Errorf("%s panicked: %v", name, p)
-				}
-			}()
-			call()
-		}()
-	}
+	zerotest.NoPanics(t, calls)
 	if err := (Limit{}).Validate(); err == nil {
 		t.Error("the zero Limit is valid")
 	}

@@ -2,6 +2,8 @@ package dynamotest
 
 import (
 	"testing"
+
+	"github.com/shardlimit/limiter/internal/zerotest"
 )
 
 // fatalTB records a Fatal instead of ending the test.
@@ -31,15 +33,6 @@ func TestStoryNilAndZeroInputsNeverPanic(t *testing.T) {
 				t.Error("NewTable of a nil or zero Server did not fail the test")
 			}
 		}
-		for name, call := range calls {
-			func() {
-				defer func() {
-					if p := recover(); p != nil {
-						t.Errorf("%s panicked: %v", name, p)
-					}
-				}()
-				call()
-			}()
-		}
+		zerotest.NoPanics(t, calls)
 	}
 }

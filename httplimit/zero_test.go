@@ -11,43 +11,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shardlimit/limiter/internal/zerotest"
+
 	"github.com/shardlimit/limiter"
 	"github.com/shardlimit/limiter/httplimit"
 	"github.com/shardlimit/limiter/store/memsim"
 )
 
-// zcall is one call a caller can make with nil, zero or nonsense input.
-// want is what its error must be: "" anything (only no panic), "ok" nil,
-// else an error whose text contains want (the field it names).
+// zcall is a zerotest.Call, in tables without field names.
 type zcall struct {
-	name string
-	call func() error
-	want string
-}
-
-// runZero makes each call, failing the test, named after the call, on a
-// panic or an error that is not what want says.
-func runZero(t *testing.T, calls []zcall) {
-	t.Helper()
-	for _, c := range calls {
-		err, panicked := func() (err error, p any) {
-			defer func() { p = recover() }()
-			return c.call(), nil
-		}()
-		switch {
-		case panicked != nil:
-			t.Errorf("%s panicked: %v", c.name, panicked)
-		case c.want == "":
-		case c.want == "ok":
-			if err != nil {
-				t.Errorf("%s: %v, want no error", c.name, err)
-			}
-		case err == nil:
-			t.Errorf("%s: no error, want one naming %s", c.name, c.want)
-		case !strings.Contains(err.Error(), c.want):
-			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.want)
-		}
-	}
+	Name string
+	Fn   func() error
+	Want string
 }
 
 // serveOnce answers one GET through h and returns an error carrying the
@@ -183,5 +158,5 @@ func TestStoryNilAndZeroInputsNeverPanic(t *testing.T) {
 		{"zero RequestError.Error", func() error { _ = (&httplimit.RequestError{}).Error(); return nil }, ""},
 		{"ReportCost nil ctx", func() error { httplimit.ReportCost(nilCtx, nil); return nil }, ""},
 	}
-	runZero(t, calls)
+	zerotest.Run(t, calls)
 }

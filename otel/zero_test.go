@@ -1,8 +1,9 @@
 package limiterotel_test
 
 import (
-	"strings"
 	"testing"
+
+	"github.com/shardlimit/limiter/internal/zerotest"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -18,9 +19,9 @@ func TestStoryNilAndZeroInputsNeverPanic(t *testing.T) {
 	var nilObs *limiterotel.Observer
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	calls := []struct {
-		name string
-		call func() error
-		want string // "" only no panic, "ok" no error, else the error names it
+		Name string
+		Fn   func() error
+		Want string // "" only no panic, "ok" no error, else the error names it
 	}{
 		{"New(nil)", func() error { _, err := limiterotel.New(nil); return err }, "MeterProvider"},
 		{"New nil option", func() error { _, err := limiterotel.New(mp, nil); return err }, "ok"},
@@ -45,21 +46,5 @@ func TestStoryNilAndZeroInputsNeverPanic(t *testing.T) {
 			return nil
 		}, "ok"},
 	}
-	for _, c := range calls {
-		err, panicked := func() (err error, p any) {
-			defer func() { p = recover() }()
-			return c.call(), nil
-		}()
-		switch {
-		case panicked != nil:
-			t.Errorf("%s panicked: %v", c.name, panicked)
-		case c.want == "":
-		case c.want == "ok":
-			if err != nil {
-				t.Errorf("%s: %v, want no error", c.name, err)
-			}
-		case err == nil || !strings.Contains(err.Error(), c.want):
-			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.want)
-		}
-	}
+	zerotest.Run(t, calls)
 }

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/shardlimit/limiter/internal/zerotest"
 	"time"
 
 	"github.com/shardlimit/limiter"
@@ -180,14 +182,5 @@ func TestStoryNilAndZeroInputsNeverPanic(t *testing.T) {
 			t.Errorf("scenario %s: %v", sc.Name, err)
 		}
 	}
-	for name, call := range calls {
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					t.Errorf("%s panicked: %v", name, p)
-				}
-			}()
-			call()
-		}()
-	}
+	zerotest.NoPanics(t, calls)
 }

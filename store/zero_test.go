@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shardlimit/limiter/internal/zerotest"
+
 	"github.com/shardlimit/limiter/store"
 )
 
@@ -81,16 +83,7 @@ func TestStoryNilAndZeroInputsNeverPanic(t *testing.T) {
 			store.Int(math.MinInt64).Equal(store.Str(""))
 		},
 	}
-	for name, call := range calls {
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					t.Errorf("%s panicked: %v", name, p)
-				}
-			}()
-			call()
-		}()
-	}
+	zerotest.NoPanics(t, calls)
 	for name, c := range map[string]struct {
 		u    store.Update
 		c    store.Condition

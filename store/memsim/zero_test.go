@@ -3,44 +3,20 @@ package memsim_test
 import (
 	"context"
 	"math"
-	"strings"
 	"testing"
+
+	"github.com/shardlimit/limiter/internal/zerotest"
 	"time"
 
 	"github.com/shardlimit/limiter/store"
 	"github.com/shardlimit/limiter/store/memsim"
 )
 
-// zcall is one call a caller can make with nil, zero or nonsense input.
-// want is what its error must be: "" anything (only no panic), "ok" nil,
-// else an error whose text contains want.
+// zcall is a zerotest.Call, in tables without field names.
 type zcall struct {
-	name string
-	call func() error
-	want string
-}
-
-func runZero(t *testing.T, calls []zcall) {
-	t.Helper()
-	for _, c := range calls {
-		err, panicked := func() (err error, p any) {
-			defer func() { p = recover() }()
-			return c.call(), nil
-		}()
-		switch {
-		case panicked != nil:
-			t.Errorf("%s panicked: %v", c.name, panicked)
-		case c.want == "":
-		case c.want == "ok":
-			if err != nil {
-				t.Errorf("%s: %v, want no error", c.name, err)
-			}
-		case err == nil:
-			t.Errorf("%s: no error, want one naming %s", c.name, c.want)
-		case !strings.Contains(err.Error(), c.want):
-			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.want)
-		}
-	}
+	Name string
+	Fn   func() error
+	Want string
 }
 
 // The store's methods on a nil or zero Store, with a nil context and zero
@@ -196,5 +172,5 @@ func TestStoryNilAndZeroInputsNeverPanic(t *testing.T) {
 			return nil
 		}, ""},
 	}...)
-	runZero(t, calls)
+	zerotest.Run(t, calls)
 }
