@@ -15,32 +15,17 @@ import (
 	"github.com/shardlimit/limiter/store/internal/schema"
 )
 
-// API is the part of the DynamoDB client that [Store] calls. A
+// API is the part of the DynamoDB client that [Store] calls: each method is
+// the DynamoDB operation of its name. A
 // *dynamodb.Client implements it; tests may pass a fake.
 type API interface {
-	// GetItem is the DynamoDB operation of that name, as *dynamodb.Client
-	// implements it.
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	// BatchGetItem is the DynamoDB operation of that name, as *dynamodb.Client
-	// implements it.
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
-	// PutItem is the DynamoDB operation of that name, as *dynamodb.Client
-	// implements it.
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	// UpdateItem is the DynamoDB operation of that name, as *dynamodb.Client
-	// implements it.
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	// DeleteItem is the DynamoDB operation of that name, as *dynamodb.Client
-	// implements it.
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
-	// TransactWriteItems is the DynamoDB operation of that name, as *dynamodb.Client
-	// implements it.
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
-	// Query is the DynamoDB operation of that name, as *dynamodb.Client
-	// implements it.
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	// Scan is the DynamoDB operation of that name, as *dynamodb.Client
-	// implements it.
 	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 }
 

@@ -15,17 +15,12 @@ import (
 	"github.com/shardlimit/limiter/store/internal/schema"
 )
 
-// ProvisionAPI is the part of the DynamoDB client that [CreateTable] calls.
+// ProvisionAPI is the part of the DynamoDB client that [CreateTable] calls,
+// each method the DynamoDB operation of its name.
 // A *dynamodb.Client implements it.
 type ProvisionAPI interface {
-	// CreateTable is the DynamoDB operation of that name, as *dynamodb.Client
-	// implements it.
 	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
-	// DescribeTable is the DynamoDB operation of that name, as *dynamodb.Client
-	// implements it.
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
-	// UpdateTimeToLive is the DynamoDB operation of that name, as *dynamodb.Client
-	// implements it.
 	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
 }
 
