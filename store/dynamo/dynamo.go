@@ -16,8 +16,8 @@ import (
 )
 
 // API is the part of the DynamoDB client that [Store] calls: each method is
-// the DynamoDB operation of its name. A
-// *dynamodb.Client implements it; tests may pass a fake.
+// the DynamoDB operation of its name. A *dynamodb.Client implements it;
+// tests may pass a fake.
 type API interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
