@@ -15,11 +15,8 @@ import (
 // minimum for a missing item. Reads always see the latest write (memsim
 // does not model stale eventually consistent reads).
 func (s *Store) Get(ctx context.Context, in store.GetInput) (store.GetOutput, error) {
-	if err := s.usable(ctx); err != nil {
+	if err := s.enter(ctx, OpGet); err != nil {
 		return store.GetOutput{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return store.GetOutput{}, s.canceled(OpGet, err)
 	}
 	if err := s.checkKey(in.Key); err != nil {
 		s.countLocked(OpGet, outValidation, store.Capacity{})
@@ -56,11 +53,8 @@ func (s *Store) Get(ctx context.Context, in store.GetInput) (store.GetOutput, er
 // is throttled (the store contract has no unprocessed keys: a real backend
 // retries them).
 func (s *Store) BatchGet(ctx context.Context, in store.BatchGetInput) (store.BatchGetOutput, error) {
-	if err := s.usable(ctx); err != nil {
+	if err := s.enter(ctx, OpBatchGet); err != nil {
 		return store.BatchGetOutput{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return store.BatchGetOutput{}, s.canceled(OpBatchGet, err)
 	}
 	if err := s.checkBatch(in.Keys); err != nil {
 		s.countLocked(OpBatchGet, outValidation, store.Capacity{})
@@ -139,11 +133,8 @@ func hasDuplicate(keys []store.Key) bool {
 // always eventually consistent. memsim answers in one page whatever the
 // size (the contract follows pagination to the end).
 func (s *Store) Query(ctx context.Context, in store.QueryInput) (store.QueryOutput, error) {
-	if err := s.usable(ctx); err != nil {
+	if err := s.enter(ctx, OpQuery); err != nil {
 		return store.QueryOutput{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return store.QueryOutput{}, s.canceled(OpQuery, err)
 	}
 	ixPos, pkName := -1, s.schema.PartitionKey
 	for i, st := range s.indexes {

@@ -433,10 +433,8 @@ func indexReason(write bool) string {
 	return "IndexReadKeyRangeThroughputExceeded"
 }
 
-// canceled returns the error of a request whose context is done before it
-// is sent: nothing was applied, and the caller knows it.
 // usable returns a ValidationError for a nil or zero Store (not made by
-// New) or a nil ctx: what every request checks first.
+// New) or a nil ctx.
 func (s *Store) usable(ctx context.Context) error {
 	switch {
 	case s.zero():
@@ -450,7 +448,17 @@ func (s *Store) usable(ctx context.Context) error {
 // zero reports whether s is nil or the zero Store.
 func (s *Store) zero() bool { return s == nil || s.items == nil }
 
-func (s *Store) canceled(kind OpKind, err error) error {
-	s.countLocked(kind, outOther, store.Capacity{})
-	return &store.UnavailableError{Op: kind.String(), Err: err}
+// enter is what every request of kind checks first: a usable Store and
+// ctx (see usable), and a context not done, else the error of a request
+// whose context is done before it is sent: nothing was applied, and the
+// caller knows it.
+func (s *Store) enter(ctx context.Context, kind OpKind) error {
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		s.countLocked(kind, outOther, store.Capacity{})
+		return &store.UnavailableError{Op: kind.String(), Err: err}
+	}
+	return nil
 }

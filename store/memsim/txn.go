@@ -42,11 +42,8 @@ const (
 // client token applies nothing and consumes one strongly consistent read
 // per item.
 func (s *Store) TransactWrite(ctx context.Context, in store.TransactWriteInput) (store.WriteOutput, error) {
-	if err := s.usable(ctx); err != nil {
+	if err := s.enter(ctx, OpTransactWrite); err != nil {
 		return store.WriteOutput{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return store.WriteOutput{}, s.canceled(OpTransactWrite, err)
 	}
 	reqs, err := s.prepareTxn(in.Actions)
 	if err != nil {

@@ -438,11 +438,8 @@ func (s *Store) write(ctx context.Context, kind OpKind, w writeReq, prepErr erro
 
 // Put implements [store.Store.Put].
 func (s *Store) Put(ctx context.Context, in store.PutInput) (store.WriteOutput, error) {
-	if err := s.usable(ctx); err != nil {
+	if err := s.enter(ctx, OpPut); err != nil {
 		return store.WriteOutput{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return store.WriteOutput{}, s.canceled(OpPut, err)
 	}
 	w, err := s.preparePut(&in, false)
 	return s.write(ctx, OpPut, w, err)
@@ -450,11 +447,8 @@ func (s *Store) Put(ctx context.Context, in store.PutInput) (store.WriteOutput, 
 
 // Update implements [store.Store.Update].
 func (s *Store) Update(ctx context.Context, in store.UpdateInput) (store.WriteOutput, error) {
-	if err := s.usable(ctx); err != nil {
+	if err := s.enter(ctx, OpUpdate); err != nil {
 		return store.WriteOutput{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return store.WriteOutput{}, s.canceled(OpUpdate, err)
 	}
 	w, err := s.prepareUpdate(&in, false)
 	return s.write(ctx, OpUpdate, w, err)
@@ -462,11 +456,8 @@ func (s *Store) Update(ctx context.Context, in store.UpdateInput) (store.WriteOu
 
 // Delete implements [store.Store.Delete].
 func (s *Store) Delete(ctx context.Context, in store.DeleteInput) (store.WriteOutput, error) {
-	if err := s.usable(ctx); err != nil {
+	if err := s.enter(ctx, OpDelete); err != nil {
 		return store.WriteOutput{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return store.WriteOutput{}, s.canceled(OpDelete, err)
 	}
 	w, err := s.prepareDelete(&in, false)
 	return s.write(ctx, OpDelete, w, err)
