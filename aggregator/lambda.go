@@ -19,16 +19,6 @@ import (
 // that one bad record does not block its stream shard for 24 hours, unless
 // Options.ReportMalformed is set.
 func (p *Processor) HandleLambda(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, Result) {
-	if err := p.usable(ctx); err != nil {
-		var resp events.DynamoDBEventResponse
-		res := Result{Stats: Stats{Records: len(ev.Records)}}
-		for i, er := range ev.Records {
-			res.Failures = append(res.Failures, Failure{Index: i, SequenceNumber: er.Change.SequenceNumber, EventID: er.EventID, Err: err})
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: er.Change.SequenceNumber})
-		}
-		slog.Error("aggregator: cannot process the batch; Lambda will retry it", "err", err)
-		return resp, res
-	}
 	recs := make([]Record, 0, len(ev.Records))
 	at := make([]int, 0, len(ev.Records)) // batch index of recs[i]
 	var bad []Failure
@@ -49,14 +39,20 @@ func (p *Processor) HandleLambda(ctx context.Context, ev events.DynamoDBEvent) (
 	sort.Slice(res.Failures, func(i, j int) bool { return res.Failures[i].Index < res.Failures[j].Index })
 	res.Stats.Records = len(ev.Records)
 
+	// A nil or zero Processor fails every record (Process says why): log
+	// those on the default logger.
+	log, reportMalformed := slog.Default(), false
+	if p != nil && p.log != nil {
+		log, reportMalformed = p.log, p.reportMalformed
+	}
 	var resp events.DynamoDBEventResponse
 	for _, f := range res.Failures {
-		if f.Malformed() && !p.reportMalformed {
-			p.log.Error("aggregator: skipping malformed record", "sequence_number", f.SequenceNumber,
+		if f.Malformed() && !reportMalformed {
+			log.Error("aggregator: skipping malformed record", "sequence_number", f.SequenceNumber,
 				"event_id", f.EventID, "err", f.Err)
 			continue
 		}
-		p.log.Warn("aggregator: record failed; Lambda will retry", "sequence_number", f.SequenceNumber,
+		log.Warn("aggregator: record failed; Lambda will retry", "sequence_number", f.SequenceNumber,
 			"event_id", f.EventID, "err", f.Err)
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: f.SequenceNumber})
 	}
