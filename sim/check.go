@@ -76,7 +76,6 @@ const wcuBurst = 1000 * 1000
 // bookkeeping.
 //
 // Invariant 8 (determinism) compares two runs: see [checkDeterminism].
-// A nil or zero checker (not made by newChecker) checks nothing.
 type checker struct {
 	m    *model
 	base int64 // Unix ns of virtual time 0
@@ -152,9 +151,6 @@ const (
 // refused at virtual time at because the partition was over its ceiling
 // (not an injected throttle).
 func (c *checker) PartitionThrottled(pk string, at int64) {
-	if c.off() {
-		return
-	}
 	if ii := c.item(pk); ii >= 0 {
 		c.items[ii].throttledAt, c.items[ii].throttled = at, true
 	}
@@ -315,16 +311,9 @@ func (c *checker) peakRate(is *istate, at int64) float64 {
 	return peak
 }
 
-// off reports whether c is nil or zero (not made by newChecker): such a
-// checker checks nothing.
-func (c *checker) off() bool { return c == nil || c.m == nil }
-
 // newChecker returns a checker for a model; base is the Unix time (ns) of
 // virtual time 0, which the stream's record times are measured from.
 func newChecker(m *model, base int64) *checker {
-	if m == nil {
-		m = &model{}
-	}
 	c := &checker{m: m, base: base, byName: make(map[[2]string]int32, len(m.Buckets)),
 		itemOf: make(map[string]int32), perInv: make(map[string]int), heard: make(map[heard]int64)}
 	c.nlim = len(m.LimitNames)
@@ -375,9 +364,6 @@ func (c *checker) flag(inv, format string, args ...any) {
 // Violations returns what was found, in the order found, at most 20 per
 // invariant followed by a count of the rest.
 func (c *checker) Violations() []Violation {
-	if c.off() {
-		return nil
-	}
 	out := slices.Clone(c.violations)
 	for _, inv := range slices.Sorted(maps.Keys(c.perInv)) {
 		if n := c.perInv[inv]; n > maxDetails {
@@ -391,9 +377,6 @@ func (c *checker) Violations() []Violation {
 // client on bucket b writes (by role, see effects), and when the client
 // last heard of each (see Heard), for a later liveness judgement.
 func (c *checker) Snapshot(client, b int32) (s [maxRoles]uint64, at [maxRoles]int64) {
-	if c.off() {
-		return s, at
-	}
 	for r, bi := range c.m.roles(b) {
 		if bi >= 0 {
 			s[r], at[r] = c.buckets[bi].changes, c.heard[heard{client, bi}]
@@ -410,9 +393,6 @@ type heard struct{ client, bucket int32 }
 // at least as recent as sent. A new process (a crash) forgets, with
 // Forget.
 func (c *checker) Heard(client int32, pk string, sent int64) {
-	if c.off() {
-		return
-	}
 	if ii := c.item(pk); ii >= 0 {
 		c.heard[heard{client, c.items[ii].bucket}] = sent
 	}
@@ -421,9 +401,6 @@ func (c *checker) Heard(client int32, pk string, sent int64) {
 // Forget forgets what client heard of every bucket: its process
 // restarted with an empty memory.
 func (c *checker) Forget(client int32) {
-	if c.off() {
-		return
-	}
 	for k := range c.heard {
 		if k.client == client {
 			delete(c.heard, k)
@@ -516,9 +493,6 @@ func (c *checker) fmtT(at int64) string { return time.Duration(at).String() }
 // Record feeds one change stream record and the operation whose request
 // produced it (nil when no simulated client caused it: setup writes).
 func (c *checker) Record(rec *memsim.Record, cause *cause) {
-	if c.off() || rec == nil {
-		return
-	}
 	ii := c.item(rec.Keys.PK)
 	if ii < 0 {
 		return
@@ -850,9 +824,6 @@ func (c *checker) checkDoublingCause(bi int32, from, at int64, seq uint64) {
 // OpDone feeds a finished operation and the effects the stream showed for
 // it (nil when none were accumulated).
 func (c *checker) OpDone(op *operation, eff *effects) {
-	if c.off() || op == nil {
-		return
-	}
 	if eff == nil {
 		eff = &effects{}
 	}
@@ -1230,9 +1201,6 @@ func (c *checker) liveness(op *operation, eff *effects, roles [maxRoles]int32) {
 // Finish checks what needs the final state: invariant 1 against the
 // store's items, and invariant 3's windows.
 func (c *checker) Finish(items []store.Item) {
-	if c.off() {
-		return
-	}
 	if c.finished {
 		return
 	}
