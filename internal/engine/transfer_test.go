@@ -159,13 +159,17 @@ func TestStoryASpentDonorLeavesTheNewShardEmpty(t *testing.T) {
 // whose clock runs ahead started the next day there, at 2 shards): the
 // transaction fails on the donor; the process learns the next day from
 // shard 0's item, and shard 1, one of those 2, starts it at its half
-// without a transfer. Nothing of the day before moved.
+// without a transfer. Nothing of the day before moved. The write after the
+// cancelled transaction charges shard 1's partition for it too, as
+// DynamoDB bills it: the blind write that found yesterday, the transaction
+// and the write itself, 3 units.
 func TestStoryATransferFindsTheDonorInTheNextWindow(t *testing.T) {
 	p, st, m := splitDay(t, 600_000, T+day-60)
 	tomorrow := T + day
 	if _, err := st.Put(context.Background(), store.PutInput{Item: dayItem(p, 0, 2, tomorrow, 400_000, 2)}); err != nil {
 		t.Fatal(err)
 	}
+	before := attr(t, st, p.Ref, 1, "b_wcu_tc")
 	c := NewCharge(m, p, picks(1), Options{})
 	s := c.Feed(exec(t, st, c.Start(tomorrow-50)), tomorrow-45)
 	if got := describe(s); !strings.HasPrefix(got, "transact [1 0] ") {
@@ -186,6 +190,9 @@ func TestStoryATransferFindsTheDonorInTheNextWindow(t *testing.T) {
 	}
 	if left := attr(t, st, p.Ref, 0, "q_req_tk"); left != 400_000 {
 		t.Errorf("shard 0 holds %d, want 400000: no transfer", left)
+	}
+	if w := attr(t, st, p.Ref, 1, "b_wcu_tc") - before; w != 3*unit {
+		t.Errorf("shard 1's write units went up by %d, want %d: the blind write, the transaction and the write", w, 3*unit)
 	}
 }
 
@@ -475,34 +482,6 @@ func TestStoryATransferTakesNothingOfTheDonorsNextDay(t *testing.T) {
 	}
 	if left := attr(t, st, p.Ref, 0, "q_req_tk"); left != 800_000 {
 		t.Errorf("shard 0 holds %d of the next day, want its 800000: nothing moved", left)
-	}
-}
-
-// The write that follows a transaction cancelled on its donor charges
-// shard 1's partition for the cancelled transaction too, as DynamoDB bills
-// it: the write units on shard 1 count the blind write that found
-// yesterday, the transaction and the write itself, 3 units.
-func TestStoryAWriteAfterTheDonorsRefusalBillsTheTransaction(t *testing.T) {
-	p, st, m := splitDay(t, 600_000, T+day-60)
-	tomorrow := T + day
-	if _, err := st.Put(context.Background(), store.PutInput{Item: dayItem(p, 0, 2, tomorrow, 400_000, 2)}); err != nil {
-		t.Fatal(err)
-	}
-	before := attr(t, st, p.Ref, 1, "b_wcu_tc")
-	c := NewCharge(m, p, picks(1), Options{})
-	s := c.Feed(exec(t, st, c.Start(tomorrow-50)), tomorrow-45)
-	if got := describe(s); !strings.HasPrefix(got, "transact [1 0] ") {
-		t.Fatalf("%q, want the transaction", got)
-	}
-	s = c.Feed(exec(t, st, s), tomorrow-40)
-	if got := describe(s); !strings.HasPrefix(got, "update 1 ") {
-		t.Fatalf("after the donor's refusal: %q, want a plain write to shard 1", got)
-	}
-	if s = run(t, st, c, s, tomorrow-35); !s.Done || c.Shard != 1 {
-		t.Fatalf("the acquire ends %q on shard %d, want admitted on shard 1", describe(s), c.Shard)
-	}
-	if w := attr(t, st, p.Ref, 1, "b_wcu_tc") - before; w != 3*unit {
-		t.Errorf("shard 1's write units went up by %d, want %d: the blind write, the transaction and the write", w, 3*unit)
 	}
 }
 
